@@ -1,0 +1,240 @@
+/* tach-backend.h: the interface every compute backend implements.
+ *
+ * A backend owns one device and one stream.  Models are written once against
+ * the dispatch wrappers below (tach_op_*), never against a library.
+ *
+ * Pointers: every float/int pointer passed to an op is a *device* pointer
+ * obtained from tach_backend_alloc() (host memory on the CPU backend, device
+ * memory on CUDA).  Host code never dereferences them; it uses upload and
+ * download.  All tensors are dense, row-major, float32 unless said otherwise.
+ *
+ * Asynchrony: ops are queued on the backend's stream and may return before
+ * the work is done.  Only tach_backend_synchronize(), tach_backend_download()
+ * and tach_event_elapsed_ms() block.
+ *
+ * Errors are sticky (as CUDA's are): an op that fails records the first
+ * error in the backend and every later op becomes a no-op until the error
+ * is taken with tach_backend_take_error().  Models check once per step.
+ *
+ * Threads: a backend is used by one thread at a time (the engine thread).
+ */
+#pragma once
+
+#include <glib.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "tach-engine.h"
+
+G_BEGIN_DECLS
+
+typedef struct _TachBackend      TachBackend;
+typedef struct _TachBackendOps   TachBackendOps;
+typedef struct _TachLstmPlan     TachLstmPlan;
+typedef struct _TachConvPlan     TachConvPlan;
+typedef struct _TachEvent        TachEvent;
+typedef struct _TachGraph        TachGraph;
+
+/* An LSTM over a whole sequence (the fused op).
+ *
+ * Data: x is [T, N, I] when time_major, else [N, T, I]; y is laid out the same
+ * way with dirs*H features (forward direction first, then backward).
+ * The initial h and c are zero.
+ *
+ * Weights, Tach's canonical layout, one flat block per direction (forward,
+ * then backward): W_x [4H, I], W_h [4H, H], b [4H]; gate order i, f, g, o.
+ * Size: dirs * 4H * (I + H + 1) floats.  Backends convert internally.
+ *
+ * The "layout misread" of the BiLSTM report is a plan with time_major = TRUE
+ * over batch-major data: T and N swap meaning, nothing else changes. */
+typedef struct {
+  int      T, N, I, H;
+  int      dirs;          /* 1 or 2 */
+  gboolean time_major;
+  gboolean training;      /* keep what backward needs in the reserve space */
+  gboolean need_dx;       /* backward computes the input gradient */
+  TachPrecision precision;
+} TachLstmDesc;
+
+/* A 2-D convolution, NCHW, stride 1, symmetric zero padding. */
+typedef struct {
+  int N, C, H, W;         /* input */
+  int K, R, S;            /* filters: K x C x R x S */
+  int pad_h, pad_w;
+  gboolean need_dx;
+  TachPrecision precision;
+} TachConvDesc;
+
+struct _TachBackendOps {
+  /* --- lifecycle and memory (all required) --- */
+  void     (*free)          (TachBackend *be);
+  void    *(*alloc)         (TachBackend *be, size_t bytes);     /* NULL + sticky error on failure */
+  void     (*dealloc)       (TachBackend *be, void *ptr);
+  void     (*upload)        (TachBackend *be, void *dst, const void *src, size_t bytes);
+  /* pinned host memory for asynchronous uploads; optional (NULL: g_malloc) */
+  void    *(*host_alloc)    (TachBackend *be, size_t bytes);
+  void     (*host_free)     (TachBackend *be, void *ptr);
+  void     (*upload_async)  (TachBackend *be, void *dst, const void *src, size_t bytes); /* optional: from host_alloc memory */
+  void     (*download)      (TachBackend *be, void *dst, const void *src, size_t bytes); /* blocks */
+  void     (*zero)          (TachBackend *be, void *ptr, size_t bytes);
+  void     (*copy)          (TachBackend *be, void *dst, const void *src, size_t bytes); /* device to device */
+  void     (*synchronize)   (TachBackend *be);
+  guint64  (*peak_memory)   (TachBackend *be);
+
+  /* --- timing --- */
+  TachEvent *(*event_new)   (TachBackend *be);
+  void     (*event_free)    (TachBackend *be, TachEvent *ev);
+  void     (*event_record)  (TachBackend *be, TachEvent *ev);
+  double   (*event_elapsed_ms) (TachBackend *be, TachEvent *start, TachEvent *end); /* blocks on end */
+
+  /* --- graphs (optional: NULL means launch=graph is not supported) --- */
+  void       (*graph_begin)  (TachBackend *be);
+  TachGraph *(*graph_end)    (TachBackend *be);
+  void       (*graph_launch) (TachBackend *be, TachGraph *graph);
+  void       (*graph_free)   (TachBackend *be, TachGraph *graph);
+
+  /* --- dense algebra --- */
+  /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major, op = transpose when t* */
+  void (*gemm) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                float alpha, const float *a, int lda, const float *b, int ldb,
+                float beta, float *c, int ldc);
+  /* y[m,n] += bias[n] */
+  void (*bias_add)  (TachBackend *be, float *y, const float *bias, int m, int n);
+  /* db[n] = beta * db[n] + sum_i dy[i,n] */
+  void (*bias_grad) (TachBackend *be, const float *dy, float *db, int m, int n, float beta);
+  void (*relu_fwd)  (TachBackend *be, const float *x, float *y, size_t n);
+  /* dx = dy * (y > 0); may run in place (dx == dy) */
+  void (*relu_bwd)  (TachBackend *be, const float *y, const float *dy, float *dx, size_t n);
+
+  /* --- recurrent --- */
+  TachLstmPlan *(*lstm_plan_new)  (TachBackend *be, const TachLstmDesc *desc);
+  void          (*lstm_plan_free) (TachBackend *be, TachLstmPlan *plan);
+  size_t        (*lstm_reserve_bytes) (TachBackend *be, TachLstmPlan *plan);
+  void (*lstm_fwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
+                    float *y, void *reserve);
+  /* dw is overwritten (not accumulated); dx may be NULL when !need_dx */
+  void (*lstm_bwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
+                    const float *y, const float *dy, void *reserve, float *dx, float *dw);
+  /* One cell step (the unrolled mode).  gates [N,4H]: pre-activations
+   * x W_x^T + h W_h^T on input (bias not yet added); on output the activated
+   * gates (i, f, g, o), kept for backward.  c_prev may be NULL (zero).
+   * h is written with row stride ldh. */
+  void (*lstm_cell_fwd) (TachBackend *be, int n, int h, float *gates, const float *bias,
+                         const float *c_prev, float *c, float *h_out, int ldh);
+  /* From dh (row stride lddh, may be NULL = 0) and dc (in: from step t+1, may
+   * be NULL = 0) compute dgates [N,4H] and dc_prev [N,H] (may be NULL). */
+  void (*lstm_cell_bwd) (TachBackend *be, int n, int h, const float *gates, const float *c_prev,
+                         const float *c, const float *dh, int lddh, const float *dc,
+                         float *dgates, float *dc_prev);
+
+  /* --- reductions and losses --- */
+  /* x [N, T, C] -> y [N, C], argmax index per (n, c) in idx */
+  void (*max_over_time_fwd) (TachBackend *be, const float *x, float *y, int32_t *idx, int n, int t, int c);
+  /* dx [N, T, C] = scatter of dy at idx (dx zeroed first by the op) */
+  void (*max_over_time_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int t, int c);
+  /* mean binary cross-entropy of sigmoid(logits) against labels (0/1 floats);
+   * writes the loss to *loss and dlogits (may be NULL) */
+  void (*sigmoid_bce) (TachBackend *be, const float *logits, const float *labels, int n,
+                       float *loss, float *dlogits);
+  /* mean softmax cross-entropy; labels int32; dlogits may be NULL */
+  void (*softmax_ce)  (TachBackend *be, const float *logits, const int32_t *labels, int n, int classes,
+                       float *loss, float *dlogits);
+  /* fraction correct: binary (classes == 1, labels float 0/1 as float*) or argmax */
+  void (*accuracy)    (TachBackend *be, const float *logits, const void *labels, int n, int classes,
+                       float *acc);
+
+  /* --- convolutional --- */
+  TachConvPlan *(*conv_plan_new)  (TachBackend *be, const TachConvDesc *desc);
+  void          (*conv_plan_free) (TachBackend *be, TachConvPlan *plan);
+  void (*conv_fwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                    const float *b, float *y);
+  /* dw, db overwritten; dx may be NULL */
+  void (*conv_bwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                    const float *dy, float *dx, float *dw, float *db);
+  /* 2x2 stride-2 max pool, NCHW; idx records the winner */
+  void (*maxpool_fwd) (TachBackend *be, const float *x, float *y, int32_t *idx, int n, int c, int h, int w);
+  void (*maxpool_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int c, int h, int w);
+  /* global average pool [N,C,H,W] -> [N,C] */
+  void (*avgpool_fwd) (TachBackend *be, const float *x, float *y, int n, int c, int hw);
+  void (*avgpool_bwd) (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
+  /* counter-based dropout: element e is kept iff tach_rand_uniform(seed, counter, e) >= p,
+   * kept values scaled by 1/(1-p).  bwd regenerates the same mask. */
+  void (*dropout_fwd) (TachBackend *be, const float *x, float *y, size_t n, float p,
+                       guint64 seed, guint64 counter);
+  void (*dropout_bwd) (TachBackend *be, const float *dy, float *dx, size_t n, float p,
+                       guint64 seed, guint64 counter);
+
+  /* --- embedding and generation --- */
+  /* out[i, :] = table[idx[i], :] for i < n */
+  void (*embedding) (TachBackend *be, const float *table, const int32_t *idx, float *out, int n, int dim);
+  /* for each row r < n: draw token from softmax(logits[r]) with
+   * u = tach_rand_uniform(seed, counter, r) by inverse CDF; write to tok[r];
+   * then shift ctx[r, 0..len) left by one and put the token last. */
+  void (*sample_tokens) (TachBackend *be, const float *logits, int n, int vocab,
+                         guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len);
+
+  /* --- optimisers over one flat parameter buffer --- */
+  /* Adam; *t (device float) is the step count, incremented by the op so that
+   * a captured graph replays correctly. */
+  void (*adam) (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
+                float lr, float beta1, float beta2, float eps, float *t);
+  void (*sgd)  (TachBackend *be, float *param, const float *grad, size_t n, float lr);
+};
+
+struct _TachBackend {
+  const TachBackendOps *ops;
+  TachDeviceInfo       *device;   /* owned */
+  GError               *error;    /* sticky: first error, owned */
+  guint                 threads;
+  TachPrecision         precision;
+};
+
+/* The registry: the one place that knows which backends were built. */
+GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
+TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
+                               GError **error);
+void         tach_backend_free (TachBackend *be);
+/* Whether the backend of @device_id can do @key=@value; if not, *why says so. */
+gboolean     tach_backend_supports (const char *device_id, const char *key, const char *value,
+                                    const char **why);
+
+/* Records @error as the sticky error unless one is already recorded (takes ownership). */
+void         tach_backend_set_error (TachBackend *be, GError *error);
+void         tach_backend_fail (TachBackend *be, gint code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+gboolean     tach_backend_ok (TachBackend *be);
+/* Moves the sticky error into @error; returns FALSE if there was one. */
+gboolean     tach_backend_take_error (TachBackend *be, GError **error);
+
+/* Memory helpers with the sticky-error rule. */
+void   *tach_backend_alloc (TachBackend *be, size_t bytes);
+void    tach_backend_dealloc (TachBackend *be, void *ptr);
+void    tach_backend_upload (TachBackend *be, void *dst, const void *src, size_t bytes);
+void    tach_backend_download (TachBackend *be, void *dst, const void *src, size_t bytes);
+void    tach_backend_synchronize (TachBackend *be);
+
+/* Dispatch: tach_op (be, gemm, ...) skips the call when an error is pending
+ * and reports a missing optional slot as TACH_ERROR_UNSUPPORTED. */
+#define tach_op(be, slot, ...)                                                   \
+  G_STMT_START {                                                                 \
+    TachBackend *tach_op_be_ = (be);                                             \
+    if (tach_op_be_->error == NULL) {                                            \
+      if (tach_op_be_->ops->slot == NULL)                                        \
+        tach_backend_fail (tach_op_be_, TACH_ERROR_UNSUPPORTED,                  \
+                           "%s does not implement %s", tach_op_be_->device->id,  \
+                           #slot);                                               \
+      else                                                                       \
+        tach_op_be_->ops->slot (tach_op_be_, __VA_ARGS__);                       \
+    }                                                                            \
+  } G_STMT_END
+
+/* Backend constructors; each returns NULL + error when its device is absent. */
+TachBackend *tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error);
+GPtrArray   *tach_cpu_backend_devices (void);
+#ifdef HAVE_CUDA
+TachBackend *tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GError **error);
+GPtrArray   *tach_cuda_backend_devices (void);
+gboolean     tach_cuda_backend_supports (const char *key, const char *value, const char **why);
+#endif
+gboolean     tach_cpu_backend_supports (const char *key, const char *value, const char **why);
+
+G_END_DECLS

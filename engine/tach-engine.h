@@ -1,0 +1,253 @@
+/* tach-engine.h: the public API of Tach's engine.
+ *
+ * The engine knows nothing of GTK.  It runs one workload at a time per
+ * TachRun on a named engine thread, which makes every backend call.
+ *
+ * Thread contracts: unless a function says otherwise it may be called from
+ * any thread, but a given TachConfig must not be used by two threads at once.
+ * Callbacks say which thread they run on.
+ */
+#pragma once
+
+#include <glib.h>
+
+G_BEGIN_DECLS
+
+#define TACH_VERSION_STRING "0.1.0"
+
+/* ---------------------------------------------------------------- errors */
+
+#define TACH_ERROR (tach_error_quark ())
+GQuark tach_error_quark (void);
+
+typedef enum {
+  TACH_ERROR_INVALID_CONFIG,      /* a bad setting: CLI exit 2 */
+  TACH_ERROR_UNSUPPORTED,         /* a knob value the backend cannot do: exit 2 */
+  TACH_ERROR_DEVICE_UNAVAILABLE,  /* no such device, no driver: exit 1 */
+  TACH_ERROR_OUT_OF_MEMORY,
+  TACH_ERROR_LIBRARY,             /* cuDNN, cuBLAS, CUDA or oneDNN failed */
+  TACH_ERROR_DATA,                /* a bad or missing data file */
+  TACH_ERROR_IO,                  /* CSV and other output files */
+  TACH_ERROR_CANCELLED,
+} TachErrorCode;
+
+/* ----------------------------------------------------------------- knobs */
+
+typedef enum { TACH_WORKLOAD_BILSTM, TACH_WORKLOAD_LSTM_LM, TACH_WORKLOAD_CNN, TACH_WORKLOAD_COUNT } TachWorkload;
+typedef enum { TACH_TASK_TRAIN, TACH_TASK_GENERATE } TachTask;
+typedef enum { TACH_RNN_FUSED, TACH_RNN_UNROLLED } TachRnn;
+typedef enum { TACH_LAYOUT_BATCH_MAJOR, TACH_LAYOUT_MISREAD } TachLayout;
+typedef enum { TACH_FEED_HOST_F64, TACH_FEED_HOST_F32, TACH_FEED_PREFETCH, TACH_FEED_RESIDENT } TachFeed;
+typedef enum { TACH_METRICS_NONE, TACH_METRICS_ACCURACY } TachMetrics;
+typedef enum { TACH_LAUNCH_EAGER, TACH_LAUNCH_GRAPH } TachLaunch;
+typedef enum { TACH_CALL_SETUP_PERSISTENT, TACH_CALL_SETUP_PER_CALL } TachCallSetup;
+typedef enum { TACH_SAMPLING_HOST, TACH_SAMPLING_DEVICE } TachSampling;
+typedef enum { TACH_PRECISION_FP32, TACH_PRECISION_TF32, TACH_PRECISION_BF16, TACH_PRECISION_FP16 } TachPrecision;
+typedef enum { TACH_LABELS_TEACHER, TACH_LABELS_RANDOM } TachLabels;
+typedef enum { TACH_OPTIMIZER_ADAM, TACH_OPTIMIZER_SGD } TachOptimizer;
+typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
+
+/* A run configuration: a plain struct, copied by value.  Every field can
+ * also be read and written by name through tach_config_set()/get(), which is
+ * how the CLI and the GUI reach it, so that parsing and messages live in one
+ * place.  Strings are owned by the struct: use tach_config_copy()/clear(). */
+typedef struct {
+  TachWorkload  workload;
+  TachTask      task;
+  char         *device;       /* "auto", "cpu", "cuda", "cuda:N" */
+  char         *preset;       /* last preset applied, or NULL */
+
+  TachRnn       rnn;
+  TachLayout    layout;
+  TachFeed      feed;
+  guint         sync_every;   /* 1 = every step, 0 = only at the end */
+  TachMetrics   metrics;
+  TachLaunch    launch;
+  TachCallSetup call_setup;
+  TachSampling  sampling;
+  TachPrecision precision;
+
+  guint         batch;
+  guint         steps;        /* measured steps after warm-up */
+  guint         warmup;       /* warm-up steps, run first, excluded from summaries */
+  guint64       samples;      /* dataset size in samples (0 = workload default) */
+  guint64       seed;
+  TachLabels    labels;
+  guint         threads;      /* CPU threads (0 = all cores) */
+  TachOptimizer optimizer;
+  double        lr;           /* 0 = the workload's default */
+  char         *data;         /* a data file or folder, or NULL */
+  guint         input_h, input_w, input_c; /* cnn input size */
+  TachHead      head;
+  gboolean      print_text;   /* lstm-lm generate: keep generated words */
+} TachConfig;
+
+/* Describes one knob for user interfaces. */
+typedef struct {
+  const char         *name;      /* "rnn", "feed", "batch", ... */
+  const char         *blurb;     /* translatable one-line help */
+  const char *const  *values;    /* NULL-terminated allowed values, or NULL for numbers/strings */
+  gboolean            is_mode;   /* an execution-mode knob (changes speed, not math) */
+} TachKnobInfo;
+
+const TachKnobInfo *tach_knobs (guint *n_knobs);
+const TachKnobInfo *tach_knob_lookup (const char *name);
+
+void      tach_config_init    (TachConfig *config, TachWorkload workload);
+void      tach_config_copy    (TachConfig *dest, const TachConfig *src);
+void      tach_config_clear   (TachConfig *config);
+
+/* Sets knob @key from the string @value ("fused", "256", "end", ...).
+ * Errors name the knob, the bad value and the allowed values
+ * (TACH_ERROR_INVALID_CONFIG).  Setting "workload" resets the other knobs to
+ * that workload's defaults. */
+gboolean  tach_config_set     (TachConfig *config, const char *key, const char *value, GError **error);
+char     *tach_config_get     (const TachConfig *config, const char *key);
+
+/* Checks the whole configuration against the workload and, when @device_id is
+ * not NULL, against what that device's backend can do (TACH_ERROR_UNSUPPORTED).
+ * Memory needs are checked against the device's memory. */
+gboolean  tach_config_validate (const TachConfig *config, const char *device_id, GError **error);
+
+/* Whether a knob matters for this configuration; if not, *why says why
+ * (translated, static). */
+gboolean  tach_config_knob_applies (const TachConfig *config, const char *key, const char **why);
+
+const char *tach_workload_to_string (TachWorkload workload);
+gboolean    tach_workload_from_string (const char *s, TachWorkload *out, GError **error);
+
+/* --------------------------------------------------------------- presets */
+
+typedef struct {
+  const char   *name;
+  TachWorkload  workload;
+  const char   *description;  /* translatable */
+  const char   *settings;     /* "rnn=fused feed=host-f64 sync=1" */
+} TachPreset;
+
+const TachPreset *tach_presets (guint *n_presets);
+/* The presets of one workload, in the order a sweep runs them. */
+GPtrArray        *tach_presets_for_workload (TachWorkload workload);
+gboolean          tach_config_apply_preset (TachConfig *config, const char *name, GError **error);
+
+/* --------------------------------------------------------------- devices */
+
+typedef enum { TACH_DEVICE_KIND_CPU, TACH_DEVICE_KIND_GPU } TachDeviceKind;
+
+typedef struct {
+  char          *id;            /* "cpu", "cuda:0" */
+  char          *name;          /* "Intel Xeon ...", "NVIDIA H200" */
+  TachDeviceKind kind;
+  guint64        memory_bytes;
+  double         peak_flops;    /* fp32 FLOP/s, measured or from the spec */
+  char          *versions;      /* "oneDNN 2.6.0", "driver 13.0, cuDNN 9.19.0, cuBLAS 13.0.0" */
+  guint          threads;       /* CPU: cores used by default */
+} TachDeviceInfo;
+
+/* Lists usable devices, best first (a GPU before the CPU).  Never fails: a
+ * missing driver simply lists the CPU alone.  Element type: TachDeviceInfo*. */
+GPtrArray      *tach_devices_list (void);
+void            tach_device_info_free (TachDeviceInfo *info);
+/* Resolves "auto", "cpu", "cuda", "cuda:N" to a device, or fails with
+ * TACH_ERROR_DEVICE_UNAVAILABLE and a message saying what to do. */
+TachDeviceInfo *tach_device_resolve (const char *id, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachDeviceInfo, tach_device_info_free)
+
+/* ------------------------------------------------------------------ runs */
+
+/* One step's measurement.  Times in milliseconds; NaN where not observed. */
+typedef struct {
+  guint64 step;        /* 0-based, warm-up steps first */
+  gboolean warmup;
+  double  wall_s;      /* since the run started, at the end of this step */
+  double  step_ms;
+  double  feed_ms;     /* getting the batch onto the device */
+  double  compute_ms;  /* device compute */
+  double  sync_ms;     /* waiting on synchronisation / read-backs */
+  double  host_ms;     /* everything else on the host */
+  double  loss;        /* NaN when the workload has no loss (generation) */
+  double  accuracy;    /* NaN unless metrics=accuracy */
+} TachSample;
+
+typedef struct {
+  guint64 steps;              /* measured (non-warm-up) steps */
+  double  steps_per_s_median;
+  double  steps_per_s_p10;
+  double  steps_per_s_p90;
+  double  items_per_s;        /* samples/s or tokens/s */
+  const char *items_unit;     /* "samples/s" or "tokens/s" */
+  double  final_loss;         /* mean loss of the last 10 steps, NaN if none */
+  double  first_loss;         /* mean loss of the first 10 measured steps */
+  double  feed_share, compute_share, sync_share, host_share; /* of step time */
+  double  flops_per_step;
+  double  achieved_flops;     /* at the median step rate */
+  double  peak_share;         /* achieved / device peak */
+  guint64 peak_memory_bytes;
+  double  test_accuracy;      /* NaN unless the workload has a test split */
+  double  wall_s;
+} TachSummary;
+
+typedef enum {
+  TACH_RUN_STATE_READY,
+  TACH_RUN_STATE_RUNNING,
+  TACH_RUN_STATE_FINISHED,
+  TACH_RUN_STATE_CANCELLED,
+  TACH_RUN_STATE_FAILED,
+} TachRunState;
+
+typedef struct _TachRun TachRun;
+
+/* Runs on the GMainContext given to tach_run_start().  At most one call is
+ * pending at any time (calls coalesce): drain the samples when called.  It
+ * is called once more after the run ends. */
+typedef void (*TachRunNotify) (TachRun *run, gpointer user_data);
+
+/* Validates @config (copied) and resolves its device.  Any thread. */
+TachRun      *tach_run_new (const TachConfig *config, GError **error);
+TachRun      *tach_run_ref (TachRun *run);
+void          tach_run_unref (TachRun *run);
+
+/* Starts the engine thread.  @context may be NULL for the thread-default
+ * context of the caller; @notify may be NULL (poll with drain/wait). */
+gboolean      tach_run_start (TachRun *run, GMainContext *context,
+                              TachRunNotify notify, gpointer user_data,
+                              GError **error);
+/* Asks the run to stop after the current step.  Any thread, never blocks. */
+void          tach_run_stop (TachRun *run);
+/* Waits for the engine thread.  Returns FALSE with the run's error if it
+ * failed (a cancelled run returns TRUE). */
+gboolean      tach_run_wait (TachRun *run, GError **error);
+
+/* Moves samples not yet drained into @out (element type TachSample). */
+guint         tach_run_drain_samples (TachRun *run, GArray *out);
+/* All samples so far (copy).  Any thread. */
+GArray       *tach_run_dup_samples (TachRun *run);
+TachRunState  tach_run_get_state (TachRun *run);
+/* The error of a failed run, or NULL.  Valid until the run is freed. */
+const GError *tach_run_get_error (TachRun *run);
+const TachConfig     *tach_run_get_config (TachRun *run);
+const TachDeviceInfo *tach_run_get_device (TachRun *run);
+guint         tach_run_get_id (TachRun *run);       /* unique per process */
+gint64        tach_run_get_start_time (TachRun *run); /* real time, µs */
+/* Summary of the samples so far (warm-up excluded). */
+void          tach_run_get_summary (TachRun *run, TachSummary *summary);
+/* Generated text (lstm-lm generate with print_text), or NULL. */
+char         *tach_run_dup_text (TachRun *run);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachRun, tach_run_unref)
+
+/* Summary statistics of an array of samples (warm-up excluded). */
+void          tach_summary_compute (const TachSample *samples, guint n,
+                                    guint64 items_per_step, double flops_per_step,
+                                    double device_peak_flops, TachSummary *out);
+
+/* ------------------------------------------------------------------- CSV */
+
+/* Appends finished runs to DIR/runs.csv and DIR/samples.csv (creating DIR
+ * and the files with headers), RFC 4180, C-locale numbers.  Each file is
+ * written to a temporary name and renamed: an error leaves both as they
+ * were.  Element type of @runs: TachRun*. */
+gboolean tach_csv_append (const char *dir, GPtrArray *runs, GError **error);
+
+G_END_DECLS
