@@ -193,6 +193,8 @@ struct _TachBackend {
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
 TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
                                GError **error);
+/* Frees the sticky error and the device info, then calls ops->free, which
+ * releases the backend's own resources and the struct itself.  NULL is fine. */
 void         tach_backend_free (TachBackend *be);
 /* Whether the backend of @device_id can do @key=@value; if not, *why says so. */
 gboolean     tach_backend_supports (const char *device_id, const char *key, const char *value,
@@ -211,6 +213,35 @@ void    tach_backend_dealloc (TachBackend *be, void *ptr);
 void    tach_backend_upload (TachBackend *be, void *dst, const void *src, size_t bytes);
 void    tach_backend_download (TachBackend *be, void *dst, const void *src, size_t bytes);
 void    tach_backend_synchronize (TachBackend *be);
+
+/* More wrappers with the sticky-error rule: each does nothing (and returns
+ * NULL, 0 or NaN) while an error is pending, and fills in the default of an
+ * optional slot.  Freeing functions always run and accept NULL. */
+void   *tach_backend_host_alloc (TachBackend *be, size_t bytes);   /* ops->host_alloc or g_try_malloc */
+void    tach_backend_host_free (TachBackend *be, void *ptr);
+/* From tach_backend_host_alloc() memory; falls back to a synchronous upload. */
+void    tach_backend_upload_async (TachBackend *be, void *dst, const void *src, size_t bytes);
+void    tach_backend_zero (TachBackend *be, void *ptr, size_t bytes);
+void    tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t bytes);
+guint64 tach_backend_peak_memory (TachBackend *be);                 /* 0 when unknown */
+
+TachEvent *tach_event_new (TachBackend *be);
+void       tach_event_free (TachBackend *be, TachEvent *ev);
+void       tach_event_record (TachBackend *be, TachEvent *ev);
+double     tach_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end);
+
+/* Whether the backend can capture graphs (the graph slots are present). */
+gboolean   tach_backend_has_graphs (TachBackend *be);
+void       tach_graph_begin (TachBackend *be);
+TachGraph *tach_graph_end (TachBackend *be);
+void       tach_graph_launch (TachBackend *be, TachGraph *graph);
+void       tach_graph_free (TachBackend *be, TachGraph *graph);
+
+TachLstmPlan *tach_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
+void          tach_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
+size_t        tach_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
+TachConvPlan *tach_conv_plan_new (TachBackend *be, const TachConvDesc *desc);
+void          tach_conv_plan_free (TachBackend *be, TachConvPlan *plan);
 
 /* Dispatch: tach_op (be, gemm, ...) skips the call when an error is pending
  * and reports a missing optional slot as TACH_ERROR_UNSUPPORTED. */

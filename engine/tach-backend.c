@@ -1,0 +1,544 @@
+/* tach-backend.c: the backend registry, the sticky-error helpers and the
+ * dispatch wrappers with their defaults for optional slots.
+ *
+ * This is the one file that knows which backends were built: the only
+ * HAVE_CUDA conditional of the code base lives here.
+ */
+#include <math.h>
+#include <stdarg.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-backend.h"
+
+/* ------------------------------------------------------------- devices */
+
+void
+tach_device_info_free (TachDeviceInfo *info)
+{
+  if (info == NULL)
+    return;
+  g_free (info->id);
+  g_free (info->name);
+  g_free (info->versions);
+  g_free (info);
+}
+
+static TachDeviceInfo *
+device_info_copy (const TachDeviceInfo *src)
+{
+  TachDeviceInfo *dst = g_new0 (TachDeviceInfo, 1);
+
+  *dst = *src;
+  dst->id = g_strdup (src->id);
+  dst->name = g_strdup (src->name);
+  dst->versions = g_strdup (src->versions);
+  return dst;
+}
+
+static void
+append_devices (GPtrArray *all, GPtrArray *some)
+{
+  if (some == NULL)
+    return;
+  /* Move the elements over without copying them. */
+  g_ptr_array_set_free_func (some, NULL);
+  for (guint i = 0; i < some->len; i++)
+    g_ptr_array_add (all, g_ptr_array_index (some, i));
+  g_ptr_array_unref (some);
+}
+
+GPtrArray *
+tach_backend_registry_devices (void)
+{
+  GPtrArray *all = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_device_info_free);
+
+#ifdef HAVE_CUDA
+  append_devices (all, tach_cuda_backend_devices ());
+#endif
+  append_devices (all, tach_cpu_backend_devices ());
+  return all;
+}
+
+GPtrArray *
+tach_devices_list (void)
+{
+  return tach_backend_registry_devices ();
+}
+
+/* Parses "cuda:N" strictly; "cuda" alone means cuda:0. */
+static gboolean
+parse_cuda_ordinal (const char *id, guint *ordinal)
+{
+  guint64 n = 0;
+
+  if (g_strcmp0 (id, "cuda") == 0)
+    {
+      *ordinal = 0;
+      return TRUE;
+    }
+  if (!g_str_has_prefix (id, "cuda:"))
+    return FALSE;
+  if (!g_ascii_string_to_unsigned (id + 5, 10, 0, G_MAXINT, &n, NULL))
+    return FALSE;
+  *ordinal = (guint) n;
+  return TRUE;
+}
+
+TachDeviceInfo *
+tach_device_resolve (const char *id, GError **error)
+{
+  g_autoptr(GPtrArray) devices = NULL;
+  g_autofree char *want = NULL;
+  guint ordinal = 0;
+  guint n_cuda = 0;
+
+  if (id == NULL || *id == '\0')
+    id = "auto";
+
+  if (g_strcmp0 (id, "auto") != 0 && g_strcmp0 (id, "cpu") != 0
+      && !parse_cuda_ordinal (id, &ordinal))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("invalid value '%s' for --device: expected one of auto, cpu, cuda, cuda:N"),
+                   id);
+      return NULL;
+    }
+
+  devices = tach_backend_registry_devices ();
+  if (g_strcmp0 (id, "auto") == 0)
+    {
+      if (devices->len == 0)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                       _("no usable device: the CPU backend reported none"));
+          return NULL;
+        }
+      return device_info_copy (g_ptr_array_index (devices, 0));
+    }
+
+  want = g_strcmp0 (id, "cpu") == 0 ? g_strdup ("cpu") : g_strdup_printf ("cuda:%u", ordinal);
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const TachDeviceInfo *info = g_ptr_array_index (devices, i);
+
+      if (g_strcmp0 (info->id, want) == 0)
+        return device_info_copy (info);
+      if (info->kind == TACH_DEVICE_KIND_GPU)
+        n_cuda++;
+    }
+
+  if (g_strcmp0 (want, "cpu") == 0)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                   _("the CPU backend is not usable: oneDNN reported no CPU engine"));
+      return NULL;
+    }
+
+#ifdef HAVE_CUDA
+  if (n_cuda == 0)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                 _("no usable CUDA device (the CUDA runtime found none for '%s'): "
+                   "install the NVIDIA driver or use --device cpu"), id);
+  else
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                 _("no CUDA device '%s' on this machine: use --device cuda:0 to cuda:%u, or --device cpu"),
+                 id, n_cuda - 1);
+#else
+  (void) n_cuda;
+  g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+               _("this build has no CUDA backend: rebuild with -Dcuda=enabled, or use --device cpu"));
+#endif
+  return NULL;
+}
+
+/* ------------------------------------------------------------ backends */
+
+TachBackend *
+tach_backend_new (const char *device_id, guint threads, TachPrecision precision, GError **error)
+{
+  g_autoptr(TachDeviceInfo) info = tach_device_resolve (device_id, error);
+  TachBackend *be = NULL;
+
+  if (info == NULL)
+    return NULL;
+
+  if (info->kind == TACH_DEVICE_KIND_CPU)
+    be = tach_cpu_backend_new (threads, precision, error);
+#ifdef HAVE_CUDA
+  else
+    {
+      guint ordinal = 0;
+
+      parse_cuda_ordinal (info->id, &ordinal);
+      be = tach_cuda_backend_new ((int) ordinal, threads, precision, error);
+    }
+#endif
+
+  if (be == NULL)
+    {
+      if (error != NULL && *error == NULL)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                     _("could not open device %s"), info->id);
+      return NULL;
+    }
+
+  /* The registry's description is the one users see; a constructor that
+   * left the field empty gets it. */
+  if (be->device == NULL)
+    be->device = g_steal_pointer (&info);
+  return be;
+}
+
+void
+tach_backend_free (TachBackend *be)
+{
+  if (be == NULL)
+    return;
+  g_clear_error (&be->error);
+  g_clear_pointer (&be->device, tach_device_info_free);
+  be->ops->free (be);
+}
+
+gboolean
+tach_backend_supports (const char *device_id, const char *key, const char *value,
+                       const char **why)
+{
+  guint ordinal = 0;
+
+  if (why != NULL)
+    *why = NULL;
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    return tach_cpu_backend_supports (key, value, why);
+  if (device_id != NULL && parse_cuda_ordinal (device_id, &ordinal))
+    {
+#ifdef HAVE_CUDA
+      return tach_cuda_backend_supports (key, value, why);
+#else
+      if (why != NULL)
+        *why = _("this build has no CUDA backend");
+      return FALSE;
+#endif
+    }
+  if (why != NULL)
+    *why = _("unknown device");
+  return FALSE;
+}
+
+/* -------------------------------------------------------- sticky errors */
+
+void
+tach_backend_set_error (TachBackend *be, GError *error)
+{
+  if (error == NULL)
+    return;
+  if (be->error != NULL)
+    {
+      g_error_free (error);
+      return;
+    }
+  be->error = error;
+}
+
+void
+tach_backend_fail (TachBackend *be, gint code, const char *format, ...)
+{
+  va_list args;
+  GError *error;
+
+  /* Only the first error counts: later ones are usually its consequences. */
+  if (be->error != NULL)
+    return;
+  va_start (args, format);
+  error = g_error_new_valist (TACH_ERROR, code, format, args);
+  va_end (args);
+  be->error = error;
+}
+
+gboolean
+tach_backend_ok (TachBackend *be)
+{
+  return be->error == NULL;
+}
+
+gboolean
+tach_backend_take_error (TachBackend *be, GError **error)
+{
+  if (be->error == NULL)
+    return TRUE;
+  g_propagate_error (error, g_steal_pointer (&be->error));
+  return FALSE;
+}
+
+/* -------------------------------------------------------------- memory */
+
+void *
+tach_backend_alloc (TachBackend *be, size_t bytes)
+{
+  void *ptr;
+
+  if (be->error != NULL)
+    return NULL;
+  ptr = be->ops->alloc (be, bytes);
+  if (ptr == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
+                       _("out of memory on %s: could not allocate %" G_GSIZE_FORMAT
+                         " bytes; lower --batch or --samples"),
+                       be->device->id, (gsize) bytes);
+  return ptr;
+}
+
+void
+tach_backend_dealloc (TachBackend *be, void *ptr)
+{
+  /* Freeing runs even with an error pending, so that error paths release. */
+  if (ptr != NULL)
+    be->ops->dealloc (be, ptr);
+}
+
+void
+tach_backend_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (be->error == NULL && bytes > 0)
+    be->ops->upload (be, dst, src, bytes);
+}
+
+void
+tach_backend_download (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (be->error == NULL && bytes > 0)
+    be->ops->download (be, dst, src, bytes);
+}
+
+void
+tach_backend_synchronize (TachBackend *be)
+{
+  if (be->error == NULL)
+    be->ops->synchronize (be);
+}
+
+void *
+tach_backend_host_alloc (TachBackend *be, size_t bytes)
+{
+  void *ptr;
+
+  if (be->error != NULL)
+    return NULL;
+  ptr = be->ops->host_alloc != NULL ? be->ops->host_alloc (be, bytes) : g_try_malloc (bytes);
+  if (ptr == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
+                       _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                         " bytes; lower --batch or --samples"),
+                       (gsize) bytes);
+  return ptr;
+}
+
+void
+tach_backend_host_free (TachBackend *be, void *ptr)
+{
+  if (ptr == NULL)
+    return;
+  if (be->ops->host_free != NULL)
+    be->ops->host_free (be, ptr);
+  else
+    g_free (ptr);
+}
+
+void
+tach_backend_upload_async (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (be->error != NULL || bytes == 0)
+    return;
+  if (be->ops->upload_async != NULL)
+    be->ops->upload_async (be, dst, src, bytes);
+  else
+    be->ops->upload (be, dst, src, bytes);
+}
+
+void
+tach_backend_zero (TachBackend *be, void *ptr, size_t bytes)
+{
+  if (be->error == NULL && bytes > 0)
+    be->ops->zero (be, ptr, bytes);
+}
+
+void
+tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (be->error == NULL && bytes > 0)
+    be->ops->copy (be, dst, src, bytes);
+}
+
+guint64
+tach_backend_peak_memory (TachBackend *be)
+{
+  return be->ops->peak_memory != NULL ? be->ops->peak_memory (be) : 0;
+}
+
+/* -------------------------------------------------------------- events */
+
+TachEvent *
+tach_event_new (TachBackend *be)
+{
+  TachEvent *ev;
+
+  if (be->error != NULL)
+    return NULL;
+  ev = be->ops->event_new (be);
+  if (ev == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_LIBRARY, _("%s could not create a timing event"),
+                       be->device->id);
+  return ev;
+}
+
+void
+tach_event_free (TachBackend *be, TachEvent *ev)
+{
+  if (ev != NULL)
+    be->ops->event_free (be, ev);
+}
+
+void
+tach_event_record (TachBackend *be, TachEvent *ev)
+{
+  if (be->error == NULL && ev != NULL)
+    be->ops->event_record (be, ev);
+}
+
+double
+tach_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end)
+{
+  if (be->error != NULL || start == NULL || end == NULL)
+    return NAN;
+  return be->ops->event_elapsed_ms (be, start, end);
+}
+
+/* -------------------------------------------------------------- graphs */
+
+gboolean
+tach_backend_has_graphs (TachBackend *be)
+{
+  return be->ops->graph_begin != NULL && be->ops->graph_end != NULL
+         && be->ops->graph_launch != NULL && be->ops->graph_free != NULL;
+}
+
+static gboolean
+check_graphs (TachBackend *be)
+{
+  if (be->error != NULL)
+    return FALSE;
+  if (!tach_backend_has_graphs (be))
+    {
+      tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
+                         _("--launch graph is not supported on %s: use --launch eager"),
+                         be->device->id);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+void
+tach_graph_begin (TachBackend *be)
+{
+  if (check_graphs (be))
+    be->ops->graph_begin (be);
+}
+
+TachGraph *
+tach_graph_end (TachBackend *be)
+{
+  TachGraph *graph;
+
+  /* With an error pending the capture is unusable; the backend abandons it
+   * when it raises the error, so there is nothing to end here. */
+  if (!check_graphs (be))
+    return NULL;
+  graph = be->ops->graph_end (be);
+  if (graph == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_LIBRARY, _("%s could not capture the step as a graph"),
+                       be->device->id);
+  return graph;
+}
+
+void
+tach_graph_launch (TachBackend *be, TachGraph *graph)
+{
+  if (graph != NULL && check_graphs (be))
+    be->ops->graph_launch (be, graph);
+}
+
+void
+tach_graph_free (TachBackend *be, TachGraph *graph)
+{
+  if (graph != NULL && be->ops->graph_free != NULL)
+    be->ops->graph_free (be, graph);
+}
+
+/* --------------------------------------------------------------- plans */
+
+TachLstmPlan *
+tach_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
+{
+  TachLstmPlan *plan;
+
+  if (be->error != NULL)
+    return NULL;
+  if (be->ops->lstm_plan_new == NULL)
+    {
+      tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
+                         _("--rnn fused is not supported on %s: use --rnn unrolled"),
+                         be->device->id);
+      return NULL;
+    }
+  plan = be->ops->lstm_plan_new (be, desc);
+  if (plan == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_LIBRARY,
+                       _("%s could not plan an LSTM of T=%d N=%d I=%d H=%d"),
+                       be->device->id, desc->T, desc->N, desc->I, desc->H);
+  return plan;
+}
+
+void
+tach_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
+{
+  if (plan != NULL && be->ops->lstm_plan_free != NULL)
+    be->ops->lstm_plan_free (be, plan);
+}
+
+size_t
+tach_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
+{
+  if (be->error != NULL || plan == NULL || be->ops->lstm_reserve_bytes == NULL)
+    return 0;
+  return be->ops->lstm_reserve_bytes (be, plan);
+}
+
+TachConvPlan *
+tach_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
+{
+  TachConvPlan *plan;
+
+  if (be->error != NULL)
+    return NULL;
+  if (be->ops->conv_plan_new == NULL)
+    {
+      tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
+                         _("%s has no convolution: use another --device"), be->device->id);
+      return NULL;
+    }
+  plan = be->ops->conv_plan_new (be, desc);
+  if (plan == NULL && be->error == NULL)
+    tach_backend_fail (be, TACH_ERROR_LIBRARY,
+                       _("%s could not plan a convolution of %dx%dx%dx%d with %d %dx%d filters"),
+                       be->device->id, desc->N, desc->C, desc->H, desc->W,
+                       desc->K, desc->R, desc->S);
+  return plan;
+}
+
+void
+tach_conv_plan_free (TachBackend *be, TachConvPlan *plan)
+{
+  if (plan != NULL && be->ops->conv_plan_free != NULL)
+    be->ops->conv_plan_free (be, plan);
+}
