@@ -1,0 +1,107 @@
+/* tach-model-util.h: helpers every model shares.
+ *
+ *   TachParams   one flat parameter buffer on the device, cut into named
+ *                slices, with its gradient and optimizer-state buffers, so
+ *                that one optimizer op updates every trainable parameter
+ *   dense        fully connected layer forward/backward (GEMM + bias)
+ *   init         counter-based host initialisers (the same numbers on every
+ *                backend and in every mode)
+ *
+ * Layout of the flat buffer: trainable slices first, in the order they were
+ * added, then frozen ones.  The gradient, Adam m and v buffers cover the
+ * trainable prefix only, so the optimizer never touches frozen weights.
+ *
+ * Typical use:
+ *
+ *   TachParams *p = tach_params_new ();
+ *   guint w = tach_params_add (p, "dense.w", out * in, TRUE);
+ *   guint b = tach_params_add (p, "dense.b", out, TRUE);
+ *   if (!tach_params_alloc (p, be, error)) ...
+ *   tach_init_glorot (tach_params_host (p, w), out, in, seed, w);
+ *   memset (tach_params_host (p, b), 0, out * sizeof (float));
+ *   tach_params_upload (p);               (frees the host copy)
+ *   tach_params_set_optimizer (p, TACH_OPTIMIZER_ADAM, 0.001);
+ *   ... per step: forward with tach_params_data (p, w), backward into
+ *   tach_params_grad (p, w), then tach_params_update (p);
+ *
+ * Every function queues work through the sticky-error wrappers: nothing
+ * happens while the backend has an error pending.
+ *
+ * Threads: the engine thread.
+ */
+#pragma once
+
+#include "tach-backend.h"
+
+G_BEGIN_DECLS
+
+/* Keras' Adam defaults, which the reported workloads use. */
+#define TACH_ADAM_BETA1 0.9f
+#define TACH_ADAM_BETA2 0.999f
+#define TACH_ADAM_EPS   1e-7f
+
+typedef struct _TachParams TachParams;
+
+TachParams   *tach_params_new (void);
+/* Declares a slice of @count floats (before tach_params_alloc); returns its
+ * index.  @name is copied. */
+guint         tach_params_add (TachParams *params, const char *name, size_t count,
+                               gboolean trainable);
+/* Allocates the device buffers (parameters, gradients, optimizer state,
+ * zeroed) and a zeroed host staging copy of the parameters. */
+gboolean      tach_params_alloc (TachParams *params, TachBackend *be, GError **error);
+/* The host staging copy of slice @index, to fill before tach_params_upload(). */
+float        *tach_params_host (TachParams *params, guint index);
+/* Uploads the staging copy to the device and frees it. */
+void          tach_params_upload (TachParams *params);
+
+/* Device pointers into the flat buffers.  grad is NULL for a frozen slice. */
+float        *tach_params_data (TachParams *params, guint index);
+float        *tach_params_grad (TachParams *params, guint index);
+/* The whole buffers: all parameters, and the trainable prefix's gradients. */
+float        *tach_params_all_data (TachParams *params);
+float        *tach_params_all_grad (TachParams *params);
+size_t        tach_params_count (TachParams *params, guint index);
+const char   *tach_params_name (TachParams *params, guint index);
+guint         tach_params_n_slices (TachParams *params);
+size_t        tach_params_total (TachParams *params);       /* all floats */
+size_t        tach_params_trainable (TachParams *params);   /* trainable floats */
+
+/* Device bytes that tach_params_alloc() will allocate for @total floats of
+ * which @trainable are trainable (for memory_needs before allocation). */
+guint64       tach_params_device_bytes (size_t total, size_t trainable);
+
+/* The optimizer used by tach_params_update(); @lr as given (the caller
+ * resolves config->lr == 0 to its workload's default). */
+void          tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double lr);
+void          tach_params_zero_grad (TachParams *params);
+/* One optimizer step over the trainable prefix: Adam (TACH_ADAM_*; its step
+ * count lives on the device) or plain SGD. */
+void          tach_params_update (TachParams *params);
+void          tach_params_free (TachParams *params);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachParams, tach_params_free)
+
+/* Dense layer, PyTorch weight layout: x [m, in], w [out, in], b [out] (may be
+ * NULL), y [m, out].  y = x w^T + b. */
+void          tach_dense_forward (TachBackend *be, const float *x, const float *w, const float *b,
+                                  float *y, int m, int in, int out);
+/* dw = beta * dw + dy^T x and db = beta * db + sum_rows dy (db may be NULL;
+ * beta 0 overwrites, 1 accumulates); dx = dy w when @dx is not NULL
+ * (always overwritten). */
+void          tach_dense_backward (TachBackend *be, const float *x, const float *w, const float *dy,
+                                   float *dx, float *dw, float *db, int m, int in, int out,
+                                   float beta);
+/* FLOPs of one dense forward (2 m in out), plus backward when @backward
+ * (dw, and dx when @need_dx). */
+double        tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx);
+
+/* Host initialisers keyed by (@seed, @tensor_index) on the INIT stream. */
+void          tach_init_uniform (float *host, size_t n, float limit, guint64 seed,
+                                 guint64 tensor_index);
+/* Glorot (Xavier) uniform, Keras' default kernel init: limit
+ * sqrt (6 / (fan_in + fan_out)). */
+void          tach_init_glorot (float *host, int fan_out, int fan_in, guint64 seed,
+                                guint64 tensor_index);
+
+G_END_DECLS
