@@ -22,10 +22,18 @@ export GTK_A11Y=none
 export ASAN_OPTIONS=detect_leaks=0:abort_on_error=1
 export UBSAN_OPTIONS=print_stacktrace=1:halt_on_error=1
 
+status=0
 setup build-tests
 meson compile -C build-tests
-meson test -C build-tests --print-errorlogs --num-processes 2
+meson test -C build-tests --print-errorlogs --num-processes 2 || status=1
 
 setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-asan
-meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4
+meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
+
+# One closing line over both builds, counted from meson's own logs.
+cat build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json |
+  sed -n 's/.*"result": "\([A-Z]*\)".*/\1/p' |
+  awk '/^OK$|^EXPECTEDFAIL$/ {p++} /^SKIP$/ {s++} /^FAIL$|^TIMEOUT$|^ERROR$|^UNEXPECTEDPASS$/ {f++}
+       END {printf "%d passed, %d failed, %d skipped\n", p, f, s}'
+exit $status
