@@ -100,7 +100,9 @@ void      tach_config_clear   (TachConfig *config);
 /* Sets knob @key from the string @value ("fused", "256", "end", ...).
  * Errors name the knob, the bad value and the allowed values
  * (TACH_ERROR_INVALID_CONFIG).  Setting "workload" resets the other knobs to
- * that workload's defaults. */
+ * that workload's defaults (device, seed and threads are kept); setting
+ * "task" resets batch to the task's default; setting "preset" applies it.
+ * So a front end sets workload, task, device and preset before the rest. */
 gboolean  tach_config_set     (TachConfig *config, const char *key, const char *value, GError **error);
 char     *tach_config_get     (const TachConfig *config, const char *key);
 
@@ -113,6 +115,12 @@ gboolean  tach_config_validate (const TachConfig *config, const char *device_id,
  * (translated, static). */
 gboolean  tach_config_knob_applies (const TachConfig *config, const char *key, const char **why);
 
+/* The dataset size in samples: config->samples, or when that is 0 the
+ * default of synthetic data, TACH_DEFAULT_BATCHES batches (a workload that
+ * reads a data file may use the file's size instead). */
+#define TACH_DEFAULT_BATCHES 16
+guint64   tach_config_get_samples (const TachConfig *config);
+
 const char *tach_workload_to_string (TachWorkload workload);
 gboolean    tach_workload_from_string (const char *s, TachWorkload *out, GError **error);
 
@@ -123,11 +131,19 @@ typedef struct {
   TachWorkload  workload;
   const char   *description;  /* translatable */
   const char   *settings;     /* "rnn=fused feed=host-f64 sync=1" */
+  /* Applied on top of @settings, knob by knob, only where config->device
+   * (resolved when "auto") is a GPU whose backend supports the value, so a
+   * preset never asks a device for what it cannot do; NULL if none. */
+  const char   *gpu_settings; /* "launch=graph" */
 } TachPreset;
 
 const TachPreset *tach_presets (guint *n_presets);
 /* The presets of one workload, in the order a sweep runs them. */
 GPtrArray        *tach_presets_for_workload (TachWorkload workload);
+/* Resets the execution-mode knobs to the workload's defaults, then applies
+ * the preset's settings for config->workload and config->device: set the
+ * workload, task and device first.  Setting "device" later re-applies the
+ * preset's gpu_settings for the new device. */
 gboolean          tach_config_apply_preset (TachConfig *config, const char *name, GError **error);
 
 /* --------------------------------------------------------------- devices */

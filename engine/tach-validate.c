@@ -1,0 +1,248 @@
+/* tach-validate.c: which knobs matter for a configuration, and whether a
+ * whole configuration makes sense, fits in memory and can run on a device.
+ */
+#include <unistd.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-backend.h"
+#include "tach-config-private.h"
+#include "tach-model.h"
+
+gboolean
+tach_config_knob_applies (const TachConfig *config, const char *key, const char **why)
+{
+  const char *reason = NULL;
+  gboolean generate = config->task == TACH_TASK_GENERATE;
+  gboolean on_gpu = config->device != NULL && g_str_has_prefix (config->device, "cuda");
+  TachWorkload w = config->workload;
+
+  if (g_strcmp0 (key, "task") == 0 && w != TACH_WORKLOAD_LSTM_LM)
+    reason = N_("only lstm-lm has a generate task");
+  else if ((g_strcmp0 (key, "rnn") == 0 || g_strcmp0 (key, "call-setup") == 0)
+           && w == TACH_WORKLOAD_CNN)
+    reason = N_("the cnn has no recurrent layer");
+  else if (g_strcmp0 (key, "call-setup") == 0 && w != TACH_WORKLOAD_LSTM_LM)
+    reason = N_("per-call setup is the Keras predict loop of lstm-lm");
+  else if (g_strcmp0 (key, "layout") == 0 && w != TACH_WORKLOAD_BILSTM)
+    reason = N_("the layout misread is the bilstm report's bug");
+  else if (g_strcmp0 (key, "sampling") == 0 && !(w == TACH_WORKLOAD_LSTM_LM && generate))
+    reason = N_("only lstm-lm text generation samples tokens");
+  else if (g_strcmp0 (key, "print-text") == 0 && !(w == TACH_WORKLOAD_LSTM_LM && generate))
+    reason = N_("only lstm-lm text generation produces text");
+  else if (g_strcmp0 (key, "labels") == 0 && w != TACH_WORKLOAD_BILSTM)
+    reason = N_("only the bilstm has synthetic labels to choose");
+  else if ((g_strcmp0 (key, "input") == 0 || g_strcmp0 (key, "head") == 0)
+           && w != TACH_WORKLOAD_CNN)
+    reason = N_("only the cnn takes images");
+  else if (g_strcmp0 (key, "data") == 0 && w == TACH_WORKLOAD_BILSTM)
+    reason = N_("the bilstm data is always synthetic");
+  else if (generate
+           && (g_strcmp0 (key, "feed") == 0 || g_strcmp0 (key, "metrics") == 0
+               || g_strcmp0 (key, "samples") == 0 || g_strcmp0 (key, "optimizer") == 0
+               || g_strcmp0 (key, "lr") == 0 || g_strcmp0 (key, "data") == 0))
+    reason = N_("text generation does not train");
+  else if (g_strcmp0 (key, "threads") == 0 && on_gpu)
+    reason = N_("threads only set the CPU backend");
+  else if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (config->device, "cpu") == 0)
+    reason = N_("graph capture needs a GPU");
+
+  if (why != NULL)
+    *why = reason != NULL ? _(reason) : NULL;
+  return reason == NULL;
+}
+
+static gboolean
+check_consistency (const TachConfig *config, GError **error)
+{
+  const char *message = NULL;
+
+  if (config->task == TACH_TASK_GENERATE && config->workload != TACH_WORKLOAD_LSTM_LM)
+    message = _("--task generate needs --workload lstm-lm: only the language model generates text");
+  else if (config->layout == TACH_LAYOUT_MISREAD && config->workload != TACH_WORKLOAD_BILSTM)
+    message = _("--layout misread needs --workload bilstm: use --layout batch-major");
+  else if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
+    message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
+  else if (config->print_text && config->task != TACH_TASK_GENERATE)
+    message = _("--print-text needs --task generate");
+  else if (config->batch == 0)
+    message = _("invalid value '0' for --batch: expected a whole number from 1");
+  else if (config->steps == 0)
+    message = _("invalid value '0' for --steps: expected a whole number from 1");
+  else if (config->input_h == 0 || config->input_w == 0 || config->input_c == 0)
+    message = _("invalid --input: every size must be at least 1");
+  else if (config->device == NULL)
+    message = _("no device set: use --device auto");
+
+  if (message != NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
+      return FALSE;
+    }
+  if (config->task == TACH_TASK_TRAIN && config->samples > 0 && config->samples < config->batch)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("--samples %" G_GUINT64_FORMAT " is less than one batch of %u: "
+                     "raise --samples or lower --batch"),
+                   config->samples, config->batch);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Asks the backend about every enumerated knob that matters here, so that
+ * the message can name the knob, the value, the device and a value that
+ * would work. */
+static gboolean
+check_backend (const TachConfig *config, const char *device_id, GError **error)
+{
+  guint n_knobs = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+
+  for (guint i = 0; i < n_knobs; i++)
+    {
+      g_autofree char *value = NULL;
+      const char *why = NULL;
+      const char *instead = NULL;
+
+      if (knobs[i].values == NULL || g_str_equal (knobs[i].name, "workload")
+          || !tach_config_knob_applies (config, knobs[i].name, NULL))
+        continue;
+      value = tach_config_get (config, knobs[i].name);
+      if (tach_backend_supports (device_id, knobs[i].name, value, &why))
+        continue;
+
+      for (guint k = 0; knobs[i].values[k] != NULL; k++)
+        if (!g_str_equal (knobs[i].values[k], value)
+            && tach_backend_supports (device_id, knobs[i].name, knobs[i].values[k], NULL))
+          {
+            instead = knobs[i].values[k];
+            break;
+          }
+      if (instead != NULL)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                     _("--%s %s is not supported on %s (%s): use --%s %s"),
+                     knobs[i].name, value, device_id,
+                     why != NULL ? why : _("not implemented by its backend"),
+                     knobs[i].name, instead);
+      else
+        g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                     _("--%s %s is not supported on %s (%s): use another --device"),
+                     knobs[i].name, value, device_id,
+                     why != NULL ? why : _("not implemented by its backend"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static guint64
+host_memory_bytes (void)
+{
+  long pages = sysconf (_SC_PHYS_PAGES);
+  long page_size = sysconf (_SC_PAGESIZE);
+
+  if (pages <= 0 || page_size <= 0)
+    return 0;
+  return (guint64) pages * (guint64) page_size;
+}
+
+static void
+set_memory_error (const TachConfig *config, GError **error, guint64 need, guint64 have,
+                  const char *where)
+{
+  g_autofree char *need_s = g_format_size (need);
+  g_autofree char *have_s = g_format_size (have);
+  g_autofree char *what = NULL;
+  const char *fix;
+
+  if (config->workload == TACH_WORKLOAD_CNN && config->head == TACH_HEAD_FLATTEN
+      && (guint64) config->input_h * config->input_w > 28 * 28)
+    {
+      what = g_strdup_printf ("--input %ux%ux%u with --head flatten and --batch %u",
+                              config->input_h, config->input_w, config->input_c, config->batch);
+      fix = _("use --head gap (global average pooling) or a smaller --input");
+    }
+  else if (config->task == TACH_TASK_TRAIN)
+    {
+      what = g_strdup_printf ("--samples %" G_GUINT64_FORMAT " with --batch %u",
+                              tach_config_get_samples (config), config->batch);
+      fix = config->samples > (guint64) TACH_DEFAULT_BATCHES * config->batch
+              ? _("lower --samples") : _("lower --batch");
+    }
+  else
+    {
+      what = g_strdup_printf ("--batch %u", config->batch);
+      fix = _("lower --batch");
+    }
+
+  g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+               _("%s needs %s of %s memory; this machine has %s: %s"),
+               what, need_s, where, have_s, fix);
+}
+
+static gboolean
+check_memory (const TachConfig *config, const TachModelClass *klass,
+              const TachDeviceInfo *device, GError **error)
+{
+  guint64 device_bytes = 0, host_bytes = 0;
+  guint64 host_have = host_memory_bytes ();
+  guint64 host_need;
+
+  if (klass->memory_needs == NULL)
+    return TRUE;
+  klass->memory_needs (config, &device_bytes, &host_bytes);
+
+  /* On the CPU backend "device" memory is host memory too. */
+  host_need = host_bytes;
+  if (device != NULL && device->kind == TACH_DEVICE_KIND_CPU)
+    host_need += device_bytes;
+  if (host_have > 0 && host_need > host_have)
+    {
+      set_memory_error (config, error, host_need, host_have, _("host"));
+      return FALSE;
+    }
+  if (device != NULL && device->kind == TACH_DEVICE_KIND_GPU && device->memory_bytes > 0
+      && device_bytes > device->memory_bytes)
+    {
+      set_memory_error (config, error, device_bytes, device->memory_bytes, device->id);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tach_config_validate (const TachConfig *config, const char *device_id, GError **error)
+{
+  const TachModelClass *klass;
+  g_autoptr(TachDeviceInfo) device = NULL;
+
+  g_return_val_if_fail (config != NULL, FALSE);
+
+  if ((guint) config->workload >= TACH_WORKLOAD_COUNT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("invalid workload: expected one of bilstm, lstm-lm, cnn"));
+      return FALSE;
+    }
+  if (!check_consistency (config, error))
+    return FALSE;
+
+  klass = tach_model_class_for (config->workload);
+  if (klass == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   _("the %s workload is not built into this engine: choose another --workload"),
+                   tach_workload_to_string (config->workload));
+      return FALSE;
+    }
+
+  if (device_id != NULL)
+    {
+      device = tach_device_resolve (device_id, error);
+      if (device == NULL)
+        return FALSE;
+      if (!check_backend (config, device->id, error))
+        return FALSE;
+    }
+  return check_memory (config, klass, device, error);
+}
