@@ -1,0 +1,295 @@
+/* tach-model-util.c: the flat parameter buffer, the optimizer step, dense
+ * layers and initialisers shared by every model.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-model-util.h"
+#include "tach-rand.h"
+
+typedef struct {
+  char    *name;
+  size_t   offset;      /* floats from the start of the flat buffer */
+  size_t   count;
+  gboolean trainable;
+} TachParamSlice;
+
+struct _TachParams {
+  TachBackend   *be;         /* borrowed */
+  GArray        *slices;     /* TachParamSlice */
+  size_t         total;
+  size_t         trainable;
+  float         *data;       /* device: total floats */
+  float         *grad;       /* device: trainable floats */
+  float         *m, *v;      /* device: Adam moments (trainable floats) */
+  float         *t;          /* device: Adam step count */
+  float         *host;       /* staging copy, until upload */
+  TachOptimizer  optimizer;
+  float          lr;
+};
+
+static void
+slice_clear (gpointer p)
+{
+  TachParamSlice *slice = p;
+
+  g_free (slice->name);
+}
+
+TachParams *
+tach_params_new (void)
+{
+  TachParams *params = g_new0 (TachParams, 1);
+
+  params->slices = g_array_new (FALSE, TRUE, sizeof (TachParamSlice));
+  g_array_set_clear_func (params->slices, slice_clear);
+  params->optimizer = TACH_OPTIMIZER_ADAM;
+  params->lr = 0.001f;
+  return params;
+}
+
+guint
+tach_params_add (TachParams *params, const char *name, size_t count, gboolean trainable)
+{
+  TachParamSlice slice = { g_strdup (name), 0, count, trainable };
+
+  g_return_val_if_fail (params->data == NULL, G_MAXUINT);
+  g_array_append_val (params->slices, slice);
+  return params->slices->len - 1;
+}
+
+static TachParamSlice *
+slice_at (TachParams *params, guint index)
+{
+  g_return_val_if_fail (index < params->slices->len, NULL);
+  return &g_array_index (params->slices, TachParamSlice, index);
+}
+
+guint64
+tach_params_device_bytes (size_t total, size_t trainable)
+{
+  /* Parameters, gradients, two Adam moments and the step count. */
+  return ((guint64) total + 3 * (guint64) trainable + 1) * sizeof (float);
+}
+
+gboolean
+tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
+{
+  size_t offset = 0;
+
+  g_return_val_if_fail (params->data == NULL, FALSE);
+  params->be = be;
+
+  /* Trainable slices first, so that the optimizer covers one prefix. */
+  for (int pass = 0; pass < 2; pass++)
+    for (guint i = 0; i < params->slices->len; i++)
+      {
+        TachParamSlice *slice = slice_at (params, i);
+
+        if (slice->trainable != (pass == 0))
+          continue;
+        slice->offset = offset;
+        offset += slice->count;
+        if (pass == 0)
+          params->trainable = offset;
+      }
+  params->total = offset;
+
+  params->data = tach_backend_alloc (be, MAX (params->total, 1) * sizeof (float));
+  params->grad = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
+  params->m = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
+  params->v = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
+  params->t = tach_backend_alloc (be, sizeof (float));
+  tach_backend_zero (be, params->grad, params->trainable * sizeof (float));
+  tach_backend_zero (be, params->m, params->trainable * sizeof (float));
+  tach_backend_zero (be, params->v, params->trainable * sizeof (float));
+  tach_backend_zero (be, params->t, sizeof (float));
+  if (!tach_backend_take_error (be, error))
+    return FALSE;
+
+  params->host = g_try_malloc0 (MAX (params->total, 1) * sizeof (float));
+  if (params->host == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
+                   _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                     " bytes for the parameters"),
+                   (gsize) (params->total * sizeof (float)));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+float *
+tach_params_host (TachParams *params, guint index)
+{
+  g_return_val_if_fail (params->host != NULL, NULL);
+  return params->host + slice_at (params, index)->offset;
+}
+
+void
+tach_params_upload (TachParams *params)
+{
+  g_return_if_fail (params->be != NULL);
+  tach_backend_upload (params->be, params->data, params->host, params->total * sizeof (float));
+  /* The copy must finish before the staging memory goes away. */
+  tach_backend_synchronize (params->be);
+  g_clear_pointer (&params->host, g_free);
+}
+
+float *
+tach_params_data (TachParams *params, guint index)
+{
+  return params->data + slice_at (params, index)->offset;
+}
+
+float *
+tach_params_grad (TachParams *params, guint index)
+{
+  TachParamSlice *slice = slice_at (params, index);
+
+  return slice->trainable ? params->grad + slice->offset : NULL;
+}
+
+float *
+tach_params_all_data (TachParams *params)
+{
+  return params->data;
+}
+
+float *
+tach_params_all_grad (TachParams *params)
+{
+  return params->grad;
+}
+
+size_t
+tach_params_count (TachParams *params, guint index)
+{
+  return slice_at (params, index)->count;
+}
+
+const char *
+tach_params_name (TachParams *params, guint index)
+{
+  return slice_at (params, index)->name;
+}
+
+guint
+tach_params_n_slices (TachParams *params)
+{
+  return params->slices->len;
+}
+
+size_t
+tach_params_total (TachParams *params)
+{
+  return params->total;
+}
+
+size_t
+tach_params_trainable (TachParams *params)
+{
+  return params->trainable;
+}
+
+void
+tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double lr)
+{
+  params->optimizer = optimizer;
+  params->lr = (float) lr;
+}
+
+void
+tach_params_zero_grad (TachParams *params)
+{
+  tach_backend_zero (params->be, params->grad, params->trainable * sizeof (float));
+}
+
+void
+tach_params_update (TachParams *params)
+{
+  TachBackend *be = params->be;
+
+  if (params->trainable == 0)
+    return;
+  if (params->optimizer == TACH_OPTIMIZER_SGD)
+    tach_op (be, sgd, params->data, params->grad, params->trainable, params->lr);
+  else
+    tach_op (be, adam, params->data, params->grad, params->m, params->v, params->trainable,
+             params->lr, TACH_ADAM_BETA1, TACH_ADAM_BETA2, TACH_ADAM_EPS, params->t);
+}
+
+void
+tach_params_free (TachParams *params)
+{
+  if (params == NULL)
+    return;
+  if (params->be != NULL)
+    {
+      tach_backend_dealloc (params->be, params->data);
+      tach_backend_dealloc (params->be, params->grad);
+      tach_backend_dealloc (params->be, params->m);
+      tach_backend_dealloc (params->be, params->v);
+      tach_backend_dealloc (params->be, params->t);
+    }
+  g_free (params->host);
+  g_array_unref (params->slices);
+  g_free (params);
+}
+
+/* ---------------------------------------------------------------- dense */
+
+void
+tach_dense_forward (TachBackend *be, const float *x, const float *w, const float *b,
+                    float *y, int m, int in, int out)
+{
+  /* y[m, out] = x[m, in] w[out, in]^T */
+  tach_op (be, gemm, FALSE, TRUE, m, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
+  if (b != NULL)
+    tach_op (be, bias_add, y, b, m, out);
+}
+
+void
+tach_dense_backward (TachBackend *be, const float *x, const float *w, const float *dy,
+                     float *dx, float *dw, float *db, int m, int in, int out, float beta)
+{
+  /* dw[out, in] = beta dw + dy[m, out]^T x[m, in] */
+  tach_op (be, gemm, TRUE, FALSE, out, in, m, 1.0f, dy, out, x, in, beta, dw, in);
+  if (db != NULL)
+    tach_op (be, bias_grad, dy, db, m, out, beta);
+  /* dx[m, in] = dy[m, out] w[out, in] */
+  if (dx != NULL)
+    tach_op (be, gemm, FALSE, FALSE, m, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+}
+
+double
+tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx)
+{
+  double one = 2.0 * m * (double) in * out;
+  double flops = one;
+
+  if (backward)
+    flops += one + (need_dx ? one : 0.0);
+  return flops;
+}
+
+/* ----------------------------------------------------------------- init */
+
+void
+tach_init_uniform (float *host, size_t n, float limit, guint64 seed, guint64 tensor_index)
+{
+  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_INIT, tensor_index);
+
+  for (size_t e = 0; e < n; e++)
+    host[e] = (2.0f * tach_rand_uniform (seed, counter, e) - 1.0f) * limit;
+}
+
+void
+tach_init_glorot (float *host, int fan_out, int fan_in, guint64 seed, guint64 tensor_index)
+{
+  float limit = (float) sqrt (6.0 / ((double) fan_in + fan_out));
+
+  tach_init_uniform (host, (size_t) fan_out * fan_in, limit, seed, tensor_index);
+}
