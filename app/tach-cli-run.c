@@ -1,0 +1,688 @@
+/* tach-cli-run.c: the run and sweep commands.
+ *
+ * Each run goes through the same hand-off as the GUI: tach_run_start() on
+ * the main context with a notify callback that drains samples, a GMainLoop
+ * that waits for the run to end, and SIGINT turned into tach_run_stop().
+ */
+#include "tach-config.h"
+
+#include <errno.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n.h>
+#include <glib/gstdio.h>
+
+#include "tach-cli-private.h"
+
+/* State shared by every run of one command. */
+typedef struct {
+  GMainLoop *loop;
+  TachRun   *run;           /* borrowed: the run in progress, or NULL */
+  GArray    *scratch;       /* drained samples, reused */
+  const char *label;        /* borrowed: "tuned 2/4" in a sweep, or NULL */
+  gboolean   live;          /* stderr is a terminal: show the live line */
+  gboolean   live_shown;    /* a live line is on screen and must be cleared */
+  gboolean   interrupted;
+  int        header;        /* print a header once the device is known:
+                               0 no, 1 with the preset, 2 without */
+
+  /* Progress of the run in progress, from the drained samples. */
+  guint64    total_steps;   /* warm-up + measured */
+  guint64    done_steps;
+  double     last_wall_s;
+  double     last_loss;
+  guint64    window_steps;  /* at the previous tick */
+  double     window_wall_s;
+  double     rate;          /* steps/s over the last tick, 0 before the first */
+} TachCliSession;
+
+static void
+tach_cli_session_init (TachCliSession *session)
+{
+  memset (session, 0, sizeof *session);
+  session->loop = g_main_loop_new (NULL, FALSE);
+  session->scratch = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  session->live = isatty (STDERR_FILENO);
+}
+
+static void
+tach_cli_session_clear (TachCliSession *session)
+{
+  g_clear_pointer (&session->loop, g_main_loop_unref);
+  g_clear_pointer (&session->scratch, g_array_unref);
+}
+
+static gboolean
+tach_cli_run_state_is_final (TachRunState state)
+{
+  return state == TACH_RUN_STATE_FINISHED || state == TACH_RUN_STATE_CANCELLED ||
+         state == TACH_RUN_STATE_FAILED;
+}
+
+static void
+tach_cli_live_clear (TachCliSession *session)
+{
+  if (!session->live_shown)
+    return;
+  fputs ("\r\033[K", stderr);
+  fflush (stderr);
+  session->live_shown = FALSE;
+}
+
+static void
+tach_cli_live_print (TachCliSession *session)
+{
+  g_autoptr(GString) line = g_string_new ("\r\033[K");
+
+  if (session->label != NULL)
+    g_string_append_printf (line, "%s  ", session->label);
+  g_string_append_printf (line, _("step %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT),
+                          session->done_steps, session->total_steps);
+  if (session->rate > 0)
+    g_string_append_printf (line, _("  %.1f steps/s"), session->rate);
+  if (!isnan (session->last_loss))
+    g_string_append_printf (line, _("  loss %.4f"), session->last_loss);
+  if (session->rate > 0 && session->total_steps > session->done_steps)
+    g_string_append_printf (line, _("  ETA %.0f s"),
+                            (double) (session->total_steps - session->done_steps) / session->rate);
+
+  fputs (line->str, stderr);
+  fflush (stderr);
+  session->live_shown = TRUE;
+}
+
+/* Main thread: the engine's coalesced hand-off. */
+static void
+tach_cli_on_notify (TachRun *run, gpointer user_data)
+{
+  TachCliSession *session = user_data;
+
+  if (run != session->run)
+    return;
+
+  g_array_set_size (session->scratch, 0);
+  tach_run_drain_samples (run, session->scratch);
+  for (guint i = 0; i < session->scratch->len; i++)
+    {
+      const TachSample *sample = &g_array_index (session->scratch, TachSample, i);
+
+      session->done_steps = MAX (session->done_steps, sample->step + 1);
+      session->last_wall_s = MAX (session->last_wall_s, sample->wall_s);
+      if (!isnan (sample->loss))
+        session->last_loss = sample->loss;
+    }
+
+  if (tach_cli_run_state_is_final (tach_run_get_state (run)))
+    g_main_loop_quit (session->loop);
+}
+
+/* Main thread, once a second: the live line.  It also ends the loop if the
+ * run has ended without a final notify reaching us. */
+static gboolean
+tach_cli_on_tick (gpointer user_data)
+{
+  TachCliSession *session = user_data;
+  double dt = session->last_wall_s - session->window_wall_s;
+
+  if (session->done_steps > session->window_steps && dt > 0)
+    {
+      session->rate = (double) (session->done_steps - session->window_steps) / dt;
+      session->window_steps = session->done_steps;
+      session->window_wall_s = session->last_wall_s;
+    }
+
+  if (session->live)
+    tach_cli_live_print (session);
+
+  if (session->run != NULL && tach_cli_run_state_is_final (tach_run_get_state (session->run)))
+    g_main_loop_quit (session->loop);
+
+  return G_SOURCE_CONTINUE;
+}
+
+/* Main thread: Ctrl+C stops the run after its current step; the command
+ * then reports and saves what ran. */
+static gboolean
+tach_cli_on_sigint (gpointer user_data)
+{
+  TachCliSession *session = user_data;
+
+  session->interrupted = TRUE;
+  if (session->run != NULL)
+    tach_run_stop (session->run);
+  return G_SOURCE_CONTINUE;
+}
+
+static void tach_cli_print_header (const TachConfig     *config,
+                                   const TachDeviceInfo *device,
+                                   gboolean              with_preset);
+
+/* Runs one configuration to its end.  Returns the run (also when it failed
+ * or was cancelled) or NULL when it could not start; *error is set when it
+ * did not finish normally. */
+static TachRun *
+tach_cli_run_one (TachCliSession   *session,
+                  const TachConfig *config,
+                  GError          **error)
+{
+  g_autoptr(TachRun) run = NULL;
+  guint tick_id;
+
+  run = tach_run_new (config, error);
+  if (run == NULL)
+    return NULL;
+
+  if (session->header != 0)
+    {
+      tach_cli_print_header (tach_run_get_config (run), tach_run_get_device (run),
+                             session->header == 1);
+      session->header = 0;
+    }
+
+  session->run = run;
+  session->total_steps = (guint64) config->warmup + config->steps;
+  session->done_steps = 0;
+  session->last_wall_s = 0;
+  session->last_loss = NAN;
+  session->window_steps = 0;
+  session->window_wall_s = 0;
+  session->rate = 0;
+
+  if (!tach_run_start (run, g_main_loop_get_context (session->loop),
+                       tach_cli_on_notify, session, error))
+    {
+      session->run = NULL;
+      return NULL;
+    }
+
+  tick_id = g_timeout_add_seconds (1, tach_cli_on_tick, session);
+  if (!tach_cli_run_state_is_final (tach_run_get_state (run)))
+    g_main_loop_run (session->loop);
+  g_source_remove (tick_id);
+  tach_cli_live_clear (session);
+
+  session->run = NULL;
+  tach_run_wait (run, error);
+  return g_steal_pointer (&run);
+}
+
+/* ---------------------------------------------------------------- output */
+
+static char *
+tach_cli_format_percent (double share)
+{
+  if (isnan (share))
+    return g_strdup ("–");
+  return g_strdup_printf ("%.1f%%", share * 100.0);
+}
+
+static char *
+tach_cli_format_number (double value, const char *format)
+{
+  if (isnan (value) || isinf (value))
+    return g_strdup ("–");
+  return g_strdup_printf (format, value);
+}
+
+static void
+tach_cli_print_header (const TachConfig     *config,
+                       const TachDeviceInfo *device,
+                       gboolean              with_preset)
+{
+  const char *task = config->task == TACH_TASK_GENERATE ? _("generate") : _("train");
+
+  printf (_("%s (%s) on %s (%s), batch %u, %u steps after %u warm-up"),
+          tach_workload_to_string (config->workload), task,
+          device != NULL ? device->id : config->device,
+          device != NULL && device->name != NULL ? device->name : "?",
+          config->batch, config->steps, config->warmup);
+  if (with_preset && config->preset != NULL)
+    printf (_(", preset %s"), config->preset);
+  printf ("\n");
+  fflush (stdout);
+}
+
+static void
+tach_cli_print_summary (TachRun *run)
+{
+  TachSummary s;
+  const TachConfig *config = tach_run_get_config (run);
+  g_autofree char *median = NULL, *p10 = NULL, *p90 = NULL, *items = NULL;
+  g_autofree char *first = NULL, *final = NULL;
+  g_autofree char *feed = NULL, *compute = NULL, *sync = NULL, *host = NULL;
+  g_autofree char *peak = NULL;
+
+  tach_run_get_summary (run, &s);
+
+  median = tach_cli_format_number (s.steps_per_s_median, "%.2f");
+  p10 = tach_cli_format_number (s.steps_per_s_p10, "%.2f");
+  p90 = tach_cli_format_number (s.steps_per_s_p90, "%.2f");
+  items = tach_cli_format_number (s.items_per_s, "%.1f");
+  first = tach_cli_format_number (s.first_loss, "%.4f");
+  final = tach_cli_format_number (s.final_loss, "%.4f");
+  feed = tach_cli_format_percent (s.feed_share);
+  compute = tach_cli_format_percent (s.compute_share);
+  sync = tach_cli_format_percent (s.sync_share);
+  host = tach_cli_format_percent (s.host_share);
+  peak = tach_cli_format_percent (s.peak_share);
+
+  printf (_("  steps/s      %s median [%s–%s p10–p90] over %" G_GUINT64_FORMAT " steps\n"),
+          median, p10, p90, s.steps);
+  printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), items);
+  if (!isnan (s.first_loss) || !isnan (s.final_loss))
+    printf (_("  loss         %s first → %s final\n"), first, final);
+  printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"), feed, compute, sync, host);
+  if (!isnan (s.achieved_flops) && s.achieved_flops > 0)
+    printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, peak);
+  if (s.peak_memory_bytes > 0)
+    {
+      g_autofree char *memory = g_format_size_full (s.peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
+      printf (_("  memory       %s peak\n"), memory);
+    }
+  if (!isnan (s.test_accuracy))
+    printf (_("  accuracy     %.2f%% on the test set\n"), s.test_accuracy * 100.0);
+  printf (_("  wall time    %.2f s\n"), s.wall_s);
+
+  if (config->task == TACH_TASK_GENERATE && config->print_text)
+    {
+      g_autofree char *text = tach_run_dup_text (run);
+
+      if (text != NULL)
+        printf (_("  text         %s\n"), text);
+    }
+  fflush (stdout);
+}
+
+/* ------------------------------------------------------------------- CSV */
+
+/* Checks before any run that the CSV folder can be written (or created), so
+ * that a long run is not wasted on a typo.  tach_csv_append() is still the
+ * judge when the files are written. */
+static gboolean
+tach_cli_check_csv_dir (const char *dir, GError **error)
+{
+  g_autofree char *path = g_canonicalize_filename (dir, NULL);
+
+  while (!g_file_test (path, G_FILE_TEST_EXISTS))
+    {
+      g_autofree char *parent = g_path_get_dirname (path);
+
+      if (g_str_equal (parent, path))
+        break;
+      g_free (path);
+      path = g_steal_pointer (&parent);
+    }
+
+  if (!g_file_test (path, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("Cannot write CSV files into '%s': '%s' is not a folder"), dir, path);
+      return FALSE;
+    }
+  if (g_access (path, W_OK | X_OK) != 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("Cannot write CSV files into '%s': %s: %s"), dir, path,
+                   g_strerror (saved_errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Writes the runs that produced samples; reports an error itself. */
+static gboolean
+tach_cli_write_csv (const char *dir, GPtrArray *runs)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (dir == NULL || runs->len == 0)
+    return TRUE;
+  if (!tach_csv_append (dir, runs, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+/* Whether a run ran far enough to be worth a CSV row. */
+static gboolean
+tach_cli_run_has_results (TachRun *run)
+{
+  TachRunState state = tach_run_get_state (run);
+  g_autoptr(GArray) samples = NULL;
+
+  if (state == TACH_RUN_STATE_FINISHED)
+    return TRUE;
+  if (state != TACH_RUN_STATE_CANCELLED)
+    return FALSE;
+  samples = tach_run_dup_samples (run);
+  return samples != NULL && samples->len > 0;
+}
+
+/* ------------------------------------------------------------------- run */
+
+int
+tach_cli_command_run (const TachCliOptions *options)
+{
+  TachConfig config = { 0 };
+  TachCliSession session;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  g_autoptr(TachRun) run = NULL;
+  guint sigint_id;
+  int status = TACH_CLI_EXIT_OK;
+
+  if (!tach_cli_build_config (options, options->preset, &config, &error))
+    {
+      tach_cli_usage_error ("%s", error->message);
+      tach_config_clear (&config);
+      return tach_cli_exit_code_for_error (error);
+    }
+  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      tach_config_clear (&config);
+      return TACH_CLI_EXIT_FAILURE;
+    }
+
+  tach_cli_session_init (&session);
+  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
+  session.header = 1;
+
+  run = tach_cli_run_one (&session, &config, &error);
+  if (run == NULL)
+    {
+      /* It never started: a bad configuration (including one whose data
+       * cannot fit in memory) is a usage error; the rest are failures. */
+      if (g_error_matches (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY))
+        status = TACH_CLI_EXIT_USAGE;
+      else
+        status = tach_cli_exit_code_for_error (error);
+      if (status == TACH_CLI_EXIT_USAGE)
+        tach_cli_usage_error ("%s", error->message);
+      else
+        fprintf (stderr, "tach-cli: %s\n", error->message);
+    }
+  else
+    {
+      if (tach_run_get_state (run) == TACH_RUN_STATE_FAILED)
+        {
+          fprintf (stderr, "tach-cli: %s\n",
+                   error != NULL ? error->message : _("the run failed"));
+          status = TACH_CLI_EXIT_FAILURE;
+        }
+      else
+        {
+          if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
+            printf (_("  (stopped after %" G_GUINT64_FORMAT " steps)\n"), session.done_steps);
+          tach_cli_print_summary (run);
+        }
+      if (tach_cli_run_has_results (run))
+        g_ptr_array_add (runs, tach_run_ref (run));
+    }
+
+  if (!tach_cli_write_csv (options->csv_dir, runs))
+    status = TACH_CLI_EXIT_FAILURE;
+  if (session.interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+
+  g_source_remove (sigint_id);
+  tach_cli_session_clear (&session);
+  tach_config_clear (&config);
+  return status;
+}
+
+/* ----------------------------------------------------------------- sweep */
+
+typedef struct {
+  char    *name;       /* owned */
+  TachRun *run;        /* owned, or NULL when it did not start */
+  const char *outcome; /* borrowed, translated: NULL when it finished */
+} TachCliSweepRow;
+
+static void
+tach_cli_sweep_row_clear (gpointer data)
+{
+  TachCliSweepRow *row = data;
+
+  g_clear_pointer (&row->name, g_free);
+  g_clear_pointer (&row->run, tach_run_unref);
+}
+
+/* Appends @text to @line padded to @width characters (not bytes). */
+static void
+tach_cli_pad (GString *line, const char *text, int width, gboolean right)
+{
+  int len = (int) g_utf8_strlen (text, -1);
+  int pad = MAX (width - len, 0);
+
+  if (right)
+    g_string_append_printf (line, "%*s%s", pad, "", text);
+  else
+    g_string_append_printf (line, "%s%*s", text, pad, "");
+}
+
+static void
+tach_cli_print_sweep_table (GArray *rows)
+{
+  g_autoptr(GString) line = g_string_new (NULL);
+  const char *unit = NULL;
+  double baseline = NAN;
+  int name_width = (int) g_utf8_strlen (_("preset"), -1);
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+
+      name_width = MAX (name_width, (int) g_utf8_strlen (row->name, -1));
+      if (row->outcome == NULL && isnan (baseline))
+        {
+          TachSummary s;
+
+          tach_run_get_summary (row->run, &s);
+          baseline = s.steps_per_s_median;
+          unit = s.items_unit;
+        }
+    }
+
+  tach_cli_pad (line, _("preset"), name_width, FALSE);
+  tach_cli_pad (line, _("steps/s"), 10, TRUE);
+  tach_cli_pad (line, "p10–p90", 17, TRUE);
+  tach_cli_pad (line, unit != NULL ? unit : _("items/s"), 12, TRUE);
+  tach_cli_pad (line, _("final loss"), 11, TRUE);
+  tach_cli_pad (line, _("feed"), 7, TRUE);
+  tach_cli_pad (line, _("compute"), 8, TRUE);
+  tach_cli_pad (line, _("sync"), 7, TRUE);
+  tach_cli_pad (line, _("host"), 7, TRUE);
+  tach_cli_pad (line, _("speed-up"), 10, TRUE);
+  printf ("\n%s\n", line->str);
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+      TachSummary s;
+      g_autofree char *median = NULL, *p10 = NULL, *p90 = NULL, *spread = NULL;
+      g_autofree char *items = NULL, *final = NULL, *speedup = NULL;
+      g_autofree char *feed = NULL, *compute = NULL, *sync = NULL, *host = NULL;
+
+      g_string_truncate (line, 0);
+      tach_cli_pad (line, row->name, name_width, FALSE);
+      if (row->outcome != NULL)
+        {
+          g_string_append_printf (line, "  %s", row->outcome);
+          printf ("%s\n", line->str);
+          continue;
+        }
+
+      tach_run_get_summary (row->run, &s);
+      median = tach_cli_format_number (s.steps_per_s_median, "%.2f");
+      p10 = tach_cli_format_number (s.steps_per_s_p10, "%.2f");
+      p90 = tach_cli_format_number (s.steps_per_s_p90, "%.2f");
+      spread = g_strdup_printf ("%s–%s", p10, p90);
+      items = tach_cli_format_number (s.items_per_s, "%.1f");
+      final = tach_cli_format_number (s.final_loss, "%.4f");
+      feed = tach_cli_format_percent (s.feed_share);
+      compute = tach_cli_format_percent (s.compute_share);
+      sync = tach_cli_format_percent (s.sync_share);
+      host = tach_cli_format_percent (s.host_share);
+      speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
+
+      tach_cli_pad (line, median, 10, TRUE);
+      tach_cli_pad (line, spread, 17, TRUE);
+      tach_cli_pad (line, items, 12, TRUE);
+      tach_cli_pad (line, final, 11, TRUE);
+      tach_cli_pad (line, feed, 7, TRUE);
+      tach_cli_pad (line, compute, 8, TRUE);
+      tach_cli_pad (line, sync, 7, TRUE);
+      tach_cli_pad (line, host, 7, TRUE);
+      tach_cli_pad (line, speedup, 10, TRUE);
+      if (tach_run_get_state (row->run) == TACH_RUN_STATE_CANCELLED)
+        g_string_append_printf (line, "  %s", _("(stopped)"));
+      printf ("%s\n", line->str);
+    }
+  fflush (stdout);
+}
+
+/* The preset names of a sweep: the workload's own for "all", else the
+ * comma-separated list.  NULL after printing a usage error. */
+static GStrv
+tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
+{
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) names = NULL;
+  guint n = 0;
+
+  if (g_str_equal (list, "all"))
+    {
+      g_autoptr(GPtrArray) presets = tach_presets_for_workload (workload);
+
+      for (guint i = 0; i < presets->len; i++)
+        {
+          const TachPreset *preset = g_ptr_array_index (presets, i);
+
+          g_strv_builder_add (builder, preset->name);
+          n++;
+        }
+    }
+  else
+    {
+      g_auto(GStrv) parts = g_strsplit (list, ",", -1);
+
+      for (guint i = 0; parts[i] != NULL; i++)
+        {
+          g_strstrip (parts[i]);
+          if (*parts[i] == '\0')
+            continue;
+          g_strv_builder_add (builder, parts[i]);
+          n++;
+        }
+    }
+
+  if (n == 0)
+    {
+      tach_cli_usage_error (_("'--presets %s' names no preset of %s"), list,
+                            tach_workload_to_string (workload));
+      return NULL;
+    }
+  names = g_strv_builder_end (builder);
+  return g_steal_pointer (&names);
+}
+
+int
+tach_cli_command_sweep (const TachCliOptions *options)
+{
+  TachCliSession session;
+  TachWorkload workload;
+  g_autoptr(GError) error = NULL;
+  g_auto(GStrv) names = NULL;
+  g_autoptr(GArray) rows = NULL;
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  guint n_names, sigint_id;
+  int status = TACH_CLI_EXIT_OK;
+
+  if (!tach_workload_from_string (options->workload, &workload, &error))
+    {
+      tach_cli_usage_error ("%s", error->message);
+      return tach_cli_exit_code_for_error (error);
+    }
+  names = tach_cli_sweep_preset_names (options->presets, workload);
+  if (names == NULL)
+    return TACH_CLI_EXIT_USAGE;
+  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return TACH_CLI_EXIT_FAILURE;
+    }
+
+  n_names = g_strv_length (names);
+  rows = g_array_sized_new (FALSE, TRUE, sizeof (TachCliSweepRow), n_names);
+  g_array_set_clear_func (rows, tach_cli_sweep_row_clear);
+
+  tach_cli_session_init (&session);
+  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
+  session.header = 2;
+
+  for (guint i = 0; i < n_names; i++)
+    {
+      TachCliSweepRow row = { g_strdup (names[i]), NULL, NULL };
+      TachConfig config = { 0 };
+      g_autoptr(GError) run_error = NULL;
+      g_autofree char *label = g_strdup_printf ("%s %u/%u", names[i], i + 1, n_names);
+      int row_status = TACH_CLI_EXIT_OK;
+
+      if (session.interrupted)
+        row.outcome = _("not run (interrupted)");
+      else if (!tach_cli_build_config (options, names[i], &config, &run_error))
+        row_status = TACH_CLI_EXIT_USAGE;
+      else
+        {
+          session.label = label;
+          row.run = tach_cli_run_one (&session, &config, &run_error);
+          session.label = NULL;
+          if (row.run == NULL)
+            row_status = tach_cli_exit_code_for_error (run_error);
+          else if (tach_run_get_state (row.run) == TACH_RUN_STATE_FAILED)
+            row_status = TACH_CLI_EXIT_FAILURE;
+          if (row.run != NULL && tach_cli_run_has_results (row.run))
+            g_ptr_array_add (runs, tach_run_ref (row.run));
+        }
+
+      if (row_status != TACH_CLI_EXIT_OK)
+        {
+          /* One preset's error is reported now; the sweep goes on and the
+           * command fails at the end. */
+          fprintf (stderr, _("tach-cli: preset %s: %s\n"), names[i],
+                   run_error != NULL ? run_error->message : _("the run failed"));
+          row.outcome = row_status == TACH_CLI_EXIT_USAGE ? _("invalid (see above)")
+                                                          : _("failed (see above)");
+          status = MAX (status, row_status);
+        }
+      else if (row.outcome == NULL && !session.live)
+        {
+          /* Without a live line, say where a long sweep is. */
+          fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), names[i], i + 1, n_names);
+        }
+
+      g_array_append_val (rows, row);
+      tach_config_clear (&config);
+    }
+
+  tach_cli_print_sweep_table (rows);
+
+  if (!tach_cli_write_csv (options->csv_dir, runs))
+    status = MAX (status, TACH_CLI_EXIT_FAILURE);
+  if (session.interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+
+  g_source_remove (sigint_id);
+  tach_cli_session_clear (&session);
+  return status;
+}

@@ -1,0 +1,470 @@
+/* tach-cli.c: Tach's command line: parsing, help, presets and devices.
+ *
+ * Every knob is parsed by the engine (tach_config_set), so the command line,
+ * the GUI and the CSV agree on names, values and messages; the help text is
+ * generated from the engine's knob table for the same reason.
+ */
+#include "tach-config.h"
+
+#include <locale.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <string.h>
+
+#include <glib/gi18n.h>
+
+#include "tach-cli-private.h"
+
+static void
+tach_cli_knob_clear (gpointer data)
+{
+  TachCliKnob *knob = data;
+
+  g_clear_pointer (&knob->key, g_free);
+  g_clear_pointer (&knob->value, g_free);
+}
+
+static void
+tach_cli_options_clear (TachCliOptions *options)
+{
+  g_clear_pointer (&options->workload, g_free);
+  g_clear_pointer (&options->preset, g_free);
+  g_clear_pointer (&options->presets, g_free);
+  g_clear_pointer (&options->csv_dir, g_free);
+  g_clear_pointer (&options->knobs, g_array_unref);
+}
+
+void
+tach_cli_usage_error (const char *format, ...)
+{
+  g_autofree char *message = NULL;
+  va_list args;
+
+  va_start (args, format);
+  message = g_strdup_vprintf (format, args);
+  va_end (args);
+
+  fprintf (stderr, "tach-cli: %s\n", message);
+  fprintf (stderr, _("Try 'tach-cli --help' for more information.\n"));
+}
+
+int
+tach_cli_exit_code_for_error (const GError *error)
+{
+  if (error != NULL && error->domain == TACH_ERROR &&
+      (error->code == TACH_ERROR_INVALID_CONFIG ||
+       error->code == TACH_ERROR_UNSUPPORTED))
+    return TACH_CLI_EXIT_USAGE;
+  return TACH_CLI_EXIT_FAILURE;
+}
+
+gboolean
+tach_cli_build_config (const TachCliOptions *options,
+                       const char           *preset,
+                       TachConfig           *config,
+                       GError              **error)
+{
+  TachWorkload workload;
+
+  if (!tach_workload_from_string (options->workload, &workload, error))
+    return FALSE;
+  tach_config_init (config, workload);
+
+  if (preset != NULL && !tach_config_apply_preset (config, preset, error))
+    return FALSE;
+
+  for (guint i = 0; i < options->knobs->len; i++)
+    {
+      const TachCliKnob *knob = &g_array_index (options->knobs, TachCliKnob, i);
+
+      if (!tach_config_set (config, knob->key, knob->value, error))
+        return FALSE;
+    }
+
+  return TRUE;
+}
+
+static void
+tach_cli_set_str (char **field, const char *value)
+{
+  /* A repeated option replaces the earlier one, as knobs do. */
+  g_free (*field);
+  *field = g_strdup (value);
+}
+
+/* ------------------------------------------------------------------ help */
+
+static const char *
+tach_cli_knob_flag_value (const TachKnobInfo *info)
+{
+  static const char *const truthy[] = { "true", "yes", "on", NULL };
+
+  /* A knob whose values are a yes/no pair may be given as a bare flag
+   * (--print-text); any other knob needs a value. */
+  if (info->values == NULL || g_strv_length ((char **) info->values) != 2)
+    return NULL;
+  for (guint i = 0; truthy[i] != NULL; i++)
+    if (g_strv_contains (info->values, truthy[i]))
+      return truthy[i];
+  return NULL;
+}
+
+static gboolean
+tach_cli_is_fixed_option (const char *name)
+{
+  return g_str_equal (name, "workload") || g_str_equal (name, "preset");
+}
+
+static void
+tach_cli_print_option (GString *out, const char *option, const char *help)
+{
+  /* Columns line up in characters, not bytes, so that translations and
+   * the en dash keep the help aligned. */
+  glong width = g_utf8_strlen (option, -1);
+
+  g_string_append_printf (out, "  %s", option);
+  if (width < 22)
+    g_string_append_printf (out, "%*s", (int) (22 - width), "");
+  else
+    g_string_append_printf (out, "\n%24s", "");
+  g_string_append_printf (out, "%s\n", help);
+}
+
+static void
+tach_cli_print_help (void)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autoptr(GString) workloads = g_string_new (NULL);
+  const TachKnobInfo *knobs;
+  guint n_knobs = 0;
+
+  for (int w = 0; w < TACH_WORKLOAD_COUNT; w++)
+    g_string_append_printf (workloads, "%s%s", w > 0 ? ", " : "",
+                            tach_workload_to_string ((TachWorkload) w));
+
+  g_string_append (out, _("Usage:\n"));
+  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR]\n"));
+  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--KNOB VALUE]... [--csv DIR]\n"));
+  g_string_append (out, "  tach-cli presets\n");
+  g_string_append (out, "  tach-cli devices\n");
+  g_string_append (out, "  tach-cli --help | --version\n\n");
+  g_string_append (out, _("Runs Tach's deep-learning workloads headless and shows where their time goes.\n\n"));
+
+  g_string_append (out, _("Commands:\n"));
+  tach_cli_print_option (out, "run", _("Run one workload and print its summary"));
+  tach_cli_print_option (out, "sweep", _("Run several presets of one workload and compare them"));
+  tach_cli_print_option (out, "presets", _("List the presets of every workload"));
+  tach_cli_print_option (out, "devices", _("List the devices Tach can run on"));
+  g_string_append (out, "\n");
+
+  g_string_append (out, _("Options:\n"));
+  {
+    g_autofree char *help = g_strdup_printf (_("The workload: %s"), workloads->str);
+    tach_cli_print_option (out, "--workload W", help);
+  }
+  tach_cli_print_option (out, _("--preset NAME"),
+                         _("Start from a preset (see 'tach-cli presets'); knobs given override it"));
+  tach_cli_print_option (out, _("--presets LIST"),
+                         _("sweep: comma-separated presets, or 'all' for the workload's presets"));
+  tach_cli_print_option (out, "--csv DIR",
+                         _("Append every run to DIR/runs.csv and DIR/samples.csv"));
+  tach_cli_print_option (out, "--help", _("Show this help"));
+  tach_cli_print_option (out, "--version", _("Show the version"));
+  g_string_append (out, "\n");
+
+  g_string_append (out, _("Knobs (after the workload and the preset, in the order given;\n"
+                          "* marks execution modes, which change speed, not results):\n"));
+  knobs = tach_knobs (&n_knobs);
+  for (guint i = 0; i < n_knobs; i++)
+    {
+      const TachKnobInfo *info = &knobs[i];
+      g_autofree char *option = NULL;
+      g_autofree char *help = NULL;
+
+      if (tach_cli_is_fixed_option (info->name))
+        continue;
+
+      if (tach_cli_knob_flag_value (info) != NULL)
+        option = g_strdup_printf ("--%s%s", info->name, info->is_mode ? " *" : "");
+      else
+        option = g_strdup_printf ("--%s %s%s", info->name,
+                                  info->values != NULL ? _("VALUE") : _("N"),
+                                  info->is_mode ? " *" : "");
+      help = g_strdup (info->blurb != NULL ? _(info->blurb) : "");
+      tach_cli_print_option (out, option, help);
+
+      if (info->values != NULL)
+        {
+          g_autofree char *values = g_strjoinv (" | ", (char **) info->values);
+          g_autofree char *line = g_strdup_printf (_("values: %s"), values);
+
+          tach_cli_print_option (out, "", line);
+        }
+    }
+  g_string_append (out, "\n");
+
+  g_string_append (out, _("On a terminal a live line shows progress once a second; Ctrl+C stops a run\n"
+                          "cleanly and still writes the CSV of what ran.\n\n"));
+  g_string_append (out, _("Exit status: 0 success, 1 runtime failure (device, data, files, library),\n"
+                          "2 bad usage or configuration, 130 interrupted.\n"));
+
+  fputs (out->str, stdout);
+}
+
+static void
+tach_cli_print_version (void)
+{
+  printf ("tach-cli %s (engine %s)\n", PACKAGE_VERSION, TACH_VERSION_STRING);
+}
+
+/* -------------------------------------------------------- small commands */
+
+static int
+tach_cli_command_presets (void)
+{
+  guint n_presets = 0;
+  const TachPreset *presets = tach_presets (&n_presets);
+
+  for (int w = 0; w < TACH_WORKLOAD_COUNT; w++)
+    {
+      gboolean header = FALSE;
+
+      for (guint i = 0; i < n_presets; i++)
+        {
+          const TachPreset *preset = &presets[i];
+
+          if (preset->workload != (TachWorkload) w)
+            continue;
+          if (!header)
+            {
+              printf ("%s%s\n", w > 0 ? "\n" : "", tach_workload_to_string (preset->workload));
+              header = TRUE;
+            }
+          printf ("  %-16s %s\n", preset->name,
+                  preset->description != NULL ? _(preset->description) : "");
+          printf ("  %-16s %s\n", "", preset->settings != NULL ? preset->settings : "");
+        }
+    }
+
+  return TACH_CLI_EXIT_OK;
+}
+
+static int
+tach_cli_command_devices (void)
+{
+  g_autoptr(GPtrArray) devices = tach_devices_list ();
+
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const TachDeviceInfo *info = g_ptr_array_index (devices, i);
+      g_autofree char *memory = g_format_size_full (info->memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
+
+      printf ("%s%s  %s\n", i > 0 ? "\n" : "", info->id, info->name != NULL ? info->name : "");
+      if (info->kind == TACH_DEVICE_KIND_CPU)
+        printf (_("  kind       CPU, %u threads by default\n"), info->threads);
+      else
+        printf (_("  kind       GPU\n"));
+      printf (_("  memory     %s\n"), memory);
+      printf (_("  peak       %.1f GFLOP/s (fp32)\n"), info->peak_flops / 1e9);
+      printf (_("  libraries  %s\n"), info->versions != NULL ? info->versions : "");
+    }
+
+  return TACH_CLI_EXIT_OK;
+}
+
+/* --------------------------------------------------------------- parsing */
+
+/* Parses the options of run and sweep.  Returns FALSE after printing a usage
+ * error; *exit_early is set when --help or --version was handled. */
+static gboolean
+tach_cli_parse_options (const char     *command,
+                        int             argc,
+                        char          **argv,
+                        TachCliOptions *options,
+                        gboolean       *exit_early)
+{
+  *exit_early = FALSE;
+
+  for (int i = 0; i < argc; i++)
+    {
+      const char *arg = argv[i];
+      g_autofree char *name = NULL;
+      const char *value = NULL;
+      const char *eq;
+      const TachKnobInfo *info;
+
+      if (g_str_equal (arg, "--help") || g_str_equal (arg, "-h"))
+        {
+          tach_cli_print_help ();
+          *exit_early = TRUE;
+          return TRUE;
+        }
+      if (g_str_equal (arg, "--version"))
+        {
+          tach_cli_print_version ();
+          *exit_early = TRUE;
+          return TRUE;
+        }
+      if (!g_str_has_prefix (arg, "--") || arg[2] == '\0')
+        {
+          tach_cli_usage_error (_("unexpected argument '%s'"), arg);
+          return FALSE;
+        }
+
+      eq = strchr (arg + 2, '=');
+      if (eq != NULL)
+        {
+          name = g_strndup (arg + 2, (gsize) (eq - arg - 2));
+          value = eq + 1;
+        }
+      else
+        name = g_strdup (arg + 2);
+
+      info = tach_knob_lookup (name);
+      if (info == NULL && !g_str_equal (name, "workload") && !g_str_equal (name, "preset") &&
+          !g_str_equal (name, "presets") && !g_str_equal (name, "csv"))
+        {
+          tach_cli_usage_error (_("unknown option '--%s'"), name);
+          return FALSE;
+        }
+      if (g_str_equal (name, "presets") && !g_str_equal (command, "sweep"))
+        {
+          tach_cli_usage_error (_("'--presets' belongs to 'sweep'; 'run' takes '--preset NAME'"));
+          return FALSE;
+        }
+
+      if (value == NULL)
+        {
+          const char *flag = info != NULL ? tach_cli_knob_flag_value (info) : NULL;
+
+          /* A bare flag takes the next argument only when that is one of
+           * its values, so "--print-text --steps 5" works. */
+          if (flag != NULL && (i + 1 >= argc || !g_strv_contains (info->values, argv[i + 1])))
+            value = flag;
+          else if (i + 1 < argc)
+            value = argv[++i];
+          else
+            {
+              tach_cli_usage_error (_("option '--%s' needs a value"), name);
+              return FALSE;
+            }
+        }
+
+      if (g_str_equal (name, "workload"))
+        tach_cli_set_str (&options->workload, value);
+      else if (g_str_equal (name, "preset"))
+        tach_cli_set_str (&options->preset, value);
+      else if (g_str_equal (name, "presets"))
+        tach_cli_set_str (&options->presets, value);
+      else if (g_str_equal (name, "csv"))
+        {
+          if (*value == '\0')
+            {
+              tach_cli_usage_error (_("option '--csv' needs a folder"));
+              return FALSE;
+            }
+          tach_cli_set_str (&options->csv_dir, value);
+        }
+      else
+        {
+          TachCliKnob knob = { g_strdup (name), g_strdup (value) };
+
+          g_array_append_val (options->knobs, knob);
+        }
+    }
+
+  if (options->workload == NULL)
+    {
+      g_autoptr(GString) names = g_string_new (NULL);
+
+      for (int w = 0; w < TACH_WORKLOAD_COUNT; w++)
+        g_string_append_printf (names, "%s%s", w > 0 ? ", " : "",
+                                tach_workload_to_string ((TachWorkload) w));
+      tach_cli_usage_error (_("'%s' needs --workload (%s)"), command, names->str);
+      return FALSE;
+    }
+  if (g_str_equal (command, "sweep") && options->presets == NULL)
+    {
+      tach_cli_usage_error (_("'sweep' needs --presets A,B,... or --presets all"));
+      return FALSE;
+    }
+
+  return TRUE;
+}
+
+int
+main (int argc, char **argv)
+{
+  TachCliOptions options = { 0 };
+  const char *command;
+  gboolean exit_early = FALSE;
+  int status;
+
+  /* Messages follow the user's language; numbers stay in the C locale so
+   * that output and CSV read the same everywhere. */
+  setlocale (LC_ALL, "");
+  setlocale (LC_NUMERIC, "C");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+  g_set_prgname ("tach-cli");
+
+  if (argc < 2)
+    {
+      tach_cli_usage_error (_("missing command (run, sweep, presets or devices)"));
+      return TACH_CLI_EXIT_USAGE;
+    }
+
+  command = argv[1];
+  if (g_str_equal (command, "--help") || g_str_equal (command, "-h") ||
+      g_str_equal (command, "help"))
+    {
+      tach_cli_print_help ();
+      return TACH_CLI_EXIT_OK;
+    }
+  if (g_str_equal (command, "--version"))
+    {
+      tach_cli_print_version ();
+      return TACH_CLI_EXIT_OK;
+    }
+
+  if (g_str_equal (command, "presets") || g_str_equal (command, "devices"))
+    {
+      if (argc > 2)
+        {
+          if (g_str_equal (argv[2], "--help") || g_str_equal (argv[2], "-h"))
+            {
+              tach_cli_print_help ();
+              return TACH_CLI_EXIT_OK;
+            }
+          tach_cli_usage_error (_("'%s' takes no arguments"), command);
+          return TACH_CLI_EXIT_USAGE;
+        }
+      return g_str_equal (command, "presets") ? tach_cli_command_presets ()
+                                              : tach_cli_command_devices ();
+    }
+
+  if (!g_str_equal (command, "run") && !g_str_equal (command, "sweep"))
+    {
+      if (g_str_has_prefix (command, "-"))
+        tach_cli_usage_error (_("unknown option '%s'"), command);
+      else
+        tach_cli_usage_error (_("unknown command '%s'"), command);
+      return TACH_CLI_EXIT_USAGE;
+    }
+
+  options.knobs = g_array_new (FALSE, TRUE, sizeof (TachCliKnob));
+  g_array_set_clear_func (options.knobs, tach_cli_knob_clear);
+
+  if (!tach_cli_parse_options (command, argc - 2, argv + 2, &options, &exit_early))
+    status = TACH_CLI_EXIT_USAGE;
+  else if (exit_early)
+    status = TACH_CLI_EXIT_OK;
+  else if (g_str_equal (command, "run"))
+    status = tach_cli_command_run (&options);
+  else
+    status = tach_cli_command_sweep (&options);
+
+  tach_cli_options_clear (&options);
+  return status;
+}
