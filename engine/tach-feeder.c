@@ -1,0 +1,440 @@
+/* tach-feeder.c: gets batches onto the device as the feed knob says.
+ *
+ * Every mode starts from the same materialised host copy of the dataset
+ * (float64 under host-f64, float32 or int32 otherwise, both converted from
+ * the dataset's doubles with the same cast), so batch i holds the same
+ * float32 values whatever the mode: the mode changes speed, not math.
+ *
+ * Batch i covers samples (i mod n_batches) * batch .. + batch, which are
+ * contiguous, so a batch is one slice of each host array.
+ */
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-feeder.h"
+
+#define NO_BATCH G_MAXUINT64
+
+struct _TachFeeder {
+  TachBackend *be;          /* borrowed */
+  TachDataset  ds;
+  TachFeed     feed;
+  guint        batch;
+  guint64      n_batches;
+  size_t       x_batch_bytes;  /* as float32/int32 */
+  size_t       y_batch_bytes;
+
+  /* Host copies (owned): x as double under host-f64, else 4-byte elements. */
+  double      *host_x64;
+  void        *host_x;
+  void        *host_y;
+
+  /* host-f64: the converted batch before its upload (owned). */
+  float       *staging_x;
+
+  /* Device memory: one batch (host modes), two (prefetch), or everything
+   * (resident).  x and y share one block; y starts at y_offset. */
+  void        *dev[2];
+  size_t       dev_y_offset;
+
+  /* prefetch: pinned batches, one per slot, filled by the loader thread;
+   * the event recorded after each slot's upload says when the loader may
+   * overwrite it. */
+  void        *pinned[2];
+  TachEvent   *uploaded[2];
+  gboolean     upload_pending[2];
+  guint        slot;           /* the slot the next batch is expected in */
+  GThread     *loader;
+  GMutex       lock;
+  GCond        cond;
+  guint64      request_index;  /* NO_BATCH when there is no request */
+  guint        request_slot;
+  guint64      ready_index[2]; /* the batch each pinned slot holds */
+  guint64      wanted[2];      /* engine thread only: last batch asked of each slot */
+  gboolean     quit;
+};
+
+static size_t
+elem_bytes (void)
+{
+  /* float32 and int32 alike */
+  return 4;
+}
+
+guint64
+tach_feeder_host_bytes (const TachDataset *dataset, TachFeed feed)
+{
+  guint64 per_sample = (guint64) (dataset->x_elems + dataset->y_elems) * elem_bytes ();
+
+  if (feed == TACH_FEED_HOST_F64)
+    per_sample += (guint64) dataset->x_elems * (sizeof (double) - elem_bytes ());
+  /* resident needs its host copy only while uploading, but it needs it all. */
+  return dataset->n_samples * per_sample;
+}
+
+guint64
+tach_feeder_batches_per_epoch (TachFeeder *feeder)
+{
+  return feeder->n_batches;
+}
+
+/* Copies batch @index's slice of the host arrays into @x and @y. */
+static void
+copy_batch (TachFeeder *feeder, guint64 index, void *x, void *y)
+{
+  guint64 first = (index % feeder->n_batches) * feeder->batch;
+
+  memcpy (x, (const char *) feeder->host_x + first * feeder->ds.x_elems * elem_bytes (),
+          feeder->x_batch_bytes);
+  if (feeder->y_batch_bytes > 0)
+    memcpy (y, (const char *) feeder->host_y + first * feeder->ds.y_elems * elem_bytes (),
+            feeder->y_batch_bytes);
+}
+
+static gpointer
+loader_main (gpointer data)
+{
+  TachFeeder *feeder = data;
+
+  g_mutex_lock (&feeder->lock);
+  for (;;)
+    {
+      guint64 index;
+      guint slot;
+      char *dst;
+
+      while (feeder->request_index == NO_BATCH && !feeder->quit)
+        g_cond_wait (&feeder->cond, &feeder->lock);
+      if (feeder->quit)
+        break;
+      index = feeder->request_index;
+      slot = feeder->request_slot;
+      feeder->request_index = NO_BATCH;
+      g_mutex_unlock (&feeder->lock);
+
+      /* The copy runs unlocked: this is the work that overlaps the step. */
+      dst = feeder->pinned[slot];
+      copy_batch (feeder, index, dst, dst + feeder->x_batch_bytes);
+
+      g_mutex_lock (&feeder->lock);
+      feeder->ready_index[slot] = index;
+      g_cond_broadcast (&feeder->cond);
+    }
+  g_mutex_unlock (&feeder->lock);
+  return NULL;
+}
+
+static void
+loader_request (TachFeeder *feeder, guint64 index, guint slot)
+{
+  g_mutex_lock (&feeder->lock);
+  /* A slot being refilled holds nothing usable until the loader is done. */
+  feeder->ready_index[slot] = NO_BATCH;
+  feeder->request_index = index;
+  feeder->request_slot = slot;
+  g_cond_broadcast (&feeder->cond);
+  g_mutex_unlock (&feeder->lock);
+}
+
+static void
+loader_wait (TachFeeder *feeder, guint64 index, guint slot)
+{
+  g_mutex_lock (&feeder->lock);
+  while (feeder->ready_index[slot] != index)
+    g_cond_wait (&feeder->cond, &feeder->lock);
+  g_mutex_unlock (&feeder->lock);
+}
+
+void
+tach_feeder_free (TachFeeder *feeder)
+{
+  if (feeder == NULL)
+    return;
+  if (feeder->loader != NULL)
+    {
+      g_mutex_lock (&feeder->lock);
+      feeder->quit = TRUE;
+      g_cond_broadcast (&feeder->cond);
+      g_mutex_unlock (&feeder->lock);
+      g_thread_join (feeder->loader);
+    }
+  for (guint i = 0; i < 2; i++)
+    {
+      /* Pinned memory may still be read by an asynchronous upload. */
+      if (feeder->upload_pending[i])
+        tach_event_elapsed_ms (feeder->be, feeder->uploaded[i], feeder->uploaded[i]);
+      tach_event_free (feeder->be, feeder->uploaded[i]);
+      tach_backend_host_free (feeder->be, feeder->pinned[i]);
+      tach_backend_dealloc (feeder->be, feeder->dev[i]);
+    }
+  g_mutex_clear (&feeder->lock);
+  g_cond_clear (&feeder->cond);
+  g_free (feeder->host_x64);
+  g_free (feeder->host_x);
+  g_free (feeder->host_y);
+  g_free (feeder->staging_x);
+  g_free (feeder);
+}
+
+static gboolean
+take_backend_error (TachFeeder *feeder, GError **error)
+{
+  /* The sticky error stays in the backend for the runner; the caller gets
+   * a copy so that it can fail its step with a message. */
+  if (tach_backend_ok (feeder->be))
+    return TRUE;
+  if (error != NULL && *error == NULL)
+    *error = g_error_copy (feeder->be->error);
+  return FALSE;
+}
+
+/* Fills the host arrays from the dataset; FALSE when memory runs out. */
+static gboolean
+materialise (TachFeeder *feeder, GError **error)
+{
+  const TachDataset *ds = &feeder->ds;
+  guint64 n = ds->n_samples;
+  g_autofree double *x = g_new (double, MAX (ds->x_elems, 1));
+  g_autofree char *y = g_malloc (MAX (ds->y_elems, 1) * elem_bytes ());
+
+  if (feeder->feed == TACH_FEED_HOST_F64)
+    feeder->host_x64 = g_try_malloc_n (n, ds->x_elems * sizeof (double));
+  else
+    feeder->host_x = g_try_malloc_n (n, ds->x_elems * elem_bytes ());
+  if (ds->y_elems > 0)
+    feeder->host_y = g_try_malloc_n (n, ds->y_elems * elem_bytes ());
+  if ((feeder->host_x64 == NULL && feeder->host_x == NULL)
+      || (ds->y_elems > 0 && feeder->host_y == NULL))
+    {
+      g_autofree char *size = g_format_size (tach_feeder_host_bytes (ds, feeder->feed));
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
+                   _("the dataset of %" G_GUINT64_FORMAT " samples needs %s of host memory: "
+                     "lower --samples"), n, size);
+      return FALSE;
+    }
+
+  for (guint64 i = 0; i < n; i++)
+    {
+      ds->fill (ds->data, i, x, y);
+      if (feeder->host_x64 != NULL)
+        memcpy (feeder->host_x64 + i * ds->x_elems, x, ds->x_elems * sizeof (double));
+      else if (ds->x_type == TACH_DTYPE_F32)
+        {
+          float *dst = (float *) feeder->host_x + i * ds->x_elems;
+
+          for (size_t e = 0; e < ds->x_elems; e++)
+            dst[e] = (float) x[e];
+        }
+      else
+        {
+          gint32 *dst = (gint32 *) feeder->host_x + i * ds->x_elems;
+
+          for (size_t e = 0; e < ds->x_elems; e++)
+            dst[e] = (gint32) x[e];
+        }
+      if (ds->y_elems > 0)
+        memcpy ((char *) feeder->host_y + i * ds->y_elems * elem_bytes (), y,
+                ds->y_elems * elem_bytes ());
+    }
+  return TRUE;
+}
+
+TachFeeder *
+tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, guint batch,
+                 GError **error)
+{
+  g_autoptr(GError) local = NULL;
+  TachFeeder *feeder;
+
+  if (feed == TACH_FEED_HOST_F64 && dataset->x_type != TACH_DTYPE_F32)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   _("--feed host-f64 converts float64 features, but this workload feeds "
+                     "token ids: use --feed host-f32"));
+      return NULL;
+    }
+  if (batch == 0 || dataset->n_samples < batch)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("the dataset has %" G_GUINT64_FORMAT " samples, less than one batch of %u: "
+                     "raise --samples or lower --batch"), dataset->n_samples, batch);
+      return NULL;
+    }
+
+  feeder = g_new0 (TachFeeder, 1);
+  feeder->be = be;
+  feeder->ds = *dataset;
+  feeder->feed = feed;
+  feeder->batch = batch;
+  feeder->n_batches = dataset->n_samples / batch;
+  feeder->x_batch_bytes = (size_t) batch * dataset->x_elems * elem_bytes ();
+  feeder->y_batch_bytes = (size_t) batch * dataset->y_elems * elem_bytes ();
+  feeder->request_index = NO_BATCH;
+  feeder->ready_index[0] = feeder->ready_index[1] = NO_BATCH;
+  feeder->wanted[0] = feeder->wanted[1] = NO_BATCH;
+  g_mutex_init (&feeder->lock);
+  g_cond_init (&feeder->cond);
+
+  if (!materialise (feeder, &local))
+    goto fail;
+
+  switch (feed)
+    {
+    case TACH_FEED_HOST_F64:
+      feeder->staging_x = g_try_malloc (feeder->x_batch_bytes);
+      if (feeder->staging_x == NULL)
+        {
+          g_set_error (&local, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
+                       _("out of host memory for one batch: lower --batch"));
+          goto fail;
+        }
+      G_GNUC_FALLTHROUGH;
+    case TACH_FEED_HOST_F32:
+      feeder->dev_y_offset = feeder->x_batch_bytes;
+      feeder->dev[0] = tach_backend_alloc (be, feeder->x_batch_bytes + feeder->y_batch_bytes);
+      break;
+
+    case TACH_FEED_PREFETCH:
+      feeder->dev_y_offset = feeder->x_batch_bytes;
+      for (guint i = 0; i < 2; i++)
+        {
+          feeder->dev[i] = tach_backend_alloc (be, feeder->x_batch_bytes + feeder->y_batch_bytes);
+          feeder->pinned[i] = tach_backend_host_alloc (be, feeder->x_batch_bytes
+                                                           + feeder->y_batch_bytes);
+          feeder->uploaded[i] = tach_event_new (be);
+        }
+      if (!take_backend_error (feeder, &local))
+        goto fail;
+      feeder->loader = g_thread_try_new ("tach-loader", loader_main, feeder, &local);
+      if (feeder->loader == NULL)
+        goto fail;
+      break;
+
+    case TACH_FEED_RESIDENT:
+    default:
+      {
+        size_t x_all = (size_t) (feeder->n_batches * batch) * dataset->x_elems * elem_bytes ();
+        size_t y_all = (size_t) (feeder->n_batches * batch) * dataset->y_elems * elem_bytes ();
+
+        /* The remainder is never used, so it never goes to the device. */
+        feeder->dev_y_offset = x_all;
+        feeder->dev[0] = tach_backend_alloc (be, x_all + y_all);
+        tach_backend_upload (be, feeder->dev[0], feeder->host_x, x_all);
+        if (y_all > 0)
+          tach_backend_upload (be, (char *) feeder->dev[0] + x_all, feeder->host_y, y_all);
+        g_clear_pointer (&feeder->host_x, g_free);
+        g_clear_pointer (&feeder->host_y, g_free);
+      }
+      break;
+    }
+
+  if (!take_backend_error (feeder, &local))
+    goto fail;
+  return feeder;
+
+fail:
+  g_propagate_error (error, g_steal_pointer (&local));
+  tach_feeder_free (feeder);
+  return NULL;
+}
+
+static gboolean
+next_prefetch (TachFeeder *feeder, guint64 index, const void **x, const void **y)
+{
+  guint slot = feeder->slot;
+  guint other = 1 - slot;
+  size_t bytes = feeder->x_batch_bytes + feeder->y_batch_bytes;
+
+  /* The first call, or a caller that skipped around, has nothing queued. */
+  if (feeder->wanted[slot] != index)
+    {
+      loader_request (feeder, index, slot);
+      feeder->wanted[slot] = index;
+    }
+  loader_wait (feeder, index, slot);
+
+  tach_backend_upload_async (feeder->be, feeder->dev[slot], feeder->pinned[slot], bytes);
+  tach_event_record (feeder->be, feeder->uploaded[slot]);
+  feeder->upload_pending[slot] = TRUE;
+
+  /* The other pinned slot was the source of the previous upload: it may be
+   * refilled only once that copy is done. */
+  if (feeder->upload_pending[other])
+    {
+      tach_event_elapsed_ms (feeder->be, feeder->uploaded[other], feeder->uploaded[other]);
+      feeder->upload_pending[other] = FALSE;
+    }
+  loader_request (feeder, index + 1, other);
+  feeder->wanted[other] = index + 1;
+  feeder->slot = other;
+
+  *x = feeder->dev[slot];
+  *y = feeder->y_batch_bytes > 0 ? (const char *) feeder->dev[slot] + feeder->dev_y_offset : NULL;
+  return TRUE;
+}
+
+gboolean
+tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void **y,
+                  double *feed_ms, GError **error)
+{
+  gint64 t0 = g_get_monotonic_time ();
+  guint64 b = index % feeder->n_batches;
+  guint64 first = b * feeder->batch;
+  const void *dx = NULL, *dy = NULL;
+
+  if (!take_backend_error (feeder, error))
+    return FALSE;
+
+  switch (feeder->feed)
+    {
+    case TACH_FEED_HOST_F64:
+      {
+        const double *src = feeder->host_x64 + first * feeder->ds.x_elems;
+        size_t n = (size_t) feeder->batch * feeder->ds.x_elems;
+
+        /* What feed_dict does: convert on the host, then a pageable copy. */
+        for (size_t e = 0; e < n; e++)
+          feeder->staging_x[e] = (float) src[e];
+        tach_backend_upload (feeder->be, feeder->dev[0], feeder->staging_x, feeder->x_batch_bytes);
+      }
+      G_GNUC_FALLTHROUGH;
+    case TACH_FEED_HOST_F32:
+      if (feeder->feed == TACH_FEED_HOST_F32)
+        tach_backend_upload (feeder->be, feeder->dev[0],
+                             (const char *) feeder->host_x
+                               + first * feeder->ds.x_elems * elem_bytes (),
+                             feeder->x_batch_bytes);
+      if (feeder->y_batch_bytes > 0)
+        tach_backend_upload (feeder->be, (char *) feeder->dev[0] + feeder->dev_y_offset,
+                             (const char *) feeder->host_y
+                               + first * feeder->ds.y_elems * elem_bytes (),
+                             feeder->y_batch_bytes);
+      dx = feeder->dev[0];
+      dy = feeder->y_batch_bytes > 0 ? (const char *) feeder->dev[0] + feeder->dev_y_offset : NULL;
+      break;
+
+    case TACH_FEED_PREFETCH:
+      next_prefetch (feeder, index, &dx, &dy);
+      break;
+
+    case TACH_FEED_RESIDENT:
+    default:
+      dx = (const char *) feeder->dev[0] + first * feeder->ds.x_elems * elem_bytes ();
+      dy = feeder->y_batch_bytes > 0
+             ? (const char *) feeder->dev[0] + feeder->dev_y_offset
+                 + first * feeder->ds.y_elems * elem_bytes ()
+             : NULL;
+      break;
+    }
+
+  if (feed_ms != NULL)
+    *feed_ms += (double) (g_get_monotonic_time () - t0) / 1000.0;
+  if (!take_backend_error (feeder, error))
+    return FALSE;
+  *x = dx;
+  if (y != NULL)
+    *y = dy;
+  return TRUE;
+}
