@@ -1,0 +1,422 @@
+/* tach-cpu-backend.c: the CPU backend's lifecycle, memory, timing, device
+ * description and op table.
+ *
+ * Every op runs synchronously on the calling (engine) thread, so "device"
+ * memory is host memory, events are host monotonic timestamps and
+ * synchronize only drains oneDNN's in-order stream.  Threads: the engine
+ * thread, except the device functions, which any thread may call.
+ */
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include <dnnl_debug.h>
+#include <glib/gi18n-lib.h>
+
+#include "tach-cpu-private.h"
+
+struct _TachEvent {
+  gint64 ns;   /* CLOCK_MONOTONIC */
+};
+
+/* ---------------------------------------------------------------- errors */
+
+void
+tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
+                    const char *file, int line)
+{
+  tach_backend_fail (be, status == dnnl_out_of_memory ? TACH_ERROR_OUT_OF_MEMORY
+                                                      : TACH_ERROR_LIBRARY,
+                     _("oneDNN failed on the CPU backend; try fewer --threads or a smaller --batch: %s in %s (%s:%d)"),
+                     dnnl_status2str (status), call, file, line);
+}
+
+/* ---------------------------------------------------------------- memory */
+
+void *
+tach_cpu_mem_alloc (TachBackend *be, size_t bytes)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  void *ptr = NULL;
+  int rc;
+
+  /* A zero-byte request still gets a unique, freeable pointer. */
+  rc = posix_memalign (&ptr, 64, MAX (bytes, (size_t) 64));
+  if (rc != 0 || ptr == NULL)
+    {
+      tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
+                         _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                           " bytes; lower --batch or --samples: posix_memalign: %s"),
+                         (gsize) bytes, g_strerror (rc));
+      return NULL;
+    }
+  g_hash_table_insert (cpu->sizes, ptr, GSIZE_TO_POINTER (bytes));
+  cpu->current_bytes += bytes;
+  cpu->peak_bytes = MAX (cpu->peak_bytes, cpu->current_bytes);
+  return ptr;
+}
+
+void
+tach_cpu_mem_free (TachBackend *be, void *ptr)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  gpointer size;
+
+  if (ptr == NULL)
+    return;
+  if (g_hash_table_steal_extended (cpu->sizes, ptr, NULL, &size))
+    cpu->current_bytes -= GPOINTER_TO_SIZE (size);
+  free (ptr);
+}
+
+static void *
+cpu_alloc (TachBackend *be, size_t bytes)
+{
+  return tach_cpu_mem_alloc (be, bytes);
+}
+
+static void
+cpu_dealloc (TachBackend *be, void *ptr)
+{
+  tach_cpu_mem_free (be, ptr);
+}
+
+static void
+cpu_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (bytes > 0)
+    memcpy (dst, src, bytes);
+}
+
+static void
+cpu_download (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  if (bytes > 0)
+    memcpy (dst, src, bytes);
+}
+
+static void
+cpu_zero (TachBackend *be, void *ptr, size_t bytes)
+{
+  if (bytes > 0)
+    memset (ptr, 0, bytes);
+}
+
+static void
+cpu_copy (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  /* memmove: callers may shift a buffer within itself. */
+  if (bytes > 0)
+    memmove (dst, src, bytes);
+}
+
+static void
+cpu_synchronize (TachBackend *be)
+{
+  TACH_DNNL_TRY (be, dnnl_stream_wait (TACH_CPU (be)->stream), out);
+out:
+  return;
+}
+
+static guint64
+cpu_peak_memory (TachBackend *be)
+{
+  return TACH_CPU (be)->peak_bytes;
+}
+
+/* -------------------------------------------------------------- oneDNN */
+
+gboolean
+tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
+                  const dnnl_exec_arg_t *args)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+
+  tach_cpu_bind_threads (be);
+  TACH_DNNL_TRY (be, dnnl_primitive_execute (prim, cpu->stream, nargs, args), fail);
+  return TRUE;
+fail:
+  return FALSE;
+}
+
+dnnl_memory_t
+tach_cpu_memory_new (TachBackend *be, const dnnl_memory_desc_t *md)
+{
+  dnnl_memory_t mem = NULL;
+
+  TACH_DNNL_TRY (be, dnnl_memory_create (&mem, md, TACH_CPU (be)->engine, DNNL_MEMORY_NONE),
+                 fail);
+  return mem;
+fail:
+  return NULL;
+}
+
+/* ---------------------------------------------------------------- timing */
+
+static gint64
+monotonic_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
+static TachEvent *
+cpu_event_new (TachBackend *be)
+{
+  return g_new0 (TachEvent, 1);
+}
+
+static void
+cpu_event_free (TachBackend *be, TachEvent *ev)
+{
+  g_free (ev);
+}
+
+static void
+cpu_event_record (TachBackend *be, TachEvent *ev)
+{
+  /* Ops are synchronous, so the host clock at record time is when all work
+   * queued before it finished. */
+  ev->ns = monotonic_ns ();
+}
+
+static double
+cpu_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end)
+{
+  return (double) (end->ns - start->ns) / 1e6;
+}
+
+/* ------------------------------------------------------------- lifecycle */
+
+static void
+cpu_free (TachBackend *be)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+
+  if (cpu->sizes != NULL)
+    {
+      GHashTableIter iter;
+      gpointer ptr;
+
+      /* Whatever the models did not free goes now. */
+      g_hash_table_iter_init (&iter, cpu->sizes);
+      while (g_hash_table_iter_next (&iter, &ptr, NULL))
+        free (ptr);
+      g_hash_table_unref (cpu->sizes);
+    }
+  if (cpu->stream != NULL)
+    dnnl_stream_destroy (cpu->stream);
+  if (cpu->engine != NULL)
+    dnnl_engine_destroy (cpu->engine);
+  g_free (cpu);
+}
+
+static const TachBackendOps cpu_ops = {
+  .free = cpu_free,
+  .alloc = cpu_alloc,
+  .dealloc = cpu_dealloc,
+  .upload = cpu_upload,
+  .host_alloc = NULL,
+  .host_free = NULL,
+  .upload_async = NULL,
+  .download = cpu_download,
+  .zero = cpu_zero,
+  .copy = cpu_copy,
+  .synchronize = cpu_synchronize,
+  .peak_memory = cpu_peak_memory,
+
+  .event_new = cpu_event_new,
+  .event_free = cpu_event_free,
+  .event_record = cpu_event_record,
+  .event_elapsed_ms = cpu_event_elapsed_ms,
+
+  .graph_begin = NULL,
+  .graph_end = NULL,
+  .graph_launch = NULL,
+  .graph_free = NULL,
+
+  .gemm = tach_cpu_gemm,
+  .bias_add = tach_cpu_bias_add,
+  .bias_grad = tach_cpu_bias_grad,
+  .relu_fwd = tach_cpu_relu_fwd,
+  .relu_bwd = tach_cpu_relu_bwd,
+
+  .lstm_plan_new = tach_cpu_lstm_plan_new,
+  .lstm_plan_free = tach_cpu_lstm_plan_free,
+  .lstm_reserve_bytes = tach_cpu_lstm_reserve_bytes,
+  .lstm_fwd = tach_cpu_lstm_fwd,
+  .lstm_bwd = tach_cpu_lstm_bwd,
+  .lstm_cell_fwd = tach_cpu_lstm_cell_fwd,
+  .lstm_cell_bwd = tach_cpu_lstm_cell_bwd,
+
+  .max_over_time_fwd = tach_cpu_max_over_time_fwd,
+  .max_over_time_bwd = tach_cpu_max_over_time_bwd,
+  .sigmoid_bce = tach_cpu_sigmoid_bce,
+  .softmax_ce = tach_cpu_softmax_ce,
+  .accuracy = tach_cpu_accuracy,
+
+  .conv_plan_new = tach_cpu_conv_plan_new,
+  .conv_plan_free = tach_cpu_conv_plan_free,
+  .conv_fwd = tach_cpu_conv_fwd,
+  .conv_bwd = tach_cpu_conv_bwd,
+  .maxpool_fwd = tach_cpu_maxpool_fwd,
+  .maxpool_bwd = tach_cpu_maxpool_bwd,
+  .avgpool_fwd = tach_cpu_avgpool_fwd,
+  .avgpool_bwd = tach_cpu_avgpool_bwd,
+  .dropout_fwd = tach_cpu_dropout_fwd,
+  .dropout_bwd = tach_cpu_dropout_bwd,
+
+  .embedding = tach_cpu_embedding,
+  .sample_tokens = tach_cpu_sample_tokens,
+
+  .adam = tach_cpu_adam,
+  .sgd = tach_cpu_sgd,
+};
+
+/* ---------------------------------------------------------------- device */
+
+static char *
+read_cpu_model_name (void)
+{
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+
+  if (!g_file_get_contents ("/proc/cpuinfo", &text, NULL, NULL))
+    return g_strdup ("CPU");
+  lines = g_strsplit (text, "\n", -1);
+  for (guint i = 0; lines[i] != NULL; i++)
+    {
+      const char *colon;
+
+      if (!g_str_has_prefix (lines[i], "model name"))
+        continue;
+      colon = strchr (lines[i], ':');
+      if (colon != NULL && colon[1] != '\0')
+        return g_strstrip (g_strdup (colon + 1));
+    }
+  return g_strdup ("CPU");
+}
+
+static TachDeviceInfo *
+cpu_device_info_new (guint threads)
+{
+  TachDeviceInfo *info = g_new0 (TachDeviceInfo, 1);
+  const dnnl_version_t *version = dnnl_version ();
+  long pages = sysconf (_SC_PHYS_PAGES);
+  long page_size = sysconf (_SC_PAGE_SIZE);
+
+  info->id = g_strdup ("cpu");
+  info->name = read_cpu_model_name ();
+  info->kind = TACH_DEVICE_KIND_CPU;
+  info->memory_bytes = pages > 0 && page_size > 0 ? (guint64) pages * (guint64) page_size : 0;
+  info->threads = threads;
+  info->versions = g_strdup_printf ("oneDNN %d.%d.%d", version->major, version->minor,
+                                    version->patch);
+  /* The peak is the measured sgemm rate of all cores, not a datasheet
+   * figure: it is what the workloads' GEMMs can reach on this machine. */
+  info->peak_flops = tach_cpu_measure_peak_flops ();
+  return info;
+}
+
+GPtrArray *
+tach_cpu_backend_devices (void)
+{
+  GPtrArray *devices = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_device_info_free);
+
+  g_ptr_array_add (devices, cpu_device_info_new (g_get_num_processors ()));
+  return devices;
+}
+
+gboolean
+tach_cpu_backend_supports (const char *key, const char *value, const char **why)
+{
+  if (why != NULL)
+    *why = NULL;
+
+  if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (value, "graph") == 0)
+    {
+      if (why != NULL)
+        *why = _("CUDA graphs need a GPU: use --launch eager");
+      return FALSE;
+    }
+  if (g_strcmp0 (key, "precision") == 0)
+    {
+      if (g_strcmp0 (value, "tf32") == 0)
+        {
+          if (why != NULL)
+            *why = _("tf32 is a GPU tensor-core mode: use --precision fp32 on the CPU");
+          return FALSE;
+        }
+      if (g_strcmp0 (value, "fp16") == 0)
+        {
+          if (why != NULL)
+            *why = _("fp16 is not available on the CPU backend: use --precision fp32");
+          return FALSE;
+        }
+      if (g_strcmp0 (value, "bf16") == 0)
+        {
+          if (why != NULL)
+            *why = _("bf16 is not implemented on the CPU backend yet: use --precision fp32");
+          return FALSE;
+        }
+    }
+  return TRUE;
+}
+
+static const char *
+precision_name (TachPrecision precision)
+{
+  switch (precision)
+    {
+    case TACH_PRECISION_FP32: return "fp32";
+    case TACH_PRECISION_TF32: return "tf32";
+    case TACH_PRECISION_BF16: return "bf16";
+    case TACH_PRECISION_FP16: return "fp16";
+    default: return "?";
+    }
+}
+
+TachBackend *
+tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error)
+{
+  TachCpuBackend *cpu;
+  TachBackend *be;
+  const char *why = NULL;
+  dnnl_status_t status;
+
+  if (!tach_cpu_backend_supports ("precision", precision_name (precision), &why))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED, "%s", why);
+      return NULL;
+    }
+
+  cpu = g_new0 (TachCpuBackend, 1);
+  be = &cpu->parent;
+  be->ops = &cpu_ops;
+  be->threads = threads > 0 ? threads : (guint) g_get_num_processors ();
+  be->precision = precision;
+  cpu->sizes = g_hash_table_new (g_direct_hash, g_direct_equal);
+
+  status = dnnl_engine_create (&cpu->engine, dnnl_cpu, 0);
+  if (status == dnnl_success)
+    status = dnnl_stream_create (&cpu->stream, cpu->engine, dnnl_stream_default_flags);
+  if (status != dnnl_success)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                   _("could not start oneDNN on the CPU; check the libdnnl2 installation: %s"),
+                   dnnl_status2str (status));
+      cpu_free (be);
+      return NULL;
+    }
+
+  /* The backend describes itself (with the thread count it really uses),
+   * so that a backend made without the registry still names its device in
+   * messages; the sgemm peak is measured once per process. */
+  be->device = cpu_device_info_new (be->threads);
+  omp_set_num_threads ((int) be->threads);
+  return be;
+}

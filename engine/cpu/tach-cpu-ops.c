@@ -1,0 +1,416 @@
+/* tach-cpu-ops.c: the CPU backend's dense algebra (dnnl_sgemm), pointwise
+ * ops, reductions, losses, sampling and optimisers.
+ *
+ * Pointwise loops use OpenMP, the pool oneDNN itself runs on, so nothing is
+ * over-subscribed.  Reductions that produce a reported number (losses,
+ * accuracy) run serially in double precision, so that they do not depend on
+ * the thread count.  Threads: the engine thread.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-cpu-private.h"
+#include "tach-rand.h"
+
+/* ----------------------------------------------------------------- gemm */
+
+void
+tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+               float alpha, const float *a, int lda, const float *b, int ldb,
+               float beta, float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  tach_cpu_bind_threads (be);
+  /* dnnl_sgemm is row-major, like Tach's contract. */
+  TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
+                                 b, ldb, beta, c, ldc), out);
+out:
+  return;
+}
+
+void
+tach_cpu_bias_add (TachBackend *be, float *y, const float *bias, int m, int n)
+{
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if ((size_t) m * (size_t) n >= TACH_CPU_PARALLEL_MIN)
+  for (int i = 0; i < m; i++)
+    {
+      float *row = y + (size_t) i * (size_t) n;
+
+      for (int j = 0; j < n; j++)
+        row[j] += bias[j];
+    }
+}
+
+void
+tach_cpu_bias_grad (TachBackend *be, const float *dy, float *db, int m, int n, float beta)
+{
+  g_autofree double *sum = g_new0 (double, MAX (n, 1));
+
+  /* Row by row, so that the reads stay contiguous. */
+  for (int i = 0; i < m; i++)
+    {
+      const float *row = dy + (size_t) i * (size_t) n;
+
+      for (int j = 0; j < n; j++)
+        sum[j] += row[j];
+    }
+  for (int j = 0; j < n; j++)
+    db[j] = (beta == 0.0f ? 0.0f : beta * db[j]) + (float) sum[j];
+}
+
+void
+tach_cpu_relu_fwd (TachBackend *be, const float *x, float *y, size_t n)
+{
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++)
+    y[i] = x[i] > 0.0f ? x[i] : 0.0f;
+}
+
+void
+tach_cpu_relu_bwd (TachBackend *be, const float *y, const float *dy, float *dx, size_t n)
+{
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++)
+    dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* ------------------------------------------------------ max over time */
+
+void
+tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
+                            int n, int t, int c)
+{
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if ((size_t) n * (size_t) t * (size_t) c >= TACH_CPU_PARALLEL_MIN)
+  for (int b = 0; b < n; b++)
+    {
+      const float *xb = x + (size_t) b * (size_t) t * (size_t) c;
+      float *yb = y + (size_t) b * (size_t) c;
+      int32_t *ib = idx + (size_t) b * (size_t) c;
+
+      for (int j = 0; j < c; j++)
+        {
+          yb[j] = xb[j];
+          ib[j] = 0;
+        }
+      /* Ties keep the earliest step, as a strict comparison does. */
+      for (int s = 1; s < t; s++)
+        {
+          const float *xs = xb + (size_t) s * (size_t) c;
+
+          for (int j = 0; j < c; j++)
+            if (xs[j] > yb[j])
+              {
+                yb[j] = xs[j];
+                ib[j] = s;
+              }
+        }
+    }
+}
+
+void
+tach_cpu_max_over_time_bwd (TachBackend *be, const float *dy, const int32_t *idx,
+                            float *dx, int n, int t, int c)
+{
+  tach_cpu_bind_threads (be);
+  memset (dx, 0, sizeof (float) * (size_t) n * (size_t) t * (size_t) c);
+#pragma omp parallel for if ((size_t) n * (size_t) c >= TACH_CPU_PARALLEL_MIN)
+  for (int b = 0; b < n; b++)
+    for (int j = 0; j < c; j++)
+      {
+        size_t o = (size_t) b * (size_t) c + (size_t) j;
+        int s = idx[o];
+
+        if (s >= 0 && s < t)
+          dx[((size_t) b * (size_t) t + (size_t) s) * (size_t) c + (size_t) j] = dy[o];
+      }
+}
+
+/* --------------------------------------------------------------- losses */
+
+void
+tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels, int n,
+                      float *loss, float *dlogits)
+{
+  double total = 0.0;
+
+  for (int i = 0; i < n; i++)
+    {
+      double z = logits[i];
+      double y = labels[i];
+
+      /* max(z, 0) - z y + log(1 + exp(-|z|)): no overflow for large |z|. */
+      total += MAX (z, 0.0) - z * y + log1p (exp (-fabs (z)));
+      if (dlogits != NULL)
+        dlogits[i] = (float) ((1.0 / (1.0 + exp (-z)) - y) / n);
+    }
+  *loss = n > 0 ? (float) (total / n) : 0.0f;
+}
+
+void
+tach_cpu_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels, int n,
+                     int classes, float *loss, float *dlogits)
+{
+  double total = 0.0;
+
+  for (int i = 0; i < n; i++)
+    {
+      const float *z = logits + (size_t) i * (size_t) classes;
+      int label = labels[i];
+      double zmax = z[0];
+      double sum = 0.0;
+      double lse;
+
+      if (label < 0 || label >= classes)
+        {
+          tach_backend_fail (be, TACH_ERROR_DATA,
+                             _("a label is out of range; check the data file's labels: "
+                               "label %d of row %d is not in [0, %d)"),
+                             label, i, classes);
+          return;
+        }
+      for (int j = 1; j < classes; j++)
+        zmax = MAX (zmax, (double) z[j]);
+      for (int j = 0; j < classes; j++)
+        sum += exp (z[j] - zmax);
+      lse = zmax + log (sum);
+      total += lse - z[label];
+      if (dlogits != NULL)
+        {
+          float *d = dlogits + (size_t) i * (size_t) classes;
+
+          for (int j = 0; j < classes; j++)
+            d[j] = (float) ((exp (z[j] - lse) - (j == label ? 1.0 : 0.0)) / n);
+        }
+    }
+  *loss = n > 0 ? (float) (total / n) : 0.0f;
+}
+
+void
+tach_cpu_accuracy (TachBackend *be, const float *logits, const void *labels, int n,
+                   int classes, float *acc)
+{
+  int correct = 0;
+
+  if (classes == 1)
+    {
+      const float *y = labels;
+
+      /* sigmoid(z) > 0.5 exactly when z > 0. */
+      for (int i = 0; i < n; i++)
+        correct += (logits[i] > 0.0f) == (y[i] > 0.5f);
+    }
+  else
+    {
+      const int32_t *y = labels;
+
+      for (int i = 0; i < n; i++)
+        {
+          const float *z = logits + (size_t) i * (size_t) classes;
+          int best = 0;
+
+          for (int j = 1; j < classes; j++)
+            if (z[j] > z[best])
+              best = j;
+          correct += best == y[i];
+        }
+    }
+  *acc = n > 0 ? (float) ((double) correct / n) : 0.0f;
+}
+
+/* -------------------------------------------------------------- dropout */
+
+static void
+dropout_apply (TachBackend *be, const float *in, float *out, size_t n, float p,
+               guint64 seed, guint64 counter)
+{
+  float scale;
+
+  if (p <= 0.0f)
+    {
+      if (out != in)
+        memmove (out, in, n * sizeof (float));
+      return;
+    }
+  if (p >= 1.0f)
+    {
+      memset (out, 0, n * sizeof (float));
+      return;
+    }
+  scale = 1.0f / (1.0f - p);
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++)
+    out[i] = tach_rand_uniform (seed, counter, i) >= p ? in[i] * scale : 0.0f;
+}
+
+void
+tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p,
+                      guint64 seed, guint64 counter)
+{
+  dropout_apply (be, x, y, n, p, seed, counter);
+}
+
+void
+tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p,
+                      guint64 seed, guint64 counter)
+{
+  /* The mask is regenerated from the same counters: nothing is stored. */
+  dropout_apply (be, dy, dx, n, p, seed, counter);
+}
+
+/* ---------------------------------------------- embedding and sampling */
+
+void
+tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
+                    int n, int dim)
+{
+  for (int i = 0; i < n; i++)
+    {
+      if (idx[i] < 0)
+        {
+          tach_backend_fail (be, TACH_ERROR_DATA,
+                             _("a token index is negative; check the corpus: index %d at %d"),
+                             idx[i], i);
+          return;
+        }
+      memcpy (out + (size_t) i * (size_t) dim, table + (size_t) idx[i] * (size_t) dim,
+              sizeof (float) * (size_t) dim);
+    }
+}
+
+void
+tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
+                        guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len)
+{
+  for (int r = 0; r < n; r++)
+    {
+      const float *z = logits + (size_t) r * (size_t) vocab;
+      double zmax = z[0];
+      double sum = 0.0;
+      double target;
+      double cum = 0.0;
+      int pick = vocab - 1;
+
+      for (int j = 1; j < vocab; j++)
+        zmax = MAX (zmax, (double) z[j]);
+      for (int j = 0; j < vocab; j++)
+        sum += exp (z[j] - zmax);
+      /* Inverse CDF: the first token whose cumulative mass passes u; the
+       * last token catches rounding at u close to 1. */
+      target = (double) tach_rand_uniform (seed, counter, (guint64) r) * sum;
+      for (int j = 0; j < vocab; j++)
+        {
+          cum += exp (z[j] - zmax);
+          if (cum > target)
+            {
+              pick = j;
+              break;
+            }
+        }
+      tok[r] = pick;
+      if (ctx != NULL && len > 0)
+        {
+          int32_t *row = ctx + (size_t) r * (size_t) len;
+
+          memmove (row, row + 1, sizeof (int32_t) * (size_t) (len - 1));
+          row[len - 1] = pick;
+        }
+    }
+}
+
+/* ----------------------------------------------------------- optimisers */
+
+void
+tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
+               float lr, float beta1, float beta2, float eps, float *t)
+{
+  double step;
+  float lr_t;
+
+  *t += 1.0f;
+  step = *t;
+  /* Keras' form: the bias corrections fold into the step size and eps is
+   * added to sqrt(v) uncorrected (W1 names Keras' eps of 1e-7). */
+  lr_t = (float) (lr * sqrt (1.0 - pow (beta2, step)) / (1.0 - pow (beta1, step)));
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++)
+    {
+      float g = grad[i];
+      float mi = beta1 * m[i] + (1.0f - beta1) * g;
+      float vi = beta2 * v[i] + (1.0f - beta2) * g * g;
+
+      m[i] = mi;
+      v[i] = vi;
+      param[i] -= lr_t * mi / (sqrtf (vi) + eps);
+    }
+}
+
+void
+tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr)
+{
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
+  for (size_t i = 0; i < n; i++)
+    param[i] -= lr * grad[i];
+}
+
+/* --------------------------------------------------------- peak FLOP/s */
+
+static gpointer
+measure_peak (gpointer data)
+{
+  const int size = 1024;
+  const size_t count = (size_t) size * (size_t) size;
+  g_autofree float *a = g_try_new (float, count);
+  g_autofree float *b = g_try_new (float, count);
+  g_autofree float *c = g_try_new (float, count);
+  double *result = data;
+  double best_s = G_MAXDOUBLE;
+  gint64 budget_end;
+
+  if (a == NULL || b == NULL || c == NULL)
+    return result;
+  for (size_t i = 0; i < count; i++)
+    {
+      a[i] = (float) (i % 7) * 0.25f;
+      b[i] = (float) (i % 5) * 0.5f;
+    }
+  /* A warm-up call (thread pool, pages), then the best of a few timed ones
+   * within about 50 ms: the best run is the closest to the peak. */
+  dnnl_sgemm ('N', 'N', size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
+  budget_end = g_get_monotonic_time () + 50000;
+  for (int rep = 0; rep < 8; rep++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      gint64 t1;
+
+      dnnl_sgemm ('N', 'N', size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
+      t1 = g_get_monotonic_time ();
+      best_s = MIN (best_s, (double) (t1 - t0) / 1e6);
+      if (t1 > budget_end && rep >= 1)
+        break;
+    }
+  if (best_s > 0.0 && best_s < G_MAXDOUBLE)
+    *result = 2.0 * (double) size * (double) size * (double) size / best_s;
+  return result;
+}
+
+double
+tach_cpu_measure_peak_flops (void)
+{
+  static GOnce once = G_ONCE_INIT;
+  static double peak = 0.0;
+
+  /* Cached for the process: the figure is a property of the machine, and
+   * listing devices must stay cheap. */
+  g_once (&once, measure_peak, &peak);
+  return peak;
+}

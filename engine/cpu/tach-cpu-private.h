@@ -1,0 +1,136 @@
+/* tach-cpu-private.h: what the files of the CPU backend share.
+ *
+ * The CPU backend runs every op synchronously on the calling thread, with
+ * one OpenMP pool shared by oneDNN's primitives, dnnl_sgemm and the
+ * pointwise loops of this backend.  "Device" pointers are plain host memory.
+ *
+ * Threads: the engine thread (one thread at a time per backend).
+ */
+#pragma once
+
+#include <dnnl.h>
+#include <glib.h>
+#include <omp.h>
+
+#include "tach-backend.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  TachBackend    parent;          /* first, so that TachBackend* casts */
+  dnnl_engine_t  engine;          /* owned */
+  dnnl_stream_t  stream;          /* owned */
+  GHashTable    *sizes;           /* owned: pointer -> size of live allocations */
+  guint64        current_bytes;
+  guint64        peak_bytes;
+} TachCpuBackend;
+
+#define TACH_CPU(be) ((TachCpuBackend *) (be))
+
+/* Records a failed oneDNN call as the backend's sticky error, with the call
+ * text and its place, then jumps to @label. */
+#define TACH_DNNL_TRY(be, call, label)                                          \
+  G_STMT_START {                                                                \
+    dnnl_status_t tach_dnnl_status_ = (call);                                   \
+    if (tach_dnnl_status_ != dnnl_success)                                      \
+      {                                                                         \
+        tach_cpu_dnnl_fail ((be), tach_dnnl_status_, #call, __FILE__, __LINE__); \
+        goto label;                                                             \
+      }                                                                         \
+  } G_STMT_END
+
+/* OpenMP's thread count is a per-thread setting: each op pins it so that
+ * the engine thread uses the backend's count whoever created the backend. */
+static inline void
+tach_cpu_bind_threads (TachBackend *be)
+{
+  if (omp_get_max_threads () != (int) be->threads)
+    omp_set_num_threads ((int) be->threads);
+}
+
+/* Pointwise loops below this many elements run on one thread: waking the
+ * pool costs more than the work. */
+#define TACH_CPU_PARALLEL_MIN 16384
+
+void   tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
+                           const char *file, int line);
+
+/* Host memory counted in the backend's peak memory: 64-byte aligned, NULL +
+ * sticky error on failure.  Plans use it for their own buffers too. */
+void  *tach_cpu_mem_alloc (TachBackend *be, size_t bytes);
+void   tach_cpu_mem_free (TachBackend *be, void *ptr);
+
+/* Executes @prim on the backend's stream with @nargs arguments; FALSE (and
+ * a sticky error) on failure. */
+gboolean tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
+                           const dnnl_exec_arg_t *args);
+
+/* A plain memory object over no data yet; the handle is set before each
+ * execution.  NULL + sticky error on failure. */
+dnnl_memory_t tach_cpu_memory_new (TachBackend *be, const dnnl_memory_desc_t *md);
+
+/* The op table slots, by file. */
+
+/* tach-cpu-lstm.c */
+TachLstmPlan *tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
+void   tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
+size_t tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
+void   tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
+                          float *y, void *reserve);
+void   tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
+                          const float *y, const float *dy, void *reserve, float *dx, float *dw);
+void   tach_cpu_lstm_cell_fwd (TachBackend *be, int n, int h, float *gates, const float *bias,
+                               const float *c_prev, float *c, float *h_out, int ldh);
+void   tach_cpu_lstm_cell_bwd (TachBackend *be, int n, int h, const float *gates,
+                               const float *c_prev, const float *c, const float *dh, int lddh,
+                               const float *dc, float *dgates, float *dc_prev);
+
+/* tach-cpu-conv.c */
+TachConvPlan *tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc);
+void   tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan);
+void   tach_cpu_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *b, float *y);
+void   tach_cpu_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *dy, float *dx, float *dw, float *db);
+void   tach_cpu_maxpool_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
+                             int n, int c, int h, int w);
+void   tach_cpu_maxpool_bwd (TachBackend *be, const float *dy, const int32_t *idx, float *dx,
+                             int n, int c, int h, int w);
+void   tach_cpu_avgpool_fwd (TachBackend *be, const float *x, float *y, int n, int c, int hw);
+void   tach_cpu_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
+
+/* tach-cpu-ops.c */
+void   tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                      float alpha, const float *a, int lda, const float *b, int ldb,
+                      float beta, float *c, int ldc);
+void   tach_cpu_bias_add (TachBackend *be, float *y, const float *bias, int m, int n);
+void   tach_cpu_bias_grad (TachBackend *be, const float *dy, float *db, int m, int n, float beta);
+void   tach_cpu_relu_fwd (TachBackend *be, const float *x, float *y, size_t n);
+void   tach_cpu_relu_bwd (TachBackend *be, const float *y, const float *dy, float *dx, size_t n);
+void   tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
+                                   int n, int t, int c);
+void   tach_cpu_max_over_time_bwd (TachBackend *be, const float *dy, const int32_t *idx,
+                                   float *dx, int n, int t, int c);
+void   tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels, int n,
+                             float *loss, float *dlogits);
+void   tach_cpu_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels, int n,
+                            int classes, float *loss, float *dlogits);
+void   tach_cpu_accuracy (TachBackend *be, const float *logits, const void *labels, int n,
+                          int classes, float *acc);
+void   tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p,
+                             guint64 seed, guint64 counter);
+void   tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p,
+                             guint64 seed, guint64 counter);
+void   tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
+                           int n, int dim);
+void   tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
+                               guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx,
+                               int len);
+void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v,
+                      size_t n, float lr, float beta1, float beta2, float eps, float *t);
+void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);
+
+/* The process-wide sgemm peak in FLOP/s, measured once (tach-cpu-ops.c). */
+double tach_cpu_measure_peak_flops (void);
+
+G_END_DECLS
