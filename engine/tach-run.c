@@ -1,0 +1,653 @@
+/* tach-run.c: a run, its engine thread and the sample hand-off.
+ *
+ * The engine thread ("tach-engine") creates the backend and the model, so
+ * that every backend call happens on that one thread.  Each step's loss
+ * (and accuracy) is written by the model into a device buffer that holds
+ * one float per step; at each sync point the runner synchronises, reads the
+ * pending losses back in one download and publishes those steps' samples.
+ * So the loss curve is complete whatever the sync cadence, while the cost
+ * of syncing is paid exactly as the mode says.
+ *
+ * Device compute time comes from backend events recorded around the model
+ * step.  They are read only at sync points (or, when more steps are pending
+ * than the event ring holds, the oldest one, which finished long ago), so
+ * reading them never adds a synchronisation of its own.
+ *
+ * Samples reach the main thread through a locked buffer; at most one
+ * notification is pending on the target GMainContext at any time: the
+ * engine sets an atomic flag when it schedules one, and the callback clears
+ * it before draining, as libuv's uv_async_send coalesces wake-ups.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-model.h"
+
+/* Event pairs in flight between sync points. */
+#define EVENT_RING 256
+
+struct _TachRun {
+  gint           ref_count;       /* atomic */
+  guint          id;
+  TachConfig     config;          /* owned copy */
+  TachDeviceInfo *device;         /* owned */
+  gint64         start_time;      /* real time, µs; 0 until started */
+
+  GMutex         lock;
+  GCond          cond;            /* signalled when the state leaves RUNNING */
+  GArray        *samples;         /* TachSample, under lock */
+  guint          drained;         /* samples[0..drained) were drained */
+  TachRunState   state;           /* under lock */
+  GError        *error;           /* under lock; set once before FAILED */
+  GThread       *thread;          /* under lock */
+  gboolean       started;         /* under lock */
+  guint64        items_per_step;  /* under lock, set by the engine thread */
+  double         flops_per_step;
+  guint64        peak_memory;
+  double         test_accuracy;
+  char          *text;
+
+  gint           stop;            /* atomic */
+  gint           notify_pending;  /* atomic */
+  GMainContext  *context;         /* owned, NULL when no notify */
+  TachRunNotify  notify;
+  gpointer       user_data;
+};
+
+/* A step executed but not yet read back. */
+typedef struct {
+  TachSample sample;
+  guint      slot;        /* in the event ring */
+  gboolean   timed;       /* compute_ms read */
+} Pending;
+
+/* The engine thread's working state. */
+typedef struct {
+  TachRun              *run;       /* borrowed */
+  TachBackend          *be;
+  const TachModelClass *klass;
+  TachModel            *model;
+  float                *loss_dev;  /* one float per step */
+  float                *acc_dev;
+  float                *loss_host;
+  float                *acc_host;
+  TachEvent            *ev_start[EVENT_RING];
+  TachEvent            *ev_end[EVENT_RING];
+  GArray               *pending;   /* Pending */
+  gint64                t0;        /* monotonic start, µs */
+} Engine;
+
+static gint next_run_id = 0;
+
+TachRun *
+tach_run_new (const TachConfig *config, GError **error)
+{
+  g_autoptr(TachDeviceInfo) device = NULL;
+  TachRun *run;
+
+  g_return_val_if_fail (config != NULL, NULL);
+
+  device = tach_device_resolve (config->device, error);
+  if (device == NULL)
+    return NULL;
+  if (!tach_config_validate (config, device->id, error))
+    return NULL;
+
+  run = g_new0 (TachRun, 1);
+  run->ref_count = 1;
+  run->id = (guint) g_atomic_int_add (&next_run_id, 1) + 1;
+  tach_config_copy (&run->config, config);
+  run->device = g_steal_pointer (&device);
+  g_mutex_init (&run->lock);
+  g_cond_init (&run->cond);
+  run->samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  run->state = TACH_RUN_STATE_READY;
+  run->test_accuracy = NAN;
+  return run;
+}
+
+TachRun *
+tach_run_ref (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, NULL);
+  g_atomic_int_inc (&run->ref_count);
+  return run;
+}
+
+void
+tach_run_unref (TachRun *run)
+{
+  if (run == NULL || !g_atomic_int_dec_and_test (&run->ref_count))
+    return;
+  /* The last reference can be the engine thread's own, as it ends: detach
+   * rather than join it. */
+  if (run->thread != NULL)
+    g_thread_unref (run->thread);
+  tach_config_clear (&run->config);
+  tach_device_info_free (run->device);
+  g_array_unref (run->samples);
+  g_clear_error (&run->error);
+  g_free (run->text);
+  if (run->context != NULL)
+    g_main_context_unref (run->context);
+  g_mutex_clear (&run->lock);
+  g_cond_clear (&run->cond);
+  g_free (run);
+}
+
+/* ------------------------------------------------------------ hand-off */
+
+static gboolean
+notify_dispatch (gpointer data)
+{
+  TachRun *run = data;
+
+  /* Cleared before the callback drains, so samples published while it
+   * runs schedule a new call instead of being stranded. */
+  g_atomic_int_set (&run->notify_pending, 0);
+  run->notify (run, run->user_data);
+  return G_SOURCE_REMOVE;
+}
+
+/* Engine thread: schedules a notification unless one is pending. */
+static void
+schedule_notify (TachRun *run)
+{
+  GSource *source;
+
+  if (run->notify == NULL || !g_atomic_int_compare_and_exchange (&run->notify_pending, 0, 1))
+    return;
+  source = g_idle_source_new ();
+  g_source_set_priority (source, G_PRIORITY_DEFAULT);
+  g_source_set_static_name (source, "[tach] run notify");
+  g_source_set_callback (source, notify_dispatch, tach_run_ref (run),
+                         (GDestroyNotify) tach_run_unref);
+  g_source_attach (source, run->context);
+  g_source_unref (source);
+}
+
+guint
+tach_run_drain_samples (TachRun *run, GArray *out)
+{
+  guint n;
+
+  g_mutex_lock (&run->lock);
+  n = run->samples->len - run->drained;
+  if (n > 0)
+    g_array_append_vals (out, &g_array_index (run->samples, TachSample, run->drained), n);
+  run->drained = run->samples->len;
+  g_mutex_unlock (&run->lock);
+  return n;
+}
+
+GArray *
+tach_run_dup_samples (TachRun *run)
+{
+  GArray *copy;
+
+  g_mutex_lock (&run->lock);
+  copy = g_array_sized_new (FALSE, FALSE, sizeof (TachSample), run->samples->len);
+  g_array_append_vals (copy, run->samples->data, run->samples->len);
+  g_mutex_unlock (&run->lock);
+  return copy;
+}
+
+/* ------------------------------------------------------------- engine */
+
+static void
+engine_clear (Engine *e)
+{
+  if (e->be != NULL)
+    {
+      for (guint i = 0; i < EVENT_RING; i++)
+        {
+          tach_event_free (e->be, e->ev_start[i]);
+          tach_event_free (e->be, e->ev_end[i]);
+        }
+      tach_backend_dealloc (e->be, e->loss_dev);
+      tach_backend_dealloc (e->be, e->acc_dev);
+    }
+  if (e->model != NULL)
+    e->klass->free (e->model);
+  tach_backend_free (e->be);
+  g_free (e->loss_host);
+  g_free (e->acc_host);
+  if (e->pending != NULL)
+    g_array_unref (e->pending);
+}
+
+/* Reads one pending step's device time.  On the CPU the events are host
+ * timestamps around the whole model step, so the host parts the model
+ * reported are taken out to leave the compute. */
+static void
+engine_time (Engine *e, Pending *p)
+{
+  double ms;
+
+  if (p->timed)
+    return;
+  ms = tach_event_elapsed_ms (e->be, e->ev_start[p->slot], e->ev_end[p->slot]);
+  if (e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU && !isnan (ms))
+    ms = MAX (0.0, ms - p->sample.feed_ms - p->sample.host_ms);
+  p->sample.compute_ms = ms;
+  p->timed = TRUE;
+}
+
+/* Synchronises, downloads the pending steps' losses in one go and
+ * publishes their samples.  Returns the time spent waiting, in ms. */
+static gboolean
+engine_sync (Engine *e, double *sync_ms)
+{
+  gint64 t = g_get_monotonic_time ();
+  Pending *first, *last;
+  guint64 from, count;
+
+  *sync_ms = 0.0;
+  if (e->pending->len == 0)
+    return tach_backend_ok (e->be);
+  first = &g_array_index (e->pending, Pending, 0);
+  last = &g_array_index (e->pending, Pending, e->pending->len - 1);
+  from = first->sample.step;
+  count = last->sample.step - from + 1;
+
+  tach_backend_synchronize (e->be);
+  if (e->loss_dev != NULL)
+    tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from, count * sizeof (float));
+  if (e->acc_dev != NULL)
+    tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from, count * sizeof (float));
+  *sync_ms = (double) (g_get_monotonic_time () - t) / 1000.0;
+  if (!tach_backend_ok (e->be))
+    return FALSE;
+
+  for (guint i = 0; i < e->pending->len; i++)
+    {
+      Pending *p = &g_array_index (e->pending, Pending, i);
+
+      engine_time (e, p);
+      p->sample.loss = e->loss_dev != NULL ? (double) e->loss_host[p->sample.step] : NAN;
+      p->sample.accuracy = e->acc_dev != NULL ? (double) e->acc_host[p->sample.step] : NAN;
+    }
+  return tach_backend_ok (e->be);
+}
+
+static void
+engine_publish (Engine *e)
+{
+  TachRun *run = e->run;
+
+  g_mutex_lock (&run->lock);
+  for (guint i = 0; i < e->pending->len; i++)
+    g_array_append_val (run->samples, g_array_index (e->pending, Pending, i).sample);
+  g_mutex_unlock (&run->lock);
+  g_array_set_size (e->pending, 0);
+  schedule_notify (run);
+}
+
+static gboolean
+engine_setup (Engine *e, guint64 total, GError **error)
+{
+  TachRun *run = e->run;
+  const TachConfig *config = &run->config;
+
+  e->be = tach_backend_new (run->device->id, config->threads, config->precision, error);
+  if (e->be == NULL)
+    return FALSE;
+  e->klass = tach_model_class_for (config->workload);
+  if (e->klass == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   _("the %s workload is not built into this engine: choose another --workload"),
+                   tach_workload_to_string (config->workload));
+      return FALSE;
+    }
+  e->model = e->klass->create (e->be, config, error);
+  if (e->model == NULL)
+    {
+      if (error != NULL && *error == NULL)
+        tach_backend_take_error (e->be, error);
+      return FALSE;
+    }
+
+  g_mutex_lock (&run->lock);
+  run->items_per_step = e->klass->items_per_step (e->model);
+  run->flops_per_step = e->klass->flops_per_step (e->model);
+  g_mutex_unlock (&run->lock);
+
+  if (config->task != TACH_TASK_GENERATE)
+    {
+      e->loss_dev = tach_backend_alloc (e->be, total * sizeof (float));
+      e->loss_host = g_try_new (float, total);
+    }
+  if (config->metrics == TACH_METRICS_ACCURACY)
+    {
+      e->acc_dev = tach_backend_alloc (e->be, total * sizeof (float));
+      e->acc_host = g_try_new (float, total);
+    }
+  for (guint i = 0; i < EVENT_RING; i++)
+    {
+      e->ev_start[i] = tach_event_new (e->be);
+      e->ev_end[i] = tach_event_new (e->be);
+    }
+  if ((e->loss_dev != NULL && e->loss_host == NULL) || (e->acc_dev != NULL && e->acc_host == NULL))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
+                   _("out of host memory for the losses of %" G_GUINT64_FORMAT " steps: lower --steps"),
+                   total);
+      return FALSE;
+    }
+  return tach_backend_take_error (e->be, error);
+}
+
+/* Runs the steps; FALSE with @error on failure.  *cancelled says whether
+ * a stop request ended it early.  The stop flag is polled after each step,
+ * so that the step it interrupts becomes the last one and is still synced
+ * and published. */
+static gboolean
+engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
+{
+  TachRun *run = e->run;
+  guint sync_every = run->config.sync_every;
+
+  if (g_atomic_int_get (&run->stop))
+    {
+      *cancelled = TRUE;
+      return TRUE;
+    }
+
+  for (guint64 i = 0; i < total; i++)
+    {
+      TachStepCtx ctx = { 0 };
+      Pending p = { 0 };
+      Pending *self;
+      gint64 t_start, t_model, t_end;
+      double sync_ms = 0.0, step_ms, model_ms;
+      gboolean last, stopping, sync_point;
+
+      p.slot = (guint) (i % EVENT_RING);
+      /* The ring slot's previous user, EVENT_RING steps ago, gives up its
+       * events now: reading them does not wait in practice. */
+      for (guint k = 0; k < e->pending->len; k++)
+        {
+          Pending *old = &g_array_index (e->pending, Pending, k);
+
+          if (old->slot == p.slot && !old->timed)
+            engine_time (e, old);
+        }
+
+      ctx.step = i;
+      ctx.loss_slot = e->loss_dev != NULL ? e->loss_dev + i : NULL;
+      ctx.acc_slot = e->acc_dev != NULL ? e->acc_dev + i : NULL;
+
+      t_start = g_get_monotonic_time ();
+      tach_event_record (e->be, e->ev_start[p.slot]);
+      if (!e->klass->step (e->model, &ctx, error))
+        {
+          if (error != NULL && *error == NULL)
+            tach_backend_take_error (e->be, error);
+          return FALSE;
+        }
+      tach_event_record (e->be, e->ev_end[p.slot]);
+      t_model = g_get_monotonic_time ();
+      if (!tach_backend_take_error (e->be, error))
+        return FALSE;
+
+      p.sample.step = i;
+      p.sample.warmup = i < run->config.warmup;
+      p.sample.feed_ms = ctx.feed_ms;
+      p.sample.host_ms = ctx.host_ms;
+      p.sample.compute_ms = NAN;
+      p.sample.loss = NAN;
+      p.sample.accuracy = NAN;
+      g_array_append_val (e->pending, p);
+
+      last = i + 1 == total;
+      stopping = g_atomic_int_get (&run->stop) != 0;
+      sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0);
+      if (sync_point && !engine_sync (e, &sync_ms))
+        {
+          tach_backend_take_error (e->be, error);
+          return FALSE;
+        }
+
+      /* Whatever the step did outside the model and the sync (bookkeeping,
+       * the loss read-back set-up) is host overhead too. */
+      t_end = g_get_monotonic_time ();
+      step_ms = (double) (t_end - t_start) / 1000.0;
+      model_ms = (double) (t_model - t_start) / 1000.0;
+      self = &g_array_index (e->pending, Pending, e->pending->len - 1);
+      self->sample.step_ms = step_ms;
+      self->sample.sync_ms = sync_ms;
+      self->sample.host_ms += MAX (0.0, step_ms - model_ms - sync_ms);
+      self->sample.wall_s = (double) (t_end - e->t0) / 1e6;
+
+      if (sync_point)
+        engine_publish (e);
+      if (stopping && !last)
+        {
+          *cancelled = TRUE;
+          break;
+        }
+    }
+  return TRUE;
+}
+
+static void
+run_finish (TachRun *run, TachRunState state, GError *error)
+{
+  g_mutex_lock (&run->lock);
+  run->state = state;
+  if (error != NULL)
+    run->error = error;
+  g_cond_broadcast (&run->cond);
+  g_mutex_unlock (&run->lock);
+  /* The last notification: the callback sees the final state. */
+  schedule_notify (run);
+}
+
+static gpointer
+run_main (gpointer data)
+{
+  TachRun *run = data;
+  Engine e = { 0 };
+  g_autoptr(GError) error = NULL;
+  guint64 total = (guint64) run->config.warmup + run->config.steps;
+  gboolean cancelled = FALSE;
+  gboolean ok;
+
+  e.run = run;
+  e.pending = g_array_new (FALSE, FALSE, sizeof (Pending));
+  e.t0 = g_get_monotonic_time ();
+
+  ok = engine_setup (&e, total, &error);
+  if (ok && g_atomic_int_get (&run->stop))
+    cancelled = TRUE;
+  else if (ok)
+    ok = engine_loop (&e, total, &cancelled, &error);
+
+  if (ok && !cancelled)
+    {
+      double accuracy = NAN;
+      char *text = NULL;
+
+      if (e.klass->evaluate != NULL)
+        {
+          accuracy = e.klass->evaluate (e.model, &error);
+          if (error == NULL)
+            tach_backend_take_error (e.be, &error);
+          ok = error == NULL;
+        }
+      if (ok && e.klass->dup_text != NULL && run->config.print_text)
+        text = e.klass->dup_text (e.model);
+      g_mutex_lock (&run->lock);
+      run->test_accuracy = accuracy;
+      run->text = text;
+      g_mutex_unlock (&run->lock);
+    }
+  if (e.be != NULL)
+    {
+      guint64 peak = tach_backend_peak_memory (e.be);
+
+      g_mutex_lock (&run->lock);
+      run->peak_memory = peak;
+      g_mutex_unlock (&run->lock);
+    }
+  engine_clear (&e);
+
+  if (!ok && error == NULL)
+    g_set_error (&error, TACH_ERROR, TACH_ERROR_LIBRARY, _("the run failed without a message"));
+  if (!ok)
+    run_finish (run, TACH_RUN_STATE_FAILED, g_steal_pointer (&error));
+  else
+    run_finish (run, cancelled ? TACH_RUN_STATE_CANCELLED : TACH_RUN_STATE_FINISHED, NULL);
+  tach_run_unref (run);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ control */
+
+gboolean
+tach_run_start (TachRun *run, GMainContext *context, TachRunNotify notify, gpointer user_data,
+                GError **error)
+{
+  GThread *thread;
+
+  g_mutex_lock (&run->lock);
+  if (run->started)
+    {
+      g_mutex_unlock (&run->lock);
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("run %u was already started: create a new run"), run->id);
+      return FALSE;
+    }
+  run->started = TRUE;
+  run->state = TACH_RUN_STATE_RUNNING;
+  run->start_time = g_get_real_time ();
+  g_mutex_unlock (&run->lock);
+
+  run->notify = notify;
+  run->user_data = user_data;
+  if (notify != NULL)
+    run->context = context != NULL ? g_main_context_ref (context)
+                                   : g_main_context_ref_thread_default ();
+
+  thread = g_thread_try_new ("tach-engine", run_main, tach_run_ref (run), error);
+  if (thread == NULL)
+    {
+      g_prefix_error (error, _("could not start the engine thread: "));
+      tach_run_unref (run);
+      g_mutex_lock (&run->lock);
+      run->state = TACH_RUN_STATE_FAILED;
+      g_mutex_unlock (&run->lock);
+      return FALSE;
+    }
+  g_mutex_lock (&run->lock);
+  run->thread = thread;
+  g_mutex_unlock (&run->lock);
+  return TRUE;
+}
+
+void
+tach_run_stop (TachRun *run)
+{
+  g_atomic_int_set (&run->stop, 1);
+}
+
+gboolean
+tach_run_wait (TachRun *run, GError **error)
+{
+  GThread *thread;
+  gboolean ok;
+
+  g_mutex_lock (&run->lock);
+  while (run->state == TACH_RUN_STATE_RUNNING)
+    g_cond_wait (&run->cond, &run->lock);
+  thread = g_steal_pointer (&run->thread);
+  ok = run->state != TACH_RUN_STATE_FAILED;
+  if (!ok && run->error != NULL)
+    g_propagate_error (error, g_error_copy (run->error));
+  g_mutex_unlock (&run->lock);
+
+  /* The state changes just before the thread ends: join so that nothing
+   * of the run outlives the wait. */
+  if (thread != NULL)
+    g_thread_join (thread);
+  return ok;
+}
+
+TachRunState
+tach_run_get_state (TachRun *run)
+{
+  TachRunState state;
+
+  g_mutex_lock (&run->lock);
+  state = run->state;
+  g_mutex_unlock (&run->lock);
+  return state;
+}
+
+const GError *
+tach_run_get_error (TachRun *run)
+{
+  const GError *error;
+
+  g_mutex_lock (&run->lock);
+  error = run->error;
+  g_mutex_unlock (&run->lock);
+  return error;
+}
+
+const TachConfig *
+tach_run_get_config (TachRun *run)
+{
+  return &run->config;
+}
+
+const TachDeviceInfo *
+tach_run_get_device (TachRun *run)
+{
+  return run->device;
+}
+
+guint
+tach_run_get_id (TachRun *run)
+{
+  return run->id;
+}
+
+gint64
+tach_run_get_start_time (TachRun *run)
+{
+  gint64 t;
+
+  g_mutex_lock (&run->lock);
+  t = run->start_time;
+  g_mutex_unlock (&run->lock);
+  return t;
+}
+
+void
+tach_run_get_summary (TachRun *run, TachSummary *summary)
+{
+  g_mutex_lock (&run->lock);
+  tach_summary_compute ((const TachSample *) run->samples->data, run->samples->len,
+                        run->items_per_step, run->flops_per_step, run->device->peak_flops,
+                        summary);
+  summary->peak_memory_bytes = run->peak_memory;
+  summary->test_accuracy = run->test_accuracy;
+  g_mutex_unlock (&run->lock);
+  if (run->config.task == TACH_TASK_GENERATE)
+    summary->items_unit = "tokens/s";
+}
+
+char *
+tach_run_dup_text (TachRun *run)
+{
+  char *text;
+
+  g_mutex_lock (&run->lock);
+  text = g_strdup (run->text);
+  g_mutex_unlock (&run->lock);
+  return text;
+}

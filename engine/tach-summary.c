@@ -1,0 +1,123 @@
+/* tach-summary.c: summary statistics over a run's samples.
+ *
+ * Warm-up steps are shown but never summarised: lazy initialisation,
+ * autotuning and graph capture would otherwise skew every figure.  Rates are
+ * medians with their 10th and 90th percentiles, not means, because a step
+ * time distribution has a long tail (page faults, other processes).
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tach-engine.h"
+
+#define LOSS_WINDOW 10
+
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* Linear interpolation between closest ranks of sorted @v. */
+static double
+percentile (const double *v, guint n, double p)
+{
+  double pos, frac;
+  guint lo;
+
+  if (n == 0)
+    return NAN;
+  pos = p * (double) (n - 1);
+  lo = (guint) floor (pos);
+  if (lo + 1 >= n)
+    return v[n - 1];
+  frac = pos - (double) lo;
+  return v[lo] + frac * (v[lo + 1] - v[lo]);
+}
+
+/* Mean of the observed (non-NaN) losses among @count measured samples
+ * starting at measured index @from. */
+static double
+mean_loss (const TachSample *const *measured, guint from, guint count)
+{
+  double sum = 0.0;
+  guint seen = 0;
+
+  for (guint i = from; i < from + count; i++)
+    if (!isnan (measured[i]->loss))
+      {
+        sum += measured[i]->loss;
+        seen++;
+      }
+  return seen > 0 ? sum / seen : NAN;
+}
+
+static void
+add_phase (double *sum, double value)
+{
+  /* A phase the engine did not observe adds nothing rather than NaN. */
+  if (!isnan (value))
+    *sum += value;
+}
+
+void
+tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step,
+                      double flops_per_step, double device_peak_flops, TachSummary *out)
+{
+  g_autofree const TachSample **measured = g_new (const TachSample *, MAX (n, 1));
+  g_autofree double *rates = g_new (double, MAX (n, 1));
+  guint n_measured = 0, n_rates = 0;
+  double step_sum = 0.0, feed = 0.0, compute = 0.0, sync = 0.0, host = 0.0;
+  guint window;
+
+  memset (out, 0, sizeof *out);
+  out->items_unit = "samples/s";
+  out->flops_per_step = flops_per_step;
+  out->test_accuracy = NAN;
+  out->wall_s = n > 0 ? samples[n - 1].wall_s : 0.0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      const TachSample *s = &samples[i];
+
+      if (s->warmup)
+        continue;
+      measured[n_measured++] = s;
+      if (s->step_ms > 0.0 && isfinite (s->step_ms))
+        {
+          rates[n_rates++] = 1000.0 / s->step_ms;
+          step_sum += s->step_ms;
+          add_phase (&feed, s->feed_ms);
+          add_phase (&compute, s->compute_ms);
+          add_phase (&sync, s->sync_ms);
+          add_phase (&host, s->host_ms);
+        }
+    }
+
+  out->steps = n_measured;
+  qsort (rates, n_rates, sizeof (double), compare_doubles);
+  out->steps_per_s_median = percentile (rates, n_rates, 0.5);
+  out->steps_per_s_p10 = percentile (rates, n_rates, 0.1);
+  out->steps_per_s_p90 = percentile (rates, n_rates, 0.9);
+  out->items_per_s = (double) items_per_step * out->steps_per_s_median;
+
+  window = MIN (LOSS_WINDOW, n_measured);
+  out->first_loss = window > 0 ? mean_loss (measured, 0, window) : NAN;
+  out->final_loss = window > 0 ? mean_loss (measured, n_measured - window, window) : NAN;
+
+  if (step_sum > 0.0)
+    {
+      out->feed_share = feed / step_sum;
+      out->compute_share = compute / step_sum;
+      out->sync_share = sync / step_sum;
+      out->host_share = host / step_sum;
+    }
+  else
+    out->feed_share = out->compute_share = out->sync_share = out->host_share = NAN;
+
+  out->achieved_flops = flops_per_step * out->steps_per_s_median;
+  out->peak_share = device_peak_flops > 0.0 ? out->achieved_flops / device_peak_flops : NAN;
+}
