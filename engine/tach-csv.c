@@ -1,0 +1,440 @@
+/* tach-csv.c: runs.csv and samples.csv.
+ *
+ * RFC 4180 (CRLF line ends, fields quoted when they need it), numbers in
+ * the C locale whatever setlocale() says, NaN as an empty field, so both
+ * files open in LibreOffice and pandas with no options.
+ *
+ * Appending rewrites each file: the old content plus the new rows go to a
+ * temporary file in the same folder, and only when both temporary files
+ * are complete are they renamed over the old ones (samples first, runs.csv,
+ * the index, last).  An error leaves the files as they were and no
+ * temporary file behind.  A run already in runs.csv is not written twice.
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gi18n-lib.h>
+#include <glib/gstdio.h>
+
+#include "tach-engine.h"
+
+static const char *const samples_header[] = {
+  "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
+  "host_ms", "loss", "accuracy", NULL
+};
+
+/* Columns of runs.csv after the knobs. */
+static const char *const runs_tail[] = {
+  "state", "error", "measured_steps", "median_steps_per_s", "p10_steps_per_s",
+  "p90_steps_per_s", "items_per_s", "items_unit", "first_loss", "final_loss",
+  "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
+  "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s", NULL
+};
+
+static void
+add_field (GString *row, const char *value)
+{
+  if (row->len > 0 && row->str[row->len - 1] != '\n')
+    g_string_append_c (row, ',');
+  if (value == NULL)
+    return;
+  if (strpbrk (value, ",\"\r\n") != NULL || (*value != '\0'
+      && (g_ascii_isspace (value[0]) || g_ascii_isspace (value[strlen (value) - 1]))))
+    {
+      g_string_append_c (row, '"');
+      for (const char *p = value; *p != '\0'; p++)
+        {
+          if (*p == '"')
+            g_string_append_c (row, '"');
+          g_string_append_c (row, *p);
+        }
+      g_string_append_c (row, '"');
+    }
+  else
+    g_string_append (row, value);
+}
+
+static void
+add_double (GString *row, double value)
+{
+  char buf[G_ASCII_DTOSTR_BUF_SIZE];
+
+  /* A figure the engine did not observe stays empty, never 0 or "nan". */
+  if (!isfinite (value))
+    add_field (row, "");
+  else
+    add_field (row, g_ascii_formatd (buf, sizeof buf, "%.10g", value));
+}
+
+static void
+add_uint (GString *row, guint64 value)
+{
+  char buf[32];
+
+  g_snprintf (buf, sizeof buf, "%" G_GUINT64_FORMAT, value);
+  add_field (row, buf);
+}
+
+static void
+end_row (GString *row)
+{
+  g_string_append (row, "\r\n");
+}
+
+/* Knob columns: every knob except the ones runs.csv puts first. */
+static gboolean
+knob_is_column (const TachKnobInfo *knob)
+{
+  static const char *const leading[] = { "workload", "task", "device", "preset", NULL };
+
+  return !g_strv_contains (leading, knob->name);
+}
+
+static char *
+runs_header (void)
+{
+  g_autoptr(GString) row = g_string_new (NULL);
+  guint n_knobs = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+
+  for (const char *const *c = (const char *const[]) { "run_id", "date", "workload", "task",
+                                                       "device", "device_name", "versions",
+                                                       "preset", NULL };
+       *c != NULL; c++)
+    add_field (row, *c);
+  for (guint i = 0; i < n_knobs; i++)
+    if (knob_is_column (&knobs[i]))
+      add_field (row, knobs[i].name);
+  for (guint i = 0; runs_tail[i] != NULL; i++)
+    add_field (row, runs_tail[i]);
+  end_row (row);
+  return g_string_free (g_steal_pointer (&row), FALSE);
+}
+
+static char *
+samples_header_line (void)
+{
+  g_autoptr(GString) row = g_string_new (NULL);
+
+  for (guint i = 0; samples_header[i] != NULL; i++)
+    add_field (row, samples_header[i]);
+  end_row (row);
+  return g_string_free (g_steal_pointer (&row), FALSE);
+}
+
+/* Unique across processes (start time to the microsecond, process id and
+ * the per-process run number) and the same every time the run is written. */
+static char *
+run_id_for (TachRun *run)
+{
+  gint64 start = tach_run_get_start_time (run);
+  g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc (start / G_USEC_PER_SEC);
+  g_autofree char *stamp = dt != NULL ? g_date_time_format (dt, "%Y%m%dT%H%M%S") : g_strdup ("0");
+
+  return g_strdup_printf ("%s.%06dZ-p%d-r%u", stamp, (int) (start % G_USEC_PER_SEC),
+                          (int) getpid (), tach_run_get_id (run));
+}
+
+static const char *
+state_name (TachRunState state)
+{
+  switch (state)
+    {
+    case TACH_RUN_STATE_FINISHED: return "finished";
+    case TACH_RUN_STATE_CANCELLED: return "cancelled";
+    case TACH_RUN_STATE_FAILED: return "failed";
+    case TACH_RUN_STATE_RUNNING: return "running";
+    case TACH_RUN_STATE_READY:
+    default: return "ready";
+    }
+}
+
+static void
+append_run_row (GString *out, TachRun *run, const char *run_id)
+{
+  g_autoptr(GString) row = g_string_new (NULL);
+  const TachConfig *config = tach_run_get_config (run);
+  const TachDeviceInfo *device = tach_run_get_device (run);
+  const GError *error = tach_run_get_error (run);
+  gint64 start = tach_run_get_start_time (run);
+  g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc (start / G_USEC_PER_SEC);
+  g_autofree char *date = dt != NULL ? g_date_time_format_iso8601 (dt) : NULL;
+  g_autofree char *task = tach_config_get (config, "task");
+  guint n_knobs = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+  TachSummary s;
+
+  tach_run_get_summary (run, &s);
+
+  add_field (row, run_id);
+  add_field (row, date);
+  add_field (row, tach_workload_to_string (config->workload));
+  add_field (row, task);
+  add_field (row, device->id);
+  add_field (row, device->name);
+  add_field (row, device->versions);
+  add_field (row, config->preset);
+  for (guint i = 0; i < n_knobs; i++)
+    {
+      g_autofree char *value = NULL;
+
+      if (!knob_is_column (&knobs[i]))
+        continue;
+      /* The dataset size actually used, not "auto". */
+      if (g_str_equal (knobs[i].name, "samples"))
+        value = g_strdup_printf ("%" G_GUINT64_FORMAT, tach_config_get_samples (config));
+      else
+        value = tach_config_get (config, knobs[i].name);
+      add_field (row, value);
+    }
+  add_field (row, state_name (tach_run_get_state (run)));
+  add_field (row, error != NULL ? error->message : NULL);
+  add_uint (row, s.steps);
+  add_double (row, s.steps_per_s_median);
+  add_double (row, s.steps_per_s_p10);
+  add_double (row, s.steps_per_s_p90);
+  add_double (row, s.items_per_s);
+  add_field (row, s.items_unit);
+  add_double (row, s.first_loss);
+  add_double (row, s.final_loss);
+  add_double (row, s.test_accuracy);
+  add_double (row, s.feed_share);
+  add_double (row, s.compute_share);
+  add_double (row, s.sync_share);
+  add_double (row, s.host_share);
+  add_double (row, s.flops_per_step);
+  add_double (row, s.achieved_flops / 1e9);
+  add_double (row, s.peak_share);
+  add_uint (row, s.peak_memory_bytes);
+  add_double (row, s.wall_s);
+  end_row (row);
+  g_string_append_len (out, row->str, row->len);
+}
+
+static void
+append_sample_rows (GString *out, TachRun *run, const char *run_id)
+{
+  g_autoptr(GArray) samples = tach_run_dup_samples (run);
+  g_autoptr(GString) row = g_string_new (NULL);
+
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+
+      g_string_truncate (row, 0);
+      add_field (row, run_id);
+      add_uint (row, s->step);
+      add_field (row, s->warmup ? "1" : "0");
+      add_double (row, s->wall_s);
+      add_double (row, s->step_ms);
+      add_double (row, s->feed_ms);
+      add_double (row, s->compute_ms);
+      add_double (row, s->sync_ms);
+      add_double (row, s->host_ms);
+      add_double (row, s->loss);
+      add_double (row, s->accuracy);
+      end_row (row);
+      g_string_append_len (out, row->str, row->len);
+    }
+}
+
+/* Loads @path into @content (empty if absent) after checking its header;
+ * adds the run ids it holds to @ids when not NULL. */
+static gboolean
+load_existing (const char *path, const char *header, GString *content, GHashTable *ids,
+               GError **error)
+{
+  g_autofree char *old = NULL;
+  g_autoptr(GError) local = NULL;
+  gsize len = 0;
+  const char *eol;
+  gsize header_len = strlen (header) - 2;  /* without CRLF */
+
+  if (!g_file_get_contents (path, &old, &len, &local))
+    {
+      if (g_error_matches (local, G_FILE_ERROR, G_FILE_ERROR_NOENT))
+        {
+          g_string_append (content, header);
+          return TRUE;
+        }
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("could not read %s: %s: check its permissions or choose another --csv folder"),
+                   path, local->message);
+      return FALSE;
+    }
+  if (len == 0)
+    {
+      g_string_append (content, header);
+      return TRUE;
+    }
+
+  eol = strchr (old, '\n');
+  if (eol == NULL || (gsize) (eol - old) < header_len
+      || strncmp (old, header, header_len) != 0
+      || !((gsize) (eol - old) == header_len
+           || ((gsize) (eol - old) == header_len + 1 && old[header_len] == '\r')))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("%s has different columns from this version of Tach: "
+                     "choose another --csv folder or move the file away"), path);
+      return FALSE;
+    }
+
+  if (ids != NULL)
+    for (const char *line = eol + 1; *line != '\0';)
+      {
+        const char *next = strchr (line, '\n');
+        const char *comma = strchr (line, ',');
+
+        if (comma != NULL && (next == NULL || comma < next))
+          g_hash_table_add (ids, g_strndup (line, comma - line));
+        if (next == NULL)
+          break;
+        line = next + 1;
+      }
+
+  g_string_append_len (content, old, len);
+  /* A file cut short by another program gets its last line ended. */
+  if (old[len - 1] != '\n')
+    g_string_append (content, "\r\n");
+  return TRUE;
+}
+
+/* Writes @content to a new temporary file beside @path; returns its name. */
+static char *
+write_temp (const char *dir, const char *base, const GString *content, GError **error)
+{
+  g_autofree char *tmpl = g_strdup_printf ("%s%c.%s.XXXXXX", dir, G_DIR_SEPARATOR, base);
+  gsize done = 0;
+  int fd;
+
+  fd = g_mkstemp_full (tmpl, O_WRONLY, 0644);
+  if (fd < 0)
+    {
+      int err = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("cannot write to the folder %s: %s: choose a writable --csv folder"),
+                   dir, g_strerror (err));
+      return NULL;
+    }
+  while (done < content->len)
+    {
+      gssize n = write (fd, content->str + done, content->len - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        {
+          int err = errno;
+
+          close (fd);
+          g_unlink (tmpl);
+          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                       _("could not write %s: %s: free some disk space or choose another --csv folder"),
+                       tmpl, g_strerror (err));
+          return NULL;
+        }
+      done += (gsize) n;
+    }
+  /* The data must be on disk before the rename makes it the real file. */
+  if (fsync (fd) != 0 || close (fd) != 0)
+    {
+      int err = errno;
+
+      g_unlink (tmpl);
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("could not write %s: %s: choose another --csv folder"), tmpl, g_strerror (err));
+      return NULL;
+    }
+  return g_steal_pointer (&tmpl);
+}
+
+gboolean
+tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
+{
+  g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (dir, "samples.csv", NULL);
+  g_autofree char *rheader = runs_header ();
+  g_autofree char *sheader = samples_header_line ();
+  g_autoptr(GString) runs_out = g_string_new (NULL);
+  g_autoptr(GString) samples_out = g_string_new (NULL);
+  g_autoptr(GHashTable) ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autofree char *runs_tmp = NULL;
+  g_autofree char *samples_tmp = NULL;
+  gboolean created = FALSE;
+
+  g_return_val_if_fail (dir != NULL, FALSE);
+
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      if (g_mkdir_with_parents (dir, 0755) != 0)
+        {
+          int err = errno;
+
+          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                       _("could not create the folder %s: %s: choose a writable --csv folder"),
+                       dir, g_strerror (err));
+          return FALSE;
+        }
+      created = TRUE;
+    }
+
+  if (!load_existing (runs_path, rheader, runs_out, ids, error)
+      || !load_existing (samples_path, sheader, samples_out, NULL, error))
+    goto fail;
+
+  for (guint i = 0; runs != NULL && i < runs->len; i++)
+    {
+      TachRun *run = g_ptr_array_index (runs, i);
+      TachRunState state = tach_run_get_state (run);
+      g_autofree char *run_id = NULL;
+
+      /* Only ended runs have figures to export. */
+      if (state == TACH_RUN_STATE_READY || state == TACH_RUN_STATE_RUNNING)
+        continue;
+      run_id = run_id_for (run);
+      if (g_hash_table_contains (ids, run_id))
+        continue;
+      append_run_row (runs_out, run, run_id);
+      append_sample_rows (samples_out, run, run_id);
+      g_hash_table_add (ids, g_steal_pointer (&run_id));
+    }
+
+  samples_tmp = write_temp (dir, "samples.csv", samples_out, error);
+  if (samples_tmp == NULL)
+    goto fail;
+  runs_tmp = write_temp (dir, "runs.csv", runs_out, error);
+  if (runs_tmp == NULL)
+    goto fail;
+  if (g_rename (samples_tmp, samples_path) != 0)
+    {
+      int err = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
+                   samples_path, g_strerror (err));
+      goto fail;
+    }
+  g_clear_pointer (&samples_tmp, g_free);
+  if (g_rename (runs_tmp, runs_path) != 0)
+    {
+      int err = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
+                   runs_path, g_strerror (err));
+      goto fail;
+    }
+  return TRUE;
+
+fail:
+  if (samples_tmp != NULL)
+    g_unlink (samples_tmp);
+  if (runs_tmp != NULL)
+    g_unlink (runs_tmp);
+  if (created)
+    g_rmdir (dir);
+  return FALSE;
+}
