@@ -10,6 +10,10 @@
  *   bias:     ldgo == b [4H] per direction
  * The data needs no copy: batch-major [N, T, C] is oneDNN's ntc tag and
  * time-major [T, N, C] its tnc tag over the same (T, N, C) logical dims.
+ * One exception: oneDNN 2.6.3's backward computes a wrong W_h gradient for
+ * a unidirectional LSTM over tnc data (checked against finite differences
+ * and an unrolled LSTM), so that one case runs the primitives over ntc
+ * copies of the data, transposed at the boundary.
  *
  * Threads: the engine thread.
  */
@@ -40,6 +44,10 @@ struct _TachLstmPlan {
   float *wl_bwd, *wi_bwd;              /* ldgoi */
   float *dwl, *dwi, *dbias;            /* ldigo, ldigo, ldgo */
   float *dx_scratch;                   /* diff_src when !need_dx */
+
+  /* The tnc workaround (see the top of the file): ntc copies, owned. */
+  gboolean swap;
+  float *x_ntc, *y_ntc, *dy_ntc;
 };
 
 /* ------------------------------------------------------------- planning */
@@ -79,6 +87,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   float **bufs[] = {
     &plan->wl_fwd, &plan->wi_fwd, &plan->bias_buf, &plan->wl_bwd, &plan->wi_bwd,
     &plan->dwl, &plan->dwi, &plan->dbias, &plan->dx_scratch,
+    &plan->x_ntc, &plan->y_ntc, &plan->dy_ntc,
   };
 
   if (plan == NULL)
@@ -154,8 +163,11 @@ plan_backward (TachBackend *be, TachLstmPlan *plan, dnnl_rnn_direction_t directi
   plan->dwl = tach_cpu_mem_alloc (be, n_wl * sizeof (float));
   plan->dwi = tach_cpu_mem_alloc (be, n_wi * sizeof (float));
   plan->dbias = tach_cpu_mem_alloc (be, (size_t) d->dirs * 4 * d->H * sizeof (float));
-  if (!d->need_dx)
+  /* The swapped case always computes dx into the scratch, then transposes. */
+  if (!d->need_dx || plan->swap)
     plan->dx_scratch = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->I * sizeof (float));
+  if (plan->swap)
+    plan->dy_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->dirs * d->H * sizeof (float));
   return tach_backend_ok (be);
 fail:
   return FALSE;
@@ -167,7 +179,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   TachLstmPlan *plan;
   const TachLstmDesc *d = desc;
   dnnl_rnn_direction_t direction;
-  dnnl_format_tag_t data_tag = desc->time_major ? dnnl_tnc : dnnl_ntc;
+  gboolean swap = desc->time_major && desc->dirs == 1;
+  dnnl_format_tag_t data_tag = desc->time_major && !swap ? dnnl_tnc : dnnl_ntc;
   dnnl_dims_t src_dims = { d->T, d->N, d->I };
   dnnl_dims_t dst_dims = { d->T, d->N, (dnnl_dim_t) d->dirs * d->H };
   dnnl_dims_t wl_dims = { 1, d->dirs, d->I, 4, d->H };
@@ -194,6 +207,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   tach_cpu_bind_threads (be);
   plan = g_new0 (TachLstmPlan, 1);
   plan->desc = *desc;
+  plan->swap = swap;
   plan->dir_stride = (size_t) 4 * d->H * ((size_t) d->I + d->H + 1);
   direction = d->dirs == 2 ? dnnl_bidirectional_concat : dnnl_unidirectional_left2right;
 
@@ -229,6 +243,11 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->wl_fwd = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->I * 4 * d->H * sizeof (float));
   plan->wi_fwd = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->H * 4 * d->H * sizeof (float));
   plan->bias_buf = tach_cpu_mem_alloc (be, (size_t) d->dirs * 4 * d->H * sizeof (float));
+  if (swap)
+    {
+      plan->x_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->I * sizeof (float));
+      plan->y_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->dirs * d->H * sizeof (float));
+    }
 
   if (d->training)
     {
@@ -329,6 +348,16 @@ grads_from_ldigo (const TachLstmPlan *plan, float *dw)
     }
 }
 
+/* [A, B, C] -> [B, A, C]: time-major <-> batch-major. */
+static void
+swap_outer (float *dst, const float *src, size_t a, size_t b, size_t c)
+{
+#pragma omp parallel for if (a * b * c >= TACH_CPU_PARALLEL_MIN)
+  for (size_t j = 0; j < b; j++)
+    for (size_t i = 0; i < a; i++)
+      memcpy (dst + (j * a + i) * c, src + (i * b + j) * c, c * sizeof (float));
+}
+
 /* ------------------------------------------------------------ execution */
 
 #define SET_HANDLE(be, mem, ptr, label) \
@@ -350,9 +379,11 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       return;
     }
   weights_to_ldigo (plan, w);
+  if (plan->swap)
+    swap_outer (plan->x_ntc, x, plan->desc.T, plan->desc.N, plan->desc.I);
 
-  SET_HANDLE (be, plan->src, x, out);
-  SET_HANDLE (be, plan->dst, y, out);
+  SET_HANDLE (be, plan->src, plan->swap ? plan->x_ntc : x, out);
+  SET_HANDLE (be, plan->dst, plan->swap ? plan->y_ntc : y, out);
   SET_HANDLE (be, plan->wl, plan->wl_fwd, out);
   SET_HANDLE (be, plan->wi, plan->wi_fwd, out);
   SET_HANDLE (be, plan->bias, plan->bias_buf, out);
@@ -366,7 +397,8 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       SET_HANDLE (be, plan->ws, reserve, out);
       args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
     }
-  tach_cpu_execute (be, plan->fwd, nargs, args);
+  if (tach_cpu_execute (be, plan->fwd, nargs, args) && plan->swap)
+    swap_outer (y, plan->y_ntc, plan->desc.N, plan->desc.T, (size_t) plan->desc.dirs * plan->desc.H);
 out:
   return;
 }
@@ -407,12 +439,24 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   memset (plan->dwi, 0, (size_t) d->dirs * d->H * g * sizeof (float));
   memset (plan->dbias, 0, (size_t) d->dirs * g * sizeof (float));
 
+  if (plan->swap)
+    {
+      size_t hd = (size_t) d->dirs * d->H;
+
+      swap_outer (plan->x_ntc, x, d->T, d->N, d->I);
+      swap_outer (plan->y_ntc, y, d->T, d->N, hd);
+      swap_outer (plan->dy_ntc, dy, d->T, d->N, hd);
+      x = plan->x_ntc;
+      y = plan->y_ntc;
+      dy = plan->dy_ntc;
+    }
+
   SET_HANDLE (be, plan->src, x, out);
   SET_HANDLE (be, plan->dst, y, out);
   SET_HANDLE (be, plan->b_wl, plan->wl_bwd, out);
   SET_HANDLE (be, plan->b_wi, plan->wi_bwd, out);
   SET_HANDLE (be, plan->bias, plan->bias_buf, out);
-  SET_HANDLE (be, plan->diff_src, d->need_dx ? dx : plan->dx_scratch, out);
+  SET_HANDLE (be, plan->diff_src, d->need_dx && !plan->swap ? dx : plan->dx_scratch, out);
   SET_HANDLE (be, plan->diff_dst, dy, out);
   SET_HANDLE (be, plan->diff_wl, plan->dwl, out);
   SET_HANDLE (be, plan->diff_wi, plan->dwi, out);
@@ -432,8 +476,11 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       SET_HANDLE (be, plan->ws, reserve, out);
       args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
     }
-  if (tach_cpu_execute (be, plan->bwd, nargs, args))
-    grads_from_ldigo (plan, dw);
+  if (!tach_cpu_execute (be, plan->bwd, nargs, args))
+    return;
+  grads_from_ldigo (plan, dw);
+  if (plan->swap && d->need_dx)
+    swap_outer (dx, plan->dx_scratch, d->N, d->T, d->I);
 out:
   return;
 }
