@@ -1,0 +1,72 @@
+/* tach-cuda-kernels.h: launchers of Tach's own CUDA kernels.
+ *
+ * Shared by the C sources of the backend and tach-cuda-kernels.cu, so it
+ * includes nothing but the CUDA runtime API and plain C types.  Every
+ * launcher queues its kernel(s) on @stream and returns cudaGetLastError(),
+ * so that a bad launch configuration is reported where it happened.
+ * Pointers are device pointers; shapes follow tach-backend.h.
+ */
+#pragma once
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include <cuda_runtime_api.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+cudaError_t tach_cuda_launch_bias_add (cudaStream_t stream, float *y, const float *bias, int m, int n);
+cudaError_t tach_cuda_launch_bias_grad (cudaStream_t stream, const float *dy, float *db, int m, int n,
+                                        float beta);
+cudaError_t tach_cuda_launch_relu_fwd (cudaStream_t stream, const float *x, float *y, size_t n);
+cudaError_t tach_cuda_launch_relu_bwd (cudaStream_t stream, const float *y, const float *dy, float *dx,
+                                       size_t n);
+
+cudaError_t tach_cuda_launch_lstm_cell_fwd (cudaStream_t stream, int n, int h, float *gates,
+                                            const float *bias, const float *c_prev, float *c,
+                                            float *h_out, int ldh);
+cudaError_t tach_cuda_launch_lstm_cell_bwd (cudaStream_t stream, int n, int h, const float *gates,
+                                            const float *c_prev, const float *c, const float *dh,
+                                            int lddh, const float *dc, float *dgates, float *dc_prev);
+
+cudaError_t tach_cuda_launch_max_over_time_fwd (cudaStream_t stream, const float *x, float *y,
+                                                int32_t *idx, int n, int t, int c);
+cudaError_t tach_cuda_launch_max_over_time_bwd (cudaStream_t stream, const float *dy,
+                                                const int32_t *idx, float *dx, int n, int t, int c);
+
+cudaError_t tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logits, const float *labels,
+                                          int n, float *loss, float *dlogits);
+cudaError_t tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels,
+                                         int n, int classes, float *loss, float *dlogits);
+cudaError_t tach_cuda_launch_accuracy (cudaStream_t stream, const float *logits, const void *labels,
+                                       int n, int classes, float *acc);
+
+cudaError_t tach_cuda_launch_maxpool_fwd (cudaStream_t stream, const float *x, float *y, int32_t *idx,
+                                          int n, int c, int h, int w);
+cudaError_t tach_cuda_launch_maxpool_bwd (cudaStream_t stream, const float *dy, const int32_t *idx,
+                                          float *dx, int n, int c, int h, int w);
+cudaError_t tach_cuda_launch_avgpool_fwd (cudaStream_t stream, const float *x, float *y, int n, int c,
+                                          int hw);
+cudaError_t tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, float *dx, int n, int c,
+                                          int hw);
+
+cudaError_t tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,
+                                      uint64_t seed, uint64_t counter);
+
+cudaError_t tach_cuda_launch_embedding (cudaStream_t stream, const float *table, const int32_t *idx,
+                                        float *out, int n, int dim);
+cudaError_t tach_cuda_launch_sample_tokens (cudaStream_t stream, const float *logits, int n, int vocab,
+                                            uint64_t seed, uint64_t counter, int32_t *tok,
+                                            int32_t *ctx, int len);
+
+cudaError_t tach_cuda_launch_adam (cudaStream_t stream, float *param, const float *grad, float *m,
+                                   float *v, size_t n, float lr, float beta1, float beta2, float eps,
+                                   float *t);
+cudaError_t tach_cuda_launch_sgd (cudaStream_t stream, float *param, const float *grad, size_t n,
+                                  float lr);
+
+#ifdef __cplusplus
+}
+#endif

@@ -1,0 +1,91 @@
+/* tach-cuda-private.h: what the CUDA backend's sources share.
+ *
+ * Only engine/cuda/ includes this header (and so the CUDA, cuDNN and cuBLAS
+ * headers).  Threads: everything here runs on the thread that uses the
+ * backend (the engine thread), as tach-backend.h says.
+ */
+#pragma once
+
+#include <cublas_v2.h>
+#include <cuda_runtime_api.h>
+#include <cudnn.h>
+
+#include "tach-backend.h"
+#include "tach-cuda-kernels.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  TachBackend     base;          /* first, so that a TachBackend* is a TachCudaBackend* */
+  int             ordinal;
+  cudaStream_t    stream;        /* owned: every op is queued here */
+  cublasHandle_t  cublas;        /* owned, bound to stream */
+  cudnnHandle_t   cudnn;         /* owned, bound to stream */
+  void           *cublas_workspace; /* owned: preallocated so that graph capture never allocates */
+  GHashTable     *sizes;         /* device pointer -> size, for the live/peak count */
+  guint64         live_bytes;
+  guint64         peak_bytes;
+  gboolean        capturing;     /* between graph_begin and graph_end */
+  cudnnMathType_t cudnn_math;    /* pinned per precision */
+  cublasComputeType_t cublas_compute;
+} TachCudaBackend;
+
+#define TACH_CUDA(be) ((TachCudaBackend *) (be))
+
+/* Records a failed library status in the backend's sticky error: the status
+ * name, the call as written and the place.  Returns FALSE on failure so the
+ * macros below can bail out. */
+gboolean tach_cuda_check (TachBackend *be, cudaError_t status, const char *call,
+                          const char *file, int line);
+gboolean tach_cudnn_check (TachBackend *be, cudnnStatus_t status, const char *call,
+                           const char *file, int line);
+gboolean tach_cublas_check (TachBackend *be, cublasStatus_t status, const char *call,
+                            const char *file, int line);
+
+/* Each TRY evaluates @call once; on failure it records the error and runs
+ * @on_error (e.g. "return", "goto out", "return NULL"). */
+#define TACH_CUDA_TRY(be, call, on_error) \
+  G_STMT_START { \
+    if (!tach_cuda_check ((be), (call), #call, __FILE__, __LINE__)) { on_error; } \
+  } G_STMT_END
+#define TACH_CUDNN_TRY(be, call, on_error) \
+  G_STMT_START { \
+    if (!tach_cudnn_check ((be), (call), #call, __FILE__, __LINE__)) { on_error; } \
+  } G_STMT_END
+#define TACH_CUBLAS_TRY(be, call, on_error) \
+  G_STMT_START { \
+    if (!tach_cublas_check ((be), (call), #call, __FILE__, __LINE__)) { on_error; } \
+  } G_STMT_END
+
+/* Device memory for the backend's own buffers (plans, workspaces), counted
+ * in the peak like model tensors.  NULL + sticky error on failure. */
+void   *tach_cuda_alloc_internal (TachBackend *be, size_t bytes);
+void    tach_cuda_free_internal (TachBackend *be, void *ptr);
+/* Fails with a clear message when called while a graph is being captured:
+ * for calls that would block or allocate and so break the capture. */
+gboolean tach_cuda_not_capturing (TachBackend *be, const char *what);
+
+/* tach-cuda-rnn.c */
+TachLstmPlan *tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
+void          tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
+size_t        tach_cuda_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
+void          tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x,
+                                  const float *w, float *y, void *reserve);
+void          tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x,
+                                  const float *w, const float *y, const float *dy, void *reserve,
+                                  float *dx, float *dw);
+/* The cuDNN RNN algorithm a plan uses, for tests and logs. */
+const char   *tach_cuda_lstm_plan_algo (TachLstmPlan *plan);
+
+/* tach-cuda-conv.c */
+TachConvPlan *tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc);
+void          tach_cuda_conv_plan_free (TachBackend *be, TachConvPlan *plan);
+void          tach_cuda_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                  const float *w, const float *b, float *y);
+void          tach_cuda_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                  const float *w, const float *dy, float *dx, float *dw, float *db);
+
+/* tach-cuda-ops.c: the ops built on Tach's kernels, filled into @ops. */
+void          tach_cuda_ops_fill_kernels (TachBackendOps *ops);
+
+G_END_DECLS
