@@ -48,21 +48,19 @@ read_exact (GInputStream *in, const char *path, const char *what, void *buf, gsi
   return TRUE;
 }
 
-TachIdx *
-tach_idx_load (const char *path, GError **error)
+/* Opens @path (gzipped or not) and reads its header into @idx. */
+static GInputStream *
+idx_open (const char *path, TachIdx *idx, GError **error)
 {
   g_autoptr(GFile) file = NULL;
   g_autoptr(GFileInputStream) raw = NULL;
   g_autoptr(GInputStream) buffered = NULL;
   g_autoptr(GInputStream) in = NULL;
   g_autoptr(GError) local = NULL;
-  g_autoptr(TachIdx) idx = NULL;
   const guint8 *peek;
   gsize avail = 0;
   guint8 magic[4];
   guint64 total = 1;
-
-  g_return_val_if_fail (path != NULL, NULL);
 
   file = g_file_new_for_path (path);
   raw = g_file_read (file, NULL, &local);
@@ -110,7 +108,6 @@ tach_idx_load (const char *path, GError **error)
       return NULL;
     }
 
-  idx = g_new0 (TachIdx, 1);
   idx->n_dims = magic[3];
   for (guint d = 0; d < idx->n_dims; d++)
     {
@@ -135,8 +132,35 @@ tach_idx_load (const char *path, GError **error)
                    "The IDX file %s holds no samples (one of its dimensions is 0)", path);
       return NULL;
     }
-
   idx->n_bytes = (gsize) total;
+  return g_steal_pointer (&in);
+}
+
+gboolean
+tach_idx_read_header (const char *path, TachIdx *header, GError **error)
+{
+  g_autoptr(GInputStream) in = NULL;
+
+  g_return_val_if_fail (path != NULL && header != NULL, FALSE);
+
+  memset (header, 0, sizeof *header);
+  in = idx_open (path, header, error);
+  return in != NULL;
+}
+
+TachIdx *
+tach_idx_load (const char *path, GError **error)
+{
+  g_autoptr(GInputStream) in = NULL;
+  g_autoptr(TachIdx) idx = NULL;
+
+  g_return_val_if_fail (path != NULL, NULL);
+
+  idx = g_new0 (TachIdx, 1);
+  in = idx_open (path, idx, error);
+  if (in == NULL)
+    return NULL;
+
   idx->data = g_try_malloc (idx->n_bytes);
   if (idx->data == NULL)
     {
@@ -280,4 +304,41 @@ tach_idx_labels_beside (const char *images_path)
   if (g_file_test (path, G_FILE_TEST_IS_REGULAR))
     return g_steal_pointer (&path);
   return NULL;
+}
+
+gboolean
+tach_idx_resolve_data (const char *data, char **train_images, char **train_labels,
+                       char **test_images, char **test_labels, GError **error)
+{
+  *train_images = *train_labels = *test_images = *test_labels = NULL;
+
+  if (g_file_test (data, G_FILE_TEST_IS_DIR))
+    {
+      if (!tach_idx_find_split (data, "train", train_images, train_labels))
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       "The folder %s holds no MNIST-format training files: it needs "
+                       "train-images-idx3-ubyte and train-labels-idx1-ubyte (gzipped or not)",
+                       data);
+          return FALSE;
+        }
+      tach_idx_find_split (data, "t10k", test_images, test_labels);
+      return TRUE;
+    }
+  if (!g_file_test (data, G_FILE_TEST_EXISTS))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   "--data %s does not exist: give an MNIST-format folder or images file", data);
+      return FALSE;
+    }
+  *train_labels = tach_idx_labels_beside (data);
+  if (*train_labels == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   "No labels file beside %s: put its labels file next to it with \"labels\" "
+                   "in place of \"images\" in the name (e.g. train-labels-idx1-ubyte)", data);
+      return FALSE;
+    }
+  *train_images = g_strdup (data);
+  return TRUE;
 }

@@ -28,6 +28,9 @@ typedef struct {
 /* Reads a whole IDX file; gzip is recognised by its magic, not its name. */
 TachIdx *tach_idx_load (const char *path, GError **error);
 void     tach_idx_free (TachIdx *idx);
+/* Reads only the header: n_dims, dims and n_bytes; data stays NULL.  For
+ * sizing memory before anything is loaded. */
+gboolean tach_idx_read_header (const char *path, TachIdx *header, GError **error);
 
 /* Images with their labels: pixels [n, h, w, c] as bytes, labels [n]. */
 typedef struct {
@@ -52,6 +55,13 @@ gboolean tach_idx_find_split (const char *folder, const char *split, char **imag
  * replaced by "labels-idx1" (or "images" by "labels"), or NULL when the
  * name says nothing of the kind or no such file exists. */
 char    *tach_idx_labels_beside (const char *images_path);
+
+/* Resolves a --data path to image files: a folder holding the train split
+ * (and maybe t10k), or an images file with its labels file beside it.
+ * The test paths are set to NULL when there is no test split.
+ * TACH_ERROR_DATA when nothing usable is found. */
+gboolean tach_idx_resolve_data (const char *data, char **train_images, char **train_labels,
+                                char **test_images, char **test_labels, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachIdx, tach_idx_free)
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachImageSet, tach_image_set_free)
