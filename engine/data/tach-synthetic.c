@@ -8,8 +8,7 @@ struct _TachSyntheticSeq {
   guint64    seed;
   int        T, F;
   TachLabels labels;
-  int        n_teacher;   /* features the teacher reads */
-  double    *teacher;     /* [n_teacher] unit vector */
+  double    *teacher;     /* [F] unit vector */
 };
 
 TachSyntheticSeq *
@@ -22,15 +21,14 @@ tach_synthetic_seq_new (guint64 seed, int T, int F, TachLabels labels)
   seq->T = T;
   seq->F = F;
   seq->labels = labels;
-  seq->n_teacher = MIN (F, TACH_SYNTHETIC_TEACHER_FEATURES);
-  seq->teacher = g_new (double, MAX (seq->n_teacher, 1));
-  for (int f = 0; f < seq->n_teacher; f++)
+  seq->teacher = g_new (double, MAX (F, 1));
+  for (int f = 0; f < F; f++)
     {
       seq->teacher[f] = tach_rand_normal (seed, TACH_RAND_COUNTER (TACH_RAND_STREAM_TEACHER, 0), f);
       norm += seq->teacher[f] * seq->teacher[f];
     }
   norm = sqrt (norm);
-  for (int f = 0; f < seq->n_teacher && norm > 0.0; f++)
+  for (int f = 0; f < F && norm > 0.0; f++)
     seq->teacher[f] /= norm;
   return seq;
 }
@@ -65,7 +63,7 @@ tach_synthetic_seq_fill (TachSyntheticSeq *seq, guint64 i, double *x, float *lab
       double p = 0.0;
 
       for (int t = 0; t < seq->T; t++)
-        for (int f = 0; f < seq->n_teacher; f++)
+        for (int f = 0; f < seq->F; f++)
           p += seq->teacher[f] * x[(size_t) t * seq->F + f];
       *label = p > 0.0 ? 1.0f : 0.0f;
     }
