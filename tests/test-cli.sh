@@ -1,0 +1,252 @@
+#!/bin/sh
+# test-cli.sh: tach-cli's exit codes, messages and CSV output.
+#
+# Usage: test-cli.sh PATH/TO/tach-cli
+# Exit status: 0 all passed, 77 nothing could be tested, 1 a case failed.
+set -u
+
+cli=${1:-}
+if [ -z "$cli" ] || [ ! -x "$cli" ]; then
+  echo "test-cli.sh: no tach-cli executable given" >&2
+  exit 77
+fi
+
+tmp=$(mktemp -d)
+trap 'rm -rf "$tmp"' EXIT INT TERM
+out=$tmp/output
+passed=0
+failed=0
+skipped=0
+
+pass () { passed=$((passed + 1)); echo "ok   $1"; }
+skip () { skipped=$((skipped + 1)); echo "skip $1: $2"; }
+fail () {
+  failed=$((failed + 1))
+  echo "FAIL $1: $2"
+  if [ -f "$out" ]; then sed 's/^/     | /' "$out" | head -20; fi
+}
+
+# expect NAME RC PATTERN COMMAND...: runs COMMAND (stdout and stderr into
+# $out), then checks the exit status and that the output matches the
+# extended regular expression PATTERN (skipped when PATTERN is empty).
+expect () {
+  name=$1; want=$2; pattern=$3; shift 3
+  "$@" >"$out" 2>&1
+  rc=$?
+  if [ "$rc" -ne "$want" ]; then
+    fail "$name" "exit status $rc, expected $want"
+    return 1
+  fi
+  if [ -n "$pattern" ] && ! grep -Eq -- "$pattern" "$out"; then
+    fail "$name" "output does not match /$pattern/"
+    return 1
+  fi
+  pass "$name"
+  return 0
+}
+
+# expect_usage NAME PATTERN ARGS...: a usage or configuration error: exit 2,
+# the message, and the hint to try --help.
+expect_usage () {
+  name=$1; pattern=$2; shift 2
+  expect "$name" 2 "$pattern" "$cli" "$@" || return 1
+  if ! grep -q "^tach-cli: " "$out" || ! grep -q "Try 'tach-cli --help'" "$out"; then
+    passed=$((passed - 1))
+    fail "$name" "no 'tach-cli: ' message or no --help hint"
+  fi
+}
+
+# Counts the data rows of a CSV file whose first field is RUN_ID (every
+# samples.csv row is one step; run ids are plain numbers, never quoted).
+count_rows () {
+  awk -F, -v id="$2" 'NR > 1 && $1 == id { n++ } END { print n + 0 }' "$1"
+}
+
+# The run ids in samples.csv, in order of first appearance.
+run_ids () {
+  awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$1"
+}
+
+# Checks that every row of a numeric CSV has the header's field count and
+# only C-locale numbers: a decimal comma would add a field.
+csv_numbers_ok () {
+  awk -F, 'NR == 1 { n = NF; next }
+           NF != n { bad = 1 }
+           { for (i = 1; i <= NF; i++)
+               if ($i !~ /^(-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|-?nan|NaN|-?inf|)$/) bad = 1 }
+           END { exit bad }' "$1"
+}
+
+# ------------------------------------------------------------ information
+
+expect "version" 0 "^tach-cli [0-9]+\.[0-9]+\.[0-9]+" "$cli" --version
+expect "help lists knobs with their values" 0 "--rnn" "$cli" --help &&
+  for value in "fused \| unrolled" "host-f64 \| host-f32 \| prefetch \| resident" \
+               "eager \| graph" "--batch" "--csv DIR" "Exit status"; do
+    if ! grep -Eq -- "$value" "$out"; then
+      passed=$((passed - 1))
+      fail "help lists knobs with their values" "no /$value/ in --help"
+      break
+    fi
+  done
+expect "run --help" 0 "--workload" "$cli" run --help
+expect "presets" 0 "tuned" "$cli" presets &&
+  { grep -q "tf1-feed-dict" "$out" || { passed=$((passed - 1)); fail "presets" "no tf1-feed-dict"; }; }
+expect "devices" 0 "^cpu " "$cli" devices
+have_gpu=no
+if "$cli" devices 2>/dev/null | grep -q "^cuda"; then have_gpu=yes; fi
+
+# ------------------------------------------------------------ bad usage
+
+expect_usage "no command" "missing command"
+expect_usage "unknown command" "frobnicate" frobnicate
+expect_usage "unknown option" "unknown option '--frobnicate'" run --workload bilstm --frobnicate 1
+expect_usage "missing value" "--batch" run --workload bilstm --batch
+expect_usage "run without workload" "--workload" run --steps 3
+expect_usage "sweep without presets" "--presets" sweep --workload bilstm
+expect_usage "batch 0" "batch" run --workload bilstm --device cpu --batch 0
+expect_usage "batch -3" "batch.*-3|-3.*batch" run --workload bilstm --device cpu --batch -3
+expect_usage "batch abc" "batch.*abc|abc.*batch" run --workload bilstm --device cpu --batch abc
+expect_usage "unknown workload" "nosuch.*bilstm" run --workload nosuch
+expect_usage "unknown preset" "nosuch" run --workload bilstm --preset nosuch
+expect_usage "unknown knob value" "sideways.*fused|fused.*sideways" \
+  run --workload bilstm --rnn sideways
+expect_usage "launch graph on cpu" "launch.*(cpu|CPU)|(cpu|CPU).*launch" \
+  run --workload bilstm --device cpu --launch graph --batch 8 --steps 2 --warmup 0
+# (GLib puts a no-break space between a size and its unit.)
+expect_usage "huge --samples" "[0-9][^a-zA-Z]{0,3}(bytes|[kMGTPE]i?B)" \
+  run --workload bilstm --device cpu --samples 100000000000
+
+if [ "$have_gpu" = yes ]; then
+  skip "device cuda without a GPU" "this machine lists a GPU"
+else
+  expect "device cuda without a GPU" 1 "^tach-cli: .*(cuda|CUDA|GPU)" \
+    "$cli" run --workload bilstm --device cuda --steps 2
+fi
+
+# An unwritable CSV folder: a path under a regular file cannot be created,
+# even by root.  The run must fail before running and write nothing.
+echo "not a folder" > "$tmp/file"
+if expect "csv into an unwritable folder" 1 "^tach-cli: .*CSV|^tach-cli: .*csv" \
+     "$cli" run --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 \
+     --csv "$tmp/file/sub"; then
+  if [ "$(cat "$tmp/file")" != "not a folder" ] || [ -e "$tmp/file/sub" ]; then
+    passed=$((passed - 1))
+    fail "csv into an unwritable folder" "something was written"
+  fi
+fi
+
+# ------------------------------------------------------------ real runs
+
+csv=$tmp/csv
+run_short () {
+  "$cli" run --workload bilstm --device cpu --batch 16 --steps 6 --warmup 0 \
+    --threads 1 --csv "$csv" "$@"
+}
+
+if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; then
+  ids=$(run_ids "$csv/samples.csv")
+  first=$(echo "$ids" | head -1)
+  rows=$(count_rows "$csv/samples.csv" "$first")
+  runs=$(($(wc -l < "$csv/runs.csv") - 1))
+  if [ "$rows" -eq 6 ] && [ "$runs" -eq 1 ]; then
+    pass "samples.csv has one row per step"
+  else
+    fail "samples.csv has one row per step" "$rows sample rows (expected 6), $runs runs (expected 1)"
+  fi
+
+  if expect "second run appends" 0 "" run_short --seed 7; then
+    ids=$(run_ids "$csv/samples.csv")
+    second=$(echo "$ids" | sed -n 2p)
+    runs=$(($(wc -l < "$csv/runs.csv") - 1))
+    if [ "$(count_rows "$csv/samples.csv" "$first")" -eq 6 ] && [ -n "$second" ] &&
+       [ "$second" != "$first" ] && [ "$(count_rows "$csv/samples.csv" "$second")" -eq 6 ] &&
+       [ "$runs" -eq 2 ]; then
+      pass "appending keeps the first run"
+    else
+      fail "appending keeps the first run" "run ids: $(echo $ids); $runs runs"
+    fi
+  fi
+
+  if csv_numbers_ok "$csv/samples.csv"; then
+    pass "samples.csv numbers in the C locale"
+  else
+    fail "samples.csv numbers in the C locale" "a row has a bad field"
+  fi
+fi
+
+# A locale with a decimal comma: use de_DE.UTF-8, or build it here when the
+# system has the definition but not the compiled locale.
+locale_env=
+if locale -a 2>/dev/null | grep -Eiq '^de_DE\.utf-?8$'; then
+  locale_env="LC_ALL=de_DE.UTF-8"
+elif command -v localedef >/dev/null 2>&1 && [ -f /usr/share/i18n/locales/de_DE ] &&
+     mkdir -p "$tmp/locales" &&
+     localedef -i de_DE -f UTF-8 "$tmp/locales/de_DE.UTF-8" >/dev/null 2>&1; then
+  locale_env="LOCPATH=$tmp/locales LC_ALL=de_DE.UTF-8"
+fi
+if [ -z "$locale_env" ]; then
+  skip "numbers under de_DE.UTF-8" "no de_DE locale"
+elif [ "$(env $locale_env printf '%.1f' 1.5 2>/dev/null)" != "1,5" ]; then
+  skip "numbers under de_DE.UTF-8" "the de_DE locale did not load"
+else
+  rm -rf "$csv"
+  if expect "numbers under de_DE.UTF-8" 0 "steps/s +[0-9]+\.[0-9]+ median" \
+       env $locale_env "$cli" run --workload bilstm --device cpu --batch 16 --steps 6 \
+       --warmup 0 --threads 1 --csv "$csv"; then
+    if ! csv_numbers_ok "$csv/samples.csv" || grep -Eq '[0-9],[0-9]+ ?(%|s\b|GFLOP)' "$out"; then
+      passed=$((passed - 1))
+      fail "numbers under de_DE.UTF-8" "a decimal comma in the CSV or the summary"
+    fi
+  fi
+fi
+
+# A sweep with one bad preset: the good one runs and is tabled, the bad one
+# is reported, and the command fails at the end.
+if expect "sweep reports a bad preset" 2 "tach-cli: preset nosuch" \
+     "$cli" sweep --workload bilstm --presets tuned,nosuch --device cpu \
+     --batch 16 --steps 4 --warmup 0 --threads 1; then
+  if ! grep -Eq "^tuned +[0-9]+\.[0-9]+ .*1\.00x" "$out" || ! grep -q "^nosuch " "$out"; then
+    passed=$((passed - 1))
+    fail "sweep reports a bad preset" "the table lacks the tuned or the nosuch row"
+  fi
+fi
+
+# Ctrl+C stops the run cleanly and still writes what ran.  (GLib installs
+# its SIGINT handler itself, so the signal reaches it even though a
+# non-interactive shell starts background jobs with SIGINT ignored.)
+intr=$tmp/interrupted
+"$cli" run --workload bilstm --device cpu --batch 8 --steps 10000000 --warmup 0 \
+  --threads 1 --csv "$intr" >"$out" 2>&1 &
+pid=$!
+sleep 3
+kill -INT "$pid" 2>/dev/null
+waited=0
+while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 30 ]; do
+  sleep 1
+  waited=$((waited + 1))
+done
+if kill -0 "$pid" 2>/dev/null; then
+  kill -KILL "$pid" 2>/dev/null
+  wait "$pid" 2>/dev/null
+  fail "SIGINT stops the run" "still running 30 s after SIGINT"
+else
+  wait "$pid"
+  rc=$?
+  id=$(run_ids "$intr/samples.csv" 2>/dev/null | head -1)
+  if [ "$rc" -eq 130 ] && [ -n "$id" ] && [ "$(count_rows "$intr/samples.csv" "$id")" -gt 0 ] &&
+     [ "$(($(wc -l < "$intr/runs.csv") - 1))" -eq 1 ] && grep -q "stopped after" "$out"; then
+    pass "SIGINT stops the run and writes the CSV"
+  else
+    fail "SIGINT stops the run and writes the CSV" "exit status $rc, CSV run id '$id'"
+  fi
+fi
+
+echo "$passed passed, $failed failed, $skipped skipped"
+if [ "$failed" -gt 0 ]; then
+  exit 1
+fi
+if [ "$passed" -eq 0 ]; then
+  exit 77
+fi
+exit 0
