@@ -184,12 +184,20 @@ tach_cli_print_help (void)
       if (tach_cli_is_fixed_option (info->name))
         continue;
 
+      /* Free-form knobs show their own name as the placeholder, as
+       * argparse does: the blurb says what the value means. */
       if (tach_cli_knob_flag_value (info) != NULL)
         option = g_strdup_printf ("--%s%s", info->name, info->is_mode ? " *" : "");
-      else
-        option = g_strdup_printf ("--%s %s%s", info->name,
-                                  info->values != NULL ? _("VALUE") : _("N"),
+      else if (info->values != NULL)
+        option = g_strdup_printf ("--%s %s%s", info->name, _("VALUE"),
                                   info->is_mode ? " *" : "");
+      else
+        {
+          g_autofree char *upper = g_ascii_strup (info->name, -1);
+
+          g_strdelimit (upper, "-", '_');
+          option = g_strdup_printf ("--%s %s%s", info->name, upper, info->is_mode ? " *" : "");
+        }
       help = g_strdup (info->blurb != NULL ? _(info->blurb) : "");
       tach_cli_print_option (out, option, help);
 
