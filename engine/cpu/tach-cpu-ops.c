@@ -332,13 +332,15 @@ tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float
                float lr, float beta1, float beta2, float eps, float *t)
 {
   double step;
-  float lr_t;
+  float inv_c1, inv_sqrt_c2;
 
   *t += 1.0f;
   step = *t;
-  /* Keras' form: the bias corrections fold into the step size and eps is
-   * added to sqrt(v) uncorrected (W1 names Keras' eps of 1e-7). */
-  lr_t = (float) (lr * sqrt (1.0 - pow (beta2, step)) / (1.0 - pow (beta1, step)));
+  /* Kingma & Ba's bias-corrected form, eps added to sqrt(v_hat), as the
+   * double-precision reference (and PyTorch) compute it, so that every
+   * backend takes the same step. */
+  inv_c1 = (float) (1.0 / (1.0 - pow (beta1, step)));
+  inv_sqrt_c2 = (float) (1.0 / sqrt (1.0 - pow (beta2, step)));
   tach_cpu_bind_threads (be);
 #pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
   for (size_t i = 0; i < n; i++)
@@ -349,7 +351,7 @@ tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float
 
       m[i] = mi;
       v[i] = vi;
-      param[i] -= lr_t * mi / (sqrtf (vi) + eps);
+      param[i] -= lr * (mi * inv_c1) / (sqrtf (vi) * inv_sqrt_c2 + eps);
     }
 }
 
