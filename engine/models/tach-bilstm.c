@@ -185,6 +185,7 @@ bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
   /* Forward.  Under the misread the (T', N', 80) output occupies the same
    * memory as (N, 10, 80) and is pooled as such, as the user code did. */
   tach_lstm_layer_forward (self->lstm, x, w_lstm, self->y);
+  ctx->host_ms += tach_lstm_layer_setup_ms (self->lstm);
   tach_op (be, max_over_time_fwd, self->y, self->pooled, self->argmax, n, BILSTM_T,
            BILSTM_FEATURES);
   tach_dense_forward (be, self->pooled, w_dense, tach_params_data (p, self->p_dense_b),

@@ -29,6 +29,7 @@ struct _TachLstmLayer {
   float         *dc[2];         /* [N][H] each: ping-pong cell-state gradients */
   float         *dh;            /* same shape as y: dy plus the recurrent dh */
   gboolean       built;
+  double         setup_ms;      /* host time of the last forward's rebuild */
 };
 
 size_t
@@ -287,11 +288,15 @@ tach_lstm_layer_forward (TachLstmLayer *layer, const float *x, const float *w, f
 {
   TachBackend *be = layer->be;
 
+  layer->setup_ms = 0.0;
   if (layer->call_setup == TACH_CALL_SETUP_PER_CALL || !layer->built)
     {
+      gint64 start = g_get_monotonic_time ();
+
       /* Keras predict rebuilds its plan and buffers on every call. */
       layer_release (layer);
       layer_build (layer);
+      layer->setup_ms = (double) (g_get_monotonic_time () - start) / 1000.0;
     }
   if (!tach_backend_ok (be))
     return;
@@ -299,6 +304,12 @@ tach_lstm_layer_forward (TachLstmLayer *layer, const float *x, const float *w, f
     tach_op (be, lstm_fwd, layer->plan, x, w, y, layer->reserve);
   else
     unrolled_forward (layer, x, w, y);
+}
+
+double
+tach_lstm_layer_setup_ms (TachLstmLayer *layer)
+{
+  return layer->setup_ms;
 }
 
 void

@@ -36,7 +36,13 @@ void           tach_lstm_layer_forward  (TachLstmLayer *layer, const float *x, c
 /* After forward on the same x: dw overwritten, dx written when need_dx (else may be NULL). */
 void           tach_lstm_layer_backward (TachLstmLayer *layer, const float *x, const float *w,
                                          const float *y, const float *dy, float *dx, float *dw);
+/* FLOPs of one forward over the sequence, plus one backward when @backward
+ * (weight gradients, recurrent dh, and dx when desc->need_dx). */
 double         tach_lstm_flops (const TachLstmDesc *desc, gboolean backward);
+/* Host milliseconds the last forward call spent rebuilding its plan and
+ * buffers (call-setup=per-call), 0 when it rebuilt nothing: models add it
+ * to TachStepCtx.host_ms so the phase breakdown shows the setup cost. */
+double         tach_lstm_layer_setup_ms (TachLstmLayer *layer);
 void           tach_lstm_layer_free (TachLstmLayer *layer);
 
 G_END_DECLS
