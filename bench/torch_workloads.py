@@ -1,0 +1,337 @@
+#!/usr/bin/env python3
+"""Tach's three workloads in PyTorch, timed the way Tach times them.
+
+Each case builds the model of ../shared/workloads.md with the same shapes,
+optimizer and batch as Tach, runs warm-up steps, then times each measured
+step and prints the median steps/s with its p10-p90 spread, one line per
+case (CSV or JSON lines).  On the CPU it tries each thread count given and
+keeps the best; on CUDA, --graphs captures one whole step as a CUDA graph
+and replays it.
+
+    torch_workloads.py --device cpu --cases all --steps 50
+    torch_workloads.py --device cuda --graphs --cases bilstm --format json
+    torch_workloads.py --sgemm-peak
+"""
+
+import argparse
+import csv
+import json
+import math
+import statistics
+import sys
+import time
+
+import torch
+import torch.nn as nn
+import torch.nn.functional as F
+
+CASES = ("bilstm", "lstm-lm-generate", "lstm-lm-train", "cnn")
+
+# Per case: Tach's workload and task, the default batch, and the unit of
+# items/s.
+CASE_INFO = {
+    "bilstm": ("bilstm", "train", 1024, "samples/s"),
+    "lstm-lm-generate": ("lstm-lm", "generate", 1, "tokens/s"),
+    "lstm-lm-train": ("lstm-lm", "train", 256, "samples/s"),
+    "cnn": ("cnn", "train", 256, "samples/s"),
+}
+
+VOCAB, EMBED, CONTEXT, LM_HIDDEN = 554, 100, 4, 100
+
+
+class BiLstmClassifier(nn.Module):
+    """W1: (N, 10, 300) -> BiLSTM 2 x 40 -> max over time -> dense 80 -> 1."""
+
+    def __init__(self):
+        super().__init__()
+        self.lstm = nn.LSTM(300, 40, batch_first=True, bidirectional=True)
+        self.dense = nn.Linear(80, 1)
+
+    def forward(self, x):
+        seq, _ = self.lstm(x)
+        return self.dense(seq.amax(dim=1)).squeeze(1)
+
+
+class LstmLm(nn.Module):
+    """W2: frozen embedding 554 x 100, context 4, LSTM 100, dense 100 -> 554."""
+
+    def __init__(self):
+        super().__init__()
+        self.embed = nn.Embedding(VOCAB, EMBED)
+        self.embed.weight.requires_grad_(False)
+        self.lstm = nn.LSTM(EMBED, LM_HIDDEN, batch_first=True)
+        self.dense = nn.Linear(LM_HIDDEN, VOCAB)
+
+    def forward(self, tokens):
+        seq, _ = self.lstm(self.embed(tokens))
+        return self.dense(seq[:, -1])
+
+
+class MnistCnn(nn.Module):
+    """W3: two 5x5 conv + pool blocks, dense 1024, dropout 0.4, dense 10."""
+
+    def __init__(self):
+        super().__init__()
+        self.conv1 = nn.Conv2d(1, 32, 5, padding=2)
+        self.conv2 = nn.Conv2d(32, 64, 5, padding=2)
+        self.dense1 = nn.Linear(7 * 7 * 64, 1024)
+        self.dense2 = nn.Linear(1024, 10)
+
+    def forward(self, x):
+        x = F.max_pool2d(F.relu(self.conv1(x)), 2)
+        x = F.max_pool2d(F.relu(self.conv2(x)), 2)
+        x = F.dropout(F.relu(self.dense1(x.flatten(1))), 0.4, self.training)
+        return self.dense2(x)
+
+
+def adam(params, device, graphs):
+    # Keras' epsilon; capturable keeps Adam's step count on the device so a
+    # CUDA graph can replay the update.
+    kwargs = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-7}
+    if graphs:
+        kwargs["capturable"] = True
+    elif device.type == "cpu":
+        kwargs["foreach"] = True
+    return torch.optim.Adam([p for p in params if p.requires_grad], **kwargs)
+
+
+def build_case(case, batch, device, graphs):
+    """Returns (step function, items per step).  A step function runs one
+    step and leaves its results on the device (no host sync)."""
+    gen = torch.Generator(device="cpu").manual_seed(1)
+
+    if case == "bilstm":
+        model = BiLstmClassifier().to(device)
+        opt = adam(model.parameters(), device, graphs)
+        # A few resident batches, like Tach's feed=resident: the input
+        # needs no gradient.
+        xs = [torch.randn(batch, 10, 300, generator=gen).to(device) for _ in range(4)]
+        ys = [torch.randint(0, 2, (batch,), generator=gen).float().to(device) for _ in range(4)]
+        state = {"i": 0}
+
+        def step():
+            i = state["i"] = (state["i"] + 1) % len(xs)
+            opt.zero_grad(set_to_none=not graphs)
+            loss = F.binary_cross_entropy_with_logits(model(xs[i]), ys[i])
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step, batch, (xs, ys)
+
+    if case == "lstm-lm-train":
+        model = LstmLm().to(device)
+        opt = adam(model.parameters(), device, graphs)
+        toks = [torch.randint(0, VOCAB, (batch, CONTEXT + 1), generator=gen).to(device)
+                for _ in range(4)]
+        state = {"i": 0}
+
+        def step():
+            i = state["i"] = (state["i"] + 1) % len(toks)
+            opt.zero_grad(set_to_none=not graphs)
+            loss = F.cross_entropy(model(toks[i][:, :CONTEXT]), toks[i][:, CONTEXT])
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step, batch, (toks,)
+
+    if case == "lstm-lm-generate":
+        model = LstmLm().to(device).eval()
+        ctx = torch.randint(0, VOCAB, (batch, CONTEXT), generator=gen).to(device)
+
+        def step():
+            # Feed the last 4 tokens, sample the next one on the device
+            # (Gumbel-max, graph-safe), shift it into the context.
+            with torch.no_grad() if graphs else torch.inference_mode():
+                logits = model(ctx)
+                noise = torch.rand_like(logits).clamp_(min=1e-20)
+                nxt = (logits - torch.log(-torch.log(noise))).argmax(dim=1, keepdim=True)
+                ctx.copy_(torch.cat([ctx[:, 1:], nxt], dim=1))
+            return nxt
+
+        return model, step, batch, (ctx,)
+
+    if case == "cnn":
+        model = MnistCnn().to(device)
+        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        xs = [torch.rand(batch, 1, 28, 28, generator=gen).to(device) for _ in range(4)]
+        ys = [torch.randint(0, 10, (batch,), generator=gen).to(device) for _ in range(4)]
+        state = {"i": 0}
+
+        def step():
+            i = state["i"] = (state["i"] + 1) % len(xs)
+            opt.zero_grad(set_to_none=not graphs)
+            loss = F.cross_entropy(model(xs[i]), ys[i])
+            loss.backward()
+            opt.step()
+            return loss
+
+        return model, step, batch, (xs, ys)
+
+    raise ValueError(f"unknown case {case!r}")
+
+
+def graph_step(step, device, warmup):
+    """Captures one step as a CUDA graph after warming up on a side stream,
+    as torch.cuda.graphs asks; returns a step that replays it.  Batches
+    cycle by pointer in eager mode, so the graph reuses one batch: the same
+    work per step."""
+    side = torch.cuda.Stream()
+    side.wait_stream(torch.cuda.current_stream())
+    with torch.cuda.stream(side):
+        for _ in range(max(warmup, 3)):
+            step()
+    torch.cuda.current_stream().wait_stream(side)
+    graph = torch.cuda.CUDAGraph()
+    with torch.cuda.graph(graph):
+        step()
+    return graph.replay
+
+
+def percentile(sorted_values, q):
+    if not sorted_values:
+        return math.nan
+    pos = (len(sorted_values) - 1) * q
+    lo, hi = math.floor(pos), math.ceil(pos)
+    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+
+
+def time_steps(step, steps, warmup, device):
+    """Per-step times in seconds: host clocks on the CPU (everything there
+    is synchronous), CUDA events on the GPU (the host never waits between
+    steps, so launch overhead shows up as gaps between events)."""
+    for _ in range(warmup):
+        step()
+    if device.type == "cuda":
+        torch.cuda.synchronize()
+        events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+        events[0].record()
+        for i in range(steps):
+            step()
+            events[i + 1].record()
+        torch.cuda.synchronize()
+        return [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(steps)]
+    times = []
+    for _ in range(steps):
+        t0 = time.perf_counter()
+        step()
+        times.append(time.perf_counter() - t0)
+    return times
+
+
+def run_case(case, args, device, threads):
+    if device.type == "cpu":
+        torch.set_num_threads(threads)
+    torch.manual_seed(1)
+    workload, task, default_batch, unit = CASE_INFO[case]
+    batch = args.batch or default_batch
+    # Autocast covers the capture too, so a graph replays bf16 kernels.
+    with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
+        model, step, items, _keep = build_case(case, batch, device, args.graphs)
+        if args.graphs:
+            step = graph_step(step, device, args.warmup)
+        times = time_steps(step, args.steps, args.warmup, device)
+    rates = sorted(1.0 / t for t in times if t > 0)
+    median = statistics.median(rates)
+    return {
+        "framework": "pytorch",
+        "version": torch.__version__,
+        "case": case,
+        "workload": workload,
+        "task": task,
+        "device": device.type,
+        "mode": "graphs" if args.graphs else "eager",
+        "precision": args.precision,
+        "batch": batch,
+        "threads": threads if device.type == "cpu" else 0,
+        "steps": len(rates),
+        "steps_per_s_median": median,
+        "steps_per_s_p10": percentile(rates, 0.1),
+        "steps_per_s_p90": percentile(rates, 0.9),
+        "items_per_s": median * items,
+        "items_unit": unit,
+    }
+
+
+def sgemm_peak(threads, n=2048, repeats=20):
+    """The machine's fp32 GEMM rate in FLOP/s through torch.mm: the best of
+    several timed products, after warm-up."""
+    torch.set_num_threads(threads)
+    a = torch.randn(n, n)
+    b = torch.randn(n, n)
+    c = torch.empty(n, n)
+    for _ in range(3):
+        torch.mm(a, b, out=c)
+    best = math.inf
+    for _ in range(repeats):
+        t0 = time.perf_counter()
+        torch.mm(a, b, out=c)
+        best = min(best, time.perf_counter() - t0)
+    return 2.0 * n ** 3 / best
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
+    parser.add_argument("--cases", default="all",
+                        help="comma-separated: " + ", ".join(CASES) + ", or all")
+    parser.add_argument("--batch", type=int, default=0,
+                        help="override every case's batch (0: the workload's)")
+    parser.add_argument("--steps", type=int, default=50, help="measured steps")
+    parser.add_argument("--warmup", type=int, default=5, help="warm-up steps")
+    parser.add_argument("--threads", default="1,2",
+                        help="CPU thread counts to try; the best is kept")
+    parser.add_argument("--graphs", action="store_true",
+                        help="CUDA only: capture each step as a CUDA graph and replay it")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
+                        help="bf16: autocast to bfloat16")
+    parser.add_argument("--format", default="csv", choices=("csv", "json"))
+    parser.add_argument("--no-header", action="store_true", help="CSV without its header")
+    parser.add_argument("--sgemm-peak", action="store_true",
+                        help="print the measured sgemm peak (GFLOP/s) for each thread count")
+    args = parser.parse_args(argv)
+
+    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    if args.sgemm_peak:
+        for t in threads:
+            print(f"{t},{sgemm_peak(t) / 1e9:.1f}")
+        return 0
+
+    device = torch.device(args.device)
+    if device.type == "cuda" and not torch.cuda.is_available():
+        print("torch_workloads.py: CUDA is not available to PyTorch", file=sys.stderr)
+        return 1
+    if args.graphs and device.type != "cuda":
+        print("torch_workloads.py: --graphs needs --device cuda", file=sys.stderr)
+        return 2
+    if args.steps < 1 or args.warmup < 0:
+        print("torch_workloads.py: --steps must be at least 1", file=sys.stderr)
+        return 2
+    cases = CASES if args.cases == "all" else tuple(c.strip() for c in args.cases.split(","))
+    for case in cases:
+        if case not in CASES:
+            print(f"torch_workloads.py: unknown case {case!r}; expected one of "
+                  + ", ".join(CASES), file=sys.stderr)
+            return 2
+
+    writer = None
+    for case in cases:
+        tried = [run_case(case, args, device, t)
+                 for t in (threads if device.type == "cpu" else [0])]
+        best = max(tried, key=lambda r: r["steps_per_s_median"])
+        if args.format == "json":
+            print(json.dumps(best), flush=True)
+        else:
+            if writer is None:
+                writer = csv.DictWriter(sys.stdout, fieldnames=list(best.keys()),
+                                        lineterminator="\n")
+                if not args.no_header:
+                    writer.writeheader()
+            writer.writerow(best)
+            sys.stdout.flush()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
