@@ -1,0 +1,345 @@
+/* test-ops-dense.c: gemm (all transposes, strided), bias and ReLU. */
+#include <math.h>
+
+#include "tach-rand.h"
+#include "test-ops-common.h"
+
+/* Shapes chosen so that m, n and k differ and no stride equals a width. */
+enum { GM = 5, GN = 7, GK = 6 };
+
+typedef struct {
+  gboolean ta, tb;
+  int      lda, ldb, ldc;
+  size_t   na, nb, nc;    /* stored elements, padding included */
+  double  *a, *b, *c;
+} GemmCase;
+
+static void
+gemm_case_init (GemmCase *g, gboolean ta, gboolean tb, guint64 seed)
+{
+  int ra = ta ? GK : GM, rb = tb ? GN : GK;
+
+  g->ta = ta;
+  g->tb = tb;
+  g->lda = (ta ? GM : GK) + 3;
+  g->ldb = (tb ? GK : GN) + 2;
+  g->ldc = GN + 1;
+  g->na = (size_t) ra * g->lda;
+  g->nb = (size_t) rb * g->ldb;
+  g->nc = (size_t) GM * g->ldc;
+  g->a = g_new (double, g->na);
+  g->b = g_new (double, g->nb);
+  g->c = g_new (double, g->nc);
+  tach_ref_fill_normal (g->a, g->na, seed, 1, 1.0);
+  tach_ref_fill_normal (g->b, g->nb, seed, 2, 1.0);
+  tach_ref_fill_normal (g->c, g->nc, seed, 3, 1.0);
+  tach_ref_round_to_float (g->a, g->na);
+  tach_ref_round_to_float (g->b, g->nb);
+  tach_ref_round_to_float (g->c, g->nc);
+}
+
+static void
+gemm_case_clear (GemmCase *g)
+{
+  g_free (g->a);
+  g_free (g->b);
+  g_free (g->c);
+}
+
+static void
+test_gemm_forward (TachBackend *be)
+{
+  for (int variant = 0; variant < 8; variant++)
+    {
+      gboolean ta = variant & 1, tb = (variant >> 1) & 1, accumulate = (variant >> 2) & 1;
+      double beta = accumulate ? 0.5 : 0.0;
+      g_autofree char *what = g_strdup_printf ("gemm ta=%d tb=%d beta=%g", ta, tb, beta);
+      g_autofree float *cin = NULL;
+      g_autofree float *got = NULL;
+      float *da, *db, *dc;
+      GemmCase g;
+
+      gemm_case_init (&g, ta, tb, 100 + variant);
+      cin = tach_ref_to_float (g.c, g.nc);
+      /* BLAS rule: beta = 0 means C is not read, so NaN there must not leak. */
+      if (!accumulate)
+        for (int i = 0; i < GM; i++)
+          for (int j = 0; j < GN; j++)
+            cin[(size_t) i * g.ldc + j] = NAN;
+      da = tach_ops_upload_d (be, g.a, g.na);
+      db = tach_ops_upload_d (be, g.b, g.nb);
+      dc = tach_ops_upload_f (be, cin, g.nc);
+      tach_op (be, gemm, ta, tb, GM, GN, GK, 0.75f, da, g.lda, db, g.ldb, (float) beta, dc, g.ldc);
+      got = tach_ops_download_f (be, dc, g.nc);
+
+      tach_ref_gemm (ta, tb, GM, GN, GK, 0.75, g.a, g.lda, g.b, g.ldb, beta, g.c, g.ldc);
+      tach_ops_assert_nmse (what, got, g.c, g.nc, TACH_OPS_NMSE_SIMPLE);
+      /* The padding column of C belongs to someone else: untouched. */
+      for (int i = 0; i < GM; i++)
+        g_assert_cmpfloat (got[(size_t) i * g.ldc + GN], ==, cin[(size_t) i * g.ldc + GN]);
+      gemm_case_clear (&g);
+    }
+}
+
+/* The backward pass of C = op(A) op(B) as models write it: two more gemms
+ * whose transposes depend on the forward ones. */
+static void
+test_gemm_backward (TachBackend *be)
+{
+  for (int variant = 0; variant < 4; variant++)
+    {
+      gboolean ta = variant & 1, tb = (variant >> 1) & 1;
+      g_autofree char *what_a = g_strdup_printf ("gemm dA ta=%d tb=%d", ta, tb);
+      g_autofree char *what_b = g_strdup_printf ("gemm dB ta=%d tb=%d (accumulated)", ta, tb);
+      g_autofree double *dy = g_new (double, (size_t) GM * GN + GM);
+      g_autofree double *ref_da = NULL;
+      g_autofree double *ref_db = NULL;
+      g_autofree float *got_da = NULL;
+      g_autofree float *got_db = NULL;
+      float *d_a, *d_b, *d_dy, *d_da, *d_db;
+      int ldy = GN + 1;
+      GemmCase g;
+
+      gemm_case_init (&g, ta, tb, 200 + variant);
+      tach_ref_fill_normal (dy, (size_t) GM * ldy, 200 + variant, 4, 1.0);
+      tach_ref_round_to_float (dy, (size_t) GM * ldy);
+      ref_da = g_new0 (double, g.na);
+      ref_db = g_new (double, g.nb);
+      /* dB accumulates onto what is there (beta = 1), as gradients of shared
+       * weights do; the reference starts from the same values. */
+      tach_ref_fill_normal (ref_db, g.nb, 200 + variant, 5, 1.0);
+      tach_ref_round_to_float (ref_db, g.nb);
+
+      d_a = tach_ops_upload_d (be, g.a, g.na);
+      d_b = tach_ops_upload_d (be, g.b, g.nb);
+      d_dy = tach_ops_upload_d (be, dy, (size_t) GM * ldy);
+      d_da = tach_ops_upload_d (be, ref_da, g.na);
+      d_db = tach_ops_upload_d (be, ref_db, g.nb);
+
+      {
+        g_autofree double *tmp_db = g_new0 (double, g.nb);
+
+        tach_ref_gemm_bwd (ta, tb, GM, GN, GK, g.a, g.lda, g.b, g.ldb, dy, ldy, ref_da, tmp_db);
+        for (int p = 0; p < (tb ? GN : GK); p++)
+          for (int j = 0; j < (tb ? GK : GN); j++)
+            ref_db[(size_t) p * g.ldb + j] += tmp_db[(size_t) p * g.ldb + j];
+      }
+
+      if (!ta)
+        tach_op (be, gemm, FALSE, !tb, GM, GK, GN, 1.0f, d_dy, ldy, d_b, g.ldb, 0.0f, d_da, g.lda);
+      else
+        tach_op (be, gemm, tb, TRUE, GK, GM, GN, 1.0f, d_b, g.ldb, d_dy, ldy, 0.0f, d_da, g.lda);
+      if (!tb)
+        tach_op (be, gemm, !ta, FALSE, GK, GN, GM, 1.0f, d_a, g.lda, d_dy, ldy, 1.0f, d_db, g.ldb);
+      else
+        tach_op (be, gemm, TRUE, ta, GN, GK, GM, 1.0f, d_dy, ldy, d_a, g.lda, 1.0f, d_db, g.ldb);
+
+      got_da = tach_ops_download_f (be, d_da, g.na);
+      got_db = tach_ops_download_f (be, d_db, g.nb);
+      tach_ops_assert_nmse (what_a, got_da, ref_da, g.na, TACH_OPS_NMSE_SIMPLE);
+      tach_ops_assert_nmse (what_b, got_db, ref_db, g.nb, TACH_OPS_NMSE_SIMPLE);
+      gemm_case_clear (&g);
+    }
+}
+
+typedef struct {
+  GemmCase *g;
+  double   *r;   /* loss weights, [GM, ldc] */
+} GemmLoss;
+
+static double
+gemm_loss (gpointer data)
+{
+  GemmLoss *l = data;
+  g_autofree double *c = g_new0 (double, l->g->nc);
+  double s = 0.0;
+
+  tach_ref_gemm (l->g->ta, l->g->tb, GM, GN, GK, 1.0, l->g->a, l->g->lda, l->g->b, l->g->ldb,
+                 0.0, c, l->g->ldc);
+  for (size_t i = 0; i < l->g->nc; i++)
+    s += c[i] * l->r[i];
+  return s;
+}
+
+/* The reference gemm gradient against central differences, padding included
+ * (where the gradient must be zero). */
+static void
+test_ref_gemm_gradient (void)
+{
+  for (int variant = 0; variant < 4; variant++)
+    {
+      GemmCase g;
+      GemmLoss l = { &g, NULL };
+      g_autofree double *r = NULL;
+      g_autofree double *da = NULL;
+      g_autofree double *db = NULL;
+
+      gemm_case_init (&g, variant & 1, (variant >> 1) & 1, 300 + variant);
+      r = g_new0 (double, g.nc);
+      tach_ref_fill_normal (r, g.nc, 300 + variant, 6, 1.0);
+      for (int i = 0; i < GM; i++)
+        r[(size_t) i * g.ldc + GN] = 0.0;
+      l.r = r;
+      da = g_new0 (double, g.na);
+      db = g_new0 (double, g.nb);
+      tach_ref_gemm_bwd (g.ta, g.tb, GM, GN, GK, g.a, g.lda, g.b, g.ldb, r, g.ldc, da, db);
+      g_assert_cmpfloat (tach_ops_fd_error (gemm_loss, &l, g.a, g.na, da, 1e-5), <, 1e-8);
+      g_assert_cmpfloat (tach_ops_fd_error (gemm_loss, &l, g.b, g.nb, db, 1e-5), <, 1e-8);
+      gemm_case_clear (&g);
+    }
+}
+
+static void
+test_bias (TachBackend *be)
+{
+  enum { M = 9, N = 13 };
+  double y[M * N], bias[N], dy[M * N], db0[N], db1[N];
+  g_autofree float *got = NULL;
+  float *d_y, *d_b, *d_dy, *d_db0, *d_db1;
+  float nan_row[N];
+
+  tach_ref_fill_normal (y, M * N, 400, 1, 1.0);
+  tach_ref_fill_normal (bias, N, 400, 2, 1.0);
+  tach_ref_fill_normal (dy, M * N, 400, 3, 1.0);
+  tach_ref_fill_normal (db1, N, 400, 4, 1.0);
+  tach_ref_round_to_float (y, M * N);
+  tach_ref_round_to_float (bias, N);
+  tach_ref_round_to_float (dy, M * N);
+  tach_ref_round_to_float (db1, N);
+  for (int j = 0; j < N; j++)
+    nan_row[j] = NAN;
+
+  d_y = tach_ops_upload_d (be, y, M * N);
+  d_b = tach_ops_upload_d (be, bias, N);
+  d_dy = tach_ops_upload_d (be, dy, M * N);
+  d_db0 = tach_ops_upload_f (be, nan_row, N);
+  d_db1 = tach_ops_upload_d (be, db1, N);
+  tach_op (be, bias_add, d_y, d_b, M, N);
+  tach_op (be, bias_grad, d_dy, d_db0, M, N, 0.0f);
+  tach_op (be, bias_grad, d_dy, d_db1, M, N, 1.0f);
+
+  tach_ref_bias_add (y, bias, M, N);
+  tach_ref_bias_grad (dy, db0, M, N, 0.0);
+  tach_ref_bias_grad (dy, db1, M, N, 1.0);
+  got = tach_ops_download_f (be, d_y, M * N);
+  tach_ops_assert_nmse ("bias_add", got, y, M * N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_db0, N);
+  tach_ops_assert_nmse ("bias_grad beta=0 over NaN", got, db0, N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_db1, N);
+  tach_ops_assert_nmse ("bias_grad beta=1", got, db1, N, TACH_OPS_NMSE_SIMPLE);
+}
+
+typedef struct {
+  double *bias, *r;
+} BiasLoss;
+
+static double
+bias_loss (gpointer data)
+{
+  BiasLoss *l = data;
+  double y[3 * 4] = { 0 }, s = 0.0;
+
+  tach_ref_bias_add (y, l->bias, 3, 4);
+  for (int i = 0; i < 12; i++)
+    s += y[i] * l->r[i];
+  return s;
+}
+
+static void
+test_ref_bias_gradient (void)
+{
+  double bias[4], r[12], db[4];
+  BiasLoss l = { bias, r };
+
+  tach_ref_fill_normal (bias, 4, 410, 1, 1.0);
+  tach_ref_fill_normal (r, 12, 410, 2, 1.0);
+  tach_ref_bias_grad (r, db, 3, 4, 0.0);
+  g_assert_cmpfloat (tach_ops_fd_error (bias_loss, &l, bias, 4, db, 1e-5), <, 1e-8);
+}
+
+static void
+test_relu (TachBackend *be)
+{
+  enum { N = 1000 };
+  g_autofree double *x = g_new (double, N);
+  g_autofree double *y = g_new (double, N);
+  g_autofree double *dy = g_new (double, N);
+  g_autofree double *dx = g_new (double, N);
+  g_autofree float *got = NULL;
+  float *d_x, *d_y, *d_dy, *d_dx;
+
+  tach_ref_fill_normal (x, N, 500, 1, 1.0);
+  tach_ref_fill_normal (dy, N, 500, 2, 1.0);
+  tach_ref_round_to_float (x, N);
+  tach_ref_round_to_float (dy, N);
+  x[0] = 0.0;  /* the kink itself: relu(0) = 0, no gradient */
+  d_x = tach_ops_upload_d (be, x, N);
+  d_y = tach_ops_alloc (be, N * sizeof (float));
+  d_dy = tach_ops_upload_d (be, dy, N);
+  d_dx = tach_ops_alloc (be, N * sizeof (float));
+  tach_op (be, relu_fwd, d_x, d_y, N);
+  tach_op (be, relu_bwd, d_y, d_dy, d_dx, N);
+  /* In place, as the contract allows: dx == dy. */
+  tach_op (be, relu_bwd, d_y, d_dy, d_dy, N);
+
+  tach_ref_relu_fwd (x, y, N);
+  tach_ref_relu_bwd (y, dy, dx, N);
+  got = tach_ops_download_f (be, d_y, N);
+  tach_ops_assert_nmse ("relu_fwd", got, y, N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_dx, N);
+  tach_ops_assert_nmse ("relu_bwd", got, dx, N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_dy, N);
+  tach_ops_assert_nmse ("relu_bwd in place", got, dx, N, TACH_OPS_NMSE_SIMPLE);
+}
+
+typedef struct {
+  double *x, *r;
+  size_t  n;
+} ReluLoss;
+
+static double
+relu_loss (gpointer data)
+{
+  ReluLoss *l = data;
+  double s = 0.0;
+
+  for (size_t i = 0; i < l->n; i++)
+    s += (l->x[i] > 0.0 ? l->x[i] : 0.0) * l->r[i];
+  return s;
+}
+
+static void
+test_ref_relu_gradient (void)
+{
+  double x[32], y[32], r[32], dx[32];
+  ReluLoss l = { x, r, 32 };
+
+  tach_ref_fill_normal (x, 32, 510, 1, 1.0);
+  tach_ref_fill_normal (r, 32, 510, 2, 1.0);
+  /* Keep every input away from the kink, where differences are undefined. */
+  for (int i = 0; i < 32; i++)
+    x[i] += x[i] >= 0.0 ? 0.1 : -0.1;
+  tach_ref_relu_fwd (x, y, 32);
+  tach_ref_relu_bwd (y, r, dx, 32);
+  g_assert_cmpfloat (tach_ops_fd_error (relu_loss, &l, x, 32, dx, 1e-5), <, 1e-8);
+}
+
+void
+tach_ops_register_dense (const char *device_id)
+{
+  if (device_id == NULL)
+    {
+      tach_ops_add_ref ("gemm/gradient", test_ref_gemm_gradient);
+      tach_ops_add_ref ("bias/gradient", test_ref_bias_gradient);
+      tach_ops_add_ref ("relu/gradient", test_ref_relu_gradient);
+      return;
+    }
+  tach_ops_add (device_id, "gemm/forward", test_gemm_forward);
+  tach_ops_add (device_id, "gemm/backward", test_gemm_backward);
+  tach_ops_add (device_id, "bias/forward-backward", test_bias);
+  tach_ops_add (device_id, "relu/forward-backward", test_relu);
+}

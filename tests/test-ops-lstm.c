@@ -1,0 +1,379 @@
+/* test-ops-lstm.c: the fused LSTM and the single cell step.
+ *
+ * The fused op is checked in every layout the contract names: uni- and
+ * bidirectional, time- and batch-major, with and without the input
+ * gradient, and the "misread" plan (time_major over batch-major data).
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tach-rand.h"
+#include "test-ops-common.h"
+
+typedef struct {
+  const char *name;
+  int         dirs;
+  gboolean    time_major;
+  gboolean    need_dx;
+} LstmVariant;
+
+static const LstmVariant variants[] = {
+  { "uni batch-major dx",  1, FALSE, TRUE },
+  { "bi batch-major dx",   2, FALSE, TRUE },
+  { "uni time-major",      1, TRUE,  FALSE },
+  { "bi time-major dx",    2, TRUE,  TRUE },
+  { "bi batch-major",      2, FALSE, FALSE },
+};
+
+/* Small, all different, so that a swapped dimension cannot line up. */
+enum { LT = 5, LN = 3, LI = 4, LH = 6 };
+
+static TachLstmDesc
+lstm_desc (const LstmVariant *v, gboolean training)
+{
+  TachLstmDesc d = { LT, LN, LI, LH, v->dirs, v->time_major, training, v->need_dx,
+                     TACH_PRECISION_FP32 };
+  return d;
+}
+
+static size_t
+lstm_x_len (const TachLstmDesc *d)
+{
+  return (size_t) d->T * d->N * d->I;
+}
+
+static size_t
+lstm_y_len (const TachLstmDesc *d)
+{
+  return (size_t) d->T * d->N * d->dirs * d->H;
+}
+
+/* Inputs for one case, rounded to float so that backend and reference see
+ * the same numbers: x, w and the output gradient dy (also the FD loss weights). */
+typedef struct {
+  TachLstmDesc d;
+  double      *x, *w, *dy;
+} LstmCase;
+
+static void
+lstm_case_init (LstmCase *c, const TachLstmDesc *d, guint64 seed)
+{
+  size_t nw = tach_ref_lstm_weights (d);
+
+  c->d = *d;
+  c->x = g_new (double, lstm_x_len (d));
+  c->w = g_new (double, nw);
+  c->dy = g_new (double, lstm_y_len (d));
+  tach_ref_fill_normal (c->x, lstm_x_len (d), seed, 1, 1.0);
+  tach_ref_fill_uniform (c->w, nw, seed, 2, -0.6, 0.6);
+  tach_ref_fill_normal (c->dy, lstm_y_len (d), seed, 3, 1.0);
+  tach_ref_round_to_float (c->x, lstm_x_len (d));
+  tach_ref_round_to_float (c->w, nw);
+  tach_ref_round_to_float (c->dy, lstm_y_len (d));
+}
+
+static void
+lstm_case_clear (LstmCase *c)
+{
+  g_free (c->x);
+  g_free (c->w);
+  g_free (c->dy);
+}
+
+/* The backend side of one case: forward, and backward when @dx_out/@dw_out
+ * are given.  Outputs are new host arrays. */
+static void
+backend_lstm (TachBackend *be, const LstmCase *c, float **y_out, float **dx_out, float **dw_out)
+{
+  size_t nx = lstm_x_len (&c->d), ny = lstm_y_len (&c->d), nw = tach_ref_lstm_weights (&c->d);
+  TachLstmPlan *plan = tach_lstm_plan_new (be, &c->d);
+  float *d_x, *d_w, *d_y, *d_dy, *d_dx = NULL, *d_dw;
+  void *reserve;
+
+  tach_ops_assert_ok (be);
+  g_assert_nonnull (plan);
+  reserve = tach_ops_alloc (be, tach_lstm_reserve_bytes (be, plan));
+  d_x = tach_ops_upload_d (be, c->x, nx);
+  d_w = tach_ops_upload_d (be, c->w, nw);
+  d_y = tach_ops_alloc (be, ny * sizeof (float));
+  tach_op (be, lstm_fwd, plan, d_x, d_w, d_y, reserve);
+  *y_out = tach_ops_download_f (be, d_y, ny);
+  if (dw_out != NULL)
+    {
+      d_dy = tach_ops_upload_d (be, c->dy, ny);
+      if (c->d.need_dx)
+        d_dx = tach_ops_alloc (be, nx * sizeof (float));
+      d_dw = tach_ops_alloc (be, nw * sizeof (float));
+      tach_op (be, lstm_bwd, plan, d_x, d_w, d_y, d_dy, reserve, d_dx, d_dw);
+      *dw_out = tach_ops_download_f (be, d_dw, nw);
+      if (dx_out != NULL)
+        *dx_out = c->d.need_dx ? tach_ops_download_f (be, d_dx, nx) : NULL;
+
+      /* dw is overwritten, not accumulated: a second backward (after a
+       * second forward, which refills the reserve) gives the same. */
+      {
+        g_autofree float *again = NULL;
+
+        tach_op (be, lstm_fwd, plan, d_x, d_w, d_y, reserve);
+        tach_op (be, lstm_bwd, plan, d_x, d_w, d_y, d_dy, reserve, d_dx, d_dw);
+        again = tach_ops_download_f (be, d_dw, nw);
+        g_assert_cmpmem (again, nw * sizeof (float), *dw_out, nw * sizeof (float));
+      }
+    }
+  tach_lstm_plan_free (be, plan);
+  tach_ops_assert_ok (be);
+}
+
+static void
+test_lstm_forward (TachBackend *be)
+{
+  for (guint v = 0; v < G_N_ELEMENTS (variants); v++)
+    for (int training = 0; training < 2; training++)
+      {
+        TachLstmDesc d = lstm_desc (&variants[v], training);
+        g_autofree char *what = g_strdup_printf ("lstm_fwd %s%s", variants[v].name,
+                                                 training ? " training" : "");
+        g_autofree double *y = g_new (double, lstm_y_len (&d));
+        g_autofree float *got = NULL;
+        LstmCase c;
+
+        lstm_case_init (&c, &d, 800 + v);
+        backend_lstm (be, &c, &got, NULL, NULL);
+        tach_ref_lstm_fwd (&d, c.x, c.w, y);
+        tach_ops_assert_nmse (what, got, y, lstm_y_len (&d), TACH_OPS_NMSE_DEEP);
+        lstm_case_clear (&c);
+      }
+}
+
+static void
+test_lstm_backward (TachBackend *be)
+{
+  for (guint v = 0; v < G_N_ELEMENTS (variants); v++)
+    {
+      TachLstmDesc d = lstm_desc (&variants[v], TRUE);
+      size_t nx = lstm_x_len (&d), nw = tach_ref_lstm_weights (&d);
+      g_autofree char *what_x = g_strdup_printf ("lstm_bwd dx %s", variants[v].name);
+      g_autofree char *what_w = g_strdup_printf ("lstm_bwd dw %s", variants[v].name);
+      g_autofree double *dx = g_new (double, nx);
+      g_autofree double *dw = g_new (double, nw);
+      g_autofree float *y = NULL;
+      g_autofree float *got_dx = NULL;
+      g_autofree float *got_dw = NULL;
+      LstmCase c;
+
+      lstm_case_init (&c, &d, 810 + v);
+      backend_lstm (be, &c, &y, &got_dx, &got_dw);
+      tach_ref_lstm_bwd (&d, c.x, c.w, c.dy, dx, dw);
+      tach_ops_assert_nmse (what_w, got_dw, dw, nw, TACH_OPS_NMSE_DEEP);
+      if (d.need_dx)
+        tach_ops_assert_nmse (what_x, got_dx, dx, nx, TACH_OPS_NMSE_DEEP);
+      else
+        g_assert_null (got_dx);
+      lstm_case_clear (&c);
+    }
+}
+
+/* The bug of the BiLSTM report: a batch-major [N, T, I] tensor handed to a
+ * time-major plan, so that T and N swap meaning.  The backend must compute
+ * exactly that (different) function, forward and backward. */
+static void
+test_lstm_misread (TachBackend *be)
+{
+  TachLstmDesc right = { LT, LN, LI, LH, 2, FALSE, TRUE, TRUE, TACH_PRECISION_FP32 };
+  TachLstmDesc misread = { LN, LT, LI, LH, 2, TRUE, TRUE, TRUE, TACH_PRECISION_FP32 };
+  size_t nx = lstm_x_len (&right), ny = lstm_y_len (&right), nw = tach_ref_lstm_weights (&right);
+  g_autofree double *y_right = g_new (double, ny);
+  g_autofree double *y = g_new (double, ny);
+  g_autofree double *dx = g_new (double, nx);
+  g_autofree double *dw = g_new (double, nw);
+  g_autofree float *got_y = NULL;
+  g_autofree float *got_dx = NULL;
+  g_autofree float *got_dw = NULL;
+  LstmCase c;
+
+  lstm_case_init (&c, &right, 820);
+  c.d = misread;
+  backend_lstm (be, &c, &got_y, &got_dx, &got_dw);
+  tach_ref_lstm_fwd (&misread, c.x, c.w, y);
+  tach_ref_lstm_bwd (&misread, c.x, c.w, c.dy, dx, dw);
+  tach_ops_assert_nmse ("lstm misread y", got_y, y, ny, TACH_OPS_NMSE_DEEP);
+  tach_ops_assert_nmse ("lstm misread dx", got_dx, dx, nx, TACH_OPS_NMSE_DEEP);
+  tach_ops_assert_nmse ("lstm misread dw", got_dw, dw, nw, TACH_OPS_NMSE_DEEP);
+  /* And it is a different function from the right reading. */
+  tach_ref_lstm_fwd (&right, c.x, c.w, y_right);
+  g_assert_cmpfloat (tach_ref_nmse (got_y, y_right, ny), >, 1e-2);
+  lstm_case_clear (&c);
+}
+
+/* L = sum(y * dy) from the backend's own float forward, in double. */
+static double
+backend_lstm_loss (TachBackend *be, TachLstmPlan *plan, const LstmCase *c, float *d_x,
+                   float *d_w, float *d_y, void *reserve)
+{
+  size_t ny = lstm_y_len (&c->d);
+  g_autofree float *y = NULL;
+  double s = 0.0;
+
+  tach_op (be, lstm_fwd, plan, d_x, d_w, d_y, reserve);
+  y = tach_ops_download_f (be, d_y, ny);
+  for (size_t i = 0; i < ny; i++)
+    s += (double) y[i] * c->dy[i];
+  return s;
+}
+
+/* Central differences on the backend's float loss, so that a wrong backend
+ * gradient cannot hide behind a wrong reference.  float rounding limits the
+ * step to eps = 5e-3, so the tolerance is loose and stated:
+ * |fd - g| <= 1e-3 * max|g| + 1e-2 * |g|. */
+static void
+test_lstm_finite_difference (TachBackend *be)
+{
+  TachLstmDesc d = { LT, LN, LI, LH, 2, FALSE, TRUE, TRUE, TACH_PRECISION_FP32 };
+  size_t nx = lstm_x_len (&d), ny = lstm_y_len (&d), nw = tach_ref_lstm_weights (&d);
+  const float eps = 5e-3f;
+  g_autofree float *y = NULL;
+  g_autofree float *dx = NULL;
+  g_autofree float *dw = NULL;
+  g_autofree float *host = NULL;
+  TachLstmPlan *plan;
+  float *d_x, *d_w, *d_y;
+  void *reserve;
+  LstmCase c;
+
+  lstm_case_init (&c, &d, 830);
+  backend_lstm (be, &c, &y, &dx, &dw);
+  plan = tach_lstm_plan_new (be, &d);
+  reserve = tach_ops_alloc (be, tach_lstm_reserve_bytes (be, plan));
+  d_x = tach_ops_upload_d (be, c.x, nx);
+  d_w = tach_ops_upload_d (be, c.w, nw);
+  d_y = tach_ops_alloc (be, ny * sizeof (float));
+
+  for (int which = 0; which < 2; which++)
+    {
+      float *grad = which == 0 ? dw : dx, *dev = which == 0 ? d_w : d_x;
+      const double *base = which == 0 ? c.w : c.x;
+      size_t n = which == 0 ? nw : nx;
+      double gmax = 0.0;
+
+      host = tach_ref_to_float (base, n);
+      for (size_t i = 0; i < n; i++)
+        gmax = fmax (gmax, fabs (grad[i]));
+      g_assert_cmpfloat (gmax, >, 0.0);
+      for (int probe = 0; probe < 12; probe++)
+        {
+          size_t i = tach_rand_bits (831, which, probe) % n;
+          float keep = host[i];
+          double lp, lm, fd;
+
+          host[i] = keep + eps;
+          tach_backend_upload (be, dev, host, n * sizeof (float));
+          lp = backend_lstm_loss (be, plan, &c, d_x, d_w, d_y, reserve);
+          host[i] = keep - eps;
+          tach_backend_upload (be, dev, host, n * sizeof (float));
+          lm = backend_lstm_loss (be, plan, &c, d_x, d_w, d_y, reserve);
+          host[i] = keep;
+          tach_backend_upload (be, dev, host, n * sizeof (float));
+          fd = (lp - lm) / (2.0 * ((double) (keep + eps) - (double) keep));
+          g_test_message ("lstm fd %s[%zu]: fd %.6g backend %.6g", which == 0 ? "w" : "x",
+                          i, fd, (double) grad[i]);
+          g_assert_true (isfinite (fd));
+          g_assert_cmpfloat (fabs (fd - grad[i]), <=, 1e-3 * gmax + 1e-2 * fabs (grad[i]));
+        }
+      g_clear_pointer (&host, g_free);
+    }
+  tach_lstm_plan_free (be, plan);
+  lstm_case_clear (&c);
+}
+
+/* One cell step; h is written into a wider buffer (row stride ldh), as the
+ * unrolled layer writes one direction's half of y. */
+static void
+test_lstm_cell (TachBackend *be)
+{
+  enum { N = 3, H = 5, LD = 2 * H + 1 };
+  for (int variant = 0; variant < 4; variant++)
+    {
+      gboolean has_prev = variant & 1, has_grads = (variant >> 1) & 1;
+      g_autofree char *what = g_strdup_printf ("lstm_cell c_prev=%d dh/dc=%d", has_prev, has_grads);
+      double gates[N * 4 * H], bias[4 * H], c_prev[N * H], c[N * H], h[N * LD];
+      double dh[N * LD], dc[N * H], dgates[N * 4 * H], dc_prev[N * H];
+      g_autofree float *got = NULL;
+      g_autofree float *h_before = NULL;
+      float *d_gates, *d_bias, *d_cprev = NULL, *d_c, *d_h, *d_dh = NULL, *d_dc = NULL;
+      float *d_dgates, *d_dcprev;
+
+      tach_ref_fill_normal (gates, N * 4 * H, 840 + variant, 1, 1.0);
+      tach_ref_fill_normal (bias, 4 * H, 840 + variant, 2, 0.5);
+      tach_ref_fill_normal (c_prev, N * H, 840 + variant, 3, 1.0);
+      tach_ref_fill_normal (h, N * LD, 840 + variant, 4, 1.0);
+      tach_ref_fill_normal (dh, N * LD, 840 + variant, 5, 1.0);
+      tach_ref_fill_normal (dc, N * H, 840 + variant, 6, 1.0);
+      tach_ref_round_to_float (gates, N * 4 * H);
+      tach_ref_round_to_float (bias, 4 * H);
+      tach_ref_round_to_float (c_prev, N * H);
+      tach_ref_round_to_float (h, N * LD);
+      tach_ref_round_to_float (dh, N * LD);
+      tach_ref_round_to_float (dc, N * H);
+      h_before = tach_ref_to_float (h, N * LD);
+
+      d_gates = tach_ops_upload_d (be, gates, N * 4 * H);
+      d_bias = tach_ops_upload_d (be, bias, 4 * H);
+      if (has_prev)
+        d_cprev = tach_ops_upload_d (be, c_prev, N * H);
+      d_c = tach_ops_alloc (be, N * H * sizeof (float));
+      d_h = tach_ops_upload_d (be, h, N * LD);
+      if (has_grads)
+        {
+          d_dh = tach_ops_upload_d (be, dh, N * LD);
+          d_dc = tach_ops_upload_d (be, dc, N * H);
+        }
+      d_dgates = tach_ops_alloc (be, N * 4 * H * sizeof (float));
+      d_dcprev = tach_ops_alloc (be, N * H * sizeof (float));
+      tach_op (be, lstm_cell_fwd, N, H, d_gates, d_bias, d_cprev, d_c, d_h, LD);
+      /* dc_prev is optional: the first step of a sequence has no use for it. */
+      tach_op (be, lstm_cell_bwd, N, H, d_gates, d_cprev, d_c, d_dh, LD, d_dc, d_dgates,
+               has_prev ? d_dcprev : NULL);
+
+      tach_ref_lstm_cell_fwd (N, H, gates, bias, has_prev ? c_prev : NULL, c, h, LD);
+      /* With dh and dc both absent, the cell's output has no gradient at all;
+       * the variant then checks that the op writes zeros, not garbage. */
+      tach_ref_lstm_cell_bwd (N, H, gates, has_prev ? c_prev : NULL, c, has_grads ? dh : NULL, LD,
+                              has_grads ? dc : NULL, dgates, dc_prev);
+
+      got = tach_ops_download_f (be, d_gates, N * 4 * H);
+      tach_ops_assert_nmse (what, got, gates, N * 4 * H, TACH_OPS_NMSE_SIMPLE);
+      g_free (got);
+      got = tach_ops_download_f (be, d_c, N * H);
+      tach_ops_assert_nmse ("lstm_cell_fwd c", got, c, N * H, TACH_OPS_NMSE_SIMPLE);
+      g_free (got);
+      got = tach_ops_download_f (be, d_h, N * LD);
+      tach_ops_assert_nmse ("lstm_cell_fwd h", got, h, N * LD, TACH_OPS_NMSE_SIMPLE);
+      for (int r = 0; r < N; r++)
+        for (int j = H; j < LD; j++)
+          g_assert_cmpfloat (got[r * LD + j], ==, h_before[r * LD + j]);
+      g_free (got);
+      got = tach_ops_download_f (be, d_dgates, N * 4 * H);
+      tach_ops_assert_nmse ("lstm_cell_bwd dgates", got, dgates, N * 4 * H, TACH_OPS_NMSE_SIMPLE);
+      g_clear_pointer (&got, g_free);
+      if (has_prev)
+        {
+          got = tach_ops_download_f (be, d_dcprev, N * H);
+          tach_ops_assert_nmse ("lstm_cell_bwd dc_prev", got, dc_prev, N * H, TACH_OPS_NMSE_SIMPLE);
+        }
+    }
+}
+
+void
+tach_ops_register_lstm (const char *device_id)
+{
+  if (device_id == NULL)
+    {
+      tach_ops_register_lstm_ref ();
+      return;
+    }
+  tach_ops_add (device_id, "lstm/forward", test_lstm_forward);
+  tach_ops_add (device_id, "lstm/backward", test_lstm_backward);
+  tach_ops_add (device_id, "lstm/misread", test_lstm_misread);
+  tach_ops_add (device_id, "lstm/finite-difference", test_lstm_finite_difference);
+  tach_ops_add (device_id, "lstm-cell/forward-backward", test_lstm_cell);
+}

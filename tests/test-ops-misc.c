@@ -1,0 +1,355 @@
+/* test-ops-misc.c: dropout, embedding, token sampling and the optimisers. */
+#include <math.h>
+#include <string.h>
+
+#include "tach-rand.h"
+#include "test-ops-common.h"
+
+/* Dropout's mask is a pure function of (seed, counter, element): the backend
+ * must drop exactly the elements the reference drops, in fwd and in bwd. */
+static void
+test_dropout (TachBackend *be)
+{
+  enum { N = 4099 };
+  const float p = 0.4f;
+  const guint64 seed = 42, counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 7);
+  g_autofree double *x = g_new (double, N);
+  g_autofree double *dy = g_new (double, N);
+  g_autofree double *y = g_new (double, N);
+  g_autofree double *dx = g_new (double, N);
+  g_autofree float *got_y = NULL;
+  g_autofree float *got_dx = NULL;
+  g_autofree float *got_id = NULL;
+  g_autofree float *xf = NULL;
+  float *d_x, *d_y, *d_dy, *d_dx, *d_id;
+
+  tach_ref_fill_normal (x, N, 1200, 1, 1.0);
+  tach_ref_fill_normal (dy, N, 1200, 2, 1.0);
+  tach_ref_round_to_float (x, N);
+  tach_ref_round_to_float (dy, N);
+  d_x = tach_ops_upload_d (be, x, N);
+  d_y = tach_ops_alloc (be, N * sizeof (float));
+  d_dy = tach_ops_upload_d (be, dy, N);
+  d_dx = tach_ops_alloc (be, N * sizeof (float));
+  d_id = tach_ops_alloc (be, N * sizeof (float));
+  tach_op (be, dropout_fwd, d_x, d_y, N, p, seed, counter);
+  tach_op (be, dropout_bwd, d_dy, d_dx, N, p, seed, counter);
+  tach_op (be, dropout_fwd, d_x, d_id, N, 0.0f, seed, counter);
+
+  tach_ref_dropout (x, y, N, p, seed, counter);
+  tach_ref_dropout (dy, dx, N, p, seed, counter);
+  got_y = tach_ops_download_f (be, d_y, N);
+  got_dx = tach_ops_download_f (be, d_dx, N);
+  tach_ops_assert_nmse ("dropout_fwd", got_y, y, N, TACH_OPS_NMSE_SIMPLE);
+  tach_ops_assert_nmse ("dropout_bwd", got_dx, dx, N, TACH_OPS_NMSE_SIMPLE);
+  for (size_t e = 0; e < N; e++)
+    {
+      gboolean keep = tach_ref_dropout_keep (p, seed, counter, e);
+
+      /* No input is zero, so a zero output means a dropped element. */
+      g_assert_cmpint (got_y[e] != 0.0f, ==, keep);
+      g_assert_cmpint (got_dx[e] != 0.0f, ==, keep);
+    }
+  /* p = 0 keeps everything unscaled. */
+  got_id = tach_ops_download_f (be, d_id, N);
+  xf = tach_ref_to_float (x, N);
+  g_assert_cmpmem (got_id, N * sizeof (float), xf, N * sizeof (float));
+}
+
+/* Over many elements the keep rate is 1 - p, and another counter (the next
+ * step) draws another mask. */
+static void
+test_dropout_statistics (TachBackend *be)
+{
+  enum { N = 100000 };
+  const float p = 0.4f;
+  g_autofree float *ones = g_new (float, N);
+  g_autofree float *a = NULL;
+  g_autofree float *b = NULL;
+  float *d_x, *d_a, *d_b;
+  size_t kept = 0, differ = 0;
+  double rate, sigma = sqrt (p * (1.0 - p) / N);
+
+  for (size_t i = 0; i < N; i++)
+    ones[i] = 1.0f;
+  d_x = tach_ops_upload_f (be, ones, N);
+  d_a = tach_ops_alloc (be, N * sizeof (float));
+  d_b = tach_ops_alloc (be, N * sizeof (float));
+  tach_op (be, dropout_fwd, d_x, d_a, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 1));
+  tach_op (be, dropout_fwd, d_x, d_b, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 2));
+  a = tach_ops_download_f (be, d_a, N);
+  b = tach_ops_download_f (be, d_b, N);
+  for (size_t i = 0; i < N; i++)
+    {
+      if (a[i] != 0.0f)
+        {
+          kept++;
+          g_assert_cmpfloat_with_epsilon (a[i], 1.0 / (1.0 - p), 1e-6);
+        }
+      differ += (a[i] != 0.0f) != (b[i] != 0.0f);
+    }
+  rate = (double) kept / N;
+  g_test_message ("dropout keep rate %.4f (expected %.4f, sigma %.4f)", rate, 1.0 - p, sigma);
+  g_assert_cmpfloat (fabs (rate - (1.0 - p)), <, 5.0 * sigma);
+  /* Two independent masks disagree on 2 p (1 - p) of the elements. */
+  g_assert_cmpfloat (fabs ((double) differ / N - 2.0 * p * (1.0 - p)), <, 0.01);
+}
+
+static void
+test_embedding (TachBackend *be)
+{
+  enum { V = 11, D = 7, N = 9 };
+  const int32_t idx[N] = { 3, 0, 10, 3, 7, 1, 10, 5, 2 };
+  double table[V * D], out[N * D];
+  g_autofree float *got = NULL;
+  g_autofree float *want = NULL;
+  float *d_table, *d_out;
+  int32_t *d_idx;
+
+  tach_ref_fill_normal (table, V * D, 1300, 1, 1.0);
+  tach_ref_round_to_float (table, V * D);
+  d_table = tach_ops_upload_d (be, table, V * D);
+  d_idx = tach_ops_upload_i (be, idx, N);
+  d_out = tach_ops_alloc (be, N * D * sizeof (float));
+  tach_op (be, embedding, d_table, d_idx, d_out, N, D);
+  tach_ref_embedding (table, idx, out, N, D);
+  got = tach_ops_download_f (be, d_out, N * D);
+  want = tach_ref_to_float (out, N * D);
+  /* A gather is a copy: bit for bit. */
+  g_assert_cmpmem (got, N * D * sizeof (float), want, N * D * sizeof (float));
+}
+
+/* Runs sample_tokens over @logits; returns the tokens and the updated ctx. */
+static void
+backend_sample (TachBackend *be, const double *logits, int n, int vocab, guint64 seed,
+                guint64 counter, const int32_t *ctx_in, int len, int32_t **tok, int32_t **ctx)
+{
+  float *d_logits = tach_ops_upload_d (be, logits, (size_t) n * vocab);
+  int32_t *d_tok = tach_ops_alloc (be, n * sizeof (int32_t));
+  int32_t *d_ctx = tach_ops_upload_i (be, ctx_in, (size_t) n * len);
+
+  tach_op (be, sample_tokens, d_logits, n, vocab, seed, counter, d_tok, d_ctx, len);
+  *tok = tach_ops_download_i (be, d_tok, n);
+  *ctx = tach_ops_download_i (be, d_ctx, (size_t) n * len);
+}
+
+static void
+test_sample_tokens (TachBackend *be)
+{
+  enum { N = 64, V = 9, L = 4 };
+  const guint64 seed = 77, counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 3);
+  double logits[N * V];
+  int32_t ctx[N * L];
+  g_autofree int32_t *tok = NULL;
+  g_autofree int32_t *tok2 = NULL;
+  g_autofree int32_t *tok3 = NULL;
+  g_autofree int32_t *out_ctx = NULL;
+  g_autofree int32_t *out_ctx2 = NULL;
+  g_autofree int32_t *out_ctx3 = NULL;
+  int differ = 0;
+
+  tach_ref_fill_normal (logits, N * V, 1400, 1, 1.5);
+  /* One row far from zero: only a max-shifted softmax samples it right. */
+  for (int k = 0; k < V; k++)
+    logits[5 * V + k] += 80.0;
+  tach_ref_round_to_float (logits, N * V);
+  for (int i = 0; i < N * L; i++)
+    ctx[i] = (int32_t) (tach_rand_bits (1400, 2, i) % V);
+
+  backend_sample (be, logits, N, V, seed, counter, ctx, L, &tok, &out_ctx);
+  for (int r = 0; r < N; r++)
+    {
+      double margin;
+      int32_t want = tach_ref_sample_row (logits + r * V, V, tach_rand_uniform (seed, counter, r),
+                                          &margin);
+
+      g_assert_cmpint (tok[r], >=, 0);
+      g_assert_cmpint (tok[r], <, V);
+      /* float rounding of the CDF may pick a neighbour only right at a boundary. */
+      if (margin > 1e-5)
+        g_assert_cmpint (tok[r], ==, want);
+      for (int j = 0; j < L - 1; j++)
+        g_assert_cmpint (out_ctx[r * L + j], ==, ctx[r * L + j + 1]);
+      g_assert_cmpint (out_ctx[r * L + L - 1], ==, tok[r]);
+    }
+
+  /* Same seed and counter: the same tokens.  Another counter: others. */
+  backend_sample (be, logits, N, V, seed, counter, ctx, L, &tok2, &out_ctx2);
+  g_assert_cmpmem (tok, N * sizeof (int32_t), tok2, N * sizeof (int32_t));
+  backend_sample (be, logits, N, V, seed, counter + 1, ctx, L, &tok3, &out_ctx3);
+  for (int r = 0; r < N; r++)
+    differ += tok[r] != tok3[r];
+  g_assert_cmpint (differ, >, N / 4);
+}
+
+/* Token frequencies follow the softmax of the logits. */
+static void
+test_sample_frequencies (TachBackend *be)
+{
+  enum { N = 20000, V = 6 };
+  const double row[V] = { 1.0, 0.2, -0.5, 2.0, 0.0, -1.5 };
+  g_autofree double *logits = g_new (double, (size_t) N * V);
+  g_autofree int32_t *ctx = g_new0 (int32_t, N);
+  g_autofree int32_t *tok = NULL;
+  g_autofree int32_t *out_ctx = NULL;
+  double prob[V], se = 0.0;
+  int count[V] = { 0 };
+
+  for (int r = 0; r < N; r++)
+    memcpy (logits + (size_t) r * V, row, sizeof row);
+  for (int k = 0; k < V; k++)
+    se += exp (row[k]);
+  backend_sample (be, logits, N, V, 5, TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 0), ctx, 1,
+                  &tok, &out_ctx);
+  for (int r = 0; r < N; r++)
+    {
+      g_assert_cmpint (tok[r], >=, 0);
+      g_assert_cmpint (tok[r], <, V);
+      count[tok[r]]++;
+      g_assert_cmpint (out_ctx[r], ==, tok[r]);  /* len 1: the ctx is the token */
+    }
+  for (int k = 0; k < V; k++)
+    {
+      double f, sigma;
+
+      prob[k] = exp (row[k]) / se;
+      f = (double) count[k] / N;
+      sigma = sqrt (prob[k] * (1.0 - prob[k]) / N);
+      g_test_message ("token %d: frequency %.4f, softmax %.4f", k, f, prob[k]);
+      g_assert_cmpfloat (fabs (f - prob[k]), <, 5.0 * sigma);
+    }
+}
+
+/* Three Adam steps from a device step counter that starts at @t0: the op
+ * must read t from the device (a replayed graph has no host counter). */
+static void
+run_adam (TachBackend *be, double t0)
+{
+  enum { N = 257 };
+  const float lr = 0.01f, b1 = 0.9f, b2 = 0.999f, eps = 1e-7f;
+  g_autofree double *p = g_new (double, N);
+  g_autofree double *m = g_new (double, N);
+  g_autofree double *v = g_new (double, N);
+  g_autofree double *g = g_new (double, N);
+  g_autofree float *got = NULL;
+  g_autofree char *what = NULL;
+  float *d_p, *d_m, *d_v, *d_g, *d_t;
+  float t0f = (float) t0;
+  double t = t0;
+
+  tach_ref_fill_normal (p, N, 1500, 1, 0.02);
+  tach_ref_round_to_float (p, N);
+  if (t0 == 0.0)
+    {
+      memset (m, 0, N * sizeof (double));
+      memset (v, 0, N * sizeof (double));
+    }
+  else
+    {
+      tach_ref_fill_normal (m, N, 1500, 2, 0.1);
+      tach_ref_fill_uniform (v, N, 1500, 3, 0.01, 0.5);
+      tach_ref_round_to_float (m, N);
+      tach_ref_round_to_float (v, N);
+    }
+  d_p = tach_ops_upload_d (be, p, N);
+  d_m = tach_ops_upload_d (be, m, N);
+  d_v = tach_ops_upload_d (be, v, N);
+  d_g = tach_ops_alloc (be, N * sizeof (float));
+  d_t = tach_ops_upload_f (be, &t0f, 1);
+  for (int step = 0; step < 3; step++)
+    {
+      g_autofree float *gf = NULL;
+
+      tach_ref_fill_normal (g, N, 1500, 10 + step, 1.0);
+      tach_ref_round_to_float (g, N);
+      gf = tach_ref_to_float (g, N);
+      tach_backend_upload (be, d_g, gf, N * sizeof (float));
+      tach_op (be, adam, d_p, d_g, d_m, d_v, N, lr, b1, b2, eps, d_t);
+      tach_ref_adam (p, g, m, v, N, lr, b1, b2, eps, &t);
+    }
+  what = g_strdup_printf ("adam params from t=%g", t0);
+  got = tach_ops_download_f (be, d_p, N);
+  tach_ops_assert_nmse (what, got, p, N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_m, N);
+  tach_ops_assert_nmse ("adam m", got, m, N, TACH_OPS_NMSE_SIMPLE);
+  g_free (got);
+  got = tach_ops_download_f (be, d_v, N);
+  tach_ops_assert_nmse ("adam v", got, v, N, TACH_OPS_NMSE_SIMPLE);
+  g_assert_cmpfloat (tach_ops_download_scalar (be, d_t), ==, t0 + 3.0);
+}
+
+static void
+test_adam (TachBackend *be)
+{
+  run_adam (be, 0.0);
+  run_adam (be, 5.0);
+}
+
+static void
+test_sgd (TachBackend *be)
+{
+  enum { N = 1000 };
+  g_autofree double *p = g_new (double, N);
+  g_autofree double *g = g_new (double, N);
+  g_autofree float *got = NULL;
+  float *d_p, *d_g;
+
+  tach_ref_fill_normal (p, N, 1600, 1, 0.05);
+  tach_ref_fill_normal (g, N, 1600, 2, 1.0);
+  tach_ref_round_to_float (p, N);
+  tach_ref_round_to_float (g, N);
+  d_p = tach_ops_upload_d (be, p, N);
+  d_g = tach_ops_upload_d (be, g, N);
+  tach_op (be, sgd, d_p, d_g, N, 0.01f);
+  tach_ref_sgd (p, g, N, 0.01f);
+  got = tach_ops_download_f (be, d_p, N);
+  tach_ops_assert_nmse ("sgd", got, p, N, TACH_OPS_NMSE_SIMPLE);
+}
+
+/* The reference sampler on a distribution small enough to follow by hand. */
+static void
+test_ref_sample (void)
+{
+  const double logits[3] = { 0.0, log (2.0), log (1.0) };  /* probabilities 1/4, 1/2, 1/4 */
+  double margin;
+
+  g_assert_cmpint (tach_ref_sample_row (logits, 3, 0.1, &margin), ==, 0);
+  g_assert_cmpfloat_with_epsilon (margin, 0.1, 1e-12);
+  g_assert_cmpint (tach_ref_sample_row (logits, 3, 0.3, NULL), ==, 1);
+  g_assert_cmpint (tach_ref_sample_row (logits, 3, 0.74, NULL), ==, 1);
+  g_assert_cmpint (tach_ref_sample_row (logits, 3, 0.76, NULL), ==, 2);
+  g_assert_cmpint (tach_ref_sample_row (logits, 3, 0.9999999, NULL), ==, 2);
+}
+
+/* The reference Adam's first step moves each parameter by lr against the
+ * sign of its gradient (bias correction makes mhat/sqrt(vhat) = sign(g)). */
+static void
+test_ref_adam (void)
+{
+  double p[3] = { 1.0, 2.0, 3.0 }, g[3] = { 0.5, -2.0, 4.0 }, m[3] = { 0 }, v[3] = { 0 }, t = 0.0;
+
+  tach_ref_adam (p, g, m, v, 3, 0.1, 0.9, 0.999, 1e-12, &t);
+  g_assert_cmpfloat (t, ==, 1.0);
+  g_assert_cmpfloat_with_epsilon (p[0], 0.9, 1e-9);
+  g_assert_cmpfloat_with_epsilon (p[1], 2.1, 1e-9);
+  g_assert_cmpfloat_with_epsilon (p[2], 2.9, 1e-9);
+}
+
+void
+tach_ops_register_misc (const char *device_id)
+{
+  if (device_id == NULL)
+    {
+      tach_ops_add_ref ("sample-tokens/by-hand", test_ref_sample);
+      tach_ops_add_ref ("adam/first-step", test_ref_adam);
+      return;
+    }
+  tach_ops_add (device_id, "dropout/forward-backward", test_dropout);
+  tach_ops_add (device_id, "dropout/statistics", test_dropout_statistics);
+  tach_ops_add (device_id, "embedding/forward", test_embedding);
+  tach_ops_add (device_id, "sample-tokens/reference", test_sample_tokens);
+  tach_ops_add (device_id, "sample-tokens/frequencies", test_sample_frequencies);
+  tach_ops_add (device_id, "adam/steps", test_adam);
+  tach_ops_add (device_id, "sgd/step", test_sgd);
+}
