@@ -1,0 +1,686 @@
+/* tach-cnn.c: workload W3, the MNIST CNN of the tf.estimator vs tf.keras
+ * fit report.
+ *
+ *   x (N, C, H, W) in [0, 1]
+ *   -> conv 5x5x32 same + ReLU -> max-pool 2x2
+ *   -> conv 5x5x64 same + ReLU -> max-pool 2x2
+ *   -> head: flatten (64 * H/4 * W/4; 3136 at 28x28) or global average
+ *      pool (64)
+ *   -> dense 1024 + ReLU -> dropout 0.4 -> dense 10 -> softmax CE (mean)
+ *   SGD lr 0.001 by default, batch 256.
+ *
+ * Data: --data (an MNIST-format folder or images file), else Debian's
+ * Fashion-MNIST when installed and --input is 28x28x1, else seeded
+ * synthetic images that can be learnt (one blurred prototype per class plus
+ * noise).  The dropout mask is counter-based, keyed by (seed, step), so it is
+ * the same whatever the mode.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-feeder.h"
+#include "tach-model-util.h"
+#include "tach-model.h"
+#include "tach-rand.h"
+#include "data/tach-idx.h"
+
+#define CNN_FASHION_MNIST "/usr/share/datasets/fashion-mnist"
+#define CNN_K1 32
+#define CNN_K2 64
+#define CNN_KS 5
+#define CNN_PAD 2
+#define CNN_HIDDEN 1024
+#define CNN_CLASSES 10
+#define CNN_DROPOUT 0.4f
+#define CNN_DEFAULT_LR 0.001
+/* Synthetic images: blobs per class prototype, and the noise amplitude. */
+#define CNN_BLOBS 4
+#define CNN_NOISE 0.3
+
+/* Where the images come from and what they look like. */
+typedef struct {
+  guint32        h, w, c;
+  guint64        n_train;
+  TachImageSet  *train;      /* owned, NULL for synthetic */
+  TachImageSet  *test;       /* owned, NULL when there is no test split */
+  float         *prototypes; /* owned, synthetic: [10][C][H][W] */
+  guint64        seed;
+} CnnData;
+
+typedef struct {
+  TachBackend   *be;          /* borrowed */
+  int            batch, h, w, c, h2, w2, h4, w4, features;
+  TachHead       head;
+  guint64        seed;
+  CnnData        data;
+  TachDataset    dataset;
+  TachFeeder    *feeder;
+  TachParams    *params;
+  guint          p_c1w, p_c1b, p_c2w, p_c2b, p_d1w, p_d1b, p_d2w, p_d2b;
+  TachConvPlan  *conv1, *conv2;
+
+  /* device activations and gradients */
+  float   *y1, *p1, *y2, *p2, *g;  /* conv1 out, pool1, conv2 out, pool2, gap */
+  int32_t *idx1, *idx2;
+  float   *h1, *d1, *logits;       /* dense1 + ReLU, after dropout, dense2 */
+  float   *dlogits, *dd1, *dfeat, *dp2, *dy2, *dp1, *dy1;
+  float   *loss;                   /* scratch when the runner wants no loss */
+  float   *acc;                    /* evaluation */
+  int32_t *eval_labels;
+  float   *eval_x;
+} TachCnn;
+
+/* ------------------------------------------------------------------ data */
+
+static void
+cnn_data_clear (CnnData *d)
+{
+  g_clear_pointer (&d->train, tach_image_set_free);
+  g_clear_pointer (&d->test, tach_image_set_free);
+  g_clear_pointer (&d->prototypes, g_free);
+}
+
+/* Whether this configuration reads real images, and from where. */
+static const char *
+cnn_data_path (const TachConfig *config)
+{
+  if (config->data != NULL && config->data[0] != '\0')
+    return config->data;
+  if (config->input_h == 28 && config->input_w == 28 && config->input_c == 1
+      && g_file_test (CNN_FASHION_MNIST, G_FILE_TEST_IS_DIR))
+    {
+      g_autofree char *i = NULL, *l = NULL;
+
+      if (tach_idx_find_split (CNN_FASHION_MNIST, "train", &i, &l))
+        return CNN_FASHION_MNIST;
+    }
+  return NULL;
+}
+
+/* Smooth class prototypes: a few seeded Gaussian blobs per channel. */
+static float *
+make_prototypes (guint64 seed, guint32 h, guint32 w, guint32 c)
+{
+  size_t plane = (size_t) h * w;
+  float *protos = g_new0 (float, CNN_CLASSES * c * plane);
+  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, 0x7072);
+
+  for (guint k = 0; k < CNN_CLASSES; k++)
+    for (guint ch = 0; ch < c; ch++)
+      {
+        float *p = protos + ((size_t) k * c + ch) * plane;
+
+        for (guint b = 0; b < CNN_BLOBS; b++)
+          {
+            guint64 e = (((guint64) k * c + ch) * CNN_BLOBS + b) * 4;
+            double cy = tach_rand_uniform (seed, counter, e) * h;
+            double cx = tach_rand_uniform (seed, counter, e + 1) * w;
+            double r = (0.08 + 0.15 * tach_rand_uniform (seed, counter, e + 2)) * MAX (h, w);
+            double amp = 0.5 + 0.5 * tach_rand_uniform (seed, counter, e + 3);
+
+            for (guint y = 0; y < h; y++)
+              for (guint x = 0; x < w; x++)
+                {
+                  double d2 = ((y - cy) * (y - cy) + (x - cx) * (x - cx)) / (r * r);
+
+                  p[(size_t) y * w + x] += (float) (amp * exp (-d2));
+                }
+          }
+      }
+  return protos;
+}
+
+static void
+fill_synthetic (gpointer user, guint64 i, double *x, void *y)
+{
+  const CnnData *d = user;
+  size_t n = (size_t) d->c * d->h * d->w;
+  int label = (int) (tach_rand_bits (d->seed, TACH_RAND_COUNTER (TACH_RAND_STREAM_LABELS, 0), i)
+                     % CNN_CLASSES);
+  const float *proto = d->prototypes + (size_t) label * n;
+  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, i);
+
+  for (size_t e = 0; e < n; e++)
+    {
+      double v = proto[e] + CNN_NOISE * (tach_rand_uniform (d->seed, counter, e) - 0.5);
+
+      x[e] = CLAMP (v, 0.0, 1.0);
+    }
+  *(int32_t *) y = label;
+}
+
+/* Sample @i of @set as float32-exact values in [0, 1], NCHW. */
+static void
+image_to_chw (const TachImageSet *set, guint64 i, double *x)
+{
+  size_t plane = (size_t) set->h * set->w;
+  const guint8 *px = set->pixels + i * plane * set->c;
+
+  for (size_t p = 0; p < plane; p++)
+    for (guint ch = 0; ch < set->c; ch++)
+      x[ch * plane + p] = (double) (float) (px[p * set->c + ch] / 255.0f);
+}
+
+static void
+fill_images (gpointer user, guint64 i, double *x, void *y)
+{
+  const CnnData *d = user;
+
+  image_to_chw (d->train, i, x);
+  *(int32_t *) y = d->train->labels[i];
+}
+
+static gboolean
+check_labels (const TachImageSet *set, const char *path, GError **error)
+{
+  if (set->n_classes > CNN_CLASSES)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   _("The labels of %s go up to %u; the cnn has %d classes (0 to 9)"),
+                   path, set->n_classes - 1, CNN_CLASSES);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
+{
+  const char *path = cnn_data_path (config);
+  g_autofree char *ti = NULL, *tl = NULL, *vi = NULL, *vl = NULL;
+
+  d->seed = config->seed;
+  if (path == NULL)
+    {
+      d->h = config->input_h;
+      d->w = config->input_w;
+      d->c = config->input_c;
+      d->n_train = tach_config_get_samples (config);
+      d->prototypes = make_prototypes (config->seed, d->h, d->w, d->c);
+      return TRUE;
+    }
+
+  if (!tach_idx_resolve_data (path, &ti, &tl, &vi, &vl, error))
+    return FALSE;
+  d->train = tach_image_set_load (ti, tl, error);
+  if (d->train == NULL || !check_labels (d->train, tl, error))
+    return FALSE;
+  if (vi != NULL)
+    {
+      d->test = tach_image_set_load (vi, vl, error);
+      if (d->test == NULL || !check_labels (d->test, vl, error))
+        return FALSE;
+      if (d->test->h != d->train->h || d->test->w != d->train->w || d->test->c != d->train->c)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       _("The test images %s (%ux%ux%u) differ in size from the training "
+                         "images %s (%ux%ux%u)"), vi, d->test->h, d->test->w, d->test->c,
+                       ti, d->train->h, d->train->w, d->train->c);
+          return FALSE;
+        }
+    }
+  d->h = d->train->h;
+  d->w = d->train->w;
+  d->c = d->train->c;
+  if ((config->input_h != 28 || config->input_w != 28 || config->input_c != 1)
+      && (config->input_h != d->h || config->input_w != d->w || config->input_c != d->c))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("--input %ux%ux%u does not match the images of %s (%ux%ux%u): drop --input "
+                     "or --data (without --data, larger images are synthetic)"),
+                   config->input_h, config->input_w, config->input_c, path, d->h, d->w, d->c);
+      return FALSE;
+    }
+  d->n_train = config->samples > 0 ? MIN (config->samples, d->train->n) : d->train->n;
+  return TRUE;
+}
+
+/* --------------------------------------------------------------- shapes */
+
+typedef struct {
+  guint64 h, w, c, h2, w2, h4, w4, features;
+} CnnShape;
+
+static void
+cnn_shape (guint64 h, guint64 w, guint64 c, TachHead head, CnnShape *s)
+{
+  s->h = h;
+  s->w = w;
+  s->c = c;
+  s->h2 = h / 2;
+  s->w2 = w / 2;
+  s->h4 = s->h2 / 2;
+  s->w4 = s->w2 / 2;
+  s->features = head == TACH_HEAD_GAP ? CNN_K2 : CNN_K2 * s->h4 * s->w4;
+}
+
+static double
+cnn_param_count (const CnnShape *s)
+{
+  return (double) CNN_K1 * s->c * CNN_KS * CNN_KS + CNN_K1
+         + (double) CNN_K2 * CNN_K1 * CNN_KS * CNN_KS + CNN_K2
+         + (double) CNN_HIDDEN * s->features + CNN_HIDDEN
+         + (double) CNN_CLASSES * CNN_HIDDEN + CNN_CLASSES;
+}
+
+/* Floats of activations and their gradients for a batch of @n. */
+static double
+cnn_activation_floats (const CnnShape *s, double n)
+{
+  double y1 = n * CNN_K1 * s->h * s->w;
+  double p1 = n * CNN_K1 * s->h2 * s->w2;
+  double y2 = n * CNN_K2 * s->h2 * s->w2;
+  double p2 = n * CNN_K2 * s->h4 * s->w4;
+  double dense = n * (3.0 * CNN_HIDDEN + 2.0 * CNN_CLASSES + 2.0 * s->features);
+
+  /* Each conv output and pool output with its gradient and pool indices;
+   * the ReLU runs in place. */
+  return 2 * y1 + 3 * p1 + 2 * y2 + 3 * p2 + dense;
+}
+
+/* ---------------------------------------------------------------- model */
+
+static void
+cnn_free (TachModel *model)
+{
+  TachCnn *self = (TachCnn *) model;
+  TachBackend *be;
+  float **bufs[] = { &self->y1, &self->p1, &self->y2, &self->p2, &self->g, &self->h1, &self->d1,
+                     &self->logits, &self->dlogits, &self->dd1, &self->dfeat, &self->dp2,
+                     &self->dy2, &self->dp1, &self->dy1, &self->loss, &self->acc, &self->eval_x };
+
+  if (self == NULL)
+    return;
+  be = self->be;
+  for (guint i = 0; i < G_N_ELEMENTS (bufs); i++)
+    tach_backend_dealloc (be, *bufs[i]);
+  tach_backend_dealloc (be, self->idx1);
+  tach_backend_dealloc (be, self->idx2);
+  tach_backend_dealloc (be, self->eval_labels);
+  tach_conv_plan_free (be, self->conv1);
+  tach_conv_plan_free (be, self->conv2);
+  tach_params_free (self->params);
+  tach_feeder_free (self->feeder);
+  cnn_data_clear (&self->data);
+  g_free (self);
+}
+
+static void
+init_conv (TachParams *p, guint wi, guint bi, int k, int c, guint64 seed)
+{
+  /* Glorot uniform over a conv kernel, as Keras initialises Conv2D. */
+  double fan_in = (double) c * CNN_KS * CNN_KS, fan_out = (double) k * CNN_KS * CNN_KS;
+
+  tach_init_uniform (tach_params_host (p, wi), tach_params_count (p, wi),
+                     (float) sqrt (6.0 / (fan_in + fan_out)), seed, wi);
+  memset (tach_params_host (p, bi), 0, tach_params_count (p, bi) * sizeof (float));
+}
+
+static void *
+alloc_floats (TachBackend *be, double n)
+{
+  return tach_backend_alloc (be, (size_t) n * sizeof (float));
+}
+
+static TachModel *
+cnn_create (TachBackend *be, const TachConfig *config, GError **error)
+{
+  TachCnn *self = g_new0 (TachCnn, 1);
+  TachParams *p;
+  CnnShape s;
+  double n;
+  TachConvDesc d1, d2;
+
+  self->be = be;
+  self->batch = (int) config->batch;
+  self->head = config->head;
+  self->seed = config->seed;
+  if (!cnn_data_load (&self->data, config, error))
+    goto fail;
+
+  cnn_shape (self->data.h, self->data.w, self->data.c, config->head, &s);
+  n = self->batch;
+  if (s.h4 < 1 || s.w4 < 1)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("Images of %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " are too small for "
+                     "two 2x2 max-pools: use at least --input 4x4x1"), s.h, s.w);
+      goto fail;
+    }
+  if (n * CNN_K1 * s.h * s.w > G_MAXINT || (double) CNN_HIDDEN * s.features > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("--input %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+                     " with --batch %u is too large for one step: lower --batch, use a "
+                     "smaller --input or --head gap"), s.h, s.w, s.c, config->batch);
+      goto fail;
+    }
+  if (self->data.n_train < config->batch)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("cnn: %" G_GUINT64_FORMAT " training images are fewer than one --batch of "
+                     "%u: lower --batch"), self->data.n_train, config->batch);
+      goto fail;
+    }
+  self->h = (int) s.h, self->w = (int) s.w, self->c = (int) s.c;
+  self->h2 = (int) s.h2, self->w2 = (int) s.w2, self->h4 = (int) s.h4, self->w4 = (int) s.w4;
+  self->features = (int) s.features;
+
+  self->dataset = (TachDataset) {
+    .n_samples = self->data.n_train,
+    .x_elems = (size_t) s.c * s.h * s.w,
+    .x_type = TACH_DTYPE_F32,
+    .y_elems = 1,
+    .y_type = TACH_DTYPE_I32,
+    .fill = self->data.train != NULL ? fill_images : fill_synthetic,
+    .data = &self->data,
+  };
+  self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
+  if (self->feeder == NULL)
+    goto fail;
+
+  p = self->params = tach_params_new ();
+  self->p_c1w = tach_params_add (p, "conv1.w", (size_t) CNN_K1 * s.c * CNN_KS * CNN_KS, TRUE);
+  self->p_c1b = tach_params_add (p, "conv1.b", CNN_K1, TRUE);
+  self->p_c2w = tach_params_add (p, "conv2.w", (size_t) CNN_K2 * CNN_K1 * CNN_KS * CNN_KS, TRUE);
+  self->p_c2b = tach_params_add (p, "conv2.b", CNN_K2, TRUE);
+  self->p_d1w = tach_params_add (p, "dense1.w", (size_t) CNN_HIDDEN * s.features, TRUE);
+  self->p_d1b = tach_params_add (p, "dense1.b", CNN_HIDDEN, TRUE);
+  self->p_d2w = tach_params_add (p, "dense2.w", (size_t) CNN_CLASSES * CNN_HIDDEN, TRUE);
+  self->p_d2b = tach_params_add (p, "dense2.b", CNN_CLASSES, TRUE);
+  if (!tach_params_alloc (p, be, error))
+    goto fail;
+  init_conv (p, self->p_c1w, self->p_c1b, CNN_K1, self->c, config->seed);
+  init_conv (p, self->p_c2w, self->p_c2b, CNN_K2, CNN_K1, config->seed);
+  tach_init_glorot (tach_params_host (p, self->p_d1w), CNN_HIDDEN, self->features,
+                    config->seed, self->p_d1w);
+  memset (tach_params_host (p, self->p_d1b), 0, CNN_HIDDEN * sizeof (float));
+  tach_init_glorot (tach_params_host (p, self->p_d2w), CNN_CLASSES, CNN_HIDDEN,
+                    config->seed, self->p_d2w);
+  memset (tach_params_host (p, self->p_d2b), 0, CNN_CLASSES * sizeof (float));
+  tach_params_upload (p);
+  tach_params_set_optimizer (p, config->optimizer,
+                             config->lr > 0.0 ? config->lr : CNN_DEFAULT_LR);
+
+  d1 = (TachConvDesc) { .N = self->batch, .C = self->c, .H = self->h, .W = self->w,
+                        .K = CNN_K1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+                        .pad_w = CNN_PAD, .need_dx = FALSE, .precision = config->precision };
+  d2 = (TachConvDesc) { .N = self->batch, .C = CNN_K1, .H = self->h2, .W = self->w2,
+                        .K = CNN_K2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+                        .pad_w = CNN_PAD, .need_dx = TRUE, .precision = config->precision };
+  self->conv1 = tach_conv_plan_new (be, &d1);
+  self->conv2 = tach_conv_plan_new (be, &d2);
+
+  self->y1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
+  self->dy1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
+  self->p1 = alloc_floats (be, n * CNN_K1 * s.h2 * s.w2);
+  self->dp1 = alloc_floats (be, n * CNN_K1 * s.h2 * s.w2);
+  self->idx1 = tach_backend_alloc (be, (size_t) (n * CNN_K1 * s.h2 * s.w2) * sizeof (int32_t));
+  self->y2 = alloc_floats (be, n * CNN_K2 * s.h2 * s.w2);
+  self->dy2 = alloc_floats (be, n * CNN_K2 * s.h2 * s.w2);
+  self->p2 = alloc_floats (be, n * CNN_K2 * s.h4 * s.w4);
+  self->dp2 = alloc_floats (be, n * CNN_K2 * s.h4 * s.w4);
+  self->idx2 = tach_backend_alloc (be, (size_t) (n * CNN_K2 * s.h4 * s.w4) * sizeof (int32_t));
+  if (self->head == TACH_HEAD_GAP)
+    {
+      self->g = alloc_floats (be, n * CNN_K2);
+      self->dfeat = alloc_floats (be, n * CNN_K2);
+    }
+  self->h1 = alloc_floats (be, n * CNN_HIDDEN);
+  self->d1 = alloc_floats (be, n * CNN_HIDDEN);
+  self->dd1 = alloc_floats (be, n * CNN_HIDDEN);
+  self->logits = alloc_floats (be, n * CNN_CLASSES);
+  self->dlogits = alloc_floats (be, n * CNN_CLASSES);
+  self->loss = alloc_floats (be, 1);
+  if (!tach_backend_take_error (be, error))
+    goto fail;
+  return (TachModel *) self;
+
+fail:
+  cnn_free ((TachModel *) self);
+  return NULL;
+}
+
+/* The forward pass up to the logits; dropout only when training. */
+static void
+cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
+{
+  TachBackend *be = self->be;
+  TachParams *p = self->params;
+  size_t n = (size_t) self->batch;
+  const float *feat;
+
+  tach_op (be, conv_fwd, self->conv1, x, tach_params_data (p, self->p_c1w),
+           tach_params_data (p, self->p_c1b), self->y1);
+  tach_op (be, relu_fwd, self->y1, self->y1, n * CNN_K1 * self->h * self->w);
+  tach_op (be, maxpool_fwd, self->y1, self->p1, self->idx1, self->batch, CNN_K1, self->h, self->w);
+  tach_op (be, conv_fwd, self->conv2, self->p1, tach_params_data (p, self->p_c2w),
+           tach_params_data (p, self->p_c2b), self->y2);
+  tach_op (be, relu_fwd, self->y2, self->y2, n * CNN_K2 * self->h2 * self->w2);
+  tach_op (be, maxpool_fwd, self->y2, self->p2, self->idx2, self->batch, CNN_K2, self->h2,
+           self->w2);
+  feat = self->p2;
+  if (self->head == TACH_HEAD_GAP)
+    {
+      tach_op (be, avgpool_fwd, self->p2, self->g, self->batch, CNN_K2, self->h4 * self->w4);
+      feat = self->g;
+    }
+  tach_dense_forward (be, feat, tach_params_data (p, self->p_d1w),
+                      tach_params_data (p, self->p_d1b), self->h1, self->batch, self->features,
+                      CNN_HIDDEN);
+  tach_op (be, relu_fwd, self->h1, self->h1, n * CNN_HIDDEN);
+  if (training)
+    tach_op (be, dropout_fwd, self->h1, self->d1, n * CNN_HIDDEN, CNN_DROPOUT, self->seed,
+             TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step));
+  tach_dense_forward (be, training ? self->d1 : self->h1, tach_params_data (p, self->p_d2w),
+                      tach_params_data (p, self->p_d2b), self->logits, self->batch, CNN_HIDDEN,
+                      CNN_CLASSES);
+}
+
+static gboolean
+cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachCnn *self = (TachCnn *) model;
+  TachBackend *be = self->be;
+  TachParams *p = self->params;
+  const void *xv = NULL, *yv = NULL;
+  const int32_t *labels;
+  const float *feat;
+  float *dfeat;
+  size_t n = (size_t) self->batch;
+
+  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
+    return FALSE;
+  labels = yv;
+
+  cnn_forward (self, xv, TRUE, ctx->step);
+  tach_op (be, softmax_ce, self->logits, labels, self->batch, CNN_CLASSES,
+           ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
+  if (ctx->acc_slot != NULL)
+    tach_op (be, accuracy, self->logits, labels, self->batch, CNN_CLASSES, ctx->acc_slot);
+
+  /* Backward; every gradient is overwritten, so nothing needs zeroing. */
+  tach_dense_backward (be, self->d1, tach_params_data (p, self->p_d2w), self->dlogits, self->dd1,
+                       tach_params_grad (p, self->p_d2w), tach_params_grad (p, self->p_d2b),
+                       self->batch, CNN_HIDDEN, CNN_CLASSES, 0.0f);
+  tach_op (be, dropout_bwd, self->dd1, self->dd1, n * CNN_HIDDEN, CNN_DROPOUT, self->seed,
+           TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step));
+  tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * CNN_HIDDEN);
+  feat = self->head == TACH_HEAD_GAP ? self->g : self->p2;
+  dfeat = self->head == TACH_HEAD_GAP ? self->dfeat : self->dp2;
+  tach_dense_backward (be, feat, tach_params_data (p, self->p_d1w), self->dd1, dfeat,
+                       tach_params_grad (p, self->p_d1w), tach_params_grad (p, self->p_d1b),
+                       self->batch, self->features, CNN_HIDDEN, 0.0f);
+  if (self->head == TACH_HEAD_GAP)
+    tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, CNN_K2, self->h4 * self->w4);
+  tach_op (be, maxpool_bwd, self->dp2, self->idx2, self->dy2, self->batch, CNN_K2, self->h2,
+           self->w2);
+  tach_op (be, relu_bwd, self->y2, self->dy2, self->dy2, n * CNN_K2 * self->h2 * self->w2);
+  tach_op (be, conv_bwd, self->conv2, self->p1, tach_params_data (p, self->p_c2w), self->dy2,
+           self->dp1, tach_params_grad (p, self->p_c2w), tach_params_grad (p, self->p_c2b));
+  tach_op (be, maxpool_bwd, self->dp1, self->idx1, self->dy1, self->batch, CNN_K1, self->h,
+           self->w);
+  tach_op (be, relu_bwd, self->y1, self->dy1, self->dy1, n * CNN_K1 * self->h * self->w);
+  tach_op (be, conv_bwd, self->conv1, xv, tach_params_data (p, self->p_c1w), self->dy1, NULL,
+           tach_params_grad (p, self->p_c1w), tach_params_grad (p, self->p_c1b));
+  tach_params_update (p);
+
+  return tach_backend_take_error (be, error);
+}
+
+/* Test-set accuracy, forward only, in batches of the training size; the
+ * last partial batch is padded and only its real rows are counted. */
+static double
+cnn_evaluate (TachModel *model, GError **error)
+{
+  TachCnn *self = (TachCnn *) model;
+  TachBackend *be = self->be;
+  const TachImageSet *test = self->data.test;
+  size_t x_elems = self->dataset.x_elems, n = (size_t) self->batch;
+  g_autofree double *xd = NULL;
+  g_autofree float *xf = NULL;
+  g_autofree int32_t *yl = NULL;
+  double correct = 0;
+
+  if (test == NULL)
+    return NAN;
+  if (self->eval_x == NULL)
+    {
+      self->eval_x = alloc_floats (be, (double) n * x_elems);
+      self->eval_labels = tach_backend_alloc (be, n * sizeof (int32_t));
+      self->acc = alloc_floats (be, 1);
+    }
+  xd = g_new (double, x_elems);
+  xf = g_new (float, n * x_elems);
+  yl = g_new (int32_t, n);
+
+  for (size_t start = 0; start < test->n && tach_backend_ok (be); start += n)
+    {
+      size_t rows = MIN (n, test->n - start);
+      float acc = 0;
+
+      for (size_t r = 0; r < n; r++)
+        {
+          size_t i = start + (r < rows ? r : 0);
+
+          image_to_chw (test, i, xd);
+          for (size_t e = 0; e < x_elems; e++)
+            xf[r * x_elems + e] = (float) xd[e];
+          yl[r] = test->labels[i];
+        }
+      tach_backend_upload (be, self->eval_x, xf, n * x_elems * sizeof (float));
+      tach_backend_upload (be, self->eval_labels, yl, n * sizeof (int32_t));
+      cnn_forward (self, self->eval_x, FALSE, 0);
+      tach_op (be, accuracy, self->logits, self->eval_labels, (int) rows, CNN_CLASSES, self->acc);
+      tach_backend_download (be, &acc, self->acc, sizeof acc);
+      correct += (double) acc * rows;
+    }
+  if (!tach_backend_take_error (be, error))
+    return NAN;
+  return correct / test->n;
+}
+
+static guint64
+cnn_items_per_step (TachModel *model)
+{
+  return (guint64) ((TachCnn *) model)->batch;
+}
+
+static double
+conv_flops (double n, double c, double k, double h, double w)
+{
+  return 2.0 * n * k * c * CNN_KS * CNN_KS * h * w;
+}
+
+static double
+cnn_flops_per_step (TachModel *model)
+{
+  TachCnn *self = (TachCnn *) model;
+  double n = self->batch;
+  /* Conv forward, then backward: conv1 its weight gradient only, conv2 its
+   * weight and input gradients. */
+  double c1 = conv_flops (n, self->c, CNN_K1, self->h, self->w);
+  double c2 = conv_flops (n, CNN_K1, CNN_K2, self->h2, self->w2);
+
+  return 2 * c1 + 3 * c2
+         + tach_dense_flops (self->batch, self->features, CNN_HIDDEN, TRUE, TRUE)
+         + tach_dense_flops (self->batch, CNN_HIDDEN, CNN_CLASSES, TRUE, TRUE);
+}
+
+/* The image size and training-set size a configuration will use, from the
+ * IDX headers when it reads files (nothing is loaded). */
+static void
+cnn_peek_size (const TachConfig *config, guint64 *h, guint64 *w, guint64 *c, guint64 *n)
+{
+  const char *path = cnn_data_path (config);
+  g_autofree char *ti = NULL, *tl = NULL, *vi = NULL, *vl = NULL;
+  TachIdx header;
+
+  *h = config->input_h;
+  *w = config->input_w;
+  *c = config->input_c;
+  *n = tach_config_get_samples (config);
+  if (path == NULL || !tach_idx_resolve_data (path, &ti, &tl, &vi, &vl, NULL)
+      || !tach_idx_read_header (ti, &header, NULL) || header.n_dims < 3)
+    return;
+  *h = header.dims[1];
+  *w = header.dims[2];
+  *c = header.n_dims == 4 ? header.dims[3] : 1;
+  *n = config->samples > 0 ? MIN (config->samples, header.dims[0]) : header.dims[0];
+}
+
+static guint64
+to_bytes (double bytes)
+{
+  return bytes >= (double) G_MAXUINT64 ? G_MAXUINT64 : (guint64) bytes;
+}
+
+static void
+cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes)
+{
+  guint64 h, w, c, n_train;
+  CnnShape s;
+  double params, dev, host, sample_bytes;
+  TachDataset dataset = { .x_type = TACH_DTYPE_F32, .y_elems = 1, .y_type = TACH_DTYPE_I32 };
+
+  cnn_peek_size (config, &h, &w, &c, &n_train);
+  cnn_shape (h, w, c, config->head, &s);
+  params = cnn_param_count (&s);
+  sample_bytes = ((double) c * h * w + 1) * sizeof (float);
+
+  /* Parameters, their gradients and two Adam moments, as TachParams
+   * allocates them (tach_params_device_bytes, in double here so that an
+   * absurd size cannot wrap around). */
+  dev = (4.0 * params + 1) * sizeof (float);
+  dev += cnn_activation_floats (&s, config->batch) * sizeof (float);
+  dev += config->feed == TACH_FEED_RESIDENT ? n_train * sample_bytes
+                                            : 2.0 * config->batch * sample_bytes;
+  /* The library's convolution work space: about one conv1 output. */
+  dev += (double) config->batch * CNN_K1 * h * w * sizeof (float);
+
+  dataset.n_samples = n_train;
+  dataset.x_elems = (size_t) MIN ((double) c * h * w, (double) G_MAXSIZE / 16);
+  host = (double) tach_feeder_host_bytes (&dataset, config->feed);
+  /* The decoded uint8 images, or the synthetic class prototypes. */
+  host += cnn_data_path (config) != NULL ? (double) n_train * c * h * w
+                                         : (double) CNN_CLASSES * c * h * w * sizeof (float);
+
+  if (device_bytes != NULL)
+    *device_bytes = to_bytes (dev);
+  if (host_bytes != NULL)
+    *host_bytes = to_bytes (host);
+}
+
+const TachModelClass tach_cnn_model_class = {
+  .workload = TACH_WORKLOAD_CNN,
+  .create = cnn_create,
+  .step = cnn_step,
+  .items_per_step = cnn_items_per_step,
+  .flops_per_step = cnn_flops_per_step,
+  .evaluate = cnn_evaluate,
+  .dup_text = NULL,
+  .memory_needs = cnn_memory_needs,
+  .free = cnn_free,
+};

@@ -1,0 +1,595 @@
+/* tach-lstm-lm.c: workload W2, the LSTM language model of the TF1
+ * static_rnn vs TF2 Keras predict report.
+ *
+ *   context (N, 4) token ids -> frozen embedding 554 x 100 -> (N, 4, 100)
+ *   -> LSTM, hidden 100 (batch-major) -> last h (N, 100)
+ *   -> dense 100 -> 554 -> softmax
+ *   191 754 parameters, 136 354 trainable (the embedding is frozen).
+ *
+ * task=train: next-word prediction over windows of the corpus, softmax
+ * cross-entropy, Adam by default.
+ * task=generate: one step generates one token for each of `batch` streams:
+ * the 4-token context runs through the model, a token is drawn from the
+ * softmax with u = tach_rand_uniform (seed, SAMPLE stream + step, row) by
+ * inverse CDF, and the context shifts.  sampling=device keeps all this on
+ * the backend (the sample_tokens op); sampling=host reads the logits back
+ * and draws on the host with the op's own arithmetic, so a seed generates
+ * the same text either way.  The loss of a generation step is the mean
+ * -log p of the sampled tokens, computed on the device from the same
+ * logits and tokens in both modes.
+ *
+ * call-setup=per-call rebuilds, every call, what Keras predict rebuilds:
+ * the LSTM plan and work buffers, the activation buffers and the input
+ * tensor, and reports that time as host time.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+#include <glib/gstdio.h>
+
+#include "tach-feeder.h"
+#include "tach-lstm-layer.h"
+#include "tach-model-util.h"
+#include "tach-model.h"
+#include "tach-rand.h"
+#include "data/tach-corpus.h"
+
+#define LM_VOCAB 554
+#define LM_EMBED 100
+#define LM_CONTEXT 4
+#define LM_HIDDEN 100
+#define LM_DEFAULT_LR 0.001
+/* The corpus the generate task draws its starting contexts from when no
+ * --data is given. */
+#define LM_GENERATE_CORPUS 4096
+
+typedef struct {
+  TachBackend    *be;          /* borrowed */
+  TachTask        task;
+  TachSampling    sampling;
+  TachCallSetup   call_setup;
+  TachRnn         rnn;
+  int             batch;
+  guint64         seed;
+  TachCorpus     *corpus;
+  TachLstmDesc    desc;
+  TachParams     *params;
+  guint           p_lstm, p_dense_w, p_dense_b, p_embed;
+
+  /* train: windows of the corpus in a fixed seeded order */
+  guint64         n_windows;
+  guint64         stride;
+  TachDataset     dataset;
+  TachFeeder     *feeder;
+
+  /* Rebuilt on every call under per-call setup (device). */
+  TachLstmLayer  *lstm;
+  float          *emb;         /* (N, 4, 100) */
+  float          *y;           /* (N, 4, 100) */
+  float          *dy;          /* (N, 4, 100), zero but for the last step */
+  float          *logits;      /* (N, 554) */
+  float          *dlogits;
+  int32_t        *input;       /* generate: the context handed to the model */
+
+  /* generate state */
+  int32_t        *ctx_dev;     /* (N, 4): the context, device sampling */
+  int32_t        *tok;         /* (N): this step's tokens, device */
+  float          *loss;        /* scratch loss when the runner wants none */
+  int32_t        *ctx_host;    /* (N, 4): the context, host sampling */
+  int32_t        *start_ctx;   /* (N, 4): each stream's first context, for the text */
+  float          *logits_host; /* (N, 554) */
+  int32_t        *tok_host;
+  int32_t        *history;     /* device (cap, N): tokens kept for print_text */
+  guint64         history_cap;
+  guint64         generated;
+} TachLstmLm;
+
+/* ------------------------------------------------------------------ data */
+
+static void
+fill_window (gpointer user, guint64 i, double *x, void *y)
+{
+  TachLstmLm *self = user;
+  guint64 pos = (i % self->n_windows) * self->stride % self->n_windows;
+
+  for (int k = 0; k < LM_CONTEXT; k++)
+    x[k] = self->corpus->tokens[pos + k];
+  *(int32_t *) y = self->corpus->tokens[pos + LM_CONTEXT];
+}
+
+/* A step coprime with @n near n / golden ratio: i -> i * step mod n visits
+ * every window once per epoch, far from its neighbours. */
+static guint64
+window_stride (guint64 n)
+{
+  guint64 s = MAX ((guint64) (n * 0.6180339887), 1);
+
+  for (;; s++)
+    {
+      guint64 a = s, b = n;
+
+      while (b != 0)
+        {
+          guint64 t = a % b;
+
+          a = b;
+          b = t;
+        }
+      if (a == 1)
+        return s;
+    }
+}
+
+static TachCorpus *
+lm_corpus (const TachConfig *config, gsize generated_tokens, GError **error)
+{
+  if (config->data != NULL && config->data[0] != '\0')
+    {
+      TachCorpus *corpus = tach_corpus_load (config->data, LM_VOCAB, error);
+
+      if (corpus != NULL && corpus->n_tokens <= LM_CONTEXT)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       _("The text of %s has %" G_GSIZE_FORMAT " words; one training window "
+                         "needs %d (give a longer text)"),
+                       config->data, corpus->n_tokens, LM_CONTEXT + 1);
+          g_clear_pointer (&corpus, tach_corpus_free);
+        }
+      return corpus;
+    }
+  return tach_corpus_generate (config->seed, generated_tokens, LM_VOCAB);
+}
+
+/* --------------------------------------------------------- work buffers */
+
+static void
+lm_release_work (TachLstmLm *self)
+{
+  TachBackend *be = self->be;
+
+  g_clear_pointer (&self->lstm, tach_lstm_layer_free);
+  tach_backend_dealloc (be, self->emb);
+  tach_backend_dealloc (be, self->y);
+  tach_backend_dealloc (be, self->dy);
+  tach_backend_dealloc (be, self->logits);
+  tach_backend_dealloc (be, self->dlogits);
+  if (self->input != self->ctx_dev)
+    tach_backend_dealloc (be, self->input);
+  self->emb = self->y = self->dy = self->logits = self->dlogits = NULL;
+  self->input = NULL;
+}
+
+/* Builds the LSTM (plan or unrolled buffers) and the activation buffers:
+ * once for a persistent session, every call for per-call setup. */
+static void
+lm_build_work (TachLstmLm *self)
+{
+  TachBackend *be = self->be;
+  size_t seq = (size_t) self->batch * LM_CONTEXT * LM_HIDDEN;
+  size_t out = (size_t) self->batch * LM_VOCAB;
+
+  self->lstm = tach_lstm_layer_new (be, &self->desc, self->rnn, TACH_CALL_SETUP_PERSISTENT);
+  self->emb = tach_backend_alloc (be, seq * sizeof (float));
+  self->y = tach_backend_alloc (be, seq * sizeof (float));
+  self->logits = tach_backend_alloc (be, out * sizeof (float));
+  if (self->task == TACH_TASK_TRAIN)
+    {
+      self->dy = tach_backend_alloc (be, seq * sizeof (float));
+      self->dlogits = tach_backend_alloc (be, out * sizeof (float));
+      /* Only the last step's h feeds the head: the other steps' dy stay 0. */
+      tach_backend_zero (be, self->dy, seq * sizeof (float));
+    }
+  else if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
+    self->input = tach_backend_alloc (be, (size_t) self->batch * LM_CONTEXT * sizeof (int32_t));
+  else
+    self->input = self->ctx_dev;
+}
+
+static void
+lm_free (TachModel *model)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+  TachBackend *be;
+
+  if (self == NULL)
+    return;
+  be = self->be;
+  lm_release_work (self);
+  tach_backend_dealloc (be, self->ctx_dev);
+  tach_backend_dealloc (be, self->tok);
+  tach_backend_dealloc (be, self->loss);
+  tach_backend_dealloc (be, self->history);
+  tach_feeder_free (self->feeder);
+  tach_params_free (self->params);
+  tach_corpus_free (self->corpus);
+  g_free (self->ctx_host);
+  g_free (self->start_ctx);
+  g_free (self->logits_host);
+  g_free (self->tok_host);
+  g_free (self);
+}
+
+static TachModel *
+lm_create (TachBackend *be, const TachConfig *config, GError **error)
+{
+  TachLstmLm *self;
+  TachParams *p;
+  guint64 samples = tach_config_get_samples (config);
+  gboolean train = config->task == TACH_TASK_TRAIN;
+  size_t ctx_elems;
+
+  if (config->batch == 0 || config->batch > G_MAXINT / (LM_CONTEXT * LM_VOCAB))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("lstm-lm: --batch %u is out of range"), config->batch);
+      return NULL;
+    }
+
+  self = g_new0 (TachLstmLm, 1);
+  self->be = be;
+  self->task = config->task;
+  self->sampling = config->sampling;
+  self->call_setup = config->call_setup;
+  self->rnn = config->rnn;
+  self->batch = (int) config->batch;
+  self->seed = config->seed;
+  self->desc = (TachLstmDesc) {
+    .T = LM_CONTEXT, .N = self->batch, .I = LM_EMBED, .H = LM_HIDDEN, .dirs = 1,
+    .time_major = FALSE, .training = train,
+    /* The embedding is frozen: nothing below the LSTM needs a gradient. */
+    .need_dx = FALSE,
+    .precision = config->precision,
+  };
+  ctx_elems = (size_t) self->batch * LM_CONTEXT;
+
+  self->corpus = lm_corpus (config, train ? samples + LM_CONTEXT : LM_GENERATE_CORPUS, error);
+  if (self->corpus == NULL)
+    goto fail;
+
+  if (train)
+    {
+      self->n_windows = self->corpus->n_tokens - LM_CONTEXT;
+      if (config->samples > 0)
+        self->n_windows = MIN (self->n_windows, config->samples);
+      if (self->n_windows < config->batch)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       _("The corpus gives %" G_GUINT64_FORMAT " training windows, fewer than "
+                         "one --batch of %u: lower --batch or give a longer text"),
+                       self->n_windows, config->batch);
+          goto fail;
+        }
+      self->stride = window_stride (self->n_windows);
+      self->dataset = (TachDataset) {
+        .n_samples = self->n_windows, .x_elems = LM_CONTEXT, .x_type = TACH_DTYPE_I32,
+        .y_elems = 1, .y_type = TACH_DTYPE_I32, .fill = fill_window, .data = self,
+      };
+      self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
+      if (self->feeder == NULL)
+        goto fail;
+    }
+
+  p = self->params = tach_params_new ();
+  self->p_lstm = tach_params_add (p, "lstm.w", tach_lstm_param_count (&self->desc), TRUE);
+  self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * LM_HIDDEN, TRUE);
+  self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, TRUE);
+  self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * LM_EMBED, FALSE);
+  if (!tach_params_alloc (p, be, error))
+    goto fail;
+  tach_lstm_init_params (&self->desc, config->seed, self->p_lstm,
+                         tach_params_host (p, self->p_lstm));
+  tach_init_glorot (tach_params_host (p, self->p_dense_w), LM_VOCAB, LM_HIDDEN, config->seed,
+                    self->p_dense_w);
+  memset (tach_params_host (p, self->p_dense_b), 0, LM_VOCAB * sizeof (float));
+  /* The "pretrained" embedding: seeded, frozen. */
+  tach_init_uniform (tach_params_host (p, self->p_embed), (size_t) LM_VOCAB * LM_EMBED, 1.0f,
+                     config->seed, self->p_embed);
+  tach_params_upload (p);
+  tach_params_set_optimizer (p, config->optimizer, config->lr > 0.0 ? config->lr : LM_DEFAULT_LR);
+
+  if (!train)
+    {
+      guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, 0x6c6d);
+      gsize starts = self->corpus->n_tokens - LM_CONTEXT + 1;
+
+      /* Each stream starts from a seeded window of the corpus. */
+      self->start_ctx = g_new (int32_t, ctx_elems);
+      for (int r = 0; r < self->batch; r++)
+        {
+          gsize at = tach_rand_bits (config->seed, counter, (guint64) r) % starts;
+
+          memcpy (self->start_ctx + (size_t) r * LM_CONTEXT, self->corpus->tokens + at,
+                  LM_CONTEXT * sizeof (int32_t));
+        }
+      self->ctx_host = g_memdup2 (self->start_ctx, ctx_elems * sizeof (int32_t));
+      self->ctx_dev = tach_backend_alloc (be, ctx_elems * sizeof (int32_t));
+      tach_backend_upload (be, self->ctx_dev, self->ctx_host, ctx_elems * sizeof (int32_t));
+      self->tok = tach_backend_alloc (be, (size_t) self->batch * sizeof (int32_t));
+      self->logits_host = g_new (float, (size_t) self->batch * LM_VOCAB);
+      self->tok_host = g_new (int32_t, self->batch);
+      if (config->print_text)
+        {
+          self->history_cap = (guint64) config->warmup + config->steps;
+          self->history = tach_backend_alloc (be, self->history_cap * self->batch
+                                                  * sizeof (int32_t));
+        }
+    }
+  self->loss = tach_backend_alloc (be, sizeof (float));
+
+  /* A persistent session builds once; per-call setup builds in each step. */
+  if (self->call_setup == TACH_CALL_SETUP_PERSISTENT)
+    lm_build_work (self);
+  if (!tach_backend_take_error (be, error))
+    goto fail;
+  return (TachModel *) self;
+
+fail:
+  lm_free ((TachModel *) self);
+  return NULL;
+}
+
+/* ----------------------------------------------------------------- step */
+
+static double
+elapsed_ms (gint64 since)
+{
+  return (g_get_monotonic_time () - since) / 1000.0;
+}
+
+/* Embedding -> LSTM -> dense on the last step's h. */
+static void
+lm_forward (TachLstmLm *self, const int32_t *ctx)
+{
+  TachBackend *be = self->be;
+  TachParams *p = self->params;
+  int n = self->batch;
+
+  tach_op (be, embedding, tach_params_data (p, self->p_embed), ctx, self->emb, n * LM_CONTEXT,
+           LM_EMBED);
+  tach_lstm_layer_forward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y);
+  /* The last step's h rows are LM_CONTEXT * LM_HIDDEN apart in (N, 4, 100). */
+  tach_op (be, gemm, FALSE, TRUE, n, LM_VOCAB, LM_HIDDEN, 1.0f,
+           self->y + (LM_CONTEXT - 1) * LM_HIDDEN, LM_CONTEXT * LM_HIDDEN,
+           tach_params_data (p, self->p_dense_w), LM_HIDDEN, 0.0f, self->logits, LM_VOCAB);
+  tach_op (be, bias_add, self->logits, tach_params_data (p, self->p_dense_b), n, LM_VOCAB);
+}
+
+static gboolean
+lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
+{
+  TachBackend *be = self->be;
+  TachParams *p = self->params;
+  const void *xv = NULL, *yv = NULL;
+  float *h_last_grad;
+  int n = self->batch;
+
+  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
+    return FALSE;
+
+  lm_forward (self, xv);
+  tach_op (be, softmax_ce, self->logits, yv, n, LM_VOCAB,
+           ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
+  if (ctx->acc_slot != NULL)
+    tach_op (be, accuracy, self->logits, yv, n, LM_VOCAB, ctx->acc_slot);
+
+  /* The head: dW = dlogits^T h_last, db = sum dlogits, dh_last = dlogits W. */
+  h_last_grad = self->dy + (LM_CONTEXT - 1) * LM_HIDDEN;
+  tach_op (be, gemm, TRUE, FALSE, LM_VOCAB, LM_HIDDEN, n, 1.0f, self->dlogits, LM_VOCAB,
+           self->y + (LM_CONTEXT - 1) * LM_HIDDEN, LM_CONTEXT * LM_HIDDEN, 0.0f,
+           tach_params_grad (p, self->p_dense_w), LM_HIDDEN);
+  tach_op (be, bias_grad, self->dlogits, tach_params_grad (p, self->p_dense_b), n, LM_VOCAB, 0.0f);
+  tach_op (be, gemm, FALSE, FALSE, n, LM_HIDDEN, LM_VOCAB, 1.0f, self->dlogits, LM_VOCAB,
+           tach_params_data (p, self->p_dense_w), LM_HIDDEN, 0.0f, h_last_grad,
+           LM_CONTEXT * LM_HIDDEN);
+  tach_lstm_layer_backward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y,
+                            self->dy, NULL, tach_params_grad (p, self->p_lstm));
+  tach_params_update (p);
+  return tach_backend_take_error (be, error);
+}
+
+/* The sample_tokens op's arithmetic, on the host, for one row. */
+static int32_t
+sample_row (const float *z, int vocab, float u)
+{
+  double zmax = z[0], sum = 0.0, target, cum = 0.0;
+
+  for (int j = 1; j < vocab; j++)
+    zmax = MAX (zmax, (double) z[j]);
+  for (int j = 0; j < vocab; j++)
+    sum += exp (z[j] - zmax);
+  target = (double) u * sum;
+  for (int j = 0; j < vocab; j++)
+    {
+      cum += exp (z[j] - zmax);
+      if (cum > target)
+        return j;
+    }
+  return vocab - 1;
+}
+
+static gboolean
+lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
+{
+  TachBackend *be = self->be;
+  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, ctx->step);
+  size_t ctx_bytes = (size_t) self->batch * LM_CONTEXT * sizeof (int32_t);
+  gint64 t0;
+
+  /* The input tensor: from the host context when sampling there, copied
+   * from the device context into a fresh tensor under per-call setup. */
+  t0 = g_get_monotonic_time ();
+  if (self->sampling == TACH_SAMPLING_HOST)
+    tach_backend_upload (be, self->input, self->ctx_host, ctx_bytes);
+  else if (self->input != self->ctx_dev)
+    tach_backend_copy (be, self->input, self->ctx_dev, ctx_bytes);
+  ctx->feed_ms += elapsed_ms (t0);
+
+  lm_forward (self, self->input);
+
+  if (self->sampling == TACH_SAMPLING_DEVICE)
+    tach_op (be, sample_tokens, self->logits, self->batch, LM_VOCAB, self->seed, counter,
+             self->tok, self->ctx_dev, LM_CONTEXT);
+  else
+    {
+      size_t out = (size_t) self->batch * LM_VOCAB;
+
+      /* Wait for the forward pass first, so that the round trip below is
+       * timed apart from the device compute. */
+      tach_backend_synchronize (be);
+      t0 = g_get_monotonic_time ();
+      tach_backend_download (be, self->logits_host, self->logits, out * sizeof (float));
+      if (tach_backend_ok (be))
+        for (int r = 0; r < self->batch; r++)
+          {
+            int32_t *row = self->ctx_host + (size_t) r * LM_CONTEXT;
+            int32_t t = sample_row (self->logits_host + (size_t) r * LM_VOCAB, LM_VOCAB,
+                                    tach_rand_uniform (self->seed, counter, (guint64) r));
+
+            self->tok_host[r] = t;
+            memmove (row, row + 1, (LM_CONTEXT - 1) * sizeof (int32_t));
+            row[LM_CONTEXT - 1] = t;
+          }
+      tach_backend_upload (be, self->tok, self->tok_host, (size_t) self->batch * sizeof (int32_t));
+      ctx->host_ms += elapsed_ms (t0);
+    }
+
+  /* -log p of the drawn tokens, from the same logits in both modes. */
+  if (ctx->loss_slot != NULL)
+    tach_op (be, softmax_ce, self->logits, self->tok, self->batch, LM_VOCAB, ctx->loss_slot, NULL);
+  if (self->history != NULL && ctx->step < self->history_cap)
+    {
+      tach_backend_copy (be, self->history + ctx->step * self->batch, self->tok,
+                         (size_t) self->batch * sizeof (int32_t));
+      self->generated = MAX (self->generated, ctx->step + 1);
+    }
+  return tach_backend_take_error (be, error);
+}
+
+static gboolean
+lm_step (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+
+  if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+
+      /* What Keras predict rebuilds on every call: plan, buffers, input. */
+      lm_release_work (self);
+      lm_build_work (self);
+      ctx->host_ms += elapsed_ms (t0);
+    }
+  if (self->task == TACH_TASK_TRAIN)
+    return lm_train_step (self, ctx, error);
+  return lm_generate_step (self, ctx, error);
+}
+
+/* ----------------------------------------------------------- reporting */
+
+static guint64
+lm_items_per_step (TachModel *model)
+{
+  return (guint64) ((TachLstmLm *) model)->batch;
+}
+
+static double
+lm_flops_per_step (TachModel *model)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+  gboolean train = self->task == TACH_TASK_TRAIN;
+
+  return tach_lstm_flops (&self->desc, train)
+         + tach_dense_flops (self->batch, LM_HIDDEN, LM_VOCAB, train, train);
+}
+
+static char *
+lm_dup_text (TachModel *model)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+  g_autofree int32_t *tokens = NULL;
+  GString *text;
+
+  if (self->history == NULL)
+    return NULL;
+  tokens = g_new (int32_t, MAX (self->generated * self->batch, 1));
+  tach_backend_download (self->be, tokens, self->history,
+                         self->generated * self->batch * sizeof (int32_t));
+  if (!tach_backend_ok (self->be))
+    return NULL;
+
+  /* One line per stream: its starting context, then what it generated. */
+  text = g_string_new (NULL);
+  for (int r = 0; r < self->batch; r++)
+    {
+      g_autofree char *start = tach_corpus_detokenize (self->corpus,
+                                                       self->start_ctx + (size_t) r * LM_CONTEXT,
+                                                       LM_CONTEXT);
+
+      g_string_append (text, start);
+      for (guint64 s = 0; s < self->generated; s++)
+        {
+          int32_t t = tokens[s * self->batch + r];
+
+          g_string_append_c (text, ' ');
+          g_string_append (text, t >= 0 && t < LM_VOCAB ? self->corpus->words[t] : "<unk>");
+        }
+      g_string_append_c (text, '\n');
+    }
+  return g_string_free (text, FALSE);
+}
+
+static void
+lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes)
+{
+  TachLstmDesc desc = { .T = LM_CONTEXT, .N = (int) MIN (config->batch, G_MAXINT),
+                        .I = LM_EMBED, .H = LM_HIDDEN, .dirs = 1 };
+  guint64 batch = config->batch;
+  guint64 trainable = tach_lstm_param_count (&desc) + (guint64) LM_VOCAB * (LM_HIDDEN + 1);
+  guint64 total = trainable + (guint64) LM_VOCAB * LM_EMBED;
+  guint64 seq = batch * LM_CONTEXT * LM_HIDDEN * sizeof (float);
+  guint64 out = batch * LM_VOCAB * sizeof (float);
+  guint64 tokens = tach_config_get_samples (config) + LM_CONTEXT;
+  guint64 dev, host;
+  TachDataset dataset = { .x_elems = LM_CONTEXT, .x_type = TACH_DTYPE_I32,
+                          .y_elems = 1, .y_type = TACH_DTYPE_I32 };
+  GStatBuf st;
+
+  /* A text of S bytes has at most S / 2 + 1 words. */
+  if (config->data != NULL && g_stat (config->data, &st) == 0)
+    tokens = (guint64) st.st_size / 2 + 1;
+  if (config->task == TACH_TASK_GENERATE && config->data == NULL)
+    tokens = LM_GENERATE_CORPUS;
+  dataset.n_samples = config->samples > 0 ? MIN (config->samples, tokens) : tokens;
+
+  dev = tach_params_device_bytes (total, trainable);
+  /* emb, y, dy; the recurrent work space (gates, cell states, their
+   * gradients: about six sequences); logits and dlogits. */
+  dev += 9 * seq + 2 * out;
+  dev += batch * (LM_CONTEXT * 2 + 1) * sizeof (int32_t);
+  if (config->print_text)
+    dev += ((guint64) config->warmup + config->steps) * batch * sizeof (int32_t);
+  host = tokens * sizeof (int32_t) + batch * LM_VOCAB * sizeof (float);
+  if (config->task == TACH_TASK_TRAIN)
+    {
+      dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * 5 * sizeof (int32_t)
+                                                : 2 * batch * 5 * sizeof (int32_t);
+      host += tach_feeder_host_bytes (&dataset, config->feed);
+    }
+  if (device_bytes != NULL)
+    *device_bytes = dev;
+  if (host_bytes != NULL)
+    *host_bytes = host;
+}
+
+const TachModelClass tach_lstm_lm_model_class = {
+  .workload = TACH_WORKLOAD_LSTM_LM,
+  .create = lm_create,
+  .step = lm_step,
+  .items_per_step = lm_items_per_step,
+  .flops_per_step = lm_flops_per_step,
+  .evaluate = NULL,
+  .dup_text = lm_dup_text,
+  .memory_needs = lm_memory_needs,
+  .free = lm_free,
+};

@@ -1,0 +1,346 @@
+/* test-cnn.c: the cnn workload through the public run API.
+ *
+ *   /engine/cnn/modes         feed, sync and metrics give the same per-step
+ *                             losses, dropout included
+ *   /engine/cnn/learns        Adam on a small MNIST-format folder: the loss
+ *                             falls and the test accuracy is far above chance
+ *   /engine/cnn/gap           64x96x3 synthetic images train with --head gap;
+ *                             1080x1920x3 with the flatten head is rejected
+ *                             with the memory it needs and --head gap
+ *   /engine/cnn/synthetic     seeded synthetic images are learnable
+ *   /engine/cnn/data-errors   bad IDX files and sizes fail clearly
+ */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "tach-engine.h"
+#include "tach-rand.h"
+
+#define LOSS_RTOL 1e-4
+
+typedef struct {
+  GArray *losses;
+  double  test_accuracy;
+} RunResult;
+
+static void
+run_result_free (RunResult *r)
+{
+  g_clear_pointer (&r->losses, g_array_unref);
+  g_free (r);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (RunResult, run_result_free)
+
+static void
+apply (TachConfig *config, const char *settings)
+{
+  g_auto (GStrv) words = g_strsplit (settings, " ", -1);
+
+  for (guint i = 0; words[i] != NULL; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_auto (GStrv) kv = NULL;
+
+      if (*words[i] == '\0')
+        continue;
+      kv = g_strsplit (words[i], "=", 2);
+      g_assert_nonnull (kv[1]);
+      tach_config_set (config, kv[0], kv[1], &error);
+      g_assert_no_error (error);
+    }
+}
+
+static RunResult *
+try_run (const char *base, const char *settings, GError **error)
+{
+  g_autoptr (TachRun) run = NULL;
+  g_autoptr (GArray) samples = NULL;
+  TachSummary summary;
+  RunResult *r;
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_CNN);
+  apply (&config, "device=cpu threads=2 warmup=0 seed=3");
+  apply (&config, base);
+  apply (&config, settings);
+  run = tach_run_new (&config, error);
+  tach_config_clear (&config);
+  if (run == NULL)
+    return NULL;
+  if (!tach_run_start (run, NULL, NULL, NULL, error) || !tach_run_wait (run, error))
+    return NULL;
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+
+  r = g_new0 (RunResult, 1);
+  samples = tach_run_dup_samples (run);
+  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
+  for (guint i = 0; i < samples->len; i++)
+    g_array_append_val (r->losses, g_array_index (samples, TachSample, i).loss);
+  tach_run_get_summary (run, &summary);
+  r->test_accuracy = summary.test_accuracy;
+  return r;
+}
+
+static RunResult *
+run_ok (const char *base, const char *settings)
+{
+  g_autoptr (GError) error = NULL;
+  RunResult *r = try_run (base, settings, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (r);
+  return r;
+}
+
+static double
+mean_loss (GArray *losses, guint from, guint n)
+{
+  double sum = 0;
+
+  for (guint i = from; i < from + n; i++)
+    sum += g_array_index (losses, double, i);
+  return sum / n;
+}
+
+/* ---------------------------------------------------- a small data set */
+
+static void
+put_be32 (GByteArray *b, guint32 v)
+{
+  guint8 be[4] = { v >> 24, v >> 16, v >> 8, v };
+
+  g_byte_array_append (b, be, 4);
+}
+
+/* 28x28 images whose class is where a bright bar lies and how it is
+ * oriented, with seeded noise: easy to learn, impossible to learn by
+ * accident. */
+static void
+write_split (const char *dir, const char *split, guint n, guint64 seed, guint n_labels)
+{
+  g_autoptr (GByteArray) images = g_byte_array_new ();
+  g_autoptr (GByteArray) labels = g_byte_array_new ();
+  g_autofree char *ipath = g_strdup_printf ("%s/%s-images-idx3-ubyte", dir, split);
+  g_autofree char *lpath = g_strdup_printf ("%s/%s-labels-idx1-ubyte", dir, split);
+  g_autoptr (GError) error = NULL;
+  guint8 head[4] = { 0, 0, 0x08, 3 };
+
+  g_byte_array_append (images, head, 4);
+  put_be32 (images, n);
+  put_be32 (images, 28);
+  put_be32 (images, 28);
+  head[3] = 1;
+  g_byte_array_append (labels, head, 4);
+  put_be32 (labels, n_labels);
+  for (guint i = 0; i < n; i++)
+    {
+      guint8 label = (guint8) (tach_rand_bits (seed, 1, i) % 10);
+      guint pos = 4 + (label % 5) * 4;
+      gboolean vertical = label >= 5;
+
+      for (guint y = 0; y < 28; y++)
+        for (guint x = 0; x < 28; x++)
+          {
+            gboolean on = vertical ? (x >= pos && x < pos + 3) : (y >= pos && y < pos + 3);
+            double v = (on ? 200 : 20) + 60 * tach_rand_uniform (seed, 2 + i, y * 28 + x);
+            guint8 px = (guint8) MIN (v, 255.0);
+
+            g_byte_array_append (images, &px, 1);
+          }
+      if (i < n_labels)
+        g_byte_array_append (labels, &label, 1);
+    }
+  g_file_set_contents (ipath, (const char *) images->data, images->len, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (lpath, (const char *) labels->data, labels->len, &error);
+  g_assert_no_error (error);
+}
+
+static char *
+make_folder (guint n_train, guint n_test, guint n_train_labels)
+{
+  g_autoptr (GError) error = NULL;
+  char *dir = g_dir_make_tmp ("tach-test-cnn-XXXXXX", &error);
+
+  g_assert_no_error (error);
+  write_split (dir, "train", n_train, 11, n_train_labels);
+  if (n_test > 0)
+    write_split (dir, "t10k", n_test, 12, n_test);
+  return dir;
+}
+
+static void
+remove_folder (char *dir)
+{
+  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+
+      g_unlink (path);
+    }
+  g_rmdir (dir);
+  g_free (dir);
+}
+
+/* -------------------------------------------------------------- tests */
+
+static void
+test_modes (void)
+{
+  g_autofree char *dir = make_folder (64, 0, 64);
+  g_autofree char *base = g_strdup_printf ("data=%s batch=8 steps=6 feed=host-f32 sync=1 "
+                                           "metrics=none", dir);
+  const char *modes[] = {
+    "feed=host-f64", "feed=prefetch", "feed=resident", "sync=end", "sync=4",
+    "metrics=accuracy", "feed=resident sync=end metrics=accuracy",
+  };
+  g_autoptr (RunResult) ref = run_ok (base, "");
+
+  g_assert_cmpuint (ref->losses->len, ==, 6);
+  /* No test split in this folder: no test accuracy. */
+  g_assert_true (isnan (ref->test_accuracy));
+  for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
+    {
+      g_autoptr (RunResult) other = run_ok (base, modes[i]);
+
+      for (guint s = 0; s < ref->losses->len; s++)
+        {
+          double x = g_array_index (ref->losses, double, s);
+          double y = g_array_index (other->losses, double, s);
+
+          g_assert_true (isfinite (x));
+          if (fabs (x - y) > LOSS_RTOL * MAX (1.0, fabs (x)))
+            g_error ("%s: step %u loss %.9g differs from %.9g", modes[i], s, y, x);
+        }
+    }
+  remove_folder (g_steal_pointer (&dir));
+}
+
+static void
+test_learns (void)
+{
+  g_autofree char *dir = make_folder (512, 100, 512);
+  g_autofree char *base = g_strdup_printf ("data=%s batch=32 steps=30 optimizer=adam lr=0.001",
+                                           dir);
+  g_autoptr (RunResult) r = run_ok (base, "");
+  double first = mean_loss (r->losses, 0, 5), last = mean_loss (r->losses, 25, 5);
+
+  g_test_message ("loss %.3f -> %.3f, test accuracy %.3f", first, last, r->test_accuracy);
+  g_assert_cmpfloat (last, <, first * 0.5);
+  g_assert_cmpfloat (r->test_accuracy, >, 0.6);
+  remove_folder (g_steal_pointer (&dir));
+}
+
+static void
+test_gap (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (RunResult) gap = run_ok ("input=64x96x3 head=gap batch=4 samples=16 steps=3", "");
+  TachConfig config;
+
+  g_assert_cmpuint (gap->losses->len, ==, 3);
+  for (guint i = 0; i < 3; i++)
+    g_assert_true (isfinite (g_array_index (gap->losses, double, i)));
+
+  tach_config_init (&config, TACH_WORKLOAD_CNN);
+  apply (&config, "device=cpu input=1080x1920x3 head=flatten batch=256");
+  g_assert_false (tach_config_validate (&config, "cpu", &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "--head gap"));
+  g_assert_nonnull (strstr (error->message, "GB"));
+  g_clear_error (&error);
+
+  /* The same size with the pooling head and a small batch fits. */
+  apply (&config, "head=gap batch=1 samples=1");
+  g_assert_true (tach_config_validate (&config, "cpu", &error));
+  g_assert_no_error (error);
+  tach_config_clear (&config);
+}
+
+static void
+test_synthetic (void)
+{
+  g_autoptr (RunResult) r = run_ok ("input=16x16x1 batch=32 samples=512 steps=30 "
+                                    "optimizer=adam lr=0.002", "");
+
+  g_test_message ("loss %.3f -> %.3f", mean_loss (r->losses, 0, 5), mean_loss (r->losses, 25, 5));
+  g_assert_cmpfloat (mean_loss (r->losses, 25, 5), <, mean_loss (r->losses, 0, 5) * 0.6);
+  g_assert_true (isnan (r->test_accuracy));
+}
+
+static void
+expect_error (const char *settings, int code, const char *needle)
+{
+  g_autoptr (GError) error = NULL;
+  g_autoptr (RunResult) r = try_run ("batch=4 steps=1", settings, &error);
+
+  g_assert_null (r);
+  g_assert_error (error, TACH_ERROR, code);
+  g_test_message ("%s: %s", settings, error->message);
+  g_assert_nonnull (strstr (error->message, needle));
+}
+
+static void
+test_data_errors (void)
+{
+  g_autofree char *mismatch = make_folder (20, 0, 19);
+  g_autofree char *truncated = make_folder (20, 0, 20);
+  g_autofree char *empty = NULL;
+  g_autofree char *s = NULL, *images = NULL, *contents = NULL;
+  g_autoptr (GError) error = NULL;
+  gsize length = 0;
+
+  s = g_strdup_printf ("data=%s", mismatch);
+  expect_error (s, TACH_ERROR_DATA, "20 images but");
+  g_free (s);
+
+  images = g_build_filename (truncated, "train-images-idx3-ubyte", NULL);
+  g_file_get_contents (images, &contents, &length, &error);
+  g_assert_no_error (error);
+  g_file_set_contents (images, contents, length - 100, &error);
+  g_assert_no_error (error);
+  s = g_strdup_printf ("data=%s", truncated);
+  expect_error (s, TACH_ERROR_DATA, "truncated");
+  g_free (s);
+
+  /* An images file named directly, its labels beside it. */
+  s = g_strdup_printf ("data=%s/train-images-idx3-ubyte", mismatch);
+  expect_error (s, TACH_ERROR_DATA, "19 labels");
+  g_free (s);
+
+  empty = g_dir_make_tmp ("tach-test-cnn-XXXXXX", &error);
+  g_assert_no_error (error);
+  s = g_strdup_printf ("data=%s", empty);
+  expect_error (s, TACH_ERROR_DATA, "no MNIST-format training files");
+  g_free (s);
+
+  s = g_strdup_printf ("data=%s/nothing-here", empty);
+  expect_error (s, TACH_ERROR_DATA, "does not exist");
+  g_free (s);
+
+  expect_error ("input=3x3x1", TACH_ERROR_INVALID_CONFIG, "too small");
+
+  remove_folder (g_steal_pointer (&mismatch));
+  remove_folder (g_steal_pointer (&truncated));
+  remove_folder (g_steal_pointer (&empty));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/engine/cnn/modes", test_modes);
+  g_test_add_func ("/engine/cnn/learns", test_learns);
+  g_test_add_func ("/engine/cnn/gap", test_gap);
+  g_test_add_func ("/engine/cnn/synthetic", test_synthetic);
+  g_test_add_func ("/engine/cnn/data-errors", test_data_errors);
+
+  return g_test_run ();
+}

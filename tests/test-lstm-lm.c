@@ -1,0 +1,321 @@
+/* test-lstm-lm.c: the lstm-lm workload through the public run API.
+ *
+ *   /engine/lstm-lm/train/modes        rnn, feed, sync and call-setup give the
+ *                                      same per-step losses
+ *   /engine/lstm-lm/train/learns       the loss falls on the built-in corpus
+ *   /engine/lstm-lm/generate/modes     sampling host/device, call-setup, rnn:
+ *                                      same tokens, same losses
+ *   /engine/lstm-lm/generate/determinism  a seed fixes the text; words come
+ *                                      from the vocabulary
+ *   /engine/lstm-lm/generate/per-call  per-call setup is reported as host time
+ *   /engine/lstm-lm/data               a text file trains; bad texts fail clearly
+ */
+#include <glib/gstdio.h>
+#include <math.h>
+#include <string.h>
+
+#include "tach-engine.h"
+
+#define LOSS_RTOL 1e-4
+
+typedef struct {
+  GArray *losses;   /* double per step */
+  GArray *samples;  /* TachSample */
+  char   *text;
+} RunResult;
+
+static void
+run_result_free (RunResult *r)
+{
+  g_clear_pointer (&r->losses, g_array_unref);
+  g_clear_pointer (&r->samples, g_array_unref);
+  g_clear_pointer (&r->text, g_free);
+  g_free (r);
+}
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (RunResult, run_result_free)
+
+static void
+apply (TachConfig *config, const char *settings)
+{
+  g_auto (GStrv) words = g_strsplit (settings, " ", -1);
+
+  for (guint i = 0; words[i] != NULL; i++)
+    {
+      g_autoptr (GError) error = NULL;
+      g_auto (GStrv) kv = NULL;
+
+      if (*words[i] == '\0')
+        continue;
+      kv = g_strsplit (words[i], "=", 2);
+      g_assert_nonnull (kv[1]);
+      tach_config_set (config, kv[0], kv[1], &error);
+      g_assert_no_error (error);
+    }
+}
+
+/* Runs lstm-lm with @base then @settings; returns NULL and sets @error if
+ * the run could not be made or failed. */
+static RunResult *
+try_run (const char *base, const char *settings, GError **error)
+{
+  g_autoptr (TachRun) run = NULL;
+  RunResult *r;
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
+  apply (&config, "device=cpu threads=1 warmup=0 seed=5");
+  apply (&config, base);
+  apply (&config, settings);
+  run = tach_run_new (&config, error);
+  tach_config_clear (&config);
+  if (run == NULL)
+    return NULL;
+  if (!tach_run_start (run, NULL, NULL, NULL, error) || !tach_run_wait (run, error))
+    return NULL;
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+
+  r = g_new0 (RunResult, 1);
+  r->samples = tach_run_dup_samples (run);
+  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
+  for (guint i = 0; i < r->samples->len; i++)
+    g_array_append_val (r->losses, g_array_index (r->samples, TachSample, i).loss);
+  r->text = tach_run_dup_text (run);
+  return r;
+}
+
+static RunResult *
+run_ok (const char *base, const char *settings)
+{
+  g_autoptr (GError) error = NULL;
+  RunResult *r = try_run (base, settings, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (r);
+  return r;
+}
+
+static void
+assert_same_losses (GArray *a, GArray *b, const char *what)
+{
+  g_assert_cmpuint (a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    {
+      double x = g_array_index (a, double, i), y = g_array_index (b, double, i);
+
+      /* A run that does not record losses (the runner gives generation a
+       * loss slot or not) records none in every mode. */
+      if (isnan (x) && isnan (y))
+        continue;
+      g_assert_true (isfinite (x));
+      if (fabs (x - y) > LOSS_RTOL * MAX (1.0, fabs (x)))
+        g_error ("%s: step %u loss %.9g differs from %.9g", what, i, y, x);
+    }
+}
+
+static double
+mean_loss (GArray *losses, guint from, guint n)
+{
+  double sum = 0;
+
+  for (guint i = from; i < from + n; i++)
+    sum += g_array_index (losses, double, i);
+  return sum / n;
+}
+
+#define TRAIN_BASE "task=train batch=32 samples=1024 steps=12 rnn=fused feed=host-f32 sync=1 " \
+                   "call-setup=persistent"
+
+static void
+test_train_modes (void)
+{
+  const char *modes[] = {
+    "rnn=unrolled", "feed=prefetch", "feed=resident", "sync=end", "sync=5",
+    "call-setup=per-call", "rnn=unrolled call-setup=per-call feed=resident sync=end",
+  };
+  g_autoptr (RunResult) ref = run_ok (TRAIN_BASE, "");
+
+  g_assert_cmpuint (ref->losses->len, ==, 12);
+  /* A fresh model predicts about uniformly over 554 words. */
+  g_assert_cmpfloat (fabs (g_array_index (ref->losses, double, 0) - log (554.0)), <, 0.5);
+  for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
+    {
+      g_autoptr (RunResult) other = run_ok (TRAIN_BASE, modes[i]);
+
+      assert_same_losses (ref->losses, other->losses, modes[i]);
+    }
+}
+
+static void
+test_train_learns (void)
+{
+  g_autoptr (RunResult) r = run_ok ("task=train batch=64 samples=8192 steps=150 lr=0.005", "");
+  double first = mean_loss (r->losses, 0, 10), last = mean_loss (r->losses, 140, 10);
+
+  g_test_message ("loss %.3f -> %.3f", first, last);
+  g_assert_cmpfloat (last, <, first - 1.0);
+}
+
+#define GEN_BASE "task=generate batch=3 steps=15 print-text=true rnn=fused sampling=host " \
+                 "call-setup=persistent sync=1"
+
+static void
+test_generate_modes (void)
+{
+  const char *modes[] = {
+    "sampling=device", "call-setup=per-call", "rnn=unrolled", "sync=end",
+    "sampling=device call-setup=per-call rnn=unrolled",
+  };
+  g_autoptr (RunResult) ref = run_ok (GEN_BASE, "");
+
+  g_assert_nonnull (ref->text);
+  for (guint i = 0; i < ref->losses->len; i++)
+    {
+      double l = g_array_index (ref->losses, double, i);
+
+      /* -log p of a drawn token when the runner records it: positive, and
+       * near log 554 untrained. */
+      if (isnan (l))
+        continue;
+      g_assert_cmpfloat (l, >, 0.0);
+      g_assert_cmpfloat (l, <, 20.0);
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
+    {
+      g_autoptr (RunResult) other = run_ok (GEN_BASE, modes[i]);
+
+      g_test_message ("%s", modes[i]);
+      g_assert_cmpstr (other->text, ==, ref->text);
+      assert_same_losses (ref->losses, other->losses, modes[i]);
+    }
+}
+
+static void
+test_generate_determinism (void)
+{
+  g_autoptr (RunResult) a = run_ok (GEN_BASE, "sampling=device");
+  g_autoptr (RunResult) b = run_ok (GEN_BASE, "sampling=device");
+  g_autoptr (RunResult) c = run_ok (GEN_BASE, "sampling=device seed=6");
+  g_auto (GStrv) lines = g_strsplit (a->text, "\n", -1);
+
+  g_assert_cmpstr (a->text, ==, b->text);
+  g_assert_cmpstr (a->text, !=, c->text);
+  /* Three streams, each its 4 starting words and 15 generated ones. */
+  g_assert_cmpuint (g_strv_length (lines), ==, 4);
+  g_assert_cmpstr (lines[3], ==, "");
+  for (guint i = 0; i < 3; i++)
+    {
+      g_auto (GStrv) words = g_strsplit (lines[i], " ", -1);
+
+      g_assert_cmpuint (g_strv_length (words), ==, 4 + 15);
+      for (guint w = 0; words[w] != NULL; w++)
+        g_assert_true (g_regex_match_simple ("^([a-z]+|<unk>)$", words[w], 0, 0));
+    }
+  g_test_message ("%s", a->text);
+}
+
+static void
+test_generate_per_call (void)
+{
+  g_autoptr (RunResult) per_call = run_ok (GEN_BASE, "call-setup=per-call sampling=device");
+  g_autoptr (RunResult) host = run_ok (GEN_BASE, "sampling=host");
+  g_autoptr (RunResult) device = run_ok (GEN_BASE, "sampling=device");
+
+  for (guint i = 0; i < per_call->samples->len; i++)
+    {
+      g_assert_cmpfloat (g_array_index (per_call->samples, TachSample, i).host_ms, >, 0.0);
+      g_assert_cmpfloat (g_array_index (host->samples, TachSample, i).host_ms, >, 0.0);
+      /* Device sampling in a persistent session does no host work. */
+      g_assert_cmpfloat (g_array_index (device->samples, TachSample, i).host_ms, <,
+                         g_array_index (per_call->samples, TachSample, i).host_ms + 1e-9);
+    }
+}
+
+static char *
+write_text (const char *dir, const char *name, const char *bytes, gssize n)
+{
+  g_autoptr (GError) error = NULL;
+  char *path = g_build_filename (dir, name, NULL);
+
+  g_file_set_contents (path, bytes, n, &error);
+  g_assert_no_error (error);
+  return path;
+}
+
+static void
+expect_data_error (const char *path, const char *needle)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *settings = g_strdup_printf ("data=%s", path);
+  g_autoptr (RunResult) r = try_run ("task=train batch=4 steps=2", settings, &error);
+
+  g_assert_null (r);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, needle));
+}
+
+static void
+test_data (void)
+{
+  g_autoptr (GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("tach-test-lm-XXXXXX", &error);
+  GString *story = g_string_new (NULL);
+  g_autofree char *good = NULL, *empty = NULL, *binary = NULL, *few = NULL, *settings = NULL;
+  const char bin[] = { 'x', '\0', 'y', ' ', 'z' };
+
+  g_assert_no_error (error);
+  for (guint i = 0; i < 60; i++)
+    g_string_append (story, "the quick brown fox jumps over the lazy dog and runs away. ");
+  good = write_text (dir, "story.txt", story->str, story->len);
+  empty = write_text (dir, "empty.txt", "", 0);
+  binary = write_text (dir, "binary.bin", bin, sizeof bin);
+  few = write_text (dir, "few.txt", "a b c a b c d", -1);
+  g_string_free (story, TRUE);
+
+  settings = g_strdup_printf ("data=%s", good);
+  {
+    g_autoptr (RunResult) train = run_ok ("task=train batch=16 steps=30 optimizer=adam lr=0.01",
+                                          settings);
+    g_autoptr (RunResult) gen = run_ok ("task=generate batch=1 steps=8 print-text=true", settings);
+    static const char *const vocab[] = { "the", "quick", "brown", "fox", "jumps", "over", "lazy",
+                                         "dog", "and", "runs", "away", NULL };
+    g_auto (GStrv) words = g_strsplit_set (gen->text, " \n", -1);
+
+    g_assert_cmpfloat (mean_loss (train->losses, 25, 5), <, mean_loss (train->losses, 0, 5) - 1.0);
+    /* The first four words come from the text; the untrained model may
+     * then pick any id, the reserved ones included. */
+    for (guint w = 0; w < 4; w++)
+      g_assert_true (g_strv_contains (vocab, words[w]));
+  }
+
+  expect_data_error (empty, "empty");
+  expect_data_error (binary, "not UTF-8");
+  expect_data_error (few, "4 distinct words");
+  {
+    g_autofree char *missing = g_build_filename (dir, "missing.txt", NULL);
+
+    expect_data_error (missing, "Cannot read");
+  }
+
+  g_unlink (good);
+  g_unlink (empty);
+  g_unlink (binary);
+  g_unlink (few);
+  g_rmdir (dir);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/engine/lstm-lm/train/modes", test_train_modes);
+  g_test_add_func ("/engine/lstm-lm/train/learns", test_train_learns);
+  g_test_add_func ("/engine/lstm-lm/generate/modes", test_generate_modes);
+  g_test_add_func ("/engine/lstm-lm/generate/determinism", test_generate_determinism);
+  g_test_add_func ("/engine/lstm-lm/generate/per-call", test_generate_per_call);
+  g_test_add_func ("/engine/lstm-lm/data", test_data);
+
+  return g_test_run ();
+}
