@@ -57,7 +57,7 @@ expect_usage () {
 }
 
 # Counts the data rows of a CSV file whose first field is RUN_ID (every
-# samples.csv row is one step; run ids are plain numbers, never quoted).
+# samples.csv row is one step; run ids need no quoting).
 count_rows () {
   awk -F, -v id="$2" 'NR > 1 && $1 == id { n++ } END { print n + 0 }' "$1"
 }
@@ -67,12 +67,14 @@ run_ids () {
   awk -F, 'NR > 1 && !seen[$1]++ { print $1 }' "$1"
 }
 
-# Checks that every row of a numeric CSV has the header's field count and
-# only C-locale numbers: a decimal comma would add a field.
+# Checks that every row of samples.csv has the header's field count and,
+# after the run id, only C-locale numbers: a decimal comma would add a field.
+# (RFC 4180 lines end in CRLF.)
 csv_numbers_ok () {
-  awk -F, 'NR == 1 { n = NF; next }
+  awk -F, '{ sub(/\r$/, "") }
+           NR == 1 { n = NF; next }
            NF != n { bad = 1 }
-           { for (i = 1; i <= NF; i++)
+           { for (i = 2; i <= NF; i++)
                if ($i !~ /^(-?[0-9]+(\.[0-9]+)?([eE][-+]?[0-9]+)?|-?nan|NaN|-?inf|)$/) bad = 1 }
            END { exit bad }' "$1"
 }
