@@ -139,11 +139,8 @@ def column(frame, *names):
 rows = []
 for case in cases:
     tach = pd.read_csv(os.path.join(out, f"tach-{case}", "runs.csv"))
-    tach_median = column(tach, "steps_per_s_median", "median_steps_per_s").median()
-    if "achieved_flops" in tach.columns:
-        gflops = tach["achieved_flops"].median() / 1e9
-    else:
-        gflops = (column(tach, "flops_per_step") * column(tach, "steps_per_s_median")).median() / 1e9
+    tach_median = column(tach, "median_steps_per_s").median()
+    gflops = column(tach, "achieved_gflops").median()
     torch = torch_runs[torch_runs["case"] == case]
     torch_median = torch["steps_per_s_median"].median()
     rows.append({
