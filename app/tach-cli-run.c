@@ -39,6 +39,7 @@ typedef struct {
   guint64    window_steps;  /* at the previous tick */
   double     window_wall_s;
   double     rate;          /* steps/s over the last tick, 0 before the first */
+  gint64     started_us;    /* monotonic time the run started */
 } TachCliSession;
 
 static void
@@ -81,6 +82,20 @@ tach_cli_live_print (TachCliSession *session)
 
   if (session->label != NULL)
     g_string_append_printf (line, "%s  ", session->label);
+  if (session->done_steps == 0)
+    {
+      /* A run that syncs only at the end hands its samples over late:
+       * show that it is alive rather than a step count that never moves. */
+      double elapsed = (double) (g_get_monotonic_time () - session->started_us) / G_USEC_PER_SEC;
+
+      g_string_append_printf (line, _("step –/%" G_GUINT64_FORMAT "  %.0f s elapsed, "
+                                      "steps are reported at sync points"),
+                              session->total_steps, elapsed);
+      fputs (line->str, stderr);
+      fflush (stderr);
+      session->live_shown = TRUE;
+      return;
+    }
   g_string_append_printf (line, _("step %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT),
                           session->done_steps, session->total_steps);
   if (session->rate > 0)
@@ -192,6 +207,7 @@ tach_cli_run_one (TachCliSession   *session,
   session->window_steps = 0;
   session->window_wall_s = 0;
   session->rate = 0;
+  session->started_us = g_get_monotonic_time ();
 
   if (!tach_run_start (run, g_main_loop_get_context (session->loop),
                        tach_cli_on_notify, session, error))
@@ -457,7 +473,8 @@ tach_cli_sweep_row_clear (gpointer data)
   g_clear_pointer (&row->run, tach_run_unref);
 }
 
-/* Appends @text to @line padded to @width characters (not bytes). */
+/* Appends @text to @line padded to @width characters (not bytes); a
+ * right-aligned column also gets a two-space gutter before it. */
 static void
 tach_cli_pad (GString *line, const char *text, int width, gboolean right)
 {
@@ -465,7 +482,7 @@ tach_cli_pad (GString *line, const char *text, int width, gboolean right)
   int pad = MAX (width - len, 0);
 
   if (right)
-    g_string_append_printf (line, "%*s%s", pad, "", text);
+    g_string_append_printf (line, "  %*s%s", pad, "", text);
   else
     g_string_append_printf (line, "%s%*s", text, pad, "");
 }
@@ -494,15 +511,15 @@ tach_cli_print_sweep_table (GArray *rows)
     }
 
   tach_cli_pad (line, _("preset"), name_width, FALSE);
-  tach_cli_pad (line, _("steps/s"), 10, TRUE);
-  tach_cli_pad (line, "p10–p90", 17, TRUE);
-  tach_cli_pad (line, unit != NULL ? unit : _("items/s"), 12, TRUE);
-  tach_cli_pad (line, _("final loss"), 11, TRUE);
-  tach_cli_pad (line, _("feed"), 7, TRUE);
-  tach_cli_pad (line, _("compute"), 8, TRUE);
-  tach_cli_pad (line, _("sync"), 7, TRUE);
-  tach_cli_pad (line, _("host"), 7, TRUE);
-  tach_cli_pad (line, _("speed-up"), 10, TRUE);
+  tach_cli_pad (line, _("steps/s"), 8, TRUE);
+  tach_cli_pad (line, "p10–p90", 15, TRUE);
+  tach_cli_pad (line, unit != NULL ? unit : _("items/s"), 10, TRUE);
+  tach_cli_pad (line, _("final loss"), 10, TRUE);
+  tach_cli_pad (line, _("feed"), 6, TRUE);
+  tach_cli_pad (line, _("compute"), 7, TRUE);
+  tach_cli_pad (line, _("sync"), 6, TRUE);
+  tach_cli_pad (line, _("host"), 6, TRUE);
+  tach_cli_pad (line, _("speed-up"), 8, TRUE);
   printf ("\n%s\n", line->str);
 
   for (guint i = 0; i < rows->len; i++)
@@ -535,15 +552,15 @@ tach_cli_print_sweep_table (GArray *rows)
       host = tach_cli_format_percent (s.host_share);
       speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
 
-      tach_cli_pad (line, median, 10, TRUE);
-      tach_cli_pad (line, spread, 17, TRUE);
-      tach_cli_pad (line, items, 12, TRUE);
-      tach_cli_pad (line, final, 11, TRUE);
-      tach_cli_pad (line, feed, 7, TRUE);
-      tach_cli_pad (line, compute, 8, TRUE);
-      tach_cli_pad (line, sync, 7, TRUE);
-      tach_cli_pad (line, host, 7, TRUE);
-      tach_cli_pad (line, speedup, 10, TRUE);
+      tach_cli_pad (line, median, 8, TRUE);
+      tach_cli_pad (line, spread, 15, TRUE);
+      tach_cli_pad (line, items, 10, TRUE);
+      tach_cli_pad (line, final, 10, TRUE);
+      tach_cli_pad (line, feed, 6, TRUE);
+      tach_cli_pad (line, compute, 7, TRUE);
+      tach_cli_pad (line, sync, 6, TRUE);
+      tach_cli_pad (line, host, 6, TRUE);
+      tach_cli_pad (line, speedup, 8, TRUE);
       if (tach_run_get_state (row->run) == TACH_RUN_STATE_CANCELLED)
         g_string_append_printf (line, "  %s", _("(stopped)"));
       printf ("%s\n", line->str);
