@@ -175,7 +175,10 @@ struct _TachBackendOps {
 
   /* --- optimisers over one flat parameter buffer --- */
   /* Adam; *t (device float) is the step count, incremented by the op so that
-   * a captured graph replays correctly. */
+   * a captured graph replays correctly.  Kingma & Ba's form (as PyTorch),
+   * with t the count after the increment:
+   *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
+   *   param -= lr * (m / (1-b1^t)) / (sqrt (v / (1-b2^t)) + eps). */
   void (*adam) (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
                 float lr, float beta1, float beta2, float eps, float *t);
   void (*sgd)  (TachBackend *be, float *param, const float *grad, size_t n, float lr);

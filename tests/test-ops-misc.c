@@ -261,6 +261,12 @@ run_adam (TachBackend *be, double t0)
       g_autofree float *gf = NULL;
 
       tach_ref_fill_normal (g, N, 1500, 10 + step, 1.0);
+      /* Gradients near eps on odd elements: there the two published forms
+       * (eps added to sqrt(v_hat), or Keras' eps added to sqrt(v) with the
+       * corrections folded into lr) differ by a factor of about 4, so every
+       * backend must take the contract's form. */
+      for (size_t i = 1; i < N; i += 2)
+        g[i] *= 1e-6;
       tach_ref_round_to_float (g, N);
       gf = tach_ref_to_float (g, N);
       tach_backend_upload (be, d_g, gf, N * sizeof (float));
