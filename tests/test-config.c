@@ -1,0 +1,381 @@
+/* test-config.c: knobs, parsing and its messages, presets, what applies
+ * where, validation and device resolution. */
+#include <locale.h>
+#include <string.h>
+
+#include "tach-backend.h"
+#include "tach-engine.h"
+
+static void
+assert_get (const TachConfig *config, const char *key, const char *expected)
+{
+  g_autofree char *value = tach_config_get (config, key);
+
+  g_assert_cmpstr (value, ==, expected);
+}
+
+static void
+test_defaults (void)
+{
+  TachConfig c;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_cmpuint (c.batch, ==, 1024);
+  g_assert_cmpint (c.optimizer, ==, TACH_OPTIMIZER_ADAM);
+  g_assert_cmpfloat_with_epsilon (c.lr, 1e-3, 1e-12);
+  assert_get (&c, "device", "auto");
+  assert_get (&c, "samples", "auto");
+  g_assert_cmpuint (tach_config_get_samples (&c), ==, 1024 * TACH_DEFAULT_BATCHES);
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_cmpuint (c.batch, ==, 256);
+  g_assert_true (tach_config_set (&c, "task", "generate", NULL));
+  g_assert_cmpuint (c.batch, ==, 1);
+  g_assert_true (tach_config_set (&c, "task", "train", NULL));
+  g_assert_cmpuint (c.batch, ==, 256);
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_CNN);
+  g_assert_cmpuint (c.batch, ==, 256);
+  g_assert_cmpint (c.optimizer, ==, TACH_OPTIMIZER_SGD);
+  g_assert_cmpfloat_with_epsilon (c.lr, 1e-3, 1e-12);
+  assert_get (&c, "input", "28x28x1");
+  tach_config_clear (&c);
+}
+
+/* Every allowed value of every enumerated knob reads back as set. */
+static void
+test_set_roundtrip (void)
+{
+  guint n = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n);
+
+  g_assert_cmpuint (n, >=, 26);
+  for (guint i = 0; i < n; i++)
+    {
+      g_assert_nonnull (knobs[i].blurb);
+      g_assert_true (tach_knob_lookup (knobs[i].name) == &knobs[i]);
+      if (knobs[i].values == NULL || g_str_equal (knobs[i].name, "workload"))
+        continue;
+      for (guint v = 0; knobs[i].values[v] != NULL; v++)
+        {
+          TachConfig c;
+          g_autoptr(GError) error = NULL;
+
+          tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+          g_assert_true (tach_config_set (&c, knobs[i].name, knobs[i].values[v], &error));
+          g_assert_no_error (error);
+          assert_get (&c, knobs[i].name, knobs[i].values[v]);
+          tach_config_clear (&c);
+        }
+    }
+  g_assert_null (tach_knob_lookup ("no-such-knob"));
+}
+
+static void
+test_set_numbers (void)
+{
+  TachConfig c, copy;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "batch", "256", NULL));
+  g_assert_cmpuint (c.batch, ==, 256);
+  g_assert_true (tach_config_set (&c, "sync", "end", NULL));
+  g_assert_cmpuint (c.sync_every, ==, 0);
+  assert_get (&c, "sync", "end");
+  g_assert_true (tach_config_set (&c, "sync", "100", NULL));
+  g_assert_cmpuint (c.sync_every, ==, 100);
+  g_assert_true (tach_config_set (&c, "samples", "5000", NULL));
+  g_assert_cmpuint (tach_config_get_samples (&c), ==, 5000);
+  g_assert_true (tach_config_set (&c, "seed", "18446744073709551615", NULL));
+  g_assert_cmpuint (c.seed, ==, G_MAXUINT64);
+  g_assert_true (tach_config_set (&c, "lr", "0.01", NULL));
+  assert_get (&c, "lr", "0.01");
+  g_assert_true (tach_config_set (&c, "input", "1080x1920x3", NULL));
+  g_assert_cmpuint (c.input_w, ==, 1920);
+  g_assert_true (tach_config_set (&c, "print-text", "yes", NULL));
+  g_assert_true (c.print_text);
+  g_assert_true (tach_config_set (&c, "data", "/tmp/x", NULL));
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+
+  tach_config_copy (&copy, &c);
+  g_assert_true (copy.data != c.data);
+  g_assert_cmpstr (copy.data, ==, c.data);
+  g_assert_cmpstr (copy.device, ==, "cpu");
+  tach_config_clear (&copy);
+  tach_config_clear (&c);
+  g_assert_null (c.data);
+}
+
+static void
+assert_set_fails (const char *key, const char *value, const char *message_part)
+{
+  TachConfig c;
+  g_autoptr(GError) error = NULL;
+  TachConfig before;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  tach_config_copy (&before, &c);
+  g_assert_false (tach_config_set (&c, key, value, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  if (strstr (error->message, message_part) == NULL)
+    g_error ("message for %s=%s lacks '%s': %s", key, value, message_part, error->message);
+  /* A rejected value leaves the setting as it was. */
+  g_assert_cmpuint (c.batch, ==, before.batch);
+  g_assert_cmpint (c.rnn, ==, before.rnn);
+  tach_config_clear (&before);
+  tach_config_clear (&c);
+}
+
+static void
+test_set_errors (void)
+{
+  assert_set_fails ("rnn", "x", "invalid value 'x' for --rnn: expected one of fused, unrolled");
+  assert_set_fails ("feed", "gpu", "host-f64, host-f32, prefetch, resident");
+  assert_set_fails ("batch", "0", "invalid value '0' for --batch");
+  assert_set_fails ("batch", "-1", "'-1' for --batch");
+  assert_set_fails ("batch", "abc", "whole number");
+  assert_set_fails ("batch", "12abc", "'12abc'");
+  assert_set_fails ("batch", "", "--batch");
+  assert_set_fails ("batch", "99999999999999999999", "--batch");
+  assert_set_fails ("steps", "0", "--steps");
+  assert_set_fails ("sync", "0", "'end'");
+  assert_set_fails ("sync", "often", "--sync");
+  assert_set_fails ("lr", "fast", "--lr");
+  assert_set_fails ("lr", "-0.1", "--lr");
+  assert_set_fails ("lr", "nan", "--lr");
+  assert_set_fails ("input", "28x28", "HxWxC");
+  assert_set_fails ("input", "28x0x1", "HxWxC");
+  assert_set_fails ("workload", "resnet", "bilstm, lstm-lm, cnn");
+  assert_set_fails ("print-text", "maybe", "--print-text");
+  assert_set_fails ("bogus", "1", "unknown setting 'bogus'");
+  assert_set_fails ("preset", "estimator", "tf1-feed-dict");
+}
+
+static void
+test_workload_reset (void)
+{
+  TachConfig c;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "seed", "7", NULL));
+  g_assert_true (tach_config_set (&c, "rnn", "unrolled", NULL));
+  g_assert_true (tach_config_set (&c, "batch", "3", NULL));
+  g_assert_true (tach_config_set (&c, "workload", "cnn", NULL));
+  g_assert_cmpint (c.workload, ==, TACH_WORKLOAD_CNN);
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_FUSED);
+  g_assert_cmpuint (c.batch, ==, 256);
+  g_assert_cmpstr (c.device, ==, "cpu");
+  g_assert_cmpuint (c.seed, ==, 7);
+  tach_config_clear (&c);
+}
+
+static void
+test_presets (void)
+{
+  guint n = 0;
+  const TachPreset *all = tach_presets (&n);
+  TachConfig c;
+
+  g_assert_cmpuint (n, ==, 10);
+  /* Every preset applies cleanly to its own workload. */
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      tach_config_init (&c, all[i].workload);
+      g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+      g_assert_true (tach_config_apply_preset (&c, all[i].name, &error));
+      g_assert_no_error (error);
+      g_assert_cmpstr (c.preset, ==, all[i].name);
+      /* A preset never sets launch=graph on a device that cannot do it. */
+      g_assert_cmpint (c.launch, ==, TACH_LAUNCH_EAGER);
+      tach_config_clear (&c);
+    }
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "preset", "tf1-feed-dict", NULL));
+  g_assert_cmpint (c.layout, ==, TACH_LAYOUT_MISREAD);
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F64);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  /* The next preset starts from the defaults, not from the last preset. */
+  g_assert_true (tach_config_set (&c, "preset", "keras-fit", NULL));
+  g_assert_cmpint (c.layout, ==, TACH_LAYOUT_BATCH_MAJOR);
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F32);
+  g_assert_cmpint (c.metrics, ==, TACH_METRICS_ACCURACY);
+  g_assert_true (tach_config_set (&c, "preset", "tuned", NULL));
+  g_assert_cmpint (c.feed, ==, TACH_FEED_RESIDENT);
+  g_assert_cmpuint (c.sync_every, ==, 0);
+  /* Knobs stay settable after a preset. */
+  g_assert_true (tach_config_set (&c, "feed", "prefetch", NULL));
+  g_assert_cmpint (c.feed, ==, TACH_FEED_PREFETCH);
+  tach_config_clear (&c);
+
+  {
+    g_autoptr(GPtrArray) lm = tach_presets_for_workload (TACH_WORKLOAD_LSTM_LM);
+    g_autoptr(GPtrArray) cnn = tach_presets_for_workload (TACH_WORKLOAD_CNN);
+
+    g_assert_cmpuint (lm->len, ==, 3);
+    g_assert_cmpstr (((const TachPreset *) lm->pdata[0])->name, ==, "static-rnn");
+    g_assert_cmpstr (((const TachPreset *) cnn->pdata[0])->name, ==, "estimator");
+  }
+
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_true (tach_config_set (&c, "preset", "keras-predict", NULL));
+  g_assert_cmpint (c.call_setup, ==, TACH_CALL_SETUP_PER_CALL);
+  g_assert_cmpint (c.sampling, ==, TACH_SAMPLING_HOST);
+  g_assert_true (tach_config_set (&c, "preset", "static-rnn", NULL));
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_UNROLLED);
+  g_assert_cmpint (c.call_setup, ==, TACH_CALL_SETUP_PERSISTENT);
+  tach_config_clear (&c);
+}
+
+static void
+test_applies (void)
+{
+  TachConfig c;
+  const char *why = NULL;
+
+  tach_config_init (&c, TACH_WORKLOAD_CNN);
+  g_assert_false (tach_config_knob_applies (&c, "layout", &why));
+  g_assert_nonnull (why);
+  g_assert_false (tach_config_knob_applies (&c, "rnn", &why));
+  g_assert_false (tach_config_knob_applies (&c, "labels", &why));
+  g_assert_true (tach_config_knob_applies (&c, "feed", &why));
+  g_assert_null (why);
+  g_assert_true (tach_config_knob_applies (&c, "head", NULL));
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_false (tach_config_knob_applies (&c, "sampling", &why));
+  g_assert_true (tach_config_set (&c, "task", "generate", NULL));
+  g_assert_true (tach_config_knob_applies (&c, "sampling", NULL));
+  g_assert_true (tach_config_knob_applies (&c, "print-text", NULL));
+  g_assert_false (tach_config_knob_applies (&c, "metrics", NULL));
+  g_assert_false (tach_config_knob_applies (&c, "labels", NULL));
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_knob_applies (&c, "labels", NULL));
+  g_assert_true (tach_config_knob_applies (&c, "layout", NULL));
+  g_assert_false (tach_config_knob_applies (&c, "task", NULL));
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_false (tach_config_knob_applies (&c, "launch", &why));
+  g_assert_nonnull (why);
+  tach_config_clear (&c);
+}
+
+static void
+assert_invalid (TachConfig *c, const char *device, int code, const char *part)
+{
+  g_autoptr(GError) error = NULL;
+
+  g_assert_false (tach_config_validate (c, device, &error));
+  g_assert_error (error, TACH_ERROR, code);
+  if (strstr (error->message, part) == NULL)
+    g_error ("validation message lacks '%s': %s", part, error->message);
+}
+
+static void
+test_validate (void)
+{
+  TachConfig c;
+  g_autoptr(GError) error = NULL;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "batch", "64", NULL));
+  g_assert_true (tach_config_validate (&c, "cpu", &error));
+  g_assert_no_error (error);
+
+  c.task = TACH_TASK_GENERATE;
+  assert_invalid (&c, NULL, TACH_ERROR_INVALID_CONFIG, "--task generate needs --workload lstm-lm");
+  c.task = TACH_TASK_TRAIN;
+
+  g_assert_true (tach_config_set (&c, "samples", "100000000000", NULL));
+  g_assert_true (tach_config_set (&c, "batch", "1024", NULL));
+  assert_invalid (&c, "cpu", TACH_ERROR_INVALID_CONFIG, "of host memory; this machine has");
+  assert_invalid (&c, NULL, TACH_ERROR_INVALID_CONFIG, "--samples 100000000000 with --batch 1024");
+  g_assert_true (tach_config_set (&c, "samples", "10", NULL));
+  assert_invalid (&c, NULL, TACH_ERROR_INVALID_CONFIG, "less than one batch");
+  g_assert_true (tach_config_set (&c, "samples", "auto", NULL));
+
+  /* The CPU cannot capture graphs: the message names the knob, the value,
+   * the device and what to use instead. */
+  g_assert_true (tach_config_set (&c, "device", "auto", NULL));
+  c.launch = TACH_LAUNCH_GRAPH;
+  assert_invalid (&c, "cpu", TACH_ERROR_UNSUPPORTED, "--launch graph is not supported on cpu");
+  assert_invalid (&c, "cpu", TACH_ERROR_UNSUPPORTED, "use --launch eager");
+  c.launch = TACH_LAUNCH_EAGER;
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_CNN);
+  c.layout = TACH_LAYOUT_MISREAD;
+  assert_invalid (&c, NULL, TACH_ERROR_INVALID_CONFIG, "--layout misread needs --workload bilstm");
+  tach_config_clear (&c);
+
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_true (tach_config_set (&c, "task", "generate", NULL));
+  c.metrics = TACH_METRICS_ACCURACY;
+  assert_invalid (&c, NULL, TACH_ERROR_INVALID_CONFIG, "--metrics accuracy");
+  tach_config_clear (&c);
+}
+
+static void
+test_devices (void)
+{
+  g_autoptr(GPtrArray) devices = tach_devices_list ();
+  g_autoptr(TachDeviceInfo) cpu = NULL;
+  g_autoptr(TachDeviceInfo) best = NULL;
+  g_autoptr(TachDeviceInfo) none = NULL;
+  g_autoptr(GError) error = NULL;
+  const TachDeviceInfo *last;
+
+  /* The CPU is always there, and always last. */
+  g_assert_cmpuint (devices->len, >=, 1);
+  last = g_ptr_array_index (devices, devices->len - 1);
+  g_assert_cmpstr (last->id, ==, "cpu");
+  g_assert_cmpint (last->kind, ==, TACH_DEVICE_KIND_CPU);
+
+  cpu = tach_device_resolve ("cpu", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (cpu->id, ==, "cpu");
+  g_assert_nonnull (cpu->name);
+  best = tach_device_resolve ("auto", &error);
+  g_assert_no_error (error);
+  g_assert_cmpstr (best->id, ==, ((TachDeviceInfo *) devices->pdata[0])->id);
+
+  none = tach_device_resolve ("gpu7", &error);
+  g_assert_null (none);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_assert_nonnull (strstr (error->message, "auto, cpu, cuda, cuda:N"));
+  g_clear_error (&error);
+
+  /* No machine here has 1000 GPUs: whatever the build, the message says
+   * what to do. */
+  none = tach_device_resolve ("cuda:999", &error);
+  g_assert_null (none);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE);
+  g_assert_true (strstr (error->message, "--device cpu") != NULL
+                 || strstr (error->message, "-Dcuda=enabled") != NULL);
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/engine/config/defaults", test_defaults);
+  g_test_add_func ("/engine/config/set/roundtrip", test_set_roundtrip);
+  g_test_add_func ("/engine/config/set/numbers", test_set_numbers);
+  g_test_add_func ("/engine/config/set/errors", test_set_errors);
+  g_test_add_func ("/engine/config/workload-reset", test_workload_reset);
+  g_test_add_func ("/engine/config/presets", test_presets);
+  g_test_add_func ("/engine/config/applies", test_applies);
+  g_test_add_func ("/engine/config/validate", test_validate);
+  g_test_add_func ("/engine/devices/resolve", test_devices);
+  return g_test_run ();
+}

@@ -1,0 +1,381 @@
+/* test-csv.c: runs.csv and samples.csv: RFC 4180 quoting, C-locale
+ * numbers, appending, header checks, unwritable folders, read-back. */
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib/gstdio.h>
+
+#include "test-run-util.h"
+
+/* A small RFC 4180 reader: rows of fields, quotes undone. */
+static GPtrArray *
+csv_read (const char *path)
+{
+  g_autofree char *text = NULL;
+  GPtrArray *rows = g_ptr_array_new_with_free_func ((GDestroyNotify) g_ptr_array_unref);
+  GPtrArray *row = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GString) field = g_string_new (NULL);
+  gboolean quoted = FALSE;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  for (const char *p = text; *p != '\0'; p++)
+    {
+      if (quoted)
+        {
+          if (*p == '"' && p[1] == '"')
+            g_string_append_c (field, *p++);
+          else if (*p == '"')
+            quoted = FALSE;
+          else
+            g_string_append_c (field, *p);
+        }
+      else if (*p == '"')
+        quoted = TRUE;
+      else if (*p == ',')
+        {
+          g_ptr_array_add (row, g_strdup (field->str));
+          g_string_truncate (field, 0);
+        }
+      else if (*p == '\r' && p[1] == '\n')
+        {
+          p++;
+          g_ptr_array_add (row, g_strdup (field->str));
+          g_string_truncate (field, 0);
+          g_ptr_array_add (rows, row);
+          row = g_ptr_array_new_with_free_func (g_free);
+        }
+      else
+        {
+          /* Every line must end in CRLF: a bare LF is a format error. */
+          g_assert_cmpint (*p, !=, '\n');
+          g_string_append_c (field, *p);
+        }
+    }
+  g_assert_false (quoted);
+  g_assert_cmpuint (row->len, ==, 0);
+  g_ptr_array_unref (row);
+  return rows;
+}
+
+static int
+column (GPtrArray *rows, const char *name)
+{
+  GPtrArray *header = g_ptr_array_index (rows, 0);
+
+  for (guint i = 0; i < header->len; i++)
+    if (g_str_equal (g_ptr_array_index (header, i), name))
+      return (int) i;
+  g_error ("no column %s", name);
+  return -1;
+}
+
+static const char *
+cell (GPtrArray *rows, guint row, const char *name)
+{
+  return g_ptr_array_index ((GPtrArray *) g_ptr_array_index (rows, row), column (rows, name));
+}
+
+typedef struct {
+  char    *dir;
+  TachRun *a;     /* a finished run, with a data path that needs quoting */
+  TachRun *b;
+} Fixture;
+
+static void
+fixture_set_up (Fixture *f, gconstpointer data)
+{
+  TachConfig c;
+  g_autoptr(GError) error = NULL;
+
+  f->dir = g_dir_make_tmp ("tach-csv-XXXXXX", &error);
+  g_assert_no_error (error);
+
+  test_tiny_config (&c, 6);
+  /* The bilstm ignores --data, which makes it a harmless carrier for a
+   * string that needs every kind of quoting. */
+  g_assert_true (tach_config_set (&c, "data", "a,b \"q\"\nline", NULL));
+  g_assert_true (tach_config_set (&c, "metrics", "accuracy", NULL));
+  f->a = test_run_to_end (&c);
+  tach_config_clear (&c);
+
+  test_tiny_config (&c, 3);
+  f->b = test_run_to_end (&c);
+  tach_config_clear (&c);
+}
+
+static void
+remove_tree (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        remove_tree (path);
+      else
+        g_unlink (path);
+    }
+  g_rmdir (dir);
+}
+
+static void
+fixture_tear_down (Fixture *f, gconstpointer data)
+{
+  remove_tree (f->dir);
+  g_free (f->dir);
+  tach_run_unref (f->a);
+  tach_run_unref (f->b);
+}
+
+static gboolean
+append_one (const char *dir, TachRun *run, GError **error)
+{
+  g_autoptr(GPtrArray) runs = g_ptr_array_new ();
+
+  g_ptr_array_add (runs, run);
+  return tach_csv_append (dir, runs, error);
+}
+
+static guint
+count_entries (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  guint n = 0;
+
+  while (d != NULL && g_dir_read_name (d) != NULL)
+    n++;
+  return n;
+}
+
+static void
+test_roundtrip (Fixture *f, gconstpointer data)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *out = g_build_filename (f->dir, "new", "sub", NULL);
+  g_autofree char *runs_path = g_build_filename (out, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (out, "samples.csv", NULL);
+  g_autoptr(GPtrArray) runs = NULL;
+  g_autoptr(GPtrArray) samples = NULL;
+  g_autoptr(GArray) expected = tach_run_dup_samples (f->a);
+
+  /* DIR is created when missing. */
+  g_assert_true (append_one (out, f->a, &error));
+  g_assert_no_error (error);
+  /* Only the two files: no temporary left behind. */
+  g_assert_cmpuint (count_entries (out), ==, 2);
+
+  runs = csv_read (runs_path);
+  g_assert_cmpuint (runs->len, ==, 2);
+  g_assert_cmpuint (((GPtrArray *) runs->pdata[0])->len, ==, ((GPtrArray *) runs->pdata[1])->len);
+  g_assert_cmpstr (cell (runs, 1, "data"), ==, "a,b \"q\"\nline");
+  g_assert_cmpstr (cell (runs, 1, "workload"), ==, "bilstm");
+  g_assert_cmpstr (cell (runs, 1, "device"), ==, "cpu");
+  g_assert_cmpstr (cell (runs, 1, "batch"), ==, "8");
+  g_assert_cmpstr (cell (runs, 1, "state"), ==, "finished");
+  g_assert_cmpstr (cell (runs, 1, "measured_steps"), ==, "6");
+  g_assert_cmpstr (cell (runs, 1, "samples"), ==, "128");
+  g_assert_true (g_ascii_strtod (cell (runs, 1, "median_steps_per_s"), NULL) > 0.0);
+  /* ISO 8601 in UTC. */
+  g_assert_true (g_str_has_suffix (cell (runs, 1, "date"), "Z"));
+  g_assert_nonnull (strchr (cell (runs, 1, "date"), 'T'));
+
+  samples = csv_read (samples_path);
+  g_assert_cmpuint (samples->len, ==, expected->len + 1);
+  for (guint i = 0; i < expected->len; i++)
+    {
+      const TachSample *s = &g_array_index (expected, TachSample, i);
+      double loss = g_ascii_strtod (cell (samples, i + 1, "loss"), NULL);
+
+      g_assert_cmpstr (cell (samples, i + 1, "run_id"), ==, cell (runs, 1, "run_id"));
+      g_assert_cmpuint (g_ascii_strtoull (cell (samples, i + 1, "step"), NULL, 10), ==, s->step);
+      g_assert_cmpstr (cell (samples, i + 1, "warmup"), ==, s->warmup ? "1" : "0");
+      g_assert_cmpfloat (fabs (loss - s->loss), <=, 1e-9 * fabs (s->loss));
+      g_assert_true (g_ascii_strtod (cell (samples, i + 1, "step_ms"), NULL) > 0.0);
+    }
+  g_assert_cmpstr (cell (samples, 1, "accuracy"), !=, "");
+}
+
+static void
+test_nan_empty (Fixture *f, gconstpointer data)
+{
+  g_autofree char *samples_path = g_build_filename (f->dir, "samples.csv", NULL);
+  g_autoptr(GPtrArray) samples = NULL;
+
+  /* Run b has no accuracy metric: its accuracy is NaN, written empty. */
+  g_assert_true (append_one (f->dir, f->b, NULL));
+  samples = csv_read (samples_path);
+  g_assert_cmpuint (samples->len, ==, 2 + 3 + 1);
+  for (guint i = 1; i < samples->len; i++)
+    g_assert_cmpstr (cell (samples, i, "accuracy"), ==, "");
+}
+
+static void
+test_append (Fixture *f, gconstpointer data)
+{
+  g_autofree char *runs_path = g_build_filename (f->dir, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (f->dir, "samples.csv", NULL);
+  g_autoptr(GPtrArray) runs = NULL;
+  g_autoptr(GPtrArray) samples = NULL;
+  g_autofree char *first_id = NULL;
+
+  g_assert_true (append_one (f->dir, f->a, NULL));
+  runs = csv_read (runs_path);
+  first_id = g_strdup (cell (runs, 1, "run_id"));
+  g_clear_pointer (&runs, g_ptr_array_unref);
+
+  g_assert_true (append_one (f->dir, f->b, NULL));
+  /* The same run again is not written twice. */
+  g_assert_true (append_one (f->dir, f->a, NULL));
+
+  runs = csv_read (runs_path);
+  g_assert_cmpuint (runs->len, ==, 3);
+  g_assert_cmpstr (cell (runs, 1, "run_id"), ==, first_id);
+  g_assert_cmpstr (cell (runs, 2, "run_id"), !=, first_id);
+  samples = csv_read (samples_path);
+  g_assert_cmpuint (samples->len, ==, 1 + 8 + 5);
+  g_assert_cmpstr (cell (samples, 1, "run_id"), ==, first_id);
+  g_assert_cmpuint (count_entries (f->dir), ==, 2);
+}
+
+static void
+test_header_mismatch (Fixture *f, gconstpointer data)
+{
+  g_autofree char *runs_path = g_build_filename (f->dir, "runs.csv", NULL);
+  g_autofree char *after = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *foreign = "name,value\r\nx,1\r\n";
+
+  g_assert_true (g_file_set_contents (runs_path, foreign, -1, NULL));
+  g_assert_false (append_one (f->dir, f->a, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_assert_nonnull (strstr (error->message, runs_path));
+  g_assert_true (g_file_get_contents (runs_path, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, foreign);
+  /* Neither samples.csv nor a temporary file appeared. */
+  g_assert_cmpuint (count_entries (f->dir), ==, 1);
+}
+
+static void
+test_unwritable (Fixture *f, gconstpointer data)
+{
+  g_autofree char *file = g_build_filename (f->dir, "a-file", NULL);
+  g_autofree char *below_file = g_build_filename (file, "out", NULL);
+  g_autofree char *locked = g_build_filename (f->dir, "locked", NULL);
+  g_autoptr(GError) error = NULL;
+
+  /* A folder that cannot be created: its parent is a file. */
+  g_assert_true (g_file_set_contents (file, "x", -1, NULL));
+  g_assert_false (append_one (below_file, f->a, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_assert_nonnull (strstr (error->message, below_file));
+  g_assert_nonnull (strstr (error->message, "--csv"));
+  g_clear_error (&error);
+
+  /* A folder that exists but cannot be written to.  Root ignores the mode,
+   * so there /proc (which refuses new files to everyone) stands in. */
+  if (geteuid () == 0)
+    {
+      g_assert_false (append_one ("/proc/self", f->a, &error));
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+      g_assert_nonnull (strstr (error->message, "/proc/self"));
+    }
+  else
+    {
+      g_assert_cmpint (g_mkdir (locked, 0555), ==, 0);
+      g_assert_false (append_one (locked, f->a, &error));
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+      g_assert_nonnull (strstr (error->message, locked));
+      g_assert_cmpuint (count_entries (locked), ==, 0);
+      g_chmod (locked, 0755);
+    }
+  g_assert_cmpuint (count_entries (f->dir), ==, 2 - (geteuid () == 0));
+}
+
+/* Finds or builds a locale with a decimal comma, the case that breaks
+ * printf-formatted CSV.  Building one (localedef into a private LOCPATH)
+ * keeps the test meaningful on machines with only the C locale. */
+static const char *
+comma_locale (const char *tmpdir)
+{
+  static const char *const names[] = { "de_DE.UTF-8", "de_DE.utf8", "fr_FR.UTF-8", NULL };
+  g_autofree char *locpath = g_build_filename (tmpdir, "locales", NULL);
+  g_autofree char *target = g_build_filename (locpath, "de_DE.UTF-8", NULL);
+  const char *argv[] = { "localedef", "-i", "de_DE", "-f", "UTF-8", target, NULL };
+  int status = -1;
+
+  for (guint i = 0; names[i] != NULL; i++)
+    if (setlocale (LC_ALL, names[i]) != NULL)
+      return names[i];
+  g_mkdir_with_parents (locpath, 0755);
+  if (!g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_SEARCH_PATH | G_SPAWN_STDOUT_TO_DEV_NULL
+                     | G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL, NULL, NULL, &status, NULL)
+      || !g_spawn_check_wait_status (status, NULL))
+    return NULL;
+  g_setenv ("LOCPATH", locpath, TRUE);
+  return setlocale (LC_ALL, "de_DE.UTF-8") != NULL ? "de_DE.UTF-8" : NULL;
+}
+
+static void
+test_locale (Fixture *f, gconstpointer data)
+{
+  g_autofree char *runs_path = g_build_filename (f->dir, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (f->dir, "samples.csv", NULL);
+  g_autofree char *saved = g_strdup (setlocale (LC_ALL, NULL));
+  g_autoptr(GPtrArray) runs = NULL;
+  g_autoptr(GPtrArray) samples = NULL;
+  const char *active = comma_locale (f->dir);
+  char printed[32];
+
+  if (active == NULL)
+    {
+      setlocale (LC_ALL, saved);
+      g_test_skip ("no locale with a decimal comma is installed or can be built");
+      return;
+    }
+  /* The locale really is in force: printf now writes a comma. */
+  g_snprintf (printed, sizeof printed, "%.1f", 0.5);
+  g_assert_cmpstr (printed, ==, "0,5");
+  g_assert_true (append_one (f->dir, f->a, NULL));
+  setlocale (LC_ALL, saved);
+  g_unsetenv ("LOCPATH");
+
+  runs = csv_read (runs_path);
+  for (const char *const *name = (const char *const[]) { "lr", "median_steps_per_s",
+                                                         "first_loss", "final_loss", NULL };
+       *name != NULL; name++)
+    {
+      const char *value = cell (runs, 1, *name);
+      char *end = NULL;
+
+      g_assert_cmpstr (value, !=, "");
+      g_ascii_strtod (value, &end);
+      g_assert_cmpint (*end, ==, '\0');
+    }
+  g_assert_cmpstr (cell (runs, 1, "lr"), ==, "0.001");
+  /* The field count stays right: a decimal comma would add columns. */
+  samples = csv_read (samples_path);
+  for (guint i = 0; i < samples->len; i++)
+    g_assert_cmpuint (((GPtrArray *) samples->pdata[i])->len, ==, 11);
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  g_test_init (&argc, &argv, NULL);
+
+#define ADD(path, fn) g_test_add (path, Fixture, NULL, fixture_set_up, fn, fixture_tear_down)
+  ADD ("/engine/csv/roundtrip", test_roundtrip);
+  ADD ("/engine/csv/nan-empty", test_nan_empty);
+  ADD ("/engine/csv/append", test_append);
+  ADD ("/engine/csv/header-mismatch", test_header_mismatch);
+  ADD ("/engine/csv/unwritable", test_unwritable);
+  ADD ("/engine/csv/locale", test_locale);
+#undef ADD
+  return g_test_run ();
+}

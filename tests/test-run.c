@@ -1,0 +1,417 @@
+/* test-run.c: the run lifecycle (start, finish, stop, cancel, failure),
+ * the coalesced hand-off, sync cadence, summary arithmetic and the feeder's
+ * modes. */
+#include <locale.h>
+#include <math.h>
+#include <string.h>
+
+#include "tach-feeder.h"
+#include "test-run-util.h"
+
+typedef struct {
+  GArray      *samples;   /* drained */
+  guint        calls;
+  TachRunState final;     /* state seen by the last call */
+  gboolean     ended;
+  guint        stop_after;  /* calls before asking to stop; 0 = never */
+} Watch;
+
+/* Runs on the test's main context. */
+static void
+on_notify (TachRun *run, gpointer user_data)
+{
+  Watch *w = user_data;
+  TachRunState state = tach_run_get_state (run);
+
+  w->calls++;
+  tach_run_drain_samples (run, w->samples);
+  if (w->stop_after > 0 && w->calls == w->stop_after)
+    tach_run_stop (run);
+  if (state != TACH_RUN_STATE_RUNNING && state != TACH_RUN_STATE_READY)
+    {
+      w->final = state;
+      w->ended = TRUE;
+    }
+}
+
+static gboolean
+on_timeout (gpointer data)
+{
+  g_error ("the run did not end within %u s", GPOINTER_TO_UINT (data));
+  return G_SOURCE_REMOVE;
+}
+
+/* Starts @run with notifications on a private context and iterates it
+ * until the final notification. */
+static void
+watch_run (TachRun *run, Watch *w)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(GError) error = NULL;
+  GSource *timeout = g_timeout_source_new_seconds (30);
+
+  g_source_set_callback (timeout, on_timeout, GUINT_TO_POINTER (30), NULL);
+  g_source_attach (timeout, context);
+  w->samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  g_assert_true (tach_run_start (run, context, on_notify, w, &error));
+  g_assert_no_error (error);
+  while (!w->ended)
+    g_main_context_iteration (context, TRUE);
+  g_source_destroy (timeout);
+  g_source_unref (timeout);
+  /* Nothing stays pending once the final call has run. */
+  while (g_main_context_iteration (context, FALSE))
+    ;
+}
+
+static void
+test_lifecycle (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GArray) all = NULL;
+  Watch w = { 0 };
+  TachSummary s;
+
+  test_tiny_config (&c, 12);
+  run = tach_run_new (&c, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_READY);
+  g_assert_cmpstr (tach_run_get_device (run)->id, ==, "cpu");
+  g_assert_cmpuint (tach_run_get_config (run)->batch, ==, 8);
+  tach_config_clear (&c);
+
+  watch_run (run, &w);
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_FINISHED);
+  g_assert_true (tach_run_wait (run, &error));
+  g_assert_no_error (error);
+  g_assert_null (tach_run_get_error (run));
+  g_assert_cmpint (tach_run_get_start_time (run), >, 0);
+
+  /* Every step arrived once, in order, through the coalesced hand-off. */
+  g_assert_cmpuint (w.samples->len, ==, 14);
+  g_assert_cmpuint (w.calls, >=, 1);
+  g_assert_cmpuint (w.calls, <=, w.samples->len + 1);
+  for (guint i = 0; i < w.samples->len; i++)
+    {
+      const TachSample *sm = &g_array_index (w.samples, TachSample, i);
+
+      g_assert_cmpuint (sm->step, ==, i);
+      g_assert_cmpint (sm->warmup, ==, i < 2);
+      g_assert_true (isfinite (sm->loss));
+      g_assert_true (isnan (sm->accuracy));
+      g_assert_cmpfloat (sm->step_ms, >, 0.0);
+      g_assert_cmpfloat (sm->compute_ms, >=, 0.0);
+      g_assert_cmpfloat (sm->feed_ms, >=, 0.0);
+      g_assert_cmpfloat (sm->host_ms, >=, 0.0);
+      if (i > 0)
+        g_assert_cmpfloat (sm->wall_s, >=, g_array_index (w.samples, TachSample, i - 1).wall_s);
+    }
+  all = tach_run_dup_samples (run);
+  g_assert_cmpuint (all->len, ==, 14);
+  g_assert_cmpuint (tach_run_drain_samples (run, w.samples), ==, 0);
+
+  tach_run_get_summary (run, &s);
+  g_assert_cmpuint (s.steps, ==, 12);
+  g_assert_cmpfloat (s.steps_per_s_median, >, 0.0);
+  g_assert_cmpfloat (s.steps_per_s_p10, <=, s.steps_per_s_median);
+  g_assert_cmpfloat (s.steps_per_s_p90, >=, s.steps_per_s_median);
+  g_assert_cmpfloat_with_epsilon (s.items_per_s, 8.0 * s.steps_per_s_median, 1e-6 * s.items_per_s);
+  g_assert_cmpstr (s.items_unit, ==, "samples/s");
+  g_assert_true (isfinite (s.final_loss));
+  g_assert_cmpfloat (s.flops_per_step, >, 0.0);
+
+  /* A run starts once. */
+  g_assert_false (tach_run_start (run, NULL, NULL, NULL, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_array_unref (w.samples);
+}
+
+/* The loss curve is complete, and the same, whatever the sync cadence. */
+static void
+test_sync_cadence (void)
+{
+  static const char *const cadences[] = { "1", "3", "end" };
+  g_autoptr(GArray) reference = NULL;
+
+  for (guint k = 0; k < G_N_ELEMENTS (cadences); k++)
+    {
+      TachConfig c;
+      g_autoptr(TachRun) run = NULL;
+      g_autoptr(GArray) samples = NULL;
+
+      test_tiny_config (&c, 7);
+      g_assert_true (tach_config_set (&c, "sync", cadences[k], NULL));
+      g_assert_true (tach_config_set (&c, "metrics", "accuracy", NULL));
+      run = test_run_to_end (&c);
+      tach_config_clear (&c);
+      samples = tach_run_dup_samples (run);
+      g_assert_cmpuint (samples->len, ==, 9);
+      for (guint i = 0; i < samples->len; i++)
+        {
+          const TachSample *sm = &g_array_index (samples, TachSample, i);
+
+          g_assert_true (isfinite (sm->loss));
+          g_assert_true (sm->accuracy >= 0.0 && sm->accuracy <= 1.0);
+          /* Only sync points wait: with sync=end that is the last step. */
+          if (g_str_equal (cadences[k], "end") && i + 1 < samples->len)
+            g_assert_cmpfloat (sm->sync_ms, ==, 0.0);
+          if (reference != NULL)
+            g_assert_cmpfloat (sm->loss, ==, g_array_index (reference, TachSample, i).loss);
+        }
+      if (reference == NULL)
+        reference = g_steal_pointer (&samples);
+    }
+}
+
+static void
+test_stop (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  Watch w = { 0 };
+
+  test_tiny_config (&c, 1000000);
+  run = tach_run_new (&c, &error);
+  g_assert_no_error (error);
+  tach_config_clear (&c);
+
+  w.stop_after = 2;
+  watch_run (run, &w);
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_CANCELLED);
+  /* A cancelled run is not a failure. */
+  g_assert_true (tach_run_wait (run, &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
+  g_assert_cmpuint (w.samples->len, >=, 2);
+  g_assert_cmpuint (w.samples->len, <, 1000);
+  /* The step the stop interrupted was still synced: its loss is there. */
+  g_assert_true (isfinite (g_array_index (w.samples, TachSample, w.samples->len - 1).loss));
+  g_array_unref (w.samples);
+}
+
+static void
+test_cancel_before_start (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  Watch w = { 0 };
+
+  test_tiny_config (&c, 1000000);
+  run = tach_run_new (&c, &error);
+  tach_config_clear (&c);
+  tach_run_stop (run);
+  watch_run (run, &w);
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_CANCELLED);
+  g_assert_cmpuint (w.samples->len, ==, 0);
+  g_assert_true (tach_run_wait (run, NULL));
+  g_array_unref (w.samples);
+}
+
+/* Dropping the last reference while the engine runs must neither block
+ * nor crash: the thread holds its own reference. */
+static void
+test_unref_running (void)
+{
+  TachConfig c;
+  TachRun *run;
+  g_autoptr(GError) error = NULL;
+
+  test_tiny_config (&c, 1000000);
+  run = tach_run_new (&c, &error);
+  tach_config_clear (&c);
+  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+  tach_run_stop (run);
+  tach_run_unref (run);
+  /* Let the thread end before the process does, for leak checkers. */
+  g_usleep (G_USEC_PER_SEC / 2);
+}
+
+static void
+test_failure (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  Watch w = { 0 };
+
+  /* A data file that does not exist passes validation (the file may
+   * appear later) but fails the run: an error value, not an abort. */
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "batch", "4", NULL));
+  g_assert_true (tach_config_set (&c, "steps", "3", NULL));
+  g_assert_true (tach_config_set (&c, "data", "/nonexistent/tach-test-corpus.txt", NULL));
+  run = tach_run_new (&c, &error);
+  g_assert_no_error (error);
+  tach_config_clear (&c);
+
+  watch_run (run, &w);
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_FAILED);
+  g_assert_false (tach_run_wait (run, &error));
+  g_assert_nonnull (error);
+  g_assert_true (error->domain == TACH_ERROR);
+  g_assert_nonnull (tach_run_get_error (run));
+  g_assert_cmpstr (tach_run_get_error (run)->message, ==, error->message);
+  g_array_unref (w.samples);
+}
+
+static void
+test_new_invalid (void)
+{
+  TachConfig c;
+  g_autoptr(GError) error = NULL;
+  TachRun *run;
+
+  test_tiny_config (&c, 3);
+  c.layout = TACH_LAYOUT_MISREAD;
+  c.workload = TACH_WORKLOAD_CNN;
+  run = tach_run_new (&c, &error);
+  g_assert_null (run);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  tach_config_clear (&c);
+}
+
+/* --------------------------------------------------------------- summary */
+
+static void
+test_summary_math (void)
+{
+  TachSample samples[12];
+  TachSummary s;
+
+  memset (samples, 0, sizeof samples);
+  for (guint i = 0; i < 12; i++)
+    {
+      TachSample *sm = &samples[i];
+
+      sm->step = i;
+      sm->warmup = i < 2;
+      /* Warm-up steps are slow; they must not count. */
+      sm->step_ms = sm->warmup ? 1000.0 : (double) (i - 1);
+      sm->feed_ms = 0.1 * sm->step_ms;
+      sm->compute_ms = 0.5 * sm->step_ms;
+      sm->sync_ms = sm->warmup ? NAN : 0.2 * sm->step_ms;
+      sm->host_ms = 0.2 * sm->step_ms;
+      sm->loss = sm->warmup ? 100.0 : (double) (i - 2);
+      sm->accuracy = NAN;
+      sm->wall_s = (double) i;
+    }
+  samples[3].loss = NAN;   /* not observed: ignored, not averaged as 0 */
+
+  tach_summary_compute (samples, 12, 8, 1e9, 1e12, &s);
+  g_assert_cmpuint (s.steps, ==, 10);
+  /* Rates 1000/1 .. 1000/10: sorted, the middle two are 1000/6 and 1000/5. */
+  g_assert_cmpfloat_with_epsilon (s.steps_per_s_median, (1000.0 / 6 + 1000.0 / 5) / 2, 1e-9);
+  g_assert_cmpfloat_with_epsilon (s.steps_per_s_p10, 100.0 + 0.9 * (1000.0 / 9 - 100.0), 1e-9);
+  g_assert_cmpfloat_with_epsilon (s.steps_per_s_p90, 500.0 + 0.1 * 500.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (s.items_per_s, 8 * s.steps_per_s_median, 1e-9);
+  /* Losses 0..9 with step 3's (loss 1) missing. */
+  g_assert_cmpfloat_with_epsilon (s.first_loss, (45.0 - 1.0) / 9.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.final_loss, s.first_loss, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.feed_share, 0.1, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.compute_share, 0.5, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.sync_share, 0.2, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.host_share, 0.2, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.achieved_flops, 1e9 * s.steps_per_s_median, 1e-3);
+  g_assert_cmpfloat_with_epsilon (s.peak_share, s.achieved_flops / 1e12, 1e-15);
+  g_assert_cmpfloat (s.wall_s, ==, 11.0);
+
+  /* Nothing measured: no invented figures. */
+  tach_summary_compute (samples, 2, 8, 1e9, 0.0, &s);
+  g_assert_cmpuint (s.steps, ==, 0);
+  g_assert_true (isnan (s.steps_per_s_median));
+  g_assert_true (isnan (s.final_loss));
+  g_assert_true (isnan (s.peak_share));
+}
+
+/* ---------------------------------------------------------------- feeder */
+
+#define X_ELEMS 5
+
+static void
+fill_sample (gpointer data, guint64 i, double *x, void *y)
+{
+  /* Values that are not exact in float32, so the f64 -> f32 path matters. */
+  for (guint e = 0; e < X_ELEMS; e++)
+    x[e] = (double) i + (double) e / 7.0;
+  ((float *) y)[0] = (float) (i % 2);
+}
+
+static void
+test_feeder_modes (void)
+{
+  static const TachFeed modes[] = { TACH_FEED_HOST_F64, TACH_FEED_HOST_F32, TACH_FEED_PREFETCH,
+                                    TACH_FEED_RESIDENT };
+  g_autoptr(GError) error = NULL;
+  TachBackend *be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+  TachDataset ds = { .n_samples = 23, .x_elems = X_ELEMS, .x_type = TACH_DTYPE_F32,
+                     .y_elems = 1, .y_type = TACH_DTYPE_F32, .fill = fill_sample };
+  const guint batch = 4;
+  /* In order, a skip, and past the end of the epoch (5 batches, 3 dropped). */
+  static const guint64 order[] = { 0, 1, 2, 3, 4, 5, 6, 9, 10, 2, 3 };
+
+  g_assert_no_error (error);
+  g_assert_nonnull (be);
+  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      TachFeeder *feeder = tach_feeder_new (be, &ds, modes[m], batch, &error);
+      double feed_ms = 0.0;
+
+      g_assert_no_error (error);
+      g_assert_cmpuint (tach_feeder_batches_per_epoch (feeder), ==, 5);
+      g_assert_cmpuint (tach_feeder_host_bytes (&ds, modes[m]), >=, 23 * 6 * 4);
+      for (guint k = 0; k < G_N_ELEMENTS (order); k++)
+        {
+          const void *dx = NULL, *dy = NULL;
+          float x[4 * X_ELEMS], y[4];
+
+          g_assert_true (tach_feeder_next (feeder, order[k], &dx, &dy, &feed_ms, &error));
+          g_assert_no_error (error);
+          tach_backend_download (be, x, dx, sizeof x);
+          tach_backend_download (be, y, dy, sizeof y);
+          for (guint r = 0; r < batch; r++)
+            {
+              guint64 i = (order[k] % 5) * batch + r;
+
+              for (guint e = 0; e < X_ELEMS; e++)
+                g_assert_cmpfloat (x[r * X_ELEMS + e], ==, (float) ((double) i + (double) e / 7.0));
+              g_assert_cmpfloat (y[r], ==, (float) (i % 2));
+            }
+        }
+      g_assert_cmpfloat (feed_ms, >=, 0.0);
+      tach_feeder_free (feeder);
+    }
+
+  /* Token ids cannot be fed as float64. */
+  ds.x_type = TACH_DTYPE_I32;
+  g_assert_null (tach_feeder_new (be, &ds, TACH_FEED_HOST_F64, batch, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+  g_clear_error (&error);
+  /* Fewer samples than a batch. */
+  ds.x_type = TACH_DTYPE_F32;
+  g_assert_null (tach_feeder_new (be, &ds, TACH_FEED_HOST_F32, 64, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  tach_backend_free (be);
+}
+
+int
+main (int argc, char **argv)
+{
+  setlocale (LC_ALL, "");
+  g_test_init (&argc, &argv, NULL);
+
+  g_test_add_func ("/engine/summary/math", test_summary_math);
+  g_test_add_func ("/engine/feeder/modes", test_feeder_modes);
+  g_test_add_func ("/engine/run/lifecycle", test_lifecycle);
+  g_test_add_func ("/engine/run/sync-cadence", test_sync_cadence);
+  g_test_add_func ("/engine/run/stop", test_stop);
+  g_test_add_func ("/engine/run/cancel-before-start", test_cancel_before_start);
+  g_test_add_func ("/engine/run/unref-running", test_unref_running);
+  g_test_add_func ("/engine/run/failure", test_failure);
+  g_test_add_func ("/engine/run/new-invalid", test_new_invalid);
+  return g_test_run ();
+}
