@@ -176,7 +176,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachDeviceInfo, tach_device_info_free)
 typedef struct {
   guint64 step;        /* 0-based, warm-up steps first */
   gboolean warmup;
-  double  wall_s;      /* since the run started, at the end of this step */
+  double  wall_s;      /* since the first step began (set-up excluded), at the end of this step */
   double  step_ms;
   double  feed_ms;     /* getting the batch onto the device */
   double  compute_ms;  /* device compute */

@@ -458,9 +458,11 @@ run_main (gpointer data)
 
   e.run = run;
   e.pending = g_array_new (FALSE, FALSE, sizeof (Pending));
-  e.t0 = g_get_monotonic_time ();
 
   ok = engine_setup (&e, total, &error);
+  /* Wall time counts from the first step: building the model and its data
+   * is not a step, and would shift every point of a chart by wall time. */
+  e.t0 = g_get_monotonic_time ();
   if (ok && g_atomic_int_get (&run->stop))
     cancelled = TRUE;
   else if (ok)
