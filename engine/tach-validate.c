@@ -98,7 +98,11 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
 {
   guint n_knobs = 0;
   const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+  TachConfig workload_only = *config;
 
+  /* Which knobs matter is asked without the device: "launch does not apply
+   * to the CPU" must not hide launch=graph from the CPU backend's check. */
+  workload_only.device = NULL;
   for (guint i = 0; i < n_knobs; i++)
     {
       g_autofree char *value = NULL;
@@ -106,7 +110,7 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
       const char *instead = NULL;
 
       if (knobs[i].values == NULL || g_str_equal (knobs[i].name, "workload")
-          || !tach_config_knob_applies (config, knobs[i].name, NULL))
+          || !tach_config_knob_applies (&workload_only, knobs[i].name, NULL))
         continue;
       value = tach_config_get (config, knobs[i].name);
       if (tach_backend_supports (device_id, knobs[i].name, value, &why))

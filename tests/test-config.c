@@ -308,6 +308,8 @@ test_validate (void)
   c.launch = TACH_LAUNCH_GRAPH;
   assert_invalid (&c, "cpu", TACH_ERROR_UNSUPPORTED, "--launch graph is not supported on cpu");
   assert_invalid (&c, "cpu", TACH_ERROR_UNSUPPORTED, "use --launch eager");
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  assert_invalid (&c, "cpu", TACH_ERROR_UNSUPPORTED, "--launch graph is not supported on cpu");
   c.launch = TACH_LAUNCH_EAGER;
   tach_config_clear (&c);
 
