@@ -427,16 +427,16 @@ sample_tokens_kernel (const float *logits, int vocab, uint64_t seed, uint64_t co
 
 /* -------------------------------------------------------- optimisers */
 
-/* Adam as Keras and TF1 write it (the reports' frameworks): the bias
- * correction is folded into the step size, and eps is added to sqrt(v)
- * uncorrected.  The step count is read from device memory so that a
- * replayed graph takes the right step; a second launch increments it. */
+/* Adam in Kingma & Ba's form, as tach-backend.h states it: bias-corrected
+ * moments, eps added to the corrected sqrt(v).  The step count is read from
+ * device memory so that a replayed graph takes the right step; a second
+ * launch increments it once every thread has read it. */
 __global__ void
 adam_kernel (float *param, const float *grad, float *m, float *v, size_t n, float lr,
              float beta1, float beta2, float eps, const float *t)
 {
   float step = *t + 1.0f;
-  float lr_t = lr * sqrtf (1.0f - powf (beta2, step)) / (1.0f - powf (beta1, step));
+  float c1 = 1.0f - powf (beta1, step), c2 = 1.0f - powf (beta2, step);
 
   GRID_STRIDE (i, n)
     {
@@ -446,7 +446,7 @@ adam_kernel (float *param, const float *grad, float *m, float *v, size_t n, floa
 
       m[i] = mi;
       v[i] = vi;
-      param[i] -= lr_t * mi / (sqrtf (vi) + eps);
+      param[i] -= lr * (mi / c1) / (sqrtf (vi / c2) + eps);
     }
 }
 
