@@ -1,0 +1,23 @@
+/* main.c: the entry point of the Tach desktop app. */
+#include "tach-config.h"
+#include "tach-application.h"
+
+#include <glib/gi18n.h>
+#include <locale.h>
+
+int
+main (int   argc,
+      char *argv[])
+{
+  g_autoptr(TachApplication) app = NULL;
+
+  /* The UI follows the user's language; the engine writes CSV numbers in
+   * the C locale whatever this says. */
+  setlocale (LC_ALL, "");
+  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
+
+  app = tach_application_new ();
+  return g_application_run (G_APPLICATION (app), argc, argv);
+}

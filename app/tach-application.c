@@ -1,0 +1,117 @@
+/* tach-application.c: application-wide actions (about, quit), keyboard
+ * accelerators and the main window. */
+#include "tach-config.h"
+#include "tach-application.h"
+#include "tach-window.h"
+
+#include <glib/gi18n.h>
+#include <tach-engine.h>
+
+struct _TachApplication
+{
+  AdwApplication parent_instance;
+};
+
+G_DEFINE_FINAL_TYPE (TachApplication, tach_application, ADW_TYPE_APPLICATION)
+
+static void
+tach_application_activate (GApplication *app)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
+
+  if (window == NULL)
+    window = GTK_WINDOW (tach_window_new (GTK_APPLICATION (app)));
+  gtk_window_present (window);
+}
+
+static void
+about_action (GSimpleAction *action,
+              GVariant      *parameter,
+              gpointer       user_data)
+{
+  GtkApplication *app = user_data;
+  static const char *developers[] = { "The Tach developers", NULL };
+  GtkWidget *about;
+
+  about = g_object_new (ADW_TYPE_ABOUT_WINDOW,
+                        "transient-for", gtk_application_get_active_window (app),
+                        "application-name", "Tach",
+                        "application-icon", APPLICATION_ID,
+                        "developer-name", _("The Tach developers"),
+                        "version", PACKAGE_VERSION,
+                        "comments", _("Measures and explains why the same deep-learning model "
+                                      "runs at different speeds in different execution modes."),
+                        "website", "https://github.com/tach/tach",
+                        "issue-url", "https://github.com/tach/tach/issues",
+                        "license-type", GTK_LICENSE_GPL_3_0,
+                        "developers", developers,
+                        /* Translators: put your names here, one per line. */
+                        "translator-credits", _("translator-credits"),
+                        NULL);
+  gtk_window_present (GTK_WINDOW (about));
+}
+
+static void
+quit_action (GSimpleAction *action,
+             GVariant      *parameter,
+             gpointer       user_data)
+{
+  GtkApplication *app = user_data;
+  GList *windows = gtk_application_get_windows (app);
+
+  /* Closing each window stops its run cleanly before the process exits. */
+  while (windows != NULL)
+    {
+      GList *next = windows->next;
+
+      gtk_window_close (windows->data);
+      windows = next;
+    }
+}
+
+static void
+tach_application_startup (GApplication *app)
+{
+  static const GActionEntry entries[] = {
+    { "about", about_action, NULL, NULL, NULL, { 0 } },
+    { "quit", quit_action, NULL, NULL, NULL, { 0 } },
+  };
+  static const struct { const char *action; const char *accels[3]; } accels[] = {
+    { "app.quit", { "<Control>q", NULL } },
+    { "win.run", { "<Control>r", NULL } },
+    { "win.stop", { "Escape", NULL } },
+    { "win.export-csv", { "<Control>e", NULL } },
+    { "win.compare", { "<Control><Shift>r", NULL } },
+    { "win.toggle-config", { "F9", NULL } },
+  };
+
+  G_APPLICATION_CLASS (tach_application_parent_class)->startup (app);
+
+  g_action_map_add_action_entries (G_ACTION_MAP (app), entries, G_N_ELEMENTS (entries), app);
+  for (guint i = 0; i < G_N_ELEMENTS (accels); i++)
+    gtk_application_set_accels_for_action (GTK_APPLICATION (app), accels[i].action, accels[i].accels);
+}
+
+static void
+tach_application_class_init (TachApplicationClass *klass)
+{
+  GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
+
+  app_class->activate = tach_application_activate;
+  app_class->startup = tach_application_startup;
+}
+
+static void
+tach_application_init (TachApplication *self)
+{
+}
+
+TachApplication *
+tach_application_new (void)
+{
+  return g_object_new (TACH_TYPE_APPLICATION,
+                       "application-id", APPLICATION_ID,
+                       "flags", G_APPLICATION_DEFAULT_FLAGS,
+                       "resource-base-path", "/io/github/tach/Tach",
+                       NULL);
+}

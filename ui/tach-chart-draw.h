@@ -1,0 +1,39 @@
+/* tach-chart-draw.h: drawing a chart on any cairo surface.
+ *
+ * A TachChartView is everything one draw reads: the series, the options
+ * and the theme.  It holds no GTK widget, so exports and tests draw the
+ * same picture as the screen.
+ */
+#pragma once
+
+#include <gdk/gdk.h>
+#include <pango/pangocairo.h>
+
+#include "tach-chart-series.h"
+
+G_BEGIN_DECLS
+
+#define TACH_CHART_N_COLORS 8
+
+typedef struct {
+  GPtrArray                  *series;     /* TachChartSeries*, borrowed */
+  const char                 *title;
+  gboolean                    by_time;
+  gboolean                    log_scale;
+  double                      smoothing;
+  gboolean                    hovering;
+  double                      hover_x;    /* in the drawing's pixels */
+  GdkRGBA                     fg;         /* the theme's text colour */
+  gboolean                    dark;
+  const PangoFontDescription *font;
+} TachChartView;
+
+void tach_chart_view_draw     (const TachChartView *view,
+                               cairo_t             *cr,
+                               int                  width,
+                               int                  height);
+void tach_chart_get_run_color (guint                index,
+                               gboolean             dark,
+                               GdkRGBA             *color);
+
+G_END_DECLS

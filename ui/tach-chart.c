@@ -1,0 +1,428 @@
+/* tach-chart.c: the chart widget: properties, pointer tracking, snapshot
+ * (cairo through gtk_snapshot_append_cairo) and export.  The drawing itself
+ * is in tach-chart-draw.c. */
+#include "tach-chart.h"
+#include "tach-chart-draw.h"
+
+#include <adwaita.h>
+#include <cairo-svg.h>
+#include <glib/gi18n.h>
+#include <math.h>
+
+struct _TachChart
+{
+  GtkWidget  parent_instance;
+
+  GPtrArray *series;        /* TachChartSeries*, owned */
+  char      *title;
+  gboolean   by_time;
+  gboolean   log_scale;
+  double     smoothing;
+  gboolean   hovering;
+  double     hover_x;
+  double     hover_y;
+};
+
+G_DEFINE_FINAL_TYPE (TachChart, tach_chart, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_TITLE,
+  PROP_BY_TIME,
+  PROP_LOG_SCALE,
+  PROP_SMOOTHING,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static gboolean
+chart_is_dark (void)
+{
+  return adw_style_manager_get_dark (adw_style_manager_get_default ());
+}
+
+void
+tach_chart_draw (TachChart *self,
+                 cairo_t   *cr,
+                 int        width,
+                 int        height)
+{
+  TachChartView view = {
+    .series = self->series,
+    .title = self->title,
+    .by_time = self->by_time,
+    .log_scale = self->log_scale,
+    .smoothing = self->smoothing,
+    .hovering = self->hovering,
+    .hover_x = self->hover_x,
+    .dark = chart_is_dark (),
+    .font = pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))),
+  };
+
+  g_return_if_fail (TACH_IS_CHART (self));
+
+G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &view.fg);
+G_GNUC_END_IGNORE_DEPRECATIONS
+  tach_chart_view_draw (&view, cr, width, height);
+}
+
+static void
+tach_chart_snapshot (GtkWidget   *widget,
+                     GtkSnapshot *snapshot)
+{
+  TachChart *self = TACH_CHART (widget);
+  int width = gtk_widget_get_width (widget);
+  int height = gtk_widget_get_height (widget);
+  cairo_t *cr;
+
+  cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  tach_chart_draw (self, cr, width, height);
+  cairo_destroy (cr);
+}
+
+static void
+on_motion (GtkEventControllerMotion *controller,
+           double                    x,
+           double                    y,
+           TachChart                *self)
+{
+  tach_chart_set_hover (self, x, y);
+}
+
+static void
+on_leave (GtkEventControllerMotion *controller,
+          TachChart                *self)
+{
+  self->hovering = FALSE;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+on_dark_changed (TachChart *self)
+{
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+static void
+tach_chart_dispose (GObject *object)
+{
+  TachChart *self = TACH_CHART (object);
+
+  if (self->series != NULL)
+    for (guint i = 0; i < self->series->len; i++)
+      g_signal_handlers_disconnect_by_data (g_ptr_array_index (self->series, i), self);
+  g_clear_pointer (&self->series, g_ptr_array_unref);
+  g_clear_pointer (&self->title, g_free);
+  G_OBJECT_CLASS (tach_chart_parent_class)->dispose (object);
+}
+
+static void
+tach_chart_get_property (GObject    *object,
+                         guint       prop_id,
+                         GValue     *value,
+                         GParamSpec *pspec)
+{
+  TachChart *self = TACH_CHART (object);
+
+  switch (prop_id)
+    {
+    case PROP_TITLE:
+      g_value_set_string (value, self->title);
+      break;
+    case PROP_BY_TIME:
+      g_value_set_boolean (value, self->by_time);
+      break;
+    case PROP_LOG_SCALE:
+      g_value_set_boolean (value, self->log_scale);
+      break;
+    case PROP_SMOOTHING:
+      g_value_set_double (value, self->smoothing);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_chart_set_property (GObject      *object,
+                         guint         prop_id,
+                         const GValue *value,
+                         GParamSpec   *pspec)
+{
+  TachChart *self = TACH_CHART (object);
+
+  switch (prop_id)
+    {
+    case PROP_TITLE:
+      tach_chart_set_title (self, g_value_get_string (value));
+      break;
+    case PROP_BY_TIME:
+      tach_chart_set_by_time (self, g_value_get_boolean (value));
+      break;
+    case PROP_LOG_SCALE:
+      tach_chart_set_log_scale (self, g_value_get_boolean (value));
+      break;
+    case PROP_SMOOTHING:
+      tach_chart_set_smoothing (self, g_value_get_double (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_chart_class_init (TachChartClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tach_chart_dispose;
+  object_class->get_property = tach_chart_get_property;
+  object_class->set_property = tach_chart_set_property;
+  widget_class->snapshot = tach_chart_snapshot;
+
+  properties[PROP_TITLE] =
+    g_param_spec_string ("title", NULL, NULL, NULL,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_BY_TIME] =
+    g_param_spec_boolean ("by-time", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_LOG_SCALE] =
+    g_param_spec_boolean ("log-scale", NULL, NULL, FALSE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_SMOOTHING] =
+    g_param_spec_double ("smoothing", NULL, NULL, 0.0, 0.999, 0.6,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_set_css_name (widget_class, "tach-chart");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+tach_chart_init (TachChart *self)
+{
+  GtkEventController *motion = gtk_event_controller_motion_new ();
+
+  self->series = g_ptr_array_new_with_free_func (g_object_unref);
+  self->smoothing = 0.6;
+
+  g_signal_connect (motion, "motion", G_CALLBACK (on_motion), self);
+  g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
+  gtk_widget_add_controller (GTK_WIDGET (self), motion);
+
+  g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
+                           G_CALLBACK (on_dark_changed), self, G_CONNECT_SWAPPED);
+}
+
+GtkWidget *
+tach_chart_new (void)
+{
+  return g_object_new (TACH_TYPE_CHART, NULL);
+}
+
+void
+tach_chart_add_series (TachChart       *self,
+                       TachChartSeries *series)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+  g_return_if_fail (TACH_IS_CHART_SERIES (series));
+
+  g_ptr_array_add (self->series, g_object_ref (series));
+  g_signal_connect_object (series, "notify::visible",
+                           G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tach_chart_remove_series (TachChart       *self,
+                          TachChartSeries *series)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  g_signal_handlers_disconnect_by_data (series, self);
+  if (g_ptr_array_remove (self->series, series))
+    gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+guint
+tach_chart_get_n_series (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), 0);
+  return self->series->len;
+}
+
+TachChartSeries *
+tach_chart_get_series (TachChart *self,
+                       guint      index)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), NULL);
+  g_return_val_if_fail (index < self->series->len, NULL);
+  return g_ptr_array_index (self->series, index);
+}
+
+const char *
+tach_chart_get_title (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), NULL);
+  return self->title;
+}
+
+void
+tach_chart_set_title (TachChart  *self,
+                      const char *title)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  if (g_strcmp0 (self->title, title) != 0)
+    {
+      g_free (self->title);
+      self->title = g_strdup (title);
+      gtk_accessible_update_property (GTK_ACCESSIBLE (self),
+                                      GTK_ACCESSIBLE_PROPERTY_LABEL, title, -1);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_TITLE]);
+      gtk_widget_queue_draw (GTK_WIDGET (self));
+    }
+}
+
+gboolean
+tach_chart_get_by_time (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), FALSE);
+  return self->by_time;
+}
+
+void
+tach_chart_set_by_time (TachChart *self,
+                        gboolean   by_time)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  by_time = !!by_time;
+  if (self->by_time == by_time)
+    return;
+  self->by_time = by_time;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BY_TIME]);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tach_chart_get_log_scale (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), FALSE);
+  return self->log_scale;
+}
+
+void
+tach_chart_set_log_scale (TachChart *self,
+                          gboolean   log_scale)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  log_scale = !!log_scale;
+  if (self->log_scale == log_scale)
+    return;
+  self->log_scale = log_scale;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_LOG_SCALE]);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+double
+tach_chart_get_smoothing (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), 0.0);
+  return self->smoothing;
+}
+
+void
+tach_chart_set_smoothing (TachChart *self,
+                          double     smoothing)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  smoothing = CLAMP (smoothing, 0.0, 0.999);
+  if (self->smoothing == smoothing)
+    return;
+  self->smoothing = smoothing;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SMOOTHING]);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+/* Shows the read-out at widget coordinates (@x, @y), as the pointer does. */
+void
+tach_chart_set_hover (TachChart *self,
+                      double     x,
+                      double     y)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  self->hovering = TRUE;
+  self->hover_x = x;
+  self->hover_y = y;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+/* Renders @charts stacked vertically, each @height pixels tall, to a PNG or
+ * (by the file name's extension) an SVG file. */
+gboolean
+tach_chart_export (TachChart  **charts,
+                   guint        n_charts,
+                   const char  *path,
+                   int          width,
+                   int          height,
+                   GError     **error)
+{
+  g_autofree char *lower = g_ascii_strdown (path, -1);
+  gboolean svg = g_str_has_suffix (lower, ".svg");
+  cairo_surface_t *surface;
+  cairo_status_t status;
+  cairo_t *cr;
+  GdkRGBA bg;
+
+  g_return_val_if_fail (n_charts > 0, FALSE);
+
+  if (svg)
+    surface = cairo_svg_surface_create (path, width, height * n_charts);
+  else
+    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height * n_charts);
+
+  cr = cairo_create (surface);
+  gdk_rgba_parse (&bg, chart_is_dark () ? "#242424" : "#ffffff");
+  gdk_cairo_set_source_rgba (cr, &bg);
+  cairo_paint (cr);
+  for (guint i = 0; i < n_charts; i++)
+    {
+      gboolean hovering = charts[i]->hovering;
+
+      /* An export shows the data, not where the pointer happened to be. */
+      charts[i]->hovering = FALSE;
+      cairo_save (cr);
+      cairo_translate (cr, 0, i * height);
+      cairo_rectangle (cr, 0, 0, width, height);
+      cairo_clip (cr);
+      cairo_translate (cr, 8, 8);
+      tach_chart_draw (charts[i], cr, width - 16, height - 16);
+      cairo_restore (cr);
+      charts[i]->hovering = hovering;
+    }
+  cairo_destroy (cr);
+
+  cairo_surface_finish (surface);
+  status = cairo_surface_status (surface);
+  if (status == CAIRO_STATUS_SUCCESS && !svg)
+    status = cairo_surface_write_to_png (surface, path);
+  cairo_surface_destroy (surface);
+
+  if (status != CAIRO_STATUS_SUCCESS)
+    {
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   _("Could not save the chart to “%s”: %s"),
+                   name, cairo_status_to_string (status));
+      return FALSE;
+    }
+  return TRUE;
+}

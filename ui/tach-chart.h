@@ -1,0 +1,53 @@
+/* tach-chart.h: a live line chart drawn with cairo.
+ *
+ * The chart draws TachChartSeries (the data) through two TachChartAxis
+ * (the scales); it never touches the engine.  Redraws only read the
+ * prepared buckets, so their cost does not grow with the run's length.
+ */
+#pragma once
+
+#include <gtk/gtk.h>
+
+#include "tach-chart-draw.h"
+#include "tach-chart-series.h"
+
+G_BEGIN_DECLS
+
+#define TACH_TYPE_CHART (tach_chart_get_type ())
+G_DECLARE_FINAL_TYPE (TachChart, tach_chart, TACH, CHART, GtkWidget)
+
+GtkWidget *tach_chart_new              (void);
+void       tach_chart_add_series       (TachChart       *self,
+                                        TachChartSeries *series);
+void       tach_chart_remove_series    (TachChart       *self,
+                                        TachChartSeries *series);
+guint      tach_chart_get_n_series     (TachChart       *self);
+TachChartSeries *tach_chart_get_series (TachChart       *self,
+                                        guint            index);
+const char *tach_chart_get_title       (TachChart       *self);
+void       tach_chart_set_title        (TachChart       *self,
+                                        const char      *title);
+gboolean   tach_chart_get_by_time      (TachChart       *self);
+void       tach_chart_set_by_time      (TachChart       *self,
+                                        gboolean         by_time);
+gboolean   tach_chart_get_log_scale    (TachChart       *self);
+void       tach_chart_set_log_scale    (TachChart       *self,
+                                        gboolean         log_scale);
+double     tach_chart_get_smoothing    (TachChart       *self);
+void       tach_chart_set_smoothing    (TachChart       *self,
+                                        double           smoothing);
+void       tach_chart_set_hover        (TachChart       *self,
+                                        double           x,
+                                        double           y);
+void       tach_chart_draw             (TachChart       *self,
+                                        cairo_t         *cr,
+                                        int              width,
+                                        int              height);
+gboolean   tach_chart_export           (TachChart      **charts,
+                                        guint            n_charts,
+                                        const char      *path,
+                                        int              width,
+                                        int              height,
+                                        GError         **error);
+
+G_END_DECLS

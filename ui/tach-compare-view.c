@@ -1,0 +1,340 @@
+/* tach-compare-view.c: horizontal bars of milliseconds per step.
+ *
+ * Time per step, not steps per second, is what splits into phases: a bar's
+ * length is the median step time and its segments are the shares of
+ * feeding, compute, sync wait and host overhead.  Speed-ups are against the
+ * first run of the sweep, the preset that reproduces the reported slow case.
+ */
+#include "tach-compare-view.h"
+#include "tach-phase-bar.h"
+#include "tach-run-object.h"
+#include "tach-chart-draw.h"
+
+#include <adwaita.h>
+#include <glib/gi18n.h>
+#include <math.h>
+
+#define ROW_HEIGHT 52
+#define TOP 36
+#define LEGEND_HEIGHT 36
+
+struct _TachCompareView
+{
+  GtkWidget   parent_instance;
+
+  GListModel *model;
+};
+
+G_DEFINE_FINAL_TYPE (TachCompareView, tach_compare_view, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+static PangoLayout *
+make_layout (TachCompareView *self,
+             cairo_t         *cr,
+             double           scale,
+             gboolean         bold)
+{
+  PangoLayout *layout = pango_cairo_create_layout (cr);
+  g_autoptr(PangoFontDescription) desc =
+    pango_font_description_copy (pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))));
+  PangoAttrList *attrs = pango_attr_list_new ();
+  int size = pango_font_description_get_size (desc);
+
+  pango_font_description_set_size (desc, (int) ((size > 0 ? size : 11 * PANGO_SCALE) * scale));
+  pango_font_description_set_weight (desc, bold ? PANGO_WEIGHT_BOLD : PANGO_WEIGHT_NORMAL);
+  pango_layout_set_font_description (layout, desc);
+  /* Tabular figures, so that the numbers of a live sweep do not jitter. */
+  pango_attr_list_insert (attrs, pango_attr_font_features_new ("tnum=1"));
+  pango_layout_set_attributes (layout, attrs);
+  pango_attr_list_unref (attrs);
+  return layout;
+}
+
+static void
+show_text (cairo_t       *cr,
+           PangoLayout   *layout,
+           const char    *text,
+           double         x,
+           double         y,
+           const GdkRGBA *color,
+           double         alpha,
+           int           *width)
+{
+  int w, h;
+
+  pango_layout_set_text (layout, text, -1);
+  pango_layout_get_pixel_size (layout, &w, &h);
+  cairo_set_source_rgba (cr, color->red, color->green, color->blue, color->alpha * alpha);
+  cairo_move_to (cr, x, y);
+  pango_cairo_show_layout (cr, layout);
+  if (width)
+    *width = w;
+}
+
+void
+tach_compare_view_draw (TachCompareView *self,
+                        cairo_t         *cr,
+                        int              width,
+                        int              height)
+{
+  g_autoptr(PangoLayout) title = make_layout (self, cr, 1.0, TRUE);
+  g_autoptr(PangoLayout) small = make_layout (self, cr, 0.85, FALSE);
+  gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
+  guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
+  double max_ms = 0.0, first_rate = NAN, label_w = 120, bar_x, bar_w, x;
+  GdkRGBA fg;
+  int w;
+
+G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
+G_GNUC_END_IGNORE_DEPRECATIONS
+
+  show_text (cr, small, _("Time per step, split into phases (shorter is faster)"),
+             0, 8, &fg, 0.6, NULL);
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+      double rate = tach_run_object_get_rate (run);
+      g_autofree char *mode = NULL;
+
+      if (i == 0)
+        first_rate = rate;
+      if (isfinite (rate) && rate > 0.0)
+        max_ms = MAX (max_ms, 1000.0 / rate);
+      g_object_get (run, "mode", &mode, NULL);
+      pango_layout_set_text (title, mode, -1);
+      pango_layout_get_pixel_size (title, &w, NULL);
+      label_w = MAX (label_w, w);
+    }
+
+  bar_x = label_w + 20;
+  bar_w = MAX (40.0, width - bar_x - 110);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+      double rate = tach_run_object_get_rate (run);
+      double ms = isfinite (rate) && rate > 0.0 ? 1000.0 / rate : NAN;
+      double y = TOP + i * ROW_HEIGHT, total = 0.0;
+      g_autofree char *mode = NULL;
+      g_autofree char *status = NULL;
+      g_autofree char *rate_text = NULL;
+      g_autofree char *line = NULL;
+
+      g_object_get (run, "mode", &mode, "status", &status, "rate-text", &rate_text, NULL);
+      show_text (cr, title, mode, 0, y + 4, &fg, 0.9, NULL);
+      if (isfinite (ms) && isfinite (first_rate) && first_rate > 0.0)
+        /* Translators: steps per second, and the speed-up against the first run. */
+        line = g_strdup_printf (_("%s steps/s · %.2f×"), rate_text, rate / first_rate);
+      else
+        line = g_strdup (status);
+      show_text (cr, small, line, 0, y + 24, &fg, 0.6, NULL);
+
+      if (!isfinite (ms) || max_ms <= 0.0)
+        {
+          cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.08);
+          cairo_rectangle (cr, bar_x, y + 10, bar_w, 22);
+          cairo_fill (cr);
+          continue;
+        }
+
+      for (guint p = 0; p < TACH_PHASE_COUNT; p++)
+        {
+          double share = tach_run_object_get_share (run, p);
+          total += isfinite (share) ? share : 0.0;
+        }
+      x = bar_x;
+      for (guint p = 0; p < TACH_PHASE_COUNT; p++)
+        {
+          double share = tach_run_object_get_share (run, p);
+          double seg = ms / max_ms * bar_w * (total > 0.0 && isfinite (share) ? share / total : (p == TACH_PHASE_COMPUTE));
+          GdkRGBA color;
+
+          if (seg <= 0.0)
+            continue;
+          tach_phase_get_color (p, dark, &color);
+          gdk_cairo_set_source_rgba (cr, &color);
+          cairo_rectangle (cr, round (x), y + 10, MAX (1.0, round (x + seg) - round (x)), 22);
+          cairo_fill (cr);
+          x += seg;
+        }
+      {
+        g_autofree char *ms_text = g_strdup_printf (_("%.2f ms"), ms);
+        show_text (cr, title, ms_text, x + 8, y + 11, &fg, 0.85, NULL);
+      }
+    }
+
+  /* The phase legend under the bars. */
+  x = bar_x;
+  for (guint p = 0; p < TACH_PHASE_COUNT && n > 0; p++)
+    {
+      double y = TOP + n * ROW_HEIGHT + 12;
+      GdkRGBA color;
+
+      tach_phase_get_color (p, dark, &color);
+      gdk_cairo_set_source_rgba (cr, &color);
+      cairo_rectangle (cr, x, y + 3, 12, 12);
+      cairo_fill (cr);
+      show_text (cr, small, tach_phase_get_label (p), x + 18, y, &fg, 0.75, &w);
+      x += 18 + w + 20;
+    }
+}
+
+static void
+tach_compare_view_snapshot (GtkWidget   *widget,
+                            GtkSnapshot *snapshot)
+{
+  int width = gtk_widget_get_width (widget);
+  int height = gtk_widget_get_height (widget);
+  cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
+
+  tach_compare_view_draw (TACH_COMPARE_VIEW (widget), cr, width, height);
+  cairo_destroy (cr);
+}
+
+static void
+tach_compare_view_measure (GtkWidget      *widget,
+                           GtkOrientation  orientation,
+                           int             for_size,
+                           int            *minimum,
+                           int            *natural,
+                           int            *minimum_baseline,
+                           int            *natural_baseline)
+{
+  TachCompareView *self = TACH_COMPARE_VIEW (widget);
+  guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
+
+  if (orientation == GTK_ORIENTATION_HORIZONTAL)
+    *minimum = *natural = 360;
+  else
+    *minimum = *natural = TOP + n * ROW_HEIGHT + LEGEND_HEIGHT;
+}
+
+static void
+on_items_changed (GListModel      *model,
+                  guint            position,
+                  guint            removed,
+                  guint            added,
+                  TachCompareView *self)
+{
+  for (guint i = position; i < position + added; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (model, i);
+
+      g_signal_connect_object (run, "updated", G_CALLBACK (gtk_widget_queue_draw),
+                               self, G_CONNECT_SWAPPED);
+      g_signal_connect_object (run, "finished", G_CALLBACK (gtk_widget_queue_draw),
+                               self, G_CONNECT_SWAPPED);
+    }
+  gtk_widget_queue_resize (GTK_WIDGET (self));
+}
+
+GListModel *
+tach_compare_view_get_model (TachCompareView *self)
+{
+  g_return_val_if_fail (TACH_IS_COMPARE_VIEW (self), NULL);
+  return self->model;
+}
+
+void
+tach_compare_view_set_model (TachCompareView *self,
+                             GListModel      *model)
+{
+  g_return_if_fail (TACH_IS_COMPARE_VIEW (self));
+
+  if (self->model == model)
+    return;
+  if (self->model)
+    g_signal_handlers_disconnect_by_func (self->model, on_items_changed, self);
+  g_set_object (&self->model, model);
+  if (model)
+    {
+      g_signal_connect (model, "items-changed", G_CALLBACK (on_items_changed), self);
+      on_items_changed (model, 0, 0, g_list_model_get_n_items (model), self);
+    }
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MODEL]);
+}
+
+static void
+tach_compare_view_dispose (GObject *object)
+{
+  TachCompareView *self = TACH_COMPARE_VIEW (object);
+
+  if (self->model)
+    g_signal_handlers_disconnect_by_func (self->model, on_items_changed, self);
+  g_clear_object (&self->model);
+  G_OBJECT_CLASS (tach_compare_view_parent_class)->dispose (object);
+}
+
+static void
+tach_compare_view_get_property (GObject    *object,
+                                guint       prop_id,
+                                GValue     *value,
+                                GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_MODEL:
+      g_value_set_object (value, TACH_COMPARE_VIEW (object)->model);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_compare_view_set_property (GObject      *object,
+                                guint         prop_id,
+                                const GValue *value,
+                                GParamSpec   *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_MODEL:
+      tach_compare_view_set_model (TACH_COMPARE_VIEW (object), g_value_get_object (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_compare_view_class_init (TachCompareViewClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tach_compare_view_dispose;
+  object_class->get_property = tach_compare_view_get_property;
+  object_class->set_property = tach_compare_view_set_property;
+  widget_class->snapshot = tach_compare_view_snapshot;
+  widget_class->measure = tach_compare_view_measure;
+
+  properties[PROP_MODEL] =
+    g_param_spec_object ("model", NULL, NULL, G_TYPE_LIST_MODEL,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  gtk_widget_class_set_css_name (widget_class, "tach-compare-view");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
+}
+
+static void
+tach_compare_view_init (TachCompareView *self)
+{
+  g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
+                           G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
+}
+
+GtkWidget *
+tach_compare_view_new (void)
+{
+  return g_object_new (TACH_TYPE_COMPARE_VIEW, NULL);
+}

@@ -1,0 +1,21 @@
+/* tach-compare-view.h: a sweep of runs as bars of time per step, split into
+ * phases, so that the cause of a speed gap reads at a glance. */
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+#define TACH_TYPE_COMPARE_VIEW (tach_compare_view_get_type ())
+G_DECLARE_FINAL_TYPE (TachCompareView, tach_compare_view, TACH, COMPARE_VIEW, GtkWidget)
+
+GtkWidget  *tach_compare_view_new       (void);
+GListModel *tach_compare_view_get_model (TachCompareView *self);
+void        tach_compare_view_set_model (TachCompareView *self,
+                                         GListModel      *model);
+void        tach_compare_view_draw      (TachCompareView *self,
+                                         cairo_t         *cr,
+                                         int              width,
+                                         int              height);
+
+G_END_DECLS

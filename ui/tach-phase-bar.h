@@ -1,0 +1,30 @@
+/* tach-phase-bar.h: one run's step time split into its phases, as a bar. */
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+typedef enum {
+  TACH_PHASE_FEED,
+  TACH_PHASE_COMPUTE,
+  TACH_PHASE_SYNC,
+  TACH_PHASE_HOST,
+  TACH_PHASE_COUNT
+} TachPhase;
+
+#define TACH_TYPE_PHASE_BAR (tach_phase_bar_get_type ())
+G_DECLARE_FINAL_TYPE (TachPhaseBar, tach_phase_bar, TACH, PHASE_BAR, GtkWidget)
+
+GtkWidget  *tach_phase_bar_new        (void);
+void        tach_phase_bar_set_share  (TachPhaseBar *self,
+                                       TachPhase     phase,
+                                       double        share);
+double      tach_phase_bar_get_share  (TachPhaseBar *self,
+                                       TachPhase     phase);
+void        tach_phase_get_color      (TachPhase     phase,
+                                       gboolean      dark,
+                                       GdkRGBA      *color);
+const char *tach_phase_get_label      (TachPhase     phase);
+
+G_END_DECLS

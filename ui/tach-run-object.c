@@ -1,0 +1,596 @@
+/* tach-run-object.c: a run's live state, for binding. */
+#include "tach-run-object.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+struct _TachRunObject
+{
+  GObject          parent_instance;
+
+  TachRun         *run;
+  GArray          *scratch;        /* TachSample, reused between drains */
+  TachChartSeries *rate_series;
+  TachChartSeries *loss_series;
+  TachSummary      summary;
+  char            *title;
+  char            *knobs;
+  char            *status;
+  guint            color_index;
+  guint64          steps_done;
+  double           speedup;
+  gboolean         visible;
+  gboolean         started;
+  gboolean         finished;       /* the final state has been taken in */
+  gboolean         released;       /* the self-reference of a started run */
+};
+
+G_DEFINE_FINAL_TYPE (TachRunObject, tach_run_object, G_TYPE_OBJECT)
+
+enum {
+  PROP_0,
+  PROP_ID,
+  PROP_TITLE,
+  PROP_WORKLOAD,
+  PROP_MODE,
+  PROP_KNOBS,
+  PROP_DEVICE,
+  PROP_BATCH,
+  PROP_STATUS,
+  PROP_RATE,
+  PROP_RATE_TEXT,
+  PROP_ITEMS_TEXT,
+  PROP_LOSS_TEXT,
+  PROP_SPEEDUP,
+  PROP_SPEEDUP_TEXT,
+  PROP_FEED_SHARE,
+  PROP_COMPUTE_SHARE,
+  PROP_SYNC_SHARE,
+  PROP_HOST_SHARE,
+  PROP_COLOR_INDEX,
+  PROP_SWATCH_CLASSES,
+  PROP_VISIBLE,
+  PROP_PROGRESS,
+  N_PROPS
+};
+
+enum {
+  UPDATED,
+  FINISHED,
+  N_SIGNALS
+};
+
+static GParamSpec *properties[N_PROPS];
+static guint signals[N_SIGNALS];
+
+static char *
+format_rate (double v)
+{
+  if (!isfinite (v))
+    return g_strdup ("—");
+  if (v >= 1000)
+    return g_strdup_printf ("%.0f", v);
+  if (v >= 10)
+    return g_strdup_printf ("%.1f", v);
+  return g_strdup_printf ("%.3f", v);
+}
+
+static char *
+build_knobs (const TachConfig *config)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  const TachKnobInfo *knobs;
+  guint n = 0;
+
+  knobs = tach_knobs (&n);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *value = NULL;
+
+      if (!knobs[i].is_mode || !tach_config_knob_applies (config, knobs[i].name, NULL))
+        continue;
+      value = tach_config_get (config, knobs[i].name);
+      g_string_append_printf (text, "%s%s=%s", text->len ? " " : "", knobs[i].name,
+                              value ? value : "?");
+    }
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+static void
+tach_run_object_update_status (TachRunObject *self)
+{
+  g_autofree char *status = NULL;
+
+  switch (tach_run_get_state (self->run))
+    {
+    case TACH_RUN_STATE_READY:
+      status = g_strdup (self->started ? _("Starting") : _("Queued"));
+      break;
+    case TACH_RUN_STATE_RUNNING:
+      /* Translators: a run's status and its progress, in percent. */
+      status = g_strdup_printf (_("Running %.0f%%"), 100.0 * tach_run_object_get_progress (self));
+      break;
+    case TACH_RUN_STATE_FINISHED:
+      status = g_strdup (_("Finished"));
+      break;
+    case TACH_RUN_STATE_CANCELLED:
+      status = g_strdup (_("Stopped"));
+      break;
+    case TACH_RUN_STATE_FAILED:
+    default:
+      status = g_strdup (_("Failed"));
+      break;
+    }
+  if (g_strcmp0 (self->status, status) != 0)
+    {
+      g_free (self->status);
+      self->status = g_steal_pointer (&status);
+      g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_STATUS]);
+    }
+}
+
+static void
+tach_run_object_ingest (TachRunObject *self)
+{
+  guint n;
+
+  g_array_set_size (self->scratch, 0);
+  n = tach_run_drain_samples (self->run, self->scratch);
+  for (guint i = 0; i < n; i++)
+    {
+      const TachSample *s = &g_array_index (self->scratch, TachSample, i);
+      double rate = s->step_ms > 0.0 ? 1000.0 / s->step_ms : NAN;
+
+      tach_chart_series_append (self->rate_series, s->step, s->wall_s, rate, s->warmup);
+      tach_chart_series_append (self->loss_series, s->step, s->wall_s, s->loss, s->warmup);
+      self->steps_done = MAX (self->steps_done, s->step + 1);
+    }
+  if (n == 0 && self->finished)
+    return;
+
+  tach_run_get_summary (self->run, &self->summary);
+  tach_run_object_update_status (self);
+  for (guint p = PROP_RATE; p < PROP_COLOR_INDEX; p++)
+    if (p != PROP_SPEEDUP && p != PROP_SPEEDUP_TEXT)
+      g_object_notify_by_pspec (G_OBJECT (self), properties[p]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_PROGRESS]);
+}
+
+static void
+tach_run_object_take_end (TachRunObject *self)
+{
+  if (self->finished)
+    return;
+  self->finished = TRUE;
+  tach_run_object_update_status (self);
+  g_signal_emit (self, signals[FINISHED], 0);
+}
+
+/* Runs on the main thread, coalesced by the engine: one drain, one update of
+ * the bound properties, one "updated" (and so one redraw) per call. */
+static void
+on_run_notify (TachRun  *run,
+               gpointer  user_data)
+{
+  TachRunObject *self = user_data;
+  TachRunState state = tach_run_get_state (run);
+  gboolean ended = state != TACH_RUN_STATE_READY && state != TACH_RUN_STATE_RUNNING;
+
+  tach_run_object_ingest (self);
+  g_signal_emit (self, signals[UPDATED], 0);
+  if (!ended)
+    return;
+
+  /* The engine calls once more after the run ends: the thread is done, so
+   * waiting here only joins it and collects the error. */
+  tach_run_wait (run, NULL);
+  tach_run_object_ingest (self);
+  tach_run_object_take_end (self);
+  if (!self->released)
+    {
+      self->released = TRUE;
+      g_object_unref (self);
+    }
+}
+
+static void
+tach_run_object_finalize (GObject *object)
+{
+  TachRunObject *self = TACH_RUN_OBJECT (object);
+
+  g_clear_pointer (&self->run, tach_run_unref);
+  g_clear_pointer (&self->scratch, g_array_unref);
+  g_clear_object (&self->rate_series);
+  g_clear_object (&self->loss_series);
+  g_free (self->title);
+  g_free (self->knobs);
+  g_free (self->status);
+  G_OBJECT_CLASS (tach_run_object_parent_class)->finalize (object);
+}
+
+static void
+tach_run_object_get_property (GObject    *object,
+                              guint       prop_id,
+                              GValue     *value,
+                              GParamSpec *pspec)
+{
+  TachRunObject *self = TACH_RUN_OBJECT (object);
+  const TachConfig *config = tach_run_get_config (self->run);
+  const TachSummary *sum = &self->summary;
+
+  switch (prop_id)
+    {
+    case PROP_ID:
+      g_value_set_uint (value, tach_run_get_id (self->run));
+      break;
+    case PROP_TITLE:
+      g_value_set_string (value, self->title);
+      break;
+    case PROP_WORKLOAD:
+      g_value_set_string (value, tach_workload_to_string (config->workload));
+      break;
+    case PROP_MODE:
+      g_value_set_string (value, config->preset ? config->preset : _("custom"));
+      break;
+    case PROP_KNOBS:
+      g_value_set_string (value, self->knobs);
+      break;
+    case PROP_DEVICE:
+      g_value_set_string (value, tach_run_get_device (self->run)->id);
+      break;
+    case PROP_BATCH:
+      g_value_set_uint (value, config->batch);
+      break;
+    case PROP_STATUS:
+      g_value_set_string (value, self->status);
+      break;
+    case PROP_RATE:
+      g_value_set_double (value, tach_run_object_get_rate (self));
+      break;
+    case PROP_RATE_TEXT:
+      if (sum->steps == 0)
+        g_value_set_string (value, "—");
+      else
+        {
+          g_autofree char *median = format_rate (sum->steps_per_s_median);
+          g_autofree char *spread = format_rate ((sum->steps_per_s_p90 - sum->steps_per_s_p10) / 2);
+          g_value_take_string (value, g_strdup_printf ("%s ± %s", median, spread));
+        }
+      break;
+    case PROP_ITEMS_TEXT:
+      if (sum->steps == 0 || !isfinite (sum->items_per_s))
+        g_value_set_string (value, "—");
+      else
+        {
+          g_autofree char *items = format_rate (sum->items_per_s);
+          const char *unit = g_strcmp0 (sum->items_unit, "tokens/s") == 0
+                             ? _("tokens/s") : _("samples/s");
+          g_value_take_string (value, g_strdup_printf ("%s %s", items, unit));
+        }
+      break;
+    case PROP_LOSS_TEXT:
+      if (sum->steps == 0 || !isfinite (sum->final_loss))
+        g_value_set_string (value, "—");
+      else
+        g_value_take_string (value, g_strdup_printf ("%.4f", sum->final_loss));
+      break;
+    case PROP_SPEEDUP:
+      g_value_set_double (value, self->speedup);
+      break;
+    case PROP_SPEEDUP_TEXT:
+      if (!isfinite (self->speedup))
+        g_value_set_string (value, "—");
+      else
+        /* Translators: a speed-up factor, as in "2.50×". */
+        g_value_take_string (value, g_strdup_printf (_("%.2f×"), self->speedup));
+      break;
+    case PROP_FEED_SHARE:
+    case PROP_COMPUTE_SHARE:
+    case PROP_SYNC_SHARE:
+    case PROP_HOST_SHARE:
+      g_value_set_double (value, tach_run_object_get_share (self, prop_id - PROP_FEED_SHARE));
+      break;
+    case PROP_COLOR_INDEX:
+      g_value_set_uint (value, self->color_index);
+      break;
+    case PROP_SWATCH_CLASSES:
+      {
+        g_autofree char *color = g_strdup_printf ("color-%u", self->color_index % 8);
+        const char *classes[] = { "run-swatch", color, NULL };
+
+        g_value_set_boxed (value, classes);
+      }
+      break;
+    case PROP_VISIBLE:
+      g_value_set_boolean (value, self->visible);
+      break;
+    case PROP_PROGRESS:
+      g_value_set_double (value, tach_run_object_get_progress (self));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_run_object_set_property (GObject      *object,
+                              guint         prop_id,
+                              const GValue *value,
+                              GParamSpec   *pspec)
+{
+  TachRunObject *self = TACH_RUN_OBJECT (object);
+
+  switch (prop_id)
+    {
+    case PROP_VISIBLE:
+      if (self->visible != g_value_get_boolean (value))
+        {
+          self->visible = g_value_get_boolean (value);
+          tach_chart_series_set_visible (self->rate_series, self->visible);
+          tach_chart_series_set_visible (self->loss_series, self->visible);
+          g_object_notify_by_pspec (object, pspec);
+        }
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static GParamSpec *
+string_prop (const char *name)
+{
+  return g_param_spec_string (name, NULL, NULL, NULL,
+                              G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+}
+
+static GParamSpec *
+double_prop (const char *name)
+{
+  return g_param_spec_double (name, NULL, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, 0.0,
+                              G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+}
+
+static void
+tach_run_object_class_init (TachRunObjectClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+
+  object_class->finalize = tach_run_object_finalize;
+  object_class->get_property = tach_run_object_get_property;
+  object_class->set_property = tach_run_object_set_property;
+
+  properties[PROP_ID] =
+    g_param_spec_uint ("id", NULL, NULL, 0, G_MAXUINT, 0,
+                       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_TITLE] = string_prop ("title");
+  properties[PROP_WORKLOAD] = string_prop ("workload");
+  properties[PROP_MODE] = string_prop ("mode");
+  properties[PROP_KNOBS] = string_prop ("knobs");
+  properties[PROP_DEVICE] = string_prop ("device");
+  properties[PROP_BATCH] =
+    g_param_spec_uint ("batch", NULL, NULL, 0, G_MAXUINT, 0,
+                       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_STATUS] = string_prop ("status");
+  properties[PROP_RATE] = double_prop ("rate");
+  properties[PROP_RATE_TEXT] = string_prop ("rate-text");
+  properties[PROP_ITEMS_TEXT] = string_prop ("items-text");
+  properties[PROP_LOSS_TEXT] = string_prop ("loss-text");
+  properties[PROP_SPEEDUP] = double_prop ("speedup");
+  properties[PROP_SPEEDUP_TEXT] = string_prop ("speedup-text");
+  properties[PROP_FEED_SHARE] = double_prop ("feed-share");
+  properties[PROP_COMPUTE_SHARE] = double_prop ("compute-share");
+  properties[PROP_SYNC_SHARE] = double_prop ("sync-share");
+  properties[PROP_HOST_SHARE] = double_prop ("host-share");
+  properties[PROP_COLOR_INDEX] =
+    g_param_spec_uint ("color-index", NULL, NULL, 0, G_MAXUINT, 0,
+                       G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  /* The CSS classes of the run's colour swatch: "run-swatch color-N". */
+  properties[PROP_SWATCH_CLASSES] =
+    g_param_spec_boxed ("swatch-classes", NULL, NULL, G_TYPE_STRV,
+                        G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
+  properties[PROP_VISIBLE] =
+    g_param_spec_boolean ("visible", NULL, NULL, TRUE,
+                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  properties[PROP_PROGRESS] = double_prop ("progress");
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* Emitted after each drain of samples, on the main thread. */
+  signals[UPDATED] = g_signal_new ("updated", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                   0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+  /* Emitted once when the run has finished, failed or been stopped. */
+  signals[FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                    0, NULL, NULL, NULL, G_TYPE_NONE, 0);
+}
+
+static void
+tach_run_object_init (TachRunObject *self)
+{
+  self->scratch = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  self->visible = TRUE;
+  self->speedup = NAN;
+}
+
+TachRunObject *
+tach_run_object_new (TachRun *run,
+                     guint    color_index)
+{
+  TachRunObject *self;
+  const TachConfig *config;
+
+  g_return_val_if_fail (run != NULL, NULL);
+
+  self = g_object_new (TACH_TYPE_RUN_OBJECT, NULL);
+  self->run = tach_run_ref (run);
+  self->color_index = color_index;
+  config = tach_run_get_config (run);
+  self->title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
+                                 tach_workload_to_string (config->workload),
+                                 config->preset ? config->preset : _("custom"));
+  self->knobs = build_knobs (config);
+  self->rate_series = tach_chart_series_new (self->title, color_index);
+  self->loss_series = tach_chart_series_new (self->title, color_index);
+  tach_run_get_summary (run, &self->summary);
+  tach_run_object_update_status (self);
+  return self;
+}
+
+/* Starts the engine thread.  A started run keeps itself alive until the
+ * engine's last notification, which may come after the window has gone. */
+gboolean
+tach_run_object_start (TachRunObject  *self,
+                       GError        **error)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), FALSE);
+  g_return_val_if_fail (!self->started, FALSE);
+
+  if (!tach_run_start (self->run, NULL, on_run_notify, self, error))
+    {
+      self->started = TRUE;
+      self->released = TRUE;
+      tach_run_object_take_end (self);
+      return FALSE;
+    }
+  self->started = TRUE;
+  g_object_ref (self);
+  tach_run_object_update_status (self);
+  return TRUE;
+}
+
+void
+tach_run_object_stop (TachRunObject *self)
+{
+  g_return_if_fail (TACH_IS_RUN_OBJECT (self));
+  tach_run_stop (self->run);
+}
+
+/* Blocks until the engine thread is done and takes in what it left, so the
+ * caller sees the final state.  The self-reference stays until the engine's
+ * last notification, which still holds a pointer to this object. */
+void
+tach_run_object_wait (TachRunObject *self)
+{
+  g_return_if_fail (TACH_IS_RUN_OBJECT (self));
+
+  if (!self->started || self->finished)
+    return;
+  tach_run_wait (self->run, NULL);
+  tach_run_object_ingest (self);
+  tach_run_object_take_end (self);
+}
+
+TachRun *
+tach_run_object_get_run (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return self->run;
+}
+
+TachRunState
+tach_run_object_get_state (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), TACH_RUN_STATE_FAILED);
+  return tach_run_get_state (self->run);
+}
+
+gboolean
+tach_run_object_is_active (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), FALSE);
+  return self->started && !self->finished;
+}
+
+const GError *
+tach_run_object_get_error (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return tach_run_get_error (self->run);
+}
+
+const char *
+tach_run_object_get_title (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return self->title;
+}
+
+const char *
+tach_run_object_get_preset (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return tach_run_get_config (self->run)->preset;
+}
+
+double
+tach_run_object_get_rate (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NAN);
+  return self->summary.steps > 0 ? self->summary.steps_per_s_median : NAN;
+}
+
+double
+tach_run_object_get_speedup (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NAN);
+  return self->speedup;
+}
+
+double
+tach_run_object_get_share (TachRunObject *self,
+                           guint          phase)
+{
+  const double shares[] = {
+    self->summary.feed_share, self->summary.compute_share,
+    self->summary.sync_share, self->summary.host_share,
+  };
+
+  g_return_val_if_fail (phase < G_N_ELEMENTS (shares), NAN);
+  return self->summary.steps > 0 ? shares[phase] : NAN;
+}
+
+guint64
+tach_run_object_get_steps_done (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), 0);
+  return self->steps_done;
+}
+
+double
+tach_run_object_get_progress (TachRunObject *self)
+{
+  const TachConfig *config = tach_run_get_config (self->run);
+  guint64 total = (guint64) config->steps + config->warmup;
+
+  if (self->finished)
+    return 1.0;
+  return total > 0 ? MIN (1.0, (double) self->steps_done / total) : 0.0;
+}
+
+void
+tach_run_object_set_baseline_rate (TachRunObject *self,
+                                   double         baseline_rate)
+{
+  double rate = tach_run_object_get_rate (self);
+  double speedup = isfinite (rate) && baseline_rate > 0.0 ? rate / baseline_rate : NAN;
+
+  g_return_if_fail (TACH_IS_RUN_OBJECT (self));
+
+  if (speedup == self->speedup || (isnan (speedup) && isnan (self->speedup)))
+    return;
+  self->speedup = speedup;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_TEXT]);
+}
+
+TachChartSeries *
+tach_run_object_get_rate_series (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return self->rate_series;
+}
+
+TachChartSeries *
+tach_run_object_get_loss_series (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return self->loss_series;
+}

@@ -1,0 +1,42 @@
+/* tach-run-object.h: one engine run as a GObject for the window's models.
+ *
+ * It owns a TachRun, drains its samples into two chart series (steps/s and
+ * loss) when the engine notifies, and exposes the summary as properties
+ * that the run table and the compare view bind to.  Main thread only.
+ */
+#pragma once
+
+#include <glib-object.h>
+#include <tach-engine.h>
+
+#include "tach-chart-series.h"
+
+G_BEGIN_DECLS
+
+#define TACH_TYPE_RUN_OBJECT (tach_run_object_get_type ())
+G_DECLARE_FINAL_TYPE (TachRunObject, tach_run_object, TACH, RUN_OBJECT, GObject)
+
+TachRunObject   *tach_run_object_new                (TachRun        *run,
+                                                     guint           color_index);
+gboolean         tach_run_object_start              (TachRunObject  *self,
+                                                     GError        **error);
+void             tach_run_object_stop               (TachRunObject  *self);
+void             tach_run_object_wait               (TachRunObject  *self);
+TachRun         *tach_run_object_get_run            (TachRunObject  *self);
+TachRunState     tach_run_object_get_state          (TachRunObject  *self);
+gboolean         tach_run_object_is_active          (TachRunObject  *self);
+const GError    *tach_run_object_get_error          (TachRunObject  *self);
+const char      *tach_run_object_get_title          (TachRunObject  *self);
+double           tach_run_object_get_rate           (TachRunObject  *self);
+double           tach_run_object_get_speedup        (TachRunObject  *self);
+double           tach_run_object_get_share          (TachRunObject  *self,
+                                                     guint           phase);
+guint64          tach_run_object_get_steps_done     (TachRunObject  *self);
+double           tach_run_object_get_progress       (TachRunObject  *self);
+const char      *tach_run_object_get_preset         (TachRunObject  *self);
+void             tach_run_object_set_baseline_rate  (TachRunObject  *self,
+                                                     double          baseline_rate);
+TachChartSeries *tach_run_object_get_rate_series    (TachRunObject  *self);
+TachChartSeries *tach_run_object_get_loss_series    (TachRunObject  *self);
+
+G_END_DECLS

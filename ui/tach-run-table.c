@@ -1,0 +1,200 @@
+/* tach-run-table.c: every run in a GtkColumnView.
+ *
+ * The cells are declared in tach-run-table.ui and bound to TachRunObject
+ * properties, so this file only wires the model and the baseline choice.
+ */
+#include "tach-run-table.h"
+#include "tach-phase-bar.h"
+
+#include <glib/gi18n.h>
+
+struct _TachRunTable
+{
+  GtkWidget       parent_instance;
+
+  GtkWidget      *header;
+  GtkWidget      *scroller;
+  GtkColumnView  *column_view;
+  GtkDropDown    *baseline_dropdown;
+
+  GListModel     *model;
+};
+
+G_DEFINE_FINAL_TYPE (TachRunTable, tach_run_table, GTK_TYPE_WIDGET)
+
+enum {
+  PROP_0,
+  PROP_MODEL,
+  N_PROPS
+};
+
+static GParamSpec *properties[N_PROPS];
+
+TachRunObject *
+tach_run_table_get_baseline (TachRunTable *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_TABLE (self), NULL);
+  return gtk_drop_down_get_selected_item (self->baseline_dropdown);
+}
+
+void
+tach_run_table_set_baseline (TachRunTable *self,
+                             guint         position)
+{
+  g_return_if_fail (TACH_IS_RUN_TABLE (self));
+  gtk_drop_down_set_selected (self->baseline_dropdown, position);
+}
+
+void
+tach_run_table_update_speedups (TachRunTable *self)
+{
+  TachRunObject *baseline;
+  double rate;
+  guint n;
+
+  g_return_if_fail (TACH_IS_RUN_TABLE (self));
+
+  if (self->model == NULL)
+    return;
+  baseline = tach_run_table_get_baseline (self);
+  rate = baseline ? tach_run_object_get_rate (baseline) : 0.0;
+  n = g_list_model_get_n_items (self->model);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+
+      tach_run_object_set_baseline_rate (run, rate);
+    }
+}
+
+static void
+on_items_changed (TachRunTable *self)
+{
+  /* The first run becomes the baseline until the user picks another. */
+  if (gtk_drop_down_get_selected (self->baseline_dropdown) == GTK_INVALID_LIST_POSITION
+      && g_list_model_get_n_items (self->model) > 0)
+    gtk_drop_down_set_selected (self->baseline_dropdown, 0);
+  tach_run_table_update_speedups (self);
+}
+
+GListModel *
+tach_run_table_get_model (TachRunTable *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_TABLE (self), NULL);
+  return self->model;
+}
+
+void
+tach_run_table_set_model (TachRunTable *self,
+                          GListModel   *model)
+{
+  g_autoptr(GtkSelectionModel) selection = NULL;
+
+  g_return_if_fail (TACH_IS_RUN_TABLE (self));
+
+  if (self->model == model)
+    return;
+  if (self->model)
+    g_signal_handlers_disconnect_by_data (self->model, self);
+  g_set_object (&self->model, model);
+
+  if (model)
+    {
+      selection = GTK_SELECTION_MODEL (gtk_single_selection_new (g_object_ref (model)));
+      gtk_single_selection_set_autoselect (GTK_SINGLE_SELECTION (selection), FALSE);
+      gtk_single_selection_set_can_unselect (GTK_SINGLE_SELECTION (selection), TRUE);
+      gtk_single_selection_set_selected (GTK_SINGLE_SELECTION (selection), GTK_INVALID_LIST_POSITION);
+      g_signal_connect_swapped (model, "items-changed", G_CALLBACK (on_items_changed), self);
+    }
+  gtk_column_view_set_model (self->column_view, selection);
+  gtk_drop_down_set_model (self->baseline_dropdown, model);
+  if (model)
+    on_items_changed (self);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MODEL]);
+}
+
+static void
+tach_run_table_dispose (GObject *object)
+{
+  TachRunTable *self = TACH_RUN_TABLE (object);
+
+  if (self->model)
+    g_signal_handlers_disconnect_by_data (self->model, self);
+  g_clear_object (&self->model);
+  gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_RUN_TABLE);
+  G_OBJECT_CLASS (tach_run_table_parent_class)->dispose (object);
+}
+
+static void
+tach_run_table_get_property (GObject    *object,
+                             guint       prop_id,
+                             GValue     *value,
+                             GParamSpec *pspec)
+{
+  TachRunTable *self = TACH_RUN_TABLE (object);
+
+  switch (prop_id)
+    {
+    case PROP_MODEL:
+      g_value_set_object (value, self->model);
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_run_table_set_property (GObject      *object,
+                             guint         prop_id,
+                             const GValue *value,
+                             GParamSpec   *pspec)
+{
+  TachRunTable *self = TACH_RUN_TABLE (object);
+
+  switch (prop_id)
+    {
+    case PROP_MODEL:
+      tach_run_table_set_model (self, g_value_get_object (value));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_run_table_class_init (TachRunTableClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tach_run_table_dispose;
+  object_class->get_property = tach_run_table_get_property;
+  object_class->set_property = tach_run_table_set_property;
+
+  properties[PROP_MODEL] =
+    g_param_spec_object ("model", NULL, NULL, G_TYPE_LIST_MODEL,
+                         G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* The list items' templates name these types. */
+  g_type_ensure (TACH_TYPE_RUN_OBJECT);
+  g_type_ensure (TACH_TYPE_PHASE_BAR);
+
+  gtk_widget_class_set_template_from_resource (widget_class, "/io/github/tach/Tach/ui/tach-run-table.ui");
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, header);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, scroller);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, column_view);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_dropdown);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "tach-run-table");
+}
+
+static void
+tach_run_table_init (TachRunTable *self)
+{
+  gtk_widget_init_template (GTK_WIDGET (self));
+  gtk_orientable_set_orientation (GTK_ORIENTABLE (gtk_widget_get_layout_manager (GTK_WIDGET (self))),
+                                  GTK_ORIENTATION_VERTICAL);
+  g_signal_connect_swapped (self->baseline_dropdown, "notify::selected",
+                            G_CALLBACK (tach_run_table_update_speedups), self);
+}

@@ -1,0 +1,300 @@
+/* tach-window-actions.c: the window's actions: run, stop, compare presets,
+ * clear, and the CSV and chart exports with their file choosers. */
+#include "tach-window-private.h"
+
+#include <glib/gi18n.h>
+
+static void
+run_action (GtkWidget  *widget,
+            const char *action_name,
+            GVariant   *parameter)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_window_start_run (TACH_WINDOW (widget), &error))
+    tach_window_show_error (TACH_WINDOW (widget), NULL, error);
+}
+
+static void
+stop_action (GtkWidget  *widget,
+             const char *action_name,
+             GVariant   *parameter)
+{
+  tach_window_stop (TACH_WINDOW (widget));
+}
+
+/* Queues every preset of the current workload, with the panel's other
+ * settings (batch, steps, seed, device), and shows the comparison. */
+gboolean
+tach_window_compare_presets (TachWindow  *self,
+                             GError     **error)
+{
+  const TachConfig *base = tach_config_panel_get_config (self->config_panel);
+  g_autoptr(GPtrArray) presets = tach_presets_for_workload (base->workload);
+
+  g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
+
+  if (tach_window_get_running (self))
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("A run is already in progress: stop it first"));
+      return FALSE;
+    }
+
+  g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
+  for (guint i = 0; i < presets->len; i++)
+    {
+      const TachPreset *preset = g_ptr_array_index (presets, i);
+      TachQueuedRun *queued = g_new0 (TachQueuedRun, 1);
+
+      tach_config_copy (&queued->config, base);
+      queued->in_sweep = TRUE;
+      if (!tach_config_apply_preset (&queued->config, preset->name, error))
+        {
+          tach_window_queued_run_free (queued);
+          g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
+          return FALSE;
+        }
+      g_queue_push_tail (&self->queue, queued);
+    }
+
+  g_list_store_remove_all (self->sweep);
+  adw_view_stack_set_visible_child_name (self->view_stack, "compare");
+  return tach_window_start_next (self, error);
+}
+
+static void
+compare_action (GtkWidget  *widget,
+                const char *action_name,
+                GVariant   *parameter)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_window_compare_presets (TACH_WINDOW (widget), &error))
+    tach_window_show_error (TACH_WINDOW (widget), NULL, error);
+}
+
+static void
+clear_runs_action (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+
+  for (guint i = g_list_model_get_n_items (G_LIST_MODEL (self->runs)); i > 0; i--)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (G_LIST_MODEL (self->runs), i - 1);
+      guint position;
+
+      if (tach_run_object_is_active (run))
+        continue;
+      tach_chart_remove_series (self->rate_chart, tach_run_object_get_rate_series (run));
+      tach_chart_remove_series (self->loss_chart, tach_run_object_get_loss_series (run));
+      if (g_list_store_find (self->sweep, run, &position))
+        g_list_store_remove (self->sweep, position);
+      g_list_store_remove (self->runs, i - 1);
+    }
+  self->next_color = 0;
+}
+
+/* ------------------------------------------------------------ CSV export */
+
+static void
+export_csv_thread (GTask        *task,
+                   gpointer      source_object,
+                   gpointer      task_data,
+                   GCancellable *cancellable)
+{
+  GPtrArray *runs = task_data;
+  const char *dir = g_object_get_data (G_OBJECT (task), "tach-dir");
+  GError *error = NULL;
+
+  if (tach_csv_append (dir, runs, &error))
+    g_task_return_int (task, runs->len);
+  else
+    g_task_return_error (task, error);
+}
+
+/* Appends every finished or stopped run to FOLDER/runs.csv and
+ * FOLDER/samples.csv on a worker thread; the runs are done, so the engine
+ * no longer touches them. */
+void
+tach_window_export_csv (TachWindow          *self,
+                        GFile               *folder,
+                        GCancellable        *cancellable,
+                        GAsyncReadyCallback  callback,
+                        gpointer             user_data)
+{
+  g_autoptr(GTask) task = g_task_new (self, cancellable, callback, user_data);
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+
+  g_task_set_source_tag (task, tach_window_export_csv);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
+      TachRunState state = tach_run_object_get_state (run);
+
+      if (!tach_run_object_is_active (run)
+          && (state == TACH_RUN_STATE_FINISHED || state == TACH_RUN_STATE_CANCELLED))
+        g_ptr_array_add (runs, tach_run_ref (tach_run_object_get_run (run)));
+    }
+  if (runs->len == 0)
+    {
+      g_task_return_new_error (task, TACH_ERROR, TACH_ERROR_IO, "%s",
+                               _("There are no finished runs to export yet"));
+      return;
+    }
+
+  g_object_set_data_full (G_OBJECT (task), "tach-dir", g_file_get_path (folder), g_free);
+  g_task_set_task_data (task, g_steal_pointer (&runs), (GDestroyNotify) g_ptr_array_unref);
+  tach_window_set_busy (self, TRUE);
+  g_task_run_in_thread (task, export_csv_thread);
+}
+
+gboolean
+tach_window_export_csv_finish (TachWindow    *self,
+                               GAsyncResult  *result,
+                               GError       **error)
+{
+  g_return_val_if_fail (g_task_is_valid (result, self), FALSE);
+
+  if (g_task_get_task_data (G_TASK (result)) != NULL)
+    tach_window_set_busy (self, FALSE);
+  return g_task_propagate_int (G_TASK (result), error) > 0;
+}
+
+static void
+on_csv_exported (GObject      *source,
+                 GAsyncResult *result,
+                 gpointer      user_data)
+{
+  TachWindow *self = TACH_WINDOW (source);
+  g_autoptr(GFile) folder = user_data;
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_window_export_csv_finish (self, result, &error))
+    tach_window_show_error (self, NULL, error);
+  else
+    {
+      g_autofree char *name = g_file_get_parse_name (folder);
+      g_autofree char *text = g_strdup_printf (_("Runs exported to %s"), name);
+
+      adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
+    }
+}
+
+static void
+on_csv_folder_chosen (GtkNativeDialog *dialog,
+                      int              response,
+                      TachWindow      *self)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      GFile *folder = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+
+      if (folder != NULL)
+        tach_window_export_csv (self, folder, NULL, on_csv_exported, folder);
+    }
+  g_clear_object (&self->chooser);
+}
+
+static void
+export_csv_action (GtkWidget  *widget,
+                   const char *action_name,
+                   GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+
+  g_clear_object (&self->chooser);
+  self->chooser = gtk_file_chooser_native_new (_("Export Runs to a Folder"), GTK_WINDOW (self),
+                                               GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
+                                               _("_Export"), _("_Cancel"));
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
+  g_signal_connect (self->chooser, "response", G_CALLBACK (on_csv_folder_chosen), self);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+}
+
+/* ---------------------------------------------------------- chart export */
+
+gboolean
+tach_window_export_charts (TachWindow  *self,
+                           const char  *path,
+                           GError     **error)
+{
+  TachChart *charts[] = { self->rate_chart, self->loss_chart };
+
+  g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
+  return tach_chart_export (charts, G_N_ELEMENTS (charts), path, 1200, 420, error);
+}
+
+static void
+on_chart_file_chosen (GtkNativeDialog *dialog,
+                      int              response,
+                      TachWindow      *self)
+{
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      g_autofree char *path = file ? g_file_get_path (file) : NULL;
+      g_autoptr(GError) error = NULL;
+
+      if (path == NULL)
+        return;
+      if (!tach_window_export_charts (self, path, &error))
+        tach_window_show_error (self, NULL, error);
+      else
+        {
+          g_autofree char *name = g_file_get_parse_name (file);
+          g_autofree char *text = g_strdup_printf (_("Charts saved to %s"), name);
+
+          adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
+        }
+    }
+  g_clear_object (&self->chooser);
+}
+
+static void
+export_chart_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+  const char *format = g_variant_get_string (parameter, NULL);
+  gboolean svg = g_str_equal (format, "svg");
+  g_autoptr(GtkFileFilter) filter = gtk_file_filter_new ();
+
+  g_clear_object (&self->chooser);
+  self->chooser = gtk_file_chooser_native_new (svg ? _("Export Charts as SVG") : _("Export Charts as PNG"),
+                                               GTK_WINDOW (self), GTK_FILE_CHOOSER_ACTION_SAVE,
+                                               _("_Save"), _("_Cancel"));
+  gtk_file_filter_set_name (filter, svg ? _("SVG images") : _("PNG images"));
+  gtk_file_filter_add_mime_type (filter, svg ? "image/svg+xml" : "image/png");
+  gtk_file_chooser_add_filter (GTK_FILE_CHOOSER (self->chooser), filter);
+  gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (self->chooser),
+                                     svg ? "tach-charts.svg" : "tach-charts.png");
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
+  g_signal_connect (self->chooser, "response", G_CALLBACK (on_chart_file_chosen), self);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+}
+
+void
+tach_window_class_init_actions (GtkWidgetClass *widget_class)
+{
+  gtk_widget_class_install_action (widget_class, "win.run", NULL, run_action);
+  gtk_widget_class_install_action (widget_class, "win.stop", NULL, stop_action);
+  gtk_widget_class_install_action (widget_class, "win.compare", NULL, compare_action);
+  gtk_widget_class_install_action (widget_class, "win.clear-runs", NULL, clear_runs_action);
+  gtk_widget_class_install_action (widget_class, "win.export-csv", NULL, export_csv_action);
+  gtk_widget_class_install_action (widget_class, "win.export-chart", "s", export_chart_action);
+  gtk_widget_class_install_property_action (widget_class, "win.log-scale", "log-scale");
+  gtk_widget_class_install_property_action (widget_class, "win.by-time", "by-time");
+  gtk_widget_class_install_property_action (widget_class, "win.toggle-config", "show-config");
+
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK, "win.run", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "win.stop", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_e, GDK_CONTROL_MASK, "win.export-csv", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK | GDK_SHIFT_MASK,
+                                       "win.compare", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-config", NULL);
+}

@@ -1,0 +1,57 @@
+/* tach-window-private.h: the window's state, shared by tach-window.c
+ * (template, properties, run lifecycle) and tach-window-actions.c (menu
+ * actions, exports, comparisons). */
+#pragma once
+
+#include "tach-window.h"
+#include "tach-compare-view.h"
+#include "tach-run-object.h"
+
+G_BEGIN_DECLS
+
+struct _TachWindow
+{
+  AdwApplicationWindow  parent_instance;
+
+  /* Template children. */
+  AdwToastOverlay      *toast_overlay;
+  AdwViewStack         *view_stack;
+  TachConfigPanel      *config_panel;
+  TachChart            *rate_chart;
+  TachChart            *loss_chart;
+  TachRunTable         *run_table;
+  TachCompareView      *compare_view;
+  GtkStack             *compare_stack;
+  GtkFlowBox           *legend;
+
+  /* State. */
+  GListStore           *runs;          /* TachRunObject, every run */
+  GListStore           *sweep;         /* TachRunObject, the last comparison */
+  GQueue                queue;         /* TachQueuedRun*, waiting to start */
+  TachRunObject        *active_run;    /* the running (or last) run */
+  GtkFileChooserNative *chooser;
+  guint                 next_color;
+  guint                 busy_count;
+  double                smoothing;
+  gboolean              by_time;
+  gboolean              log_scale;
+  gboolean              show_config;
+  gboolean              closing;
+};
+
+typedef struct {
+  TachConfig config;
+  gboolean   in_sweep;
+} TachQueuedRun;
+
+void     tach_window_queued_run_free (TachQueuedRun *queued);
+gboolean tach_window_start_next      (TachWindow    *self,
+                                      GError       **error);
+void     tach_window_show_error      (TachWindow    *self,
+                                      const char    *heading,
+                                      const GError  *error);
+void     tach_window_set_busy        (TachWindow    *self,
+                                      gboolean       busy);
+void     tach_window_class_init_actions (GtkWidgetClass *widget_class);
+
+G_END_DECLS

@@ -1,0 +1,40 @@
+/* tach-window.h: the main window. */
+#pragma once
+
+#include <adwaita.h>
+
+#include "tach-chart.h"
+#include "tach-config-panel.h"
+#include "tach-run-table.h"
+
+G_BEGIN_DECLS
+
+#define TACH_TYPE_WINDOW (tach_window_get_type ())
+G_DECLARE_FINAL_TYPE (TachWindow, tach_window, TACH, WINDOW, AdwApplicationWindow)
+
+TachWindow      *tach_window_new               (GtkApplication       *application);
+TachConfigPanel *tach_window_get_config_panel  (TachWindow           *self);
+TachChart       *tach_window_get_rate_chart    (TachWindow           *self);
+TachChart       *tach_window_get_loss_chart    (TachWindow           *self);
+TachRunTable    *tach_window_get_run_table     (TachWindow           *self);
+GListModel      *tach_window_get_runs          (TachWindow           *self);
+GListModel      *tach_window_get_sweep         (TachWindow           *self);
+gboolean         tach_window_get_running       (TachWindow           *self);
+gboolean         tach_window_start_run         (TachWindow           *self,
+                                                GError              **error);
+void             tach_window_stop              (TachWindow           *self);
+gboolean         tach_window_compare_presets   (TachWindow           *self,
+                                                GError              **error);
+void             tach_window_export_csv        (TachWindow           *self,
+                                                GFile                *folder,
+                                                GCancellable         *cancellable,
+                                                GAsyncReadyCallback   callback,
+                                                gpointer              user_data);
+gboolean         tach_window_export_csv_finish (TachWindow           *self,
+                                                GAsyncResult         *result,
+                                                GError              **error);
+gboolean         tach_window_export_charts     (TachWindow           *self,
+                                                const char           *path,
+                                                GError              **error);
+
+G_END_DECLS
