@@ -428,11 +428,6 @@ tach_cuda_backend_supports (const char *key, const char *value, const char **why
                  "only down-convert them to fp16, so bf16 is not available; use fp16 or tf32");
       return FALSE;
     }
-  if (g_strcmp0 (key, "threads") == 0 && value != NULL && g_strcmp0 (value, "0") != 0)
-    {
-      /* Threads only shape the CPU backend; accepting them is harmless. */
-      return TRUE;
-    }
   /* Every other knob value of design.md is implemented: rnn fused/unrolled
    * (cuDNN RNN / cuBLAS + cell kernel), both layouts, every feed (pinned
    * memory and asynchronous copies for prefetch), sync, metrics, launch
