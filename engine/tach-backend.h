@@ -54,6 +54,10 @@ typedef struct {
   gboolean training;      /* keep what backward needs in the reserve space */
   gboolean need_dx;       /* backward computes the input gradient */
   TachPrecision precision;
+  /* Build the plan from scratch, bypassing any plan or primitive cache of
+   * the library (oneDNN's primitive cache): what call-setup=per-call asks
+   * for, as a Keras predict call that retraces rebuilds everything. */
+  gboolean uncached;
 } TachLstmDesc;
 
 /* A 2-D convolution, NCHW, stride 1, symmetric zero padding. */
