@@ -240,6 +240,9 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
     /* The embedding is frozen: nothing below the LSTM needs a gradient. */
     .need_dx = FALSE,
     .precision = config->precision,
+    /* Per-call setup really rebuilds the plan: a library cache hit would
+     * hide the cost the knob exists to show. */
+    .uncached = config->call_setup == TACH_CALL_SETUP_PER_CALL,
   };
   ctx_elems = (size_t) self->batch * LM_CONTEXT;
 
