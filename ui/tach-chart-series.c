@@ -11,7 +11,7 @@ struct _TachChartSeries
   guint            color_index;
   gboolean         visible;
 
-  TachChartBucket  buckets[TACH_CHART_SERIES_CAPACITY];
+  TachChartBucket *buckets;        /* TACH_CHART_SERIES_CAPACITY, owned */
   guint            n_buckets;
   guint64          width;          /* steps per bucket, a power of two */
   guint64          n_points;
@@ -40,6 +40,7 @@ tach_chart_series_finalize (GObject *object)
   TachChartSeries *self = TACH_CHART_SERIES (object);
 
   g_free (self->label);
+  g_free (self->buckets);
   G_OBJECT_CLASS (tach_chart_series_parent_class)->finalize (object);
 }
 
@@ -117,6 +118,8 @@ static void
 tach_chart_series_init (TachChartSeries *self)
 {
   self->visible = TRUE;
+  /* Allocated once: the storage never grows, whatever the run's length. */
+  self->buckets = g_new0 (TachChartBucket, TACH_CHART_SERIES_CAPACITY);
   tach_chart_series_clear (self);
 }
 

@@ -409,7 +409,10 @@ tach_chart_export (TachChart  **charts,
     }
   cairo_destroy (cr);
 
-  cairo_surface_finish (surface);
+  /* Finishing writes out an SVG; an image surface is written as PNG and
+   * must not be finished first. */
+  if (svg)
+    cairo_surface_finish (surface);
   status = cairo_surface_status (surface);
   if (status == CAIRO_STATUS_SUCCESS && !svg)
     status = cairo_surface_write_to_png (surface, path);

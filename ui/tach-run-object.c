@@ -63,6 +63,12 @@ enum {
 static GParamSpec *properties[N_PROPS];
 static guint signals[N_SIGNALS];
 
+static double
+finite_or_zero (double v)
+{
+  return isfinite (v) ? v : 0.0;
+}
+
 static char *
 format_rate (double v)
 {
@@ -244,8 +250,10 @@ tach_run_object_get_property (GObject    *object,
     case PROP_STATUS:
       g_value_set_string (value, self->status);
       break;
+    /* GObject refuses NaN for a double property: a figure not observed
+     * yet reads as 0 here, and as "—" in the text properties. */
     case PROP_RATE:
-      g_value_set_double (value, tach_run_object_get_rate (self));
+      g_value_set_double (value, finite_or_zero (tach_run_object_get_rate (self)));
       break;
     case PROP_RATE_TEXT:
       if (sum->steps == 0)
@@ -275,7 +283,7 @@ tach_run_object_get_property (GObject    *object,
         g_value_take_string (value, g_strdup_printf ("%.4f", sum->final_loss));
       break;
     case PROP_SPEEDUP:
-      g_value_set_double (value, self->speedup);
+      g_value_set_double (value, finite_or_zero (self->speedup));
       break;
     case PROP_SPEEDUP_TEXT:
       if (!isfinite (self->speedup))
@@ -288,7 +296,7 @@ tach_run_object_get_property (GObject    *object,
     case PROP_COMPUTE_SHARE:
     case PROP_SYNC_SHARE:
     case PROP_HOST_SHARE:
-      g_value_set_double (value, tach_run_object_get_share (self, prop_id - PROP_FEED_SHARE));
+      g_value_set_double (value, finite_or_zero (tach_run_object_get_share (self, prop_id - PROP_FEED_SHARE)));
       break;
     case PROP_COLOR_INDEX:
       g_value_set_uint (value, self->color_index);
@@ -558,7 +566,7 @@ double
 tach_run_object_get_progress (TachRunObject *self)
 {
   const TachConfig *config = tach_run_get_config (self->run);
-  guint64 total = (guint64) config->steps + config->warmup;
+  guint64 total = config->steps;
 
   if (self->finished)
     return 1.0;

@@ -104,12 +104,16 @@ tach_run_table_set_model (TachRunTable *self,
       gtk_single_selection_set_autoselect (GTK_SINGLE_SELECTION (selection), FALSE);
       gtk_single_selection_set_can_unselect (GTK_SINGLE_SELECTION (selection), TRUE);
       gtk_single_selection_set_selected (GTK_SINGLE_SELECTION (selection), GTK_INVALID_LIST_POSITION);
-      g_signal_connect_swapped (model, "items-changed", G_CALLBACK (on_items_changed), self);
     }
   gtk_column_view_set_model (self->column_view, selection);
   gtk_drop_down_set_model (self->baseline_dropdown, model);
   if (model)
-    on_items_changed (self);
+    {
+      /* Connected after the views' own handlers, so that the drop-down has
+       * seen the new items before the baseline is chosen among them. */
+      g_signal_connect_swapped (model, "items-changed", G_CALLBACK (on_items_changed), self);
+      on_items_changed (self);
+    }
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_MODEL]);
 }
 

@@ -1,0 +1,371 @@
+/* test-gui.c: the desktop app end to end, under xvfb-run.
+ *
+ * It starts the application and its window, sets a workload and knobs
+ * through the panel's properties, runs a short CPU run to completion
+ * through the window's action, checks the table row and the chart points,
+ * exports CSV and charts and reads them back, runs a comparison of presets,
+ * renders the window to a PNG artifact, and closes the window in the middle
+ * of a run.
+ */
+#include <math.h>
+#include <adwaita.h>
+#include <glib/gstdio.h>
+#include <tach-engine.h>
+
+#include "tach-application.h"
+#include "tach-window.h"
+#include "tach-run-object.h"
+
+typedef struct {
+  TachApplication *app;
+  TachWindow      *window;
+  char            *tmpdir;
+} Fixture;
+
+/* Iterates the main loop until @done says so or @seconds pass. */
+static gboolean
+iterate_until (gboolean (*done) (gpointer),
+               gpointer   data,
+               double     seconds)
+{
+  gint64 deadline = g_get_monotonic_time () + (gint64) (seconds * G_USEC_PER_SEC);
+
+  while (!done (data))
+    {
+      if (g_get_monotonic_time () > deadline)
+        return FALSE;
+      g_main_context_iteration (NULL, FALSE);
+      g_usleep (1000);
+    }
+  return TRUE;
+}
+
+static gboolean
+window_idle (gpointer data)
+{
+  TachWindow *window = data;
+  GListModel *runs = tach_window_get_runs (window);
+
+  return g_list_model_get_n_items (runs) > 0 && !tach_window_get_running (window);
+}
+
+static gboolean
+window_mapped (gpointer data)
+{
+  return gtk_widget_get_mapped (data) && gtk_widget_get_width (data) > 0;
+}
+
+static void
+fixture_setup (Fixture       *fixture,
+               gconstpointer  data)
+{
+  g_autoptr(GError) error = NULL;
+  TachConfigPanel *panel;
+
+  fixture->app = tach_application_new ();
+  g_application_set_flags (G_APPLICATION (fixture->app), G_APPLICATION_NON_UNIQUE);
+  g_assert_true (g_application_register (G_APPLICATION (fixture->app), NULL, &error));
+  g_assert_no_error (error);
+
+  fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
+  gtk_window_present (GTK_WINDOW (fixture->window));
+  g_assert_true (iterate_until (window_mapped, fixture->window, 10));
+
+  /* A short CPU run: the properties the panel's rows are bound to. */
+  panel = tach_window_get_config_panel (fixture->window);
+  g_object_set (panel, "workload", "bilstm", "device", "cpu",
+                "batch", 16, "steps", 30, "seed", (guint64) 7, NULL);
+  g_assert_true (tach_config_panel_set_knob (panel, "warmup", "2", &error));
+  g_assert_no_error (error);
+
+  fixture->tmpdir = g_dir_make_tmp ("tach-gui-XXXXXX", &error);
+  g_assert_no_error (error);
+}
+
+static void
+remove_tree (const char *path)
+{
+  g_autoptr(GDir) dir = g_dir_open (path, 0, NULL);
+  const char *name;
+
+  while (dir && (name = g_dir_read_name (dir)) != NULL)
+    {
+      g_autofree char *child = g_build_filename (path, name, NULL);
+
+      if (g_file_test (child, G_FILE_TEST_IS_DIR))
+        remove_tree (child);
+      else
+        g_unlink (child);
+    }
+  g_rmdir (path);
+}
+
+static void
+fixture_teardown (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  gtk_window_destroy (GTK_WINDOW (fixture->window));
+  remove_tree (fixture->tmpdir);
+  g_free (fixture->tmpdir);
+  g_clear_object (&fixture->app);
+}
+
+static void
+test_config_knobs (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *workload = NULL;
+  g_autofree char *feed = NULL;
+  GtkWidget *row;
+  guint batch = 0;
+
+  g_object_get (panel, "workload", &workload, "batch", &batch, NULL);
+  g_assert_cmpstr (workload, ==, "bilstm");
+  g_assert_cmpuint (batch, ==, 16);
+
+  /* A knob set through the panel shows in its row. */
+  g_assert_true (tach_config_panel_set_knob (panel, "feed", "prefetch", &error));
+  g_assert_no_error (error);
+  feed = tach_config_panel_get_knob (panel, "feed");
+  g_assert_cmpstr (feed, ==, "prefetch");
+  row = tach_config_panel_get_row (panel, "feed");
+  g_assert_true (ADW_IS_COMBO_ROW (row));
+  g_assert_cmpstr (tach_knob_lookup ("feed")->values[adw_combo_row_get_selected (ADW_COMBO_ROW (row))],
+                   ==, "prefetch");
+
+  /* A bad value is refused with the engine's message and changes nothing. */
+  g_assert_false (tach_config_panel_set_knob (panel, "feed", "teleport", &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_clear_pointer (&feed, g_free);
+  feed = tach_config_panel_get_knob (panel, "feed");
+  g_assert_cmpstr (feed, ==, "prefetch");
+
+  /* A knob that does not apply is insensitive and says why. */
+  g_object_set (panel, "workload", "cnn", NULL);
+  row = tach_config_panel_get_row (panel, "layout");
+  g_assert_false (gtk_widget_get_sensitive (row));
+  g_assert_nonnull (gtk_widget_get_tooltip_text (row));
+  g_object_set (panel, "workload", "bilstm", NULL);
+  g_assert_true (gtk_widget_get_sensitive (tach_config_panel_get_row (panel, "layout")));
+
+  /* Presets apply through the same property. */
+  g_object_set (panel, "preset", "keras-fit", NULL);
+  g_clear_pointer (&feed, g_free);
+  feed = tach_config_panel_get_knob (panel, "feed");
+  g_assert_cmpstr (feed, ==, "host-f32");
+}
+
+static void
+on_exported (GObject      *source,
+             GAsyncResult *result,
+             gpointer      user_data)
+{
+  GError **error = user_data;
+  gboolean ok = tach_window_export_csv_finish (TACH_WINDOW (source), result, error);
+
+  g_assert_true (ok == (*error == NULL));
+  g_object_set_data (source, "test-exported", GINT_TO_POINTER (1));
+}
+
+static gboolean
+exported (gpointer data)
+{
+  return g_object_get_data (data, "test-exported") != NULL;
+}
+
+static guint
+count_lines (const char *path)
+{
+  g_autofree char *contents = NULL;
+  g_autoptr(GError) error = NULL;
+  guint n = 0;
+
+  g_assert_true (g_file_get_contents (path, &contents, NULL, &error));
+  g_assert_no_error (error);
+  for (const char *p = contents; *p; p++)
+    n += *p == '\n';
+  return n;
+}
+
+static void
+mark_drawn (gboolean *drawn)
+{
+  *drawn = TRUE;
+}
+
+static gboolean
+is_drawn (gpointer data)
+{
+  return *(gboolean *) data;
+}
+
+static void
+render_window (TachWindow *window,
+               const char *name)
+{
+  /* The window's content: a toplevel's own paintable draws nothing. */
+  GtkWidget *content = adw_application_window_get_content (ADW_APPLICATION_WINDOW (window));
+  g_autoptr(GdkPaintable) paintable = gtk_widget_paintable_new (content);
+  g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
+  g_autoptr(GskRenderNode) node = NULL;
+  g_autoptr(GdkTexture) texture = NULL;
+  g_autofree char *path = g_test_build_filename (G_TEST_BUILT, name, NULL);
+  GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (window));
+  gboolean drawn = FALSE;
+  int width = gtk_widget_get_width (content);
+  int height = gtk_widget_get_height (content);
+
+  /* The paintable takes the widget's picture at its next frame. */
+  g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (mark_drawn), &drawn);
+  gtk_widget_queue_draw (content);
+  g_assert_true (iterate_until (is_drawn, &drawn, 10));
+  gdk_paintable_snapshot (paintable, snapshot, width, height);
+  node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
+  g_assert_nonnull (node);
+  texture = gsk_renderer_render_texture (renderer, node, &GRAPHENE_RECT_INIT (0, 0, width, height));
+  g_assert_cmpint (gdk_texture_get_width (texture), ==, width);
+  g_assert_true (gdk_texture_save_to_png (texture, path));
+  g_test_message ("window rendered to %s", path);
+}
+
+static void
+test_run_export (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  TachWindow *window = fixture->window;
+  GListModel *runs = tach_window_get_runs (window);
+  TachChart *rate_chart = tach_window_get_rate_chart (window);
+  TachChart *loss_chart = tach_window_get_loss_chart (window);
+  g_autoptr(TachRunObject) run = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GFile) folder = g_file_new_for_path (fixture->tmpdir);
+  g_autoptr(GdkTexture) png = NULL;
+  g_autofree char *runs_csv = g_build_filename (fixture->tmpdir, "runs.csv", NULL);
+  g_autofree char *samples_csv = g_build_filename (fixture->tmpdir, "samples.csv", NULL);
+  g_autofree char *png_path = g_build_filename (fixture->tmpdir, "charts.png", NULL);
+  g_autofree char *svg_path = g_build_filename (fixture->tmpdir, "charts.svg", NULL);
+  g_autofree char *svg = NULL;
+  g_autofree char *status = NULL;
+  g_autofree char *speedup = NULL;
+  GtkColumnView *view;
+
+  /* Export with nothing finished is an error, not a crash. */
+  tach_window_export_csv (window, folder, NULL, on_exported, &error);
+  g_assert_true (iterate_until (exported, window, 10));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_clear_error (&error);
+  g_object_set_data (G_OBJECT (window), "test-exported", NULL);
+
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 1);
+  g_assert_true (iterate_until (window_idle, window, 90));
+
+  run = g_list_model_get_item (runs, 0);
+  g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+  g_assert_cmpuint (tach_run_object_get_steps_done (run), ==, 32);
+  g_assert_true (isfinite (tach_run_object_get_rate (run)) && tach_run_object_get_rate (run) > 0);
+  g_object_get (run, "status", &status, "speedup-text", &speedup, NULL);
+  g_assert_cmpstr (status, ==, "Finished");
+  /* The first run is its own baseline. */
+  g_assert_cmpfloat_with_epsilon (tach_run_object_get_speedup (run), 1.0, 1e-9);
+
+  /* The table shows the row; the charts hold every step. */
+  view = GTK_COLUMN_VIEW (gtk_widget_get_first_child (gtk_widget_get_last_child (GTK_WIDGET (tach_window_get_run_table (window)))));
+  g_assert_true (GTK_IS_COLUMN_VIEW (view));
+  g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (gtk_column_view_get_model (view))), ==, 1);
+  g_assert_cmpuint (tach_chart_get_n_series (rate_chart), ==, 1);
+  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (rate_chart, 0)), ==, 32);
+  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (loss_chart, 0)), ==, 32);
+
+  /* CSV, read back. */
+  tach_window_export_csv (window, folder, NULL, on_exported, &error);
+  g_assert_true (iterate_until (exported, window, 30));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count_lines (runs_csv), ==, 2);
+  g_assert_cmpuint (count_lines (samples_csv), ==, 1 + 32);
+
+  /* The charts, as PNG and SVG. */
+  g_assert_true (tach_window_export_charts (window, png_path, &error));
+  g_assert_no_error (error);
+  png = gdk_texture_new_from_filename (png_path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (gdk_texture_get_width (png), ==, 1200);
+  g_assert_cmpint (gdk_texture_get_height (png), ==, 2 * 420);
+  g_assert_true (tach_window_export_charts (window, svg_path, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (svg_path, &svg, NULL, NULL));
+  g_assert_nonnull (strstr (svg, "<svg"));
+
+  render_window (window, "test-gui-window.png");
+}
+
+static gboolean
+sweep_done (gpointer data)
+{
+  TachWindow *window = data;
+  GListModel *sweep = tach_window_get_sweep (window);
+  g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
+
+  return g_list_model_get_n_items (sweep) == presets->len && !tach_window_get_running (window);
+}
+
+static void
+test_compare (Fixture       *fixture,
+              gconstpointer  data)
+{
+  GListModel *sweep = tach_window_get_sweep (fixture->window);
+  g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
+
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.compare", NULL);
+  g_assert_true (iterate_until (sweep_done, fixture->window, 120));
+  for (guint i = 0; i < presets->len; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (sweep, i);
+      const TachPreset *preset = g_ptr_array_index (presets, i);
+
+      g_assert_cmpstr (tach_run_object_get_preset (run), ==, preset->name);
+      g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+      g_assert_true (tach_run_object_get_rate (run) > 0);
+    }
+  render_window (fixture->window, "test-gui-compare.png");
+}
+
+static void
+test_close_stops_run (Fixture       *fixture,
+                      gconstpointer  data)
+{
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  g_autoptr(TachRunObject) run = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_object_set (panel, "steps", 1000000, NULL);
+  g_assert_true (tach_window_start_run (fixture->window, &error));
+  g_assert_no_error (error);
+  run = g_list_model_get_item (tach_window_get_runs (fixture->window), 0);
+  g_assert_true (tach_window_get_running (fixture->window));
+
+  /* Closing joins the engine thread: the run is over when close returns. */
+  gtk_window_close (GTK_WINDOW (fixture->window));
+  g_assert_false (tach_run_object_is_active (run));
+  g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
+  g_assert_true (tach_run_object_get_steps_done (run) < 1000000);
+
+  /* A fresh window for the fixture's teardown. */
+  fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
+}
+
+int
+main (int   argc,
+      char *argv[])
+{
+  gtk_test_init (&argc, &argv, NULL);
+  adw_init ();
+
+  g_test_add ("/gui/config/knobs", Fixture, NULL, fixture_setup, test_config_knobs, fixture_teardown);
+  g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
+  g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
+  g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
+  return g_test_run ();
+}
