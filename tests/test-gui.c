@@ -250,6 +250,7 @@ test_run_export (Fixture       *fixture,
   g_autofree char *status = NULL;
   g_autofree char *speedup = NULL;
   GtkColumnView *view;
+  double warmup_end = 0.0;
 
   /* Export with nothing finished is an error, not a crash. */
   tach_window_export_csv (window, folder, NULL, on_exported, &error);
@@ -264,7 +265,8 @@ test_run_export (Fixture       *fixture,
 
   run = g_list_model_get_item (runs, 0);
   g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_FINISHED);
-  g_assert_cmpuint (tach_run_object_get_steps_done (run), ==, 32);
+  /* Steps count the warm-up: 30 in all, 2 of them warm-up. */
+  g_assert_cmpuint (tach_run_object_get_steps_done (run), ==, 30);
   g_assert_true (isfinite (tach_run_object_get_rate (run)) && tach_run_object_get_rate (run) > 0);
   g_object_get (run, "status", &status, "speedup-text", &speedup, NULL);
   g_assert_cmpstr (status, ==, "Finished");
@@ -276,15 +278,17 @@ test_run_export (Fixture       *fixture,
   g_assert_true (GTK_IS_COLUMN_VIEW (view));
   g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (gtk_column_view_get_model (view))), ==, 1);
   g_assert_cmpuint (tach_chart_get_n_series (rate_chart), ==, 1);
-  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (rate_chart, 0)), ==, 32);
-  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (loss_chart, 0)), ==, 32);
+  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (rate_chart, 0)), ==, 30);
+  g_assert_cmpuint (tach_chart_series_get_n_points (tach_chart_get_series (loss_chart, 0)), ==, 30);
+  g_assert_true (tach_chart_series_get_warmup_end (tach_chart_get_series (rate_chart, 0), FALSE, &warmup_end));
+  g_assert_cmpfloat (warmup_end, ==, 2.0);
 
   /* CSV, read back. */
   tach_window_export_csv (window, folder, NULL, on_exported, &error);
   g_assert_true (iterate_until (exported, window, 30));
   g_assert_no_error (error);
   g_assert_cmpuint (count_lines (runs_csv), ==, 2);
-  g_assert_cmpuint (count_lines (samples_csv), ==, 1 + 32);
+  g_assert_cmpuint (count_lines (samples_csv), ==, 1 + 30);
 
   /* The charts, as PNG and SVG. */
   g_assert_true (tach_window_export_charts (window, png_path, &error));

@@ -475,11 +475,17 @@ chart_draw_hover (const TachChartView *view,
         {
           if (view->by_time)
             g_string_append_printf (text, _("%.2f s"), bucket_x (b, TRUE));
-          else if (b->step_first == b->step_last)
-            g_string_append_printf (text, _("Step %" G_GUINT64_FORMAT), b->step_first);
           else
-            g_string_append_printf (text, _("Steps %" G_GUINT64_FORMAT "–%" G_GUINT64_FORMAT),
-                                    b->step_first, b->step_last);
+            {
+              /* Formatted apart: xgettext cannot read G_GUINT64_FORMAT. */
+              g_autofree char *first = g_strdup_printf ("%" G_GUINT64_FORMAT, b->step_first);
+              g_autofree char *last = g_strdup_printf ("%" G_GUINT64_FORMAT, b->step_last);
+
+              if (b->step_first == b->step_last)
+                g_string_append_printf (text, _("Step %s"), first);
+              else
+                g_string_append_printf (text, _("Steps %s–%s"), first, last);
+            }
         }
       mean = format_value (tach_chart_bucket_mean (b));
       g_string_append_printf (text, "\n%s  %s", tach_chart_series_get_label (s), mean);

@@ -114,10 +114,14 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       pango_layout_get_pixel_size (title, &w, NULL);
       label_w = MAX (label_w, w);
     }
-  /* Room for the figures under each name: "12345.6 ± 123.4 steps/s · 10.00×". */
-  pango_layout_set_text (small, _("%s steps/s · %.2f×"), -1);
-  pango_layout_get_pixel_size (small, &w, NULL);
-  label_w = MAX (label_w, w + 8 * 14);
+  /* Room for the widest figures that can sit under a name. */
+  {
+    g_autofree char *widest = g_strdup_printf (_("%s steps/s · %.2f×"), "00000.0 ± 0000.0", 10.0);
+
+    pango_layout_set_text (small, widest, -1);
+    pango_layout_get_pixel_size (small, &w, NULL);
+    label_w = MAX (label_w, w);
+  }
 
   bar_x = label_w + 20;
   bar_w = MAX (40.0, width - bar_x - 110);
