@@ -200,7 +200,7 @@ tach_cli_run_one (TachCliSession   *session,
     }
 
   session->run = run;
-  session->total_steps = (guint64) config->warmup + config->steps;
+  session->total_steps = config->steps;
   session->done_steps = 0;
   session->last_wall_s = 0;
   session->last_loss = NAN;
@@ -252,11 +252,11 @@ tach_cli_print_header (const TachConfig     *config,
 {
   const char *task = config->task == TACH_TASK_GENERATE ? _("generate") : _("train");
 
-  printf (_("%s (%s) on %s (%s), batch %u, %u steps after %u warm-up"),
+  printf (_("%s (%s) on %s (%s), batch %u, %u steps (%u warm-up)"),
           tach_workload_to_string (config->workload), task,
           device != NULL ? device->id : config->device,
           device != NULL && device->name != NULL ? device->name : "?",
-          config->batch, config->steps, config->warmup);
+          config->batch, config->steps, tach_config_get_warmup (config));
   if (with_preset && config->preset != NULL)
     printf (_(", preset %s"), config->preset);
   printf ("\n");

@@ -41,8 +41,8 @@ static const TachKnobInfo knob_infos[] = {
   { "sampling", N_("Pick the next token on the host or on the device"), sampling_values, TRUE },
   { "precision", N_("Arithmetic precision of the device math"), precision_values, TRUE },
   { "batch", N_("Samples (or text streams) per step"), NULL, FALSE },
-  { "steps", N_("Measured steps after warm-up"), NULL, FALSE },
-  { "warmup", N_("Warm-up steps, run first and left out of summaries"), NULL, FALSE },
+  { "steps", N_("Steps to run, warm-up included"), NULL, FALSE },
+  { "warmup", N_("The first steps, left out of summaries (at most half of the steps)"), NULL, FALSE },
   { "samples", N_("Dataset size in samples (auto: 16 batches)"), NULL, FALSE },
   { "seed", N_("Seed of every random number"), NULL, FALSE },
   { "labels", N_("Learnable teacher labels, or the report's random ones"), labels_values, FALSE },
@@ -247,6 +247,12 @@ tach_config_get_samples (const TachConfig *config)
   if (config->samples > 0)
     return config->samples;
   return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1);
+}
+
+guint
+tach_config_get_warmup (const TachConfig *config)
+{
+  return MIN (config->warmup, config->steps / 2);
 }
 
 /* ----------------------------------------------------------------- setting */

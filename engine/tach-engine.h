@@ -68,8 +68,8 @@ typedef struct {
   TachPrecision precision;
 
   guint         batch;
-  guint         steps;        /* measured steps after warm-up */
-  guint         warmup;       /* warm-up steps, run first, excluded from summaries */
+  guint         steps;        /* steps in all, warm-up included */
+  guint         warmup;       /* the first steps, excluded from summaries (see tach_config_get_warmup) */
   guint64       samples;      /* dataset size in samples (0 = workload default) */
   guint64       seed;
   TachLabels    labels;
@@ -120,6 +120,9 @@ gboolean  tach_config_knob_applies (const TachConfig *config, const char *key, c
  * reads a data file may use the file's size instead). */
 #define TACH_DEFAULT_BATCHES 16
 guint64   tach_config_get_samples (const TachConfig *config);
+/* Warm-up steps actually run: the first --warmup of the --steps steps, at
+ * most half of them, so a short run still has measured steps. */
+guint     tach_config_get_warmup (const TachConfig *config);
 
 const char *tach_workload_to_string (TachWorkload workload);
 gboolean    tach_workload_from_string (const char *s, TachWorkload *out, GError **error);

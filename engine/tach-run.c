@@ -394,7 +394,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
         return FALSE;
 
       p.sample.step = i;
-      p.sample.warmup = i < run->config.warmup;
+      p.sample.warmup = i < tach_config_get_warmup (&run->config);
       p.sample.feed_ms = ctx.feed_ms;
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;
@@ -452,7 +452,7 @@ run_main (gpointer data)
   TachRun *run = data;
   Engine e = { 0 };
   g_autoptr(GError) error = NULL;
-  guint64 total = (guint64) run->config.warmup + run->config.steps;
+  guint64 total = run->config.steps;
   gboolean cancelled = FALSE;
   gboolean ok;
 

@@ -90,7 +90,7 @@ test_lifecycle (void)
   g_assert_cmpint (tach_run_get_start_time (run), >, 0);
 
   /* Every step arrived once, in order, through the coalesced hand-off. */
-  g_assert_cmpuint (w.samples->len, ==, 14);
+  g_assert_cmpuint (w.samples->len, ==, 12);
   g_assert_cmpuint (w.calls, >=, 1);
   g_assert_cmpuint (w.calls, <=, w.samples->len + 1);
   for (guint i = 0; i < w.samples->len; i++)
@@ -109,11 +109,11 @@ test_lifecycle (void)
         g_assert_cmpfloat (sm->wall_s, >=, g_array_index (w.samples, TachSample, i - 1).wall_s);
     }
   all = tach_run_dup_samples (run);
-  g_assert_cmpuint (all->len, ==, 14);
+  g_assert_cmpuint (all->len, ==, 12);
   g_assert_cmpuint (tach_run_drain_samples (run, w.samples), ==, 0);
 
   tach_run_get_summary (run, &s);
-  g_assert_cmpuint (s.steps, ==, 12);
+  g_assert_cmpuint (s.steps, ==, 10);
   g_assert_cmpfloat (s.steps_per_s_median, >, 0.0);
   g_assert_cmpfloat (s.steps_per_s_p10, <=, s.steps_per_s_median);
   g_assert_cmpfloat (s.steps_per_s_p90, >=, s.steps_per_s_median);
@@ -147,7 +147,7 @@ test_sync_cadence (void)
       run = test_run_to_end (&c);
       tach_config_clear (&c);
       samples = tach_run_dup_samples (run);
-      g_assert_cmpuint (samples->len, ==, 9);
+      g_assert_cmpuint (samples->len, ==, 7);
       for (guint i = 0; i < samples->len; i++)
         {
           const TachSample *sm = &g_array_index (samples, TachSample, i);
