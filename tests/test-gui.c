@@ -7,8 +7,10 @@
  * renders the window to a PNG artifact, and closes the window in the middle
  * of a run.
  */
+#include <locale.h>
 #include <math.h>
 #include <adwaita.h>
+#include <glib/gi18n.h>
 #include <glib/gstdio.h>
 #include <tach-engine.h>
 
@@ -211,7 +213,8 @@ render_window (TachWindow *window,
   g_autoptr(GtkSnapshot) snapshot = gtk_snapshot_new ();
   g_autoptr(GskRenderNode) node = NULL;
   g_autoptr(GdkTexture) texture = NULL;
-  g_autofree char *path = g_test_build_filename (G_TEST_BUILT, name, NULL);
+  g_autofree char *path = g_path_is_absolute (name) ? g_strdup (name)
+                                                    : g_test_build_filename (G_TEST_BUILT, name, NULL);
   GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (window));
   gboolean drawn = FALSE;
   int width = gtk_widget_get_width (content);
@@ -360,16 +363,122 @@ test_close_stops_run (Fixture       *fixture,
   fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
 }
 
+/* With LANGUAGE=zh_CN the window and the engine's messages are Chinese,
+ * from the catalogue built in this tree. */
+static void
+test_i18n_zh_cn (Fixture       *fixture,
+                 gconstpointer  data)
+{
+  g_autofree char *old = g_strdup (g_getenv ("LANGUAGE"));
+  TachConfigPanel *panel;
+  TachWindow *window;
+  const char *why = NULL;
+  TachConfig config;
+
+  g_setenv ("LANGUAGE", "zh_CN", TRUE);
+  /* textdomain() also drops gettext's cache of earlier lookups. */
+  textdomain (GETTEXT_PACKAGE);
+  window = tach_window_new (GTK_APPLICATION (fixture->app));
+  g_assert_cmpstr (tach_chart_get_title (tach_window_get_rate_chart (window)), ==, "每秒步数");
+  g_assert_cmpstr (tach_chart_get_title (tach_window_get_loss_chart (window)), ==, "损失");
+  panel = tach_window_get_config_panel (window);
+  g_assert_cmpstr (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (tach_config_panel_get_row (panel, "batch"))),
+                   ==, "批大小");
+
+  tach_config_init (&config, TACH_WORKLOAD_CNN);
+  g_assert_false (tach_config_knob_applies (&config, "layout", &why));
+  g_assert_cmpstr (why, ==, "布局误读是 bilstm 报告中的缺陷");
+  tach_config_clear (&config);
+  gtk_window_destroy (GTK_WINDOW (window));
+
+  if (old)
+    g_setenv ("LANGUAGE", old, TRUE);
+  else
+    g_unsetenv ("LANGUAGE");
+  textdomain (GETTEXT_PACKAGE);
+}
+
+static gboolean
+run_half_done (gpointer data)
+{
+  TachWindow *window = data;
+  g_autoptr(TachRunObject) run = NULL;
+  GListModel *runs = tach_window_get_runs (window);
+  guint n = g_list_model_get_n_items (runs);
+
+  if (n < 2)
+    return FALSE;
+  run = g_list_model_get_item (runs, n - 1);
+  return tach_run_object_get_progress (run) >= 0.6;
+}
+
+/* The screenshots of resources/screenshots/, taken only when
+ * TACH_SCREENSHOT_DIR is set: a live run next to a finished one, and a
+ * comparison, in the style TACH_SCREENSHOT_STYLE (light or dark). */
+static void
+test_screenshots (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  const char *dir = g_getenv ("TACH_SCREENSHOT_DIR");
+  const char *style = g_getenv ("TACH_SCREENSHOT_STYLE");
+  const char *name = g_getenv ("TACH_SCREENSHOT_NAME");
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *live = NULL;
+  g_autofree char *compare = NULL;
+
+  if (dir == NULL)
+    {
+      g_test_skip ("TACH_SCREENSHOT_DIR is not set");
+      return;
+    }
+  adw_style_manager_set_color_scheme (adw_style_manager_get_default (),
+                                      g_strcmp0 (style, "dark") == 0
+                                      ? ADW_COLOR_SCHEME_FORCE_DARK : ADW_COLOR_SCHEME_FORCE_LIGHT);
+  live = g_strdup_printf ("%s/live-%s.png", dir, name ? name : "light");
+  compare = g_strdup_printf ("%s/compare-%s.png", dir, name ? name : "light");
+
+  g_object_set (panel, "batch", 64, "steps", 300, "preset", "tf1-feed-dict", NULL);
+  g_assert_true (tach_window_start_run (fixture->window, &error));
+  g_assert_no_error (error);
+  g_assert_true (iterate_until (window_idle, fixture->window, 120));
+  g_object_set (panel, "preset", "keras-fit", "steps", 600, NULL);
+  g_assert_true (tach_window_start_run (fixture->window, &error));
+  g_assert_true (iterate_until (run_half_done, fixture->window, 120));
+  render_window (fixture->window, live);
+  tach_window_stop (fixture->window);
+  g_assert_true (iterate_until (window_idle, fixture->window, 60));
+
+  g_object_set (panel, "steps", 200, NULL);
+  g_assert_true (tach_window_compare_presets (fixture->window, &error));
+  g_assert_no_error (error);
+  g_assert_true (iterate_until (sweep_done, fixture->window, 300));
+  render_window (fixture->window, compare);
+}
+
 int
 main (int   argc,
       char *argv[])
 {
+  g_autofree char *podir = NULL;
+
   gtk_test_init (&argc, &argv, NULL);
   adw_init ();
+  /* gtk_test_init() leaves the C locale, in which gettext ignores
+   * LANGUAGE; the environment's (C.UTF-8 under meson test) honours it. */
+  setlocale (LC_ALL, "");
+
+  /* The catalogues built in this tree, not the installed ones. */
+  podir = g_test_build_filename (G_TEST_BUILT, "..", "po", NULL);
+  bindtextdomain (GETTEXT_PACKAGE, podir);
+  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
+  textdomain (GETTEXT_PACKAGE);
 
   g_test_add ("/gui/config/knobs", Fixture, NULL, fixture_setup, test_config_knobs, fixture_teardown);
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
+  g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
+  g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   return g_test_run ();
 }
