@@ -298,7 +298,7 @@ test_data_errors (void)
 
   s = g_strdup_printf ("data=%s", mismatch);
   expect_error (s, TACH_ERROR_DATA, "20 images but");
-  g_free (s);
+  g_clear_pointer (&s, g_free);
 
   images = g_build_filename (truncated, "train-images-idx3-ubyte", NULL);
   g_file_get_contents (images, &contents, &length, &error);
@@ -307,22 +307,22 @@ test_data_errors (void)
   g_assert_no_error (error);
   s = g_strdup_printf ("data=%s", truncated);
   expect_error (s, TACH_ERROR_DATA, "truncated");
-  g_free (s);
+  g_clear_pointer (&s, g_free);
 
   /* An images file named directly, its labels beside it. */
   s = g_strdup_printf ("data=%s/train-images-idx3-ubyte", mismatch);
   expect_error (s, TACH_ERROR_DATA, "19 labels");
-  g_free (s);
+  g_clear_pointer (&s, g_free);
 
   empty = g_dir_make_tmp ("tach-test-cnn-XXXXXX", &error);
   g_assert_no_error (error);
   s = g_strdup_printf ("data=%s", empty);
   expect_error (s, TACH_ERROR_DATA, "no MNIST-format training files");
-  g_free (s);
+  g_clear_pointer (&s, g_free);
 
   s = g_strdup_printf ("data=%s/nothing-here", empty);
   expect_error (s, TACH_ERROR_DATA, "does not exist");
-  g_free (s);
+  g_clear_pointer (&s, g_free);
 
   expect_error ("input=3x3x1", TACH_ERROR_INVALID_CONFIG, "too small");
 
