@@ -1,21 +1,26 @@
-/* tach-cpu-lstm.c: the fused LSTM on oneDNN's vanilla LSTM primitive, and
- * the per-timestep cell of the unrolled mode as plain pointwise loops.
+/* tach-cpu-lstm.c: the fused LSTM and the per-timestep cell of the
+ * unrolled mode, on dnnl_sgemm and vectorised pointwise loops.
  *
- * oneDNN's LSTM gate order is i, f, c~ (g), o, the same as Tach's canonical
- * layout, so converting weights is only a matter of memory layout:
- *   forward:  W_x [4H, I] -> ldigo, i.e. W_x^T [I, 4H] per direction
- *   backward: weights in ldgoi, which per direction *is* W_x [4H, I]
- *             (oneDNN 2.6 has no ldigo weights for backward), diff weights
- *             in ldigo (no ldgoi diff weights), transposed back
- *   bias:     ldgo == b [4H] per direction
- * The data needs no copy: batch-major [N, T, C] is oneDNN's ntc tag and
- * time-major [T, N, C] its tnc tag over the same (T, N, C) logical dims.
- * One exception: oneDNN 2.6.3's backward computes a wrong W_h gradient for
- * a unidirectional LSTM over tnc data (checked against finite differences
- * and an unrolled LSTM), so that one case runs the primitives over ntc
- * copies of the data, transposed at the boundary.
+ * oneDNN 2.6's LSTM primitive picks its reference implementation for the
+ * shapes and plain weights Tach uses (H = 40 or 100), so the fused op is
+ * written here the way cuDNN structures it:
+ *   forward   one input GEMM over all time steps (T*N x I by I x 4H), then
+ *             per step one recurrent GEMM (N x H by H x 4H) into the gates
+ *             and one fused pointwise pass (bias, activations, c, h);
+ *   backward  per step one fused pointwise pass and one recurrent GEMM for
+ *             dh; the weight gradients batched over all time steps
+ *             (dW_x = dG^T X in one GEMM per direction, the bias gradient
+ *             as ones^T dG), no dx unless asked for.
+ * The weights are used in Tach's canonical layout as they are: a row-major
+ * W [4H, K] is the transposed operand of x W^T, so nothing is converted.
  *
- * Threads: the engine thread.
+ * Rows: x, y, the gates and the cell states share one row order, that of
+ * the data: row (t, n) is t*N + n time-major and n*T + t batch-major, so
+ * the rows of one time step are 1 or T rows apart, which the GEMMs take
+ * as their leading dimension.  The reserve space holds the activated gates
+ * [T*N, dirs*4H] and the cell states [T*N, dirs*H].
+ *
+ * Threads: the engine thread; the loops run on the backend's OpenMP pool.
  */
 #include <math.h>
 #include <string.h>
@@ -24,176 +29,175 @@
 
 #include "tach-cpu-private.h"
 
+/* The pointwise loops clamp with comparisons, which GCC only if-converts
+ * (and so vectorises) when it may assume floating-point ops do not trap;
+ * Tach never enables FP traps, so this changes no result. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC optimize ("no-trapping-math")
+#endif
+
 struct _TachLstmPlan {
   TachLstmDesc desc;
-  size_t dir_stride;               /* floats per direction in the canonical block */
+  size_t dir_stride;     /* floats per direction in the canonical block */
+  size_t rows;           /* T * N */
+  int    G;              /* 4H */
+  int    ldg;            /* dirs * 4H: row stride of the gates */
+  int    ldh;            /* dirs * H: row stride of y and the cell states */
 
-  dnnl_primitive_desc_t fwd_pd;    /* owned */
-  dnnl_primitive_t      fwd;       /* owned */
-  dnnl_primitive_desc_t bwd_pd;    /* owned; NULL unless training */
-  dnnl_primitive_t      bwd;       /* owned; NULL unless training */
-  size_t                ws_bytes;
-
-  /* Memory objects over no data: handles are set before each execution.
-   * All owned. */
-  dnnl_memory_t src, dst, wl, wi, bias, ws;
-  dnnl_memory_t b_wl, b_wi, diff_src, diff_dst, diff_wl, diff_wi, diff_bias;
-
-  /* Converted weights and gradients (tach_cpu_mem_alloc, owned). */
-  float *wl_fwd, *wi_fwd, *bias_buf;   /* ldigo, ldigo, ldgo */
-  float *wl_bwd, *wi_bwd;              /* ldgoi */
-  float *dwl, *dwi, *dbias;            /* ldigo, ldigo, ldgo */
-  float *dx_scratch;                   /* diff_src when !need_dx */
-
-  /* The tnc workaround (see the top of the file): ntc copies, owned. */
-  gboolean swap;
-  float *x_ntc, *y_ntc, *dy_ntc;
+  /* All tach_cpu_mem_alloc, owned. */
+  float *work;           /* gates and cell states of an inference plan */
+  float *dgates;         /* [T*N, dirs*4H]; training only */
+  float *dh;             /* [dirs][N, H] recurrent dh; training only */
+  float *dc;             /* [dirs][N, H] cell-state gradient; training only */
+  float *ones;           /* [T*N] ones: the bias gradient as a GEMM */
 };
 
-/* ------------------------------------------------------------- planning */
+/* ------------------------------------------------------ pointwise math */
 
-static void
-md_init (dnnl_memory_desc_t *md, int ndims, const dnnl_dims_t dims, dnnl_format_tag_t tag)
+/* exp on [-87, 88] (clamped) by Cody-Waite reduction and Cephes' degree-6
+ * polynomial: about 1 ulp, branch-free, so that the loops vectorise. */
+static inline float
+fast_expf (float x)
 {
-  /* Only fails on invalid arguments, which the dims checked by the caller
-   * rule out; a failure leaves a zero desc that the primitive rejects. */
-  if (dnnl_memory_desc_init_by_tag (md, ndims, dims, dnnl_f32, tag) != dnnl_success)
-    memset (md, 0, sizeof *md);
+  float t, n, r, p, scale;
+  int32_t bits;
+
+  x = x < -87.0f ? -87.0f : x;
+  x = x > 88.0f ? 88.0f : x;
+  /* Round to nearest by the 1.5 * 2^23 trick. */
+  t = x * 1.44269504088896341f + 12582912.0f;
+  n = t - 12582912.0f;
+  r = x - n * 0.693359375f;
+  r = r + n * 2.12194440e-4f;
+  p = 1.9875691500e-4f;
+  p = p * r + 1.3981999507e-3f;
+  p = p * r + 8.3334519073e-3f;
+  p = p * r + 4.1665795894e-2f;
+  p = p * r + 1.6666665459e-1f;
+  p = p * r + 5.0000001201e-1f;
+  p = p * r * r + r + 1.0f;
+  bits = ((int32_t) n + 127) << 23;
+  memcpy (&scale, &bits, sizeof scale);
+  return p * scale;
 }
 
-/* A memory object for argument @arg of @pd, as the primitive expects it. */
-static dnnl_memory_t
-arg_memory (TachBackend *be, const_dnnl_primitive_desc_t pd, int arg)
+static inline float
+fast_sigmoidf (float x)
 {
-  const dnnl_memory_desc_t *md = dnnl_primitive_desc_query_md (pd, dnnl_query_exec_arg_md, arg);
+  return 1.0f / (1.0f + fast_expf (-x));
+}
 
-  if (md == NULL)
+static inline float
+fast_tanhf (float x)
+{
+  return 2.0f / (1.0f + fast_expf (-2.0f * x)) - 1.0f;
+}
+
+/* One forward step of one row: bias, activations in place, c and h. */
+TACH_CPU_SIMD_CLONES static void
+row_forward (int h, float *restrict g, const float *restrict b, const float *restrict cp,
+             float *restrict c, float *restrict hy)
+{
+  if (cp != NULL)
     {
-      tach_backend_fail (be, TACH_ERROR_LIBRARY,
-                         _("oneDNN did not describe an LSTM argument: argument %d"), arg);
-      return NULL;
+#pragma omp simd
+      for (int j = 0; j < h; j++)
+        {
+          float i = fast_sigmoidf (g[j] + b[j]);
+          float f = fast_sigmoidf (g[h + j] + b[h + j]);
+          float z = fast_tanhf (g[2 * h + j] + b[2 * h + j]);
+          float o = fast_sigmoidf (g[3 * h + j] + b[3 * h + j]);
+          float cv = i * z + f * cp[j];
+
+          g[j] = i;
+          g[h + j] = f;
+          g[2 * h + j] = z;
+          g[3 * h + j] = o;
+          c[j] = cv;
+          hy[j] = o * fast_tanhf (cv);
+        }
     }
-  return tach_cpu_memory_new (be, md);
+  else
+    {
+#pragma omp simd
+      for (int j = 0; j < h; j++)
+        {
+          float i = fast_sigmoidf (g[j] + b[j]);
+          float f = fast_sigmoidf (g[h + j] + b[h + j]);
+          float z = fast_tanhf (g[2 * h + j] + b[2 * h + j]);
+          float o = fast_sigmoidf (g[3 * h + j] + b[3 * h + j]);
+          float cv = i * z;
+
+          g[j] = i;
+          g[h + j] = f;
+          g[2 * h + j] = z;
+          g[3 * h + j] = o;
+          c[j] = cv;
+          hy[j] = o * fast_tanhf (cv);
+        }
+    }
 }
+
+/* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
+ * dc holds the incoming cell gradient (ignored when !have_dc) and receives
+ * the outgoing one; cp NULL means c_{-1} = 0. */
+TACH_CPU_SIMD_CLONES static void
+row_backward (int h, const float *restrict g, const float *restrict c,
+              const float *restrict cp, const float *restrict dy,
+              const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
+              float *restrict dg)
+{
+#pragma omp simd
+  for (int j = 0; j < h; j++)
+    {
+      float i = g[j], f = g[h + j], z = g[2 * h + j], o = g[3 * h + j];
+      float tc = fast_tanhf (c[j]);
+      float dhv = dy[j] + (dh_rec != NULL ? dh_rec[j] : 0.0f);
+      float dct = (have_dc ? dc[j] : 0.0f) + dhv * o * (1.0f - tc * tc);
+      float cpv = cp != NULL ? cp[j] : 0.0f;
+
+      dg[j] = dct * z * i * (1.0f - i);
+      dg[h + j] = dct * cpv * f * (1.0f - f);
+      dg[2 * h + j] = dct * i * (1.0f - z * z);
+      dg[3 * h + j] = dhv * tc * o * (1.0f - o);
+      dc[j] = dct * f;
+    }
+}
+
+/* ------------------------------------------------------------- planning */
 
 void
 tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
 {
-  dnnl_memory_t *mems[] = {
-    &plan->src, &plan->dst, &plan->wl, &plan->wi, &plan->bias, &plan->ws,
-    &plan->b_wl, &plan->b_wi, &plan->diff_src, &plan->diff_dst, &plan->diff_wl,
-    &plan->diff_wi, &plan->diff_bias,
-  };
-  float **bufs[] = {
-    &plan->wl_fwd, &plan->wi_fwd, &plan->bias_buf, &plan->wl_bwd, &plan->wi_bwd,
-    &plan->dwl, &plan->dwi, &plan->dbias, &plan->dx_scratch,
-    &plan->x_ntc, &plan->y_ntc, &plan->dy_ntc,
-  };
-
   if (plan == NULL)
     return;
-  for (guint i = 0; i < G_N_ELEMENTS (mems); i++)
-    if (*mems[i] != NULL)
-      dnnl_memory_destroy (*mems[i]);
-  for (guint i = 0; i < G_N_ELEMENTS (bufs); i++)
-    tach_cpu_mem_free (be, *bufs[i]);
-  if (plan->bwd != NULL)
-    dnnl_primitive_destroy (plan->bwd);
-  if (plan->bwd_pd != NULL)
-    dnnl_primitive_desc_destroy (plan->bwd_pd);
-  if (plan->fwd != NULL)
-    dnnl_primitive_destroy (plan->fwd);
-  if (plan->fwd_pd != NULL)
-    dnnl_primitive_desc_destroy (plan->fwd_pd);
+  tach_cpu_mem_free (be, plan->work);
+  tach_cpu_mem_free (be, plan->dgates);
+  tach_cpu_mem_free (be, plan->dh);
+  tach_cpu_mem_free (be, plan->dc);
+  tach_cpu_mem_free (be, plan->ones);
   g_free (plan);
 }
 
-static gboolean
-plan_backward (TachBackend *be, TachLstmPlan *plan, dnnl_rnn_direction_t direction,
-               const dnnl_memory_desc_t *src_md, const dnnl_memory_desc_t *dst_md,
-               const dnnl_memory_desc_t *bias_md)
+/* Floats of the reserve: activated gates, then cell states. */
+static size_t
+reserve_floats (const TachLstmPlan *plan)
 {
-  const TachLstmDesc *d = &plan->desc;
-  dnnl_dims_t wl_dims = { 1, d->dirs, d->I, 4, d->H };
-  dnnl_dims_t wi_dims = { 1, d->dirs, d->H, 4, d->H };
-  dnnl_memory_desc_t wl_md, wi_md, dwl_md, dwi_md;
-  dnnl_rnn_desc_t rnn;
-  size_t n_wl = (size_t) d->dirs * d->I * 4 * d->H;
-  size_t n_wi = (size_t) d->dirs * d->H * 4 * d->H;
-
-  md_init (&wl_md, 5, wl_dims, dnnl_ldgoi);
-  md_init (&wi_md, 5, wi_dims, dnnl_ldgoi);
-  md_init (&dwl_md, 5, wl_dims, dnnl_ldigo);
-  md_init (&dwi_md, 5, wi_dims, dnnl_ldigo);
-
-  TACH_DNNL_TRY (be, dnnl_lstm_backward_desc_init (&rnn, dnnl_backward, direction,
-                                                   /* src_layer = */ src_md,
-                                                   /* src_iter = */ NULL,
-                                                   /* src_iter_c = */ NULL,
-                                                   /* weights_layer = */ &wl_md,
-                                                   /* weights_iter = */ &wi_md,
-                                                   /* bias = */ bias_md,
-                                                   /* dst_layer = */ dst_md,
-                                                   /* dst_iter = */ NULL,
-                                                   /* dst_iter_c = */ NULL,
-                                                   /* diff_src_layer = */ src_md,
-                                                   /* diff_src_iter = */ NULL,
-                                                   /* diff_src_iter_c = */ NULL,
-                                                   /* diff_weights_layer = */ &dwl_md,
-                                                   /* diff_weights_iter = */ &dwi_md,
-                                                   /* diff_bias = */ bias_md,
-                                                   /* diff_dst_layer = */ dst_md,
-                                                   /* diff_dst_iter = */ NULL,
-                                                   /* diff_dst_iter_c = */ NULL,
-                                                   /* flags = */ 0), fail);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&plan->bwd_pd, &rnn, NULL,
-                                                 TACH_CPU (be)->engine, plan->fwd_pd), fail);
-  TACH_DNNL_TRY (be, dnnl_primitive_create (&plan->bwd, plan->bwd_pd), fail);
-
-  plan->b_wl = arg_memory (be, plan->bwd_pd, DNNL_ARG_WEIGHTS_LAYER);
-  plan->b_wi = arg_memory (be, plan->bwd_pd, DNNL_ARG_WEIGHTS_ITER);
-  plan->diff_src = arg_memory (be, plan->bwd_pd, DNNL_ARG_DIFF_SRC_LAYER);
-  plan->diff_dst = arg_memory (be, plan->bwd_pd, DNNL_ARG_DIFF_DST_LAYER);
-  plan->diff_wl = arg_memory (be, plan->bwd_pd, DNNL_ARG_DIFF_WEIGHTS_LAYER);
-  plan->diff_wi = arg_memory (be, plan->bwd_pd, DNNL_ARG_DIFF_WEIGHTS_ITER);
-  plan->diff_bias = arg_memory (be, plan->bwd_pd, DNNL_ARG_DIFF_BIAS);
-
-  plan->wl_bwd = tach_cpu_mem_alloc (be, n_wl * sizeof (float));
-  plan->wi_bwd = tach_cpu_mem_alloc (be, n_wi * sizeof (float));
-  plan->dwl = tach_cpu_mem_alloc (be, n_wl * sizeof (float));
-  plan->dwi = tach_cpu_mem_alloc (be, n_wi * sizeof (float));
-  plan->dbias = tach_cpu_mem_alloc (be, (size_t) d->dirs * 4 * d->H * sizeof (float));
-  /* The swapped case always computes dx into the scratch, then transposes. */
-  if (!d->need_dx || plan->swap)
-    plan->dx_scratch = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->I * sizeof (float));
-  if (plan->swap)
-    plan->dy_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->dirs * d->H * sizeof (float));
-  return tach_backend_ok (be);
-fail:
-  return FALSE;
+  return plan->rows * ((size_t) plan->ldg + plan->ldh);
 }
 
 TachLstmPlan *
 tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 {
-  TachLstmPlan *plan;
   const TachLstmDesc *d = desc;
-  dnnl_rnn_direction_t direction;
-  gboolean swap = desc->time_major && desc->dirs == 1;
-  dnnl_format_tag_t data_tag = desc->time_major && !swap ? dnnl_tnc : dnnl_ntc;
-  dnnl_dims_t src_dims = { d->T, d->N, d->I };
-  dnnl_dims_t dst_dims = { d->T, d->N, (dnnl_dim_t) d->dirs * d->H };
-  dnnl_dims_t wl_dims = { 1, d->dirs, d->I, 4, d->H };
-  dnnl_dims_t wi_dims = { 1, d->dirs, d->H, 4, d->H };
-  dnnl_dims_t bias_dims = { 1, d->dirs, 4, d->H };
-  dnnl_memory_desc_t src_md, dst_md, wl_md, wi_md, bias_md;
-  dnnl_rnn_desc_t rnn;
+  TachLstmPlan *plan;
 
-  if (d->T <= 0 || d->N <= 0 || d->I <= 0 || d->H <= 0 || (d->dirs != 1 && d->dirs != 2))
+  if (d->T <= 0 || d->N <= 0 || d->I <= 0 || d->H <= 0 || (d->dirs != 1 && d->dirs != 2)
+      || (size_t) d->T * d->N > G_MAXINT / (8 * (size_t) d->H + (size_t) d->I))
     {
       tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
-                         _("an LSTM needs positive sizes and 1 or 2 directions: "
-                           "T=%d N=%d I=%d H=%d dirs=%d"),
+                         _("an LSTM needs positive sizes, 1 or 2 directions and fewer than "
+                           "2^31 elements per tensor: T=%d N=%d I=%d H=%d dirs=%d"),
                          d->T, d->N, d->I, d->H, d->dirs);
       return NULL;
     }
@@ -204,203 +208,120 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
       return NULL;
     }
 
-  tach_cpu_bind_threads (be);
   plan = g_new0 (TachLstmPlan, 1);
   plan->desc = *desc;
-  plan->swap = swap;
   plan->dir_stride = (size_t) 4 * d->H * ((size_t) d->I + d->H + 1);
-  direction = d->dirs == 2 ? dnnl_bidirectional_concat : dnnl_unidirectional_left2right;
+  plan->rows = (size_t) d->T * d->N;
+  plan->G = 4 * d->H;
+  plan->ldg = d->dirs * plan->G;
+  plan->ldh = d->dirs * d->H;
 
-  md_init (&src_md, 3, src_dims, data_tag);
-  md_init (&dst_md, 3, dst_dims, data_tag);
-  md_init (&wl_md, 5, wl_dims, dnnl_ldigo);
-  md_init (&wi_md, 5, wi_dims, dnnl_ldigo);
-  md_init (&bias_md, 4, bias_dims, dnnl_ldgo);
-
-  TACH_DNNL_TRY (be, dnnl_lstm_forward_desc_init (&rnn,
-                                                  d->training ? dnnl_forward_training
-                                                              : dnnl_forward_inference,
-                                                  direction,
-                                                  /* src_layer = */ &src_md,
-                                                  /* src_iter = */ NULL,
-                                                  /* src_iter_c = */ NULL,
-                                                  /* weights_layer = */ &wl_md,
-                                                  /* weights_iter = */ &wi_md,
-                                                  /* bias = */ &bias_md,
-                                                  /* dst_layer = */ &dst_md,
-                                                  /* dst_iter = */ NULL,
-                                                  /* dst_iter_c = */ NULL,
-                                                  /* flags = */ 0), fail);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&plan->fwd_pd, &rnn, NULL,
-                                                 TACH_CPU (be)->engine, NULL), fail);
-  TACH_DNNL_TRY (be, dnnl_primitive_create (&plan->fwd, plan->fwd_pd), fail);
-
-  plan->src = arg_memory (be, plan->fwd_pd, DNNL_ARG_SRC_LAYER);
-  plan->dst = arg_memory (be, plan->fwd_pd, DNNL_ARG_DST_LAYER);
-  plan->wl = arg_memory (be, plan->fwd_pd, DNNL_ARG_WEIGHTS_LAYER);
-  plan->wi = arg_memory (be, plan->fwd_pd, DNNL_ARG_WEIGHTS_ITER);
-  plan->bias = arg_memory (be, plan->fwd_pd, DNNL_ARG_BIAS);
-  plan->wl_fwd = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->I * 4 * d->H * sizeof (float));
-  plan->wi_fwd = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->H * 4 * d->H * sizeof (float));
-  plan->bias_buf = tach_cpu_mem_alloc (be, (size_t) d->dirs * 4 * d->H * sizeof (float));
-  if (swap)
+  if (!d->training)
+    plan->work = tach_cpu_mem_alloc (be, reserve_floats (plan) * sizeof (float));
+  else
     {
-      plan->x_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->I * sizeof (float));
-      plan->y_ntc = tach_cpu_mem_alloc (be, (size_t) d->T * d->N * d->dirs * d->H * sizeof (float));
-    }
-
-  if (d->training)
-    {
-      const dnnl_memory_desc_t *ws_md =
-        dnnl_primitive_desc_query_md (plan->fwd_pd, dnnl_query_workspace_md, 0);
-
-      plan->ws_bytes = ws_md != NULL ? dnnl_memory_desc_get_size (ws_md) : 0;
-      if (plan->ws_bytes > 0)
-        plan->ws = tach_cpu_memory_new (be, ws_md);
-      if (!plan_backward (be, plan, direction, &src_md, &dst_md, &bias_md))
-        goto fail;
+      plan->dgates = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
+      plan->dh = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
+      plan->dc = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
+      plan->ones = tach_cpu_mem_alloc (be, plan->rows * sizeof (float));
+      if (plan->ones != NULL)
+        for (size_t r = 0; r < plan->rows; r++)
+          plan->ones[r] = 1.0f;
     }
   if (!tach_backend_ok (be))
-    goto fail;
+    {
+      tach_cpu_lstm_plan_free (be, plan);
+      return NULL;
+    }
   return plan;
-
-fail:
-  tach_cpu_lstm_plan_free (be, plan);
-  return NULL;
 }
 
 size_t
 tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 {
-  /* The workspace is all backward needs from forward; the converted
-   * weights live in the plan. */
-  return plan->ws_bytes;
-}
-
-/* ------------------------------------------------------- weight layouts */
-
-/* dst[k, j] = src[j, k] for a rows x cols @src (row stride cols). */
-static void
-transpose (float *dst, const float *src, size_t rows, size_t cols)
-{
-#pragma omp parallel for if (rows * cols >= TACH_CPU_PARALLEL_MIN)
-  for (size_t k = 0; k < cols; k++)
-    for (size_t j = 0; j < rows; j++)
-      dst[k * rows + j] = src[j * cols + k];
-}
-
-/* Canonical per-direction W_x, W_h, b -> ldigo, ldigo, ldgo. */
-static void
-weights_to_ldigo (const TachLstmPlan *plan, const float *w)
-{
-  const TachLstmDesc *d = &plan->desc;
-  size_t g = (size_t) 4 * d->H;
-
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      const float *wx = w + dir * plan->dir_stride;
-      const float *wh = wx + g * d->I;
-      const float *b = wh + g * d->H;
-
-      transpose (plan->wl_fwd + dir * (size_t) d->I * g, wx, g, d->I);
-      transpose (plan->wi_fwd + dir * (size_t) d->H * g, wh, g, d->H);
-      memcpy (plan->bias_buf + dir * g, b, g * sizeof (float));
-    }
-}
-
-/* Canonical W_x, W_h, b -> ldgoi, ldgoi, ldgo: per direction the very
- * same rows.  The bias is copied too, so that backward does not rely on a
- * forward through this very plan. */
-static void
-weights_to_ldgoi (const TachLstmPlan *plan, const float *w)
-{
-  const TachLstmDesc *d = &plan->desc;
-  size_t g = (size_t) 4 * d->H;
-
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      const float *wx = w + dir * plan->dir_stride;
-      const float *wh = wx + g * d->I;
-      const float *b = wh + g * d->H;
-
-      memcpy (plan->wl_bwd + dir * g * d->I, wx, g * d->I * sizeof (float));
-      memcpy (plan->wi_bwd + dir * g * d->H, wh, g * d->H * sizeof (float));
-      memcpy (plan->bias_buf + dir * g, b, g * sizeof (float));
-    }
-}
-
-/* ldigo, ldigo, ldgo gradients -> canonical dW_x, dW_h, db (overwritten). */
-static void
-grads_from_ldigo (const TachLstmPlan *plan, float *dw)
-{
-  const TachLstmDesc *d = &plan->desc;
-  size_t g = (size_t) 4 * d->H;
-
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      float *dwx = dw + dir * plan->dir_stride;
-      float *dwh = dwx + g * d->I;
-      float *db = dwh + g * d->H;
-
-      transpose (dwx, plan->dwl + dir * (size_t) d->I * g, d->I, g);
-      transpose (dwh, plan->dwi + dir * (size_t) d->H * g, d->H, g);
-      memcpy (db, plan->dbias + dir * g, g * sizeof (float));
-    }
-}
-
-/* [A, B, C] -> [B, A, C]: time-major <-> batch-major. */
-static void
-swap_outer (float *dst, const float *src, size_t a, size_t b, size_t c)
-{
-#pragma omp parallel for if (a * b * c >= TACH_CPU_PARALLEL_MIN)
-  for (size_t j = 0; j < b; j++)
-    for (size_t i = 0; i < a; i++)
-      memcpy (dst + (j * a + i) * c, src + (i * b + j) * c, c * sizeof (float));
+  return plan->desc.training ? reserve_floats (plan) * sizeof (float) : 0;
 }
 
 /* ------------------------------------------------------------ execution */
 
-#define SET_HANDLE(be, mem, ptr, label) \
-  TACH_DNNL_TRY ((be), dnnl_memory_set_data_handle ((mem), (void *) (ptr)), label)
+/* The row of (time @t, sample @n) in the data's order. */
+static inline size_t
+row_of (const TachLstmDesc *d, int t, int n)
+{
+  return d->time_major ? (size_t) t * d->N + n : (size_t) n * d->T + t;
+}
+
+/* Rows between consecutive samples of one time step. */
+static inline size_t
+step_rows (const TachLstmDesc *d)
+{
+  return d->time_major ? 1 : (size_t) d->T;
+}
+
+/* The time index of processing position @k in direction @dir. */
+static inline int
+time_at (const TachLstmDesc *d, int dir, int k)
+{
+  return dir == 0 ? k : d->T - 1 - k;
+}
+
+static inline gboolean
+sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float alpha,
+       const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+       size_t ldc)
+{
+  return tach_cpu_sgemm (be, ta == 'T', tb == 'T', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}
 
 void
 tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
                    float *y, void *reserve)
 {
-  dnnl_exec_arg_t args[6];
-  int nargs = 0;
+  const TachLstmDesc *d = &plan->desc;
+  int N = d->N, H = d->H, I = d->I, G = plan->G;
+  size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+  float *gates, *cells;
+  gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
 
   tach_cpu_bind_threads (be);
-  if (plan->ws != NULL && reserve == NULL)
+  if (d->training && reserve == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
                          _("a training LSTM forward needs its reserve space: "
                            "allocate tach_lstm_reserve_bytes() and pass it"));
       return;
     }
-  weights_to_ldigo (plan, w);
-  if (plan->swap)
-    swap_outer (plan->x_ntc, x, plan->desc.T, plan->desc.N, plan->desc.I);
+  gates = d->training ? reserve : plan->work;
+  cells = gates + plan->rows * ldg;
 
-  SET_HANDLE (be, plan->src, plan->swap ? plan->x_ntc : x, out);
-  SET_HANDLE (be, plan->dst, plan->swap ? plan->y_ntc : y, out);
-  SET_HANDLE (be, plan->wl, plan->wl_fwd, out);
-  SET_HANDLE (be, plan->wi, plan->wi_fwd, out);
-  SET_HANDLE (be, plan->bias, plan->bias_buf, out);
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_SRC_LAYER, plan->src };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DST_LAYER, plan->dst };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS_LAYER, plan->wl };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS_ITER, plan->wi };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, plan->bias };
-  if (plan->ws != NULL)
+  for (int dir = 0; dir < d->dirs; dir++)
     {
-      SET_HANDLE (be, plan->ws, reserve, out);
-      args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
+      const float *wx = w + dir * plan->dir_stride;
+      const float *wh = wx + (size_t) G * I;
+      const float *b = wh + (size_t) G * H;
+
+      /* The input side of every time step in one GEMM. */
+      if (!sgemm (be, 'N', 'T', plan->rows, G, I, 1.0f, x, I, wx, I, 0.0f, gates + dir * G, ldg))
+        return;
+      for (int k = 0; k < d->T; k++)
+        {
+          int t = time_at (d, dir, k);
+          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
+          float *g_t = gates + row_of (d, t, 0) * ldg + dir * G;
+          float *c_t = cells + row_of (d, t, 0) * ldh + dir * H;
+          float *h_t = y + row_of (d, t, 0) * ldh + dir * H;
+          const float *c_p = cells + row_of (d, tp, 0) * ldh + dir * H;
+          const float *h_p = y + row_of (d, tp, 0) * ldh + dir * H;
+
+          if (k > 0 && !sgemm (be, 'N', 'T', N, G, H, 1.0f, h_p, sr * ldh, wh, H, 1.0f,
+                               g_t, sr * ldg))
+            return;
+#pragma omp parallel for if (parallel)
+          for (int n = 0; n < N; n++)
+            row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
+                         c_t + n * sr * ldh, h_t + n * sr * ldh);
+        }
     }
-  if (tach_cpu_execute (be, plan->fwd, nargs, args) && plan->swap)
-    swap_outer (y, plan->y_ntc, plan->desc.N, plan->desc.T, (size_t) plan->desc.dirs * plan->desc.H);
-out:
-  return;
 }
 
 void
@@ -408,12 +329,14 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                    const float *y, const float *dy, void *reserve, float *dx, float *dw)
 {
   const TachLstmDesc *d = &plan->desc;
-  size_t g = (size_t) 4 * d->H;
-  dnnl_exec_arg_t args[13];
-  int nargs = 0;
+  int N = d->N, H = d->H, I = d->I, G = plan->G;
+  size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+  const float *gates = reserve;
+  const float *cells;
+  gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
 
   tach_cpu_bind_threads (be);
-  if (plan->bwd == NULL)
+  if (!d->training)
     {
       tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
                          _("LSTM backward needs a plan made for training: set training in the TachLstmDesc"));
@@ -425,66 +348,80 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                          _("LSTM backward was planned with need_dx but given no dx buffer"));
       return;
     }
-  if (plan->ws != NULL && reserve == NULL)
+  if (reserve == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
                          _("LSTM backward needs the reserve space its forward filled"));
       return;
     }
+  cells = gates + plan->rows * ldg;
 
-  weights_to_ldgoi (plan, w);
-  /* oneDNN accumulates into the weight gradients: start from zero so that
-   * dw is overwritten, as the contract says. */
-  memset (plan->dwl, 0, (size_t) d->dirs * d->I * g * sizeof (float));
-  memset (plan->dwi, 0, (size_t) d->dirs * d->H * g * sizeof (float));
-  memset (plan->dbias, 0, (size_t) d->dirs * g * sizeof (float));
-
-  if (plan->swap)
+  for (int dir = 0; dir < d->dirs; dir++)
     {
-      size_t hd = (size_t) d->dirs * d->H;
+      const float *wx = w + dir * plan->dir_stride;
+      const float *wh = wx + (size_t) G * I;
+      float *dwx = dw + dir * plan->dir_stride;
+      float *dwh = dwx + (size_t) G * I;
+      float *db = dwh + (size_t) G * H;
+      float *dh = plan->dh + (size_t) dir * N * H;
+      float *dc = plan->dc + (size_t) dir * N * H;
 
-      swap_outer (plan->x_ntc, x, d->T, d->N, d->I);
-      swap_outer (plan->y_ntc, y, d->T, d->N, hd);
-      swap_outer (plan->dy_ntc, dy, d->T, d->N, hd);
-      x = plan->x_ntc;
-      y = plan->y_ntc;
-      dy = plan->dy_ntc;
-    }
+      /* Batch-major, the recurrent weight gradient is summed step by step
+       * below; time-major, it is one GEMM after the loop. */
+      if (!d->time_major || d->T == 1)
+        memset (dwh, 0, (size_t) G * H * sizeof (float));
 
-  SET_HANDLE (be, plan->src, x, out);
-  SET_HANDLE (be, plan->dst, y, out);
-  SET_HANDLE (be, plan->b_wl, plan->wl_bwd, out);
-  SET_HANDLE (be, plan->b_wi, plan->wi_bwd, out);
-  SET_HANDLE (be, plan->bias, plan->bias_buf, out);
-  SET_HANDLE (be, plan->diff_src, d->need_dx && !plan->swap ? dx : plan->dx_scratch, out);
-  SET_HANDLE (be, plan->diff_dst, dy, out);
-  SET_HANDLE (be, plan->diff_wl, plan->dwl, out);
-  SET_HANDLE (be, plan->diff_wi, plan->dwi, out);
-  SET_HANDLE (be, plan->diff_bias, plan->dbias, out);
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_SRC_LAYER, plan->src };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DST_LAYER, plan->dst };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS_LAYER, plan->b_wl };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS_ITER, plan->b_wi };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, plan->bias };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC_LAYER, plan->diff_src };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST_LAYER, plan->diff_dst };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_WEIGHTS_LAYER, plan->diff_wl };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_WEIGHTS_ITER, plan->diff_wi };
-  args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_BIAS, plan->diff_bias };
-  if (plan->ws != NULL)
-    {
-      SET_HANDLE (be, plan->ws, reserve, out);
-      args[nargs++] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
+      for (int k = d->T - 1; k >= 0; k--)
+        {
+          int t = time_at (d, dir, k);
+          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
+          const float *g_t = gates + row_of (d, t, 0) * ldg + dir * G;
+          const float *c_t = cells + row_of (d, t, 0) * ldh + dir * H;
+          const float *c_p = cells + row_of (d, tp, 0) * ldh + dir * H;
+          const float *dy_t = dy + row_of (d, t, 0) * ldh + dir * H;
+          float *dg_t = plan->dgates + row_of (d, t, 0) * ldg + dir * G;
+          gboolean last = k == d->T - 1;
+
+#pragma omp parallel for if (parallel)
+          for (int n = 0; n < N; n++)
+            row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
+                          k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
+                          last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
+                          dg_t + n * sr * ldg);
+          if (k == 0)
+            break;
+          /* dh_{t-1} = dG_t W_h, and (batch-major) dW_h += dG_t^T h_{t-1}. */
+          if (!sgemm (be, 'N', 'N', N, H, G, 1.0f, dg_t, sr * ldg, wh, H, 0.0f, dh, H))
+            return;
+          if (!d->time_major
+              && !sgemm (be, 'T', 'N', G, H, N, 1.0f, dg_t, sr * ldg,
+                         y + row_of (d, tp, 0) * ldh + dir * H, sr * ldh, 1.0f, dwh, H))
+            return;
+        }
+
+      /* Time-major, h_{t-1} of every step but the first is one block of
+       * rows shifted by one step (N rows) from the gate gradients. */
+      if (d->time_major && d->T > 1)
+        {
+          const float *dg_from = plan->dgates + (dir == 0 ? (size_t) N * ldg : 0) + dir * G;
+          const float *h_from = y + (dir == 0 ? 0 : (size_t) N * ldh) + dir * H;
+
+          if (!sgemm (be, 'T', 'N', G, H, (size_t) (d->T - 1) * N, 1.0f, dg_from, ldg,
+                      h_from, ldh, 0.0f, dwh, H))
+            return;
+        }
+      /* dW_x = dG^T X and db = 1^T dG over all time steps at once. */
+      if (!sgemm (be, 'T', 'N', G, I, plan->rows, 1.0f, plan->dgates + dir * G, ldg, x, I,
+                  0.0f, dwx, I)
+          || !sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows,
+                     plan->dgates + dir * G, ldg, 0.0f, db, G))
+        return;
+      if (d->need_dx
+          && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, plan->dgates + dir * G, ldg, wx, I,
+                     dir == 0 ? 0.0f : 1.0f, dx, I))
+        return;
     }
-  if (!tach_cpu_execute (be, plan->bwd, nargs, args))
-    return;
-  grads_from_ldigo (plan, dw);
-  if (plan->swap && d->need_dx)
-    swap_outer (dx, plan->dx_scratch, d->N, d->T, d->I);
-out:
-  return;
 }
-
 /* ----------------------------------------------------------- one cell */
 
 static inline float

@@ -16,6 +16,113 @@
 
 /* ----------------------------------------------------------------- gemm */
 
+/* Products below this many multiply-adds (token-by-token generation, one
+ * LSTM step of one stream) run on the calling thread in plain loops:
+ * dnnl_sgemm would wake the thread pool for work of a few microseconds. */
+#define TACH_CPU_SMALL_GEMM (256 * 1024)
+
+static inline void
+store_scaled (float *c, float sum, float alpha, float beta)
+{
+  *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+/* C = alpha A B^T + beta C, A [m, k], B [n, k]: dot products of rows, four
+ * rows of B at a time so that each load of A serves four outputs. */
+TACH_CPU_SIMD_CLONES static void
+small_gemm_nt (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+               const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  for (size_t i = 0; i < m; i++)
+    {
+      const float *ar = a + i * lda;
+      float *cr = c + i * ldc;
+      size_t j = 0;
+
+      for (; j + 4 <= n; j += 4)
+        {
+          const float *b0 = b + j * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+          float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+
+#pragma omp simd reduction(+:s0, s1, s2, s3)
+          for (size_t p = 0; p < k; p++)
+            {
+              float x = ar[p];
+
+              s0 += x * b0[p];
+              s1 += x * b1[p];
+              s2 += x * b2[p];
+              s3 += x * b3[p];
+            }
+          store_scaled (cr + j, s0, alpha, beta);
+          store_scaled (cr + j + 1, s1, alpha, beta);
+          store_scaled (cr + j + 2, s2, alpha, beta);
+          store_scaled (cr + j + 3, s3, alpha, beta);
+        }
+      for (; j < n; j++)
+        {
+          const float *br = b + j * ldb;
+          float sum = 0.0f;
+
+#pragma omp simd reduction(+:sum)
+          for (size_t p = 0; p < k; p++)
+            sum += ar[p] * br[p];
+          store_scaled (cr + j, sum, alpha, beta);
+        }
+    }
+}
+
+/* C = alpha op(A) B + beta C, B [k, n]: rows of C as sums of rows of B. */
+TACH_CPU_SIMD_CLONES static void
+small_gemm_xn (gboolean ta, size_t m, size_t n, size_t k, float alpha, const float *a,
+               size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  for (size_t i = 0; i < m; i++)
+    {
+      float *cr = c + i * ldc;
+
+      if (beta == 0.0f)
+        memset (cr, 0, n * sizeof (float));
+      else if (beta != 1.0f)
+        for (size_t j = 0; j < n; j++)
+          cr[j] *= beta;
+      for (size_t p = 0; p < k; p++)
+        {
+          float s = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);
+          const float *br = b + p * ldb;
+
+#pragma omp simd
+          for (size_t j = 0; j < n; j++)
+            cr[j] += s * br[j];
+        }
+    }
+}
+
+gboolean
+tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
+                float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                float beta, float *c, size_t ldc)
+{
+  if (m == 0 || n == 0)
+    return TRUE;
+  if ((double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM && !(ta && tb))
+    {
+      if (tb)
+        small_gemm_nt (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      else
+        small_gemm_xn (ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return TRUE;
+    }
+  tach_cpu_bind_threads (be);
+  /* dnnl_sgemm is row-major, like Tach's contract. */
+  TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) m, (dnnl_dim_t) n,
+                                 (dnnl_dim_t) k, alpha, a, (dnnl_dim_t) lda, b, (dnnl_dim_t) ldb,
+                                 beta, c, (dnnl_dim_t) ldc), fail);
+  return TRUE;
+fail:
+  return FALSE;
+}
+
 void
 tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
                float alpha, const float *a, int lda, const float *b, int ldb,
@@ -23,12 +130,7 @@ tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
 {
   if (m <= 0 || n <= 0)
     return;
-  tach_cpu_bind_threads (be);
-  /* dnnl_sgemm is row-major, like Tach's contract. */
-  TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, alpha, a, lda,
-                                 b, ldb, beta, c, ldc), out);
-out:
-  return;
+  tach_cpu_sgemm (be, ta, tb, m, n, MAX (k, 0), alpha, a, lda, b, ldb, beta, c, ldc);
 }
 
 void

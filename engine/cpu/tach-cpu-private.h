@@ -48,6 +48,16 @@ tach_cpu_bind_threads (TachBackend *be)
     omp_set_num_threads ((int) be->threads);
 }
 
+/* Hot pointwise kernels are compiled for AVX-512, AVX2 and the baseline,
+ * picked at load time (GCC's function multi-versioning), so that one
+ * build runs everywhere and uses the widest vectors the CPU has. */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
+#define TACH_CPU_SIMD_CLONES \
+  __attribute__ ((target_clones ("arch=x86-64-v4", "arch=x86-64-v3", "default")))
+#else
+#define TACH_CPU_SIMD_CLONES
+#endif
+
 /* Pointwise loops below this many elements run on one thread: waking the
  * pool costs more than the work. */
 #define TACH_CPU_PARALLEL_MIN 16384
@@ -68,6 +78,14 @@ gboolean tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
 /* A plain memory object over no data yet; the handle is set before each
  * execution.  NULL + sticky error on failure. */
 dnnl_memory_t tach_cpu_memory_new (TachBackend *be, const dnnl_memory_desc_t *md);
+
+/* C = alpha op(A) op(B) + beta C, row-major (the gemm slot's contract),
+ * with the sticky-error rule: dnnl_sgemm, or plain loops on the calling
+ * thread for products too small to be worth waking the pool.  FALSE (and
+ * a sticky error) on failure. */
+gboolean tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n,
+                         size_t k, float alpha, const float *a, size_t lda, const float *b,
+                         size_t ldb, float beta, float *c, size_t ldc);
 
 /* The op table slots, by file. */
 
