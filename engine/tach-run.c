@@ -367,10 +367,12 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       p.slot = (guint) (i % EVENT_RING);
       /* The ring slot's previous user, EVENT_RING steps ago, gives up its
-       * events now: reading them does not wait in practice. */
-      for (guint k = 0; k < e->pending->len; k++)
+       * events now: reading them does not wait in practice.  Pending holds
+       * consecutive steps, so that user is EVENT_RING entries from the end
+       * (a scan of the list would make a long unsynced run quadratic). */
+      if (e->pending->len >= EVENT_RING)
         {
-          Pending *old = &g_array_index (e->pending, Pending, k);
+          Pending *old = &g_array_index (e->pending, Pending, e->pending->len - EVENT_RING);
 
           if (old->slot == p.slot && !old->timed)
             engine_time (e, old);
