@@ -217,6 +217,7 @@ render_window (TachWindow *window,
                                                     : g_test_build_filename (G_TEST_BUILT, name, NULL);
   GskRenderer *renderer = gtk_native_get_renderer (GTK_NATIVE (window));
   gboolean drawn = FALSE;
+  GdkRGBA background;
   int width = gtk_widget_get_width (content);
   int height = gtk_widget_get_height (content);
 
@@ -224,6 +225,10 @@ render_window (TachWindow *window,
   g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (mark_drawn), &drawn);
   gtk_widget_queue_draw (content);
   g_assert_true (iterate_until (is_drawn, &drawn, 10));
+  /* The window, not its content, paints the background. */
+  gdk_rgba_parse (&background, adw_style_manager_get_dark (adw_style_manager_get_default ())
+                               ? "#242424" : "#fafafa");
+  gtk_snapshot_append_color (snapshot, &background, &GRAPHENE_RECT_INIT (0, 0, width, height));
   gdk_paintable_snapshot (paintable, snapshot, width, height);
   node = gtk_snapshot_free_to_node (g_steal_pointer (&snapshot));
   g_assert_nonnull (node);
