@@ -368,6 +368,34 @@ test_close_stops_run (Fixture       *fixture,
   fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
 }
 
+/* A setting the engine refuses becomes a message; no run starts and the
+ * window stays usable for the next one. */
+static void
+test_run_error (Fixture       *fixture,
+                gconstpointer  data)
+{
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  GListModel *runs = tach_window_get_runs (fixture->window);
+  g_autoptr(GError) error = NULL;
+
+  g_object_set (panel, "workload", "cnn", NULL);
+  g_assert_true (tach_config_panel_set_knob (panel, "input", "1080x1920x3", &error));
+  g_assert_false (tach_window_start_run (fixture->window, &error));
+  g_assert_nonnull (error);
+  g_assert_true (error->domain == TACH_ERROR);
+  g_assert_nonnull (strstr (error->message, "--head gap"));
+  g_clear_error (&error);
+
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 0);
+  g_assert_false (tach_window_get_running (fixture->window));
+
+  g_object_set (panel, "workload", "bilstm", "batch", 16, "steps", 10, NULL);
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);
+  g_assert_true (iterate_until (window_idle, fixture->window, 60));
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 1);
+}
+
 /* With LANGUAGE=zh_CN the window and the engine's messages are Chinese,
  * from the catalogue built in this tree. */
 static void
@@ -450,6 +478,9 @@ test_screenshots (Fixture       *fixture,
   g_object_set (panel, "preset", "keras-fit", "steps", 600, NULL);
   g_assert_true (tach_window_start_run (fixture->window, &error));
   g_assert_true (iterate_until (run_half_done, fixture->window, 120));
+  /* The read-out, as a pointer over the chart shows it. */
+  tach_chart_set_hover (tach_window_get_rate_chart (fixture->window),
+                        0.45 * gtk_widget_get_width (GTK_WIDGET (tach_window_get_rate_chart (fixture->window))), 40);
   render_window (fixture->window, live);
   tach_window_stop (fixture->window);
   g_assert_true (iterate_until (window_idle, fixture->window, 60));
@@ -483,6 +514,7 @@ main (int   argc,
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
+  g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   return g_test_run ();
