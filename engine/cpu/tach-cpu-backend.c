@@ -279,8 +279,8 @@ static const TachBackendOps cpu_ops = {
 
 /* ---------------------------------------------------------------- device */
 
-static char *
-read_cpu_model_name (void)
+char *
+tach_cpu_model_name (void)
 {
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
@@ -310,7 +310,7 @@ cpu_device_info_new (guint threads)
   long page_size = sysconf (_SC_PAGE_SIZE);
 
   info->id = g_strdup ("cpu");
-  info->name = read_cpu_model_name ();
+  info->name = tach_cpu_model_name ();
   info->kind = TACH_DEVICE_KIND_CPU;
   info->memory_bytes = pages > 0 && page_size > 0 ? (guint64) pages * (guint64) page_size : 0;
   info->threads = threads;

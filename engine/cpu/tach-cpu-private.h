@@ -148,7 +148,12 @@ void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m
                       size_t n, float lr, float beta1, float beta2, float eps, float *t);
 void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);
 
-/* The process-wide sgemm peak in FLOP/s, measured once (tach-cpu-ops.c). */
+/* The CPU's model name from /proc/cpuinfo ("CPU" when unknown); free it. */
+char  *tach_cpu_model_name (void);
+
+/* The sgemm peak of all cores in FLOP/s: measured once per machine and
+ * cached in $XDG_CACHE_HOME/tach/cpu-peak.ini, then once per process
+ * (tach-cpu-ops.c). */
 double tach_cpu_measure_peak_flops (void);
 
 G_END_DECLS
