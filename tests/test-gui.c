@@ -225,6 +225,10 @@ render_window (TachWindow *window,
   g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (mark_drawn), &drawn);
   gtk_widget_queue_draw (content);
   g_assert_true (iterate_until (is_drawn, &drawn, 10));
+  /* One more frame, so that style changes queued by that one show too. */
+  drawn = FALSE;
+  gtk_widget_queue_draw (content);
+  g_assert_true (iterate_until (is_drawn, &drawn, 10));
   /* The window, not its content, paints the background. */
   gdk_rgba_parse (&background, adw_style_manager_get_dark (adw_style_manager_get_default ())
                                ? "#242424" : "#fafafa");
@@ -297,6 +301,16 @@ test_run_export (Fixture       *fixture,
   g_assert_no_error (error);
   g_assert_cmpuint (count_lines (runs_csv), ==, 2);
   g_assert_cmpuint (count_lines (samples_csv), ==, 1 + 30);
+
+  /* The chart options follow the window: wall-time x axis by property, log
+   * y axis by its action. */
+  g_object_set (window, "by-time", TRUE, NULL);
+  g_assert_true (tach_chart_get_by_time (rate_chart));
+  g_assert_true (tach_chart_get_by_time (loss_chart));
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.log-scale", NULL);
+  g_assert_true (tach_chart_get_log_scale (rate_chart));
+  g_object_set (window, "smoothing", 0.9, NULL);
+  g_assert_cmpfloat (tach_chart_get_smoothing (loss_chart), ==, 0.9);
 
   /* The charts, as PNG and SVG. */
   g_assert_true (tach_window_export_charts (window, png_path, &error));

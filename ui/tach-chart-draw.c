@@ -102,7 +102,8 @@ chart_data_range (const TachChartView *view,
           || !tach_chart_series_get_x_range (s, view->by_time, &a, &b)
           || !tach_chart_series_get_y_range (s, &lo, &hi))
         continue;
-      *x_max = any ? MAX (*x_max, b) : MAX (b, 1.0);
+      /* The axis starts at zero (step 0, or the run's start). */
+      *x_max = any ? MAX (*x_max, b) : b;
       if (view->log_scale)
         {
           /* Non-positive values have no place on a log axis. */
@@ -124,6 +125,8 @@ chart_data_range (const TachChartView *view,
         }
       any = TRUE;
     }
+  if (*x_max <= *x_min)
+    *x_max = *x_min + 1.0;
   return any && *y_min <= *y_max;
 }
 
