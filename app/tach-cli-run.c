@@ -13,6 +13,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <inttypes.h>
 #include <glib-unix.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
@@ -88,7 +89,7 @@ tach_cli_live_print (TachCliSession *session)
        * show that it is alive rather than a step count that never moves. */
       double elapsed = (double) (g_get_monotonic_time () - session->started_us) / G_USEC_PER_SEC;
 
-      g_string_append_printf (line, _("step –/%" G_GUINT64_FORMAT "  %.0f s elapsed, "
+      g_string_append_printf (line, _("step –/%" PRIu64 "  %.0f s elapsed, "
                                       "steps are reported at sync points"),
                               session->total_steps, elapsed);
       fputs (line->str, stderr);
@@ -96,7 +97,7 @@ tach_cli_live_print (TachCliSession *session)
       session->live_shown = TRUE;
       return;
     }
-  g_string_append_printf (line, _("step %" G_GUINT64_FORMAT "/%" G_GUINT64_FORMAT),
+  g_string_append_printf (line, _("step %" PRIu64 "/%" PRIu64),
                           session->done_steps, session->total_steps);
   if (session->rate > 0)
     g_string_append_printf (line, _("  %.1f steps/s"), session->rate);
@@ -287,7 +288,7 @@ tach_cli_print_summary (TachRun *run)
   host = tach_cli_format_percent (s.host_share);
   peak = tach_cli_format_percent (s.peak_share);
 
-  printf (_("  steps/s      %s median [%s–%s p10–p90] over %" G_GUINT64_FORMAT " steps\n"),
+  printf (_("  steps/s      %s median [%s–%s p10–p90] over %" PRIu64 " steps\n"),
           median, p10, p90, s.steps);
   printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), items);
   if (!isnan (s.first_loss) || !isnan (s.final_loss))
@@ -438,7 +439,7 @@ tach_cli_command_run (const TachCliOptions *options)
       else
         {
           if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
-            printf (_("  (stopped after %" G_GUINT64_FORMAT " steps)\n"), session.done_steps);
+            printf (_("  (stopped after %" PRIu64 " steps)\n"), session.done_steps);
           tach_cli_print_summary (run);
         }
       if (tach_cli_run_has_results (run))

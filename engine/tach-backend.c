@@ -8,6 +8,7 @@
 #include <stdarg.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
@@ -283,7 +284,7 @@ tach_backend_alloc (TachBackend *be, size_t bytes)
   ptr = be->ops->alloc (be, bytes);
   if (ptr == NULL && be->error == NULL)
     tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                       _("out of memory on %s: could not allocate %" G_GSIZE_FORMAT
+                       _("out of memory on %s: could not allocate %zu"
                          " bytes; lower --batch or --samples"),
                        be->device->id, (gsize) bytes);
   return ptr;
@@ -328,7 +329,7 @@ tach_backend_host_alloc (TachBackend *be, size_t bytes)
   ptr = be->ops->host_alloc != NULL ? be->ops->host_alloc (be, bytes) : g_try_malloc (bytes);
   if (ptr == NULL && be->error == NULL)
     tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                       _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                       _("out of host memory: could not allocate %zu"
                          " bytes; lower --batch or --samples"),
                        (gsize) bytes);
   return ptr;

@@ -293,8 +293,13 @@ parse_unsigned (const char *key, const char *value, guint64 min, guint64 max, gu
    * overflow, which is exactly the strictness a benchmark setting needs. */
   if (g_ascii_string_to_unsigned (value, 10, min, max, out, NULL))
     return TRUE;
-  expected = g_strdup_printf (_("a whole number from %" G_GUINT64_FORMAT " to %" G_GUINT64_FORMAT),
-                              min, max);
+  {
+    /* Numbers go in as strings: xgettext cannot read G_GUINT64_FORMAT. */
+    g_autofree char *lo = g_strdup_printf ("%" G_GUINT64_FORMAT, min);
+    g_autofree char *hi = g_strdup_printf ("%" G_GUINT64_FORMAT, max);
+
+    expected = g_strdup_printf (_("a whole number from %s to %s"), lo, hi);
+  }
   return invalid (error, key, value, expected);
 }
 

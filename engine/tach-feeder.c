@@ -10,6 +10,7 @@
  */
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
@@ -210,7 +211,7 @@ materialise (TachFeeder *feeder, GError **error)
       g_autofree char *size = g_format_size (tach_feeder_host_bytes (ds, feeder->feed));
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                   _("the dataset of %" G_GUINT64_FORMAT " samples needs %s of host memory: "
+                   _("the dataset of %" PRIu64 " samples needs %s of host memory: "
                      "lower --samples"), n, size);
       return FALSE;
     }
@@ -258,7 +259,7 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
   if (batch == 0 || dataset->n_samples < batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("the dataset has %" G_GUINT64_FORMAT " samples, less than one batch of %u: "
+                   _("the dataset has %" PRIu64 " samples, less than one batch of %u: "
                      "raise --samples or lower --batch"), dataset->n_samples, batch);
       return NULL;
     }

@@ -21,6 +21,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-model.h"
@@ -333,7 +334,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
   if ((e->loss_dev != NULL && e->loss_host == NULL) || (e->acc_dev != NULL && e->acc_host == NULL))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                   _("out of host memory for the losses of %" G_GUINT64_FORMAT " steps: lower --steps"),
+                   _("out of host memory for the losses of %" PRIu64 " steps: lower --steps"),
                    total);
       return FALSE;
     }

@@ -81,10 +81,12 @@ check_consistency (const TachConfig *config, GError **error)
     }
   if (config->task == TACH_TASK_TRAIN && config->samples > 0 && config->samples < config->batch)
     {
+      g_autofree char *samples = g_strdup_printf ("%" G_GUINT64_FORMAT, config->samples);
+
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--samples %" G_GUINT64_FORMAT " is less than one batch of %u: "
+                   _("--samples %s is less than one batch of %u: "
                      "raise --samples or lower --batch"),
-                   config->samples, config->batch);
+                   samples, config->batch);
       return FALSE;
     }
   return TRUE;

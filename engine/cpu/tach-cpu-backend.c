@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include <dnnl_debug.h>
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-cpu-private.h"
@@ -47,7 +48,7 @@ tach_cpu_mem_alloc (TachBackend *be, size_t bytes)
   if (rc != 0 || ptr == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                         _("out of host memory: could not allocate %zu"
                            " bytes; lower --batch or --samples: posix_memalign: %s"),
                          (gsize) bytes, g_strerror (rc));
       return NULL;

@@ -8,6 +8,7 @@
  */
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-cuda-private.h"
@@ -88,8 +89,8 @@ tach_cuda_alloc_internal (TachBackend *be, size_t bytes)
       (void) cudaGetLastError ();
       (void) cudaMemGetInfo (&free_b, &total_b);
       tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         _("out of GPU memory on cuda:%d: could not allocate %" G_GSIZE_FORMAT
-                           " bytes (%" G_GSIZE_FORMAT " of %" G_GSIZE_FORMAT " free); lower --batch "
+                         _("out of GPU memory on cuda:%d: could not allocate %zu"
+                           " bytes (%zu of %zu free); lower --batch "
                            "or --samples"),
                          cb->ordinal, (gsize) bytes, (gsize) free_b, (gsize) total_b);
       return NULL;

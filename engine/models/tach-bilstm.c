@@ -13,6 +13,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
@@ -112,7 +113,7 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (samples < config->batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: --samples %" G_GUINT64_FORMAT " is smaller than --batch %u: "
+                   _("bilstm: --samples %" PRIu64 " is smaller than --batch %u: "
                      "one step needs a whole batch"),
                    samples, config->batch);
       return NULL;

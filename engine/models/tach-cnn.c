@@ -18,6 +18,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
@@ -345,14 +346,14 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   if (s.h4 < 1 || s.w4 < 1)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("Images of %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT " are too small for "
+                   _("Images of %" PRIu64 "x%" PRIu64 " are too small for "
                      "two 2x2 max-pools: use at least --input 4x4x1"), s.h, s.w);
       goto fail;
     }
   if (n * CNN_K1 * s.h * s.w > G_MAXINT || (double) CNN_HIDDEN * s.features > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--input %" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT "x%" G_GUINT64_FORMAT
+                   _("--input %" PRIu64 "x%" PRIu64 "x%" PRIu64
                      " with --batch %u is too large for one step: lower --batch, use a "
                      "smaller --input or --head gap"), s.h, s.w, s.c, config->batch);
       goto fail;
@@ -360,7 +361,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   if (self->data.n_train < config->batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("cnn: %" G_GUINT64_FORMAT " training images are fewer than one --batch of "
+                   _("cnn: %" PRIu64 " training images are fewer than one --batch of "
                      "%u: lower --batch"), self->data.n_train, config->batch);
       goto fail;
     }

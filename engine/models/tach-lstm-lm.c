@@ -25,6 +25,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 
@@ -131,7 +132,7 @@ lm_corpus (const TachConfig *config, gsize generated_tokens, GError **error)
       if (corpus != NULL && corpus->n_tokens <= LM_CONTEXT)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                       _("The text of %s has %" G_GSIZE_FORMAT " words; one training window "
+                       _("The text of %s has %zu words; one training window "
                          "needs %d (give a longer text)"),
                        config->data, corpus->n_tokens, LM_CONTEXT + 1);
           g_clear_pointer (&corpus, tach_corpus_free);
@@ -258,7 +259,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
       if (self->n_windows < config->batch)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                       _("The corpus gives %" G_GUINT64_FORMAT " training windows, fewer than "
+                       _("The corpus gives %" PRIu64 " training windows, fewer than "
                          "one --batch of %u: lower --batch or give a longer text"),
                        self->n_windows, config->batch);
           goto fail;

@@ -4,6 +4,7 @@
 #include <math.h>
 #include <string.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-model-util.h"
@@ -113,7 +114,7 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
   if (params->host == NULL)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                   _("out of host memory: could not allocate %" G_GSIZE_FORMAT
+                   _("out of host memory: could not allocate %zu"
                      " bytes for the parameters"),
                    (gsize) (params->total * sizeof (float)));
       return FALSE;
