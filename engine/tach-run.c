@@ -316,11 +316,9 @@ engine_setup (Engine *e, guint64 total, GError **error)
   run->flops_per_step = e->klass->flops_per_step (e->model);
   g_mutex_unlock (&run->lock);
 
-  if (config->task != TACH_TASK_GENERATE)
-    {
-      e->loss_dev = tach_backend_alloc (e->be, total * sizeof (float));
-      e->loss_host = g_try_new (float, total);
-    }
+  /* Generation has a loss too: the mean -log p of the sampled tokens. */
+  e->loss_dev = tach_backend_alloc (e->be, total * sizeof (float));
+  e->loss_host = g_try_new (float, total);
   if (config->metrics == TACH_METRICS_ACCURACY)
     {
       e->acc_dev = tach_backend_alloc (e->be, total * sizeof (float));
