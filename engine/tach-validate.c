@@ -61,6 +61,10 @@ check_consistency (const TachConfig *config, GError **error)
     message = _("--task generate needs --workload lstm-lm: only the language model generates text");
   else if (config->layout == TACH_LAYOUT_MISREAD && config->workload != TACH_WORKLOAD_BILSTM)
     message = _("--layout misread needs --workload bilstm: use --layout batch-major");
+  else if (config->feed == TACH_FEED_HOST_F64 && config->workload == TACH_WORKLOAD_LSTM_LM
+           && config->task == TACH_TASK_TRAIN)
+    message = _("--feed host-f64 converts float64 features, and lstm-lm's inputs are token ids: "
+                "use --feed host-f32, prefetch or resident");
   else if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
     message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
   else if (config->print_text && config->task != TACH_TASK_GENERATE)
