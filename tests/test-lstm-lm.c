@@ -214,21 +214,31 @@ test_generate_determinism (void)
   g_test_message ("%s", a->text);
 }
 
+static double
+total_host_ms (const RunResult *r)
+{
+  double sum = 0.0;
+
+  for (guint i = 0; i < r->samples->len; i++)
+    sum += g_array_index (r->samples, TachSample, i).host_ms;
+  return sum;
+}
+
 static void
 test_generate_per_call (void)
 {
-  g_autoptr (RunResult) per_call = run_ok (GEN_BASE, "call-setup=per-call sampling=device");
+  /* Two threads, so that rebuilding the plan includes measuring where its
+   * GEMMs run: the per-call cost a persistent session does not pay. */
+  g_autoptr (RunResult) per_call = run_ok (GEN_BASE, "call-setup=per-call sampling=device threads=2");
   g_autoptr (RunResult) host = run_ok (GEN_BASE, "sampling=host");
-  g_autoptr (RunResult) device = run_ok (GEN_BASE, "sampling=device");
+  g_autoptr (RunResult) device = run_ok (GEN_BASE, "sampling=device threads=2");
 
-  for (guint i = 0; i < per_call->samples->len; i++)
-    {
-      g_assert_cmpfloat (g_array_index (per_call->samples, TachSample, i).host_ms, >, 0.0);
-      g_assert_cmpfloat (g_array_index (host->samples, TachSample, i).host_ms, >, 0.0);
-      /* Device sampling in a persistent session does no host work. */
-      g_assert_cmpfloat (g_array_index (device->samples, TachSample, i).host_ms, <,
-                         g_array_index (per_call->samples, TachSample, i).host_ms + 1e-9);
-    }
+  /* Totals, not single steps: one step's host work can be under the
+   * microsecond the clock resolves. */
+  g_assert_cmpfloat (total_host_ms (host), >, 0.0);
+  g_assert_cmpfloat (total_host_ms (per_call), >, 0.0);
+  /* Device sampling in a persistent session does (almost) no host work. */
+  g_assert_cmpfloat (total_host_ms (device), <, total_host_ms (per_call));
 }
 
 static char *

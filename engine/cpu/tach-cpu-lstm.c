@@ -50,7 +50,16 @@ struct _TachLstmPlan {
   float *dh;             /* [dirs][N, H] recurrent dh; training only */
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM */
+
+  /* Where this plan's GEMMs run, measured when the plan is built. */
+  TachCpuGemmMode gemm_mode;
 };
+
+/* The plan whose GEMMs run now on this thread: set on entry to the
+ * forward and backward passes, read by sgemm() below. */
+static __thread TachCpuGemmMode lstm_gemm_mode;
+
+static void lstm_plan_tune (TachBackend *be, TachLstmPlan *plan);
 
 /* ------------------------------------------------------ pointwise math */
 
@@ -228,6 +237,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
         for (size_t r = 0; r < plan->rows; r++)
           plan->ones[r] = 1.0f;
     }
+  if (tach_backend_ok (be))
+    lstm_plan_tune (be, plan);
   if (!tach_backend_ok (be))
     {
       tach_cpu_lstm_plan_free (be, plan);
@@ -270,7 +281,8 @@ sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float al
        const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
        size_t ldc)
 {
-  return tach_cpu_sgemm (be, ta == 'T', tb == 'T', m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return tach_cpu_sgemm_mode (be, lstm_gemm_mode, ta == 'T', tb == 'T', m, n, k, alpha, a, lda,
+                              b, ldb, beta, c, ldc);
 }
 
 void
@@ -283,6 +295,7 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   float *gates, *cells;
   gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
 
+  lstm_gemm_mode = plan->gemm_mode;
   tach_cpu_bind_threads (be);
   if (d->training && reserve == NULL)
     {
@@ -335,6 +348,7 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   const float *cells;
   gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
 
+  lstm_gemm_mode = plan->gemm_mode;
   tach_cpu_bind_threads (be);
   if (!d->training)
     {
@@ -505,4 +519,62 @@ tach_cpu_lstm_cell_bwd (TachBackend *be, int n, int h, const float *gates, const
             dcp[j] = dct * f;
         }
     }
+}
+
+/* ------------------------------------------------------------- tuning */
+
+/* Forward passes above this many FLOPs clearly want the thread pool, and
+ * timing them would make building the plan slow. */
+#define LSTM_TUNE_MAX_FLOPS 64e6
+
+static double
+lstm_time_forward (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode,
+                   const float *x, const float *w, float *y, void *reserve)
+{
+  double best = G_MAXDOUBLE;
+
+  plan->gemm_mode = mode;
+  for (int rep = 0; rep < 2; rep++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+
+      tach_cpu_lstm_fwd (be, plan, x, w, y, reserve);
+      best = MIN (best, (double) (g_get_monotonic_time () - t0));
+    }
+  return best;
+}
+
+/* Chooses where the plan's GEMMs run by timing its own forward pass both
+ * ways on scratch data, as cuDNN's and oneDNN's planners measure or JIT at
+ * plan time.  This is the work a persistent plan pays once and a per-call
+ * plan pays on every call. */
+static void
+lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
+{
+  const TachLstmDesc *d = &plan->desc;
+  double flops = 2.0 * plan->rows * plan->ldg * ((double) d->I + d->H);
+  size_t nx = plan->rows * (size_t) d->I;
+  size_t nw = (size_t) d->dirs * plan->dir_stride;
+  size_t ny = plan->rows * (size_t) plan->ldh;
+  size_t nr = d->training ? reserve_floats (plan) : 0;
+  float *scratch;
+  double serial, pool;
+
+  plan->gemm_mode = TACH_CPU_GEMM_AUTO;
+  if (flops > LSTM_TUNE_MAX_FLOPS || be->threads <= 1)
+    return;
+  scratch = tach_cpu_mem_alloc (be, (nx + nw + ny + nr) * sizeof (float));
+  if (scratch == NULL)
+    return;
+  /* Small non-zero values in [-0.05, 0.05): representative inputs, never
+   * zeros or denormals, from a cheap multiplicative hash. */
+  for (size_t i = 0; i < nx + nw; i++)
+    scratch[i] = (float) (((guint32) i * 2654435761u) >> 8) * (0.1f / 16777216.0f) - 0.05f;
+
+  serial = lstm_time_forward (be, plan, TACH_CPU_GEMM_SERIAL, scratch, scratch + nx,
+                              scratch + nx + nw, nr > 0 ? scratch + nx + nw + ny : NULL);
+  pool = lstm_time_forward (be, plan, TACH_CPU_GEMM_POOL, scratch, scratch + nx,
+                            scratch + nx + nw, nr > 0 ? scratch + nx + nw + ny : NULL);
+  plan->gemm_mode = serial <= pool ? TACH_CPU_GEMM_SERIAL : TACH_CPU_GEMM_POOL;
+  tach_cpu_mem_free (be, scratch);
 }

@@ -110,9 +110,24 @@ tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, s
                 float alpha, const float *a, size_t lda, const float *b, size_t ldb,
                 float beta, float *c, size_t ldc)
 {
+  return tach_cpu_sgemm_mode (be, TACH_CPU_GEMM_AUTO, ta, tb, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc);
+}
+
+gboolean
+tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
+                     size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  gboolean serial;
+
   if (m == 0 || n == 0)
     return TRUE;
-  if ((double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM && !(ta && tb))
+  if (mode == TACH_CPU_GEMM_AUTO)
+    serial = (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
+  else
+    serial = mode == TACH_CPU_GEMM_SERIAL;
+  if (serial && !(ta && tb))
     {
       if (tb)
         small_gemm_nt (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);

@@ -87,6 +87,19 @@ gboolean tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, si
                          size_t k, float alpha, const float *a, size_t lda, const float *b,
                          size_t ldb, float beta, float *c, size_t ldc);
 
+/* Where a GEMM runs: chosen by size (AUTO), or forced by a plan that
+ * measured which is faster for its shapes. */
+typedef enum {
+  TACH_CPU_GEMM_AUTO,
+  TACH_CPU_GEMM_SERIAL,   /* plain loops on the calling thread */
+  TACH_CPU_GEMM_POOL,     /* dnnl_sgemm on the OpenMP pool */
+} TachCpuGemmMode;
+
+gboolean tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
+                              size_t m, size_t n, size_t k, float alpha, const float *a,
+                              size_t lda, const float *b, size_t ldb, float beta, float *c,
+                              size_t ldc);
+
 /* The op table slots, by file. */
 
 /* tach-cpu-lstm.c */

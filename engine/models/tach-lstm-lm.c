@@ -341,8 +341,9 @@ elapsed_ms (gint64 since)
   return (g_get_monotonic_time () - since) / 1000.0;
 }
 
-/* Embedding -> LSTM -> dense on the last step's h. */
-static void
+/* Embedding -> LSTM -> dense on the last step's h.  Returns the host time
+ * the LSTM layer spent rebuilding its plan (per-call setup). */
+static double
 lm_forward (TachLstmLm *self, const int32_t *ctx)
 {
   TachBackend *be = self->be;
@@ -357,6 +358,7 @@ lm_forward (TachLstmLm *self, const int32_t *ctx)
            self->y + (LM_CONTEXT - 1) * LM_HIDDEN, LM_CONTEXT * LM_HIDDEN,
            tach_params_data (p, self->p_dense_w), LM_HIDDEN, 0.0f, self->logits, LM_VOCAB);
   tach_op (be, bias_add, self->logits, tach_params_data (p, self->p_dense_b), n, LM_VOCAB);
+  return tach_lstm_layer_setup_ms (self->lstm);
 }
 
 static gboolean
@@ -371,7 +373,7 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
   if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
     return FALSE;
 
-  lm_forward (self, xv);
+  ctx->host_ms += lm_forward (self, xv);
   tach_op (be, softmax_ce, self->logits, yv, n, LM_VOCAB,
            ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
   if (ctx->acc_slot != NULL)
@@ -429,7 +431,7 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
     tach_backend_copy (be, self->input, self->ctx_dev, ctx_bytes);
   ctx->feed_ms += elapsed_ms (t0);
 
-  lm_forward (self, self->input);
+  ctx->host_ms += lm_forward (self, self->input);
 
   if (self->sampling == TACH_SAMPLING_DEVICE)
     tach_op (be, sample_tokens, self->logits, self->batch, LM_VOCAB, self->seed, counter,
