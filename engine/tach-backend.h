@@ -60,13 +60,21 @@ typedef struct {
   gboolean uncached;
 } TachLstmDesc;
 
-/* A 2-D convolution, NCHW, stride 1, symmetric zero padding. */
+/* A 2-D convolution, NCHW, stride 1, symmetric zero padding.
+ *
+ * With block set, the plan is a convolution block (conv + bias + ReLU +
+ * 2x2 stride-2 max pool, W3's layers) for conv_block_fwd/bwd, which a
+ * backend may fuse and run in its own layouts; such a plan serves only the
+ * block ops (tach_conv_block_forward/backward in tach-model-util.h fall
+ * back to conv_fwd/bwd, relu and max pool when the slots are NULL, so a
+ * backend without them plans the bare convolution and ignores the flag). */
 typedef struct {
   int N, C, H, W;         /* input */
   int K, R, S;            /* filters: K x C x R x S */
   int pad_h, pad_w;
   gboolean need_dx;
   TachPrecision precision;
+  gboolean block;
 } TachConvDesc;
 
 struct _TachBackendOps {
@@ -158,6 +166,19 @@ struct _TachBackendOps {
   /* 2x2 stride-2 max pool, NCHW; idx records the winner */
   void (*maxpool_fwd) (TachBackend *be, const float *x, float *y, int32_t *idx, int n, int c, int h, int w);
   void (*maxpool_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int c, int h, int w);
+  /* Optional (NULL: see TachConvDesc.block): the convolution block on a
+   * plan made with block set, y = maxpool2x2 (relu (conv (x, w) + b)) with y
+   * [N, K, OH/2, OW/2] plain.  act (N*K*OH*OW floats) and idx
+   * (N*K*(OH/2)*(OW/2) int32) keep what backward needs, in a layout of the
+   * backend's choosing: the caller only hands them back to conv_block_bwd
+   * after this forward. */
+  void (*conv_block_fwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *b, float *act, int32_t *idx, float *y);
+  /* From dy [N, K, OH/2, OW/2] compute dw, db (overwritten) and dx (may be
+   * NULL unless need_dx); dact (as big as act) is scratch. */
+  void (*conv_block_bwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *act, const int32_t *idx, const float *dy, float *dact,
+                          float *dx, float *dw, float *db);
   /* global average pool [N,C,H,W] -> [N,C] */
   void (*avgpool_fwd) (TachBackend *be, const float *x, float *y, int n, int c, int hw);
   void (*avgpool_bwd) (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);

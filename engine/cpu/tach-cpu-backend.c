@@ -264,6 +264,8 @@ static const TachBackendOps cpu_ops = {
   .conv_plan_free = tach_cpu_conv_plan_free,
   .conv_fwd = tach_cpu_conv_fwd,
   .conv_bwd = tach_cpu_conv_bwd,
+  .conv_block_fwd = tach_cpu_conv_block_fwd,
+  .conv_block_bwd = tach_cpu_conv_block_bwd,
   .maxpool_fwd = tach_cpu_maxpool_fwd,
   .maxpool_bwd = tach_cpu_maxpool_bwd,
   .avgpool_fwd = tach_cpu_avgpool_fwd,
@@ -358,10 +360,16 @@ tach_cpu_backend_supports (const char *key, const char *value, const char **why)
             *why = _("fp16 is not available on the CPU backend: use --precision fp32");
           return FALSE;
         }
-      if (g_strcmp0 (value, "bf16") == 0)
+      /* oneDNN's effective ISA honours ONEDNN_MAX_CPU_ISA, so a capped
+       * run reports bf16 as unavailable, as on an older processor. */
+      if (g_strcmp0 (value, "bf16") == 0
+          && (dnnl_get_effective_cpu_isa () & dnnl_cpu_isa_avx512_core_bf16)
+             != dnnl_cpu_isa_avx512_core_bf16)
         {
           if (why != NULL)
-            *why = _("bf16 is not implemented on the CPU backend yet: use --precision fp32");
+            *why = _("bf16 on the CPU needs a processor with AVX-512 BF16 (Intel Cooper "
+                     "Lake or Sapphire Rapids, AMD Zen 4 or later), which this one lacks: "
+                     "use --precision fp32");
           return FALSE;
         }
     }

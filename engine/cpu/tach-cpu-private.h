@@ -79,6 +79,31 @@ gboolean tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
  * execution.  NULL + sticky error on failure. */
 dnnl_memory_t tach_cpu_memory_new (TachBackend *be, const dnnl_memory_desc_t *md);
 
+/* One operand of a primitive: the caller's plain buffer (user, its handle
+ * set per call) and, when the primitive wants another layout or data type,
+ * the primitive's copy (inner, in buf) with the reorder between them.
+ * Input operands reorder user -> inner when bound; output operands reorder
+ * inner -> user in tach_cpu_arg_finish().  Made once per plan. */
+typedef struct {
+  dnnl_memory_t    user;      /* owned */
+  dnnl_memory_t    inner;     /* owned; NULL when the layouts agree */
+  dnnl_primitive_t reorder;   /* owned; NULL when the layouts agree */
+  void            *buf;       /* owned: inner's memory */
+  gboolean         output;
+} TachCpuArg;
+
+/* FALSE (and a sticky error) on failure; the half-made @arg is cleared by
+ * tach_cpu_arg_clear(). */
+gboolean tach_cpu_arg_init (TachBackend *be, TachCpuArg *arg, const dnnl_memory_desc_t *user_md,
+                            const dnnl_memory_desc_t *inner_md, gboolean output);
+void     tach_cpu_arg_clear (TachBackend *be, TachCpuArg *arg);
+/* Points the user memory at @ptr (reordering it in, for an input) and
+ * returns the memory to hand the primitive; NULL + sticky error on
+ * failure. */
+dnnl_memory_t tach_cpu_arg_bind (TachBackend *be, TachCpuArg *arg, const void *ptr);
+/* For an output: reorders the primitive's result out to the user buffer. */
+gboolean tach_cpu_arg_finish (TachBackend *be, TachCpuArg *arg);
+
 /* C = alpha op(A) op(B) + beta C, row-major (the gemm slot's contract),
  * with the sticky-error rule: dnnl_sgemm, or plain loops on the calling
  * thread for products too small to be worth waking the pool.  FALSE (and
@@ -123,6 +148,14 @@ void   tach_cpu_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x, c
                           const float *b, float *y);
 void   tach_cpu_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                           const float *dy, float *dx, float *dw, float *db);
+void   tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                const float *w, const float *b, float *act, int32_t *idx,
+                                float *y);
+void   tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                const float *w, const float *act, const int32_t *idx,
+                                const float *dy, float *dact, float *dx, float *dw, float *db);
+
+/* tach-cpu-pool.c */
 void   tach_cpu_maxpool_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
                              int n, int c, int h, int w);
 void   tach_cpu_maxpool_bwd (TachBackend *be, const float *dy, const int32_t *idx, float *dx,

@@ -60,6 +60,7 @@ typedef struct {
   TachFeeder    *feeder;
   TachParams    *params;
   guint          p_c1w, p_c1b, p_c2w, p_c2b, p_d1w, p_d1b, p_d2w, p_d2b;
+  TachConvDesc   block1, block2;  /* conv + ReLU + max pool each */
   TachConvPlan  *conv1, *conv2;
 
   /* device activations and gradients */
@@ -332,7 +333,6 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   TachParams *p;
   CnnShape s;
   double n;
-  TachConvDesc d1, d2;
 
   self->be = be;
   self->batch = (int) config->batch;
@@ -405,14 +405,18 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   tach_params_set_optimizer (p, config->optimizer,
                              config->lr > 0.0 ? config->lr : CNN_DEFAULT_LR);
 
-  d1 = (TachConvDesc) { .N = self->batch, .C = self->c, .H = self->h, .W = self->w,
-                        .K = CNN_K1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
-                        .pad_w = CNN_PAD, .need_dx = FALSE, .precision = config->precision };
-  d2 = (TachConvDesc) { .N = self->batch, .C = CNN_K1, .H = self->h2, .W = self->w2,
-                        .K = CNN_K2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
-                        .pad_w = CNN_PAD, .need_dx = TRUE, .precision = config->precision };
-  self->conv1 = tach_conv_plan_new (be, &d1);
-  self->conv2 = tach_conv_plan_new (be, &d2);
+  /* Each conv + ReLU + pool is one block, which a backend may fuse and
+   * keep in its own layouts between the three. */
+  self->block1 = (TachConvDesc) { .N = self->batch, .C = self->c, .H = self->h, .W = self->w,
+                              .K = CNN_K1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+                              .pad_w = CNN_PAD, .need_dx = FALSE,
+                              .precision = config->precision, .block = TRUE };
+  self->block2 = (TachConvDesc) { .N = self->batch, .C = CNN_K1, .H = self->h2, .W = self->w2,
+                              .K = CNN_K2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+                              .pad_w = CNN_PAD, .need_dx = TRUE,
+                              .precision = config->precision, .block = TRUE };
+  self->conv1 = tach_conv_plan_new (be, &self->block1);
+  self->conv2 = tach_conv_plan_new (be, &self->block2);
 
   self->y1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
   self->dy1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
@@ -453,15 +457,11 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
   size_t n = (size_t) self->batch;
   const float *feat;
 
-  tach_op (be, conv_fwd, self->conv1, x, tach_params_data (p, self->p_c1w),
-           tach_params_data (p, self->p_c1b), self->y1);
-  tach_op (be, relu_fwd, self->y1, self->y1, n * CNN_K1 * self->h * self->w);
-  tach_op (be, maxpool_fwd, self->y1, self->p1, self->idx1, self->batch, CNN_K1, self->h, self->w);
-  tach_op (be, conv_fwd, self->conv2, self->p1, tach_params_data (p, self->p_c2w),
-           tach_params_data (p, self->p_c2b), self->y2);
-  tach_op (be, relu_fwd, self->y2, self->y2, n * CNN_K2 * self->h2 * self->w2);
-  tach_op (be, maxpool_fwd, self->y2, self->p2, self->idx2, self->batch, CNN_K2, self->h2,
-           self->w2);
+  tach_conv_block_forward (be, self->conv1, &self->block1, x, tach_params_data (p, self->p_c1w),
+                           tach_params_data (p, self->p_c1b), self->y1, self->idx1, self->p1);
+  tach_conv_block_forward (be, self->conv2, &self->block2, self->p1,
+                           tach_params_data (p, self->p_c2w), tach_params_data (p, self->p_c2b),
+                           self->y2, self->idx2, self->p2);
   feat = self->p2;
   if (self->head == TACH_HEAD_GAP)
     {
@@ -516,16 +516,13 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
                        self->batch, self->features, CNN_HIDDEN, 0.0f);
   if (self->head == TACH_HEAD_GAP)
     tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, CNN_K2, self->h4 * self->w4);
-  tach_op (be, maxpool_bwd, self->dp2, self->idx2, self->dy2, self->batch, CNN_K2, self->h2,
-           self->w2);
-  tach_op (be, relu_bwd, self->y2, self->dy2, self->dy2, n * CNN_K2 * self->h2 * self->w2);
-  tach_op (be, conv_bwd, self->conv2, self->p1, tach_params_data (p, self->p_c2w), self->dy2,
-           self->dp1, tach_params_grad (p, self->p_c2w), tach_params_grad (p, self->p_c2b));
-  tach_op (be, maxpool_bwd, self->dp1, self->idx1, self->dy1, self->batch, CNN_K1, self->h,
-           self->w);
-  tach_op (be, relu_bwd, self->y1, self->dy1, self->dy1, n * CNN_K1 * self->h * self->w);
-  tach_op (be, conv_bwd, self->conv1, xv, tach_params_data (p, self->p_c1w), self->dy1, NULL,
-           tach_params_grad (p, self->p_c1w), tach_params_grad (p, self->p_c1b));
+  tach_conv_block_backward (be, self->conv2, &self->block2, self->p1,
+                            tach_params_data (p, self->p_c2w), self->y2, self->idx2, self->dp2,
+                            self->dy2, self->dp1, tach_params_grad (p, self->p_c2w),
+                            tach_params_grad (p, self->p_c2b));
+  tach_conv_block_backward (be, self->conv1, &self->block1, xv, tach_params_data (p, self->p_c1w),
+                            self->y1, self->idx1, self->dp1, self->dy1, NULL,
+                            tach_params_grad (p, self->p_c1w), tach_params_grad (p, self->p_c1b));
   tach_params_update (p);
 
   return tach_backend_take_error (be, error);
@@ -658,8 +655,10 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   dev += cnn_activation_floats (&s, config->batch) * sizeof (float);
   dev += config->feed == TACH_FEED_RESIDENT ? n_train * sample_bytes
                                             : 2.0 * config->batch * sample_bytes;
-  /* The library's convolution work space: about one conv1 output. */
-  dev += (double) config->batch * CNN_K1 * h * w * sizeof (float);
+  /* The library's convolution work space and the blocks' copies of their
+   * inputs, outputs and gradients in the library's layouts: about two
+   * conv1 outputs. */
+  dev += 2.0 * config->batch * CNN_K1 * h * w * sizeof (float);
 
   dataset.n_samples = n_train;
   dataset.x_elems = (size_t) MIN ((double) c * h * w, (double) G_MAXSIZE / 16);

@@ -276,6 +276,53 @@ tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx)
   return flops;
 }
 
+/* ----------------------------------------------------------- conv block */
+
+static size_t
+conv_block_act_count (const TachConvDesc *d, int *oh, int *ow)
+{
+  *oh = d->H + 2 * d->pad_h - d->R + 1;
+  *ow = d->W + 2 * d->pad_w - d->S + 1;
+  return (size_t) d->N * (size_t) d->K * (size_t) *oh * (size_t) *ow;
+}
+
+void
+tach_conv_block_forward (TachBackend *be, TachConvPlan *plan, const TachConvDesc *desc,
+                         const float *x, const float *w, const float *b, float *act,
+                         int32_t *idx, float *y)
+{
+  int oh, ow;
+  size_t count = conv_block_act_count (desc, &oh, &ow);
+
+  if (be->ops->conv_block_fwd != NULL)
+    {
+      tach_op (be, conv_block_fwd, plan, x, w, b, act, idx, y);
+      return;
+    }
+  tach_op (be, conv_fwd, plan, x, w, b, act);
+  tach_op (be, relu_fwd, act, act, count);
+  tach_op (be, maxpool_fwd, act, y, idx, desc->N, desc->K, oh, ow);
+}
+
+void
+tach_conv_block_backward (TachBackend *be, TachConvPlan *plan, const TachConvDesc *desc,
+                          const float *x, const float *w, const float *act,
+                          const int32_t *idx, const float *dy, float *dact, float *dx,
+                          float *dw, float *db)
+{
+  int oh, ow;
+  size_t count = conv_block_act_count (desc, &oh, &ow);
+
+  if (be->ops->conv_block_bwd != NULL)
+    {
+      tach_op (be, conv_block_bwd, plan, x, w, act, idx, dy, dact, dx, dw, db);
+      return;
+    }
+  tach_op (be, maxpool_bwd, dy, idx, dact, desc->N, desc->K, oh, ow);
+  tach_op (be, relu_bwd, act, dact, dact, count);
+  tach_op (be, conv_bwd, plan, x, w, dact, dx, dw, db);
+}
+
 /* ----------------------------------------------------------------- init */
 
 void

@@ -4,6 +4,7 @@
  *                slices, with its gradient and optimizer-state buffers, so
  *                that one optimizer op updates every trainable parameter
  *   dense        fully connected layer forward/backward (GEMM + bias)
+ *   conv block   conv + bias + ReLU + max pool, fused where the backend can
  *   init         counter-based host initialisers (the same numbers on every
  *                backend and in every mode)
  *
@@ -95,6 +96,20 @@ void          tach_dense_backward (TachBackend *be, const float *x, const float 
 /* FLOPs of one dense forward (2 m in out), plus backward when @backward
  * (dw, and dx when @need_dx). */
 double        tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx);
+
+/* A convolution block, y = maxpool2x2 (relu (conv (x, w) + b)), on a plan
+ * made from @desc with block set: the backend's fused conv_block_fwd/bwd
+ * where it has them, else conv_fwd, relu_fwd and maxpool_fwd (and their
+ * backward ops) on the same buffers.  act (N*K*OH*OW floats) and idx
+ * (N*K*(OH/2)*(OW/2) int32) carry what backward needs; dact (as big as
+ * act) is backward's scratch; dx may be NULL unless desc->need_dx. */
+void          tach_conv_block_forward (TachBackend *be, TachConvPlan *plan,
+                                       const TachConvDesc *desc, const float *x, const float *w,
+                                       const float *b, float *act, int32_t *idx, float *y);
+void          tach_conv_block_backward (TachBackend *be, TachConvPlan *plan,
+                                        const TachConvDesc *desc, const float *x, const float *w,
+                                        const float *act, const int32_t *idx, const float *dy,
+                                        float *dact, float *dx, float *dw, float *db);
 
 /* Host initialisers keyed by (@seed, @tensor_index) on the INIT stream. */
 void          tach_init_uniform (float *host, size_t n, float limit, guint64 seed,
