@@ -1,8 +1,10 @@
-/* test-ops-conv.c: convolution (with padding, with and without dx) and
- * both poolings. */
+/* test-ops-conv.c: convolution (with padding, with and without dx, fp32 and
+ * bf16), the convolution block (conv + ReLU + max pool) and both poolings. */
 #include <math.h>
+#include <string.h>
 
 #include "test-ops-common.h"
+#include "models/tach-model-util.h"
 
 static const TachConvDesc conv_descs[] = {
   /* N  C  H  W  K  R  S  pad_h pad_w need_dx */
@@ -60,9 +62,32 @@ upload_sentinel (TachBackend *be, size_t n)
   return tach_ops_upload_f (be, s, n);
 }
 
-static void
-run_conv (TachBackend *be, gboolean backward)
+/* bf16 rounds data and weights to 8 significant bits and accumulates in
+ * fp32: what is left of the double reference is a relative error of a few
+ * 1e-3 per element. */
+#define NMSE_BF16 1e-2
+
+/* Whether @be can run @precision; a skip (with the backend's reason) if
+ * not. */
+static gboolean
+precision_or_skip (TachBackend *be, TachPrecision precision)
 {
+  const char *why = NULL;
+
+  if (precision != TACH_PRECISION_BF16
+      || tach_backend_supports (be->device->id, "precision", "bf16", &why))
+    return TRUE;
+  g_test_skip_printf ("bf16 on %s: %s", be->device->id, why != NULL ? why : "unsupported");
+  return FALSE;
+}
+
+static void
+run_conv (TachBackend *be, gboolean backward, TachPrecision precision)
+{
+  double nmse = precision == TACH_PRECISION_BF16 ? NMSE_BF16 : TACH_OPS_NMSE_DEEP;
+
+  if (!precision_or_skip (be, precision))
+    return;
   for (guint k = 0; k < G_N_ELEMENTS (conv_descs); k++)
     {
       ConvCase c;
@@ -76,6 +101,7 @@ run_conv (TachBackend *be, gboolean backward)
       float *d_x, *d_w, *d_b, *d_y, *d_dy, *d_dx = NULL, *d_dw, *d_db;
 
       conv_case_init (&c, &conv_descs[k], 1000 + k);
+      c.d.precision = precision;
       y = g_new (double, c.ny);
       dx = g_new (double, c.nx);
       dw = g_new (double, c.nw);
@@ -96,7 +122,7 @@ run_conv (TachBackend *be, gboolean backward)
       tach_ref_conv_fwd (&c.d, c.x, c.w, c.b, y);
       what = g_strdup_printf ("conv %d: y", k);
       got = tach_ops_download_f (be, d_y, c.ny);
-      tach_ops_assert_nmse (what, got, y, c.ny, TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse (what, got, y, c.ny, nmse);
       g_clear_pointer (&got, g_free);
       g_clear_pointer (&what, g_free);
       if (!backward)
@@ -110,19 +136,19 @@ run_conv (TachBackend *be, gboolean backward)
       tach_ref_conv_bwd (&c.d, c.x, c.w, c.dy, dx, dw, db);
       what = g_strdup_printf ("conv %d: dw", k);
       got = tach_ops_download_f (be, d_dw, c.nw);
-      tach_ops_assert_nmse (what, got, dw, c.nw, TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse (what, got, dw, c.nw, nmse);
       g_free (got);
       g_free (what);
       what = g_strdup_printf ("conv %d: db", k);
       got = tach_ops_download_f (be, d_db, c.d.K);
-      tach_ops_assert_nmse (what, got, db, c.d.K, TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse (what, got, db, c.d.K, nmse);
       g_clear_pointer (&got, g_free);
       if (c.d.need_dx)
         {
           g_free (what);
           what = g_strdup_printf ("conv %d: dx", k);
           got = tach_ops_download_f (be, d_dx, c.nx);
-          tach_ops_assert_nmse (what, got, dx, c.nx, TACH_OPS_NMSE_DEEP);
+          tach_ops_assert_nmse (what, got, dx, c.nx, nmse);
         }
       tach_conv_plan_free (be, plan);
       conv_case_clear (&c);
@@ -132,13 +158,19 @@ run_conv (TachBackend *be, gboolean backward)
 static void
 test_conv_forward (TachBackend *be)
 {
-  run_conv (be, FALSE);
+  run_conv (be, FALSE, TACH_PRECISION_FP32);
 }
 
 static void
 test_conv_backward (TachBackend *be)
 {
-  run_conv (be, TRUE);
+  run_conv (be, TRUE, TACH_PRECISION_FP32);
+}
+
+static void
+test_conv_bf16 (TachBackend *be)
+{
+  run_conv (be, TRUE, TACH_PRECISION_BF16);
 }
 
 static double
@@ -293,6 +325,149 @@ test_ref_pool_gradient (void)
   g_assert_cmpfloat (tach_ops_fd_error (pool_loss, &l, x, PN * PC * PHW, dx, 1e-6), <, 1e-8);
 }
 
+/* ------------------------------------------------------------ conv block */
+
+static const TachConvDesc block_descs[] = {
+  /* N  C  H  W  K   R  S  pad_h pad_w need_dx */
+  {  2, 3, 8, 8, 32, 3, 3, 1, 1, TRUE,  TACH_PRECISION_FP32, TRUE },  /* K a multiple of 16 */
+  {  2, 2, 7, 6, 3,  5, 5, 2, 2, FALSE, TACH_PRECISION_FP32, TRUE },  /* odd sizes, small K */
+  {  1, 16, 6, 6, 16, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },  /* W3's 5x5 "same" */
+};
+
+/* The block in double: act = relu (conv (x)), y = maxpool (act); backward
+ * through the pool, the ReLU's mask and the convolution. */
+static void
+ref_block (ConvCase *c, const double *dy, double *act, double *y, double *dx, double *dw,
+           double *db)
+{
+  g_autofree double *dact = g_new (double, c->ny);
+
+  tach_ref_conv_fwd (&c->d, c->x, c->w, c->b, act);
+  for (size_t i = 0; i < c->ny; i++)
+    act[i] = MAX (act[i], 0.0);
+  tach_ref_maxpool_fwd (act, y, c->d.N, c->d.K, c->oh, c->ow);
+  tach_ref_maxpool_bwd (act, dy, dact, c->d.N, c->d.K, c->oh, c->ow);
+  for (size_t i = 0; i < c->ny; i++)
+    dact[i] = act[i] > 0.0 ? dact[i] : 0.0;
+  tach_ref_conv_bwd (&c->d, c->x, c->w, dact, dx, dw, db);
+}
+
+static void
+check (const char *what, guint k, TachBackend *be, const float *dev, const double *want,
+       size_t n, double nmse)
+{
+  g_autofree char *name = g_strdup_printf ("conv block %u: %s", k, what);
+  g_autofree float *got = tach_ops_download_f (be, dev, n);
+
+  tach_ops_assert_nmse (name, got, want, n, nmse);
+}
+
+static void
+run_conv_block (TachBackend *be, TachPrecision precision)
+{
+  double nmse = precision == TACH_PRECISION_BF16 ? NMSE_BF16 : TACH_OPS_NMSE_DEEP;
+
+  if (!precision_or_skip (be, precision))
+    return;
+  for (guint k = 0; k < G_N_ELEMENTS (block_descs); k++)
+    {
+      ConvCase c;
+      size_t np;
+      g_autofree double *act = NULL, *y = NULL, *dyp = NULL;
+      g_autofree double *dx = NULL, *dw = NULL, *db = NULL;
+      TachConvPlan *plan;
+      float *d_x, *d_w, *d_b, *d_act, *d_dact, *d_y, *d_dy, *d_dx = NULL, *d_dw, *d_db;
+      int32_t *d_idx;
+
+      conv_case_init (&c, &block_descs[k], 1200 + k);
+      c.d.precision = precision;
+      np = (size_t) c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2);
+      act = g_new (double, c.ny);
+      y = g_new (double, np);
+      dyp = g_new (double, np);
+      dx = g_new (double, c.nx);
+      dw = g_new (double, c.nw);
+      db = g_new (double, c.d.K);
+      tach_ref_fill_normal (dyp, np, 1200 + k, 5, 1.0);
+      tach_ref_round_to_float (dyp, np);
+      ref_block (&c, dyp, act, y, dx, dw, db);
+
+      plan = tach_conv_plan_new (be, &c.d);
+      tach_ops_assert_ok (be);
+      g_assert_nonnull (plan);
+      d_x = tach_ops_upload_d (be, c.x, c.nx);
+      d_w = tach_ops_upload_d (be, c.w, c.nw);
+      d_b = tach_ops_upload_d (be, c.b, c.d.K);
+      d_act = upload_sentinel (be, c.ny);
+      d_dact = upload_sentinel (be, c.ny);
+      d_idx = tach_ops_alloc (be, np * sizeof (int32_t));
+      d_y = upload_sentinel (be, np);
+      d_dy = tach_ops_upload_d (be, dyp, np);
+      if (c.d.need_dx)
+        d_dx = upload_sentinel (be, c.nx);
+      d_dw = upload_sentinel (be, c.nw);
+      d_db = upload_sentinel (be, c.d.K);
+
+      tach_conv_block_forward (be, plan, &c.d, d_x, d_w, d_b, d_act, d_idx, d_y);
+      check ("y", k, be, d_y, y, np, nmse);
+      tach_conv_block_backward (be, plan, &c.d, d_x, d_w, d_act, d_idx, d_dy, d_dact, d_dx,
+                                d_dw, d_db);
+      tach_ops_assert_ok (be);
+      check ("dw", k, be, d_dw, dw, c.nw, nmse);
+      check ("db", k, be, d_db, db, c.d.K, nmse);
+      if (c.d.need_dx)
+        check ("dx", k, be, d_dx, dx, c.nx, nmse);
+
+      /* A second forward and backward on the same plan give the same. */
+      tach_conv_block_forward (be, plan, &c.d, d_x, d_w, d_b, d_act, d_idx, d_y);
+      tach_conv_block_backward (be, plan, &c.d, d_x, d_w, d_act, d_idx, d_dy, d_dact, d_dx,
+                                d_dw, d_db);
+      check ("y again", k, be, d_y, y, np, nmse);
+      check ("dw again", k, be, d_dw, dw, c.nw, nmse);
+      tach_conv_plan_free (be, plan);
+      conv_case_clear (&c);
+    }
+}
+
+static void
+test_conv_block_fp32 (TachBackend *be)
+{
+  run_conv_block (be, TACH_PRECISION_FP32);
+}
+
+static void
+test_conv_block_bf16 (TachBackend *be)
+{
+  run_conv_block (be, TACH_PRECISION_BF16);
+}
+
+/* A processor without AVX-512 BF16 (here: oneDNN capped below it, in a
+ * child process, as the cap is read once) reports bf16 as unavailable, with
+ * a reason, and refuses a bf16 backend instead of running it slowly in
+ * emulation. */
+static void
+test_bf16_unavailable (TachBackend *be)
+{
+  g_autoptr(GError) error = NULL;
+  const char *why = NULL;
+  TachBackend *capped;
+
+  if (g_test_subprocess ())
+    {
+      g_assert_false (tach_backend_supports ("cpu", "precision", "bf16", &why));
+      g_assert_nonnull (why);
+      g_assert_nonnull (strstr (why, "AVX-512 BF16"));
+      capped = tach_backend_new ("cpu", 1, TACH_PRECISION_BF16, &error);
+      g_assert_null (capped);
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+      return;
+    }
+  g_setenv ("ONEDNN_MAX_CPU_ISA", "AVX512_CORE", TRUE);
+  g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+  g_unsetenv ("ONEDNN_MAX_CPU_ISA");
+  g_test_trap_assert_passed ();
+}
+
 void
 tach_ops_register_conv (const char *device_id)
 {
@@ -305,6 +480,11 @@ tach_ops_register_conv (const char *device_id)
     }
   tach_ops_add (device_id, "conv/forward", test_conv_forward);
   tach_ops_add (device_id, "conv/backward", test_conv_backward);
+  tach_ops_add (device_id, "conv/bf16", test_conv_bf16);
+  tach_ops_add (device_id, "conv-block/fp32", test_conv_block_fp32);
+  tach_ops_add (device_id, "conv-block/bf16", test_conv_block_bf16);
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    tach_ops_add (device_id, "precision/bf16-unavailable", test_bf16_unavailable);
   tach_ops_add (device_id, "maxpool/forward-backward", test_maxpool);
   tach_ops_add (device_id, "avgpool/forward-backward", test_avgpool);
 }
