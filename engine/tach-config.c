@@ -129,6 +129,58 @@ tach_knob_lookup (const char *name)
   return i < 0 ? NULL : &knob_infos[i];
 }
 
+/* What a user interface shows for each value; the identifiers stay what
+ * tach_config_set(), CSV files and the command line use. */
+static const struct {
+  const char *key;
+  const char *value;
+  const char *label;   /* msgid in the "knob value" context */
+} value_labels[] = {
+  { "workload", "bilstm", NC_("knob value", "BiLSTM classifier") },
+  { "workload", "lstm-lm", NC_("knob value", "LSTM language model") },
+  { "workload", "cnn", NC_("knob value", "MNIST CNN") },
+  { "task", "train", NC_("knob value", "Train") },
+  { "task", "generate", NC_("knob value", "Generate text") },
+  { "device", "auto", NC_("knob value", "Automatic") },
+  { "rnn", "fused", NC_("knob value", "Fused") },
+  { "rnn", "unrolled", NC_("knob value", "Unrolled") },
+  { "layout", "batch-major", NC_("knob value", "Batch-major") },
+  { "layout", "misread", NC_("knob value", "Misread") },
+  { "feed", "host-f64", NC_("knob value", "Host float64") },
+  { "feed", "host-f32", NC_("knob value", "Host float32") },
+  { "feed", "prefetch", NC_("knob value", "Prefetch") },
+  { "feed", "resident", NC_("knob value", "Resident") },
+  { "metrics", "none", NC_("knob value", "None") },
+  { "metrics", "accuracy", NC_("knob value", "Accuracy") },
+  { "launch", "eager", NC_("knob value", "Eager") },
+  { "launch", "graph", NC_("knob value", "CUDA graph") },
+  { "call-setup", "persistent", NC_("knob value", "Persistent") },
+  { "call-setup", "per-call", NC_("knob value", "Per call") },
+  { "sampling", "host", NC_("knob value", "Host") },
+  { "sampling", "device", NC_("knob value", "Device") },
+  { "precision", "fp32", NC_("knob value", "FP32") },
+  { "precision", "tf32", NC_("knob value", "TF32") },
+  { "precision", "bf16", NC_("knob value", "BF16") },
+  { "precision", "fp16", NC_("knob value", "FP16") },
+  { "labels", "teacher", NC_("knob value", "Teacher") },
+  { "labels", "random", NC_("knob value", "Random") },
+  { "optimizer", "adam", NC_("knob value", "Adam") },
+  { "optimizer", "sgd", NC_("knob value", "SGD") },
+  { "head", "flatten", NC_("knob value", "Flatten") },
+  { "head", "gap", NC_("knob value", "Global average pooling") },
+  { "print-text", "false", NC_("knob value", "No") },
+  { "print-text", "true", NC_("knob value", "Yes") },
+};
+
+const char *
+tach_knob_value_label (const char *key, const char *value)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (value_labels); i++)
+    if (g_strcmp0 (value_labels[i].key, key) == 0 && g_strcmp0 (value_labels[i].value, value) == 0)
+      return g_dpgettext2 (GETTEXT_PACKAGE, "knob value", value_labels[i].label);
+  return value;
+}
+
 /* --------------------------------------------------------------- workloads */
 
 const char *

@@ -92,6 +92,11 @@ typedef struct {
 
 const TachKnobInfo *tach_knobs (guint *n_knobs);
 const TachKnobInfo *tach_knob_lookup (const char *name);
+/* How a user interface shows @value of knob @key: a short translated label
+ * ("fused" -> "Fused"), or @value itself when it has none.  The identifiers,
+ * not the labels, go to tach_config_set(), CSV files and the command line.
+ * The string is static (translated when the label is). */
+const char         *tach_knob_value_label (const char *key, const char *value);
 
 void      tach_config_init    (TachConfig *config, TachWorkload workload);
 void      tach_config_copy    (TachConfig *dest, const TachConfig *src);
@@ -104,6 +109,12 @@ void      tach_config_clear   (TachConfig *config);
  * "task" resets batch to the task's default; setting "preset" applies it.
  * So a front end sets workload, task, device and preset before the rest. */
 gboolean  tach_config_set     (TachConfig *config, const char *key, const char *value, GError **error);
+/* Sets several knobs from @settings, "key=value" words separated by white
+ * space ("rnn=fused sync=end"; NULL or "" sets nothing), in order, each
+ * through tach_config_set().  The presets are written this way.  On an error
+ * (a word without '=', or the first tach_config_set() error, both
+ * TACH_ERROR_INVALID_CONFIG) @config is left as it was. */
+gboolean  tach_config_apply_settings (TachConfig *config, const char *settings, GError **error);
 char     *tach_config_get     (const TachConfig *config, const char *key);
 
 /* Checks the whole configuration against the workload and, when @device_id is
