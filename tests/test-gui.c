@@ -112,6 +112,51 @@ fixture_teardown (Fixture       *fixture,
   g_clear_object (&fixture->app);
 }
 
+/* The first label under @widget that is drawn ellipsised, or NULL. */
+static GtkLabel *
+find_ellipsised_label (GtkWidget *widget)
+{
+  if (!gtk_widget_get_mapped (widget))
+    return NULL;
+  if (GTK_IS_LABEL (widget) && pango_layout_is_ellipsized (gtk_label_get_layout (GTK_LABEL (widget))))
+    return GTK_LABEL (widget);
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkLabel *label = find_ellipsised_label (child);
+
+      if (label != NULL)
+        return label;
+    }
+  return NULL;
+}
+
+/* At the window's default size no value or title in the panel is cut
+ * short, for every workload (each greys out other rows). */
+static void
+assert_panel_not_ellipsised (TachWindow *window)
+{
+  static const char *workloads[] = { "bilstm", "lstm-lm", "cnn" };
+  TachConfigPanel *panel = tach_window_get_config_panel (window);
+  g_autofree char *old = tach_config_panel_get_knob (panel, "workload");
+
+  for (guint i = 0; i < G_N_ELEMENTS (workloads); i++)
+    {
+      GtkLabel *label;
+
+      g_object_set (panel, "workload", workloads[i], NULL);
+      gtk_widget_queue_allocate (GTK_WIDGET (window));
+      g_assert_true (iterate_until (window_mapped, window, 10));
+      g_main_context_iteration (NULL, FALSE);
+      while (g_main_context_iteration (NULL, FALSE))
+        ;
+      label = find_ellipsised_label (GTK_WIDGET (panel));
+      if (label != NULL)
+        g_error ("%s: the label '%s' is ellipsised", workloads[i], gtk_label_get_label (label));
+    }
+  g_object_set (panel, "workload", old, NULL);
+}
+
 static void
 test_config_knobs (Fixture       *fixture,
                    gconstpointer  data)
@@ -136,6 +181,9 @@ test_config_knobs (Fixture       *fixture,
   g_assert_true (ADW_IS_COMBO_ROW (row));
   g_assert_cmpstr (tach_knob_lookup ("feed")->values[adw_combo_row_get_selected (ADW_COMBO_ROW (row))],
                    ==, "prefetch");
+  /* The row shows the value's label, not its identifier. */
+  g_assert_cmpstr (gtk_string_object_get_string (adw_combo_row_get_selected_item (ADW_COMBO_ROW (row))),
+                   ==, "Prefetch");
 
   /* A bad value is refused with the engine's message and changes nothing. */
   g_assert_false (tach_config_panel_set_knob (panel, "feed", "teleport", &error));
@@ -157,6 +205,31 @@ test_config_knobs (Fixture       *fixture,
   g_clear_pointer (&feed, g_free);
   feed = tach_config_panel_get_knob (panel, "feed");
   g_assert_cmpstr (feed, ==, "host-f32");
+
+  assert_panel_not_ellipsised (fixture->window);
+}
+
+/* Every value of every knob has a label of its own, distinct from the
+ * other values' labels. */
+static void
+test_value_labels (void)
+{
+  const TachKnobInfo *knobs;
+  guint n = 0;
+
+  knobs = tach_knobs (&n);
+  for (guint i = 0; i < n; i++)
+    for (guint v = 0; knobs[i].values && knobs[i].values[v]; v++)
+      {
+        const char *label = tach_knob_value_label (knobs[i].name, knobs[i].values[v]);
+
+        g_assert_cmpstr (label, !=, knobs[i].values[v]);
+        for (guint w = 0; w < v; w++)
+          g_assert_cmpstr (label, !=, tach_knob_value_label (knobs[i].name, knobs[i].values[w]));
+      }
+  g_assert_cmpstr (tach_knob_value_label ("rnn", "fused"), ==, "Fused");
+  g_assert_cmpstr (tach_knob_value_label ("rnn", "no-such-value"), ==, "no-such-value");
+  g_assert_cmpstr (tach_knob_value_label ("no-such-knob", "fused"), ==, "fused");
 }
 
 static void
@@ -432,10 +505,19 @@ test_i18n_zh_cn (Fixture       *fixture,
   g_assert_cmpstr (adw_preferences_row_get_title (ADW_PREFERENCES_ROW (tach_config_panel_get_row (panel, "batch"))),
                    ==, "批大小");
 
+  g_assert_cmpstr (tach_knob_value_label ("rnn", "fused"), ==, "融合");
+  g_assert_cmpstr (gtk_string_object_get_string (adw_combo_row_get_selected_item (ADW_COMBO_ROW (tach_config_panel_get_row (panel, "task")))),
+                   ==, "训练");
+
   tach_config_init (&config, TACH_WORKLOAD_CNN);
   g_assert_false (tach_config_knob_applies (&config, "layout", &why));
   g_assert_cmpstr (why, ==, "布局误读是 bilstm 报告中的缺陷");
   tach_config_clear (&config);
+
+  /* Chinese labels are no more cut short than English ones. */
+  gtk_window_present (GTK_WINDOW (window));
+  g_assert_true (iterate_until (window_mapped, window, 10));
+  assert_panel_not_ellipsised (window);
   gtk_window_destroy (GTK_WINDOW (window));
 
   if (old)
@@ -524,6 +606,7 @@ main (int   argc,
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
 
+  g_test_add_func ("/gui/config/value-labels", test_value_labels);
   g_test_add ("/gui/config/knobs", Fixture, NULL, fixture_setup, test_config_knobs, fixture_teardown);
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
