@@ -1,11 +1,12 @@
 /* tach-presets.c: the named combinations of modes that reproduce each
  * reported framework behaviour, plus "tuned", the fastest correct one.
  *
- * A preset's settings are plain "key=value" strings parsed by
- * tach_config_set(), so presets and front ends share one parser.  Settings
- * that only a GPU can do (CUDA graphs) live apart in gpu_settings and are
- * applied only where config->device can do them: a preset never asks a
- * device for what it cannot do.
+ * A preset's settings are plain "key=value" strings applied by
+ * tach_config_apply_settings() (public: the tests write their settings the
+ * same way), which parses each value with tach_config_set().  Settings that
+ * only a GPU can do (CUDA graphs) live apart in gpu_settings and are applied
+ * only where config->device can do them: a preset never asks a device for
+ * what it cannot do.
  */
 #include <string.h>
 
@@ -82,31 +83,42 @@ preset_lookup (TachWorkload workload, const char *name)
   return NULL;
 }
 
-static gboolean
-apply_settings (TachConfig *config, const TachPreset *preset, const char *settings,
-                GError **error)
+gboolean
+tach_config_apply_settings (TachConfig *config, const char *settings, GError **error)
 {
-  g_auto(GStrv) items = g_strsplit (settings, " ", -1);
+  g_auto(GStrv) items = NULL;
+  TachConfig scratch;
 
+  g_return_val_if_fail (config != NULL, FALSE);
+  if (settings == NULL)
+    return TRUE;
+
+  /* Apply to a copy so that a failure leaves the configuration untouched. */
+  items = g_strsplit_set (settings, " \t\n", -1);
+  tach_config_copy (&scratch, config);
   for (guint i = 0; items[i] != NULL; i++)
     {
-      g_auto(GStrv) kv = NULL;
+      const char *eq = strchr (items[i], '=');
+      g_autofree char *key = NULL;
 
       if (*items[i] == '\0')
         continue;
-      kv = g_strsplit (items[i], "=", 2);
-      if (g_strv_length (kv) != 2 || !tach_config_set (config, kv[0], kv[1], error))
+      if (eq == NULL)
         {
-          /* A broken built-in preset is a programming error, but it must
-           * still surface as a message rather than a crash. */
-          if (error != NULL && *error == NULL)
-            g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                         "preset %s: bad setting '%s'", preset->name, items[i]);
-          else if (error != NULL)
-            g_prefix_error (error, "preset %s: ", preset->name);
+          g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                       _("invalid setting '%s': expected key=value"), items[i]);
+          tach_config_clear (&scratch);
+          return FALSE;
+        }
+      key = g_strndup (items[i], eq - items[i]);
+      if (!tach_config_set (&scratch, key, eq + 1, error))
+        {
+          tach_config_clear (&scratch);
           return FALSE;
         }
     }
+  tach_config_clear (config);
+  *config = scratch;
   return TRUE;
 }
 
@@ -185,8 +197,11 @@ tach_config_apply_preset (TachConfig *config, const char *name, GError **error)
   /* Apply to a copy so that a failure leaves the configuration untouched. */
   tach_config_copy (&scratch, config);
   tach_config_reset_modes (&scratch);
-  if (!apply_settings (&scratch, preset, preset->settings, error))
+  if (!tach_config_apply_settings (&scratch, preset->settings, error))
     {
+      /* A broken built-in preset is a programming error, but it must still
+       * surface as a message rather than a crash. */
+      g_prefix_error (error, "preset %s: ", preset->name);
       tach_config_clear (&scratch);
       return FALSE;
     }

@@ -153,6 +153,47 @@ test_set_errors (void)
   assert_set_fails ("preset", "estimator", "tf1-feed-dict");
 }
 
+/* Several settings in one string: applied in order, or not at all. */
+static void
+test_apply_settings (void)
+{
+  static const char *const bad[][2] = {
+    { "rnn=unrolled batch", "expected key=value" },
+    { "rnn=unrolled batch=0", "--batch" },
+    { "rnn=unrolled bogus=1", "unknown setting 'bogus'" },
+  };
+  g_autoptr(GError) error = NULL;
+  TachConfig c;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_apply_settings (&c, NULL, &error));
+  g_assert_true (tach_config_apply_settings (&c, "", &error));
+  g_assert_true (tach_config_apply_settings (&c, " rnn=unrolled  batch=3\tdata=a=b ", &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_UNROLLED);
+  g_assert_cmpuint (c.batch, ==, 3);
+  /* Only the first '=' splits: the value may hold more. */
+  g_assert_cmpstr (c.data, ==, "a=b");
+  /* Order counts: "workload" resets what came before it. */
+  g_assert_true (tach_config_apply_settings (&c, "batch=5 workload=cnn", &error));
+  g_assert_cmpint (c.workload, ==, TACH_WORKLOAD_CNN);
+  g_assert_cmpuint (c.batch, ==, 256);
+  g_assert_true (tach_config_apply_settings (&c, "workload=bilstm batch=5", &error));
+  g_assert_cmpuint (c.batch, ==, 5);
+
+  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
+    {
+      g_assert_false (tach_config_apply_settings (&c, bad[i][0], &error));
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+      g_assert_nonnull (strstr (error->message, bad[i][1]));
+      g_clear_error (&error);
+      /* A rejected string leaves every setting as it was. */
+      g_assert_cmpint (c.rnn, ==, TACH_RNN_FUSED);
+      g_assert_cmpuint (c.batch, ==, 5);
+    }
+  tach_config_clear (&c);
+}
+
 static void
 test_workload_reset (void)
 {
@@ -374,6 +415,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/config/set/roundtrip", test_set_roundtrip);
   g_test_add_func ("/engine/config/set/numbers", test_set_numbers);
   g_test_add_func ("/engine/config/set/errors", test_set_errors);
+  g_test_add_func ("/engine/config/apply-settings", test_apply_settings);
   g_test_add_func ("/engine/config/workload-reset", test_workload_reset);
   g_test_add_func ("/engine/config/presets", test_presets);
   g_test_add_func ("/engine/config/applies", test_applies);
