@@ -15,6 +15,7 @@
 #include "tach-backend.h"
 #include "tach-rand.h"
 #include "models/tach-lstm-layer.h"
+#include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4
 
@@ -230,65 +231,29 @@ test_layer_finite_differences (void)
 
 /* ------------------------------------------------------------ workload */
 
+#define BILSTM_BASE "device=cpu batch=32 samples=256 warmup=0 seed=7 threads=1 rnn=fused " \
+                    "layout=batch-major feed=resident sync=1 call-setup=persistent metrics=none"
+
 /* Runs bilstm on the CPU with the small test shape plus @settings
  * ("key=value" words) and returns its per-step losses. */
 static GArray *
 run_losses (const char *settings, guint steps)
 {
-  g_autoptr (GError) error = NULL;
-  g_auto (GStrv) words = g_strsplit (settings, " ", -1);
-  g_autoptr (TachRun) run = NULL;
-  g_autoptr (GArray) samples = NULL;
-  GArray *losses = g_array_new (FALSE, FALSE, sizeof (double));
-  g_autofree char *steps_s = g_strdup_printf ("%u", steps);
-  TachConfig config;
-  const char *base[][2] = {
-    { "device", "cpu" }, { "batch", "32" }, { "samples", "256" }, { "steps", steps_s },
-    { "warmup", "0" }, { "seed", "7" }, { "threads", "1" }, { "rnn", "fused" },
-    { "layout", "batch-major" }, { "feed", "resident" }, { "sync", "1" },
-    { "call-setup", "persistent" }, { "metrics", "none" },
-  };
+  g_autofree char *steps_s = g_strdup_printf ("steps=%u", steps);
+  g_autoptr (TestRunResult) r = test_run_ok (TACH_WORKLOAD_BILSTM, BILSTM_BASE, steps_s, settings,
+                                             NULL);
 
-  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
-  for (guint i = 0; i < G_N_ELEMENTS (base); i++)
+  g_assert_cmpuint (r->samples->len, ==, steps);
+  for (guint i = 0; i < r->samples->len; i++)
     {
-      tach_config_set (&config, base[i][0], base[i][1], &error);
-      g_assert_no_error (error);
-    }
-  for (guint i = 0; words[i] != NULL; i++)
-    {
-      g_auto (GStrv) kv = NULL;
-
-      if (*words[i] == '\0')
-        continue;
-      kv = g_strsplit (words[i], "=", 2);
-      g_assert_nonnull (kv[1]);
-      tach_config_set (&config, kv[0], kv[1], &error);
-      g_assert_no_error (error);
-    }
-
-  run = tach_run_new (&config, &error);
-  g_assert_no_error (error);
-  tach_run_start (run, NULL, NULL, NULL, &error);
-  g_assert_no_error (error);
-  tach_run_wait (run, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
-
-  samples = tach_run_dup_samples (run);
-  g_assert_cmpuint (samples->len, ==, steps);
-  for (guint i = 0; i < samples->len; i++)
-    {
-      const TachSample *s = &g_array_index (samples, TachSample, i);
+      const TachSample *s = &g_array_index (r->samples, TachSample, i);
 
       g_assert_cmpuint (s->step, ==, i);
       g_assert_true (isfinite (s->loss));
       if (strstr (settings, "metrics=accuracy") != NULL)
         g_assert_true (s->accuracy >= 0.0 && s->accuracy <= 1.0);
-      g_array_append_val (losses, s->loss);
     }
-  tach_config_clear (&config);
-  return losses;
+  return g_steal_pointer (&r->losses);
 }
 
 static double
@@ -342,16 +307,6 @@ test_bilstm_misread (void)
   g_assert_cmpfloat (max_rel_loss_diff (unrolled, fused), <, LOSS_RTOL);
 }
 
-static double
-mean_of (GArray *a, guint from, guint n)
-{
-  double sum = 0.0;
-
-  for (guint i = from; i < from + n; i++)
-    sum += g_array_index (a, double, i);
-  return sum / n;
-}
-
 static void
 test_bilstm_learns (void)
 {
@@ -362,8 +317,8 @@ test_bilstm_learns (void)
   g_autofree char *random_s = g_strdup_printf ("%s labels=random", shape);
   g_autoptr (GArray) teacher = run_losses (teacher_s, 80);
   g_autoptr (GArray) random = run_losses (random_s, 80);
-  double t_first = mean_of (teacher, 0, 10), t_last = mean_of (teacher, 70, 10);
-  double r_first = mean_of (random, 0, 10), r_last = mean_of (random, 70, 10);
+  double t_first = test_mean (teacher, 0, 10), t_last = test_mean (teacher, 70, 10);
+  double r_first = test_mean (random, 0, 10), r_last = test_mean (random, 70, 10);
 
   g_test_message ("mean loss of the first and last 10 steps: teacher %.4f -> %.4f, "
                   "random %.4f -> %.4f", t_first, t_last, r_first, r_last);

@@ -14,94 +14,17 @@
 #include <math.h>
 #include <string.h>
 
-#include "tach-engine.h"
 #include "tach-rand.h"
 
+#include "test-run-util.h"
+
 #define LOSS_RTOL 1e-4
+#define CNN_DEFAULTS "device=cpu threads=2 warmup=0 seed=3"
 
-typedef struct {
-  GArray *losses;
-  double  test_accuracy;
-} RunResult;
-
-static void
-run_result_free (RunResult *r)
-{
-  g_clear_pointer (&r->losses, g_array_unref);
-  g_free (r);
-}
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (RunResult, run_result_free)
-
-static void
-apply (TachConfig *config, const char *settings)
-{
-  g_auto (GStrv) words = g_strsplit (settings, " ", -1);
-
-  for (guint i = 0; words[i] != NULL; i++)
-    {
-      g_autoptr (GError) error = NULL;
-      g_auto (GStrv) kv = NULL;
-
-      if (*words[i] == '\0')
-        continue;
-      kv = g_strsplit (words[i], "=", 2);
-      g_assert_nonnull (kv[1]);
-      tach_config_set (config, kv[0], kv[1], &error);
-      g_assert_no_error (error);
-    }
-}
-
-static RunResult *
-try_run (const char *base, const char *settings, GError **error)
-{
-  g_autoptr (TachRun) run = NULL;
-  g_autoptr (GArray) samples = NULL;
-  TachSummary summary;
-  RunResult *r;
-  TachConfig config;
-
-  tach_config_init (&config, TACH_WORKLOAD_CNN);
-  apply (&config, "device=cpu threads=2 warmup=0 seed=3");
-  apply (&config, base);
-  apply (&config, settings);
-  run = tach_run_new (&config, error);
-  tach_config_clear (&config);
-  if (run == NULL)
-    return NULL;
-  if (!tach_run_start (run, NULL, NULL, NULL, error) || !tach_run_wait (run, error))
-    return NULL;
-  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
-
-  r = g_new0 (RunResult, 1);
-  samples = tach_run_dup_samples (run);
-  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
-  for (guint i = 0; i < samples->len; i++)
-    g_array_append_val (r->losses, g_array_index (samples, TachSample, i).loss);
-  tach_run_get_summary (run, &summary);
-  r->test_accuracy = summary.test_accuracy;
-  return r;
-}
-
-static RunResult *
+static TestRunResult *
 run_ok (const char *base, const char *settings)
 {
-  g_autoptr (GError) error = NULL;
-  RunResult *r = try_run (base, settings, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (r);
-  return r;
-}
-
-static double
-mean_loss (GArray *losses, guint from, guint n)
-{
-  double sum = 0;
-
-  for (guint i = from; i < from + n; i++)
-    sum += g_array_index (losses, double, i);
-  return sum / n;
+  return test_run_ok (TACH_WORKLOAD_CNN, CNN_DEFAULTS, base, settings, NULL);
 }
 
 /* ---------------------------------------------------- a small data set */
@@ -199,24 +122,18 @@ test_modes (void)
     "feed=host-f64", "feed=prefetch", "feed=resident", "sync=end", "sync=4",
     "metrics=accuracy", "feed=resident sync=end metrics=accuracy",
   };
-  g_autoptr (RunResult) ref = run_ok (base, "");
+  g_autoptr (TestRunResult) ref = run_ok (base, "");
 
   g_assert_cmpuint (ref->losses->len, ==, 6);
+  for (guint s = 0; s < ref->losses->len; s++)
+    g_assert_true (isfinite (g_array_index (ref->losses, double, s)));
   /* No test split in this folder: no test accuracy. */
-  g_assert_true (isnan (ref->test_accuracy));
+  g_assert_true (isnan (ref->summary.test_accuracy));
   for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
     {
-      g_autoptr (RunResult) other = run_ok (base, modes[i]);
+      g_autoptr (TestRunResult) other = run_ok (base, modes[i]);
 
-      for (guint s = 0; s < ref->losses->len; s++)
-        {
-          double x = g_array_index (ref->losses, double, s);
-          double y = g_array_index (other->losses, double, s);
-
-          g_assert_true (isfinite (x));
-          if (fabs (x - y) > LOSS_RTOL * MAX (1.0, fabs (x)))
-            g_error ("%s: step %u loss %.9g differs from %.9g", modes[i], s, y, x);
-        }
+      test_assert_same_losses (ref->losses, other->losses, LOSS_RTOL, modes[i]);
     }
   remove_folder (g_steal_pointer (&dir));
 }
@@ -227,12 +144,12 @@ test_learns (void)
   g_autofree char *dir = make_folder (512, 100, 512);
   g_autofree char *base = g_strdup_printf ("data=%s batch=32 steps=30 optimizer=adam lr=0.001",
                                            dir);
-  g_autoptr (RunResult) r = run_ok (base, "");
-  double first = mean_loss (r->losses, 0, 5), last = mean_loss (r->losses, 25, 5);
+  g_autoptr (TestRunResult) r = run_ok (base, "");
+  double first = test_mean (r->losses, 0, 5), last = test_mean (r->losses, 25, 5);
 
-  g_test_message ("loss %.3f -> %.3f, test accuracy %.3f", first, last, r->test_accuracy);
+  g_test_message ("loss %.3f -> %.3f, test accuracy %.3f", first, last, r->summary.test_accuracy);
   g_assert_cmpfloat (last, <, first * 0.5);
-  g_assert_cmpfloat (r->test_accuracy, >, 0.6);
+  g_assert_cmpfloat (r->summary.test_accuracy, >, 0.6);
   remove_folder (g_steal_pointer (&dir));
 }
 
@@ -240,7 +157,7 @@ static void
 test_gap (void)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (RunResult) gap = run_ok ("input=64x96x3 head=gap batch=4 samples=16 steps=3", "");
+  g_autoptr (TestRunResult) gap = run_ok ("input=64x96x3 head=gap batch=4 samples=16 steps=3", "");
   TachConfig config;
 
   g_assert_cmpuint (gap->losses->len, ==, 3);
@@ -248,7 +165,7 @@ test_gap (void)
     g_assert_true (isfinite (g_array_index (gap->losses, double, i)));
 
   tach_config_init (&config, TACH_WORKLOAD_CNN);
-  apply (&config, "device=cpu input=1080x1920x3 head=flatten batch=256");
+  test_apply (&config, "device=cpu input=1080x1920x3 head=flatten batch=256");
   g_assert_false (tach_config_validate (&config, "cpu", &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
   g_test_message ("%s", error->message);
@@ -257,7 +174,7 @@ test_gap (void)
   g_clear_error (&error);
 
   /* The same size with the pooling head and a small batch fits. */
-  apply (&config, "head=gap batch=1 samples=1");
+  test_apply (&config, "head=gap batch=1 samples=1");
   g_assert_true (tach_config_validate (&config, "cpu", &error));
   g_assert_no_error (error);
   tach_config_clear (&config);
@@ -266,19 +183,20 @@ test_gap (void)
 static void
 test_synthetic (void)
 {
-  g_autoptr (RunResult) r = run_ok ("input=16x16x1 batch=32 samples=512 steps=30 "
+  g_autoptr (TestRunResult) r = run_ok ("input=16x16x1 batch=32 samples=512 steps=30 "
                                     "optimizer=adam lr=0.002", "");
 
-  g_test_message ("loss %.3f -> %.3f", mean_loss (r->losses, 0, 5), mean_loss (r->losses, 25, 5));
-  g_assert_cmpfloat (mean_loss (r->losses, 25, 5), <, mean_loss (r->losses, 0, 5) * 0.6);
-  g_assert_true (isnan (r->test_accuracy));
+  g_test_message ("loss %.3f -> %.3f", test_mean (r->losses, 0, 5), test_mean (r->losses, 25, 5));
+  g_assert_cmpfloat (test_mean (r->losses, 25, 5), <, test_mean (r->losses, 0, 5) * 0.6);
+  g_assert_true (isnan (r->summary.test_accuracy));
 }
 
 static void
 expect_error (const char *settings, int code, const char *needle)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (RunResult) r = try_run ("batch=4 steps=1", settings, &error);
+  g_autoptr (TestRunResult) r = test_run_try (TACH_WORKLOAD_CNN, &error, CNN_DEFAULTS,
+                                              "batch=4 steps=1", settings, NULL);
 
   g_assert_null (r);
   g_assert_error (error, TACH_ERROR, code);

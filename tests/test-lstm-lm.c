@@ -14,113 +14,16 @@
 #include <math.h>
 #include <string.h>
 
-#include "tach-engine.h"
+
+#include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4
+#define LM_DEFAULTS "device=cpu threads=1 warmup=0 seed=5"
 
-typedef struct {
-  GArray *losses;   /* double per step */
-  GArray *samples;  /* TachSample */
-  char   *text;
-} RunResult;
-
-static void
-run_result_free (RunResult *r)
-{
-  g_clear_pointer (&r->losses, g_array_unref);
-  g_clear_pointer (&r->samples, g_array_unref);
-  g_clear_pointer (&r->text, g_free);
-  g_free (r);
-}
-
-G_DEFINE_AUTOPTR_CLEANUP_FUNC (RunResult, run_result_free)
-
-static void
-apply (TachConfig *config, const char *settings)
-{
-  g_auto (GStrv) words = g_strsplit (settings, " ", -1);
-
-  for (guint i = 0; words[i] != NULL; i++)
-    {
-      g_autoptr (GError) error = NULL;
-      g_auto (GStrv) kv = NULL;
-
-      if (*words[i] == '\0')
-        continue;
-      kv = g_strsplit (words[i], "=", 2);
-      g_assert_nonnull (kv[1]);
-      tach_config_set (config, kv[0], kv[1], &error);
-      g_assert_no_error (error);
-    }
-}
-
-/* Runs lstm-lm with @base then @settings; returns NULL and sets @error if
- * the run could not be made or failed. */
-static RunResult *
-try_run (const char *base, const char *settings, GError **error)
-{
-  g_autoptr (TachRun) run = NULL;
-  RunResult *r;
-  TachConfig config;
-
-  tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
-  apply (&config, "device=cpu threads=1 warmup=0 seed=5");
-  apply (&config, base);
-  apply (&config, settings);
-  run = tach_run_new (&config, error);
-  tach_config_clear (&config);
-  if (run == NULL)
-    return NULL;
-  if (!tach_run_start (run, NULL, NULL, NULL, error) || !tach_run_wait (run, error))
-    return NULL;
-  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
-
-  r = g_new0 (RunResult, 1);
-  r->samples = tach_run_dup_samples (run);
-  r->losses = g_array_new (FALSE, FALSE, sizeof (double));
-  for (guint i = 0; i < r->samples->len; i++)
-    g_array_append_val (r->losses, g_array_index (r->samples, TachSample, i).loss);
-  r->text = tach_run_dup_text (run);
-  return r;
-}
-
-static RunResult *
+static TestRunResult *
 run_ok (const char *base, const char *settings)
 {
-  g_autoptr (GError) error = NULL;
-  RunResult *r = try_run (base, settings, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (r);
-  return r;
-}
-
-static void
-assert_same_losses (GArray *a, GArray *b, const char *what)
-{
-  g_assert_cmpuint (a->len, ==, b->len);
-  for (guint i = 0; i < a->len; i++)
-    {
-      double x = g_array_index (a, double, i), y = g_array_index (b, double, i);
-
-      /* A run that does not record losses (the runner gives generation a
-       * loss slot or not) records none in every mode. */
-      if (isnan (x) && isnan (y))
-        continue;
-      g_assert_true (isfinite (x));
-      if (fabs (x - y) > LOSS_RTOL * MAX (1.0, fabs (x)))
-        g_error ("%s: step %u loss %.9g differs from %.9g", what, i, y, x);
-    }
-}
-
-static double
-mean_loss (GArray *losses, guint from, guint n)
-{
-  double sum = 0;
-
-  for (guint i = from; i < from + n; i++)
-    sum += g_array_index (losses, double, i);
-  return sum / n;
+  return test_run_ok (TACH_WORKLOAD_LSTM_LM, LM_DEFAULTS, base, settings, NULL);
 }
 
 #define TRAIN_BASE "task=train batch=32 samples=1024 steps=12 rnn=fused feed=host-f32 sync=1 " \
@@ -133,24 +36,24 @@ test_train_modes (void)
     "rnn=unrolled", "feed=prefetch", "feed=resident", "sync=end", "sync=5",
     "call-setup=per-call", "rnn=unrolled call-setup=per-call feed=resident sync=end",
   };
-  g_autoptr (RunResult) ref = run_ok (TRAIN_BASE, "");
+  g_autoptr (TestRunResult) ref = run_ok (TRAIN_BASE, "");
 
   g_assert_cmpuint (ref->losses->len, ==, 12);
   /* A fresh model predicts about uniformly over 554 words. */
   g_assert_cmpfloat (fabs (g_array_index (ref->losses, double, 0) - log (554.0)), <, 0.5);
   for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
     {
-      g_autoptr (RunResult) other = run_ok (TRAIN_BASE, modes[i]);
+      g_autoptr (TestRunResult) other = run_ok (TRAIN_BASE, modes[i]);
 
-      assert_same_losses (ref->losses, other->losses, modes[i]);
+      test_assert_same_losses (ref->losses, other->losses, LOSS_RTOL, modes[i]);
     }
 }
 
 static void
 test_train_learns (void)
 {
-  g_autoptr (RunResult) r = run_ok ("task=train batch=64 samples=8192 steps=150 lr=0.005", "");
-  double first = mean_loss (r->losses, 0, 10), last = mean_loss (r->losses, 140, 10);
+  g_autoptr (TestRunResult) r = run_ok ("task=train batch=64 samples=8192 steps=150 lr=0.005", "");
+  double first = test_mean (r->losses, 0, 10), last = test_mean (r->losses, 140, 10);
 
   g_test_message ("loss %.3f -> %.3f", first, last);
   g_assert_cmpfloat (last, <, first - 1.0);
@@ -166,7 +69,7 @@ test_generate_modes (void)
     "sampling=device", "call-setup=per-call", "rnn=unrolled", "sync=end",
     "sampling=device call-setup=per-call rnn=unrolled",
   };
-  g_autoptr (RunResult) ref = run_ok (GEN_BASE, "");
+  g_autoptr (TestRunResult) ref = run_ok (GEN_BASE, "");
 
   g_assert_nonnull (ref->text);
   for (guint i = 0; i < ref->losses->len; i++)
@@ -182,20 +85,20 @@ test_generate_modes (void)
     }
   for (guint i = 0; i < G_N_ELEMENTS (modes); i++)
     {
-      g_autoptr (RunResult) other = run_ok (GEN_BASE, modes[i]);
+      g_autoptr (TestRunResult) other = run_ok (GEN_BASE, modes[i]);
 
       g_test_message ("%s", modes[i]);
       g_assert_cmpstr (other->text, ==, ref->text);
-      assert_same_losses (ref->losses, other->losses, modes[i]);
+      test_assert_same_losses (ref->losses, other->losses, LOSS_RTOL, modes[i]);
     }
 }
 
 static void
 test_generate_determinism (void)
 {
-  g_autoptr (RunResult) a = run_ok (GEN_BASE, "sampling=device");
-  g_autoptr (RunResult) b = run_ok (GEN_BASE, "sampling=device");
-  g_autoptr (RunResult) c = run_ok (GEN_BASE, "sampling=device seed=6");
+  g_autoptr (TestRunResult) a = run_ok (GEN_BASE, "sampling=device");
+  g_autoptr (TestRunResult) b = run_ok (GEN_BASE, "sampling=device");
+  g_autoptr (TestRunResult) c = run_ok (GEN_BASE, "sampling=device seed=6");
   g_auto (GStrv) lines = g_strsplit (a->text, "\n", -1);
 
   g_assert_cmpstr (a->text, ==, b->text);
@@ -215,7 +118,7 @@ test_generate_determinism (void)
 }
 
 static double
-total_host_ms (const RunResult *r)
+total_host_ms (const TestRunResult *r)
 {
   double sum = 0.0;
 
@@ -229,9 +132,9 @@ test_generate_per_call (void)
 {
   /* Two threads, so that rebuilding the plan includes measuring where its
    * GEMMs run: the per-call cost a persistent session does not pay. */
-  g_autoptr (RunResult) per_call = run_ok (GEN_BASE, "call-setup=per-call sampling=device threads=2");
-  g_autoptr (RunResult) host = run_ok (GEN_BASE, "sampling=host");
-  g_autoptr (RunResult) device = run_ok (GEN_BASE, "sampling=device threads=2");
+  g_autoptr (TestRunResult) per_call = run_ok (GEN_BASE, "call-setup=per-call sampling=device threads=2");
+  g_autoptr (TestRunResult) host = run_ok (GEN_BASE, "sampling=host");
+  g_autoptr (TestRunResult) device = run_ok (GEN_BASE, "sampling=device threads=2");
 
   /* Totals, not single steps: one step's host work can be under the
    * microsecond the clock resolves. */
@@ -257,7 +160,8 @@ expect_data_error (const char *path, const char *needle)
 {
   g_autoptr (GError) error = NULL;
   g_autofree char *settings = g_strdup_printf ("data=%s", path);
-  g_autoptr (RunResult) r = try_run ("task=train batch=4 steps=2", settings, &error);
+  g_autoptr (TestRunResult) r = test_run_try (TACH_WORKLOAD_LSTM_LM, &error, LM_DEFAULTS,
+                                              "task=train batch=4 steps=2", settings, NULL);
 
   g_assert_null (r);
   g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
@@ -285,14 +189,14 @@ test_data (void)
 
   settings = g_strdup_printf ("data=%s", good);
   {
-    g_autoptr (RunResult) train = run_ok ("task=train batch=16 steps=30 optimizer=adam lr=0.01",
+    g_autoptr (TestRunResult) train = run_ok ("task=train batch=16 steps=30 optimizer=adam lr=0.01",
                                           settings);
-    g_autoptr (RunResult) gen = run_ok ("task=generate batch=1 steps=8 print-text=true", settings);
+    g_autoptr (TestRunResult) gen = run_ok ("task=generate batch=1 steps=8 print-text=true", settings);
     static const char *const vocab[] = { "the", "quick", "brown", "fox", "jumps", "over", "lazy",
                                          "dog", "and", "runs", "away", NULL };
     g_auto (GStrv) words = g_strsplit_set (gen->text, " \n", -1);
 
-    g_assert_cmpfloat (mean_loss (train->losses, 25, 5), <, mean_loss (train->losses, 0, 5) - 1.0);
+    g_assert_cmpfloat (test_mean (train->losses, 25, 5), <, test_mean (train->losses, 0, 5) - 1.0);
     /* The first four words come from the text; the untrained model may
      * then pick any id, the reserved ones included. */
     for (guint w = 0; w < 4; w++)

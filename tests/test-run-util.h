@@ -1,39 +1,51 @@
-/* test-run-util.h: small helpers shared by the run and CSV tests. */
+/* test-run-util.h: helpers shared by the tests that drive whole runs
+ * through the public engine API (run, CSV and the workload tests; the GPU
+ * mode tests can link test-run-util.c too). */
 #pragma once
 
 #include "tach-engine.h"
 
 G_BEGIN_DECLS
 
+/* Applies "key=value key=value" @settings with
+ * tach_config_apply_settings(); any error fails the test. */
+void      test_apply (TachConfig *config, const char *settings);
+
 /* A bilstm configuration small enough to run in well under a second on
  * the CPU. */
-static inline void
-test_tiny_config (TachConfig *config, guint steps)
-{
-  char buf[32];
-
-  tach_config_init (config, TACH_WORKLOAD_BILSTM);
-  g_assert_true (tach_config_set (config, "device", "cpu", NULL));
-  g_assert_true (tach_config_set (config, "batch", "8", NULL));
-  g_snprintf (buf, sizeof buf, "%u", steps);
-  g_assert_true (tach_config_set (config, "steps", buf, NULL));
-  g_assert_true (tach_config_set (config, "warmup", "2", NULL));
-  g_assert_true (tach_config_set (config, "threads", "1", NULL));
-}
-
+void      test_tiny_config (TachConfig *config, guint steps);
+/* A run of test_tiny_config (@steps), made but not started. */
+TachRun  *test_tiny_run_new (guint steps);
 /* Runs @config to its end with no notification; returns the run. */
-static inline TachRun *
-test_run_to_end (const TachConfig *config)
-{
-  g_autoptr(GError) error = NULL;
-  TachRun *run = tach_run_new (config, &error);
+TachRun  *test_run_to_end (const TachConfig *config);
 
-  g_assert_no_error (error);
-  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
-  g_assert_no_error (error);
-  g_assert_true (tach_run_wait (run, &error));
-  g_assert_no_error (error);
-  return run;
-}
+/* What a finished run leaves behind. */
+typedef struct {
+  GArray      *samples;  /* TachSample per step, warm-up included */
+  GArray      *losses;   /* double per step: the samples' losses */
+  char        *text;     /* generated text, or NULL */
+  TachSummary  summary;
+} TestRunResult;
+
+void      test_run_result_free (TestRunResult *result);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TestRunResult, test_run_result_free)
+
+/* Runs @workload to its end on a configuration made by applying each of
+ * the NULL-terminated "key=value ..." strings in turn.  A setting the
+ * engine rejects fails the test; a run that cannot be made or fails
+ * returns NULL and sets @error.  A run that returns finished. */
+TestRunResult *test_run_try (TachWorkload workload, GError **error,
+                             const char *settings, ...) G_GNUC_NULL_TERMINATED;
+/* The same, for a run that must succeed. */
+TestRunResult *test_run_ok (TachWorkload workload,
+                            const char *settings, ...) G_GNUC_NULL_TERMINATED;
+
+/* The mean of @n doubles of @values from index @from. */
+double    test_mean (GArray *values, guint from, guint n);
+/* Fails the test unless @a and @b (doubles) are as long and every step of
+ * @b is within @rtol of @a, relative to MAX (1, |a|).  A step whose loss is
+ * NaN in both (a run that records none) is skipped; otherwise @a must be
+ * finite.  @what names the mode in the message. */
+void      test_assert_same_losses (GArray *a, GArray *b, double rtol, const char *what);
 
 G_END_DECLS

@@ -67,20 +67,15 @@ watch_run (TachRun *run, Watch *w)
 static void
 test_lifecycle (void)
 {
-  TachConfig c;
-  g_autoptr(TachRun) run = NULL;
+  g_autoptr(TachRun) run = test_tiny_run_new (12);
   g_autoptr(GError) error = NULL;
   g_autoptr(GArray) all = NULL;
   Watch w = { 0 };
   TachSummary s;
 
-  test_tiny_config (&c, 12);
-  run = tach_run_new (&c, &error);
-  g_assert_no_error (error);
   g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_READY);
   g_assert_cmpstr (tach_run_get_device (run)->id, ==, "cpu");
   g_assert_cmpuint (tach_run_get_config (run)->batch, ==, 8);
-  tach_config_clear (&c);
 
   watch_run (run, &w);
   g_assert_cmpint (w.final, ==, TACH_RUN_STATE_FINISHED);
@@ -140,10 +135,10 @@ test_sync_cadence (void)
       TachConfig c;
       g_autoptr(TachRun) run = NULL;
       g_autoptr(GArray) samples = NULL;
+      g_autofree char *settings = g_strdup_printf ("sync=%s metrics=accuracy", cadences[k]);
 
       test_tiny_config (&c, 7);
-      g_assert_true (tach_config_set (&c, "sync", cadences[k], NULL));
-      g_assert_true (tach_config_set (&c, "metrics", "accuracy", NULL));
+      test_apply (&c, settings);
       run = test_run_to_end (&c);
       tach_config_clear (&c);
       samples = tach_run_dup_samples (run);
@@ -168,15 +163,9 @@ test_sync_cadence (void)
 static void
 test_stop (void)
 {
-  TachConfig c;
-  g_autoptr(TachRun) run = NULL;
+  g_autoptr(TachRun) run = test_tiny_run_new (1000000);
   g_autoptr(GError) error = NULL;
   Watch w = { 0 };
-
-  test_tiny_config (&c, 1000000);
-  run = tach_run_new (&c, &error);
-  g_assert_no_error (error);
-  tach_config_clear (&c);
 
   w.stop_after = 2;
   watch_run (run, &w);
@@ -195,14 +184,9 @@ test_stop (void)
 static void
 test_cancel_before_start (void)
 {
-  TachConfig c;
-  g_autoptr(TachRun) run = NULL;
-  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) run = test_tiny_run_new (1000000);
   Watch w = { 0 };
 
-  test_tiny_config (&c, 1000000);
-  run = tach_run_new (&c, &error);
-  tach_config_clear (&c);
   tach_run_stop (run);
   watch_run (run, &w);
   g_assert_cmpint (w.final, ==, TACH_RUN_STATE_CANCELLED);
@@ -216,13 +200,9 @@ test_cancel_before_start (void)
 static void
 test_unref_running (void)
 {
-  TachConfig c;
-  TachRun *run;
+  TachRun *run = test_tiny_run_new (1000000);
   g_autoptr(GError) error = NULL;
 
-  test_tiny_config (&c, 1000000);
-  run = tach_run_new (&c, &error);
-  tach_config_clear (&c);
   g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
   tach_run_stop (run);
   tach_run_unref (run);
@@ -241,10 +221,7 @@ test_failure (void)
   /* A data file that does not exist passes validation (the file may
    * appear later) but fails the run: an error value, not an abort. */
   tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
-  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
-  g_assert_true (tach_config_set (&c, "batch", "4", NULL));
-  g_assert_true (tach_config_set (&c, "steps", "3", NULL));
-  g_assert_true (tach_config_set (&c, "data", "/nonexistent/tach-test-corpus.txt", NULL));
+  test_apply (&c, "device=cpu batch=4 steps=3 data=/nonexistent/tach-test-corpus.txt");
   run = tach_run_new (&c, &error);
   g_assert_no_error (error);
   tach_config_clear (&c);

@@ -1,0 +1,142 @@
+/* test-run-util.c: helpers shared by the tests that drive whole runs. */
+#include <math.h>
+#include <stdarg.h>
+
+#include "test-run-util.h"
+
+void
+test_apply (TachConfig *config, const char *settings)
+{
+  g_autoptr(GError) error = NULL;
+
+  tach_config_apply_settings (config, settings, &error);
+  g_assert_no_error (error);
+}
+
+void
+test_tiny_config (TachConfig *config, guint steps)
+{
+  g_autofree char *settings = g_strdup_printf ("device=cpu batch=8 steps=%u warmup=2 threads=1",
+                                               steps);
+
+  tach_config_init (config, TACH_WORKLOAD_BILSTM);
+  test_apply (config, settings);
+}
+
+TachRun *
+test_tiny_run_new (guint steps)
+{
+  g_autoptr(GError) error = NULL;
+  TachConfig config;
+  TachRun *run;
+
+  test_tiny_config (&config, steps);
+  run = tach_run_new (&config, &error);
+  tach_config_clear (&config);
+  g_assert_no_error (error);
+  return run;
+}
+
+TachRun *
+test_run_to_end (const TachConfig *config)
+{
+  g_autoptr(GError) error = NULL;
+  TachRun *run = tach_run_new (config, &error);
+
+  g_assert_no_error (error);
+  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_run_wait (run, &error));
+  g_assert_no_error (error);
+  return run;
+}
+
+void
+test_run_result_free (TestRunResult *result)
+{
+  g_clear_pointer (&result->samples, g_array_unref);
+  g_clear_pointer (&result->losses, g_array_unref);
+  g_clear_pointer (&result->text, g_free);
+  g_free (result);
+}
+
+static TestRunResult *
+run_valist (TachWorkload workload, GError **error, const char *settings, va_list args)
+{
+  g_autoptr(TachRun) run = NULL;
+  TestRunResult *r;
+  TachConfig config;
+
+  tach_config_init (&config, workload);
+  for (const char *s = settings; s != NULL; s = va_arg (args, const char *))
+    test_apply (&config, s);
+  run = tach_run_new (&config, error);
+  tach_config_clear (&config);
+  if (run == NULL)
+    return NULL;
+  if (!tach_run_start (run, NULL, NULL, NULL, error) || !tach_run_wait (run, error))
+    return NULL;
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+
+  r = g_new0 (TestRunResult, 1);
+  r->samples = tach_run_dup_samples (run);
+  r->losses = g_array_sized_new (FALSE, FALSE, sizeof (double), r->samples->len);
+  for (guint i = 0; i < r->samples->len; i++)
+    g_array_append_val (r->losses, g_array_index (r->samples, TachSample, i).loss);
+  r->text = tach_run_dup_text (run);
+  tach_run_get_summary (run, &r->summary);
+  return r;
+}
+
+TestRunResult *
+test_run_try (TachWorkload workload, GError **error, const char *settings, ...)
+{
+  TestRunResult *r;
+  va_list args;
+
+  va_start (args, settings);
+  r = run_valist (workload, error, settings, args);
+  va_end (args);
+  return r;
+}
+
+TestRunResult *
+test_run_ok (TachWorkload workload, const char *settings, ...)
+{
+  g_autoptr(GError) error = NULL;
+  TestRunResult *r;
+  va_list args;
+
+  va_start (args, settings);
+  r = run_valist (workload, &error, settings, args);
+  va_end (args);
+  g_assert_no_error (error);
+  g_assert_nonnull (r);
+  return r;
+}
+
+double
+test_mean (GArray *values, guint from, guint n)
+{
+  double sum = 0.0;
+
+  for (guint i = from; i < from + n; i++)
+    sum += g_array_index (values, double, i);
+  return sum / n;
+}
+
+void
+test_assert_same_losses (GArray *a, GArray *b, double rtol, const char *what)
+{
+  g_assert_cmpuint (a->len, ==, b->len);
+  for (guint i = 0; i < a->len; i++)
+    {
+      double x = g_array_index (a, double, i), y = g_array_index (b, double, i);
+
+      if (isnan (x) && isnan (y))
+        continue;
+      g_assert_true (isfinite (x));
+      if (fabs (x - y) > rtol * MAX (1.0, fabs (x)))
+        g_error ("%s: step %u loss %.9g differs from %.9g", what, i, y, x);
+    }
+}
