@@ -417,10 +417,22 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
     }
 }
 
+/* Vocabularies up to this size keep their exponentials on the stack. */
+#define TACH_CPU_SAMPLE_STACK 2048
+
 void
 tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
                         guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len)
 {
+  /* Each exponential is computed once and kept for the inverse CDF's
+   * walk: the same values summed in the same order as before, so the same
+   * tokens, at half the calls to exp. */
+  double stack[TACH_CPU_SAMPLE_STACK];
+  g_autofree double *heap = NULL;
+  double *e = stack;
+
+  if (vocab > TACH_CPU_SAMPLE_STACK)
+    e = heap = g_new (double, vocab);
   for (int r = 0; r < n; r++)
     {
       const float *z = logits + (size_t) r * (size_t) vocab;
@@ -433,13 +445,16 @@ tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
       for (int j = 1; j < vocab; j++)
         zmax = MAX (zmax, (double) z[j]);
       for (int j = 0; j < vocab; j++)
-        sum += exp (z[j] - zmax);
+        {
+          e[j] = exp (z[j] - zmax);
+          sum += e[j];
+        }
       /* Inverse CDF: the first token whose cumulative mass passes u; the
        * last token catches rounding at u close to 1. */
       target = (double) tach_rand_uniform (seed, counter, (guint64) r) * sum;
       for (int j = 0; j < vocab; j++)
         {
-          cum += exp (z[j] - zmax);
+          cum += e[j];
           if (cum > target)
             {
               pick = j;
