@@ -246,6 +246,45 @@ tach_cli_format_number (double value, const char *format)
   return g_strdup_printf (format, value);
 }
 
+/* A summary's numbers as the run report and the sweep table both show
+ * them: one place for their formats. */
+typedef struct {
+  char *median, *p10, *p90;      /* steps/s */
+  char *items;                   /* items/s */
+  char *first, *final;           /* losses */
+  char *feed, *compute, *sync, *host, *peak;  /* shares */
+} TachCliSummaryText;
+
+static void
+tach_cli_summary_text_init (TachCliSummaryText *text, const TachSummary *s)
+{
+  text->median = tach_cli_format_number (s->steps_per_s_median, "%.2f");
+  text->p10 = tach_cli_format_number (s->steps_per_s_p10, "%.2f");
+  text->p90 = tach_cli_format_number (s->steps_per_s_p90, "%.2f");
+  text->items = tach_cli_format_number (s->items_per_s, "%.1f");
+  text->first = tach_cli_format_number (s->first_loss, "%.4f");
+  text->final = tach_cli_format_number (s->final_loss, "%.4f");
+  text->feed = tach_cli_format_percent (s->feed_share);
+  text->compute = tach_cli_format_percent (s->compute_share);
+  text->sync = tach_cli_format_percent (s->sync_share);
+  text->host = tach_cli_format_percent (s->host_share);
+  text->peak = tach_cli_format_percent (s->peak_share);
+}
+
+static void
+tach_cli_summary_text_clear (TachCliSummaryText *text)
+{
+  char **fields[] = {
+    &text->median, &text->p10, &text->p90, &text->items, &text->first, &text->final,
+    &text->feed, &text->compute, &text->sync, &text->host, &text->peak,
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (fields); i++)
+    g_clear_pointer (fields[i], g_free);
+}
+
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TachCliSummaryText, tach_cli_summary_text_clear)
+
 static void
 tach_cli_print_header (const TachConfig     *config,
                        const TachDeviceInfo *device,
@@ -269,33 +308,20 @@ tach_cli_print_summary (TachRun *run)
 {
   TachSummary s;
   const TachConfig *config = tach_run_get_config (run);
-  g_autofree char *median = NULL, *p10 = NULL, *p90 = NULL, *items = NULL;
-  g_autofree char *first = NULL, *final = NULL;
-  g_autofree char *feed = NULL, *compute = NULL, *sync = NULL, *host = NULL;
-  g_autofree char *peak = NULL;
+  g_auto(TachCliSummaryText) t = { 0 };
 
   tach_run_get_summary (run, &s);
-
-  median = tach_cli_format_number (s.steps_per_s_median, "%.2f");
-  p10 = tach_cli_format_number (s.steps_per_s_p10, "%.2f");
-  p90 = tach_cli_format_number (s.steps_per_s_p90, "%.2f");
-  items = tach_cli_format_number (s.items_per_s, "%.1f");
-  first = tach_cli_format_number (s.first_loss, "%.4f");
-  final = tach_cli_format_number (s.final_loss, "%.4f");
-  feed = tach_cli_format_percent (s.feed_share);
-  compute = tach_cli_format_percent (s.compute_share);
-  sync = tach_cli_format_percent (s.sync_share);
-  host = tach_cli_format_percent (s.host_share);
-  peak = tach_cli_format_percent (s.peak_share);
+  tach_cli_summary_text_init (&t, &s);
 
   printf (_("  steps/s      %s median [%s–%s p10–p90] over %" PRIu64 " steps\n"),
-          median, p10, p90, s.steps);
-  printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), items);
+          t.median, t.p10, t.p90, s.steps);
+  printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), t.items);
   if (!isnan (s.first_loss) || !isnan (s.final_loss))
-    printf (_("  loss         %s first → %s final\n"), first, final);
-  printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"), feed, compute, sync, host);
+    printf (_("  loss         %s first → %s final\n"), t.first, t.final);
+  printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"),
+          t.feed, t.compute, t.sync, t.host);
   if (!isnan (s.achieved_flops) && s.achieved_flops > 0)
-    printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, peak);
+    printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, t.peak);
   if (s.peak_memory_bytes > 0)
     {
       g_autofree char *memory = g_format_size_full (s.peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
@@ -527,9 +553,8 @@ tach_cli_print_sweep_table (GArray *rows)
     {
       const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
       TachSummary s;
-      g_autofree char *median = NULL, *p10 = NULL, *p90 = NULL, *spread = NULL;
-      g_autofree char *items = NULL, *final = NULL, *speedup = NULL;
-      g_autofree char *feed = NULL, *compute = NULL, *sync = NULL, *host = NULL;
+      g_auto(TachCliSummaryText) t = { 0 };
+      g_autofree char *spread = NULL, *speedup = NULL;
 
       g_string_truncate (line, 0);
       tach_cli_pad (line, row->name, name_width, FALSE);
@@ -541,26 +566,18 @@ tach_cli_print_sweep_table (GArray *rows)
         }
 
       tach_run_get_summary (row->run, &s);
-      median = tach_cli_format_number (s.steps_per_s_median, "%.2f");
-      p10 = tach_cli_format_number (s.steps_per_s_p10, "%.2f");
-      p90 = tach_cli_format_number (s.steps_per_s_p90, "%.2f");
-      spread = g_strdup_printf ("%s–%s", p10, p90);
-      items = tach_cli_format_number (s.items_per_s, "%.1f");
-      final = tach_cli_format_number (s.final_loss, "%.4f");
-      feed = tach_cli_format_percent (s.feed_share);
-      compute = tach_cli_format_percent (s.compute_share);
-      sync = tach_cli_format_percent (s.sync_share);
-      host = tach_cli_format_percent (s.host_share);
+      tach_cli_summary_text_init (&t, &s);
+      spread = g_strdup_printf ("%s–%s", t.p10, t.p90);
       speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
 
-      tach_cli_pad (line, median, 8, TRUE);
+      tach_cli_pad (line, t.median, 8, TRUE);
       tach_cli_pad (line, spread, 15, TRUE);
-      tach_cli_pad (line, items, 10, TRUE);
-      tach_cli_pad (line, final, 10, TRUE);
-      tach_cli_pad (line, feed, 6, TRUE);
-      tach_cli_pad (line, compute, 7, TRUE);
-      tach_cli_pad (line, sync, 6, TRUE);
-      tach_cli_pad (line, host, 6, TRUE);
+      tach_cli_pad (line, t.items, 10, TRUE);
+      tach_cli_pad (line, t.final, 10, TRUE);
+      tach_cli_pad (line, t.feed, 6, TRUE);
+      tach_cli_pad (line, t.compute, 7, TRUE);
+      tach_cli_pad (line, t.sync, 6, TRUE);
+      tach_cli_pad (line, t.host, 6, TRUE);
       tach_cli_pad (line, speedup, 8, TRUE);
       if (tach_run_get_state (row->run) == TACH_RUN_STATE_CANCELLED)
         g_string_append_printf (line, "  %s", _("(stopped)"));
