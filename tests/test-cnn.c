@@ -10,8 +10,8 @@
  *   /engine/cnn/synthetic     seeded synthetic images are learnable
  *   /engine/cnn/data-errors   bad IDX files and sizes fail clearly
  */
-#include <glib/gstdio.h>
 #include <math.h>
+#include <stdarg.h>
 #include <string.h>
 
 #include "tach-rand.h"
@@ -45,9 +45,8 @@ write_split (const char *dir, const char *split, guint n, guint64 seed, guint n_
 {
   g_autoptr (GByteArray) images = g_byte_array_new ();
   g_autoptr (GByteArray) labels = g_byte_array_new ();
-  g_autofree char *ipath = g_strdup_printf ("%s/%s-images-idx3-ubyte", dir, split);
-  g_autofree char *lpath = g_strdup_printf ("%s/%s-labels-idx1-ubyte", dir, split);
-  g_autoptr (GError) error = NULL;
+  g_autofree char *iname = g_strdup_printf ("%s-images-idx3-ubyte", split);
+  g_autofree char *lname = g_strdup_printf ("%s-labels-idx1-ubyte", split);
   guint8 head[4] = { 0, 0, 0x08, 3 };
 
   g_byte_array_append (images, head, 4);
@@ -75,39 +74,19 @@ write_split (const char *dir, const char *split, guint n, guint64 seed, guint n_
       if (i < n_labels)
         g_byte_array_append (labels, &label, 1);
     }
-  g_file_set_contents (ipath, (const char *) images->data, images->len, &error);
-  g_assert_no_error (error);
-  g_file_set_contents (lpath, (const char *) labels->data, labels->len, &error);
-  g_assert_no_error (error);
+  g_free (test_write_file (dir, iname, images->data, images->len));
+  g_free (test_write_file (dir, lname, labels->data, labels->len));
 }
 
 static char *
 make_folder (guint n_train, guint n_test, guint n_train_labels)
 {
-  g_autoptr (GError) error = NULL;
-  char *dir = g_dir_make_tmp ("tach-test-cnn-XXXXXX", &error);
+  char *dir = test_make_tmp_dir ("tach-test-cnn-XXXXXX");
 
-  g_assert_no_error (error);
   write_split (dir, "train", n_train, 11, n_train_labels);
   if (n_test > 0)
     write_split (dir, "t10k", n_test, 12, n_test);
   return dir;
-}
-
-static void
-remove_folder (char *dir)
-{
-  g_autoptr (GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-
-      g_unlink (path);
-    }
-  g_rmdir (dir);
-  g_free (dir);
 }
 
 /* -------------------------------------------------------------- tests */
@@ -135,7 +114,7 @@ test_modes (void)
 
       test_assert_same_losses (ref->losses, other->losses, LOSS_RTOL, modes[i]);
     }
-  remove_folder (g_steal_pointer (&dir));
+  test_remove_tree (dir);
 }
 
 static void
@@ -150,7 +129,7 @@ test_learns (void)
   g_test_message ("loss %.3f -> %.3f, test accuracy %.3f", first, last, r->summary.test_accuracy);
   g_assert_cmpfloat (last, <, first * 0.5);
   g_assert_cmpfloat (r->summary.test_accuracy, >, 0.6);
-  remove_folder (g_steal_pointer (&dir));
+  test_remove_tree (dir);
 }
 
 static void
@@ -191,12 +170,20 @@ test_synthetic (void)
   g_assert_true (isnan (r->summary.test_accuracy));
 }
 
-static void
-expect_error (const char *settings, int code, const char *needle)
+/* A short run with the setting that @format makes must fail with @code and
+ * a message that holds @needle. */
+static void G_GNUC_PRINTF (3, 4)
+expect_error (int code, const char *needle, const char *format, ...)
 {
   g_autoptr (GError) error = NULL;
-  g_autoptr (TestRunResult) r = test_run_try (TACH_WORKLOAD_CNN, &error, CNN_DEFAULTS,
-                                              "batch=4 steps=1", settings, NULL);
+  g_autoptr (TestRunResult) r = NULL;
+  g_autofree char *settings = NULL;
+  va_list args;
+
+  va_start (args, format);
+  settings = g_strdup_vprintf (format, args);
+  va_end (args);
+  r = test_run_try (TACH_WORKLOAD_CNN, &error, CNN_DEFAULTS, "batch=4 steps=1", settings, NULL);
 
   g_assert_null (r);
   g_assert_error (error, TACH_ERROR, code);
@@ -209,44 +196,29 @@ test_data_errors (void)
 {
   g_autofree char *mismatch = make_folder (20, 0, 19);
   g_autofree char *truncated = make_folder (20, 0, 20);
-  g_autofree char *empty = NULL;
-  g_autofree char *s = NULL, *images = NULL, *contents = NULL;
+  g_autofree char *empty = test_make_tmp_dir ("tach-test-cnn-XXXXXX");
+  g_autofree char *images = NULL, *contents = NULL;
   g_autoptr (GError) error = NULL;
   gsize length = 0;
 
-  s = g_strdup_printf ("data=%s", mismatch);
-  expect_error (s, TACH_ERROR_DATA, "20 images but");
-  g_clear_pointer (&s, g_free);
+  expect_error (TACH_ERROR_DATA, "20 images but", "data=%s", mismatch);
 
   images = g_build_filename (truncated, "train-images-idx3-ubyte", NULL);
   g_file_get_contents (images, &contents, &length, &error);
   g_assert_no_error (error);
   g_file_set_contents (images, contents, length - 100, &error);
   g_assert_no_error (error);
-  s = g_strdup_printf ("data=%s", truncated);
-  expect_error (s, TACH_ERROR_DATA, "truncated");
-  g_clear_pointer (&s, g_free);
+  expect_error (TACH_ERROR_DATA, "truncated", "data=%s", truncated);
 
   /* An images file named directly, its labels beside it. */
-  s = g_strdup_printf ("data=%s/train-images-idx3-ubyte", mismatch);
-  expect_error (s, TACH_ERROR_DATA, "19 labels");
-  g_clear_pointer (&s, g_free);
+  expect_error (TACH_ERROR_DATA, "19 labels", "data=%s/train-images-idx3-ubyte", mismatch);
+  expect_error (TACH_ERROR_DATA, "no MNIST-format training files", "data=%s", empty);
+  expect_error (TACH_ERROR_DATA, "does not exist", "data=%s/nothing-here", empty);
+  expect_error (TACH_ERROR_INVALID_CONFIG, "too small", "input=3x3x1");
 
-  empty = g_dir_make_tmp ("tach-test-cnn-XXXXXX", &error);
-  g_assert_no_error (error);
-  s = g_strdup_printf ("data=%s", empty);
-  expect_error (s, TACH_ERROR_DATA, "no MNIST-format training files");
-  g_clear_pointer (&s, g_free);
-
-  s = g_strdup_printf ("data=%s/nothing-here", empty);
-  expect_error (s, TACH_ERROR_DATA, "does not exist");
-  g_clear_pointer (&s, g_free);
-
-  expect_error ("input=3x3x1", TACH_ERROR_INVALID_CONFIG, "too small");
-
-  remove_folder (g_steal_pointer (&mismatch));
-  remove_folder (g_steal_pointer (&truncated));
-  remove_folder (g_steal_pointer (&empty));
+  test_remove_tree (mismatch);
+  test_remove_tree (truncated);
+  test_remove_tree (empty);
 }
 
 int

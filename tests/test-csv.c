@@ -87,10 +87,8 @@ static void
 fixture_set_up (Fixture *f, gconstpointer data)
 {
   TachConfig c;
-  g_autoptr(GError) error = NULL;
 
-  f->dir = g_dir_make_tmp ("tach-csv-XXXXXX", &error);
-  g_assert_no_error (error);
+  f->dir = test_make_tmp_dir ("tach-csv-XXXXXX");
 
   test_tiny_config (&c, 6);
   /* The bilstm ignores --data, which makes it a harmless carrier for a
@@ -106,27 +104,9 @@ fixture_set_up (Fixture *f, gconstpointer data)
 }
 
 static void
-remove_tree (const char *dir)
-{
-  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
-  const char *name;
-
-  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (dir, name, NULL);
-
-      if (g_file_test (path, G_FILE_TEST_IS_DIR))
-        remove_tree (path);
-      else
-        g_unlink (path);
-    }
-  g_rmdir (dir);
-}
-
-static void
 fixture_tear_down (Fixture *f, gconstpointer data)
 {
-  remove_tree (f->dir);
+  test_remove_tree (f->dir);
   g_free (f->dir);
   tach_run_unref (f->a);
   tach_run_unref (f->b);

@@ -1,11 +1,11 @@
 /* test-data.c: the IDX reader and the text corpus, good and bad input. */
 #include <gio/gio.h>
-#include <glib/gstdio.h>
 #include <string.h>
 
 #include "tach-engine.h"
 #include "data/tach-corpus.h"
 #include "data/tach-idx.h"
+#include "test-run-util.h"
 
 typedef struct {
   char *dir;
@@ -14,37 +14,14 @@ typedef struct {
 static void
 fixture_setup (Fixture *f, gconstpointer data)
 {
-  g_autoptr(GError) error = NULL;
-
-  f->dir = g_dir_make_tmp ("tach-test-data-XXXXXX", &error);
-  g_assert_no_error (error);
+  f->dir = test_make_tmp_dir ("tach-test-data-XXXXXX");
 }
 
 static void
 fixture_teardown (Fixture *f, gconstpointer data)
 {
-  g_autoptr(GDir) dir = g_dir_open (f->dir, 0, NULL);
-  const char *name;
-
-  while (dir != NULL && (name = g_dir_read_name (dir)) != NULL)
-    {
-      g_autofree char *path = g_build_filename (f->dir, name, NULL);
-
-      g_unlink (path);
-    }
-  g_rmdir (f->dir);
+  test_remove_tree (f->dir);
   g_free (f->dir);
-}
-
-static char *
-write_file (Fixture *f, const char *name, const void *bytes, gsize n)
-{
-  g_autoptr(GError) error = NULL;
-  char *path = g_build_filename (f->dir, name, NULL);
-
-  g_file_set_contents (path, bytes, n, &error);
-  g_assert_no_error (error);
-  return path;
 }
 
 /* An IDX header plus data, as bytes. */
@@ -92,8 +69,8 @@ test_idx_plain (Fixture *f, gconstpointer data)
   const guint32 idims[3] = { 3, 4, 5 }, ldims[1] = { 3 };
   g_autoptr(GByteArray) images = make_idx (0x08, 3, idims, 7);
   g_autoptr(GByteArray) labels = make_idx (0x08, 1, ldims, 2);
-  g_autofree char *ipath = write_file (f, "train-images-idx3-ubyte", images->data, images->len);
-  g_autofree char *lpath = write_file (f, "train-labels-idx1-ubyte", labels->data, labels->len);
+  g_autofree char *ipath = test_write_file (f->dir, "train-images-idx3-ubyte", images->data, images->len);
+  g_autofree char *lpath = test_write_file (f->dir, "train-labels-idx1-ubyte", labels->data, labels->len);
   g_autofree char *found_i = NULL, *found_l = NULL, *beside = NULL;
   g_autoptr(TachImageSet) set = NULL;
   g_autoptr(GError) error = NULL;
@@ -124,10 +101,10 @@ test_idx_gzip (Fixture *f, gconstpointer data)
   g_autoptr(GByteArray) images = make_idx (0x08, 4, idims, 1);
   g_autoptr(GByteArray) labels = make_idx (0x08, 1, ldims, 0);
   g_autoptr(GBytes) gz = gzip_bytes (images->data, images->len);
-  g_autofree char *ipath = write_file (f, "x-images-idx3-ubyte.gz", g_bytes_get_data (gz, NULL),
+  g_autofree char *ipath = test_write_file (f->dir, "x-images-idx3-ubyte.gz", g_bytes_get_data (gz, NULL),
                                        g_bytes_get_size (gz));
   /* The labels are not gzipped: the reader goes by content, not name. */
-  g_autofree char *lpath = write_file (f, "x-labels-idx1-ubyte", labels->data, labels->len);
+  g_autofree char *lpath = test_write_file (f->dir, "x-labels-idx1-ubyte", labels->data, labels->len);
   g_autofree char *beside = tach_idx_labels_beside (ipath);
   g_autoptr(TachImageSet) set = NULL;
   g_autoptr(GError) error = NULL;
@@ -144,7 +121,7 @@ test_idx_gzip (Fixture *f, gconstpointer data)
 static void
 expect_bad_idx (Fixture *f, const char *name, const guint8 *bytes, gsize n, const char *needle)
 {
-  g_autofree char *path = write_file (f, name, bytes, n);
+  g_autofree char *path = test_write_file (f->dir, name, bytes, n);
   g_autoptr(GError) error = NULL;
   g_autoptr(TachIdx) idx = tach_idx_load (path, &error);
 
@@ -169,8 +146,8 @@ test_idx_errors (Fixture *f, gconstpointer data)
   const guint32 huge[3] = { 0x7fffffff, 0x7fff, 0x7fff };
   g_autoptr(GByteArray) absurd = g_byte_array_new ();
   g_autofree char *missing = g_build_filename (f->dir, "nope-images-idx3-ubyte", NULL);
-  g_autofree char *ipath = write_file (f, "a-images-idx3-ubyte", images->data, images->len);
-  g_autofree char *lpath = write_file (f, "a-labels-idx1-ubyte", labels->data, labels->len);
+  g_autofree char *ipath = test_write_file (f->dir, "a-images-idx3-ubyte", images->data, images->len);
+  g_autofree char *lpath = test_write_file (f->dir, "a-labels-idx1-ubyte", labels->data, labels->len);
   g_autoptr(TachIdx) idx = NULL;
   g_autoptr(TachImageSet) set = NULL;
   g_autoptr(GError) error = NULL;
@@ -287,7 +264,7 @@ test_corpus_pad (void)
 static void
 expect_bad_text (Fixture *f, const char *name, const char *bytes, gsize n, const char *needle)
 {
-  g_autofree char *path = write_file (f, name, bytes, n);
+  g_autofree char *path = test_write_file (f->dir, name, bytes, n);
   g_autoptr(GError) error = NULL;
   g_autoptr(TachCorpus) corpus = tach_corpus_load (path, 554, &error);
 
@@ -305,7 +282,7 @@ test_corpus_errors (Fixture *f, gconstpointer data)
   const char few[] = "to be or not to be, to be!";
   const char good[] = "alpha beta gamma delta epsilon zeta";
   g_autofree char *missing = g_build_filename (f->dir, "missing.txt", NULL);
-  g_autofree char *good_path = write_file (f, "good.txt", good, strlen (good));
+  g_autofree char *good_path = test_write_file (f->dir, "good.txt", good, strlen (good));
   g_autoptr(TachCorpus) corpus = NULL;
   g_autoptr(GError) error = NULL;
 

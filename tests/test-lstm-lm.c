@@ -10,7 +10,6 @@
  *   /engine/lstm-lm/generate/per-call  per-call setup is reported as host time
  *   /engine/lstm-lm/data               a text file trains; bad texts fail clearly
  */
-#include <glib/gstdio.h>
 #include <math.h>
 #include <string.h>
 
@@ -144,17 +143,6 @@ test_generate_per_call (void)
   g_assert_cmpfloat (total_host_ms (device), <, total_host_ms (per_call));
 }
 
-static char *
-write_text (const char *dir, const char *name, const char *bytes, gssize n)
-{
-  g_autoptr (GError) error = NULL;
-  char *path = g_build_filename (dir, name, NULL);
-
-  g_file_set_contents (path, bytes, n, &error);
-  g_assert_no_error (error);
-  return path;
-}
-
 static void
 expect_data_error (const char *path, const char *needle)
 {
@@ -172,19 +160,17 @@ expect_data_error (const char *path, const char *needle)
 static void
 test_data (void)
 {
-  g_autoptr (GError) error = NULL;
-  g_autofree char *dir = g_dir_make_tmp ("tach-test-lm-XXXXXX", &error);
+  g_autofree char *dir = test_make_tmp_dir ("tach-test-lm-XXXXXX");
   GString *story = g_string_new (NULL);
   g_autofree char *good = NULL, *empty = NULL, *binary = NULL, *few = NULL, *settings = NULL;
   const char bin[] = { 'x', '\0', 'y', ' ', 'z' };
 
-  g_assert_no_error (error);
   for (guint i = 0; i < 60; i++)
     g_string_append (story, "the quick brown fox jumps over the lazy dog and runs away. ");
-  good = write_text (dir, "story.txt", story->str, story->len);
-  empty = write_text (dir, "empty.txt", "", 0);
-  binary = write_text (dir, "binary.bin", bin, sizeof bin);
-  few = write_text (dir, "few.txt", "a b c a b c d", -1);
+  good = test_write_file (dir, "story.txt", story->str, story->len);
+  empty = test_write_file (dir, "empty.txt", "", 0);
+  binary = test_write_file (dir, "binary.bin", bin, sizeof bin);
+  few = test_write_file (dir, "few.txt", "a b c a b c d", -1);
   g_string_free (story, TRUE);
 
   settings = g_strdup_printf ("data=%s", good);
@@ -212,11 +198,7 @@ test_data (void)
     expect_data_error (missing, "Cannot read");
   }
 
-  g_unlink (good);
-  g_unlink (empty);
-  g_unlink (binary);
-  g_unlink (few);
-  g_rmdir (dir);
+  test_remove_tree (dir);
 }
 
 int

@@ -1,4 +1,5 @@
-/* test-run-util.c: helpers shared by the tests that drive whole runs. */
+/* test-run-util.c: helpers shared by the engine tests. */
+#include <glib/gstdio.h>
 #include <math.h>
 #include <stdarg.h>
 
@@ -139,4 +140,43 @@ test_assert_same_losses (GArray *a, GArray *b, double rtol, const char *what)
       if (fabs (x - y) > rtol * MAX (1.0, fabs (x)))
         g_error ("%s: step %u loss %.9g differs from %.9g", what, i, y, x);
     }
+}
+
+char *
+test_make_tmp_dir (const char *tmpl)
+{
+  g_autoptr(GError) error = NULL;
+  char *dir = g_dir_make_tmp (tmpl, &error);
+
+  g_assert_no_error (error);
+  return dir;
+}
+
+char *
+test_write_file (const char *dir, const char *name, const void *bytes, gssize n)
+{
+  g_autoptr(GError) error = NULL;
+  char *path = g_build_filename (dir, name, NULL);
+
+  g_file_set_contents (path, bytes, n, &error);
+  g_assert_no_error (error);
+  return path;
+}
+
+void
+test_remove_tree (const char *dir)
+{
+  g_autoptr(GDir) d = g_dir_open (dir, 0, NULL);
+  const char *name;
+
+  while (d != NULL && (name = g_dir_read_name (d)) != NULL)
+    {
+      g_autofree char *path = g_build_filename (dir, name, NULL);
+
+      if (g_file_test (path, G_FILE_TEST_IS_DIR))
+        test_remove_tree (path);
+      else
+        g_unlink (path);
+    }
+  g_rmdir (dir);
 }

@@ -1,6 +1,6 @@
-/* test-run-util.h: helpers shared by the tests that drive whole runs
- * through the public engine API (run, CSV and the workload tests; the GPU
- * mode tests can link test-run-util.c too). */
+/* test-run-util.h: helpers shared by the engine tests: whole runs through
+ * the public API (run, CSV and the workload tests; test-gpu links it too,
+ * for its mode tests) and the temporary files that tests write. */
 #pragma once
 
 #include "tach-engine.h"
@@ -47,5 +47,13 @@ double    test_mean (GArray *values, guint from, guint n);
  * NaN in both (a run that records none) is skipped; otherwise @a must be
  * finite.  @what names the mode in the message. */
 void      test_assert_same_losses (GArray *a, GArray *b, double rtol, const char *what);
+
+/* A new temporary folder from @tmpl ("name-XXXXXX"); free with g_free(). */
+char     *test_make_tmp_dir (const char *tmpl);
+/* Writes @n bytes (-1: a string) to @dir/@name; returns the path (free
+ * with g_free()). */
+char     *test_write_file (const char *dir, const char *name, const void *bytes, gssize n);
+/* Removes @dir and all it holds. */
+void      test_remove_tree (const char *dir);
 
 G_END_DECLS
