@@ -455,6 +455,22 @@ test_close_stops_run (Fixture       *fixture,
   fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
 }
 
+static AdwMessageDialog *
+find_message_dialog (TachWindow *window)
+{
+  GListModel *toplevels = gtk_window_get_toplevels ();
+
+  for (guint i = 0; i < g_list_model_get_n_items (toplevels); i++)
+    {
+      g_autoptr(GtkWindow) toplevel = g_list_model_get_item (toplevels, i);
+
+      if (ADW_IS_MESSAGE_DIALOG (toplevel)
+          && gtk_window_get_transient_for (toplevel) == GTK_WINDOW (window))
+        return ADW_MESSAGE_DIALOG (toplevel);
+    }
+  return NULL;
+}
+
 /* A setting the engine refuses becomes a message; no run starts and the
  * window stays usable for the next one. */
 static void
@@ -464,6 +480,7 @@ test_run_error (Fixture       *fixture,
   TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
   GListModel *runs = tach_window_get_runs (fixture->window);
   g_autoptr(GError) error = NULL;
+  AdwMessageDialog *dialog;
 
   g_object_set (panel, "workload", "cnn", NULL);
   g_assert_true (tach_config_panel_set_knob (panel, "input", "1080x1920x3", &error));
@@ -473,9 +490,22 @@ test_run_error (Fixture       *fixture,
   g_assert_nonnull (strstr (error->message, "--head gap"));
   g_clear_error (&error);
 
+  /* Through the action, a dialog says what failed and which rows the
+   * command-line options of the message are. */
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);
   g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 0);
   g_assert_false (tach_window_get_running (fixture->window));
+  dialog = find_message_dialog (fixture->window);
+  g_assert_nonnull (dialog);
+  g_assert_cmpstr (adw_message_dialog_get_heading (dialog), ==, "Cannot Start the Run");
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--head gap"));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "Classifier head → Global average pooling"));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "• Input size"));
+  gtk_window_destroy (GTK_WINDOW (dialog));
+
+  /* A message that names no knob gets no list of rows. */
+  g_assert_null (tach_config_panel_describe_options (panel, "the run failed"));
+  g_assert_null (tach_config_panel_describe_options (panel, "choose another --csv folder"));
 
   g_object_set (panel, "workload", "bilstm", "batch", 16, "steps", 10, NULL);
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);

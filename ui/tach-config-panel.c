@@ -8,6 +8,7 @@
 #include "tach-config-panel.h"
 
 #include <glib/gi18n.h>
+#include <string.h>
 
 struct _TachConfigPanel
 {
@@ -145,7 +146,12 @@ apply_from_row (TachConfigPanel *self,
   if (self->syncing > 0)
     return;
   if (!tach_config_panel_set_knob (self, key, value, &error))
-    g_signal_emit (self, signals[ERROR], 0, error);
+    {
+      /* The message names the command-line option; the row's title says
+       * which row it is. */
+      g_prefix_error (&error, "%s: ", knob_title (key));
+      g_signal_emit (self, signals[ERROR], 0, error);
+    }
 }
 
 static void
@@ -532,6 +538,61 @@ tach_config_panel_get_row (TachConfigPanel *self,
 {
   g_return_val_if_fail (TACH_IS_CONFIG_PANEL (self), NULL);
   return g_hash_table_lookup (self->rows, key);
+}
+
+/* Appends to @lines the row behind one "--knob [value]" of @message,
+ * starting at @p (just after the dashes). */
+static void
+describe_option (const char *p,
+                 GString    *lines,
+                 GHashTable *seen)
+{
+  g_autofree char *name = NULL;
+  g_autofree char *value = NULL;
+  g_autofree char *line = NULL;
+  const TachKnobInfo *info;
+  const char *end = p;
+
+  while (g_ascii_isalnum (*end) || *end == '-')
+    end++;
+  name = g_strndup (p, end - p);
+  if ((info = tach_knob_lookup (name)) == NULL)
+    return;
+  if (*end == ' ' && info->values != NULL)
+    {
+      const char *v = end + 1;
+
+      while (g_ascii_isalnum (*v) || *v == '-' || *v == '.')
+        v++;
+      value = g_strndup (end + 1, v - end - 1);
+      if (!g_strv_contains ((const char * const *) info->values, value))
+        g_clear_pointer (&value, g_free);
+    }
+  line = value ? g_strdup_printf ("• %s → %s", knob_title (name), tach_knob_value_label (name, value))
+               : g_strdup_printf ("• %s", knob_title (name));
+  if (g_hash_table_add (seen, g_strdup (line)))
+    g_string_append_printf (lines, "\n%s", line);
+}
+
+/* The engine words its messages for the command line ("use --head gap").
+ * This names the rows of the panel that those options are, so that a
+ * dialog can add it under the message: "Classifier head → Global average
+ * pooling".  NULL when the message names no knob. */
+char *
+tach_config_panel_describe_options (TachConfigPanel *self,
+                                    const char      *message)
+{
+  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  g_autoptr(GString) lines = g_string_new (NULL);
+
+  g_return_val_if_fail (TACH_IS_CONFIG_PANEL (self), NULL);
+
+  for (const char *p = message ? strstr (message, "--") : NULL; p != NULL; p = strstr (p + 2, "--"))
+    if (p == message || !g_ascii_isalnum (p[-1]))
+      describe_option (p + 2, lines, seen);
+  if (lines->len == 0)
+    return NULL;
+  return g_strdup_printf ("%s%s", _("In the settings:"), lines->str);
 }
 
 static void

@@ -19,5 +19,7 @@ char             *tach_config_panel_get_knob   (TachConfigPanel  *self,
                                                 const char       *key);
 GtkWidget        *tach_config_panel_get_row    (TachConfigPanel  *self,
                                                 const char       *key);
+char             *tach_config_panel_describe_options (TachConfigPanel *self,
+                                                      const char      *message);
 
 G_END_DECLS

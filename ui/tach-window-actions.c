@@ -12,7 +12,7 @@ run_action (GtkWidget  *widget,
   g_autoptr(GError) error = NULL;
 
   if (!tach_window_start_run (TACH_WINDOW (widget), &error))
-    tach_window_show_error (TACH_WINDOW (widget), NULL, error);
+    tach_window_show_error (TACH_WINDOW (widget), _("Cannot Start the Run"), error);
 }
 
 static void
@@ -71,7 +71,7 @@ compare_action (GtkWidget  *widget,
   g_autoptr(GError) error = NULL;
 
   if (!tach_window_compare_presets (TACH_WINDOW (widget), &error))
-    tach_window_show_error (TACH_WINDOW (widget), NULL, error);
+    tach_window_show_error (TACH_WINDOW (widget), _("Cannot Compare the Presets"), error);
 }
 
 static void
@@ -174,7 +174,7 @@ on_csv_exported (GObject      *source,
   g_autoptr(GError) error = NULL;
 
   if (!tach_window_export_csv_finish (self, result, &error))
-    tach_window_show_error (self, NULL, error);
+    tach_window_show_error (self, _("Cannot Export the Runs"), error);
   else
     {
       g_autofree char *name = g_file_get_parse_name (folder);
@@ -242,7 +242,7 @@ on_chart_file_chosen (GtkNativeDialog *dialog,
       if (path == NULL)
         return;
       if (!tach_window_export_charts (self, path, &error))
-        tach_window_show_error (self, NULL, error);
+        tach_window_show_error (self, _("Cannot Save the Charts"), error);
       else
         {
           g_autofree char *name = g_file_get_parse_name (file);

@@ -32,6 +32,7 @@ struct _TachWindow
   GtkFileChooserNative *chooser;
   guint                 next_color;
   guint                 busy_count;
+  guint                 redraw_tick_id; /* a frame asked for by a drained batch */
   double                smoothing;
   gboolean              by_time;
   gboolean              log_scale;

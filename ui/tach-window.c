@@ -61,8 +61,11 @@ tach_window_set_busy (TachWindow *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BUSY]);
 }
 
-/* Errors reach the user as a dialog (a failed run) or a toast (everything
- * else); either way the window stays usable. */
+/* Errors reach the user as a dialog with a @heading that says what failed
+ * (a run that failed or could not start, an export) or as a toast (a
+ * setting refused, a preset of a comparison skipped); either way the
+ * window stays usable.  The dialog names the rows behind the command-line
+ * options that the engine's message mentions. */
 void
 tach_window_show_error (TachWindow   *self,
                         const char   *heading,
@@ -72,7 +75,10 @@ tach_window_show_error (TachWindow   *self,
     return;
   if (heading != NULL)
     {
-      GtkWidget *dialog = adw_message_dialog_new (GTK_WINDOW (self), heading, error->message);
+      g_autofree char *options = tach_config_panel_describe_options (self->config_panel, error->message);
+      g_autofree char *body = options ? g_strdup_printf ("%s\n\n%s", error->message, options)
+                                      : g_strdup (error->message);
+      GtkWidget *dialog = adw_message_dialog_new (GTK_WINDOW (self), heading, body);
 
       adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "close", _("_Close"));
       gtk_window_present (GTK_WINDOW (dialog));
@@ -86,14 +92,30 @@ tach_window_show_error (TachWindow   *self,
     }
 }
 
+/* Runs at the frame clock's next update, before that frame's layout and
+ * paint: the batches drained since the last frame are drawn once. */
+static gboolean
+redraw_tick (GtkWidget     *widget,
+             GdkFrameClock *frame_clock,
+             gpointer       user_data)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+
+  self->redraw_tick_id = 0;
+  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
+  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
+  tach_run_table_update_speedups (self->run_table);
+  return G_SOURCE_REMOVE;
+}
+
 static void
 on_run_updated (TachWindow    *self,
                 TachRunObject *run)
 {
-  /* One redraw per drained batch; GTK folds them into one per frame. */
-  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
-  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
-  tach_run_table_update_speedups (self->run_table);
+  /* A fast run drains hundreds of batches a second: each asks for the
+   * next frame, and the frame clock redraws the charts once. */
+  if (self->redraw_tick_id == 0)
+    self->redraw_tick_id = gtk_widget_add_tick_callback (GTK_WIDGET (self), redraw_tick, NULL, NULL);
 }
 
 static void
@@ -119,7 +141,7 @@ on_run_finished (TachWindow    *self,
     g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
 
   if (!g_queue_is_empty (&self->queue) && !tach_window_start_next (self, &error))
-    tach_window_show_error (self, NULL, error);
+    tach_window_show_error (self, _("Cannot Compare the Presets"), error);
   tach_window_update_actions (self);
 }
 
@@ -170,6 +192,8 @@ tach_window_start_next (TachWindow  *self,
       g_autoptr(GError) local_error = NULL;
       gboolean ok = tach_window_start_config (self, &queued->config, queued->in_sweep, &local_error);
 
+      if (!ok && queued->config.preset != NULL)
+        g_prefix_error (&local_error, "%s: ", queued->config.preset);
       tach_window_queued_run_free (queued);
       if (ok)
         return TRUE;
@@ -272,6 +296,9 @@ tach_window_dispose (GObject *object)
   tach_window_stop (self);
   if (self->active_run != NULL)
     tach_run_object_wait (self->active_run);
+  if (self->redraw_tick_id != 0)
+    gtk_widget_remove_tick_callback (GTK_WIDGET (self), self->redraw_tick_id);
+  self->redraw_tick_id = 0;
   if (self->chooser)
     gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
   g_clear_object (&self->chooser);
