@@ -358,6 +358,31 @@ tach_backend_upload_async (TachBackend *be, void *dst, const void *src, size_t b
 }
 
 void
+tach_backend_upload_overlapped (TachBackend *be, void *dst, const void *src, size_t bytes,
+                                TachEvent *after, TachEvent *done)
+{
+  if (be->error != NULL)
+    return;
+  if (be->ops->upload_overlapped != NULL)
+    {
+      be->ops->upload_overlapped (be, dst, src, bytes, after, done);
+      return;
+    }
+  /* In order on the host: once @after has passed, a synchronous upload is
+   * finished when @done is recorded. */
+  tach_event_synchronize (be, after);
+  tach_backend_upload (be, dst, src, bytes);
+  tach_event_record (be, done);
+}
+
+void
+tach_backend_stream_wait (TachBackend *be, TachEvent *ev)
+{
+  if (be->error == NULL && ev != NULL && be->ops->stream_wait != NULL)
+    be->ops->stream_wait (be, ev);
+}
+
+void
 tach_backend_zero (TachBackend *be, void *ptr, size_t bytes)
 {
   if (be->error == NULL && bytes > 0)
@@ -413,6 +438,17 @@ tach_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end)
   if (be->error != NULL || start == NULL || end == NULL)
     return NAN;
   return be->ops->event_elapsed_ms (be, start, end);
+}
+
+void
+tach_event_synchronize (TachBackend *be, TachEvent *ev)
+{
+  if (be->error != NULL || ev == NULL)
+    return;
+  if (be->ops->event_synchronize != NULL)
+    be->ops->event_synchronize (be, ev);
+  else
+    (void) be->ops->event_elapsed_ms (be, ev, ev);
 }
 
 /* -------------------------------------------------------------- graphs */

@@ -9,8 +9,8 @@
  * download.  All tensors are dense, row-major, float32 unless said otherwise.
  *
  * Asynchrony: ops are queued on the backend's stream and may return before
- * the work is done.  Only tach_backend_synchronize(), tach_backend_download()
- * and tach_event_elapsed_ms() block.
+ * the work is done.  Only tach_backend_synchronize(), tach_backend_download(),
+ * tach_event_elapsed_ms() and tach_event_synchronize() block.
  *
  * Errors are sticky (as CUDA's are): an op that fails records the first
  * error in the backend and every later op becomes a no-op until the error
@@ -87,6 +87,25 @@ struct _TachBackendOps {
   void    *(*host_alloc)    (TachBackend *be, size_t bytes);
   void     (*host_free)     (TachBackend *be, void *ptr);
   void     (*upload_async)  (TachBackend *be, void *dst, const void *src, size_t bytes); /* optional: from host_alloc memory */
+  /* Optional (all three or none): uploads that overlap compute, for
+   * feed=prefetch's double buffering.  The backend has a copy stream beside
+   * its compute stream.
+   * upload_overlapped queues, on the copy stream: a wait for @after (an
+   * event recorded with event_record, so on the compute stream; NULL: no
+   * wait), the copy of @bytes from @src (host_alloc memory) to @dst, then
+   * the recording of @done.  It returns at once.  @src must stay unchanged
+   * until @done has passed (event_synchronize), and no op may read @dst
+   * before stream_wait (@done) has been queued.
+   * NULL: the wrapper waits for @after, uploads synchronously and records
+   * @done, which is right for a backend whose ops finish before they return. */
+  void     (*upload_overlapped) (TachBackend *be, void *dst, const void *src, size_t bytes,
+                                 TachEvent *after, TachEvent *done);
+  /* Every op queued on the compute stream after this call waits until @ev
+   * has passed; the host does not wait.  NULL: nothing to do (ops finish
+   * before they return). */
+  void     (*stream_wait)   (TachBackend *be, TachEvent *ev);
+  /* Blocks the host until @ev has passed.  NULL: event_elapsed_ms (ev, ev). */
+  void     (*event_synchronize) (TachBackend *be, TachEvent *ev);
   void     (*download)      (TachBackend *be, void *dst, const void *src, size_t bytes); /* blocks */
   void     (*zero)          (TachBackend *be, void *ptr, size_t bytes);
   void     (*copy)          (TachBackend *be, void *dst, const void *src, size_t bytes); /* device to device */
@@ -249,6 +268,11 @@ void   *tach_backend_host_alloc (TachBackend *be, size_t bytes);   /* ops->host_
 void    tach_backend_host_free (TachBackend *be, void *ptr);
 /* From tach_backend_host_alloc() memory; falls back to a synchronous upload. */
 void    tach_backend_upload_async (TachBackend *be, void *dst, const void *src, size_t bytes);
+/* The overlapped upload of the slots above, with their defaults: @after
+ * and @done may be NULL (no wait, nothing recorded). */
+void    tach_backend_upload_overlapped (TachBackend *be, void *dst, const void *src, size_t bytes,
+                                        TachEvent *after, TachEvent *done);
+void    tach_backend_stream_wait (TachBackend *be, TachEvent *ev);        /* NULL @ev: no-op */
 void    tach_backend_zero (TachBackend *be, void *ptr, size_t bytes);
 void    tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t bytes);
 guint64 tach_backend_peak_memory (TachBackend *be);                 /* 0 when unknown */
@@ -257,6 +281,8 @@ TachEvent *tach_event_new (TachBackend *be);
 void       tach_event_free (TachBackend *be, TachEvent *ev);
 void       tach_event_record (TachBackend *be, TachEvent *ev);
 double     tach_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end);
+/* Blocks until @ev has passed (NULL: returns at once). */
+void       tach_event_synchronize (TachBackend *be, TachEvent *ev);
 
 /* Whether the backend can capture graphs (the graph slots are present). */
 gboolean   tach_backend_has_graphs (TachBackend *be);
