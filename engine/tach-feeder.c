@@ -7,6 +7,21 @@
  *
  * Batch i covers samples (i mod n_batches) * batch .. + batch, which are
  * contiguous, so a batch is one slice of each host array.
+ *
+ * Prefetch double-buffers on the device.  Slot k has a device batch dev[k]
+ * and its pinned source pinned[k].  When the model asks for batch i (in
+ * slot s; o is the other slot):
+ *   - the compute queued so far (step i-1, which read slot o) is marked by
+ *     released[o], recorded on the compute stream;
+ *   - the compute stream waits (stream_wait, not the host) for copied[s],
+ *     the copy of batch i, which was queued during the previous call;
+ *   - batch i+1 is copied into slot o on the copy stream once released[o]
+ *     has passed, so the copy runs while step i computes, and copied[o] is
+ *     recorded after it;
+ *   - the loader thread refills pinned[s] with batch i+2 on the host, once
+ *     the copy of batch i out of it (copied[s]) is done.
+ * The host blocks only for that last condition, which holds once step i-2
+ * has computed: it never runs more than two steps ahead of the device.
  */
 #include <string.h>
 
@@ -39,21 +54,24 @@ struct _TachFeeder {
   void        *dev[2];
   size_t       dev_y_offset;
 
-  /* prefetch: pinned batches, one per slot, filled by the loader thread;
-   * the event recorded after each slot's upload says when the loader may
-   * overwrite it. */
-  void        *pinned[2];
-  TachEvent   *uploaded[2];
-  gboolean     upload_pending[2];
-  guint        slot;           /* the slot the next batch is expected in */
+  /* prefetch (see the top of the file); engine thread only. */
+  void        *pinned[2];      /* owned, host_alloc */
+  TachEvent   *copied[2];      /* copy stream: the last upload into dev[k] is done */
+  TachEvent   *released[2];    /* compute stream: the last step that read dev[k] is done */
+  gboolean     copy_pending[2];   /* an upload may still read pinned[k] */
+  gboolean     release_known[2];  /* released[k] was recorded after dev[k]'s last reader */
+  guint64      dev_holds[2];   /* the batch queued into dev[k], NO_BATCH if none */
+  guint64      wanted[2];      /* the batch last asked of the loader for pinned[k] */
+  gint         handed;         /* the slot handed out by the last call, -1 before */
+
+  /* The loader thread and what it shares with the engine thread. */
   GThread     *loader;
   GMutex       lock;
   GCond        cond;
-  guint64      request_index;  /* NO_BATCH when there is no request */
-  guint        request_slot;
-  guint64      ready_index[2]; /* the batch each pinned slot holds */
-  guint64      wanted[2];      /* engine thread only: last batch asked of each slot */
-  gboolean     quit;
+  guint64      request[2];     /* under lock: batch to load into pinned[k], or NO_BATCH */
+  gboolean     busy[2];        /* under lock: the loader is writing pinned[k] */
+  guint64      ready_index[2]; /* under lock: the batch pinned[k] holds, or NO_BATCH */
+  gboolean     quit;           /* under lock */
 };
 
 static size_t
@@ -105,13 +123,14 @@ loader_main (gpointer data)
       guint slot;
       char *dst;
 
-      while (feeder->request_index == NO_BATCH && !feeder->quit)
+      while (feeder->request[0] == NO_BATCH && feeder->request[1] == NO_BATCH && !feeder->quit)
         g_cond_wait (&feeder->cond, &feeder->lock);
       if (feeder->quit)
         break;
-      index = feeder->request_index;
-      slot = feeder->request_slot;
-      feeder->request_index = NO_BATCH;
+      slot = feeder->request[0] != NO_BATCH ? 0 : 1;
+      index = feeder->request[slot];
+      feeder->request[slot] = NO_BATCH;
+      feeder->busy[slot] = TRUE;
       g_mutex_unlock (&feeder->lock);
 
       /* The copy runs unlocked: this is the work that overlaps the step. */
@@ -119,23 +138,38 @@ loader_main (gpointer data)
       copy_batch (feeder, index, dst, dst + feeder->x_batch_bytes);
 
       g_mutex_lock (&feeder->lock);
-      feeder->ready_index[slot] = index;
+      feeder->busy[slot] = FALSE;
+      /* A newer request for the slot supersedes what was just loaded. */
+      if (feeder->request[slot] == NO_BATCH)
+        feeder->ready_index[slot] = index;
       g_cond_broadcast (&feeder->cond);
     }
   g_mutex_unlock (&feeder->lock);
   return NULL;
 }
 
+/* Hands pinned[@slot] back to the host: waits until the last upload out of
+ * it has read it. */
+static void
+pinned_release (TachFeeder *feeder, guint slot)
+{
+  if (!feeder->copy_pending[slot])
+    return;
+  tach_event_synchronize (feeder->be, feeder->copied[slot]);
+  feeder->copy_pending[slot] = FALSE;
+}
+
 static void
 loader_request (TachFeeder *feeder, guint64 index, guint slot)
 {
+  pinned_release (feeder, slot);
   g_mutex_lock (&feeder->lock);
   /* A slot being refilled holds nothing usable until the loader is done. */
   feeder->ready_index[slot] = NO_BATCH;
-  feeder->request_index = index;
-  feeder->request_slot = slot;
+  feeder->request[slot] = index;
   g_cond_broadcast (&feeder->cond);
   g_mutex_unlock (&feeder->lock);
+  feeder->wanted[slot] = index;
 }
 
 static void
@@ -162,10 +196,16 @@ tach_feeder_free (TachFeeder *feeder)
     }
   for (guint i = 0; i < 2; i++)
     {
-      /* Pinned memory may still be read by an asynchronous upload. */
-      if (feeder->upload_pending[i])
-        tach_event_elapsed_ms (feeder->be, feeder->uploaded[i], feeder->uploaded[i]);
-      tach_event_free (feeder->be, feeder->uploaded[i]);
+      /* Pinned memory may still be read by an asynchronous upload, and the
+       * device batch by a queued step: wait for both before freeing. */
+      pinned_release (feeder, i);
+      if (feeder->handed >= 0)
+        {
+          tach_event_record (feeder->be, feeder->released[i]);
+          tach_event_synchronize (feeder->be, feeder->released[i]);
+        }
+      tach_event_free (feeder->be, feeder->copied[i]);
+      tach_event_free (feeder->be, feeder->released[i]);
       tach_backend_host_free (feeder->be, feeder->pinned[i]);
       tach_backend_dealloc (feeder->be, feeder->dev[i]);
     }
@@ -272,9 +312,14 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
   feeder->n_batches = dataset->n_samples / batch;
   feeder->x_batch_bytes = (size_t) batch * dataset->x_elems * elem_bytes ();
   feeder->y_batch_bytes = (size_t) batch * dataset->y_elems * elem_bytes ();
-  feeder->request_index = NO_BATCH;
-  feeder->ready_index[0] = feeder->ready_index[1] = NO_BATCH;
-  feeder->wanted[0] = feeder->wanted[1] = NO_BATCH;
+  for (guint i = 0; i < 2; i++)
+    {
+      feeder->request[i] = NO_BATCH;
+      feeder->ready_index[i] = NO_BATCH;
+      feeder->wanted[i] = NO_BATCH;
+      feeder->dev_holds[i] = NO_BATCH;
+    }
+  feeder->handed = -1;
   g_mutex_init (&feeder->lock);
   g_cond_init (&feeder->cond);
 
@@ -304,7 +349,8 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
           feeder->dev[i] = tach_backend_alloc (be, feeder->x_batch_bytes + feeder->y_batch_bytes);
           feeder->pinned[i] = tach_backend_host_alloc (be, feeder->x_batch_bytes
                                                            + feeder->y_batch_bytes);
-          feeder->uploaded[i] = tach_event_new (be);
+          feeder->copied[i] = tach_event_new (be);
+          feeder->released[i] = tach_event_new (be);
         }
       if (!take_backend_error (feeder, &local))
         goto fail;
@@ -341,39 +387,63 @@ fail:
   return NULL;
 }
 
-static gboolean
+/* Queues the upload of batch @index into slot @slot: from pinned memory
+ * the loader fills (now, unless it was asked before), on the copy stream,
+ * after the last step that read the slot. */
+static void
+queue_batch (TachFeeder *feeder, guint64 index, guint slot)
+{
+  if (feeder->wanted[slot] != index)
+    loader_request (feeder, index, slot);
+  loader_wait (feeder, index, slot);
+  tach_backend_upload_overlapped (feeder->be, feeder->dev[slot], feeder->pinned[slot],
+                                  feeder->x_batch_bytes + feeder->y_batch_bytes,
+                                  feeder->release_known[slot] ? feeder->released[slot] : NULL,
+                                  feeder->copied[slot]);
+  feeder->copy_pending[slot] = TRUE;
+  feeder->dev_holds[slot] = index;
+}
+
+static void
 next_prefetch (TachFeeder *feeder, guint64 index, const void **x, const void **y)
 {
-  guint slot = feeder->slot;
-  guint other = 1 - slot;
-  size_t bytes = feeder->x_batch_bytes + feeder->y_batch_bytes;
+  guint slot, other;
 
-  /* The first call, or a caller that skipped around, has nothing queued. */
-  if (feeder->wanted[slot] != index)
+  /* Everything queued so far, the step that read the slot handed out last
+   * included, is done when released[] passes. */
+  if (feeder->handed >= 0)
     {
-      loader_request (feeder, index, slot);
-      feeder->wanted[slot] = index;
+      tach_event_record (feeder->be, feeder->released[feeder->handed]);
+      feeder->release_known[feeder->handed] = TRUE;
     }
-  loader_wait (feeder, index, slot);
 
-  tach_backend_upload_async (feeder->be, feeder->dev[slot], feeder->pinned[slot], bytes);
-  tach_event_record (feeder->be, feeder->uploaded[slot]);
-  feeder->upload_pending[slot] = TRUE;
-
-  /* The other pinned slot was the source of the previous upload: it may be
-   * refilled only once that copy is done. */
-  if (feeder->upload_pending[other])
+  if (feeder->dev_holds[0] == index)
+    slot = 0;
+  else if (feeder->dev_holds[1] == index)
+    slot = 1;
+  else
     {
-      tach_event_elapsed_ms (feeder->be, feeder->uploaded[other], feeder->uploaded[other]);
-      feeder->upload_pending[other] = FALSE;
+      /* The first call, or a caller that skipped around: nothing useful is
+       * queued, so queue it now, preferably not over the last step's input. */
+      slot = feeder->handed == 0 ? 1 : 0;
+      queue_batch (feeder, index, slot);
     }
-  loader_request (feeder, index + 1, other);
-  feeder->wanted[other] = index + 1;
-  feeder->slot = other;
+  other = 1 - slot;
+
+  /* The step about to be queued reads dev[slot]: it waits on the device,
+   * not the host, for the copy. */
+  tach_backend_stream_wait (feeder->be, feeder->copied[slot]);
+
+  /* The next batch goes to the other slot while this step computes. */
+  if (feeder->dev_holds[other] != index + 1)
+    queue_batch (feeder, index + 1, other);
+
+  /* And the one after it to this slot's pinned buffer, on the host. */
+  loader_request (feeder, index + 2, slot);
+  feeder->handed = (gint) slot;
 
   *x = feeder->dev[slot];
   *y = feeder->y_batch_bytes > 0 ? (const char *) feeder->dev[slot] + feeder->dev_y_offset : NULL;
-  return TRUE;
 }
 
 gboolean

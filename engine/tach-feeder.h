@@ -4,8 +4,10 @@
  *             the batch to float32 and copies it synchronously from pageable
  *             memory (TF1 feed_dict)
  *   host-f32  float32 on the host, synchronous pageable copy every step
- *   prefetch  a loader thread prepares the next batch in pinned memory while
- *             the current step computes; the copy is asynchronous
+ *   prefetch  a loader thread prepares batches in pinned memory; each is
+ *             copied on the backend's copy stream into one of two device
+ *             slots while the previous step computes, and the step that
+ *             reads it waits for the copy on the device, not on the host
  *   resident  the whole dataset is uploaded once; a step only offsets into it
  *
  * Whatever the mode, batch i holds the same samples with the same float32
