@@ -170,6 +170,36 @@ cuda_upload_async (TachBackend *be, void *dst, const void *src, size_t bytes)
                                       TACH_CUDA (be)->stream), return);
 }
 
+/* feed=prefetch's copy: on the copy stream, so that it overlaps whatever
+ * the compute stream is running; @after and @done order it against the
+ * compute stream without the host waiting. */
+static void
+cuda_upload_overlapped (TachBackend *be, void *dst, const void *src, size_t bytes,
+                        TachEvent *after, TachEvent *done)
+{
+  TachCudaBackend *cb = TACH_CUDA (be);
+
+  /* A captured graph would bake in this batch's slot and the wait on an
+   * event recorded outside it. */
+  if (!tach_cuda_not_capturing (be, "an overlapped upload"))
+    return;
+  if (after != NULL)
+    TACH_CUDA_TRY (be, cudaStreamWaitEvent (cb->copy_stream, (cudaEvent_t) after, 0), return);
+  if (bytes > 0)
+    TACH_CUDA_TRY (be, cudaMemcpyAsync (dst, src, bytes, cudaMemcpyHostToDevice, cb->copy_stream),
+                   return);
+  if (done != NULL)
+    TACH_CUDA_TRY (be, cudaEventRecord ((cudaEvent_t) done, cb->copy_stream), return);
+}
+
+static void
+cuda_stream_wait (TachBackend *be, TachEvent *ev)
+{
+  if (!tach_cuda_not_capturing (be, "waiting for an overlapped upload"))
+    return;
+  TACH_CUDA_TRY (be, cudaStreamWaitEvent (TACH_CUDA (be)->stream, (cudaEvent_t) ev, 0), return);
+}
+
 static void
 cuda_download (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
@@ -200,6 +230,7 @@ cuda_synchronize (TachBackend *be)
   if (!tach_cuda_not_capturing (be, "synchronize"))
     return;
   TACH_CUDA_TRY (be, cudaStreamSynchronize (TACH_CUDA (be)->stream), return);
+  TACH_CUDA_TRY (be, cudaStreamSynchronize (TACH_CUDA (be)->copy_stream), return);
 }
 
 static guint64
@@ -231,6 +262,14 @@ static void
 cuda_event_record (TachBackend *be, TachEvent *ev)
 {
   TACH_CUDA_TRY (be, cudaEventRecord ((cudaEvent_t) ev, TACH_CUDA (be)->stream), return);
+}
+
+static void
+cuda_event_synchronize (TachBackend *be, TachEvent *ev)
+{
+  if (!tach_cuda_not_capturing (be, "waiting for an event"))
+    return;
+  TACH_CUDA_TRY (be, cudaEventSynchronize ((cudaEvent_t) ev), return);
 }
 
 static double
@@ -469,6 +508,8 @@ cuda_free (TachBackend *be)
     }
   if (cb->cublas_workspace != NULL)
     (void) cudaFree (cb->cublas_workspace);
+  if (cb->copy_stream != NULL)
+    (void) cudaStreamDestroy (cb->copy_stream);
   if (cb->stream != NULL)
     (void) cudaStreamDestroy (cb->stream);
   (void) cudaGetLastError ();
@@ -485,6 +526,9 @@ static TachBackendOps cuda_ops = {
   .host_alloc = cuda_host_alloc,
   .host_free = cuda_host_free,
   .upload_async = cuda_upload_async,
+  .upload_overlapped = cuda_upload_overlapped,
+  .stream_wait = cuda_stream_wait,
+  .event_synchronize = cuda_event_synchronize,
   .download = cuda_download,
   .zero = cuda_zero,
   .copy = cuda_copy,
@@ -583,6 +627,7 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
 
   TACH_CUDA_TRY (be, cudaSetDevice (ordinal), goto fail);
   TACH_CUDA_TRY (be, cudaStreamCreateWithFlags (&cb->stream, cudaStreamNonBlocking), goto fail);
+  TACH_CUDA_TRY (be, cudaStreamCreateWithFlags (&cb->copy_stream, cudaStreamNonBlocking), goto fail);
   TACH_CUBLAS_TRY (be, cublasCreate (&cb->cublas), goto fail);
   TACH_CUBLAS_TRY (be, cublasSetStream (cb->cublas, cb->stream), goto fail);
   TACH_CUDA_TRY (be, cudaMalloc (&cb->cublas_workspace, TACH_CUBLAS_WORKSPACE_BYTES), goto fail);

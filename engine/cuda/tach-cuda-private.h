@@ -19,6 +19,7 @@ typedef struct {
   TachBackend     base;          /* first, so that a TachBackend* is a TachCudaBackend* */
   int             ordinal;
   cudaStream_t    stream;        /* owned: every op is queued here */
+  cudaStream_t    copy_stream;   /* owned: overlapped uploads (feed=prefetch) */
   cublasHandle_t  cublas;        /* owned, bound to stream */
   cudnnHandle_t   cudnn;         /* owned, bound to stream */
   void           *cublas_workspace; /* owned: preallocated so that graph capture never allocates */
