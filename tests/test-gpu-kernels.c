@@ -185,8 +185,9 @@ test_sample_tokens (void)
       int32_t want = tach_ref_sample_row (logits + (size_t) r * vocab, vocab,
                                           tach_rand_uniform (SEED, counter, r), &margin);
 
-      /* Float rounding may only move a draw that sits on a CDF boundary. */
-      if (margin > 1e-5)
+      /* The kernel sums in double, as the host does: only a draw within
+       * double rounding of a CDF boundary may move. */
+      if (margin > 1e-12)
         {
           g_assert_cmpint (tok[r], ==, want);
           checked++;
@@ -195,7 +196,7 @@ test_sample_tokens (void)
         g_assert_cmpint (ctx_out[r * len + i], ==, ctx[r * len + i + 1]);
       g_assert_cmpint (ctx_out[r * len + len - 1], ==, tok[r]);
     }
-  g_assert_cmpint (checked, >, n / 2);
+  g_assert_cmpint (checked, >=, n - 1);
   tach_backend_free (be);
 }
 

@@ -360,52 +360,61 @@ embedding_kernel (const float *table, const int32_t *idx, float *out, int n, int
 
 /* One block per row.  Each thread owns a contiguous chunk of the
  * vocabulary, so the inverse CDF needs one scan over chunk sums and one
- * scan inside the chosen chunk. */
+ * scan inside the chosen chunk.
+ *
+ * The arithmetic is the host's (tach_cpu_sample_tokens and lstm-lm's
+ * sampling=host): exp (z - zmax) in double, target = u * sum in double,
+ * the first token whose cumulative mass passes the target.  Only the
+ * summation order differs, by a few ulps of a double, so device and host
+ * sampling pick the same token unless u lands within ~1e-16 of a boundary;
+ * in float the sums would differ by ~1e-7 and the choice would flip every
+ * few thousand tokens, changing the generated text between the modes. */
 __global__ void
 sample_tokens_kernel (const float *logits, int vocab, uint64_t seed, uint64_t counter,
                       int32_t *tok, int32_t *ctx, int len)
 {
-  __shared__ float chunk_sum[TACH_THREADS];
-  __shared__ int chosen;
+  __shared__ double chunk_sum[TACH_THREADS];
   const float *row = logits + (size_t) blockIdx.x * vocab;
   int chunk = (vocab + TACH_THREADS - 1) / TACH_THREADS;
   int lo = min ((int) threadIdx.x * chunk, vocab), hi = min (lo + chunk, vocab);
-  float mx = -FLT_MAX, sum = 0.0f;
+  float mxf = -FLT_MAX;
+  double mx, sum = 0.0;
 
   for (int k = threadIdx.x; k < vocab; k += blockDim.x)
-    mx = fmaxf (mx, row[k]);
-  mx = block_max (mx);
+    mxf = fmaxf (mxf, row[k]);
+  mx = (double) block_max (mxf);
   for (int k = lo; k < hi; k++)
-    sum += expf (row[k] - mx);
+    sum += exp ((double) row[k] - mx);
   chunk_sum[threadIdx.x] = sum;
   __syncthreads ();
 
   if (threadIdx.x == 0)
     {
-      float total = 0.0f, target, cum = 0.0f;
-      int owner = TACH_THREADS - 1;
+      double total = 0.0, target, cum = 0.0;
+      int owner = TACH_THREADS - 1, chosen;
 
       for (int i = 0; i < TACH_THREADS; i++)
         total += chunk_sum[i];
-      target = tach_rand_uniform (seed, counter, blockIdx.x) * total;
+      target = (double) tach_rand_uniform (seed, counter, blockIdx.x) * total;
       for (int i = 0; i < TACH_THREADS; i++)
         {
-          if (cum + chunk_sum[i] > target && chunk_sum[i] > 0.0f)
+          if (cum + chunk_sum[i] > target && chunk_sum[i] > 0.0)
             {
               owner = i;
               break;
             }
           cum += chunk_sum[i];
         }
-      /* Rounding can leave the target past the last chunk: take the
-       * last token that has any probability. */
+      /* Rounding can leave the target past the chosen chunk's end: take
+       * its last token (with no owner, that is the last token, as on the
+       * host). */
       {
         int olo = min (owner * chunk, vocab), ohi = min (olo + chunk, vocab);
         int pick = ohi - 1;
 
         for (int k = olo; k < ohi; k++)
           {
-            cum += expf (row[k] - mx);
+            cum += exp ((double) row[k] - mx);
             if (cum > target)
               {
                 pick = k;
