@@ -39,6 +39,7 @@ struct _TachLstmPlan {
   cudnnTensorDescriptor_t   hdesc;     /* owned: the h and c state shape */
   cudnnTensorDescriptor_t   mdesc;     /* owned: scratch for weight queries */
   cudnnTensorDescriptor_t   bdesc;     /* owned: scratch for weight queries */
+  cudnnDropoutDescriptor_t  dropout;   /* owned: "no dropout", as cuDNN wants one */
   cudnnRNNAlgo_t            algo;
   cudnnMathType_t           math;
   cudnnForwardMode_t        fwd_mode;
@@ -81,7 +82,7 @@ set_rnn_descriptor (TachLstmPlan *plan, cudnnRNNAlgo_t algo, cudnnMathType_t mat
                                    /* hiddenSize = */ d->H,
                                    /* projSize = */ d->H,
                                    /* numLayers = */ 1,
-                                   /* dropoutDesc = */ NULL,
+                                   /* dropoutDesc = */ plan->dropout,
                                    /* auxFlags = */ CUDNN_RNN_PADDED_IO_DISABLED);
 }
 
@@ -287,6 +288,12 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   TACH_CUDNN_TRY (be, cudnnCreateTensorDescriptor (&plan->hdesc), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreateTensorDescriptor (&plan->mdesc), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreateTensorDescriptor (&plan->bdesc), goto fail);
+  /* A dropout descriptor with p = 0 needs no RNG states (as PyTorch's
+   * set_no_dropout): a NULL descriptor is not documented as accepted. */
+  TACH_CUDNN_TRY (be, cudnnCreateDropoutDescriptor (&plan->dropout), goto fail);
+  TACH_CUDNN_TRY (be, cudnnSetDropoutDescriptor (plan->dropout, cb->cudnn, /* dropout = */ 0.0f,
+                                                 /* states = */ NULL, /* stateSizeInBytes = */ 0,
+                                                 /* seed = */ 0), goto fail);
 
   plan->host_seq = g_new (int, desc->N);
   for (int i = 0; i < desc->N; i++)
@@ -339,6 +346,16 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
     }
   if (!realize (be, plan, plan->algo == CUDNN_RNN_ALGO_STANDARD ? work_std : work_small))
     goto fail;
+  /* cuDNN always writes the input gradient; a plan whose caller wants none
+   * gets a scratch for it now, so that no step allocates (a captured one
+   * could not). */
+  if (desc->training && !desc->need_dx)
+    {
+      plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) desc->T * desc->N
+                                                      * desc->I);
+      if (plan->y_scratch == NULL)
+        goto fail;
+    }
   return plan;
 
 fail:
@@ -366,6 +383,8 @@ tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
     (void) cudnnDestroyTensorDescriptor (plan->mdesc);
   if (plan->bdesc != NULL)
     (void) cudnnDestroyTensorDescriptor (plan->bdesc);
+  if (plan->dropout != NULL)
+    (void) cudnnDestroyDropoutDescriptor (plan->dropout);
   /* host_seq is freed last: an asynchronous copy may read it until the
    * stream passes, and cudaFree above has synchronised the device. */
   g_free (plan->host_seq);
@@ -474,7 +493,7 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
           if (!tach_cuda_not_capturing (be, "allocating the LSTM's input-gradient scratch"))
             return;
           plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->T * d->N
-                                                          * MAX (d->I, d->dirs * d->H));
+                                                          * d->I);
           if (plan->y_scratch == NULL)
             return;
         }
