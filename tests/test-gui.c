@@ -499,8 +499,8 @@ test_run_error (Fixture       *fixture,
   g_assert_nonnull (dialog);
   g_assert_cmpstr (adw_message_dialog_get_heading (dialog), ==, "Cannot Start the Run");
   g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--head gap"));
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "Classifier head → Global average pooling"));
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "• Input size"));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--head gap: Classifier head → Global average pooling"));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--input: Input size"));
   gtk_window_destroy (GTK_WINDOW (dialog));
 
   /* A message that names no knob gets no list of rows. */

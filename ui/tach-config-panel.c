@@ -568,16 +568,17 @@ describe_option (const char *p,
       if (!g_strv_contains ((const char * const *) info->values, value))
         g_clear_pointer (&value, g_free);
     }
-  line = value ? g_strdup_printf ("• %s → %s", knob_title (name), tach_knob_value_label (name, value))
-               : g_strdup_printf ("• %s", knob_title (name));
+  line = value ? g_strdup_printf ("--%s %s: %s → %s", name, value, knob_title (name),
+                                  tach_knob_value_label (name, value))
+               : g_strdup_printf ("--%s: %s", name, knob_title (name));
   if (g_hash_table_add (seen, g_strdup (line)))
     g_string_append_printf (lines, "\n%s", line);
 }
 
 /* The engine words its messages for the command line ("use --head gap").
  * This names the rows of the panel that those options are, so that a
- * dialog can add it under the message: "Classifier head → Global average
- * pooling".  NULL when the message names no knob. */
+ * dialog can add it under the message: "--head gap: Classifier head →
+ * Global average pooling".  NULL when the message names no knob. */
 char *
 tach_config_panel_describe_options (TachConfigPanel *self,
                                     const char      *message)
