@@ -83,6 +83,60 @@ test_gemm_forward (TachBackend *be)
 
 /* The backward pass of C = op(A) op(B) as models write it: two more gemms
  * whose transposes depend on the forward ones. */
+/* The tiny products of generation (a few rows of A against a weight
+ * matrix, as x W^T): every row count the CPU backend's small kernels
+ * treat apart (m from 1 to 8), n below, at and past whole blocks of
+ * sixteen (the last block overlapping the one before it), k with and
+ * without a tail, with and without beta, strided. */
+static void
+test_gemm_small (TachBackend *be)
+{
+  const int ms[] = { 1, 2, 4, 8 };
+  const int ns[] = { 1, 15, 16, 17, 40, 554 };
+  const int ks[] = { 1, 15, 16, 17, 100 };
+
+  for (guint mi = 0; mi < G_N_ELEMENTS (ms); mi++)
+    for (guint ni = 0; ni < G_N_ELEMENTS (ns); ni++)
+      for (guint ki = 0; ki < G_N_ELEMENTS (ks); ki++)
+        for (int variant = 0; variant < 4; variant++)
+          {
+            int m = ms[mi], n = ns[ni], k = ks[ki];
+            gboolean tb = !(variant & 1);
+            double beta = (variant & 2) ? 0.5 : 0.0;
+            int lda = k + 3, ldb = (tb ? k : n) + 5, ldc = n + 2;
+            size_t na = (size_t) m * lda, nb = (size_t) (tb ? n : k) * ldb;
+            size_t nc = (size_t) m * ldc;
+            g_autofree char *what = g_strdup_printf ("gemm m=%d n=%d k=%d tb=%d beta=%g",
+                                                     m, n, k, tb, beta);
+            g_autofree double *a = g_new (double, na);
+            g_autofree double *b = g_new (double, nb);
+            g_autofree double *c = g_new (double, nc);
+            g_autofree float *cin = NULL;
+            g_autofree float *got = NULL;
+            float *dc;
+
+            tach_ref_fill_normal (a, na, 300 + variant, mi, 1.0);
+            tach_ref_fill_normal (b, nb, 310 + variant, ni, 1.0);
+            tach_ref_fill_normal (c, nc, 320 + variant, ki, 1.0);
+            tach_ref_round_to_float (a, na);
+            tach_ref_round_to_float (b, nb);
+            tach_ref_round_to_float (c, nc);
+            cin = tach_ref_to_float (c, nc);
+            if (beta == 0.0)
+              for (int i = 0; i < m; i++)
+                for (int j = 0; j < n; j++)
+                  cin[(size_t) i * ldc + j] = NAN;
+            dc = tach_ops_upload_f (be, cin, nc);
+            tach_op (be, gemm, FALSE, tb, m, n, k, 1.25f, tach_ops_upload_d (be, a, na), lda,
+                     tach_ops_upload_d (be, b, nb), ldb, (float) beta, dc, ldc);
+            got = tach_ops_download_f (be, dc, nc);
+            tach_ref_gemm (FALSE, tb, m, n, k, 1.25, a, lda, b, ldb, beta, c, ldc);
+            tach_ops_assert_nmse (what, got, c, nc, TACH_OPS_NMSE_DEEP);
+            for (int i = 0; i < m; i++)
+              g_assert_cmpfloat (got[(size_t) i * ldc + n], ==, cin[(size_t) i * ldc + n]);
+          }
+}
+
 static void
 test_gemm_backward (TachBackend *be)
 {
@@ -339,6 +393,7 @@ tach_ops_register_dense (const char *device_id)
       return;
     }
   tach_ops_add (device_id, "gemm/forward", test_gemm_forward);
+  tach_ops_add (device_id, "gemm/small", test_gemm_small);
   tach_ops_add (device_id, "gemm/backward", test_gemm_backward);
   tach_ops_add (device_id, "bias/forward-backward", test_bias);
   tach_ops_add (device_id, "relu/forward-backward", test_relu);

@@ -1,0 +1,275 @@
+/* tach-cpu-gemm.c: the CPU backend's dense algebra: dnnl_sgemm on the
+ * OpenMP pool for real products, and kernels on the calling thread for the
+ * tiny ones (one stream's LSTM steps and output layer in generation), where
+ * waking the pool would cost more than the work.
+ *
+ * The tiny products with a transposed B (x W^T with W [n, k] row-major, as
+ * every layer of Tach stores its weights) are dot products of rows.  On
+ * AVX-512 they run in a kernel of their own: sixteen rows of B at a time,
+ * one accumulator vector each, the k tail by masked loads, and the sixteen
+ * horizontal sums done together by a transpose-and-add tree, so that no
+ * output pays a horizontal reduction of its own.  Each output's arithmetic
+ * depends only on k, never on m or its place in C, so a product computed
+ * whole or row by row (fused or unrolled LSTM) gives the same bits.
+ *
+ * Threads: the engine thread.
+ */
+#include <string.h>
+
+#include "tach-cpu-private.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)
+#define TACH_CPU_AVX512_KERNELS 1
+#include <immintrin.h>
+#define TACH_AVX512 __attribute__ ((target ("avx512f,fma")))
+#endif
+
+/* Products below this many multiply-adds (token-by-token generation, one
+ * LSTM step of one stream) run on the calling thread in plain loops:
+ * dnnl_sgemm would wake the thread pool for work of a few microseconds. */
+#define TACH_CPU_SMALL_GEMM (256 * 1024)
+
+static inline void
+store_scaled (float *c, float sum, float alpha, float beta)
+{
+  *c = alpha * sum + (beta == 0.0f ? 0.0f : beta * *c);
+}
+
+/* C = alpha A B^T + beta C, A [m, k], B [n, k]: dot products of rows, four
+ * rows of B at a time so that each load of A serves four outputs. */
+TACH_CPU_SIMD_CLONES static void
+small_gemm_nt (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+               const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  for (size_t i = 0; i < m; i++)
+    {
+      const float *ar = a + i * lda;
+      float *cr = c + i * ldc;
+      size_t j = 0;
+
+      for (; j + 4 <= n; j += 4)
+        {
+          const float *b0 = b + j * ldb, *b1 = b0 + ldb, *b2 = b1 + ldb, *b3 = b2 + ldb;
+          float s0 = 0.0f, s1 = 0.0f, s2 = 0.0f, s3 = 0.0f;
+
+#pragma omp simd reduction(+:s0, s1, s2, s3)
+          for (size_t p = 0; p < k; p++)
+            {
+              float x = ar[p];
+
+              s0 += x * b0[p];
+              s1 += x * b1[p];
+              s2 += x * b2[p];
+              s3 += x * b3[p];
+            }
+          store_scaled (cr + j, s0, alpha, beta);
+          store_scaled (cr + j + 1, s1, alpha, beta);
+          store_scaled (cr + j + 2, s2, alpha, beta);
+          store_scaled (cr + j + 3, s3, alpha, beta);
+        }
+      for (; j < n; j++)
+        {
+          const float *br = b + j * ldb;
+          float sum = 0.0f;
+
+#pragma omp simd reduction(+:sum)
+          for (size_t p = 0; p < k; p++)
+            sum += ar[p] * br[p];
+          store_scaled (cr + j, sum, alpha, beta);
+        }
+    }
+}
+
+/* C = alpha op(A) B + beta C, B [k, n]: rows of C as sums of rows of B. */
+TACH_CPU_SIMD_CLONES static void
+small_gemm_xn (gboolean ta, size_t m, size_t n, size_t k, float alpha, const float *a,
+               size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  for (size_t i = 0; i < m; i++)
+    {
+      float *cr = c + i * ldc;
+
+      if (beta == 0.0f)
+        memset (cr, 0, n * sizeof (float));
+      else if (beta != 1.0f)
+        for (size_t j = 0; j < n; j++)
+          cr[j] *= beta;
+      for (size_t p = 0; p < k; p++)
+        {
+          float s = alpha * (ta ? a[p * lda + i] : a[i * lda + p]);
+          const float *br = b + p * ldb;
+
+#pragma omp simd
+          for (size_t j = 0; j < n; j++)
+            cr[j] += s * br[j];
+        }
+    }
+}
+
+#ifdef TACH_CPU_AVX512_KERNELS
+
+/* Lane o of the result is the sum of v[o]'s sixteen lanes: four levels of
+ * shuffle-and-add halve the vectors (16 -> 8 -> 4 -> 2 -> 1), then one
+ * permute puts the sums in order.  Every output goes through the same
+ * tree, whatever its lane. */
+TACH_AVX512 static inline __attribute__ ((always_inline)) __m512
+hsum16 (const __m512 v[16])
+{
+  __m512 r[8], s[4], u[2], f;
+
+#pragma GCC unroll 8
+  for (int i = 0; i < 8; i++)
+    r[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0x44),
+                          _mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0xee));
+#pragma GCC unroll 4
+  for (int i = 0; i < 4; i++)
+    s[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0x88),
+                          _mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0xdd));
+#pragma GCC unroll 2
+  for (int i = 0; i < 2; i++)
+    u[i] = _mm512_add_ps (_mm512_shuffle_ps (s[2 * i], s[2 * i + 1], 0x44),
+                          _mm512_shuffle_ps (s[2 * i], s[2 * i + 1], 0xee));
+  f = _mm512_add_ps (_mm512_shuffle_ps (u[0], u[1], 0x88),
+                     _mm512_shuffle_ps (u[0], u[1], 0xdd));
+  /* Lane 4 L + q of f holds the sum of v[4 q + L]. */
+  return _mm512_permutexvar_ps (_mm512_set_epi32 (15, 11, 7, 3, 14, 10, 6, 2,
+                                                  13, 9, 5, 1, 12, 8, 4, 0), f);
+}
+
+/* The dot products of one row of A with the sixteen rows of B from @b
+ * (@ldb apart), as a vector of sixteen sums. */
+TACH_AVX512 static inline __attribute__ ((always_inline)) __m512
+dot16 (const float *ar, const float *b, size_t ldb, size_t kv, __mmask16 tail)
+{
+  const float *b0 = b, *b4 = b + 4 * ldb, *b8 = b + 8 * ldb, *b12 = b + 12 * ldb;
+  __m512 acc[16];
+
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; r++)
+    acc[r] = _mm512_setzero_ps ();
+  for (size_t p = 0; p < kv; p += 16)
+    {
+      __m512 x = _mm512_loadu_ps (ar + p);
+
+#pragma GCC unroll 4
+      for (int r = 0; r < 4; r++)
+        {
+          acc[r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b0 + r * ldb + p), acc[r]);
+          acc[4 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b4 + r * ldb + p), acc[4 + r]);
+          acc[8 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b8 + r * ldb + p), acc[8 + r]);
+          acc[12 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b12 + r * ldb + p), acc[12 + r]);
+        }
+    }
+  if (tail != 0)
+    {
+      __m512 x = _mm512_maskz_loadu_ps (tail, ar + kv);
+
+#pragma GCC unroll 16
+      for (int r = 0; r < 16; r++)
+        acc[r] = _mm512_fmadd_ps (x, _mm512_maskz_loadu_ps (tail, b + r * ldb + kv), acc[r]);
+    }
+  return hsum16 (acc);
+}
+
+/* small_gemm_nt's contract for n >= 16.  Blocks of sixteen rows of B
+ * (6.4 KB at k = 100) stay in L1 while every row of A passes over them.
+ * A partial last block is the last sixteen rows, storing only those not
+ * yet stored: each output's value does not depend on its block. */
+TACH_AVX512 static void
+small_gemm_nt_avx512 (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  size_t kv = k & ~(size_t) 15;
+  __mmask16 tail = (__mmask16) ((1u << (k & 15)) - 1u);
+  __m512 valpha = _mm512_set1_ps (alpha);
+  __m512 vbeta = _mm512_set1_ps (beta);
+
+  for (size_t done = 0; done < n; done += 16)
+    {
+      size_t j = MIN (done, n - 16);
+      __mmask16 store = (__mmask16) (0xffffu << (done - j));
+
+      for (size_t i = 0; i < m; i++)
+        {
+          float *cr = c + i * ldc + j;
+          __m512 sum = _mm512_mul_ps (valpha, dot16 (a + i * lda, b + j * ldb, ldb, kv, tail));
+
+          /* beta == 0 never reads C, which may hold NaNs. */
+          if (beta != 0.0f)
+            sum = _mm512_add_ps (sum, _mm512_mul_ps (vbeta, _mm512_maskz_loadu_ps (store, cr)));
+          _mm512_mask_storeu_ps (cr, store, sum);
+        }
+    }
+}
+
+static gboolean
+have_avx512 (void)
+{
+  static int have = -1;
+
+  if (have < 0)
+    have = __builtin_cpu_supports ("avx512f") ? 1 : 0;
+  return have == 1;
+}
+
+#endif
+
+gboolean
+tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
+                float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                float beta, float *c, size_t ldc)
+{
+  return tach_cpu_sgemm_mode (be, TACH_CPU_GEMM_AUTO, ta, tb, m, n, k, alpha, a, lda, b, ldb,
+                              beta, c, ldc);
+}
+
+gboolean
+tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
+                     size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                     const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  gboolean serial;
+
+  if (m == 0 || n == 0)
+    return TRUE;
+  if (mode == TACH_CPU_GEMM_AUTO)
+    serial = (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
+  else
+    serial = mode == TACH_CPU_GEMM_SERIAL;
+  if (serial && !(ta && tb))
+    {
+      if (tb)
+        {
+#ifdef TACH_CPU_AVX512_KERNELS
+          if (n >= 16 && have_avx512 ())
+            {
+              small_gemm_nt_avx512 (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+              return TRUE;
+            }
+#endif
+          small_gemm_nt (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+        }
+      else
+        small_gemm_xn (ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+      return TRUE;
+    }
+  tach_cpu_bind_threads (be);
+  /* dnnl_sgemm is row-major, like Tach's contract. */
+  TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) m, (dnnl_dim_t) n,
+                                 (dnnl_dim_t) k, alpha, a, (dnnl_dim_t) lda, b, (dnnl_dim_t) ldb,
+                                 beta, c, (dnnl_dim_t) ldc), fail);
+  return TRUE;
+fail:
+  return FALSE;
+}
+
+void
+tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+               float alpha, const float *a, int lda, const float *b, int ldb,
+               float beta, float *c, int ldc)
+{
+  if (m <= 0 || n <= 0)
+    return;
+  tach_cpu_sgemm (be, ta, tb, m, n, MAX (k, 0), alpha, a, lda, b, ldb, beta, c, ldc);
+}
+
