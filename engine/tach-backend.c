@@ -451,6 +451,23 @@ tach_event_synchronize (TachBackend *be, TachEvent *ev)
     (void) be->ops->event_elapsed_ms (be, ev, ev);
 }
 
+/* ------------------------------------------------------------ sampling */
+
+void
+tach_backend_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
+                            guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
+                            float *loss)
+{
+  if (loss != NULL && be->ops->sample_tokens_nll != NULL)
+    {
+      tach_op (be, sample_tokens_nll, logits, n, vocab, seed, counter, tok, ctx, len, loss);
+      return;
+    }
+  tach_op (be, sample_tokens, logits, n, vocab, seed, counter, tok, ctx, len);
+  if (loss != NULL)
+    tach_op (be, softmax_ce, logits, tok, n, vocab, loss, NULL);
+}
+
 /* -------------------------------------------------------------- graphs */
 
 gboolean

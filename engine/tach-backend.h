@@ -216,6 +216,13 @@ struct _TachBackendOps {
    * then shift ctx[r, 0..len) left by one and put the token last. */
   void (*sample_tokens) (TachBackend *be, const float *logits, int n, int vocab,
                          guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len);
+  /* Optional (NULL: sample_tokens, then softmax_ce of the drawn tokens; see
+   * tach_backend_sample_tokens): sample_tokens, and also *loss = the mean
+   * over the rows of -log softmax (logits[r])[tok[r]], the loss softmax_ce
+   * reports for these tokens, from the same pass over the logits. */
+  void (*sample_tokens_nll) (TachBackend *be, const float *logits, int n, int vocab,
+                             guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
+                             float *loss);
 
   /* --- optimisers over one flat parameter buffer --- */
   /* Adam; *t (device float) is the step count, incremented by the op so that
@@ -290,6 +297,13 @@ void       tach_graph_begin (TachBackend *be);
 TachGraph *tach_graph_end (TachBackend *be);
 void       tach_graph_launch (TachBackend *be, TachGraph *graph);
 void       tach_graph_free (TachBackend *be, TachGraph *graph);
+
+/* The sample_tokens op, and when @loss (device float) is not NULL the
+ * mean -log p of the drawn tokens written there: sample_tokens_nll, or
+ * sample_tokens then softmax_ce where a backend lacks it. */
+void       tach_backend_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
+                                       guint64 seed, guint64 counter, int32_t *tok,
+                                       int32_t *ctx, int len, float *loss);
 
 TachLstmPlan *tach_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
 void          tach_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);

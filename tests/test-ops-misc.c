@@ -182,6 +182,49 @@ test_sample_tokens (TachBackend *be)
   g_assert_cmpint (differ, >, N / 4);
 }
 
+/* tach_backend_sample_tokens with a loss: the same tokens and context as
+ * sample_tokens, and the loss softmax_ce gives for those tokens, to the
+ * bit (a backend's sample_tokens_nll must follow softmax_ce's arithmetic;
+ * without one the wrapper runs those two ops). */
+static void
+test_sample_tokens_nll (TachBackend *be)
+{
+  enum { N = 5, V = 554, L = 4 };
+  const guint64 seed = 78, counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 9);
+  g_autofree double *logits = g_new (double, N * V);
+  int32_t ctx[N * L];
+  g_autofree int32_t *tok = NULL;
+  g_autofree int32_t *out_ctx = NULL;
+  g_autofree int32_t *tok2 = NULL;
+  g_autofree int32_t *out_ctx2 = NULL;
+  float *d_logits, *d_loss, *d_ce;
+  int32_t *d_tok, *d_ctx;
+  float loss, ce;
+
+  tach_ref_fill_normal (logits, N * V, 1450, 1, 2.0);
+  tach_ref_round_to_float (logits, N * V);
+  for (int i = 0; i < N * L; i++)
+    ctx[i] = (int32_t) (tach_rand_bits (1450, 2, i) % V);
+  backend_sample (be, logits, N, V, seed, counter, ctx, L, &tok, &out_ctx);
+
+  d_logits = tach_ops_upload_d (be, logits, (size_t) N * V);
+  d_tok = tach_ops_alloc (be, N * sizeof (int32_t));
+  d_ctx = tach_ops_upload_i (be, ctx, (size_t) N * L);
+  d_loss = tach_ops_alloc (be, sizeof (float));
+  d_ce = tach_ops_alloc (be, sizeof (float));
+  tach_backend_sample_tokens (be, d_logits, N, V, seed, counter, d_tok, d_ctx, L, d_loss);
+  tok2 = tach_ops_download_i (be, d_tok, N);
+  out_ctx2 = tach_ops_download_i (be, d_ctx, (size_t) N * L);
+  g_assert_cmpmem (tok, N * sizeof (int32_t), tok2, N * sizeof (int32_t));
+  g_assert_cmpmem (out_ctx, N * L * sizeof (int32_t), out_ctx2, N * L * sizeof (int32_t));
+
+  tach_op (be, softmax_ce, d_logits, d_tok, N, V, d_ce, NULL);
+  loss = tach_ops_download_scalar (be, d_loss);
+  ce = tach_ops_download_scalar (be, d_ce);
+  g_assert_cmpfloat (loss, ==, ce);
+  g_assert_cmpfloat (loss, >, 0.0f);
+}
+
 /* Token frequencies follow the softmax of the logits. */
 static void
 test_sample_frequencies (TachBackend *be)
@@ -356,6 +399,7 @@ tach_ops_register_misc (const char *device_id)
   tach_ops_add (device_id, "embedding/forward", test_embedding);
   tach_ops_add (device_id, "sample-tokens/reference", test_sample_tokens);
   tach_ops_add (device_id, "sample-tokens/frequencies", test_sample_frequencies);
+  tach_ops_add (device_id, "sample-tokens/with-loss", test_sample_tokens_nll);
   tach_ops_add (device_id, "adam/steps", test_adam);
   tach_ops_add (device_id, "sgd/step", test_sgd);
 }

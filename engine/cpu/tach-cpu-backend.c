@@ -275,6 +275,7 @@ static const TachBackendOps cpu_ops = {
 
   .embedding = tach_cpu_embedding,
   .sample_tokens = tach_cpu_sample_tokens,
+  .sample_tokens_nll = tach_cpu_sample_tokens_nll,
 
   .adam = tach_cpu_adam,
   .sgd = tach_cpu_sgd,

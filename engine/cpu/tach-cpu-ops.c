@@ -286,9 +286,13 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
 /* Vocabularies up to this size keep their exponentials on the stack. */
 #define TACH_CPU_SAMPLE_STACK 2048
 
-void
-tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
-                        guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len)
+/* sample_tokens, and with @loss the mean -log p of the drawn tokens in
+ * softmax_ce's arithmetic: the same maximum and the same sum of the same
+ * exponentials in the same order, so the same bits as softmax_ce, without
+ * a second pass of exponentials. */
+static void
+sample_rows (const float *logits, int n, int vocab, guint64 seed, guint64 counter,
+             int32_t *tok, int32_t *ctx, int len, float *loss)
 {
   /* Each exponential is computed once and kept for the inverse CDF's
    * walk: the same values summed in the same order as before, so the same
@@ -296,6 +300,7 @@ tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
   double stack[TACH_CPU_SAMPLE_STACK];
   g_autofree double *heap = NULL;
   double *e = stack;
+  double total = 0.0;
 
   if (vocab > TACH_CPU_SAMPLE_STACK)
     e = heap = g_new (double, vocab);
@@ -328,6 +333,8 @@ tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
             }
         }
       tok[r] = pick;
+      if (loss != NULL)
+        total += zmax + log (sum) - z[pick];
       if (ctx != NULL && len > 0)
         {
           int32_t *row = ctx + (size_t) r * (size_t) len;
@@ -336,6 +343,23 @@ tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
           row[len - 1] = pick;
         }
     }
+  if (loss != NULL)
+    *loss = n > 0 ? (float) (total / n) : 0.0f;
+}
+
+void
+tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
+                        guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len)
+{
+  sample_rows (logits, n, vocab, seed, counter, tok, ctx, len, NULL);
+}
+
+void
+tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, int vocab,
+                            guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
+                            float *loss)
+{
+  sample_rows (logits, n, vocab, seed, counter, tok, ctx, len, loss);
 }
 
 /* ----------------------------------------------------------- optimisers */

@@ -190,6 +190,9 @@ void   tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *i
 void   tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
                                guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx,
                                int len);
+void   tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, int vocab,
+                                   guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx,
+                                   int len, float *loss);
 void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v,
                       size_t n, float lr, float beta1, float beta2, float eps, float *t);
 void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);

@@ -16,7 +16,8 @@
  * and draws on the host with the op's own arithmetic, so a seed generates
  * the same text either way.  The loss of a generation step is the mean
  * -log p of the sampled tokens, computed on the device from the same
- * logits and tokens in both modes.
+ * logits and tokens in both modes (the sampling op computes it as it
+ * draws where the backend can: tach_backend_sample_tokens).
  *
  * call-setup=per-call rebuilds, every call, what Keras predict rebuilds:
  * the LSTM plan and work buffers, the activation buffers and the input
@@ -433,9 +434,11 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
 
   ctx->host_ms += lm_forward (self, self->input);
 
+  /* On the device, the op that draws also computes the -log p of what it
+   * drew, when the runner wants it, from the same exponentials. */
   if (self->sampling == TACH_SAMPLING_DEVICE)
-    tach_op (be, sample_tokens, self->logits, self->batch, LM_VOCAB, self->seed, counter,
-             self->tok, self->ctx_dev, LM_CONTEXT);
+    tach_backend_sample_tokens (be, self->logits, self->batch, LM_VOCAB, self->seed, counter,
+                                self->tok, self->ctx_dev, LM_CONTEXT, ctx->loss_slot);
   else
     {
       size_t out = (size_t) self->batch * LM_VOCAB;
@@ -458,11 +461,12 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
           }
       tach_backend_upload (be, self->tok, self->tok_host, (size_t) self->batch * sizeof (int32_t));
       ctx->host_ms += elapsed_ms (t0);
+      /* -log p of the drawn tokens, from the same logits as on the device. */
+      if (ctx->loss_slot != NULL)
+        tach_op (be, softmax_ce, self->logits, self->tok, self->batch, LM_VOCAB,
+                 ctx->loss_slot, NULL);
     }
 
-  /* -log p of the drawn tokens, from the same logits in both modes. */
-  if (ctx->loss_slot != NULL)
-    tach_op (be, softmax_ce, self->logits, self->tok, self->batch, LM_VOCAB, ctx->loss_slot, NULL);
   if (self->history != NULL && ctx->step < self->history_cap)
     {
       tach_backend_copy (be, self->history + ctx->step * self->batch, self->tok,
