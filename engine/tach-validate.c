@@ -3,6 +3,7 @@
  */
 #include <unistd.h>
 
+#include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
@@ -168,20 +169,20 @@ set_memory_error (const TachConfig *config, GError **error, guint64 need, guint6
   if (config->workload == TACH_WORKLOAD_CNN && config->head == TACH_HEAD_FLATTEN
       && (guint64) config->input_h * config->input_w > 28 * 28)
     {
-      what = g_strdup_printf ("--input %ux%ux%u with --head flatten and --batch %u",
+      what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),
                               config->input_h, config->input_w, config->input_c, config->batch);
       fix = _("use --head gap (global average pooling) or a smaller --input");
     }
   else if (config->task == TACH_TASK_TRAIN)
     {
-      what = g_strdup_printf ("--samples %" G_GUINT64_FORMAT " with --batch %u",
+      what = g_strdup_printf (_("--samples %" PRIu64 " with --batch %u"),
                               tach_config_get_samples (config), config->batch);
       fix = config->samples > (guint64) TACH_DEFAULT_BATCHES * config->batch
               ? _("lower --samples") : _("lower --batch");
     }
   else
     {
-      what = g_strdup_printf ("--batch %u", config->batch);
+      what = g_strdup_printf (_("--batch %u"), config->batch);
       fix = _("lower --batch");
     }
 
