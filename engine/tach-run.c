@@ -22,6 +22,8 @@
 #include <string.h>
 
 #include <inttypes.h>
+#include <time.h>
+
 #include <glib/gi18n-lib.h>
 
 #include "tach-model.h"
@@ -77,7 +79,7 @@ typedef struct {
   TachEvent            *ev_start[EVENT_RING];
   TachEvent            *ev_end[EVENT_RING];
   GArray               *pending;   /* Pending */
-  gint64                t0;        /* monotonic start, µs */
+  gint64                t0;        /* monotonic start, ns */
 } Engine;
 
 static gint next_run_id = 0;
@@ -236,12 +238,24 @@ engine_time (Engine *e, Pending *p)
   p->timed = TRUE;
 }
 
+/* The host clock of every step time, in ns: fast steps (tens of µs) need
+ * finer than the µs of g_get_monotonic_time(), whose grid would otherwise
+ * show in their medians. */
+static inline gint64
+now_ns (void)
+{
+  struct timespec ts;
+
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
+}
+
 /* Synchronises, downloads the pending steps' losses in one go and
  * publishes their samples.  Returns the time spent waiting, in ms. */
 static gboolean
 engine_sync (Engine *e, double *sync_ms)
 {
-  gint64 t = g_get_monotonic_time ();
+  gint64 t = now_ns ();
   Pending *first, *last;
   guint64 from, count;
 
@@ -258,7 +272,7 @@ engine_sync (Engine *e, double *sync_ms)
     tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from, count * sizeof (float));
   if (e->acc_dev != NULL)
     tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from, count * sizeof (float));
-  *sync_ms = (double) (g_get_monotonic_time () - t) / 1000.0;
+  *sync_ms = (double) (now_ns () - t) / 1e6;
   if (!tach_backend_ok (e->be))
     return FALSE;
 
@@ -381,7 +395,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       ctx.loss_slot = e->loss_dev != NULL ? e->loss_dev + i : NULL;
       ctx.acc_slot = e->acc_dev != NULL ? e->acc_dev + i : NULL;
 
-      t_start = g_get_monotonic_time ();
+      t_start = now_ns ();
       tach_event_record (e->be, e->ev_start[p.slot]);
       if (!e->klass->step (e->model, &ctx, error))
         {
@@ -390,7 +404,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
           return FALSE;
         }
       tach_event_record (e->be, e->ev_end[p.slot]);
-      t_model = g_get_monotonic_time ();
+      t_model = now_ns ();
       if (!tach_backend_take_error (e->be, error))
         return FALSE;
 
@@ -414,14 +428,14 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       /* Whatever the step did outside the model and the sync (bookkeeping,
        * the loss read-back set-up) is host overhead too. */
-      t_end = g_get_monotonic_time ();
-      step_ms = (double) (t_end - t_start) / 1000.0;
-      model_ms = (double) (t_model - t_start) / 1000.0;
+      t_end = now_ns ();
+      step_ms = (double) (t_end - t_start) / 1e6;
+      model_ms = (double) (t_model - t_start) / 1e6;
       self = &g_array_index (e->pending, Pending, e->pending->len - 1);
       self->sample.step_ms = step_ms;
       self->sample.sync_ms = sync_ms;
       self->sample.host_ms += MAX (0.0, step_ms - model_ms - sync_ms);
-      self->sample.wall_s = (double) (t_end - e->t0) / 1e6;
+      self->sample.wall_s = (double) (t_end - e->t0) / 1e9;
 
       if (sync_point)
         engine_publish (e);
@@ -463,7 +477,7 @@ run_main (gpointer data)
   ok = engine_setup (&e, total, &error);
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
-  e.t0 = g_get_monotonic_time ();
+  e.t0 = now_ns ();
   if (ok && g_atomic_int_get (&run->stop))
     cancelled = TRUE;
   else if (ok)
