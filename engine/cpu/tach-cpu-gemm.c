@@ -136,37 +136,63 @@ hsum16 (const __m512 v[16])
                                                   13, 9, 5, 1, 12, 8, 4, 0), f);
 }
 
-/* The dot products of one row of A with the sixteen rows of B from @b
- * (@ldb apart), as a vector of sixteen sums. */
-TACH_AVX512 static inline __attribute__ ((always_inline)) __m512
-dot16 (const float *ar, const float *b, size_t ldb, size_t kv, __mmask16 tail)
+/* Adds to acc[r] the products of @nv whole vectors and a masked @tail
+ * (0: none) of one row of A with row r of the sixteen from @b.  A is held
+ * in registers and B read one row at a time: when ldb == k (a weight
+ * matrix) that is one sequential stream, which the hardware prefetchers
+ * follow, rather than sixteen short ones.  @nv is a constant wherever
+ * this is inlined, so the loops unroll to straight-line code. */
+TACH_AVX512 static inline __attribute__ ((always_inline)) void
+dot16_chunk (__m512 acc[16], const float *ar, const float *b, size_t ldb, int nv,
+             __mmask16 tail)
 {
-  const float *b0 = b, *b4 = b + 4 * ldb, *b8 = b + 8 * ldb, *b12 = b + 12 * ldb;
+  __m512 x[8], xt = _mm512_maskz_loadu_ps (tail, ar + nv * 16);
+
+#pragma GCC unroll 8
+  for (int v = 0; v < nv; v++)
+    x[v] = _mm512_loadu_ps (ar + v * 16);
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; r++)
+    {
+      const float *br = b + r * ldb;
+
+#pragma GCC unroll 8
+      for (int v = 0; v < nv; v++)
+        acc[r] = _mm512_fmadd_ps (x[v], _mm512_loadu_ps (br + v * 16), acc[r]);
+      if (tail != 0)
+        acc[r] = _mm512_fmadd_ps (xt, _mm512_maskz_loadu_ps (tail, br + nv * 16), acc[r]);
+    }
+}
+
+/* The dot products of one row of A with the sixteen rows of B from @b
+ * (@ldb apart), as a vector of sixteen sums: chunks of 128 floats, then
+ * what is left.  Lane l of row r's accumulator sums the products at
+ * p = l (mod 16) in increasing p, whatever the chunking. */
+TACH_AVX512 static inline __attribute__ ((always_inline)) __m512
+dot16 (const float *ar, const float *b, size_t ldb, size_t k)
+{
   __m512 acc[16];
+  size_t p0 = 0;
+  size_t left;
+  __mmask16 tail;
 
 #pragma GCC unroll 16
   for (int r = 0; r < 16; r++)
     acc[r] = _mm512_setzero_ps ();
-  for (size_t p = 0; p < kv; p += 16)
+  for (; p0 + 128 <= k; p0 += 128)
+    dot16_chunk (acc, ar + p0, b + p0, ldb, 8, 0);
+  left = k - p0;
+  tail = (__mmask16) ((1u << (left & 15)) - 1u);
+  switch (left / 16)
     {
-      __m512 x = _mm512_loadu_ps (ar + p);
-
-#pragma GCC unroll 4
-      for (int r = 0; r < 4; r++)
-        {
-          acc[r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b0 + r * ldb + p), acc[r]);
-          acc[4 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b4 + r * ldb + p), acc[4 + r]);
-          acc[8 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b8 + r * ldb + p), acc[8 + r]);
-          acc[12 + r] = _mm512_fmadd_ps (x, _mm512_loadu_ps (b12 + r * ldb + p), acc[12 + r]);
-        }
-    }
-  if (tail != 0)
-    {
-      __m512 x = _mm512_maskz_loadu_ps (tail, ar + kv);
-
-#pragma GCC unroll 16
-      for (int r = 0; r < 16; r++)
-        acc[r] = _mm512_fmadd_ps (x, _mm512_maskz_loadu_ps (tail, b + r * ldb + kv), acc[r]);
+    case 0: dot16_chunk (acc, ar + p0, b + p0, ldb, 0, tail); break;
+    case 1: dot16_chunk (acc, ar + p0, b + p0, ldb, 1, tail); break;
+    case 2: dot16_chunk (acc, ar + p0, b + p0, ldb, 2, tail); break;
+    case 3: dot16_chunk (acc, ar + p0, b + p0, ldb, 3, tail); break;
+    case 4: dot16_chunk (acc, ar + p0, b + p0, ldb, 4, tail); break;
+    case 5: dot16_chunk (acc, ar + p0, b + p0, ldb, 5, tail); break;
+    case 6: dot16_chunk (acc, ar + p0, b + p0, ldb, 6, tail); break;
+    default: dot16_chunk (acc, ar + p0, b + p0, ldb, 7, tail); break;
     }
   return hsum16 (acc);
 }
@@ -179,8 +205,6 @@ TACH_AVX512 static void
 small_gemm_nt_avx512 (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                       const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-  size_t kv = k & ~(size_t) 15;
-  __mmask16 tail = (__mmask16) ((1u << (k & 15)) - 1u);
   __m512 valpha = _mm512_set1_ps (alpha);
   __m512 vbeta = _mm512_set1_ps (beta);
 
@@ -192,7 +216,7 @@ small_gemm_nt_avx512 (size_t m, size_t n, size_t k, float alpha, const float *a,
       for (size_t i = 0; i < m; i++)
         {
           float *cr = c + i * ldc + j;
-          __m512 sum = _mm512_mul_ps (valpha, dot16 (a + i * lda, b + j * ldb, ldb, kv, tail));
+          __m512 sum = _mm512_mul_ps (valpha, dot16 (a + i * lda, b + j * ldb, ldb, k));
 
           /* beta == 0 never reads C, which may hold NaNs. */
           if (beta != 0.0f)

@@ -329,10 +329,19 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
           if (k > 0 && !sgemm (be, 'N', 'T', N, G, H, 1.0f, h_p, sr * ldh, wh, H, 1.0f,
                                g_t, sr * ldg))
             return;
-#pragma omp parallel for if (parallel)
-          for (int n = 0; n < N; n++)
-            row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
-                         c_t + n * sr * ldh, h_t + n * sr * ldh);
+          /* A region with a false if clause still costs a call into the
+           * OpenMP runtime: small batches loop here instead. */
+          if (parallel)
+            {
+#pragma omp parallel for
+              for (int n = 0; n < N; n++)
+                row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
+                             c_t + n * sr * ldh, h_t + n * sr * ldh);
+            }
+          else
+            for (int n = 0; n < N; n++)
+              row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
+                           c_t + n * sr * ldh, h_t + n * sr * ldh);
         }
     }
 }

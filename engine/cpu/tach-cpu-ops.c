@@ -21,18 +21,29 @@
 #pragma GCC optimize ("no-trapping-math")
 #endif
 
+static inline void
+bias_add_row (float *restrict row, const float *restrict bias, int n)
+{
+#pragma omp simd
+  for (int j = 0; j < n; j++)
+    row[j] += bias[j];
+}
+
 void
 tach_cpu_bias_add (TachBackend *be, float *y, const float *bias, int m, int n)
 {
-  tach_cpu_bind_threads (be);
-#pragma omp parallel for if ((size_t) m * (size_t) n >= TACH_CPU_PARALLEL_MIN)
-  for (int i = 0; i < m; i++)
+  /* Small products (one generated token) stay out of the OpenMP runtime,
+   * which even a false if clause would enter. */
+  if ((size_t) m * (size_t) n < TACH_CPU_PARALLEL_MIN)
     {
-      float *row = y + (size_t) i * (size_t) n;
-
-      for (int j = 0; j < n; j++)
-        row[j] += bias[j];
+      for (int i = 0; i < m; i++)
+        bias_add_row (y + (size_t) i * (size_t) n, bias, n);
+      return;
     }
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for
+  for (int i = 0; i < m; i++)
+    bias_add_row (y + (size_t) i * (size_t) n, bias, n);
 }
 
 void
@@ -307,14 +318,19 @@ sample_rows (const float *logits, int n, int vocab, guint64 seed, guint64 counte
   for (int r = 0; r < n; r++)
     {
       const float *z = logits + (size_t) r * (size_t) vocab;
-      double zmax = z[0];
+      float zmaxf = z[0];
+      double zmax;
       double sum = 0.0;
       double target;
       double cum = 0.0;
       int pick = vocab - 1;
 
+      /* The maximum in float, vectorised: the same value as in double,
+       * since widening is exact and keeps the order. */
+#pragma omp simd reduction(max:zmaxf)
       for (int j = 1; j < vocab; j++)
-        zmax = MAX (zmax, (double) z[j]);
+        zmaxf = MAX (zmaxf, z[j]);
+      zmax = zmaxf;
       for (int j = 0; j < vocab; j++)
         {
           e[j] = exp (z[j] - zmax);
