@@ -504,8 +504,14 @@ tach_graph_end (TachBackend *be)
 {
   TachGraph *graph;
 
-  /* With an error pending the capture is unusable; the backend abandons it
-   * when it raises the error, so there is nothing to end here. */
+  /* With an error pending the capture is unusable, but the stream may
+   * still be capturing: end it (the first error stays the one reported)
+   * and drop what it made, so that freeing and the next run work. */
+  if (be->error != NULL && tach_backend_has_graphs (be))
+    {
+      tach_graph_free (be, be->ops->graph_end (be));
+      return NULL;
+    }
   if (!check_graphs (be))
     return NULL;
   graph = be->ops->graph_end (be);
@@ -527,6 +533,25 @@ tach_graph_free (TachBackend *be, TachGraph *graph)
 {
   if (graph != NULL && be->ops->graph_free != NULL)
     be->ops->graph_free (be, graph);
+}
+
+void
+tach_backend_counter_add (TachBackend *be, uint64_t *counter, uint64_t delta)
+{
+  uint64_t value = 0;
+
+  if (be->error != NULL)
+    return;
+  if (be->ops->counter_add != NULL)
+    {
+      be->ops->counter_add (be, counter, delta);
+      return;
+    }
+  /* Ops that finish before they return: the counter can be read, added to
+   * and written back right here, in order with everything else. */
+  tach_backend_download (be, &value, counter, sizeof value);
+  value += delta;
+  tach_backend_upload (be, counter, &value, sizeof value);
 }
 
 /* --------------------------------------------------------------- plans */

@@ -123,6 +123,13 @@ struct _TachBackendOps {
   TachGraph *(*graph_end)    (TachBackend *be);
   void       (*graph_launch) (TachBackend *be, TachGraph *graph);
   void       (*graph_free)   (TachBackend *be, TachGraph *graph);
+  /* Optional: *counter += delta for a device uint64 (from alloc), queued on
+   * the stream like any op, so that inside a capture it becomes a node of
+   * the graph and every replay advances the counter (see step_offset).
+   * NULL: tach_backend_counter_add() adds on the host through download
+   * and upload, which is right only for a backend whose ops finish before
+   * they return; a backend with the graph slots implements it. */
+  void       (*counter_add)  (TachBackend *be, uint64_t *counter, uint64_t delta);
 
   /* --- dense algebra --- */
   /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major, op = transpose when t* */
@@ -202,7 +209,9 @@ struct _TachBackendOps {
   void (*avgpool_fwd) (TachBackend *be, const float *x, float *y, int n, int c, int hw);
   void (*avgpool_bwd) (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
   /* counter-based dropout: element e is kept iff tach_rand_uniform(seed, counter, e) >= p,
-   * kept values scaled by 1/(1-p).  bwd regenerates the same mask. */
+   * kept values scaled by 1/(1-p).  bwd regenerates the same mask.
+   * Like sample_tokens, it adds the step offset to @counter (see
+   * TachBackend.step_offset). */
   void (*dropout_fwd) (TachBackend *be, const float *x, float *y, size_t n, float p,
                        guint64 seed, guint64 counter);
   void (*dropout_bwd) (TachBackend *be, const float *dy, float *dx, size_t n, float p,
@@ -212,7 +221,8 @@ struct _TachBackendOps {
   /* out[i, :] = table[idx[i], :] for i < n */
   void (*embedding) (TachBackend *be, const float *table, const int32_t *idx, float *out, int n, int dim);
   /* for each row r < n: draw token from softmax(logits[r]) with
-   * u = tach_rand_uniform(seed, counter, r) by inverse CDF; write to tok[r];
+   * u = tach_rand_uniform(seed, counter + step offset, r) by inverse CDF
+   * (see TachBackend.step_offset); write to tok[r];
    * then shift ctx[r, 0..len) left by one and put the token last. */
   void (*sample_tokens) (TachBackend *be, const float *logits, int n, int vocab,
                          guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len);
@@ -241,7 +251,28 @@ struct _TachBackend {
   GError               *error;    /* sticky: first error, owned */
   guint                 threads;
   TachPrecision         precision;
+  /* The step offset: NULL (the default) or a device uint64 (borrowed, from
+   * alloc) that the counter-taking ops (dropout_fwd/bwd, sample_tokens,
+   * sample_tokens_nll) add to their @counter *when they run*, not when
+   * they are queued.  A captured graph bakes in the counter of the step it
+   * was captured at, c; the runner sets this field while capturing, zeroes
+   * the offset and adds 1 to it as the graph's last node (counter_add), so
+   * that replay k draws with counter c + k, the counter of step c + k:
+   * TACH_RAND_COUNTER (stream, i) + k == TACH_RAND_COUNTER (stream, i + k)
+   * for step indices below 2^48.  NULL means an offset of 0, so eager runs
+   * draw exactly as before.  Host-side backends read the value with
+   * tach_backend_host_counter(); device backends hand the pointer to their
+   * kernels, which read the value. */
+  uint64_t             *step_offset;
 };
+
+/* @counter plus the step offset, for a backend whose ops run on the host
+ * (the CPU): the value of *be->step_offset when the op runs. */
+static inline guint64
+tach_backend_host_counter (const TachBackend *be, guint64 counter)
+{
+  return be->step_offset != NULL ? counter + *be->step_offset : counter;
+}
 
 /* The registry: the one place that knows which backends were built. */
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
@@ -293,10 +324,18 @@ void       tach_event_synchronize (TachBackend *be, TachEvent *ev);
 
 /* Whether the backend can capture graphs (the graph slots are present). */
 gboolean   tach_backend_has_graphs (TachBackend *be);
+/* Captures what is queued on the backend's stream until tach_graph_end():
+ * nothing runs; ops that would block or allocate fail the capture.
+ * tach_graph_end() returns the graph, or NULL with the sticky error set
+ * (a capture that an error interrupted is ended and dropped, so the
+ * stream is usable for freeing). */
 void       tach_graph_begin (TachBackend *be);
 TachGraph *tach_graph_end (TachBackend *be);
+/* Queues one replay of @graph on the stream, like an op. */
 void       tach_graph_launch (TachBackend *be, TachGraph *graph);
 void       tach_graph_free (TachBackend *be, TachGraph *graph);
+/* *@counter += @delta on the stream (ops->counter_add or its default). */
+void       tach_backend_counter_add (TachBackend *be, uint64_t *counter, uint64_t delta);
 
 /* The sample_tokens op, and when @loss (device float) is not NULL the
  * mean -log p of the drawn tokens written there: sample_tokens_nll, or

@@ -263,7 +263,7 @@ void
 tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p,
                       guint64 seed, guint64 counter)
 {
-  dropout_apply (be, x, y, n, p, seed, counter);
+  dropout_apply (be, x, y, n, p, seed, tach_backend_host_counter (be, counter));
 }
 
 void
@@ -271,7 +271,7 @@ tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, flo
                       guint64 seed, guint64 counter)
 {
   /* The mask is regenerated from the same counters: nothing is stored. */
-  dropout_apply (be, dy, dx, n, p, seed, counter);
+  dropout_apply (be, dy, dx, n, p, seed, tach_backend_host_counter (be, counter));
 }
 
 /* ---------------------------------------------- embedding and sampling */
@@ -367,7 +367,8 @@ void
 tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
                         guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len)
 {
-  sample_rows (logits, n, vocab, seed, counter, tok, ctx, len, NULL);
+  sample_rows (logits, n, vocab, seed, tach_backend_host_counter (be, counter), tok, ctx, len,
+               NULL);
 }
 
 void
@@ -375,7 +376,8 @@ tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, int voc
                             guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
                             float *loss)
 {
-  sample_rows (logits, n, vocab, seed, counter, tok, ctx, len, loss);
+  sample_rows (logits, n, vocab, seed, tach_backend_host_counter (be, counter), tok, ctx, len,
+               loss);
 }
 
 /* ----------------------------------------------------------- optimisers */

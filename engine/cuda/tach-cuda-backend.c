@@ -310,7 +310,10 @@ cuda_graph_end (TachBackend *be)
 
   if (!cb->capturing)
     {
-      tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG, _("graph_end without graph_begin"));
+      /* Ending a capture that an error kept from starting is not an error
+       * of its own (tach_graph_end ends captures after errors). */
+      if (be->error == NULL)
+        tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG, _("graph_end without graph_begin"));
       return NULL;
     }
   cb->capturing = FALSE;

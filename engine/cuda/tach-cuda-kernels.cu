@@ -341,12 +341,29 @@ avgpool_bwd_kernel (const float *dy, float *dx, size_t total, int hw)
 
 /* ----------------------------------------------------------- dropout */
 
+/* The counter of a counter-taking op: @counter plus the step offset
+ * (NULL: 0), read when the kernel runs, so that a graph replay draws with
+ * its own step's counter (see TachBackend.step_offset). */
+__device__ __forceinline__ uint64_t
+effective_counter (uint64_t counter, const uint64_t *offset)
+{
+  return offset != NULL ? counter + *offset : counter;
+}
+
 __global__ void
 dropout_kernel (const float *x, float *y, size_t n, float p, float scale, uint64_t seed,
-                uint64_t counter)
+                uint64_t counter, const uint64_t *offset)
 {
+  uint64_t c = effective_counter (counter, offset);
+
   GRID_STRIDE (e, n)
-    y[e] = tach_rand_uniform (seed, counter, e) >= p ? x[e] * scale : 0.0f;
+    y[e] = tach_rand_uniform (seed, c, e) >= p ? x[e] * scale : 0.0f;
+}
+
+__global__ void
+counter_add_kernel (uint64_t *counter, uint64_t delta)
+{
+  *counter += delta;
 }
 
 /* ------------------------------------------------- embedding, sampling */
@@ -371,7 +388,7 @@ embedding_kernel (const float *table, const int32_t *idx, float *out, int n, int
  * few thousand tokens, changing the generated text between the modes. */
 __global__ void
 sample_tokens_kernel (const float *logits, int vocab, uint64_t seed, uint64_t counter,
-                      int32_t *tok, int32_t *ctx, int len)
+                      const uint64_t *offset, int32_t *tok, int32_t *ctx, int len)
 {
   __shared__ double chunk_sum[TACH_THREADS];
   const float *row = logits + (size_t) blockIdx.x * vocab;
@@ -395,7 +412,8 @@ sample_tokens_kernel (const float *logits, int vocab, uint64_t seed, uint64_t co
 
       for (int i = 0; i < TACH_THREADS; i++)
         total += chunk_sum[i];
-      target = (double) tach_rand_uniform (seed, counter, blockIdx.x) * total;
+      target = (double) tach_rand_uniform (seed, effective_counter (counter, offset),
+                                           blockIdx.x) * total;
       for (int i = 0; i < TACH_THREADS; i++)
         {
           if (cum + chunk_sum[i] > target && chunk_sum[i] > 0.0)
@@ -608,11 +626,19 @@ tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, float *dx, i
 
 cudaError_t
 tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,
-                          uint64_t seed, uint64_t counter)
+                          uint64_t seed, uint64_t counter, const uint64_t *offset)
 {
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 
-  dropout_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, y, n, p, scale, seed, counter);
+  dropout_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, y, n, p, scale, seed, counter,
+                                                             offset);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+tach_cuda_launch_counter_add (cudaStream_t stream, uint64_t *counter, uint64_t delta)
+{
+  counter_add_kernel<<<1, 1, 0, stream>>> (counter, delta);
   return cudaGetLastError ();
 }
 
@@ -626,11 +652,13 @@ tach_cuda_launch_embedding (cudaStream_t stream, const float *table, const int32
 
 cudaError_t
 tach_cuda_launch_sample_tokens (cudaStream_t stream, const float *logits, int n, int vocab,
-                                uint64_t seed, uint64_t counter, int32_t *tok, int32_t *ctx, int len)
+                                uint64_t seed, uint64_t counter, const uint64_t *offset,
+                                int32_t *tok, int32_t *ctx, int len)
 {
   if (n <= 0)
     return cudaSuccess;
-  sample_tokens_kernel<<<n, TACH_THREADS, 0, stream>>> (logits, vocab, seed, counter, tok, ctx, len);
+  sample_tokens_kernel<<<n, TACH_THREADS, 0, stream>>> (logits, vocab, seed, counter, offset, tok,
+                                                        ctx, len);
   return cudaGetLastError ();
 }
 

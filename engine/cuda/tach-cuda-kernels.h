@@ -52,14 +52,18 @@ cudaError_t tach_cuda_launch_avgpool_fwd (cudaStream_t stream, const float *x, f
 cudaError_t tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, float *dx, int n, int c,
                                           int hw);
 
+/* The counter-taking kernels add *@offset (NULL: 0) to @counter when they
+ * run: TachBackend.step_offset. */
 cudaError_t tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,
-                                      uint64_t seed, uint64_t counter);
+                                      uint64_t seed, uint64_t counter, const uint64_t *offset);
+/* *@counter += @delta: one tiny kernel, so a graph capture records it. */
+cudaError_t tach_cuda_launch_counter_add (cudaStream_t stream, uint64_t *counter, uint64_t delta);
 
 cudaError_t tach_cuda_launch_embedding (cudaStream_t stream, const float *table, const int32_t *idx,
                                         float *out, int n, int dim);
 cudaError_t tach_cuda_launch_sample_tokens (cudaStream_t stream, const float *logits, int n, int vocab,
-                                            uint64_t seed, uint64_t counter, int32_t *tok,
-                                            int32_t *ctx, int len);
+                                            uint64_t seed, uint64_t counter, const uint64_t *offset,
+                                            int32_t *tok, int32_t *ctx, int len);
 
 cudaError_t tach_cuda_launch_adam (cudaStream_t stream, float *param, const float *grad, float *m,
                                    float *v, size_t n, float lr, float beta1, float beta2, float eps,

@@ -114,14 +114,15 @@ static void
 cuda_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p, guint64 seed,
                   guint64 counter)
 {
-  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), x, y, n, p, seed, counter));
+  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), x, y, n, p, seed, counter, be->step_offset));
 }
 
 static void
 cuda_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p, guint64 seed,
                   guint64 counter)
 {
-  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), dy, dx, n, p, seed, counter));
+  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), dy, dx, n, p, seed, counter,
+                                        be->step_offset));
 }
 
 static void
@@ -134,8 +135,16 @@ static void
 cuda_sample_tokens (TachBackend *be, const float *logits, int n, int vocab, guint64 seed,
                     guint64 counter, int32_t *tok, int32_t *ctx, int len)
 {
-  LAUNCH (be, tach_cuda_launch_sample_tokens (STREAM (be), logits, n, vocab, seed, counter, tok,
-                                              ctx, len));
+  LAUNCH (be, tach_cuda_launch_sample_tokens (STREAM (be), logits, n, vocab, seed, counter,
+                                              be->step_offset, tok, ctx, len));
+}
+
+/* A graph node when captured: the runner's step offset advances with
+ * every replay. */
+static void
+cuda_counter_add (TachBackend *be, uint64_t *counter, uint64_t delta)
+{
+  LAUNCH (be, tach_cuda_launch_counter_add (STREAM (be), counter, delta));
 }
 
 static void
@@ -173,6 +182,7 @@ tach_cuda_ops_fill_kernels (TachBackendOps *ops)
   ops->dropout_bwd = cuda_dropout_bwd;
   ops->embedding = cuda_embedding;
   ops->sample_tokens = cuda_sample_tokens;
+  ops->counter_add = cuda_counter_add;
   ops->adam = cuda_adam;
   ops->sgd = cuda_sgd;
 }
