@@ -15,24 +15,29 @@ typedef struct {
   int         dirs;
   gboolean    time_major;
   gboolean    need_dx;
+  int         n;            /* batch; 0: LN */
 } LstmVariant;
-
-static const LstmVariant variants[] = {
-  { "uni batch-major dx",  1, FALSE, TRUE },
-  { "bi batch-major dx",   2, FALSE, TRUE },
-  { "uni time-major",      1, TRUE,  FALSE },
-  { "bi time-major dx",    2, TRUE,  TRUE },
-  { "bi batch-major",      2, FALSE, FALSE },
-};
 
 /* Small, all different, so that a swapped dimension cannot line up. */
 enum { LT = 5, LN = 3, LI = 4, LH = 6 };
 
+/* The wide variants give a batch that a backend may split between its
+ * threads (the CPU backend does from 32 samples per thread). */
+static const LstmVariant variants[] = {
+  { "uni batch-major dx",  1, FALSE, TRUE,  0 },
+  { "bi batch-major dx",   2, FALSE, TRUE,  0 },
+  { "uni time-major",      1, TRUE,  FALSE, 0 },
+  { "bi time-major dx",    2, TRUE,  TRUE,  0 },
+  { "bi batch-major",      2, FALSE, FALSE, 0 },
+  { "bi batch-major wide", 2, FALSE, FALSE, 75 },
+  { "uni time-major wide dx", 1, TRUE, TRUE, 71 },
+};
+
 static TachLstmDesc
 lstm_desc (const LstmVariant *v, gboolean training)
 {
-  TachLstmDesc d = { LT, LN, LI, LH, v->dirs, v->time_major, training, v->need_dx,
-                     TACH_PRECISION_FP32 };
+  TachLstmDesc d = { LT, v->n > 0 ? v->n : LN, LI, LH, v->dirs, v->time_major, training,
+                     v->need_dx, TACH_PRECISION_FP32 };
   return d;
 }
 

@@ -247,6 +247,47 @@ tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, s
                               beta, c, ldc);
 }
 
+/* The small kernels for C = alpha op(A) op(B) + beta C; FALSE when they
+ * do not cover the transposes (both transposed). */
+static gboolean
+small_gemm (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, float alpha,
+            const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
+            size_t ldc)
+{
+  if (ta && tb)
+    return FALSE;
+  if (tb)
+    {
+#ifdef TACH_CPU_AVX512_KERNELS
+      if (n >= 16 && have_avx512 ())
+        {
+          small_gemm_nt_avx512 (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+          return TRUE;
+        }
+#endif
+      small_gemm_nt (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+    }
+  else
+    small_gemm_xn (ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+  return TRUE;
+}
+
+dnnl_status_t
+tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, float alpha,
+                      const float *a, size_t lda, const float *b, size_t ldb, float beta,
+                      float *c, size_t ldc)
+{
+  if (m == 0 || n == 0)
+    return dnnl_success;
+  if ((double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM
+      && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    return dnnl_success;
+  /* Inside a parallel region oneDNN runs the product on this thread. */
+  return dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) m, (dnnl_dim_t) n,
+                     (dnnl_dim_t) k, alpha, a, (dnnl_dim_t) lda, b, (dnnl_dim_t) ldb, beta, c,
+                     (dnnl_dim_t) ldc);
+}
+
 gboolean
 tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
                      size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
@@ -260,23 +301,8 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
     serial = (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
   else
     serial = mode == TACH_CPU_GEMM_SERIAL;
-  if (serial && !(ta && tb))
-    {
-      if (tb)
-        {
-#ifdef TACH_CPU_AVX512_KERNELS
-          if (n >= 16 && have_avx512 ())
-            {
-              small_gemm_nt_avx512 (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-              return TRUE;
-            }
-#endif
-          small_gemm_nt (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-        }
-      else
-        small_gemm_xn (ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
-      return TRUE;
-    }
+  if (serial && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+    return TRUE;
   tach_cpu_bind_threads (be);
   /* dnnl_sgemm is row-major, like Tach's contract. */
   TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) m, (dnnl_dim_t) n,

@@ -125,9 +125,17 @@ gboolean tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta
                               size_t lda, const float *b, size_t ldb, float beta, float *c,
                               size_t ldc);
 
+/* For a thread inside an OpenMP region: the product on the calling thread
+ * alone (the small kernels, or dnnl_sgemm, which runs serially inside a
+ * region), returning oneDNN's status instead of recording a sticky error,
+ * which only the engine thread may do. */
+dnnl_status_t tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
+                                    float alpha, const float *a, size_t lda, const float *b,
+                                    size_t ldb, float beta, float *c, size_t ldc);
+
 /* The op table slots, by file. */
 
-/* tach-cpu-lstm.c */
+/* tach-cpu-lstm.c, tach-cpu-lstm-cell.c */
 TachLstmPlan *tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
 void   tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
 size_t tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
