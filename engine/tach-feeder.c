@@ -53,6 +53,9 @@ struct _TachFeeder {
    * (resident).  x and y share one block; y starts at y_offset. */
   void        *dev[2];
   size_t       dev_y_offset;
+  /* tach_feeder_fix_batch(), prefetch and resident: the batch handed out,
+   * x then y (owned, device); NULL otherwise. */
+  void        *fixed;
 
   /* prefetch (see the top of the file); engine thread only. */
   void        *pinned[2];      /* owned, host_alloc */
@@ -209,6 +212,7 @@ tach_feeder_free (TachFeeder *feeder)
       tach_backend_host_free (feeder->be, feeder->pinned[i]);
       tach_backend_dealloc (feeder->be, feeder->dev[i]);
     }
+  tach_backend_dealloc (feeder->be, feeder->fixed);
   g_mutex_clear (&feeder->lock);
   g_cond_clear (&feeder->cond);
   g_free (feeder->host_x64);
@@ -446,6 +450,32 @@ next_prefetch (TachFeeder *feeder, guint64 index, const void **x, const void **y
   *y = feeder->y_batch_bytes > 0 ? (const char *) feeder->dev[slot] + feeder->dev_y_offset : NULL;
 }
 
+/* The host feeds: batch @first.. converted (host-f64) and copied
+ * synchronously from pageable memory into @x and @y (y: when there are
+ * labels). */
+static void
+upload_host_batch (TachFeeder *feeder, guint64 first, void *x, void *y)
+{
+  if (feeder->feed == TACH_FEED_HOST_F64)
+    {
+      const double *src = feeder->host_x64 + first * feeder->ds.x_elems;
+      size_t n = (size_t) feeder->batch * feeder->ds.x_elems;
+
+      /* What feed_dict does: convert on the host, then a pageable copy. */
+      for (size_t e = 0; e < n; e++)
+        feeder->staging_x[e] = (float) src[e];
+      tach_backend_upload (feeder->be, x, feeder->staging_x, feeder->x_batch_bytes);
+    }
+  else
+    tach_backend_upload (feeder->be, x,
+                         (const char *) feeder->host_x + first * feeder->ds.x_elems * elem_bytes (),
+                         feeder->x_batch_bytes);
+  if (feeder->y_batch_bytes > 0)
+    tach_backend_upload (feeder->be, y,
+                         (const char *) feeder->host_y + first * feeder->ds.y_elems * elem_bytes (),
+                         feeder->y_batch_bytes);
+}
+
 gboolean
 tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void **y,
                   double *feed_ms, GError **error)
@@ -461,27 +491,9 @@ tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void 
   switch (feeder->feed)
     {
     case TACH_FEED_HOST_F64:
-      {
-        const double *src = feeder->host_x64 + first * feeder->ds.x_elems;
-        size_t n = (size_t) feeder->batch * feeder->ds.x_elems;
-
-        /* What feed_dict does: convert on the host, then a pageable copy. */
-        for (size_t e = 0; e < n; e++)
-          feeder->staging_x[e] = (float) src[e];
-        tach_backend_upload (feeder->be, feeder->dev[0], feeder->staging_x, feeder->x_batch_bytes);
-      }
-      G_GNUC_FALLTHROUGH;
     case TACH_FEED_HOST_F32:
-      if (feeder->feed == TACH_FEED_HOST_F32)
-        tach_backend_upload (feeder->be, feeder->dev[0],
-                             (const char *) feeder->host_x
-                               + first * feeder->ds.x_elems * elem_bytes (),
-                             feeder->x_batch_bytes);
-      if (feeder->y_batch_bytes > 0)
-        tach_backend_upload (feeder->be, (char *) feeder->dev[0] + feeder->dev_y_offset,
-                             (const char *) feeder->host_y
-                               + first * feeder->ds.y_elems * elem_bytes (),
-                             feeder->y_batch_bytes);
+      upload_host_batch (feeder, first, feeder->dev[0],
+                         (char *) feeder->dev[0] + feeder->dev_y_offset);
       dx = feeder->dev[0];
       dy = feeder->y_batch_bytes > 0 ? (const char *) feeder->dev[0] + feeder->dev_y_offset : NULL;
       break;
@@ -500,6 +512,19 @@ tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void 
       break;
     }
 
+  /* The copy reads the batch after the waits above and before anything
+   * queued after this call; in prefetch, released[] covers it. */
+  if (feeder->fixed != NULL)
+    {
+      char *fixed = feeder->fixed;
+
+      tach_backend_copy (feeder->be, fixed, dx, feeder->x_batch_bytes);
+      if (dy != NULL)
+        tach_backend_copy (feeder->be, fixed + feeder->x_batch_bytes, dy, feeder->y_batch_bytes);
+      dx = fixed;
+      dy = dy != NULL ? fixed + feeder->x_batch_bytes : NULL;
+    }
+
   if (feed_ms != NULL)
     *feed_ms += (double) (g_get_monotonic_time () - t0) / 1000.0;
   if (!take_backend_error (feeder, error))
@@ -508,4 +533,15 @@ tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void 
   if (y != NULL)
     *y = dy;
   return TRUE;
+}
+
+gboolean
+tach_feeder_fix_batch (TachFeeder *feeder, GError **error)
+{
+  /* The host feeds' one device batch is fixed already. */
+  if (feeder->feed == TACH_FEED_HOST_F64 || feeder->feed == TACH_FEED_HOST_F32
+      || feeder->fixed != NULL)
+    return TRUE;
+  feeder->fixed = tach_backend_alloc (feeder->be, feeder->x_batch_bytes + feeder->y_batch_bytes);
+  return take_backend_error (feeder, error);
 }

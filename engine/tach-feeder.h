@@ -50,6 +50,14 @@ TachFeeder *tach_feeder_new  (TachBackend *be, const TachDataset *dataset, TachF
  * valid until the next call.  Adds the host time spent to *feed_ms. */
 gboolean    tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void **y,
                               double *feed_ms, GError **error);
+/* From now on, every tach_feeder_next() hands out the same two device
+ * pointers, whatever the batch: what a captured graph, which bakes in its
+ * inputs' addresses, needs.  Host feeds already upload into one device
+ * batch and so cost nothing more; prefetch and resident then add a
+ * device-to-device copy of the batch into a fixed one (allocated here),
+ * queued after the same waits, with no host wait.  FALSE + @error when
+ * the device is out of memory. */
+gboolean    tach_feeder_fix_batch (TachFeeder *feeder, GError **error);
 guint64     tach_feeder_batches_per_epoch (TachFeeder *feeder);
 /* Host bytes the feeder will need for @dataset under @feed. */
 guint64     tach_feeder_host_bytes (const TachDataset *dataset, TachFeed feed);

@@ -333,14 +333,25 @@ test_feeder_modes (void)
 
   g_assert_no_error (error);
   g_assert_nonnull (be);
-  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+  /* Each mode as it comes, then with a fixed batch (launch=graph): the
+   * same values, and from the second call on the same two pointers. */
+  for (guint m = 0; m < 2 * G_N_ELEMENTS (modes); m++)
     {
-      TachFeeder *feeder = tach_feeder_new (be, &ds, modes[m], batch, &error);
+      gboolean fixed = m >= G_N_ELEMENTS (modes);
+      TachFeeder *feeder = tach_feeder_new (be, &ds, modes[m % G_N_ELEMENTS (modes)], batch,
+                                            &error);
+      const void *first_x = NULL, *first_y = NULL;
       double feed_ms = 0.0;
 
       g_assert_no_error (error);
+      if (fixed)
+        {
+          g_assert_true (tach_feeder_fix_batch (feeder, &error));
+          g_assert_no_error (error);
+        }
       g_assert_cmpuint (tach_feeder_batches_per_epoch (feeder), ==, 5);
-      g_assert_cmpuint (tach_feeder_host_bytes (&ds, modes[m]), >=, 23 * 6 * 4);
+      g_assert_cmpuint (tach_feeder_host_bytes (&ds, modes[m % G_N_ELEMENTS (modes)]), >=,
+                        23 * 6 * 4);
       for (guint k = 0; k < G_N_ELEMENTS (order); k++)
         {
           const void *dx = NULL, *dy = NULL;
@@ -348,6 +359,13 @@ test_feeder_modes (void)
 
           g_assert_true (tach_feeder_next (feeder, order[k], &dx, &dy, &feed_ms, &error));
           g_assert_no_error (error);
+          if (k == 0)
+            first_x = dx, first_y = dy;
+          else if (fixed)
+            {
+              g_assert_true (dx == first_x);
+              g_assert_true (dy == first_y);
+            }
           tach_backend_download (be, x, dx, sizeof x);
           tach_backend_download (be, y, dy, sizeof y);
           for (guint r = 0; r < batch; r++)
