@@ -4,6 +4,25 @@
  * runner (tach-run.c) owns the step loop, timing, synchronisation and the
  * loss read-back; a model only queues one step's work.
  *
+ * A step is up to three calls, in this order: prepare (optional: host work
+ * and the batch's copies into the model's inputs), step (the compute) and
+ * finish (optional: copies out of the step's results).  Eagerly the runner
+ * makes all three for every step.  Under launch=graph it makes them
+ * eagerly for the first step(s), then captures one call of step as a graph
+ * and, for every later step, calls prepare, replays the graph and calls
+ * finish.  So a model that supports graphs (supports_graph) must, when
+ * created with config->launch == TACH_LAUNCH_GRAPH, keep everything that
+ * changes from step to step out of step:
+ *   - its inputs: prepare puts step i's batch into fixed device buffers
+ *     (tach_feeder_next_into) that step reads;
+ *   - ctx->step: step may pass it to the counter-taking ops (dropout,
+ *     sample_tokens), whose backend adds the runner's step offset when
+ *     they run (TachBackend.step_offset); it may not use it otherwise
+ *     (no pointer arithmetic on it: that belongs in prepare or finish);
+ *   - ctx->loss_slot and ctx->acc_slot: fixed slots during the capture,
+ *     which the runner copies to the step's place after each replay;
+ *   - no host work inside step: no synchronize, download, upload, alloc.
+ *
  * Threads: every function here runs on the engine thread.
  */
 #pragma once
@@ -15,7 +34,8 @@ G_BEGIN_DECLS
 typedef struct _TachModel TachModel;
 
 typedef struct {
-  guint64 step;       /* global step index, warm-up included, from 0 */
+  guint64 step;       /* global step index, warm-up included, from 0; in a
+                         captured step, the step of the capture */
   float  *loss_slot;  /* device float: the model writes this step's loss here (NULL: none) */
   float  *acc_slot;   /* device float for the accuracy metric, NULL unless metrics=accuracy */
   double  feed_ms;    /* out: host time spent getting the batch in place */
@@ -27,9 +47,22 @@ typedef struct {
   TachWorkload workload;
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
+  /* Optional: before step, never captured: host work and the copies of
+   * step ctx->step's batch into the model's input buffers (it may block,
+   * upload, allocate).  Adds its host time to ctx->feed_ms / host_ms. */
+  gboolean   (*prepare)       (TachModel *model, TachStepCtx *ctx, GError **error);
   /* Queues one step (asynchronous on the GPU).  Errors: FALSE + @error, or
-   * the backend's sticky error, which the runner also checks. */
+   * the backend's sticky error, which the runner also checks.  Under
+   * launch=graph one call is captured: see the top of the file. */
   gboolean   (*step)          (TachModel *model, TachStepCtx *ctx, GError **error);
+  /* Optional: after step (or its replay), never captured: per-step copies
+   * out of the step's fixed buffers (e.g. the tokens generated). */
+  gboolean   (*finish)        (TachModel *model, TachStepCtx *ctx, GError **error);
+  /* Optional: whether the step for @config can be captured as a graph
+   * (launch=graph); if not, *why (may be NULL) gets a translated reason
+   * that names the knob to change.  NULL: the workload has no graph
+   * support, and validation rejects launch=graph for it. */
+  gboolean   (*supports_graph) (const TachConfig *config, const char **why);
   /* Samples (or tokens) processed per step, for samples/s. */
   guint64    (*items_per_step)(TachModel *model);
   double     (*flops_per_step)(TachModel *model);

@@ -13,6 +13,17 @@
  * than the event ring holds, the oldest one, which finished long ago), so
  * reading them never adds a synchronisation of its own.
  *
+ * launch=graph: the first steps run eagerly (lazy initialisation, library
+ * heuristics, allocations), then one step's compute is captured as a graph
+ * (tach-model.h says what a model keeps out of it) and every later step
+ * prepares its batch, replays the graph and queues a device copy of the
+ * graph's fixed loss slot to the step's own, with no host wait.  The graph
+ * ends by adding 1 to a device step offset that the counter-taking ops add
+ * to the counter captured (TachBackend.step_offset), so each replay draws
+ * its own dropout masks and tokens.  The events bracket the same work in
+ * both modes: the step's feeding, its compute (launch or ops) and copies.
+ * A capture that fails fails the run: there is no silent eager fallback.
+ *
  * Samples reach the main thread through a locked buffer; at most one
  * notification is pending on the target GMainContext at any time: the
  * engine sets an atomic flag when it schedules one, and the callback clears
@@ -30,6 +41,8 @@
 
 /* Event pairs in flight between sync points. */
 #define EVENT_RING 256
+/* No capture: every step runs eagerly. */
+#define NO_CAPTURE G_MAXUINT64
 
 struct _TachRun {
   gint           ref_count;       /* atomic */
@@ -80,6 +93,13 @@ typedef struct {
   TachEvent            *ev_end[EVENT_RING];
   GArray               *pending;   /* Pending */
   gint64                t0;        /* monotonic start, ns */
+
+  /* launch=graph (see the top of the file) */
+  guint64               capture_step;  /* NO_CAPTURE when eager */
+  TachGraph            *graph;         /* from capture_step on */
+  uint64_t             *step_offset;   /* device: steps since capture_step */
+  float                *loss_fixed;    /* device: the captured step's slots */
+  float                *acc_fixed;
 } Engine;
 
 static gint next_run_id = 0;
@@ -204,6 +224,11 @@ engine_clear (Engine *e)
 {
   if (e->be != NULL)
     {
+      tach_graph_free (e->be, e->graph);
+      e->be->step_offset = NULL;
+      tach_backend_dealloc (e->be, e->step_offset);
+      tach_backend_dealloc (e->be, e->loss_fixed);
+      tach_backend_dealloc (e->be, e->acc_fixed);
       for (guint i = 0; i < EVENT_RING; i++)
         {
           tach_event_free (e->be, e->ev_start[i]);
@@ -343,6 +368,17 @@ engine_setup (Engine *e, guint64 total, GError **error)
       e->ev_start[i] = tach_event_new (e->be);
       e->ev_end[i] = tach_event_new (e->be);
     }
+  e->capture_step = NO_CAPTURE;
+  if (config->launch == TACH_LAUNCH_GRAPH)
+    {
+      /* At least one eager step first, when there is a second step to
+       * capture: the first calls of a library may allocate or search. */
+      e->capture_step = MIN ((guint64) MAX (tach_config_get_warmup (config), 2) - 1, total - 1);
+      e->step_offset = tach_backend_alloc (e->be, sizeof (uint64_t));
+      e->loss_fixed = tach_backend_alloc (e->be, sizeof (float));
+      if (config->metrics == TACH_METRICS_ACCURACY)
+        e->acc_fixed = tach_backend_alloc (e->be, sizeof (float));
+    }
   if ((e->loss_dev != NULL && e->loss_host == NULL) || (e->acc_dev != NULL && e->acc_host == NULL))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
@@ -351,6 +387,69 @@ engine_setup (Engine *e, guint64 total, GError **error)
       return FALSE;
     }
   return tach_backend_take_error (e->be, error);
+}
+
+/* Captures step @ctx->step's compute as the run's graph, with the fixed
+ * loss slots and the step offset.  Nothing of it runs yet. */
+static gboolean
+engine_capture (Engine *e, TachStepCtx *ctx, GError **error)
+{
+  TachStepCtx captured = *ctx;
+  gboolean ok;
+
+  if (!tach_backend_take_error (e->be, error))
+    return FALSE;
+  captured.loss_slot = e->loss_fixed;
+  captured.acc_slot = e->acc_dev != NULL ? e->acc_fixed : NULL;
+  /* Queued before the capture, so the first replay draws with offset 0:
+   * the counters of the step captured. */
+  tach_backend_zero (e->be, e->step_offset, sizeof (uint64_t));
+  e->be->step_offset = e->step_offset;
+  tach_graph_begin (e->be);
+  ok = e->klass->step (e->model, &captured, error);
+  tach_backend_counter_add (e->be, e->step_offset, 1);
+  /* Also ends a capture that an error interrupted. */
+  e->graph = tach_graph_end (e->be);
+  e->be->step_offset = NULL;
+  ctx->feed_ms = captured.feed_ms;
+  ctx->host_ms = captured.host_ms;
+  if (ok && e->graph != NULL)
+    return TRUE;
+  if (error != NULL && *error == NULL)
+    tach_backend_take_error (e->be, error);
+  g_prefix_error (error, _("--launch graph could not capture the %s step (use --launch eager): "),
+                  tach_workload_to_string (e->run->config.workload));
+  return FALSE;
+}
+
+/* Queues step @i: prepare, the compute (eagerly, or the graph's replay and
+ * the copies out of its fixed slots) and finish. */
+static gboolean
+engine_step (Engine *e, guint64 i, TachStepCtx *ctx, GError **error)
+{
+  const TachModelClass *klass = e->klass;
+
+  ctx->step = i;
+  ctx->loss_slot = e->loss_dev != NULL ? e->loss_dev + i : NULL;
+  ctx->acc_slot = e->acc_dev != NULL ? e->acc_dev + i : NULL;
+  if (klass->prepare != NULL && !klass->prepare (e->model, ctx, error))
+    return FALSE;
+  if (i < e->capture_step)
+    {
+      if (!klass->step (e->model, ctx, error))
+        return FALSE;
+    }
+  else
+    {
+      if (i == e->capture_step && !engine_capture (e, ctx, error))
+        return FALSE;
+      tach_graph_launch (e->be, e->graph);
+      if (ctx->loss_slot != NULL)
+        tach_backend_copy (e->be, ctx->loss_slot, e->loss_fixed, sizeof (float));
+      if (ctx->acc_slot != NULL)
+        tach_backend_copy (e->be, ctx->acc_slot, e->acc_fixed, sizeof (float));
+    }
+  return klass->finish == NULL || klass->finish (e->model, ctx, error);
 }
 
 /* Runs the steps; FALSE with @error on failure.  *cancelled says whether
@@ -391,13 +490,9 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
             engine_time (e, old);
         }
 
-      ctx.step = i;
-      ctx.loss_slot = e->loss_dev != NULL ? e->loss_dev + i : NULL;
-      ctx.acc_slot = e->acc_dev != NULL ? e->acc_dev + i : NULL;
-
       t_start = now_ns ();
       tach_event_record (e->be, e->ev_start[p.slot]);
-      if (!e->klass->step (e->model, &ctx, error))
+      if (!engine_step (e, i, &ctx, error))
         {
           if (error != NULL && *error == NULL)
             tach_backend_take_error (e->be, error);
@@ -409,7 +504,9 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
         return FALSE;
 
       p.sample.step = i;
-      p.sample.warmup = i < tach_config_get_warmup (&run->config);
+      /* The step captured pays for the capture: warm-up, whatever the
+       * warm-up count. */
+      p.sample.warmup = i < tach_config_get_warmup (&run->config) || i == e->capture_step;
       p.sample.feed_ms = ctx.feed_ms;
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;

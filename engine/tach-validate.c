@@ -146,6 +146,22 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
   return TRUE;
 }
 
+/* Whether the workload's step can be captured as a graph as configured:
+ * asked after the backend, which says first when it has no graphs. */
+static gboolean
+check_graph (const TachConfig *config, const TachModelClass *klass, GError **error)
+{
+  const char *why = NULL;
+
+  if (klass->supports_graph != NULL && klass->supports_graph (config, &why))
+    return TRUE;
+  g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+               _("--launch graph cannot capture the %s step (%s): use --launch eager"),
+               tach_workload_to_string (config->workload),
+               why != NULL ? why : _("this workload has no graph support"));
+  return FALSE;
+}
+
 static guint64
 host_memory_bytes (void)
 {
@@ -255,5 +271,7 @@ tach_config_validate (const TachConfig *config, const char *device_id, GError **
       if (!check_backend (config, device->id, error))
         return FALSE;
     }
+  if (config->launch == TACH_LAUNCH_GRAPH && !check_graph (config, klass, error))
+    return FALSE;
   return check_memory (config, klass, device, error);
 }
