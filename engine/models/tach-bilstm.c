@@ -9,6 +9,9 @@
  * (T' = N, N' = 10), exactly the reported bug: state flows across samples
  * and the RNN makes N sequential steps instead of 10.  The max then runs
  * over axis 1 of the (N, 10, 80) tensor, as the user code did.
+ *
+ * launch=graph: prepare gets the batch (the feeder hands out fixed
+ * buffers), step is all device work on fixed buffers.
  */
 #include <math.h>
 #include <string.h>
@@ -36,6 +39,8 @@ typedef struct {
   TachSyntheticSeq *seq;
   TachDataset       dataset;
   TachFeeder       *feeder;
+  const float      *x;           /* this step's batch (device, borrowed from the feeder) */
+  const float      *labels;
   TachParams       *params;
   guint             p_lstm, p_dense_w, p_dense_b;
   TachLstmLayer    *lstm;
@@ -129,6 +134,8 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
   if (self->feeder == NULL)
     goto fail;
+  if (config->launch == TACH_LAUNCH_GRAPH && !tach_feeder_fix_batch (self->feeder, error))
+    goto fail;
 
   lstm_params = tach_lstm_param_count (&self->desc);
   self->params = tach_params_new ();
@@ -167,21 +174,28 @@ fail:
 }
 
 static gboolean
+bilstm_prepare (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachBilstm *self = (TachBilstm *) model;
+  const void *xv = NULL, *yv = NULL;
+
+  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
+    return FALSE;
+  self->x = xv;
+  self->labels = yv;
+  return TRUE;
+}
+
+static gboolean
 bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
 {
   TachBilstm *self = (TachBilstm *) model;
   TachBackend *be = self->be;
   TachParams *p = self->params;
-  const void *xv = NULL, *yv = NULL;
-  const float *x, *labels;
+  const float *x = self->x, *labels = self->labels;
   const float *w_lstm = tach_params_data (p, self->p_lstm);
   const float *w_dense = tach_params_data (p, self->p_dense_w);
   int n = self->batch;
-
-  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
-    return FALSE;
-  x = xv;
-  labels = yv;
 
   /* Forward.  Under the misread the (T', N', 80) output occupies the same
    * memory as (N, 10, 80) and is pooled as such, as the user code did. */
@@ -226,6 +240,19 @@ bilstm_flops_per_step (TachModel *model)
          + tach_dense_flops (self->batch, BILSTM_FEATURES, 1, TRUE, TRUE);
 }
 
+static gboolean
+bilstm_supports_graph (const TachConfig *config, const char **why)
+{
+  if (config->call_setup == TACH_CALL_SETUP_PER_CALL)
+    {
+      if (why != NULL)
+        *why = _("--call-setup per-call rebuilds the LSTM in every step, which a replayed graph "
+                 "cannot do; use --call-setup persistent");
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static void
 bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes)
 {
@@ -249,6 +276,9 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
    * (double buffering) otherwise. */
   dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * sample_bytes
                                             : 2 * batch * sample_bytes;
+  /* A captured graph reads its batch from one fixed copy. */
+  if (config->launch == TACH_LAUNCH_GRAPH)
+    dev += batch * sample_bytes;
   /* y and dy, and the recurrent work space: the fused plan's reserve or the
    * unrolled gates, cell states and dh, about six sequences' worth. */
   dev += 2 * seq + 6 * seq / 2;
@@ -264,7 +294,10 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
 const TachModelClass tach_bilstm_model_class = {
   .workload = TACH_WORKLOAD_BILSTM,
   .create = bilstm_create,
+  .prepare = bilstm_prepare,
   .step = bilstm_step,
+  .finish = NULL,
+  .supports_graph = bilstm_supports_graph,
   .items_per_step = bilstm_items_per_step,
   .flops_per_step = bilstm_flops_per_step,
   .evaluate = NULL,

@@ -13,7 +13,11 @@
  * Fashion-MNIST when installed and --input is 28x28x1, else seeded
  * synthetic images that can be learnt (one blurred prototype per class plus
  * noise).  The dropout mask is counter-based, keyed by (seed, step), so it is
- * the same whatever the mode.
+ * the same whatever the mode; in a replayed graph the backend adds the
+ * runner's step offset to the step captured (TachBackend.step_offset).
+ *
+ * launch=graph: prepare gets the batch (the feeder hands out fixed
+ * buffers), step is all device work on fixed buffers.
  */
 #include <math.h>
 #include <string.h>
@@ -58,6 +62,8 @@ typedef struct {
   CnnData        data;
   TachDataset    dataset;
   TachFeeder    *feeder;
+  const float   *x;             /* this step's batch (device, borrowed from the feeder) */
+  const int32_t *labels;
   TachParams    *params;
   guint          p_c1w, p_c1b, p_c2w, p_c2b, p_d1w, p_d1b, p_d2w, p_d2b;
   TachConvDesc   block1, block2;  /* conv + ReLU + max pool each */
@@ -381,6 +387,8 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
   if (self->feeder == NULL)
     goto fail;
+  if (config->launch == TACH_LAUNCH_GRAPH && !tach_feeder_fix_batch (self->feeder, error))
+    goto fail;
 
   p = self->params = tach_params_new ();
   self->p_c1w = tach_params_add (p, "conv1.w", (size_t) CNN_K1 * s.c * CNN_KS * CNN_KS, TRUE);
@@ -481,20 +489,29 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
 }
 
 static gboolean
+cnn_prepare (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachCnn *self = (TachCnn *) model;
+  const void *xv = NULL, *yv = NULL;
+
+  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
+    return FALSE;
+  self->x = xv;
+  self->labels = yv;
+  return TRUE;
+}
+
+static gboolean
 cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
 {
   TachCnn *self = (TachCnn *) model;
   TachBackend *be = self->be;
   TachParams *p = self->params;
-  const void *xv = NULL, *yv = NULL;
-  const int32_t *labels;
+  const float *xv = self->x;
+  const int32_t *labels = self->labels;
   const float *feat;
   float *dfeat;
   size_t n = (size_t) self->batch;
-
-  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
-    return FALSE;
-  labels = yv;
 
   cnn_forward (self, xv, TRUE, ctx->step);
   tach_op (be, softmax_ce, self->logits, labels, self->batch, CNN_CLASSES,
@@ -655,6 +672,9 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   dev += cnn_activation_floats (&s, config->batch) * sizeof (float);
   dev += config->feed == TACH_FEED_RESIDENT ? n_train * sample_bytes
                                             : 2.0 * config->batch * sample_bytes;
+  /* A captured graph reads its batch from one fixed copy. */
+  if (config->launch == TACH_LAUNCH_GRAPH)
+    dev += (double) config->batch * sample_bytes;
   /* The library's convolution work space and the blocks' copies of their
    * inputs, outputs and gradients in the library's layouts: about two
    * conv1 outputs. */
@@ -673,10 +693,21 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
     *host_bytes = to_bytes (host);
 }
 
+/* Every cnn configuration can be captured: its only per-step value, the
+ * dropout counter, comes from the step offset in a replay. */
+static gboolean
+cnn_supports_graph (const TachConfig *config, const char **why)
+{
+  return TRUE;
+}
+
 const TachModelClass tach_cnn_model_class = {
   .workload = TACH_WORKLOAD_CNN,
   .create = cnn_create,
+  .prepare = cnn_prepare,
   .step = cnn_step,
+  .finish = NULL,
+  .supports_graph = cnn_supports_graph,
   .items_per_step = cnn_items_per_step,
   .flops_per_step = cnn_flops_per_step,
   .evaluate = cnn_evaluate,

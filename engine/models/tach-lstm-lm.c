@@ -22,6 +22,11 @@
  * call-setup=per-call rebuilds, every call, what Keras predict rebuilds:
  * the LSTM plan and work buffers, the activation buffers and the input
  * tensor, and reports that time as host time.
+ *
+ * A step is prepare (per-call rebuild, the batch or the input tensor),
+ * step (the device work, which launch=graph captures: fixed buffers, the
+ * sampling counter offset by the backend's step offset) and finish (the
+ * copy of the step's tokens into the history, at the step's own place).
  */
 #include <math.h>
 #include <string.h>
@@ -64,6 +69,8 @@ typedef struct {
   guint64         stride;
   TachDataset     dataset;
   TachFeeder     *feeder;
+  const int32_t  *x;           /* train: this step's batch (device, borrowed from the feeder) */
+  const int32_t  *labels;
 
   /* Rebuilt on every call under per-call setup (device). */
   TachLstmLayer  *lstm;
@@ -273,6 +280,8 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
       self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
       if (self->feeder == NULL)
         goto fail;
+      if (config->launch == TACH_LAUNCH_GRAPH && !tach_feeder_fix_batch (self->feeder, error))
+        goto fail;
     }
 
   p = self->params = tach_params_new ();
@@ -367,18 +376,14 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
 {
   TachBackend *be = self->be;
   TachParams *p = self->params;
-  const void *xv = NULL, *yv = NULL;
   float *h_last_grad;
   int n = self->batch;
 
-  if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
-    return FALSE;
-
-  ctx->host_ms += lm_forward (self, xv);
-  tach_op (be, softmax_ce, self->logits, yv, n, LM_VOCAB,
+  ctx->host_ms += lm_forward (self, self->x);
+  tach_op (be, softmax_ce, self->logits, self->labels, n, LM_VOCAB,
            ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
   if (ctx->acc_slot != NULL)
-    tach_op (be, accuracy, self->logits, yv, n, LM_VOCAB, ctx->acc_slot);
+    tach_op (be, accuracy, self->logits, self->labels, n, LM_VOCAB, ctx->acc_slot);
 
   /* The head: dW = dlogits^T h_last, db = sum dlogits, dh_last = dlogits W. */
   h_last_grad = self->dy + (LM_CONTEXT - 1) * LM_HIDDEN;
@@ -420,17 +425,7 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
 {
   TachBackend *be = self->be;
   guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, ctx->step);
-  size_t ctx_bytes = (size_t) self->batch * LM_CONTEXT * sizeof (int32_t);
   gint64 t0;
-
-  /* The input tensor: from the host context when sampling there, copied
-   * from the device context into a fresh tensor under per-call setup. */
-  t0 = g_get_monotonic_time ();
-  if (self->sampling == TACH_SAMPLING_HOST)
-    tach_backend_upload (be, self->input, self->ctx_host, ctx_bytes);
-  else if (self->input != self->ctx_dev)
-    tach_backend_copy (be, self->input, self->ctx_dev, ctx_bytes);
-  ctx->feed_ms += elapsed_ms (t0);
 
   ctx->host_ms += lm_forward (self, self->input);
 
@@ -467,12 +462,46 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
                  ctx->loss_slot, NULL);
     }
 
-  if (self->history != NULL && ctx->step < self->history_cap)
+  return tach_backend_take_error (be, error);
+}
+
+/* Outside any graph: the per-call rebuild, then the step's input (the
+ * batch, or the context tensor of generation). */
+static gboolean
+lm_prepare (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+  TachBackend *be = self->be;
+  size_t ctx_bytes = (size_t) self->batch * LM_CONTEXT * sizeof (int32_t);
+  gint64 t0;
+
+  if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
     {
-      tach_backend_copy (be, self->history + ctx->step * self->batch, self->tok,
-                         (size_t) self->batch * sizeof (int32_t));
-      self->generated = MAX (self->generated, ctx->step + 1);
+      t0 = g_get_monotonic_time ();
+      /* What Keras predict rebuilds on every call: plan, buffers, input. */
+      lm_release_work (self);
+      lm_build_work (self);
+      ctx->host_ms += elapsed_ms (t0);
     }
+  if (self->task == TACH_TASK_TRAIN)
+    {
+      const void *xv = NULL, *yv = NULL;
+
+      if (!tach_feeder_next (self->feeder, ctx->step, &xv, &yv, &ctx->feed_ms, error))
+        return FALSE;
+      self->x = xv;
+      self->labels = yv;
+      return TRUE;
+    }
+
+  /* The input tensor: from the host context when sampling there, copied
+   * from the device context into a fresh tensor under per-call setup. */
+  t0 = g_get_monotonic_time ();
+  if (self->sampling == TACH_SAMPLING_HOST)
+    tach_backend_upload (be, self->input, self->ctx_host, ctx_bytes);
+  else if (self->input != self->ctx_dev)
+    tach_backend_copy (be, self->input, self->ctx_dev, ctx_bytes);
+  ctx->feed_ms += elapsed_ms (t0);
   return tach_backend_take_error (be, error);
 }
 
@@ -481,18 +510,40 @@ lm_step (TachModel *model, TachStepCtx *ctx, GError **error)
 {
   TachLstmLm *self = (TachLstmLm *) model;
 
-  if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
-    {
-      gint64 t0 = g_get_monotonic_time ();
-
-      /* What Keras predict rebuilds on every call: plan, buffers, input. */
-      lm_release_work (self);
-      lm_build_work (self);
-      ctx->host_ms += elapsed_ms (t0);
-    }
   if (self->task == TACH_TASK_TRAIN)
     return lm_train_step (self, ctx, error);
   return lm_generate_step (self, ctx, error);
+}
+
+/* Outside any graph: this step's tokens go to its own place in the
+ * history. */
+static gboolean
+lm_finish (TachModel *model, TachStepCtx *ctx, GError **error)
+{
+  TachLstmLm *self = (TachLstmLm *) model;
+
+  if (self->history == NULL || ctx->step >= self->history_cap)
+    return TRUE;
+  tach_backend_copy (self->be, self->history + ctx->step * self->batch, self->tok,
+                     (size_t) self->batch * sizeof (int32_t));
+  self->generated = MAX (self->generated, ctx->step + 1);
+  return tach_backend_take_error (self->be, error);
+}
+
+static gboolean
+lm_supports_graph (const TachConfig *config, const char **why)
+{
+  const char *reason = NULL;
+
+  if (config->call_setup == TACH_CALL_SETUP_PER_CALL)
+    reason = _("--call-setup per-call rebuilds the LSTM and its buffers in every step, which a "
+               "replayed graph cannot do; use --call-setup persistent");
+  else if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
+    reason = _("--sampling host reads the logits back and draws on the host in every step, "
+               "which a replayed graph cannot do; use --sampling device");
+  if (why != NULL)
+    *why = reason;
+  return reason == NULL;
 }
 
 /* ----------------------------------------------------------- reporting */
@@ -584,6 +635,9 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
     {
       dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * 5 * sizeof (int32_t)
                                                 : 2 * batch * 5 * sizeof (int32_t);
+      /* A captured graph reads its batch from one fixed copy. */
+      if (config->launch == TACH_LAUNCH_GRAPH)
+        dev += batch * 5 * sizeof (int32_t);
       host += tach_feeder_host_bytes (&dataset, config->feed);
     }
   if (device_bytes != NULL)
@@ -595,7 +649,10 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
 const TachModelClass tach_lstm_lm_model_class = {
   .workload = TACH_WORKLOAD_LSTM_LM,
   .create = lm_create,
+  .prepare = lm_prepare,
   .step = lm_step,
+  .finish = lm_finish,
+  .supports_graph = lm_supports_graph,
   .items_per_step = lm_items_per_step,
   .flops_per_step = lm_flops_per_step,
   .evaluate = NULL,
