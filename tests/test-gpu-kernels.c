@@ -335,6 +335,62 @@ test_graph_refuses_sync (void)
   tach_backend_free (be);
 }
 
+/* The step offset on the device: a graph that draws a dropout mask and
+ * samples tokens with the counters of step 4, then adds 1 to the offset,
+ * replayed three times, draws what eager ops draw with the counters of
+ * steps 4, 5 and 6. */
+static void
+test_graph_step_offset (void)
+{
+  TachBackend *be = open_gpu (TACH_PRECISION_FP32);
+  const int rows = 33, vocab = 300;
+  const size_t n = 5000;
+  g_autofree double *x = random_doubles (n, 71, 1.0);
+  g_autofree double *z = random_doubles ((size_t) rows * vocab, 72, 3.0);
+  g_autofree float *want = g_new (float, n), *got = g_new (float, n);
+  int32_t want_tok[33], got_tok[33];
+  float *dx = up (be, x, n), *dz = up (be, z, (size_t) rows * vocab);
+  float *dy = tach_backend_alloc (be, sizeof (float) * n);
+  int32_t *tok = tach_backend_alloc (be, sizeof (int32_t) * rows);
+  uint64_t *offset = tach_backend_alloc (be, sizeof (uint64_t));
+  uint64_t after = 0;
+  TachGraph *graph;
+
+  tach_backend_zero (be, offset, sizeof (uint64_t));
+  be->step_offset = offset;
+  tach_graph_begin (be);
+  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 4));
+  tach_backend_sample_tokens (be, dz, rows, vocab, SEED,
+                              TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 4), tok, NULL, 0, NULL);
+  tach_backend_counter_add (be, offset, 1);
+  graph = tach_graph_end (be);
+  be->step_offset = NULL;
+  assert_ok (be);
+  g_assert_nonnull (graph);
+
+  for (guint64 step = 4; step < 7; step++)
+    {
+      tach_graph_launch (be, graph);
+      tach_backend_download (be, got, dy, sizeof (float) * n);
+      tach_backend_download (be, got_tok, tok, sizeof got_tok);
+      tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED,
+               TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step));
+      tach_backend_sample_tokens (be, dz, rows, vocab, SEED,
+                                  TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, step), tok, NULL, 0,
+                                  NULL);
+      tach_backend_download (be, want, dy, sizeof (float) * n);
+      tach_backend_download (be, want_tok, tok, sizeof want_tok);
+      assert_ok (be);
+      g_assert_cmpmem (want, sizeof (float) * n, got, sizeof (float) * n);
+      g_assert_cmpmem (want_tok, sizeof want_tok, got_tok, sizeof got_tok);
+    }
+  tach_backend_download (be, &after, offset, sizeof after);
+  assert_ok (be);
+  g_assert_cmpuint (after, ==, 3);
+  tach_graph_free (be, graph);
+  tach_backend_free (be);
+}
+
 static void
 test_out_of_memory (void)
 {
@@ -364,5 +420,6 @@ gpu_add_kernel_tests (void)
   g_test_add_func ("/gpu/ops/optimizers", test_optimizers);
   g_test_add_func ("/gpu/graph/replay-equals-eager", test_graph_replay);
   g_test_add_func ("/gpu/graph/refuses-sync", test_graph_refuses_sync);
+  g_test_add_func ("/gpu/graph/step-offset", test_graph_step_offset);
   g_test_add_func ("/gpu/errors/out-of-memory", test_out_of_memory);
 }

@@ -137,6 +137,139 @@ static const char *const mode_paths[] = {
   "/gpu/modes/bilstm", "/gpu/modes/lstm-lm/train", "/gpu/modes/lstm-lm/generate", "/gpu/modes/cnn",
 };
 
+/* ----------------------------------------------------- graph against eager */
+
+/* Each runs eagerly and with launch=graph, the same settings otherwise:
+ * the step captured once and replayed must give every step's loss (and
+ * accuracy, and the generated text) of the eager run.  A run that fails
+ * its capture fails the test. */
+typedef struct {
+  TachWorkload  workload;
+  const char   *settings;
+  double        tolerance;  /* relative, on each step's loss and accuracy */
+} GraphCase;
+
+static const GraphCase graph_cases[] = {
+  { TACH_WORKLOAD_BILSTM, "feed=host-f64 sync=1", 1e-4 },
+  { TACH_WORKLOAD_BILSTM, "feed=prefetch sync=3 metrics=accuracy", 1e-4 },
+  { TACH_WORKLOAD_BILSTM, "feed=resident sync=end rnn=unrolled", 1e-4 },
+  { TACH_WORKLOAD_BILSTM, "feed=resident layout=misread", 1e-4 },
+  { TACH_WORKLOAD_LSTM_LM, "task=train feed=host-f32", 1e-4 },
+  { TACH_WORKLOAD_LSTM_LM, "task=train feed=prefetch rnn=unrolled metrics=accuracy", 1e-4 },
+  { TACH_WORKLOAD_LSTM_LM, "task=train feed=resident sync=end", 1e-4 },
+  { TACH_WORKLOAD_LSTM_LM, "task=generate sampling=device print-text=true", 0.0 },
+  { TACH_WORKLOAD_LSTM_LM, "task=generate sampling=device print-text=true rnn=unrolled", 0.0 },
+  { TACH_WORKLOAD_CNN, "feed=host-f32 metrics=accuracy", 1e-5 },
+  { TACH_WORKLOAD_CNN, "feed=prefetch sync=4", 1e-5 },
+  { TACH_WORKLOAD_CNN, "feed=resident sync=end head=gap", 1e-5 },
+  /* No warm-up and one step: captured at step 0, replayed once. */
+  { TACH_WORKLOAD_CNN, "feed=resident steps=1 warmup=0", 1e-5 },
+};
+
+static const char *const graph_paths[] = {
+  "/gpu/graph/bilstm/host-f64", "/gpu/graph/bilstm/prefetch", "/gpu/graph/bilstm/unrolled",
+  "/gpu/graph/bilstm/misread", "/gpu/graph/lstm-lm/host-f32", "/gpu/graph/lstm-lm/prefetch",
+  "/gpu/graph/lstm-lm/resident", "/gpu/graph/lstm-lm/generate",
+  "/gpu/graph/lstm-lm/generate-unrolled", "/gpu/graph/cnn/host-f32", "/gpu/graph/cnn/prefetch",
+  "/gpu/graph/cnn/resident", "/gpu/graph/cnn/one-step",
+};
+
+static GArray *
+run_graph_case (const GraphCase *gc, const char *launch, char **text)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) run = NULL;
+  TachConfig config;
+
+  tach_config_init (&config, gc->workload);
+  apply (&config, "device=cuda batch=64 warmup=3 steps=12 seed=11");
+  apply (&config, gc->settings);
+  apply (&config, launch);
+  run = tach_run_new (&config, &error);
+  tach_config_clear (&config);
+  g_assert_no_error (error);
+  tach_run_start (run, NULL, NULL, NULL, &error);
+  g_assert_no_error (error);
+  tach_run_wait (run, &error);
+  g_assert_no_error (error);
+  *text = tach_run_dup_text (run);
+  return tach_run_dup_samples (run);
+}
+
+static void
+assert_close (const GraphCase *gc, const char *what, guint step, double eager, double graph,
+              double *worst)
+{
+  double diff = fabs (eager - graph);
+
+  if (isnan (eager) && isnan (graph))
+    return;
+  g_assert_true (isfinite (eager));
+  *worst = MAX (*worst, diff / MAX (fabs (eager), 1e-30));
+  if (!(diff <= gc->tolerance * fabs (eager)))
+    g_error ("%s %s: step %u %s %.9g under launch=graph, %.9g eager",
+             tach_workload_to_string (gc->workload), gc->settings, step, what, graph, eager);
+}
+
+static void
+test_graph_equals_eager (gconstpointer data)
+{
+  const GraphCase *gc = data;
+  g_autofree char *eager_text = NULL, *graph_text = NULL;
+  g_autoptr(GArray) eager = run_graph_case (gc, "launch=eager", &eager_text);
+  g_autoptr(GArray) graph = run_graph_case (gc, "launch=graph", &graph_text);
+  double worst = 0.0;
+
+  g_assert_cmpuint (eager->len, ==, graph->len);
+  g_assert_cmpuint (graph->len, >, 0);
+  for (guint i = 0; i < eager->len; i++)
+    {
+      const TachSample *a = &g_array_index (eager, TachSample, i);
+      const TachSample *b = &g_array_index (graph, TachSample, i);
+
+      assert_close (gc, "loss", i, a->loss, b->loss, &worst);
+      assert_close (gc, "accuracy", i, a->accuracy, b->accuracy, &worst);
+      g_assert_true (isfinite (b->compute_ms) && b->compute_ms >= 0.0);
+    }
+  g_assert_cmpstr (graph_text, ==, eager_text);
+  if (strstr (gc->settings, "task=generate") != NULL)
+    g_assert_true (graph_text != NULL && graph_text[0] != '\0');
+  else if (eager->len > 1)
+    /* The losses moved: the replays really trained. */
+    g_assert_cmpfloat (g_array_index (graph, TachSample, 0).loss, !=,
+                       g_array_index (graph, TachSample, graph->len - 1).loss);
+  g_test_message ("%s %s: worst relative difference %.3g%s", tach_workload_to_string (gc->workload),
+                  gc->settings, worst, worst == 0.0 ? " (bit for bit)" : "");
+}
+
+/* What cannot be captured is refused before the run, with the knob to
+ * change, and never silently run eagerly. */
+static void
+test_graph_refused (void)
+{
+  static const char *const refused[] = {
+    "task=generate sampling=host", "task=generate sampling=device call-setup=per-call",
+    "task=train call-setup=per-call",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (refused); i++)
+    {
+      g_autoptr(GError) error = NULL;
+      TachConfig config;
+      TachRun *run;
+
+      tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
+      apply (&config, "device=cuda batch=8 steps=2 launch=graph");
+      apply (&config, refused[i]);
+      run = tach_run_new (&config, &error);
+      tach_config_clear (&config);
+      g_assert_null (run);
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+      g_assert_nonnull (strstr (error->message, "--launch graph cannot capture"));
+      g_assert_nonnull (strstr (error->message, "--launch eager"));
+    }
+}
+
 /* ---------------------------------------------------------------- feeder */
 
 #define FEED_X_ELEMS 4096
@@ -231,4 +364,8 @@ gpu_add_mode_tests (void)
   g_test_add_func ("/gpu/feeder/modes-overlap", test_feeder);
   for (guint i = 0; i < G_N_ELEMENTS (mode_cases); i++)
     g_test_add_data_func (mode_paths[i], &mode_cases[i], test_modes);
+  G_STATIC_ASSERT (G_N_ELEMENTS (graph_cases) == G_N_ELEMENTS (graph_paths));
+  for (guint i = 0; i < G_N_ELEMENTS (graph_cases); i++)
+    g_test_add_data_func (graph_paths[i], &graph_cases[i], test_graph_equals_eager);
+  g_test_add_func ("/gpu/graph/refused", test_graph_refused);
 }
