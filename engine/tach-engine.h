@@ -230,7 +230,9 @@ typedef struct _TachRun TachRun;
 
 /* Runs on the GMainContext given to tach_run_start().  At most one call is
  * pending at any time (calls coalesce): drain the samples when called.  It
- * is called once more after the run ends. */
+ * comes after each sync point, about every 100 ms while steps run between
+ * sync points (with no new samples: see tach_run_get_steps_done()), and
+ * once more after the run ends. */
 typedef void (*TachRunNotify) (TachRun *run, gpointer user_data);
 
 /* Validates @config (copied) and resolves its device.  Any thread. */
@@ -249,6 +251,9 @@ void          tach_run_stop (TachRun *run);
  * failed (a cancelled run returns TRUE). */
 gboolean      tach_run_wait (TachRun *run, GError **error);
 
+/* Steps run so far, including those whose samples wait for the next sync
+ * point (sync=end publishes nothing before the end).  Any thread. */
+guint         tach_run_get_steps_done (TachRun *run);
 /* Moves samples not yet drained into @out (element type TachSample). */
 guint         tach_run_drain_samples (TachRun *run, GArray *out);
 /* All samples so far (copy).  Any thread. */

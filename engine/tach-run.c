@@ -44,6 +44,9 @@
 /* No capture: every step runs eagerly. */
 #define NO_CAPTURE G_MAXUINT64
 
+/* How often a run between sync points tells its front end it progresses. */
+#define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
+
 struct _TachRun {
   gint           ref_count;       /* atomic */
   guint          id;
@@ -67,6 +70,7 @@ struct _TachRun {
 
   gint           stop;            /* atomic */
   gint           notify_pending;  /* atomic */
+  gint           steps_done;      /* atomic: steps run, published or not */
   GMainContext  *context;         /* owned, NULL when no notify */
   TachRunNotify  notify;
   gpointer       user_data;
@@ -93,6 +97,7 @@ typedef struct {
   TachEvent            *ev_end[EVENT_RING];
   GArray               *pending;   /* Pending */
   gint64                t0;        /* monotonic start, ns */
+  gint64                t_notify;  /* last notification, ns */
 
   /* launch=graph (see the top of the file) */
   guint64               capture_step;  /* NO_CAPTURE when eager */
@@ -534,8 +539,19 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       self->sample.host_ms += MAX (0.0, step_ms - model_ms - sync_ms);
       self->sample.wall_s = (double) (t_end - e->t0) / 1e9;
 
+      g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)
-        engine_publish (e);
+        {
+          engine_publish (e);
+          e->t_notify = t_end;
+        }
+      else if (t_end - e->t_notify >= PROGRESS_NS)
+        {
+          /* Between sync points there is nothing to publish, but the
+           * front end still learns how far the run has got. */
+          schedule_notify (run);
+          e->t_notify = t_end;
+        }
       if (stopping && !last)
         {
           *cancelled = TRUE;
@@ -575,6 +591,7 @@ run_main (gpointer data)
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
   e.t0 = now_ns ();
+  e.t_notify = e.t0;
   if (ok && g_atomic_int_get (&run->stop))
     cancelled = TRUE;
   else if (ok)
@@ -764,4 +781,11 @@ tach_run_dup_text (TachRun *run)
   text = g_strdup (run->text);
   g_mutex_unlock (&run->lock);
   return text;
+}
+
+guint
+tach_run_get_steps_done (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, 0);
+  return (guint) g_atomic_int_get (&run->steps_done);
 }

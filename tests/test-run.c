@@ -14,6 +14,8 @@ typedef struct {
   TachRunState final;     /* state seen by the last call */
   gboolean     ended;
   guint        stop_after;  /* calls before asking to stop; 0 = never */
+  guint        progress_calls; /* calls that drained nothing while running */
+  guint        last_done;   /* tach_run_get_steps_done() at the last call */
 } Watch;
 
 /* Runs on the test's main context. */
@@ -23,8 +25,14 @@ on_notify (TachRun *run, gpointer user_data)
   Watch *w = user_data;
   TachRunState state = tach_run_get_state (run);
 
+  guint done = tach_run_get_steps_done (run);
+
   w->calls++;
-  tach_run_drain_samples (run, w->samples);
+  /* Progress never goes back. */
+  g_assert_cmpuint (done, >=, w->last_done);
+  w->last_done = done;
+  if (tach_run_drain_samples (run, w->samples) == 0 && state == TACH_RUN_STATE_RUNNING)
+    w->progress_calls++;
   if (w->stop_after > 0 && w->calls == w->stop_after)
     tach_run_stop (run);
   if (state != TACH_RUN_STATE_RUNNING && state != TACH_RUN_STATE_READY)
@@ -62,6 +70,32 @@ watch_run (TachRun *run, Watch *w)
   /* Nothing stays pending once the final call has run. */
   while (g_main_context_iteration (context, FALSE))
     ;
+}
+
+/* With sync=end nothing is published before the end, yet a run that
+ * lasts a while still tells its front end how far it has got. */
+static void
+test_progress_between_syncs (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  Watch w = { 0 };
+
+  test_tiny_config (&c, 400);
+  g_assert_true (tach_config_set (&c, "sync", "end", NULL));
+  g_assert_true (tach_config_set (&c, "batch", "64", NULL));
+  run = tach_run_new (&c, &error);
+  g_assert_no_error (error);
+  tach_config_clear (&c);
+
+  watch_run (run, &w);
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_FINISHED);
+  g_assert_cmpuint (w.samples->len, ==, 400);
+  g_assert_cmpuint (tach_run_get_steps_done (run), ==, 400);
+  /* 400 steps of batch 64 take well over 100 ms on any CPU this runs on. */
+  g_assert_cmpuint (w.progress_calls, >=, 1);
+  g_array_unref (w.samples);
 }
 
 static void
@@ -403,6 +437,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/feeder/modes", test_feeder_modes);
   g_test_add_func ("/engine/run/lifecycle", test_lifecycle);
   g_test_add_func ("/engine/run/sync-cadence", test_sync_cadence);
+  g_test_add_func ("/engine/run/progress", test_progress_between_syncs);
   g_test_add_func ("/engine/run/stop", test_stop);
   g_test_add_func ("/engine/run/cancel-before-start", test_cancel_before_start);
   g_test_add_func ("/engine/run/unref-running", test_unref_running);
