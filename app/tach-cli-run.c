@@ -35,10 +35,9 @@ typedef struct {
   /* Progress of the run in progress, from the drained samples. */
   guint64    total_steps;   /* warm-up + measured */
   guint64    done_steps;
-  double     last_wall_s;
   double     last_loss;
   guint64    window_steps;  /* at the previous tick */
-  double     window_wall_s;
+  double     window_wall_s;   /* monotonic time of the last tick, s */
   double     rate;          /* steps/s over the last tick, 0 before the first */
   gint64     started_us;    /* monotonic time the run started */
 } TachCliSession;
@@ -128,10 +127,11 @@ tach_cli_on_notify (TachRun *run, gpointer user_data)
       const TachSample *sample = &g_array_index (session->scratch, TachSample, i);
 
       session->done_steps = MAX (session->done_steps, sample->step + 1);
-      session->last_wall_s = MAX (session->last_wall_s, sample->wall_s);
       if (!isnan (sample->loss))
         session->last_loss = sample->loss;
     }
+  /* Between sync points the engine still says how far it has got. */
+  session->done_steps = MAX (session->done_steps, tach_run_get_steps_done (run));
 
   if (tach_cli_run_state_is_final (tach_run_get_state (run)))
     g_main_loop_quit (session->loop);
@@ -143,14 +143,15 @@ static gboolean
 tach_cli_on_tick (gpointer user_data)
 {
   TachCliSession *session = user_data;
-  double dt = session->last_wall_s - session->window_wall_s;
+  double now_s = (double) g_get_monotonic_time () / G_USEC_PER_SEC;
+  double dt = now_s - session->window_wall_s;
 
-  if (session->done_steps > session->window_steps && dt > 0)
-    {
-      session->rate = (double) (session->done_steps - session->window_steps) / dt;
-      session->window_steps = session->done_steps;
-      session->window_wall_s = session->last_wall_s;
-    }
+  /* The rate over the last tick, from the steps the engine reports done
+   * (published or not), so that a run syncing only at the end shows one. */
+  if (session->done_steps > session->window_steps && dt > 0 && session->window_wall_s > 0)
+    session->rate = (double) (session->done_steps - session->window_steps) / dt;
+  session->window_steps = session->done_steps;
+  session->window_wall_s = now_s;
 
   if (session->live)
     tach_cli_live_print (session);
@@ -203,7 +204,6 @@ tach_cli_run_one (TachCliSession   *session,
   session->run = run;
   session->total_steps = config->steps;
   session->done_steps = 0;
-  session->last_wall_s = 0;
   session->last_loss = NAN;
   session->window_steps = 0;
   session->window_wall_s = 0;
