@@ -1,10 +1,16 @@
-/* test-data.c: the IDX reader and the text corpus, good and bad input. */
+/* test-data.c: the IDX reader and its cache, and the text corpus, good and
+ * bad input. */
+#include <fcntl.h>
 #include <gio/gio.h>
+#include <glib/gstdio.h>
+#include <stdio.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include "tach-engine.h"
 #include "data/tach-corpus.h"
 #include "data/tach-idx.h"
+#include "data/tach-idx-cache.h"
 #include "test-run-util.h"
 
 typedef struct {
@@ -196,6 +202,284 @@ test_idx_errors (Fixture *f, gconstpointer data)
   g_assert_nonnull (strstr (error->message, "not an images file"));
 }
 
+/* The cache's counters since the last call, and the files it holds. */
+static void
+cache_delta (TachIdxCacheStats *last, guint64 *hits, guint64 *decodes)
+{
+  TachIdxCacheStats now;
+
+  tach_idx_cache_get_stats (&now);
+  *hits = now.hits - last->hits;
+  *decodes = now.decodes - last->decodes;
+  *last = now;
+}
+
+/* A gzipped images file of @n 28x28 images whose bytes start at @fill. */
+static char *
+write_images_gz (const char *dir, const char *name, guint n, guint8 fill)
+{
+  const guint32 dims[3] = { n, 28, 28 };
+  g_autoptr(GByteArray) images = make_idx (0x08, 3, dims, fill);
+  g_autoptr(GBytes) gz = gzip_bytes (images->data, images->len);
+
+  return test_write_file (dir, name, g_bytes_get_data (gz, NULL), g_bytes_get_size (gz));
+}
+
+static void
+test_idx_cache_same (Fixture *f, gconstpointer data)
+{
+  const guint32 ldims[1] = { 50 };
+  g_autoptr(GByteArray) labels = make_idx (0x08, 1, ldims, 0);
+  g_autofree char *ipath = write_images_gz (f->dir, "c-images-idx3-ubyte.gz", 50, 3);
+  g_autofree char *lpath = test_write_file (f->dir, "c-labels-idx1-ubyte", labels->data, labels->len);
+  g_autofree char *relative = NULL;
+  g_autofree char *cwd = g_get_current_dir ();
+  g_autoptr(TachIdx) a = NULL, b = NULL, c = NULL, fresh = NULL;
+  g_autoptr(TachImageSet) s1 = NULL, s2 = NULL;
+  g_autoptr(GError) error = NULL;
+  TachIdxCacheStats stats;
+  guint64 hits, decodes;
+
+  tach_idx_cache_clear ();
+  tach_idx_cache_get_stats (&stats);
+
+  a = tach_idx_cache_load (ipath, &error);
+  g_assert_no_error (error);
+  b = tach_idx_cache_load (ipath, &error);
+  g_assert_no_error (error);
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (decodes, ==, 1);
+  g_assert_cmpuint (hits, ==, 1);
+  /* One copy of the bytes, shared. */
+  g_assert_true (a == b);
+  g_assert_true (a->data == b->data);
+
+  /* The same file by another spelling of its path. */
+  g_assert_no_errno (g_chdir (f->dir));
+  c = tach_idx_cache_load ("./c-images-idx3-ubyte.gz", &error);
+  g_assert_no_errno (g_chdir (cwd));
+  g_assert_no_error (error);
+  g_assert_true (c == a);
+
+  /* The uncached reader decodes the same bytes. */
+  fresh = tach_idx_load (ipath, &error);
+  g_assert_no_error (error);
+  g_assert_true (fresh != a);
+  g_assert_cmpuint (fresh->n_bytes, ==, 50 * 28 * 28);
+  g_assert_cmpmem (fresh->data, fresh->n_bytes, a->data, a->n_bytes);
+
+  /* Image sets of two runs share the cached pixels and labels. */
+  s1 = tach_image_set_load (ipath, lpath, &error);
+  g_assert_no_error (error);
+  s2 = tach_image_set_load (ipath, lpath, &error);
+  g_assert_no_error (error);
+  g_assert_true (s1->pixels == a->data);
+  g_assert_true (s2->pixels == a->data);
+  g_assert_true (s1->labels == s2->labels);
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (decodes, ==, 1);  /* the labels */
+  g_assert_cmpuint (hits, ==, 4);     /* c, the images twice, the labels once */
+
+  /* Dropping the cache leaves the runs' references valid. */
+  tach_idx_cache_clear ();
+  tach_idx_cache_get_stats (&stats);
+  g_assert_cmpuint (stats.files, ==, 0);
+  g_assert_cmpuint (s1->pixels[0], ==, 3);
+  g_assert_cmpuint (s2->labels[49], ==, 49);
+}
+
+static void
+test_idx_cache_changed (Fixture *f, gconstpointer data)
+{
+  const guint32 dims[1] = { 64 };
+  g_autoptr(GByteArray) v1 = make_idx (0x08, 1, dims, 10);
+  g_autoptr(GByteArray) v2 = make_idx (0x08, 1, dims, 20);
+  g_autoptr(GByteArray) v3 = make_idx (0x08, 2, (const guint32[]) { 8, 9 }, 30);
+  g_autofree char *path = test_write_file (f->dir, "changing-idx1-ubyte", v1->data, v1->len);
+  g_autoptr(TachIdx) a = NULL, b = NULL, c = NULL, d = NULL;
+  g_autoptr(GError) error = NULL;
+  struct timespec times[2] = { { 0, UTIME_OMIT }, { 1000000000, 0 } };
+  TachIdxCacheStats stats;
+  guint64 hits, decodes;
+  FILE *out;
+
+  tach_idx_cache_clear ();
+  tach_idx_cache_get_stats (&stats);
+  a = tach_idx_cache_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (a->data[0], ==, 10);
+
+  /* Rewritten in place, same size (same inode): the new modification time
+   * tells the cache. */
+  out = g_fopen (path, "r+b");
+  g_assert_nonnull (out);
+  g_assert_cmpuint (fwrite (v2->data, 1, v2->len, out), ==, v2->len);
+  fclose (out);
+  g_assert_no_errno (utimensat (AT_FDCWD, path, times, 0));
+  b = tach_idx_cache_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_true (b != a);
+  g_assert_cmpuint (b->data[0], ==, 20);
+  /* The first version is still whole for whoever holds it. */
+  g_assert_cmpuint (a->data[63], ==, 10 + 63);
+
+  /* Replaced by another file (a new inode), another shape. */
+  g_assert_true (g_file_set_contents (path, (const char *) v3->data, v3->len, NULL));
+  c = tach_idx_cache_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (c->n_dims, ==, 2);
+  g_assert_cmpuint (c->data[0], ==, 30);
+  d = tach_idx_cache_load (path, &error);
+  g_assert_true (d == c);
+
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (decodes, ==, 3);
+  g_assert_cmpuint (hits, ==, 1);
+  /* The older versions left the cache. */
+  g_assert_cmpuint (stats.files, ==, 1);
+
+  /* A failure is not kept: the file, once fixed, loads. */
+  g_assert_true (g_file_set_contents (path, "garbage!", 8, NULL));
+  g_assert_null (tach_idx_cache_load (path, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  g_clear_error (&error);
+  g_assert_true (g_file_set_contents (path, (const char *) v1->data, v1->len, NULL));
+  g_clear_pointer (&a, tach_idx_unref);
+  a = tach_idx_cache_load (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (a->data[0], ==, 10);
+}
+
+static void
+test_idx_cache_bounded (Fixture *f, gconstpointer data)
+{
+  g_autofree char *p1 = write_images_gz (f->dir, "b1-images", 4, 1);
+  g_autofree char *p2 = write_images_gz (f->dir, "b2-images", 4, 2);
+  g_autofree char *p3 = write_images_gz (f->dir, "b3-images", 4, 3);
+  g_autoptr(TachIdx) a = NULL, b = NULL, c = NULL, again = NULL;
+  g_autoptr(GError) error = NULL;
+  TachIdxCacheStats stats;
+  guint64 hits, decodes;
+
+  tach_idx_cache_clear ();
+  tach_idx_cache_set_limits (2, TACH_IDX_CACHE_MAX_BYTES);
+  tach_idx_cache_get_stats (&stats);
+  a = tach_idx_cache_load (p1, &error);
+  b = tach_idx_cache_load (p2, &error);
+  /* p1 used last: p2 is the oldest when p3 comes. */
+  g_clear_pointer (&a, tach_idx_unref);
+  a = tach_idx_cache_load (p1, &error);
+  c = tach_idx_cache_load (p3, &error);
+  g_assert_no_error (error);
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (stats.files, ==, 2);
+  g_assert_cmpuint (stats.bytes, ==, 2 * 4 * 28 * 28);
+  g_assert_cmpuint (decodes, ==, 3);
+  g_assert_cmpuint (b->data[0], ==, 2);  /* dropped, still held here */
+
+  again = tach_idx_cache_load (p1, &error);
+  g_assert_true (again == a);
+  g_clear_pointer (&again, tach_idx_unref);
+  again = tach_idx_cache_load (p2, &error);
+  g_assert_true (again != b);
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (decodes, ==, 1);
+  g_assert_cmpuint (hits, ==, 1);
+
+  /* By bytes: room for one file only. */
+  tach_idx_cache_set_limits (8, 4 * 28 * 28);
+  tach_idx_cache_get_stats (&stats);
+  g_assert_cmpuint (stats.files, ==, 1);
+
+  /* No caching at all. */
+  tach_idx_cache_set_limits (0, 0);
+  g_clear_pointer (&again, tach_idx_unref);
+  again = tach_idx_cache_load (p2, &error);
+  g_assert_no_error (error);
+  g_assert_true (again != b);
+  tach_idx_cache_get_stats (&stats);
+  g_assert_cmpuint (stats.files, ==, 0);
+
+  tach_idx_cache_set_limits (TACH_IDX_CACHE_MAX_FILES, TACH_IDX_CACHE_MAX_BYTES);
+}
+
+#define CACHE_THREADS 8
+
+typedef struct {
+  const char *path;
+  GMutex     *lock;
+  GCond      *go;
+  gboolean   *started;
+  TachIdx    *idx;     /* out */
+} CacheWorker;
+
+static gpointer
+cache_worker (gpointer user)
+{
+  CacheWorker *w = user;
+  g_autoptr(GError) error = NULL;
+
+  /* Everyone starts together, so that they ask while the file loads. */
+  g_mutex_lock (w->lock);
+  while (!*w->started)
+    g_cond_wait (w->go, w->lock);
+  g_mutex_unlock (w->lock);
+
+  w->idx = tach_idx_cache_load (w->path, &error);
+  g_assert_no_error (error);
+  return NULL;
+}
+
+static void
+test_idx_cache_concurrent (Fixture *f, gconstpointer data)
+{
+  /* Large enough (a few MB) that decoding it takes a while. */
+  g_autofree char *big = write_images_gz (f->dir, "big-images", 6000, 0);
+  g_autofree char *small = write_images_gz (f->dir, "small-images", 10, 7);
+  CacheWorker workers[CACHE_THREADS];
+  GThread *threads[CACHE_THREADS];
+  GMutex lock;
+  GCond go;
+  gboolean started = FALSE;
+  TachIdxCacheStats stats;
+  guint64 hits, decodes;
+
+  g_mutex_init (&lock);
+  g_cond_init (&go);
+  tach_idx_cache_clear ();
+  tach_idx_cache_get_stats (&stats);
+  for (guint t = 0; t < CACHE_THREADS; t++)
+    {
+      workers[t] = (CacheWorker) { t % 4 == 3 ? small : big, &lock, &go, &started, NULL };
+      threads[t] = g_thread_new ("cache-test", cache_worker, &workers[t]);
+    }
+  g_mutex_lock (&lock);
+  started = TRUE;
+  g_cond_broadcast (&go);
+  g_mutex_unlock (&lock);
+  for (guint t = 0; t < CACHE_THREADS; t++)
+    g_thread_join (threads[t]);
+
+  /* Each file decoded once, every thread holding the same copy. */
+  cache_delta (&stats, &hits, &decodes);
+  g_assert_cmpuint (decodes, ==, 2);
+  g_assert_cmpuint (hits, ==, CACHE_THREADS - 2);
+  for (guint t = 0; t < CACHE_THREADS; t++)
+    {
+      TachIdx *first = workers[t % 4 == 3 ? 3 : 0].idx;
+
+      g_assert_true (workers[t].idx == first);
+      g_assert_cmpuint (workers[t].idx->data[0], ==, t % 4 == 3 ? 7 : 0);
+    }
+  g_assert_cmpuint (workers[0].idx->n_bytes, ==, 6000 * 28 * 28);
+  g_assert_cmpuint (workers[0].idx->data[6000 * 28 * 28 - 1], ==,
+                    (guint8) (6000 * 28 * 28 - 1));
+  for (guint t = 0; t < CACHE_THREADS; t++)
+    tach_idx_unref (workers[t].idx);
+  g_mutex_clear (&lock);
+  g_cond_clear (&go);
+}
+
 static void
 test_idx_fashion_mnist (void)
 {
@@ -376,6 +660,14 @@ main (int argc, char **argv)
   g_test_add ("/engine/data/idx/plain", Fixture, NULL, fixture_setup, test_idx_plain, fixture_teardown);
   g_test_add ("/engine/data/idx/gzip", Fixture, NULL, fixture_setup, test_idx_gzip, fixture_teardown);
   g_test_add ("/engine/data/idx/errors", Fixture, NULL, fixture_setup, test_idx_errors, fixture_teardown);
+  g_test_add ("/engine/data/idx/cache/same", Fixture, NULL, fixture_setup, test_idx_cache_same,
+              fixture_teardown);
+  g_test_add ("/engine/data/idx/cache/changed", Fixture, NULL, fixture_setup,
+              test_idx_cache_changed, fixture_teardown);
+  g_test_add ("/engine/data/idx/cache/bounded", Fixture, NULL, fixture_setup,
+              test_idx_cache_bounded, fixture_teardown);
+  g_test_add ("/engine/data/idx/cache/concurrent", Fixture, NULL, fixture_setup,
+              test_idx_cache_concurrent, fixture_teardown);
   g_test_add_func ("/engine/data/idx/fashion-mnist", test_idx_fashion_mnist);
   g_test_add_func ("/engine/data/corpus/text", test_corpus_text);
   g_test_add_func ("/engine/data/corpus/pad", test_corpus_pad);
