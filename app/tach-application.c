@@ -41,8 +41,8 @@ about_action (GSimpleAction *action,
                         "version", PACKAGE_VERSION,
                         "comments", _("Measures and explains why the same deep-learning model "
                                       "runs at different speeds in different execution modes."),
-                        "website", "https://github.com/tach/tach",
-                        "issue-url", "https://github.com/tach/tach/issues",
+                        "website", PACKAGE_URL,
+                        "issue-url", PACKAGE_BUGREPORT,
                         "license-type", GTK_LICENSE_GPL_3_0,
                         "developers", developers,
                         /* Translators: put your names here, one per line. */
