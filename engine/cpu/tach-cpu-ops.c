@@ -91,6 +91,35 @@ tach_cpu_relu_bwd (TachBackend *be, const float *y, const float *dy, float *dx, 
 
 /* ------------------------------------------------------ max over time */
 
+/* The maximum over @t steps of one sample's [t, c] block.  Ties keep the
+ * earliest step, as a strict comparison does.  Written as selects, not
+ * branches: on activations the comparison is a coin toss, and a
+ * mispredicted branch per element cost more than the rest of the op
+ * (W1: about 5% of the step); the selects vectorise. */
+TACH_CPU_SIMD_CLONES static void
+max_over_time_row (int t, int c, const float *restrict x, float *restrict y,
+                   int32_t *restrict idx)
+{
+  for (int j = 0; j < c; j++)
+    {
+      y[j] = x[j];
+      idx[j] = 0;
+    }
+  for (int s = 1; s < t; s++)
+    {
+      const float *restrict xs = x + (size_t) s * (size_t) c;
+
+#pragma omp simd
+      for (int j = 0; j < c; j++)
+        {
+          gboolean gt = xs[j] > y[j];
+
+          y[j] = gt ? xs[j] : y[j];
+          idx[j] = gt ? s : idx[j];
+        }
+    }
+}
+
 void
 tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
                             int n, int t, int c)
@@ -98,29 +127,8 @@ tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *
   tach_cpu_bind_threads (be);
 #pragma omp parallel for if ((size_t) n * (size_t) t * (size_t) c >= TACH_CPU_PARALLEL_MIN)
   for (int b = 0; b < n; b++)
-    {
-      const float *xb = x + (size_t) b * (size_t) t * (size_t) c;
-      float *yb = y + (size_t) b * (size_t) c;
-      int32_t *ib = idx + (size_t) b * (size_t) c;
-
-      for (int j = 0; j < c; j++)
-        {
-          yb[j] = xb[j];
-          ib[j] = 0;
-        }
-      /* Ties keep the earliest step, as a strict comparison does. */
-      for (int s = 1; s < t; s++)
-        {
-          const float *xs = xb + (size_t) s * (size_t) c;
-
-          for (int j = 0; j < c; j++)
-            if (xs[j] > yb[j])
-              {
-                yb[j] = xs[j];
-                ib[j] = s;
-              }
-        }
-    }
+    max_over_time_row (t, c, x + (size_t) b * (size_t) t * (size_t) c, y + (size_t) b * (size_t) c,
+                       idx + (size_t) b * (size_t) c);
 }
 
 void
