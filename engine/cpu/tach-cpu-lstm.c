@@ -62,6 +62,7 @@ struct _TachLstmPlan {
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
   float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training only */
+  float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
@@ -167,12 +168,14 @@ row_forward (int h, float *restrict g, const float *restrict b, const float *res
 
 /* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
  * dc holds the incoming cell gradient (ignored when !have_dc) and receives
- * the outgoing one; cp NULL means c_{-1} = 0. */
+ * the outgoing one; cp NULL means c_{-1} = 0.  When @db is not NULL the
+ * gate gradients are also added to it: the bias gradient summed while the
+ * row is in registers, where a pass of its own reads all of dG again. */
 TACH_CPU_SIMD_CLONES static void
 row_backward (int h, const float *restrict g, const float *restrict c,
               const float *restrict cp, const float *restrict dy,
               const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
-              float *restrict dg)
+              float *restrict dg, float *restrict db)
 {
 #pragma omp simd
   for (int j = 0; j < h; j++)
@@ -182,13 +185,39 @@ row_backward (int h, const float *restrict g, const float *restrict c,
       float dhv = dy[j] + (dh_rec != NULL ? dh_rec[j] : 0.0f);
       float dct = (have_dc ? dc[j] : 0.0f) + dhv * o * (1.0f - tc * tc);
       float cpv = cp != NULL ? cp[j] : 0.0f;
+      float di = dct * z * i * (1.0f - i);
+      float df = dct * cpv * f * (1.0f - f);
+      float dz = dct * i * (1.0f - z * z);
+      float dout = dhv * tc * o * (1.0f - o);
 
-      dg[j] = dct * z * i * (1.0f - i);
-      dg[h + j] = dct * cpv * f * (1.0f - f);
-      dg[2 * h + j] = dct * i * (1.0f - z * z);
-      dg[3 * h + j] = dhv * tc * o * (1.0f - o);
+      dg[j] = di;
+      dg[h + j] = df;
+      dg[2 * h + j] = dz;
+      dg[3 * h + j] = dout;
       dc[j] = dct * f;
+      if (db != NULL)
+        {
+          db[j] += di;
+          db[h + j] += df;
+          db[2 * h + j] += dz;
+          db[3 * h + j] += dout;
+        }
     }
+}
+
+/* Rows of one time step lie T rows apart batch-major (12.8 KB of gates
+ * for W1), too far apart for the hardware prefetchers, and the pointwise
+ * passes stall on every row's first load: each pass asks for the rows a
+ * few samples ahead. */
+#define LSTM_PREFETCH_AHEAD 4
+
+static inline void
+prefetch_span (const void *p, size_t bytes)
+{
+  const char *c = p;
+
+  for (size_t o = 0; o < bytes; o += 64)
+    __builtin_prefetch (c + o, 0, 3);
 }
 
 /* ------------------------------------------------------------- planning */
@@ -205,6 +234,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
   tach_cpu_mem_free (be, plan->hprev);
+  tach_cpu_mem_free (be, plan->db_part);
   g_free (plan);
 }
 
@@ -249,7 +279,11 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
-    plan->hprev = tach_cpu_mem_alloc (be, plan->rows * plan->ldh * sizeof (float));
+    {
+      plan->hprev = tach_cpu_mem_alloc (be, plan->rows * plan->ldh * sizeof (float));
+      plan->db_part = tach_cpu_mem_alloc (be, (size_t) MAX (be->threads, 1) * plan->ldg
+                                                * sizeof (float));
+    }
   if (!d->training)
     plan->work = tach_cpu_mem_alloc (be, reserve_floats (plan) * sizeof (float));
   else
@@ -383,8 +417,18 @@ forward_slice (const LstmPass *pass, int n0, int n1)
                 return st;
             }
           for (int n = 0; n < count; n++)
-            row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
-                         c_t + n * sr * ldh, h_t + n * sr * ldh);
+            {
+              if (n + LSTM_PREFETCH_AHEAD < count)
+                {
+                  size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+
+                  prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float));
+                  if (k > 0)
+                    prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float));
+                }
+              row_forward (H, g_t + n * sr * ldg, b, k > 0 ? c_p + n * sr * ldh : NULL,
+                           c_t + n * sr * ldh, h_t + n * sr * ldh);
+            }
         }
     }
   return dnnl_success;
@@ -491,6 +535,7 @@ backward_slice (const LstmPass *pass, int n0, int n1)
       const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * d->I;
       float *dh = plan->dh + ((size_t) dir * N + n0) * H;
       float *dc = plan->dc + ((size_t) dir * N + n0) * H;
+      float *db = plan->db_part + (size_t) omp_get_thread_num () * ldg + dir * G;
 
       for (int k = d->T - 1; k >= 0; k--)
         {
@@ -505,10 +550,22 @@ backward_slice (const LstmPass *pass, int n0, int n1)
           dnnl_status_t st;
 
           for (int n = 0; n < count; n++)
-            row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
-                          k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
-                          last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                          dg_t + n * sr * ldg);
+            {
+              if (n + LSTM_PREFETCH_AHEAD < count)
+                {
+                  size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+
+                  prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float));
+                  prefetch_span (c_t + a * ldh, (size_t) H * sizeof (float));
+                  prefetch_span (dy_t + a * ldh, (size_t) H * sizeof (float));
+                  if (k > 0)
+                    prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float));
+                }
+              row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
+                            k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
+                            last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
+                            dg_t + n * sr * ldg, db);
+            }
           if (k == 0)
             break;
           /* dh_{t-1} = dG_t W_h */
@@ -571,7 +628,7 @@ backward_steps (TachBackend *be, TachLstmPlan *plan, const float *w, const float
             row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
                           k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
                           last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                          dg_t + n * sr * ldg);
+                          dg_t + n * sr * ldg, NULL);
           if (k == 0)
             break;
           /* dh_{t-1} = dG_t W_h, and (batch-major) dW_h += dG_t^T h_{t-1}. */
@@ -635,6 +692,8 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       LstmPass pass = { .plan = plan, .w = w, .y = y, .dy = dy,
                         .gates = (float *) gates, .cells = (float *) cells };
 
+      /* Threads that get no samples leave their part as it is. */
+      memset (plan->db_part, 0, (size_t) MAX (be->threads, 1) * ldg * sizeof (float));
       if (!run_slices (be, &pass, backward_slice))
         return;
     }
@@ -664,12 +723,20 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       float *db = dwh + (size_t) G * H;
       const float *dg = plan->dgates + dir * G;
 
-      /* dW_h = dG^T H_prev and db = 1^T dG over all time steps at once. */
-      if ((plan->sliced
-           && !sgemm (be, 'T', 'N', G, H, plan->rows, 1.0f, dg, ldg, plan->hprev + dir * H, ldh,
+      /* dW_h = dG^T H_prev over all time steps at once; db = 1^T dG, the
+       * slices' parts summed or one product. */
+      if (plan->sliced)
+        {
+          if (!sgemm (be, 'T', 'N', G, H, plan->rows, 1.0f, dg, ldg, plan->hprev + dir * H, ldh,
                       0.0f, dwh, H))
-          || !sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows, dg, ldg,
-                     0.0f, db, G))
+            return;
+          memcpy (db, plan->db_part + dir * G, (size_t) G * sizeof (float));
+          for (guint th = 1; th < MAX (be->threads, 1); th++)
+            for (int j = 0; j < G; j++)
+              db[j] += plan->db_part[(size_t) th * ldg + dir * G + j];
+        }
+      else if (!sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows, dg, ldg,
+                       0.0f, db, G))
         return;
       if (d->need_dx
           && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, dg, ldg, w + dir * plan->dir_stride,
