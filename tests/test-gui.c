@@ -17,6 +17,7 @@
 #include "tach-application.h"
 #include "tach-window.h"
 #include "tach-run-object.h"
+#include "tach-chart-draw.h"
 
 typedef struct {
   TachApplication *app;
@@ -315,6 +316,90 @@ render_window (TachWindow *window,
   g_test_message ("window rendered to %s", path);
 }
 
+/* How many pixels of @png at or below row @y0 have the colour of run
+ * colour @color_index (as the charts draw it in the current style). */
+static guint
+count_run_color (GdkTexture *png,
+                 int         y0,
+                 guint       color_index)
+{
+  int width = gdk_texture_get_width (png), height = gdk_texture_get_height (png);
+  gsize stride = (gsize) width * 4;
+  g_autofree guint32 *pixels = g_malloc (stride * height);
+  gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
+  GdkRGBA rgba;
+  int want[3];
+  guint n = 0;
+
+  tach_chart_get_run_color (color_index, dark, &rgba);
+  want[0] = (int) lround (rgba.red * 255);
+  want[1] = (int) lround (rgba.green * 255);
+  want[2] = (int) lround (rgba.blue * 255);
+  /* Cairo's ARGB32: 0xAARRGGBB in native order, premultiplied; the swatches
+   * are opaque. */
+  gdk_texture_download (png, (guchar *) pixels, stride);
+  for (int y = MAX (y0, 0); y < height; y++)
+    for (int x = 0; x < width; x++)
+      {
+        guint32 p = pixels[(gsize) y * width + x];
+
+        n += (p >> 24) == 0xff && ABS ((int) ((p >> 16) & 0xff) - want[0]) <= 6
+             && ABS ((int) ((p >> 8) & 0xff) - want[1]) <= 6
+             && ABS ((int) (p & 0xff) - want[2]) <= 6;
+      }
+  return n;
+}
+
+/* Exports the charts to @path as PNG and checks that the legend under
+ * them shows the colour of each visible run of the rate chart and of no
+ * hidden one. */
+static void
+check_export_legend (TachWindow *window,
+                     const char *path)
+{
+  TachChart *rate_chart = tach_window_get_rate_chart (window);
+  g_autoptr(GdkTexture) png = NULL;
+  g_autoptr(GError) error = NULL;
+  gboolean any_visible = FALSE;
+
+  g_assert_true (tach_window_export_charts (window, path, &error));
+  g_assert_no_error (error);
+  png = gdk_texture_new_from_filename (path, &error);
+  g_assert_no_error (error);
+  g_assert_cmpint (gdk_texture_get_width (png), ==, 1200);
+
+  for (guint i = 0; i < tach_chart_get_n_series (rate_chart); i++)
+    {
+      TachChartSeries *s = tach_chart_get_series (rate_chart, i);
+      guint index = tach_chart_series_get_color_index (s);
+      gboolean shown = FALSE;
+
+      /* A colour shared with a visible run (the palette repeats) would be
+       * there whatever this run does. */
+      for (guint j = 0; j < tach_chart_get_n_series (rate_chart); j++)
+        {
+          TachChartSeries *o = tach_chart_get_series (rate_chart, j);
+
+          shown |= tach_chart_series_get_visible (o)
+                   && tach_chart_series_get_color_index (o) % TACH_CHART_N_COLORS
+                      == index % TACH_CHART_N_COLORS;
+        }
+      any_visible |= tach_chart_series_get_visible (s);
+      g_test_message ("legend: run %u (colour %u) has %u pixels", i, index,
+                      count_run_color (png, 2 * 420, index));
+      if (shown)
+        g_assert_cmpuint (count_run_color (png, 2 * 420, index), >=, 10);
+      else
+        g_assert_cmpuint (count_run_color (png, 2 * 420, index), ==, 0);
+    }
+  /* The legend adds its rows under the two charts; without visible runs
+   * there is none. */
+  if (any_visible)
+    g_assert_cmpint (gdk_texture_get_height (png), >, 2 * 420);
+  else
+    g_assert_cmpint (gdk_texture_get_height (png), ==, 2 * 420);
+}
+
 static void
 test_run_export (Fixture       *fixture,
                  gconstpointer  data)
@@ -385,17 +470,17 @@ test_run_export (Fixture       *fixture,
   g_object_set (window, "smoothing", 0.9, NULL);
   g_assert_cmpfloat (tach_chart_get_smoothing (loss_chart), ==, 0.9);
 
-  /* The charts, as PNG and SVG. */
-  g_assert_true (tach_window_export_charts (window, png_path, &error));
-  g_assert_no_error (error);
-  png = gdk_texture_new_from_filename (png_path, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (gdk_texture_get_width (png), ==, 1200);
-  g_assert_cmpint (gdk_texture_get_height (png), ==, 2 * 420);
+  /* The charts, as PNG and SVG, with the run's legend under them. */
+  check_export_legend (window, png_path);
   g_assert_true (tach_window_export_charts (window, svg_path, &error));
   g_assert_no_error (error);
   g_assert_true (g_file_get_contents (svg_path, &svg, NULL, NULL));
   g_assert_nonnull (strstr (svg, "<svg"));
+  g_assert_nonnull (strstr (svg, "height=\"8"));
+  /* A hidden run leaves the legend. */
+  g_object_set (run, "visible", FALSE, NULL);
+  check_export_legend (window, png_path);
+  g_object_set (run, "visible", TRUE, NULL);
 
   render_window (window, "test-gui-window.png");
 }
@@ -429,6 +514,21 @@ test_compare (Fixture       *fixture,
       g_assert_true (tach_run_object_get_rate (run) > 0);
     }
   render_window (fixture->window, "test-gui-compare.png");
+
+  /* The exported charts tell the runs apart: one legend entry per visible
+   * run, in its colour; a run hidden in the window is left out. */
+  {
+    g_autofree char *png_path = g_build_filename (fixture->tmpdir, "compare.png", NULL);
+    g_autoptr(TachRunObject) first = g_list_model_get_item (sweep, 0);
+
+    check_export_legend (fixture->window, png_path);
+    g_object_set (first, "visible", FALSE, NULL);
+    check_export_legend (fixture->window, png_path);
+    g_free (png_path);
+    /* Kept beside the window's renders, as an artifact. */
+    png_path = g_test_build_filename (G_TEST_BUILT, "test-gui-export.png", NULL);
+    check_export_legend (fixture->window, png_path);
+  }
 }
 
 static void

@@ -578,3 +578,70 @@ tach_chart_view_draw (const TachChartView *view,
   g_clear_pointer (&frame.font, pango_font_description_free);
 }
 
+/* Lays out (and with @draw, draws) the legend; returns its height. */
+static int
+chart_legend (const TachChartView *view,
+              cairo_t             *cr,
+              int                  width,
+              gboolean             draw)
+{
+  const double swatch_w = 18.0, gap = 8.0, spacing = 22.0, pad = 6.0;
+  g_autoptr(PangoLayout) layout = chart_create_layout (cr);
+  double x = pad, y = pad, row_h = 0.0;
+  gboolean any = FALSE;
+
+  for (guint i = 0; i < view->series->len; i++)
+    {
+      TachChartSeries *s = g_ptr_array_index (view->series, i);
+      const char *label = tach_chart_series_get_label (s);
+      double entry_w;
+      GdkRGBA color;
+      int tw, th;
+
+      if (!tach_chart_series_get_visible (s))
+        continue;
+      layout_set_text (layout, view->font, label != NULL ? label : "", 0.9, FALSE);
+      pango_layout_get_pixel_size (layout, &tw, &th);
+      entry_w = swatch_w + gap + tw;
+      /* A new row when this entry does not fit (unless it starts one). */
+      if (x > pad && x + entry_w > width - pad)
+        {
+          x = pad;
+          y += row_h + 4.0;
+          row_h = 0.0;
+        }
+      row_h = MAX (row_h, th);
+      any = TRUE;
+      if (draw)
+        {
+          tach_chart_get_run_color (tach_chart_series_get_color_index (s), view->dark, &color);
+          set_source (cr, &color, 1.0);
+          cairo_set_line_width (cr, 3.0);
+          cairo_set_line_cap (cr, CAIRO_LINE_CAP_ROUND);
+          cairo_move_to (cr, x + 1.5, y + th / 2.0);
+          cairo_line_to (cr, x + swatch_w - 1.5, y + th / 2.0);
+          cairo_stroke (cr);
+          set_source (cr, &view->fg, 0.9);
+          cairo_move_to (cr, x + swatch_w + gap, y);
+          pango_cairo_show_layout (cr, layout);
+        }
+      x += entry_w + spacing;
+    }
+  return any ? (int) ceil (y + row_h + pad) : 0;
+}
+
+int
+tach_chart_view_get_legend_height (const TachChartView *view,
+                                   cairo_t             *cr,
+                                   int                  width)
+{
+  return chart_legend (view, cr, width, FALSE);
+}
+
+void
+tach_chart_view_draw_legend (const TachChartView *view,
+                             cairo_t             *cr,
+                             int                  width)
+{
+  chart_legend (view, cr, width, TRUE);
+}

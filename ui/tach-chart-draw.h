@@ -32,6 +32,15 @@ void tach_chart_view_draw     (const TachChartView *view,
                                cairo_t             *cr,
                                int                  width,
                                int                  height);
+/* The legend of the visible series (a swatch of the run's colour and its
+ * label each), in rows that wrap at @width, as exports put it under the
+ * charts.  The height is what drawing it at that width takes. */
+int  tach_chart_view_get_legend_height (const TachChartView *view,
+                                        cairo_t             *cr,
+                                        int                  width);
+void tach_chart_view_draw_legend       (const TachChartView *view,
+                                        cairo_t             *cr,
+                                        int                  width);
 void tach_chart_get_run_color (guint                index,
                                gboolean             dark,
                                GdkRGBA             *color);

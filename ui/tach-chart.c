@@ -42,13 +42,12 @@ chart_is_dark (void)
   return adw_style_manager_get_dark (adw_style_manager_get_default ());
 }
 
-void
-tach_chart_draw (TachChart *self,
-                 cairo_t   *cr,
-                 int        width,
-                 int        height)
+/* Everything a draw of @self reads, the theme included. */
+static void
+chart_view_init (TachChart     *self,
+                 TachChartView *view)
 {
-  TachChartView view = {
+  *view = (TachChartView) {
     .series = self->series,
     .title = self->title,
     .by_time = self->by_time,
@@ -59,12 +58,22 @@ tach_chart_draw (TachChart *self,
     .dark = chart_is_dark (),
     .font = pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))),
   };
+G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &view->fg);
+G_GNUC_END_IGNORE_DEPRECATIONS
+}
+
+void
+tach_chart_draw (TachChart *self,
+                 cairo_t   *cr,
+                 int        width,
+                 int        height)
+{
+  TachChartView view;
 
   g_return_if_fail (TACH_IS_CHART (self));
 
-G_GNUC_BEGIN_IGNORE_DEPRECATIONS
-  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &view.fg);
-G_GNUC_END_IGNORE_DEPRECATIONS
+  chart_view_init (self, &view);
   tach_chart_view_draw (&view, cr, width, height);
 }
 
@@ -364,8 +373,10 @@ tach_chart_set_hover (TachChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
-/* Renders @charts stacked vertically, each @height pixels tall, to a PNG or
- * (by the file name's extension) an SVG file. */
+/* Renders @charts stacked vertically, each @height pixels tall, with the
+ * legend of the first one's runs under them (the window shows it as
+ * buttons, which an image would lose), to a PNG or (by the file name's
+ * extension) an SVG file. */
 gboolean
 tach_chart_export (TachChart  **charts,
                    guint        n_charts,
@@ -380,13 +391,25 @@ tach_chart_export (TachChart  **charts,
   cairo_status_t status;
   cairo_t *cr;
   GdkRGBA bg;
+  TachChartView legend;
+  int legend_h;
 
   g_return_val_if_fail (n_charts > 0, FALSE);
 
+  /* The legend's height sets the image's, so it is measured first. */
+  chart_view_init (charts[0], &legend);
+  surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 1, 1);
+  cr = cairo_create (surface);
+  legend_h = tach_chart_view_get_legend_height (&legend, cr, width - 16);
+  cairo_destroy (cr);
+  cairo_surface_destroy (surface);
+  if (legend_h > 0)
+    legend_h += 8;
+
   if (svg)
-    surface = cairo_svg_surface_create (path, width, height * n_charts);
+    surface = cairo_svg_surface_create (path, width, height * n_charts + legend_h);
   else
-    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height * n_charts);
+    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height * n_charts + legend_h);
 
   cr = cairo_create (surface);
   gdk_rgba_parse (&bg, chart_is_dark () ? "#242424" : "#ffffff");
@@ -406,6 +429,13 @@ tach_chart_export (TachChart  **charts,
       tach_chart_draw (charts[i], cr, width - 16, height - 16);
       cairo_restore (cr);
       charts[i]->hovering = hovering;
+    }
+  if (legend_h > 0)
+    {
+      cairo_save (cr);
+      cairo_translate (cr, 8, height * n_charts);
+      tach_chart_view_draw_legend (&legend, cr, width - 16);
+      cairo_restore (cr);
     }
   cairo_destroy (cr);
 
