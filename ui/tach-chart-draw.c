@@ -563,9 +563,16 @@ tach_chart_view_draw (const TachChartView *view,
 
   if (!any)
     {
+      gboolean shown = FALSE;
       int tw, th;
 
-      layout_set_text (frame.layout, frame.font, _("No data yet: press Run to start measuring"), 1.0, FALSE);
+      /* A run that has not finished its first step yet (it is loading
+       * its data, say) is not "no data: press Run". */
+      for (guint i = 0; i < view->series->len; i++)
+        shown |= tach_chart_series_get_visible (g_ptr_array_index (view->series, i));
+      layout_set_text (frame.layout, frame.font,
+                       shown ? _("No step measured yet")
+                             : _("No data yet: press Run to start measuring"), 1.0, FALSE);
       pango_layout_get_pixel_size (frame.layout, &tw, &th);
       set_source (cr, &frame.fg, 0.45);
       cairo_move_to (cr, (frame.left + frame.right - tw) / 2, (frame.top + frame.bottom - th) / 2);

@@ -70,16 +70,19 @@ finite_or_zero (double v)
   return isfinite (v) ? v : 0.0;
 }
 
+/* Decimals that show a rate of @v's size to about four figures. */
+static int
+rate_decimals (double v)
+{
+  return v >= 1000 ? 0 : v >= 10 ? 1 : 3;
+}
+
 static char *
 format_rate (double v)
 {
   if (!isfinite (v))
     return g_strdup ("—");
-  if (v >= 1000)
-    return g_strdup_printf ("%.0f", v);
-  if (v >= 10)
-    return g_strdup_printf ("%.1f", v);
-  return g_strdup_printf ("%.3f", v);
+  return g_strdup_printf ("%.*f", rate_decimals (v), v);
 }
 
 static char *
@@ -270,9 +273,16 @@ tach_run_object_get_property (GObject    *object,
         g_value_set_string (value, "—");
       else
         {
-          g_autofree char *median = format_rate (sum->steps_per_s_median);
-          g_autofree char *spread = format_rate ((sum->steps_per_s_p90 - sum->steps_per_s_p10) / 2);
-          g_value_take_string (value, g_strdup_printf ("%s ± %s", median, spread));
+          double median = sum->steps_per_s_median;
+          double spread = (sum->steps_per_s_p90 - sum->steps_per_s_p10) / 2;
+
+          /* The spread to the median's precision: "33.3 ± 1.7", not
+           * "33.3 ± 1.655". */
+          if (!isfinite (median) || !isfinite (spread))
+            g_value_set_string (value, "—");
+          else
+            g_value_take_string (value, g_strdup_printf ("%.*f ± %.*f", rate_decimals (median),
+                                                         median, rate_decimals (median), spread));
         }
       break;
     case PROP_ITEMS_TEXT:
