@@ -136,6 +136,12 @@ struct _TachBackendOps {
   void (*gemm) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
                 float alpha, const float *a, int lda, const float *b, int ldb,
                 float beta, float *c, int ldc);
+  /* Optional (NULL: the model runs its products in gemm, in fp32): gemm
+   * with A and B rounded to bf16 and the products summed in fp32; C stays
+   * fp32.  Dense layers of a bf16 run use it. */
+  void (*gemm_bf16) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                     float alpha, const float *a, int lda, const float *b, int ldb,
+                     float beta, float *c, int ldc);
   /* y[m,n] += bias[n] */
   void (*bias_add)  (TachBackend *be, float *y, const float *bias, int m, int n);
   /* db[n] = beta * db[n] + sum_i dy[i,n] */

@@ -81,6 +81,52 @@ test_gemm_forward (TachBackend *be)
     }
 }
 
+/* gemm_bf16 (optional slot): every transpose, strided, alpha and beta,
+ * against the fp64 reference of the unrounded operands.  bf16 keeps 8
+ * significant bits and sums in fp32, as the bf16 convolutions. */
+static void
+test_gemm_bf16 (TachBackend *be)
+{
+  const char *why = NULL;
+
+  if (be->ops->gemm_bf16 == NULL
+      || !tach_backend_supports (be->device->id, "precision", "bf16", &why))
+    {
+      g_test_skip_printf ("gemm_bf16 on %s: %s", be->device->id,
+                          why != NULL ? why : "no gemm_bf16 slot");
+      return;
+    }
+  for (int variant = 0; variant < 8; variant++)
+    {
+      gboolean ta = variant & 1, tb = (variant >> 1) & 1, accumulate = (variant >> 2) & 1;
+      double beta = accumulate ? 0.5 : 0.0;
+      g_autofree char *what = g_strdup_printf ("gemm_bf16 ta=%d tb=%d beta=%g", ta, tb, beta);
+      g_autofree float *cin = NULL;
+      g_autofree float *got = NULL;
+      float *da, *db, *dc;
+      GemmCase g;
+
+      gemm_case_init (&g, ta, tb, 150 + variant);
+      cin = tach_ref_to_float (g.c, g.nc);
+      if (!accumulate)
+        for (int i = 0; i < GM; i++)
+          for (int j = 0; j < GN; j++)
+            cin[(size_t) i * g.ldc + j] = NAN;
+      da = tach_ops_upload_d (be, g.a, g.na);
+      db = tach_ops_upload_d (be, g.b, g.nb);
+      dc = tach_ops_upload_f (be, cin, g.nc);
+      tach_op (be, gemm_bf16, ta, tb, GM, GN, GK, 0.75f, da, g.lda, db, g.ldb, (float) beta, dc,
+               g.ldc);
+      got = tach_ops_download_f (be, dc, g.nc);
+
+      tach_ref_gemm (ta, tb, GM, GN, GK, 0.75, g.a, g.lda, g.b, g.ldb, beta, g.c, g.ldc);
+      tach_ops_assert_nmse (what, got, g.c, g.nc, 1e-2);
+      for (int i = 0; i < GM; i++)
+        g_assert_cmpfloat (got[(size_t) i * g.ldc + GN], ==, cin[(size_t) i * g.ldc + GN]);
+      gemm_case_clear (&g);
+    }
+}
+
 /* The backward pass of C = op(A) op(B) as models write it: two more gemms
  * whose transposes depend on the forward ones. */
 /* The tiny products of generation (a few rows of A against a weight
@@ -395,6 +441,7 @@ tach_ops_register_dense (const char *device_id)
   tach_ops_add (device_id, "gemm/forward", test_gemm_forward);
   tach_ops_add (device_id, "gemm/small", test_gemm_small);
   tach_ops_add (device_id, "gemm/backward", test_gemm_backward);
+  tach_ops_add (device_id, "gemm/bf16", test_gemm_bf16);
   tach_ops_add (device_id, "bias/forward-backward", test_bias);
   tach_ops_add (device_id, "relu/forward-backward", test_relu);
 }

@@ -198,6 +198,8 @@ cpu_free (TachBackend *be)
 {
   TachCpuBackend *cpu = TACH_CPU (be);
 
+  /* Before the primitives' engine and the allocation table go. */
+  tach_cpu_gemm_bf16_clear (be);
   if (cpu->sizes != NULL)
     {
       GHashTableIter iter;
@@ -241,6 +243,7 @@ static const TachBackendOps cpu_ops = {
   .graph_free = NULL,
 
   .gemm = tach_cpu_gemm,
+  .gemm_bf16 = tach_cpu_gemm_bf16,
   .bias_add = tach_cpu_bias_add,
   .bias_grad = tach_cpu_bias_grad,
   .relu_fwd = tach_cpu_relu_fwd,

@@ -23,6 +23,9 @@ typedef struct {
   GHashTable    *sizes;           /* owned: pointer -> size of live allocations */
   guint64        current_bytes;
   guint64        peak_bytes;
+  GHashTable    *bf16_gemms;      /* owned: shape -> matmul primitive (gemm_bf16) */
+  guint16       *bf16_scratch;    /* owned: gemm_bf16's rounded operands */
+  size_t         bf16_scratch_elems;
 } TachCpuBackend;
 
 #define TACH_CPU(be) ((TachCpuBackend *) (be))
@@ -170,6 +173,13 @@ void   tach_cpu_maxpool_bwd (TachBackend *be, const float *dy, const int32_t *id
                              int n, int c, int h, int w);
 void   tach_cpu_avgpool_fwd (TachBackend *be, const float *x, float *y, int n, int c, int hw);
 void   tach_cpu_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
+
+/* tach-cpu-gemm-bf16.c */
+void   tach_cpu_gemm_bf16 (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                           float alpha, const float *a, int lda, const float *b, int ldb,
+                           float beta, float *c, int ldc);
+/* Frees gemm_bf16's primitives and scratch (the backend's free). */
+void   tach_cpu_gemm_bf16_clear (TachBackend *be);
 
 /* tach-cpu-ops.c */
 void   tach_cpu_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,

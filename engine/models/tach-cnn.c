@@ -476,9 +476,11 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
       tach_op (be, avgpool_fwd, self->p2, self->g, self->batch, CNN_K2, self->h4 * self->w4);
       feat = self->g;
     }
-  tach_dense_forward (be, feat, tach_params_data (p, self->p_d1w),
-                      tach_params_data (p, self->p_d1b), self->h1, self->batch, self->features,
-                      CNN_HIDDEN);
+  /* The large dense layer follows the run's precision; dense2 (1024 x 10)
+   * is too small for bf16 to pay for its rounding. */
+  tach_dense_forward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
+                           tach_params_data (p, self->p_d1b), self->h1, self->batch,
+                           self->features, CNN_HIDDEN);
   tach_op (be, relu_fwd, self->h1, self->h1, n * CNN_HIDDEN);
   if (training)
     tach_op (be, dropout_fwd, self->h1, self->d1, n * CNN_HIDDEN, CNN_DROPOUT, self->seed,
@@ -528,9 +530,10 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
   tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * CNN_HIDDEN);
   feat = self->head == TACH_HEAD_GAP ? self->g : self->p2;
   dfeat = self->head == TACH_HEAD_GAP ? self->dfeat : self->dp2;
-  tach_dense_backward (be, feat, tach_params_data (p, self->p_d1w), self->dd1, dfeat,
-                       tach_params_grad (p, self->p_d1w), tach_params_grad (p, self->p_d1b),
-                       self->batch, self->features, CNN_HIDDEN, 0.0f);
+  tach_dense_backward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
+                            self->dd1, dfeat, tach_params_grad (p, self->p_d1w),
+                            tach_params_grad (p, self->p_d1b), self->batch, self->features,
+                            CNN_HIDDEN, 0.0f);
   if (self->head == TACH_HEAD_GAP)
     tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, CNN_K2, self->h4 * self->w4);
   tach_conv_block_backward (be, self->conv2, &self->block2, self->p1,

@@ -242,27 +242,55 @@ tach_params_free (TachParams *params)
 
 /* ---------------------------------------------------------------- dense */
 
+/* A dense layer's product: in bf16 (fp32 sums) when asked for and the
+ * backend has gemm_bf16, else in fp32. */
+static void
+dense_gemm (TachBackend *be, TachPrecision precision, gboolean ta, gboolean tb, int m, int n,
+            int k, const float *a, int lda, const float *b, int ldb, float beta, float *c,
+            int ldc)
+{
+  if (precision == TACH_PRECISION_BF16 && be->ops->gemm_bf16 != NULL)
+    tach_op (be, gemm_bf16, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+  else
+    tach_op (be, gemm, ta, tb, m, n, k, 1.0f, a, lda, b, ldb, beta, c, ldc);
+}
+
+void
+tach_dense_forward_prec (TachBackend *be, TachPrecision precision, const float *x,
+                         const float *w, const float *b, float *y, int m, int in, int out)
+{
+  /* y[m, out] = x[m, in] w[out, in]^T */
+  dense_gemm (be, precision, FALSE, TRUE, m, out, in, x, in, w, in, 0.0f, y, out);
+  if (b != NULL)
+    tach_op (be, bias_add, y, b, m, out);
+}
+
 void
 tach_dense_forward (TachBackend *be, const float *x, const float *w, const float *b,
                     float *y, int m, int in, int out)
 {
-  /* y[m, out] = x[m, in] w[out, in]^T */
-  tach_op (be, gemm, FALSE, TRUE, m, out, in, 1.0f, x, in, w, in, 0.0f, y, out);
-  if (b != NULL)
-    tach_op (be, bias_add, y, b, m, out);
+  tach_dense_forward_prec (be, TACH_PRECISION_FP32, x, w, b, y, m, in, out);
+}
+
+void
+tach_dense_backward_prec (TachBackend *be, TachPrecision precision, const float *x,
+                          const float *w, const float *dy, float *dx, float *dw, float *db,
+                          int m, int in, int out, float beta)
+{
+  /* dw[out, in] = beta dw + dy[m, out]^T x[m, in] */
+  dense_gemm (be, precision, TRUE, FALSE, out, in, m, dy, out, x, in, beta, dw, in);
+  if (db != NULL)
+    tach_op (be, bias_grad, dy, db, m, out, beta);
+  /* dx[m, in] = dy[m, out] w[out, in] */
+  if (dx != NULL)
+    dense_gemm (be, precision, FALSE, FALSE, m, in, out, dy, out, w, in, 0.0f, dx, in);
 }
 
 void
 tach_dense_backward (TachBackend *be, const float *x, const float *w, const float *dy,
                      float *dx, float *dw, float *db, int m, int in, int out, float beta)
 {
-  /* dw[out, in] = beta dw + dy[m, out]^T x[m, in] */
-  tach_op (be, gemm, TRUE, FALSE, out, in, m, 1.0f, dy, out, x, in, beta, dw, in);
-  if (db != NULL)
-    tach_op (be, bias_grad, dy, db, m, out, beta);
-  /* dx[m, in] = dy[m, out] w[out, in] */
-  if (dx != NULL)
-    tach_op (be, gemm, FALSE, FALSE, m, in, out, 1.0f, dy, out, w, in, 0.0f, dx, in);
+  tach_dense_backward_prec (be, TACH_PRECISION_FP32, x, w, dy, dx, dw, db, m, in, out, beta);
 }
 
 double

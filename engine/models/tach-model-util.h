@@ -93,6 +93,15 @@ void          tach_dense_forward (TachBackend *be, const float *x, const float *
 void          tach_dense_backward (TachBackend *be, const float *x, const float *w, const float *dy,
                                    float *dx, float *dw, float *db, int m, int in, int out,
                                    float beta);
+/* The same in @precision: bf16 rounds x, w and dy to bf16 for the products
+ * (fp32 sums, fp32 results and master weights) where the backend has
+ * gemm_bf16; anything else runs in fp32. */
+void          tach_dense_forward_prec (TachBackend *be, TachPrecision precision, const float *x,
+                                       const float *w, const float *b, float *y, int m, int in,
+                                       int out);
+void          tach_dense_backward_prec (TachBackend *be, TachPrecision precision, const float *x,
+                                        const float *w, const float *dy, float *dx, float *dw,
+                                        float *db, int m, int in, int out, float beta);
 /* FLOPs of one dense forward (2 m in out), plus backward when @backward
  * (dw, and dx when @need_dx). */
 double        tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx);
