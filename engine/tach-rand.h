@@ -8,6 +8,7 @@
 #pragma once
 
 #include <math.h>
+#include <stddef.h>
 #include <stdint.h>
 
 #ifdef __CUDACC__
@@ -39,15 +40,45 @@ tach_rand_uniform (uint64_t seed, uint64_t counter, uint64_t element)
   return (float) (tach_rand_bits (seed, counter, element) >> 40) * (1.0f / 16777216.0f);
 }
 
-/* Standard normal by Box-Muller over two independent uniforms (double). */
+/* Standard normals by Box-Muller: elements 2p and 2p + 1 are the cosine
+ * and sine halves of one pair of uniforms, so a fill computes one log, one
+ * square root and one sin/cos per two values, while each value stays a
+ * pure function of (seed, counter, element). */
+TACH_HD void
+tach_rand_normal_pair (uint64_t seed, uint64_t counter, uint64_t pair, double *even, double *odd)
+{
+  uint64_t a = tach_rand_bits (seed, counter, 2 * pair);
+  uint64_t b = tach_rand_bits (seed, counter, 2 * pair + 1);
+  double u1 = ((double) (a >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
+  double u2 = (double) (b >> 11) * (1.0 / 9007199254740992.0);
+  double r = sqrt (-2.0 * log (u1));
+  double theta = 6.283185307179586 * u2;
+
+  *even = r * cos (theta);
+  *odd = r * sin (theta);
+}
+
 TACH_HD double
 tach_rand_normal (uint64_t seed, uint64_t counter, uint64_t element)
 {
-  uint64_t a = tach_rand_bits (seed, counter, 2 * element);
-  uint64_t b = tach_rand_bits (seed, counter, 2 * element + 1);
-  double u1 = ((double) (a >> 11) + 1.0) * (1.0 / 9007199254740993.0); /* (0, 1] */
-  double u2 = (double) (b >> 11) * (1.0 / 9007199254740992.0);
-  return sqrt (-2.0 * log (u1)) * cos (6.283185307179586 * u2);
+  double even, odd;
+
+  tach_rand_normal_pair (seed, counter, element >> 1, &even, &odd);
+  return (element & 1) ? odd : even;
+}
+
+/* out[i] = tach_rand_normal (seed, counter, first + i) for i < n. */
+TACH_HD void
+tach_rand_normal_fill (uint64_t seed, uint64_t counter, uint64_t first, size_t n, double *out)
+{
+  size_t i = 0;
+
+  if (n > 0 && (first & 1))
+    out[i++] = tach_rand_normal (seed, counter, first);
+  for (; i + 1 < n; i += 2)
+    tach_rand_normal_pair (seed, counter, (first + i) >> 1, &out[i], &out[i + 1]);
+  if (i < n)
+    out[i] = tach_rand_normal (seed, counter, first + i);
 }
 
 /* Streams (the "counter" argument) used by the engine, so that no two uses

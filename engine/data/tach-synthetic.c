@@ -49,8 +49,7 @@ tach_synthetic_seq_fill (TachSyntheticSeq *seq, guint64 i, double *x, float *lab
   size_t n = (size_t) seq->T * seq->F;
   guint64 base = i * n;
 
-  for (size_t e = 0; e < n; e++)
-    x[e] = tach_rand_normal (seq->seed, counter, base + e);
+  tach_rand_normal_fill (seq->seed, counter, base, n, x);
 
   if (seq->labels == TACH_LABELS_RANDOM)
     {
