@@ -234,14 +234,43 @@ take_backend_error (TachFeeder *feeder, GError **error)
   return FALSE;
 }
 
-/* Fills the host arrays from the dataset; FALSE when memory runs out. */
+/* Converts sample @i, filled into @x and @y, into the host arrays. */
+static void
+store_sample (TachFeeder *feeder, guint64 i, const double *x, const char *y)
+{
+  const TachDataset *ds = &feeder->ds;
+
+  if (feeder->host_x64 != NULL)
+    memcpy (feeder->host_x64 + i * ds->x_elems, x, ds->x_elems * sizeof (double));
+  else if (ds->x_type == TACH_DTYPE_F32)
+    {
+      float *dst = (float *) feeder->host_x + i * ds->x_elems;
+
+      for (size_t e = 0; e < ds->x_elems; e++)
+        dst[e] = (float) x[e];
+    }
+  else
+    {
+      gint32 *dst = (gint32 *) feeder->host_x + i * ds->x_elems;
+
+      for (size_t e = 0; e < ds->x_elems; e++)
+        dst[e] = (gint32) x[e];
+    }
+  if (ds->y_elems > 0)
+    memcpy ((char *) feeder->host_y + i * ds->y_elems * elem_bytes (), y,
+            ds->y_elems * elem_bytes ());
+}
+
+/* Fills the host arrays from the dataset; FALSE when memory runs out.
+ * Samples are pure functions of their index, so the backend's threads
+ * fill them in parallel: a large synthetic dataset is ready sooner, and
+ * the values do not depend on the thread count. */
 static gboolean
 materialise (TachFeeder *feeder, GError **error)
 {
   const TachDataset *ds = &feeder->ds;
   guint64 n = ds->n_samples;
-  g_autofree double *x = g_new (double, MAX (ds->x_elems, 1));
-  g_autofree char *y = g_malloc (MAX (ds->y_elems, 1) * elem_bytes ());
+  int threads = (int) MAX (feeder->be->threads, 1);
 
   if (feeder->feed == TACH_FEED_HOST_F64)
     feeder->host_x64 = g_try_malloc_n (n, ds->x_elems * sizeof (double));
@@ -260,29 +289,20 @@ materialise (TachFeeder *feeder, GError **error)
       return FALSE;
     }
 
-  for (guint64 i = 0; i < n; i++)
-    {
-      ds->fill (ds->data, i, x, y);
-      if (feeder->host_x64 != NULL)
-        memcpy (feeder->host_x64 + i * ds->x_elems, x, ds->x_elems * sizeof (double));
-      else if (ds->x_type == TACH_DTYPE_F32)
-        {
-          float *dst = (float *) feeder->host_x + i * ds->x_elems;
+#pragma omp parallel num_threads (threads)
+  {
+    double *x = g_new (double, MAX (ds->x_elems, 1));
+    char *y = g_malloc (MAX (ds->y_elems, 1) * elem_bytes ());
 
-          for (size_t e = 0; e < ds->x_elems; e++)
-            dst[e] = (float) x[e];
-        }
-      else
-        {
-          gint32 *dst = (gint32 *) feeder->host_x + i * ds->x_elems;
-
-          for (size_t e = 0; e < ds->x_elems; e++)
-            dst[e] = (gint32) x[e];
-        }
-      if (ds->y_elems > 0)
-        memcpy ((char *) feeder->host_y + i * ds->y_elems * elem_bytes (), y,
-                ds->y_elems * elem_bytes ());
-    }
+#pragma omp for schedule (static)
+    for (gint64 i = 0; i < (gint64) n; i++)
+      {
+        ds->fill (ds->data, (guint64) i, x, y);
+        store_sample (feeder, (guint64) i, x, y);
+      }
+    g_free (x);
+    g_free (y);
+  }
   return TRUE;
 }
 
