@@ -156,6 +156,9 @@ tach_run_object_ingest (TachRunObject *self)
       tach_chart_series_append (self->loss_series, s->step, s->wall_s, s->loss, s->warmup);
       self->steps_done = MAX (self->steps_done, s->step + 1);
     }
+  /* Between sync points (sync=end) no sample arrives, but the engine
+   * still says how far the run has got. */
+  self->steps_done = MAX (self->steps_done, tach_run_get_steps_done (self->run));
   if (n == 0 && self->finished)
     return;
 
