@@ -10,12 +10,33 @@
 #include "tach-config-private.h"
 #include "tach-model.h"
 
+/* Whether "auto" picks a GPU here.  Devices do not come and go while Tach
+ * runs, and front ends ask this for every row they draw: look once. */
+static gboolean
+auto_is_gpu (void)
+{
+  static gsize once = 0;
+  static gboolean gpu = FALSE;
+
+  if (g_once_init_enter (&once))
+    {
+      g_autoptr(GPtrArray) devices = tach_devices_list ();
+
+      gpu = devices->len > 0
+            && ((const TachDeviceInfo *) devices->pdata[0])->kind == TACH_DEVICE_KIND_GPU;
+      g_once_init_leave (&once, 1);
+    }
+  return gpu;
+}
+
 gboolean
 tach_config_knob_applies (const TachConfig *config, const char *key, const char **why)
 {
   const char *reason = NULL;
   gboolean generate = config->task == TACH_TASK_GENERATE;
-  gboolean on_gpu = config->device != NULL && g_str_has_prefix (config->device, "cuda");
+  gboolean on_gpu = config->device != NULL
+                    && (g_str_has_prefix (config->device, "cuda")
+                        || (g_strcmp0 (config->device, "auto") == 0 && auto_is_gpu ()));
   TachWorkload w = config->workload;
 
   if (g_strcmp0 (key, "task") == 0 && w != TACH_WORKLOAD_LSTM_LM)
@@ -45,7 +66,7 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
     reason = N_("text generation does not train");
   else if (g_strcmp0 (key, "threads") == 0 && on_gpu)
     reason = N_("threads only set the CPU backend");
-  else if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (config->device, "cpu") == 0)
+  else if (g_strcmp0 (key, "launch") == 0 && config->device != NULL && !on_gpu)
     reason = N_("graph capture needs a GPU");
 
   if (why != NULL)
