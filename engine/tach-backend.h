@@ -207,7 +207,8 @@ struct _TachBackendOps {
   void (*conv_block_fwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                           const float *b, float *act, int32_t *idx, float *y);
   /* From dy [N, K, OH/2, OW/2] compute dw, db (overwritten) and dx (may be
-   * NULL unless need_dx); dact (as big as act) is scratch. */
+   * NULL unless need_dx); dact (as big as act) is scratch.  x is the
+   * forward's x, unchanged since (a backend may keep its own copy). */
   void (*conv_block_bwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                           const float *act, const int32_t *idx, const float *dy, float *dact,
                           float *dx, float *dw, float *db);

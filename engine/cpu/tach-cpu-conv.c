@@ -38,6 +38,12 @@ struct _TachConvPlan {
   dnnl_memory_t act, dact, ws;   /* block: over the caller's act, dact, idx */
   dnnl_memory_t bias, dbias;     /* plain f32 [K] */
 
+  /* block: the backward weights want x in the layout the forward made, so
+   * backward reuses that copy when handed the forward's x (as it is
+   * handed its act) instead of reordering it again. */
+  gboolean     x_shared;
+  const float *x_fwd_last;       /* borrowed: the x that x_fwd.inner holds */
+
   float *zero_bias;              /* owned: K zeros, for a NULL bias */
   float *db_scratch;             /* owned: K floats, for a NULL db */
 };
@@ -462,6 +468,14 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   if (!tach_backend_ok (be))
     goto fail;
   memset (plan->zero_bias, 0, (size_t) d->K * sizeof (float));
+  if (d->block && plan->x_fwd.reorder != NULL && plan->x_bwd.reorder != NULL)
+    {
+      const dnnl_memory_desc_t *fwd_md, *bwd_md;
+
+      TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->x_fwd.inner, &fwd_md), fail);
+      TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->x_bwd.inner, &bwd_md), fail);
+      plan->x_shared = dnnl_memory_desc_equal (fwd_md, bwd_md);
+    }
   return plan;
 
 fail:
@@ -514,7 +528,10 @@ conv_backward (TachBackend *be, TachConvPlan *plan, const float *x, const float 
   dnnl_exec_arg_t args[4];
   dnnl_memory_t src, dwei, wei, dsrc;
 
-  src = tach_cpu_arg_bind (be, &plan->x_bwd, x);
+  if (plan->x_shared && x == plan->x_fwd_last)
+    src = plan->x_fwd.inner;
+  else
+    src = tach_cpu_arg_bind (be, &plan->x_bwd, x);
   dwei = src != NULL ? tach_cpu_arg_bind (be, &plan->dw, dw) : NULL;
   if (dwei == NULL || ddst_w == NULL)
     return FALSE;
@@ -587,8 +604,10 @@ tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, co
     return;
   SET_HANDLE (be, plan->act, act, out);
   SET_HANDLE (be, plan->ws, idx, out);
+  plan->x_fwd_last = NULL;
   if (!conv_forward (be, plan, x, w, b, plan->act))
     return;
+  plan->x_fwd_last = x;
   dst = tach_cpu_arg_bind (be, &plan->y, y);
   if (dst == NULL)
     return;
