@@ -5,7 +5,7 @@
  * through the window's action, checks the table row and the chart points,
  * exports CSV and charts and reads them back, runs a comparison of presets,
  * renders the window to a PNG artifact, and closes the window in the middle
- * of a run.
+ * of a run.  The checks of the charts' pictures are in test-gui-charts.c.
  */
 #include <locale.h>
 #include <math.h>
@@ -14,19 +14,12 @@
 #include <glib/gstdio.h>
 #include <tach-engine.h>
 
-#include "tach-application.h"
-#include "tach-window.h"
 #include "tach-run-object.h"
 #include "tach-chart-draw.h"
-
-typedef struct {
-  TachApplication *app;
-  TachWindow      *window;
-  char            *tmpdir;
-} Fixture;
+#include "test-gui.h"
 
 /* Iterates the main loop until @done says so or @seconds pass. */
-static gboolean
+gboolean
 iterate_until (gboolean (*done) (gpointer),
                gpointer   data,
                double     seconds)
@@ -277,7 +270,7 @@ is_drawn (gpointer data)
   return *(gboolean *) data;
 }
 
-static void
+void
 render_window (TachWindow *window,
                const char *name)
 {
@@ -314,90 +307,6 @@ render_window (TachWindow *window,
   g_assert_cmpint (gdk_texture_get_width (texture), ==, width);
   g_assert_true (gdk_texture_save_to_png (texture, path));
   g_test_message ("window rendered to %s", path);
-}
-
-/* How many pixels of @png at or below row @y0 have the colour of run
- * colour @color_index (as the charts draw it in the current style). */
-static guint
-count_run_color (GdkTexture *png,
-                 int         y0,
-                 guint       color_index)
-{
-  int width = gdk_texture_get_width (png), height = gdk_texture_get_height (png);
-  gsize stride = (gsize) width * 4;
-  g_autofree guint32 *pixels = g_malloc (stride * height);
-  gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
-  GdkRGBA rgba;
-  int want[3];
-  guint n = 0;
-
-  tach_chart_get_run_color (color_index, dark, &rgba);
-  want[0] = (int) lround (rgba.red * 255);
-  want[1] = (int) lround (rgba.green * 255);
-  want[2] = (int) lround (rgba.blue * 255);
-  /* Cairo's ARGB32: 0xAARRGGBB in native order, premultiplied; the swatches
-   * are opaque. */
-  gdk_texture_download (png, (guchar *) pixels, stride);
-  for (int y = MAX (y0, 0); y < height; y++)
-    for (int x = 0; x < width; x++)
-      {
-        guint32 p = pixels[(gsize) y * width + x];
-
-        n += (p >> 24) == 0xff && ABS ((int) ((p >> 16) & 0xff) - want[0]) <= 6
-             && ABS ((int) ((p >> 8) & 0xff) - want[1]) <= 6
-             && ABS ((int) (p & 0xff) - want[2]) <= 6;
-      }
-  return n;
-}
-
-/* Exports the charts to @path as PNG and checks that the legend under
- * them shows the colour of each visible run of the rate chart and of no
- * hidden one. */
-static void
-check_export_legend (TachWindow *window,
-                     const char *path)
-{
-  TachChart *rate_chart = tach_window_get_rate_chart (window);
-  g_autoptr(GdkTexture) png = NULL;
-  g_autoptr(GError) error = NULL;
-  gboolean any_visible = FALSE;
-
-  g_assert_true (tach_window_export_charts (window, path, &error));
-  g_assert_no_error (error);
-  png = gdk_texture_new_from_filename (path, &error);
-  g_assert_no_error (error);
-  g_assert_cmpint (gdk_texture_get_width (png), ==, 1200);
-
-  for (guint i = 0; i < tach_chart_get_n_series (rate_chart); i++)
-    {
-      TachChartSeries *s = tach_chart_get_series (rate_chart, i);
-      guint index = tach_chart_series_get_color_index (s);
-      gboolean shown = FALSE;
-
-      /* A colour shared with a visible run (the palette repeats) would be
-       * there whatever this run does. */
-      for (guint j = 0; j < tach_chart_get_n_series (rate_chart); j++)
-        {
-          TachChartSeries *o = tach_chart_get_series (rate_chart, j);
-
-          shown |= tach_chart_series_get_visible (o)
-                   && tach_chart_series_get_color_index (o) % TACH_CHART_N_COLORS
-                      == index % TACH_CHART_N_COLORS;
-        }
-      any_visible |= tach_chart_series_get_visible (s);
-      g_test_message ("legend: run %u (colour %u) has %u pixels", i, index,
-                      count_run_color (png, 2 * 420, index));
-      if (shown)
-        g_assert_cmpuint (count_run_color (png, 2 * 420, index), >=, 10);
-      else
-        g_assert_cmpuint (count_run_color (png, 2 * 420, index), ==, 0);
-    }
-  /* The legend adds its rows under the two charts; without visible runs
-   * there is none. */
-  if (any_visible)
-    g_assert_cmpint (gdk_texture_get_height (png), >, 2 * 420);
-  else
-    g_assert_cmpint (gdk_texture_get_height (png), ==, 2 * 420);
 }
 
 static void
@@ -742,6 +651,7 @@ main (int   argc,
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
+  g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   return g_test_run ();

@@ -37,6 +37,7 @@ typedef struct {
   TachChartAxis  x;
   TachChartAxis  y;
   double         left, top, right, bottom;   /* the plot rectangle */
+  double         natural_left;               /* what the y labels need */
   PangoLayout   *layout;
   PangoFontDescription *font;
 } ChartFrame;
@@ -175,8 +176,46 @@ chart_frame_init (const TachChartView *view,
       label_w = MAX (label_w, tw);
     }
 
-  frame->left = label_w + 14;
+  frame->natural_left = ceil (label_w) + 14;
+  frame->left = MAX (frame->natural_left, view->gutter);
   frame->right = width - 16;
+}
+
+static void
+chart_frame_clear (ChartFrame *frame)
+{
+  g_clear_object (&frame->layout);
+  g_clear_pointer (&frame->font, pango_font_description_free);
+}
+
+int
+tach_chart_view_measure_gutter (const TachChartView *view,
+                                cairo_t             *cr,
+                                int                  width,
+                                int                  height)
+{
+  ChartFrame frame = { 0 };
+  int gutter;
+
+  chart_frame_init (view, &frame, cr, width, height);
+  gutter = (int) frame.natural_left;
+  chart_frame_clear (&frame);
+  return gutter;
+}
+
+void
+tach_chart_view_get_plot_area (const TachChartView *view,
+                               cairo_t             *cr,
+                               int                  width,
+                               int                  height,
+                               graphene_rect_t     *area)
+{
+  ChartFrame frame = { 0 };
+
+  chart_frame_init (view, &frame, cr, width, height);
+  graphene_rect_init (area, frame.left, frame.top,
+                      frame.right - frame.left, frame.bottom - frame.top);
+  chart_frame_clear (&frame);
 }
 
 static double
@@ -581,8 +620,7 @@ tach_chart_view_draw (const TachChartView *view,
   else
     chart_draw_hover (view, &frame, cr);
 
-  g_clear_object (&frame.layout);
-  g_clear_pointer (&frame.font, pango_font_description_free);
+  chart_frame_clear (&frame);
 }
 
 /* Lays out (and with @draw, draws) the legend; returns its height. */

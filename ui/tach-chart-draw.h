@@ -7,6 +7,7 @@
 #pragma once
 
 #include <gdk/gdk.h>
+#include <graphene.h>
 #include <pango/pangocairo.h>
 
 #include "tach-chart-series.h"
@@ -26,12 +27,28 @@ typedef struct {
   GdkRGBA                     fg;         /* the theme's text colour */
   gboolean                    dark;
   const PangoFontDescription *font;
+  int                         gutter;     /* the least width of the y labels'
+                                           * column, so stacked charts line
+                                           * up; 0: as wide as the labels */
 } TachChartView;
 
 void tach_chart_view_draw     (const TachChartView *view,
                                cairo_t             *cr,
                                int                  width,
                                int                  height);
+/* The width of the column that the y labels of @view need at this size
+ * (ignoring view->gutter): their tick count, and so their text, follows
+ * the height.  Charts stacked one above the other share the widest. */
+int  tach_chart_view_measure_gutter    (const TachChartView *view,
+                                        cairo_t             *cr,
+                                        int                  width,
+                                        int                  height);
+/* The rectangle inside the axes that the data is drawn in. */
+void tach_chart_view_get_plot_area     (const TachChartView *view,
+                                        cairo_t             *cr,
+                                        int                  width,
+                                        int                  height,
+                                        graphene_rect_t     *area);
 /* The legend of the visible series (a swatch of the run's colour and its
  * label each), in rows that wrap at @width, as exports put it under the
  * charts.  The height is what drawing it at that width takes. */

@@ -21,6 +21,7 @@ struct _TachChart
   gboolean   hovering;
   double     hover_x;
   double     hover_y;
+  int        gutter;
 };
 
 G_DEFINE_FINAL_TYPE (TachChart, tach_chart, GTK_TYPE_WIDGET)
@@ -31,6 +32,7 @@ enum {
   PROP_BY_TIME,
   PROP_LOG_SCALE,
   PROP_SMOOTHING,
+  PROP_GUTTER,
   N_PROPS
 };
 
@@ -57,6 +59,7 @@ chart_view_init (TachChart     *self,
     .hover_x = self->hover_x,
     .dark = chart_is_dark (),
     .font = pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))),
+    .gutter = self->gutter,
   };
 G_GNUC_BEGIN_IGNORE_DEPRECATIONS
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &view->fg);
@@ -149,6 +152,9 @@ tach_chart_get_property (GObject    *object,
     case PROP_SMOOTHING:
       g_value_set_double (value, self->smoothing);
       break;
+    case PROP_GUTTER:
+      g_value_set_int (value, self->gutter);
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -175,6 +181,9 @@ tach_chart_set_property (GObject      *object,
       break;
     case PROP_SMOOTHING:
       tach_chart_set_smoothing (self, g_value_get_double (value));
+      break;
+    case PROP_GUTTER:
+      tach_chart_set_gutter (self, g_value_get_int (value));
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -204,6 +213,13 @@ tach_chart_class_init (TachChartClass *klass)
   properties[PROP_SMOOTHING] =
     g_param_spec_double ("smoothing", NULL, NULL, 0.0, 0.999, 0.6,
                          G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  /* The least width, in pixels, of the column of y labels left of the
+   * plot: charts stacked one above the other set the same, so that their
+   * plots line up (see tach_chart_align_gutters()).  0: as wide as the
+   * labels. */
+  properties[PROP_GUTTER] =
+    g_param_spec_int ("gutter", NULL, NULL, 0, G_MAXINT, 0,
+                      G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_css_name (widget_class, "tach-chart");
@@ -359,6 +375,98 @@ tach_chart_set_smoothing (TachChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
+int
+tach_chart_get_gutter (TachChart *self)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), 0);
+  return self->gutter;
+}
+
+void
+tach_chart_set_gutter (TachChart *self,
+                       int        gutter)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+  g_return_if_fail (gutter >= 0);
+
+  if (self->gutter == gutter)
+    return;
+  self->gutter = gutter;
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_GUTTER]);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+/* Text is measured on the kind of surface a snapshot draws on (a recording
+ * surface), so with the same font options as the drawing itself. */
+static cairo_t *
+chart_measure_context (void)
+{
+  cairo_surface_t *surface = cairo_recording_surface_create (CAIRO_CONTENT_COLOR_ALPHA, NULL);
+  cairo_t *cr = cairo_create (surface);
+
+  cairo_surface_destroy (surface);
+  return cr;
+}
+
+/* The width that the y labels of @self need when it is @width × @height
+ * pixels, whatever its gutter property says. */
+int
+tach_chart_measure_gutter (TachChart *self,
+                           int        width,
+                           int        height)
+{
+  TachChartView view;
+  cairo_t *cr;
+  int gutter;
+
+  g_return_val_if_fail (TACH_IS_CHART (self), 0);
+
+  chart_view_init (self, &view);
+  cr = chart_measure_context ();
+  gutter = tach_chart_view_measure_gutter (&view, cr, width, height);
+  cairo_destroy (cr);
+  return gutter;
+}
+
+/* Where the data of @self is drawn when it is @width × @height pixels. */
+void
+tach_chart_get_plot_area (TachChart       *self,
+                          int              width,
+                          int              height,
+                          graphene_rect_t *area)
+{
+  TachChartView view;
+  cairo_t *cr;
+
+  g_return_if_fail (TACH_IS_CHART (self));
+
+  chart_view_init (self, &view);
+  cr = chart_measure_context ();
+  tach_chart_view_get_plot_area (&view, cr, width, height, area);
+  cairo_destroy (cr);
+}
+
+/* Gives @charts, each at its allocated size, the gutter of the widest
+ * y labels among them, so that their plots start at the same x.  Each
+ * chart that this changes is redrawn. */
+void
+tach_chart_align_gutters (TachChart **charts,
+                          guint       n_charts)
+{
+  int gutter = 0;
+
+  for (guint i = 0; i < n_charts; i++)
+    {
+      GtkWidget *widget = GTK_WIDGET (charts[i]);
+
+      gutter = MAX (gutter, tach_chart_measure_gutter (charts[i],
+                                                       gtk_widget_get_width (widget),
+                                                       gtk_widget_get_height (widget)));
+    }
+  for (guint i = 0; i < n_charts; i++)
+    tach_chart_set_gutter (charts[i], gutter);
+}
+
 /* Shows the read-out at widget coordinates (@x, @y), as the pointer does. */
 void
 tach_chart_set_hover (TachChart *self,
@@ -373,10 +481,10 @@ tach_chart_set_hover (TachChart *self,
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
-/* Renders @charts stacked vertically, each @height pixels tall, with the
- * legend of the first one's runs under them (the window shows it as
- * buttons, which an image would lose), to a PNG or (by the file name's
- * extension) an SVG file. */
+/* Renders @charts stacked vertically, each @height pixels tall and with
+ * their plots lined up, with the legend of the first one's runs under them
+ * (the window shows it as buttons, which an image would lose), to a PNG or
+ * (by the file name's extension) an SVG file. */
 gboolean
 tach_chart_export (TachChart  **charts,
                    guint        n_charts,
@@ -392,7 +500,8 @@ tach_chart_export (TachChart  **charts,
   cairo_t *cr;
   GdkRGBA bg;
   TachChartView legend;
-  int legend_h;
+  g_autofree TachChartView *views = NULL;
+  int legend_h, gutter = 0;
 
   g_return_val_if_fail (n_charts > 0, FALSE);
 
@@ -415,20 +524,28 @@ tach_chart_export (TachChart  **charts,
   gdk_rgba_parse (&bg, chart_is_dark () ? "#242424" : "#ffffff");
   gdk_cairo_set_source_rgba (cr, &bg);
   cairo_paint (cr);
+
+  /* The charts share the gutter of the widest labels, measured on the
+   * surface they are drawn on. */
+  views = g_new (TachChartView, n_charts);
   for (guint i = 0; i < n_charts; i++)
     {
-      gboolean hovering = charts[i]->hovering;
-
+      chart_view_init (charts[i], &views[i]);
       /* An export shows the data, not where the pointer happened to be. */
-      charts[i]->hovering = FALSE;
+      views[i].hovering = FALSE;
+      views[i].gutter = 0;
+      gutter = MAX (gutter, tach_chart_view_measure_gutter (&views[i], cr, width - 16, height - 16));
+    }
+  for (guint i = 0; i < n_charts; i++)
+    {
+      views[i].gutter = gutter;
       cairo_save (cr);
       cairo_translate (cr, 0, i * height);
       cairo_rectangle (cr, 0, 0, width, height);
       cairo_clip (cr);
       cairo_translate (cr, 8, 8);
-      tach_chart_draw (charts[i], cr, width - 16, height - 16);
+      tach_chart_view_draw (&views[i], cr, width - 16, height - 16);
       cairo_restore (cr);
-      charts[i]->hovering = hovering;
     }
   if (legend_h > 0)
     {

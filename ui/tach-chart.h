@@ -36,6 +36,18 @@ void       tach_chart_set_log_scale    (TachChart       *self,
 double     tach_chart_get_smoothing    (TachChart       *self);
 void       tach_chart_set_smoothing    (TachChart       *self,
                                         double           smoothing);
+int        tach_chart_get_gutter       (TachChart       *self);
+void       tach_chart_set_gutter       (TachChart       *self,
+                                        int              gutter);
+int        tach_chart_measure_gutter   (TachChart       *self,
+                                        int              width,
+                                        int              height);
+void       tach_chart_get_plot_area    (TachChart       *self,
+                                        int              width,
+                                        int              height,
+                                        graphene_rect_t *area);
+void       tach_chart_align_gutters    (TachChart      **charts,
+                                        guint            n_charts);
 void       tach_chart_set_hover        (TachChart       *self,
                                         double           x,
                                         double           y);

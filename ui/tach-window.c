@@ -273,6 +273,25 @@ on_config_error (TachWindow   *self,
   tach_window_show_error (self, NULL, error);
 }
 
+/* The two charts are stacked with one x range, so they are read against
+ * each other: their plots start at the same x whatever their y labels
+ * ("400" above, "0.75" below).  They are lined up here, once the layout is
+ * final and just before they draw, which follows every change of their
+ * data, options or size.  A chart whose gutter changes is queued for
+ * drawing while its parent is still to be drawn, so it is drawn in this
+ * same frame. */
+static void
+tach_window_snapshot (GtkWidget   *widget,
+                      GtkSnapshot *snapshot)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+  TachChart *charts[] = { self->rate_chart, self->loss_chart };
+
+  if (gtk_widget_get_mapped (GTK_WIDGET (self->rate_chart)))
+    tach_chart_align_gutters (charts, G_N_ELEMENTS (charts));
+  GTK_WIDGET_CLASS (tach_window_parent_class)->snapshot (widget, snapshot);
+}
+
 /* A run in progress is stopped cleanly: the engine thread finishes its
  * step and is joined before the window goes. */
 static gboolean
@@ -401,6 +420,7 @@ tach_window_class_init (TachWindowClass *klass)
   object_class->get_property = tach_window_get_property;
   object_class->set_property = tach_window_set_property;
   window_class->close_request = tach_window_close_request;
+  widget_class->snapshot = tach_window_snapshot;
 
   properties[PROP_RUNNING] = g_param_spec_boolean ("running", NULL, NULL, FALSE, ro);
   properties[PROP_BUSY] = g_param_spec_boolean ("busy", NULL, NULL, FALSE, ro);

@@ -1,0 +1,29 @@
+/* test-gui.h: what the files of test-gui share: the fixture (an
+ * application with its window, set up for a short CPU run, and a temporary
+ * folder), driving the main loop, and the checks of the charts. */
+#pragma once
+
+#include "tach-application.h"
+#include "tach-window.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  TachApplication *app;
+  TachWindow      *window;
+  char            *tmpdir;
+} Fixture;
+
+gboolean iterate_until       (gboolean    (*done) (gpointer),
+                              gpointer      data,
+                              double        seconds);
+/* Renders the window's content, at its next frame, to the PNG @name (in
+ * the build folder unless absolute). */
+void     render_window       (TachWindow   *window,
+                              const char   *name);
+void     check_export_legend (TachWindow   *window,
+                              const char   *path);
+void     test_charts_aligned (Fixture      *fixture,
+                              gconstpointer data);
+
+G_END_DECLS
