@@ -152,6 +152,21 @@ void   tach_cpu_lstm_cell_bwd (TachBackend *be, int n, int h, const float *gates
                                const float *c_prev, const float *c, const float *dh, int lddh,
                                const float *dc, float *dgates, float *dc_prev);
 
+/* tach-cpu-lstm-rows.c: the fused LSTM's pointwise pass over one row.
+ * Forward: adds the bias to the gate pre-activations @g [4h] and
+ * activates them in place, then c = i z + f cp (cp NULL: c_{-1} = 0) and
+ * hy = o tanh (c).  Backward: from the activated gates, c, cp (NULL: 0),
+ * dh = dy + dh_rec (dh_rec may be NULL) and the incoming dc (read only
+ * when @have_dc), writes the gate gradients @dg [4h] and the outgoing dc;
+ * adds @dg to @db when it is not NULL. */
+void   tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
+                                  const float *restrict cp, float *restrict c,
+                                  float *restrict hy);
+void   tach_cpu_lstm_row_backward (int h, const float *restrict g, const float *restrict c,
+                                   const float *restrict cp, const float *restrict dy,
+                                   const float *restrict dh_rec, float *restrict dc,
+                                   gboolean have_dc, float *restrict dg, float *restrict db);
+
 /* tach-cpu-conv.c */
 TachConvPlan *tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc);
 void   tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan);
