@@ -53,7 +53,7 @@ struct _TachLstmPlan {
   float *dgates;         /* [T*N, dirs*4H]; training only */
   float *dh;             /* [dirs][N, H] recurrent dh; training only */
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
-  float *ones;           /* [T*N] ones: the bias gradient as a GEMM */
+  float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
   float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training only */
   float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
@@ -165,7 +165,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
       plan->dgates = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
       plan->dh = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
       plan->dc = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
-      plan->ones = tach_cpu_mem_alloc (be, plan->rows * sizeof (float));
+      if (!plan->sliced)
+        plan->ones = tach_cpu_mem_alloc (be, plan->rows * sizeof (float));
       if (plan->ones != NULL)
         for (size_t r = 0; r < plan->rows; r++)
           plan->ones[r] = 1.0f;
