@@ -180,42 +180,86 @@ tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels,
   *loss = n > 0 ? (float) (total / n) : 0.0f;
 }
 
+/* Vocabularies up to this size keep their exponentials on the stack. */
+#define TACH_CPU_SAMPLE_STACK 2048
+
+/* One row of softmax_ce: returns lse - z[label] and writes the row's
+ * dlogits when @d is not NULL.  Each exponential is computed once, in
+ * double, and summed in order (sample_tokens_nll sums the same values the
+ * same way, to the bit); the gradient divides the kept exponentials by
+ * their sum, where a second pass of exp (z - lse) cost as much again. */
+static double
+softmax_ce_row (const float *restrict z, int label, int classes, int n, float *restrict d)
+{
+  double stack[TACH_CPU_SAMPLE_STACK];
+  g_autofree double *heap = NULL;
+  double *e = stack;
+  float zmaxf = z[0];
+  double zmax, sum = 0.0, lse;
+
+  /* The maximum in float, vectorised: the same value as in double, since
+   * widening is exact and keeps the order. */
+#pragma omp simd reduction(max:zmaxf)
+  for (int j = 1; j < classes; j++)
+    zmaxf = MAX (zmaxf, z[j]);
+  zmax = zmaxf;
+  if (d == NULL)
+    {
+      for (int j = 0; j < classes; j++)
+        sum += exp (z[j] - zmax);
+      return zmax + log (sum) - z[label];
+    }
+  if (classes > TACH_CPU_SAMPLE_STACK)
+    e = heap = g_new (double, classes);
+  for (int j = 0; j < classes; j++)
+    {
+      e[j] = exp (z[j] - zmax);
+      sum += e[j];
+    }
+  lse = zmax + log (sum);
+#pragma omp simd
+  for (int j = 0; j < classes; j++)
+    d[j] = (float) (e[j] / sum / n);
+  d[label] = (float) ((e[label] / sum - 1.0) / n);
+  return lse - z[label];
+}
+
 void
 tach_cpu_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels, int n,
                      int classes, float *loss, float *dlogits)
 {
+  g_autofree double *row_loss = NULL;
   double total = 0.0;
 
   for (int i = 0; i < n; i++)
+    if (labels[i] < 0 || labels[i] >= classes)
+      {
+        tach_backend_fail (be, TACH_ERROR_DATA,
+                           _("a label is out of range; check the data file's labels: "
+                             "label %d of row %d is not in [0, %d)"),
+                           labels[i], i, classes);
+        return;
+      }
+  /* Rows in parallel, each row's loss kept apart and summed in row order
+   * below: the same total whatever the thread count. */
+  row_loss = g_new (double, MAX (n, 1));
+  if ((size_t) n * (size_t) classes < TACH_CPU_PARALLEL_MIN)
+    for (int i = 0; i < n; i++)
+      row_loss[i] = softmax_ce_row (logits + (size_t) i * (size_t) classes, labels[i], classes,
+                                    n, dlogits != NULL
+                                         ? dlogits + (size_t) i * (size_t) classes : NULL);
+  else
     {
-      const float *z = logits + (size_t) i * (size_t) classes;
-      int label = labels[i];
-      double zmax = z[0];
-      double sum = 0.0;
-      double lse;
-
-      if (label < 0 || label >= classes)
-        {
-          tach_backend_fail (be, TACH_ERROR_DATA,
-                             _("a label is out of range; check the data file's labels: "
-                               "label %d of row %d is not in [0, %d)"),
-                             label, i, classes);
-          return;
-        }
-      for (int j = 1; j < classes; j++)
-        zmax = MAX (zmax, (double) z[j]);
-      for (int j = 0; j < classes; j++)
-        sum += exp (z[j] - zmax);
-      lse = zmax + log (sum);
-      total += lse - z[label];
-      if (dlogits != NULL)
-        {
-          float *d = dlogits + (size_t) i * (size_t) classes;
-
-          for (int j = 0; j < classes; j++)
-            d[j] = (float) ((exp (z[j] - lse) - (j == label ? 1.0 : 0.0)) / n);
-        }
+      tach_cpu_bind_threads (be);
+#pragma omp parallel for schedule(static)
+      for (int i = 0; i < n; i++)
+        row_loss[i] = softmax_ce_row (logits + (size_t) i * (size_t) classes, labels[i],
+                                      classes, n, dlogits != NULL
+                                                    ? dlogits + (size_t) i * (size_t) classes
+                                                    : NULL);
     }
+  for (int i = 0; i < n; i++)
+    total += row_loss[i];
   *loss = n > 0 ? (float) (total / n) : 0.0f;
 }
 
@@ -311,9 +355,6 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
               sizeof (float) * (size_t) dim);
     }
 }
-
-/* Vocabularies up to this size keep their exponentials on the stack. */
-#define TACH_CPU_SAMPLE_STACK 2048
 
 /* sample_tokens, and with @loss the mean -log p of the drawn tokens in
  * softmax_ce's arithmetic: the same maximum and the same sum of the same
