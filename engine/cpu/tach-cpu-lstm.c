@@ -55,7 +55,9 @@ struct _TachLstmPlan {
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
-  float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training only */
+  float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training, two directions */
+  float *xh;             /* [T*N, I+H] x beside h_{t-1} of each row; sliced training, one direction */
+  float *dw_xh;          /* [4H, I+H] dG^T [X | H_prev]; with xh */
   float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
@@ -108,6 +110,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
   tach_cpu_mem_free (be, plan->hprev);
+  tach_cpu_mem_free (be, plan->xh);
+  tach_cpu_mem_free (be, plan->dw_xh);
   tach_cpu_mem_free (be, plan->db_part);
   g_free (plan);
 }
@@ -154,7 +158,15 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
     {
-      plan->hprev = tach_cpu_mem_alloc (be, plan->rows * plan->ldh * sizeof (float));
+      if (d->dirs == 1)
+        {
+          size_t ldxh = (size_t) d->I + d->H;
+
+          plan->xh = tach_cpu_mem_alloc (be, plan->rows * ldxh * sizeof (float));
+          plan->dw_xh = tach_cpu_mem_alloc (be, (size_t) plan->G * ldxh * sizeof (float));
+        }
+      else
+        plan->hprev = tach_cpu_mem_alloc (be, plan->rows * plan->ldh * sizeof (float));
       plan->db_part = tach_cpu_mem_alloc (be, (size_t) MAX (be->threads, 1) * plan->ldg
                                                 * sizeof (float));
     }
@@ -222,6 +234,7 @@ sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float al
 /* What the slices of one pass share (all borrowed). */
 typedef struct {
   const TachLstmPlan *plan;
+  const float        *x;
   const float        *w;
   const float        *y;
   const float        *dy;
@@ -399,7 +412,8 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
 
 /* Every time step of samples [n0, n1) in every direction, backward, on
  * this thread: the gate gradients and the recurrent dh; then h_{t-1} of
- * these samples' rows into plan->hprev. */
+ * these samples' rows into plan->hprev, or (one direction) x and h_{t-1}
+ * of each row side by side into plan->xh. */
 static dnnl_status_t
 backward_slice (const LstmPass *pass, int n0, int n1)
 {
@@ -456,7 +470,18 @@ backward_slice (const LstmPass *pass, int n0, int n1)
       for (int n = n0; n < n1; n++)
         for (int k = 0; k < d->T; k++)
           {
-            float *hp = plan->hprev + row_of (d, time_at (d, dir, k), n) * ldh + dir * H;
+            size_t r = row_of (d, time_at (d, dir, k), n);
+            float *hp;
+
+            if (plan->xh != NULL)
+              {
+                size_t ldxh = (size_t) d->I + H;
+
+                memcpy (plan->xh + r * ldxh, pass->x + r * d->I, (size_t) d->I * sizeof (float));
+                hp = plan->xh + r * ldxh + d->I;
+              }
+            else
+              hp = plan->hprev + r * ldh + dir * H;
 
             if (k == 0)
               memset (hp, 0, (size_t) H * sizeof (float));
@@ -568,7 +593,7 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
 
   if (plan->sliced)
     {
-      LstmPass pass = { .plan = plan, .w = w, .y = y, .dy = dy,
+      LstmPass pass = { .plan = plan, .x = x, .w = w, .y = y, .dy = dy,
                         .gates = (float *) gates, .cells = (float *) cells };
 
       /* Threads that get no samples leave their part as it is. */
@@ -578,6 +603,33 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
     }
   else if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))
     return;
+
+  /* One direction, sliced: [dW_x | dW_h] = dG^T [X | H_prev] over all
+   * time steps in one GEMM of K = I + H columns, then to the two blocks;
+   * db is the sum of the slices' parts. */
+  if (plan->xh != NULL)
+    {
+      size_t ldxh = (size_t) I + H;
+      float *dwh = dw + (size_t) G * I;
+      float *db = dwh + (size_t) G * H;
+
+      if (!sgemm (be, 'T', 'N', G, ldxh, plan->rows, 1.0f, plan->dgates, ldg, plan->xh, ldxh,
+                  0.0f, plan->dw_xh, ldxh))
+        return;
+      for (int j = 0; j < G; j++)
+        {
+          memcpy (dw + (size_t) j * I, plan->dw_xh + j * ldxh, (size_t) I * sizeof (float));
+          memcpy (dwh + (size_t) j * H, plan->dw_xh + j * ldxh + I, (size_t) H * sizeof (float));
+        }
+      memcpy (db, plan->db_part, (size_t) G * sizeof (float));
+      for (guint th = 1; th < MAX (be->threads, 1); th++)
+        for (int j = 0; j < G; j++)
+          db[j] += plan->db_part[(size_t) th * ldg + j];
+      if (d->need_dx
+          && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, plan->dgates, ldg, w, I, 0.0f, dx, I))
+        return;
+      return;
+    }
 
   /* dW_x = dG^T X over all time steps, both directions in one GEMM (into
    * wx_both, then to each direction's block): one product of 2 * 4H rows
