@@ -46,18 +46,44 @@ tach_cpu_bias_add (TachBackend *be, float *y, const float *bias, int m, int n)
     bias_add_row (y + (size_t) i * (size_t) n, bias, n);
 }
 
+/* Rows [@i0, @i1) of @dy summed into @sum, row by row so that the reads
+ * stay contiguous. */
+static void
+bias_grad_rows (const float *dy, double *restrict sum, size_t i0, size_t i1, int n)
+{
+  for (size_t i = i0; i < i1; i++)
+    {
+      const float *restrict row = dy + i * (size_t) n;
+
+#pragma omp simd
+      for (int j = 0; j < n; j++)
+        sum[j] += row[j];
+    }
+}
+
 void
 tach_cpu_bias_grad (TachBackend *be, const float *dy, float *db, int m, int n, float beta)
 {
-  g_autofree double *sum = g_new0 (double, MAX (n, 1));
+  int parts = (size_t) m * (size_t) n < TACH_CPU_PARALLEL_MIN ? 1 : (int) MAX (be->threads, 1);
+  g_autofree double *sum = g_new0 (double, (size_t) parts * MAX (n, 1));
 
-  /* Row by row, so that the reads stay contiguous. */
-  for (int i = 0; i < m; i++)
+  /* In double, each thread over its own block of rows, the blocks' sums
+   * then added in order. */
+  if (parts == 1)
+    bias_grad_rows (dy, sum, 0, (size_t) m, n);
+  else
     {
-      const float *row = dy + (size_t) i * (size_t) n;
+      tach_cpu_bind_threads (be);
+#pragma omp parallel num_threads (parts)
+      {
+        int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
 
-      for (int j = 0; j < n; j++)
-        sum[j] += row[j];
+        bias_grad_rows (dy, sum + (size_t) tid * n, (size_t) m * tid / nth,
+                        (size_t) m * (tid + 1) / nth, n);
+      }
+      for (int p = 1; p < parts; p++)
+        for (int j = 0; j < n; j++)
+          sum[j] += sum[(size_t) p * n + j];
     }
   for (int j = 0; j < n; j++)
     db[j] = (beta == 0.0f ? 0.0f : beta * db[j]) + (float) sum[j];
