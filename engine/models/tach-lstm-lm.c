@@ -324,7 +324,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
       self->tok_host = g_new (int32_t, self->batch);
       if (config->print_text)
         {
-          self->history_cap = (guint64) config->warmup + config->steps;
+          self->history_cap = config->steps;
           self->history = tach_backend_alloc (be, self->history_cap * self->batch
                                                   * sizeof (int32_t));
         }
@@ -629,7 +629,7 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
   dev += 9 * seq + 2 * out;
   dev += batch * (LM_CONTEXT * 2 + 1) * sizeof (int32_t);
   if (config->print_text)
-    dev += ((guint64) config->warmup + config->steps) * batch * sizeof (int32_t);
+    dev += (guint64) config->steps * batch * sizeof (int32_t);
   host = tokens * sizeof (int32_t) + batch * LM_VOCAB * sizeof (float);
   if (config->task == TACH_TASK_TRAIN)
     {
