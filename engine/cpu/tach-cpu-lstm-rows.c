@@ -6,8 +6,6 @@
  *
  * Threads: any; each call touches only its own row.
  */
-#include <string.h>
-
 #include "tach-cpu-private.h"
 
 /* The pointwise loops clamp with comparisons, which GCC only if-converts
@@ -17,43 +15,16 @@
 #pragma GCC optimize ("no-trapping-math")
 #endif
 
-/* exp on [-87, 88] (clamped) by Cody-Waite reduction and Cephes' degree-6
- * polynomial: about 1 ulp, branch-free, so that the loops vectorise. */
-static inline float
-fast_expf (float x)
-{
-  float t, n, r, p, scale;
-  int32_t bits;
-
-  x = x < -87.0f ? -87.0f : x;
-  x = x > 88.0f ? 88.0f : x;
-  /* Round to nearest by the 1.5 * 2^23 trick. */
-  t = x * 1.44269504088896341f + 12582912.0f;
-  n = t - 12582912.0f;
-  r = x - n * 0.693359375f;
-  r = r + n * 2.12194440e-4f;
-  p = 1.9875691500e-4f;
-  p = p * r + 1.3981999507e-3f;
-  p = p * r + 8.3334519073e-3f;
-  p = p * r + 4.1665795894e-2f;
-  p = p * r + 1.6666665459e-1f;
-  p = p * r + 5.0000001201e-1f;
-  p = p * r * r + r + 1.0f;
-  bits = ((int32_t) n + 127) << 23;
-  memcpy (&scale, &bits, sizeof scale);
-  return p * scale;
-}
-
 static inline float
 fast_sigmoidf (float x)
 {
-  return 1.0f / (1.0f + fast_expf (-x));
+  return 1.0f / (1.0f + tach_cpu_fast_expf (-x));
 }
 
 static inline float
 fast_tanhf (float x)
 {
-  return 2.0f / (1.0f + fast_expf (-2.0f * x)) - 1.0f;
+  return 2.0f / (1.0f + tach_cpu_fast_expf (-2.0f * x)) - 1.0f;
 }
 
 /* One forward step of one row: bias, activations in place, c and h. */

@@ -6,6 +6,7 @@
  * accuracy) run serially in double precision, so that they do not depend on
  * the thread count.  Threads: the engine thread.
  */
+#include <float.h>
 #include <math.h>
 #include <string.h>
 
@@ -209,19 +210,48 @@ tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels,
 /* Vocabularies up to this size keep their exponentials on the stack. */
 #define TACH_CPU_SAMPLE_STACK 2048
 
+/* The training path's row: the exponentials in float by the branch-free
+ * polynomial, written straight into @d and summed in double, then scaled.
+ * Logits so far below the maximum that their gradient would be under
+ * FLT_MIN (sum <= classes, so e / (sum n) >= e / (classes n)) give exactly
+ * zero: denormals in dlogits slow the GEMMs they feed severalfold, and
+ * what is dropped is below float's resolution of the sum. */
+static TACH_CPU_SIMD_CLONES double
+softmax_ce_grad_row (const float *restrict z, float zmaxf, int label, int classes, int n,
+                     float *restrict d)
+{
+  const float lo = (float) log ((double) FLT_MIN * classes * n);
+  double sum = 0.0, lse, el;
+  float f;
+
+#pragma omp simd reduction(+:sum)
+  for (int j = 0; j < classes; j++)
+    {
+      float x = z[j] - zmaxf;
+      float e = x < lo ? 0.0f : tach_cpu_fast_expf (x);
+
+      d[j] = e;
+      sum += e;
+    }
+  lse = zmaxf + log (sum);
+  el = d[label];
+  f = (float) (1.0 / (sum * n));
+#pragma omp simd
+  for (int j = 0; j < classes; j++)
+    d[j] *= f;
+  d[label] = (float) ((el / sum - 1.0) / n);
+  return lse - z[label];
+}
+
 /* One row of softmax_ce: returns lse - z[label] and writes the row's
- * dlogits when @d is not NULL.  Each exponential is computed once, in
- * double, and summed in order (sample_tokens_nll sums the same values the
- * same way, to the bit); the gradient divides the kept exponentials by
- * their sum, where a second pass of exp (z - lse) cost as much again. */
+ * dlogits when @d is not NULL.  Without @d each exponential is computed in
+ * double and summed in order (sample_tokens_nll sums the same values the
+ * same way, to the bit). */
 static double
 softmax_ce_row (const float *restrict z, int label, int classes, int n, float *restrict d)
 {
-  double stack[TACH_CPU_SAMPLE_STACK];
-  g_autofree double *heap = NULL;
-  double *e = stack;
   float zmaxf = z[0];
-  double zmax, sum = 0.0, lse, scale, inv_n;
+  double zmax, sum = 0.0;
 
   /* The maximum in float, vectorised: the same value as in double, since
    * widening is exact and keeps the order. */
@@ -235,23 +265,7 @@ softmax_ce_row (const float *restrict z, int label, int classes, int n, float *r
         sum += exp (z[j] - zmax);
       return zmax + log (sum) - z[label];
     }
-  if (classes > TACH_CPU_SAMPLE_STACK)
-    e = heap = g_new (double, classes);
-  for (int j = 0; j < classes; j++)
-    {
-      e[j] = exp (z[j] - zmax);
-      sum += e[j];
-    }
-  lse = zmax + log (sum);
-  /* Two multiplications where two divisions per element cost more than
-   * the rest of the pass: a few ulps of double, below float's rounding. */
-  scale = 1.0 / sum;
-  inv_n = 1.0 / n;
-#pragma omp simd
-  for (int j = 0; j < classes; j++)
-    d[j] = (float) (e[j] * scale * inv_n);
-  d[label] = (float) ((e[label] * scale - 1.0) * inv_n);
-  return lse - z[label];
+  return softmax_ce_grad_row (z, zmaxf, label, classes, n, d);
 }
 
 void
