@@ -217,12 +217,15 @@ tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels,
  * zero: denormals in dlogits slow the GEMMs they feed severalfold, and
  * what is dropped is below float's resolution of the sum. */
 static TACH_CPU_SIMD_CLONES double
-softmax_ce_grad_row (const float *restrict z, float zmaxf, int label, int classes, int n,
-                     float *restrict d)
+softmax_ce_grad_row (const float *restrict z, int label, int classes, int n, float *restrict d)
 {
   const float lo = (float) log ((double) FLT_MIN * classes * n);
   double sum = 0.0, lse, el;
-  float f;
+  float zmaxf = z[0], f;
+
+#pragma omp simd reduction(max:zmaxf)
+  for (int j = 1; j < classes; j++)
+    zmaxf = MAX (zmaxf, z[j]);
 
 #pragma omp simd reduction(+:sum)
   for (int j = 0; j < classes; j++)
@@ -253,19 +256,17 @@ softmax_ce_row (const float *restrict z, int label, int classes, int n, float *r
   float zmaxf = z[0];
   double zmax, sum = 0.0;
 
+  if (d != NULL)
+    return softmax_ce_grad_row (z, label, classes, n, d);
   /* The maximum in float, vectorised: the same value as in double, since
    * widening is exact and keeps the order. */
 #pragma omp simd reduction(max:zmaxf)
   for (int j = 1; j < classes; j++)
     zmaxf = MAX (zmaxf, z[j]);
   zmax = zmaxf;
-  if (d == NULL)
-    {
-      for (int j = 0; j < classes; j++)
-        sum += exp (z[j] - zmax);
-      return zmax + log (sum) - z[label];
-    }
-  return softmax_ce_grad_row (z, zmaxf, label, classes, n, d);
+  for (int j = 0; j < classes; j++)
+    sum += exp (z[j] - zmax);
+  return zmax + log (sum) - z[label];
 }
 
 void
