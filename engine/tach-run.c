@@ -262,15 +262,12 @@ engine_time (Engine *e, Pending *p)
   if (p->timed)
     return;
   ms = tach_event_elapsed_ms (e->be, e->ev_start[p->slot], e->ev_end[p->slot]);
-  if (e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU && !isnan (ms))
-    ms = MAX (0.0, ms - p->sample.feed_ms - p->sample.host_ms);
   p->sample.compute_ms = ms;
   p->timed = TRUE;
 }
 
-/* The host clock of every step time, in ns: fast steps (tens of µs) need
- * finer than the µs of g_get_monotonic_time(), whose grid would otherwise
- * show in their medians. */
+/* The host clock of step times, in ns: fast steps (tens of µs) need finer
+ * than g_get_monotonic_time()'s µs, whose grid would show in medians. */
 static inline gint64
 now_ns (void)
 {
@@ -473,6 +470,11 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       return TRUE;
     }
 
+  /* The CPU (whose events would be host timestamps) is timed by the runner's
+   * clock, and a step starts where the last ended: fewer clock reads. */
+  gboolean host_clock = e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU;
+  gint64 t_prev = now_ns ();
+
   for (guint64 i = 0; i < total; i++)
     {
       TachStepCtx ctx = { 0 };
@@ -495,15 +497,17 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
             engine_time (e, old);
         }
 
-      t_start = now_ns ();
-      tach_event_record (e->be, e->ev_start[p.slot]);
+      t_start = t_prev;
+      if (!host_clock)
+        tach_event_record (e->be, e->ev_start[p.slot]);
       if (!engine_step (e, i, &ctx, error))
         {
           if (error != NULL && *error == NULL)
             tach_backend_take_error (e->be, error);
           return FALSE;
         }
-      tach_event_record (e->be, e->ev_end[p.slot]);
+      if (!host_clock)
+        tach_event_record (e->be, e->ev_end[p.slot]);
       t_model = now_ns ();
       if (!tach_backend_take_error (e->be, error))
         return FALSE;
@@ -515,6 +519,13 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       p.sample.feed_ms = ctx.feed_ms;
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;
+      if (host_clock)
+        {
+          /* The CPU computes as called: the step less feeding and host work. */
+          p.sample.compute_ms = MAX (0.0, (double) (t_model - t_start) / 1e6
+                                          - ctx.feed_ms - ctx.host_ms);
+          p.timed = TRUE;
+        }
       p.sample.loss = NAN;
       p.sample.accuracy = NAN;
       g_array_append_val (e->pending, p);
@@ -530,7 +541,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       /* Whatever the step did outside the model and the sync (bookkeeping,
        * the loss read-back set-up) is host overhead too. */
-      t_end = now_ns ();
+      t_end = t_prev = now_ns ();
       step_ms = (double) (t_end - t_start) / 1e6;
       model_ms = (double) (t_model - t_start) / 1e6;
       self = &g_array_index (e->pending, Pending, e->pending->len - 1);
@@ -547,8 +558,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
         }
       else if (t_end - e->t_notify >= PROGRESS_NS)
         {
-          /* Between sync points there is nothing to publish, but the
-           * front end still learns how far the run has got. */
+          /* Nothing to publish between sync points, but progress to tell. */
           schedule_notify (run);
           e->t_notify = t_end;
         }
@@ -786,6 +796,5 @@ tach_run_dup_text (TachRun *run)
 guint
 tach_run_get_steps_done (TachRun *run)
 {
-  g_return_val_if_fail (run != NULL, 0);
   return (guint) g_atomic_int_get (&run->steps_done);
 }
