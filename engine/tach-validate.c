@@ -155,13 +155,13 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
         g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                      _("--%s %s is not supported on %s (%s): use --%s %s"),
                      knobs[i].name, value, device_id,
-                     why != NULL ? why : _("not implemented by its backend"),
+                     why != NULL ? why : _("its backend cannot do this"),
                      knobs[i].name, instead);
       else
         g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                      _("--%s %s is not supported on %s (%s): use another --device"),
                      knobs[i].name, value, device_id,
-                     why != NULL ? why : _("not implemented by its backend"));
+                     why != NULL ? why : _("its backend cannot do this"));
       return FALSE;
     }
   return TRUE;
