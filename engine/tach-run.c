@@ -95,6 +95,7 @@ typedef struct {
   float                *acc_host;
   TachEvent            *ev_start[EVENT_RING];
   TachEvent            *ev_end[EVENT_RING];
+  gboolean              host_clock; /* the runner's clock times steps: no events */
   GArray               *pending;   /* Pending */
   gint64                t0;        /* monotonic start, ns */
   gint64                t_notify;  /* last notification, ns */
@@ -365,7 +366,9 @@ engine_setup (Engine *e, guint64 total, GError **error)
       e->acc_dev = tach_backend_alloc (e->be, total * sizeof (float));
       e->acc_host = g_try_new (float, total);
     }
-  for (guint i = 0; i < EVENT_RING; i++)
+  /* The CPU's events would be host timestamps: its steps use the runner's. */
+  e->host_clock = e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU;
+  for (guint i = 0; i < EVENT_RING && !e->host_clock; i++)
     {
       e->ev_start[i] = tach_event_new (e->be);
       e->ev_end[i] = tach_event_new (e->be);
@@ -470,10 +473,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       return TRUE;
     }
 
-  /* The CPU (whose events would be host timestamps) is timed by the runner's
-   * clock, and a step starts where the last ended: fewer clock reads. */
-  gboolean host_clock = e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU;
-  gint64 t_prev = now_ns ();
+  gint64 t_prev = now_ns ();  /* a step starts where the last one ended */
 
   for (guint64 i = 0; i < total; i++)
     {
@@ -498,7 +498,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
         }
 
       t_start = t_prev;
-      if (!host_clock)
+      if (!e->host_clock)
         tach_event_record (e->be, e->ev_start[p.slot]);
       if (!engine_step (e, i, &ctx, error))
         {
@@ -506,7 +506,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
             tach_backend_take_error (e->be, error);
           return FALSE;
         }
-      if (!host_clock)
+      if (!e->host_clock)
         tach_event_record (e->be, e->ev_end[p.slot]);
       t_model = now_ns ();
       if (!tach_backend_take_error (e->be, error))
@@ -519,7 +519,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       p.sample.feed_ms = ctx.feed_ms;
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;
-      if (host_clock)
+      if (e->host_clock)
         {
           /* The CPU computes as called: the step less feeding and host work. */
           p.sample.compute_ms = MAX (0.0, (double) (t_model - t_start) / 1e6
