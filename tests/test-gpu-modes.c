@@ -10,6 +10,7 @@
 
 #include "tach-feeder.h"
 #include "test-gpu.h"
+#include "test-run-util.h"
 
 #define MODE_STEPS 12
 
@@ -19,24 +20,6 @@ typedef struct {
   const char   *const *variants;
   double        tolerance;  /* relative, on each step's loss */
 } ModeCase;
-
-static void
-apply (TachConfig *config, const char *settings)
-{
-  g_auto(GStrv) pairs = g_strsplit (settings, " ", -1);
-
-  for (guint i = 0; pairs[i] != NULL; i++)
-    {
-      g_auto(GStrv) kv = g_strsplit (pairs[i], "=", 2);
-      g_autoptr(GError) error = NULL;
-
-      if (kv[0] == NULL || kv[0][0] == '\0')
-        continue;
-      g_assert_nonnull (kv[1]);
-      tach_config_set (config, kv[0], kv[1], &error);
-      g_assert_no_error (error);
-    }
-}
 
 /* Runs @settings over the workload's baseline; returns the samples and,
  * when asked, the generated text. */
@@ -49,9 +32,9 @@ run_once (const ModeCase *mc, const char *variant, char **text)
   GArray *samples;
 
   tach_config_init (&config, mc->workload);
-  apply (&config, "device=cuda batch=64 warmup=2 steps=12 seed=7");
-  apply (&config, mc->settings);
-  apply (&config, variant);
+  test_apply (&config, "device=cuda batch=64 warmup=2 steps=12 seed=7");
+  test_apply (&config, mc->settings);
+  test_apply (&config, variant);
   run = tach_run_new (&config, &error);
   tach_config_clear (&config);
   g_assert_no_error (error);
@@ -60,7 +43,8 @@ run_once (const ModeCase *mc, const char *variant, char **text)
   tach_run_wait (run, &error);
   g_assert_no_error (error);
   samples = tach_run_dup_samples (run);
-  g_assert_cmpuint (samples->len, ==, MODE_STEPS + 2);
+  /* --steps counts the warm-up steps too. */
+  g_assert_cmpuint (samples->len, ==, MODE_STEPS);
   if (text != NULL)
     *text = tach_run_dup_text (run);
   return samples;
@@ -182,9 +166,9 @@ run_graph_case (const GraphCase *gc, const char *launch, char **text)
   TachConfig config;
 
   tach_config_init (&config, gc->workload);
-  apply (&config, "device=cuda batch=64 warmup=3 steps=12 seed=11");
-  apply (&config, gc->settings);
-  apply (&config, launch);
+  test_apply (&config, "device=cuda batch=64 warmup=3 steps=12 seed=11");
+  test_apply (&config, gc->settings);
+  test_apply (&config, launch);
   run = tach_run_new (&config, &error);
   tach_config_clear (&config);
   g_assert_no_error (error);
@@ -259,8 +243,8 @@ test_graph_refused (void)
       TachRun *run;
 
       tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
-      apply (&config, "device=cuda batch=8 steps=2 launch=graph");
-      apply (&config, refused[i]);
+      test_apply (&config, "device=cuda batch=8 steps=2 launch=graph");
+      test_apply (&config, refused[i]);
       run = tach_run_new (&config, &error);
       tach_config_clear (&config);
       g_assert_null (run);
