@@ -13,6 +13,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cpu-private.h"
+#include "tach-adam.h"
 #include "tach-rand.h"
 
 /* Comparisons in the pointwise loops (ReLU) are only if-converted, and so
@@ -513,16 +514,13 @@ void
 tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
                float lr, float beta1, float beta2, float eps, float *t)
 {
-  double step;
   float inv_c1, inv_sqrt_c2;
 
   *t += 1.0f;
-  step = *t;
   /* Kingma & Ba's bias-corrected form, eps added to sqrt(v_hat), as the
-   * double-precision reference (and PyTorch) compute it, so that every
-   * backend takes the same step. */
-  inv_c1 = (float) (1.0 / (1.0 - pow (beta1, step)));
-  inv_sqrt_c2 = (float) (1.0 / sqrt (1.0 - pow (beta2, step)));
+   * double-precision reference (and PyTorch) compute it, in the form every
+   * backend shares. */
+  tach_adam_corrections (beta1, beta2, *t, &inv_c1, &inv_sqrt_c2);
   tach_cpu_bind_threads (be);
 #pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
   for (size_t i0 = 0; i0 < n; i0 += ADAM_CHUNK)

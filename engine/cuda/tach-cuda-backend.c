@@ -39,12 +39,51 @@ tach_cuda_check (TachBackend *be, cudaError_t status, const char *call, const ch
 }
 
 gboolean
+tach_cudnn_status_is_refusal (cudnnStatus_t status)
+{
+  switch ((int) status)
+    {
+    /* This algorithm, data type or layout cannot do this shape: another
+     * algorithm may. */
+    case CUDNN_STATUS_BAD_PARAM:
+    case 2001: /* CUDNN_STATUS_INVALID_VALUE, deprecated */
+    case CUDNN_STATUS_BAD_PARAM_OUT_OF_BOUND:
+    case CUDNN_STATUS_BAD_PARAM_SHAPE_MISMATCH:
+    case CUDNN_STATUS_NOT_SUPPORTED:
+    case CUDNN_STATUS_NOT_SUPPORTED_GRAPH_PATTERN:
+    case CUDNN_STATUS_NOT_SUPPORTED_SHAPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_DATA_TYPE:
+    case CUDNN_STATUS_NOT_SUPPORTED_LAYOUT:
+    case CUDNN_STATUS_NOT_SUPPORTED_SHARED_MEMORY_INSUFFICIENT:
+    case CUDNN_STATUS_NOT_SUPPORTED_PADDING:
+    case CUDNN_STATUS_NOT_SUPPORTED_BAD_LAUNCH_PARAM:
+      return TRUE;
+    /* Everything else is not about the shape, and no other algorithm
+     * fixes it: a bad pointer or stream (a Tach bug), a driver, CUDA
+     * runtime or architecture mismatch (3005-3007), a missing runtime
+     * prerequisite or sub-library (3008, 3009), internal and execution
+     * failures (4xxx, 5xxx). */
+    default:
+      return FALSE;
+    }
+}
+
+gboolean
 tach_cudnn_check (TachBackend *be, cudnnStatus_t status, const char *call, const char *file, int line)
 {
+  char detail[512] = "";
+
   if (status == CUDNN_STATUS_SUCCESS)
     return TRUE;
-  tach_backend_fail (be, status == CUDNN_STATUS_ALLOC_FAILED ? TACH_ERROR_OUT_OF_MEMORY : TACH_ERROR_LIBRARY,
-                     _("cuDNN failed: %s in %s at %s:%d"), cudnnGetErrorString (status), call, file, line);
+  /* cuDNN 9 keeps a message per thread that says what it did not like
+   * (the status alone rarely does); reading it also resets it. */
+  cudnnGetLastErrorString (detail, sizeof detail);
+  tach_backend_fail (be,
+                     status == CUDNN_STATUS_ALLOC_FAILED
+                     || status == CUDNN_STATUS_INTERNAL_ERROR_DEVICE_ALLOCATION_FAILED
+                     ? TACH_ERROR_OUT_OF_MEMORY : TACH_ERROR_LIBRARY,
+                     _("cuDNN failed: %s (%d) in %s at %s:%d%s%s"), cudnnGetErrorString (status),
+                     (int) status, call, file, line, detail[0] != '\0' ? ": " : "", detail);
   return FALSE;
 }
 

@@ -8,6 +8,7 @@
 #include <math.h>
 
 #include "tach-cuda-kernels.h"
+#include "../tach-adam.h"
 #include "../tach-rand.h"
 
 #define TACH_THREADS 256
@@ -462,8 +463,11 @@ __global__ void
 adam_kernel (float *param, const float *grad, float *m, float *v, size_t n, float lr,
              float beta1, float beta2, float eps, const float *t)
 {
-  float step = *t + 1.0f;
-  float c1 = 1.0f - powf (beta1, step), c2 = 1.0f - powf (beta2, step);
+  float inv_c1, inv_sqrt_c2;
+
+  /* The CPU's corrections, in double (tach-adam.h): every thread computes
+   * the same two numbers, once. */
+  tach_adam_corrections (beta1, beta2, *t + 1.0f, &inv_c1, &inv_sqrt_c2);
 
   GRID_STRIDE (i, n)
     {
@@ -473,7 +477,7 @@ adam_kernel (float *param, const float *grad, float *m, float *v, size_t n, floa
 
       m[i] = mi;
       v[i] = vi;
-      param[i] -= lr * (mi / c1) / (sqrtf (vi / c2) + eps);
+      param[i] -= lr * (mi * inv_c1) / (sqrtf (vi) * inv_sqrt_c2 + eps);
     }
 }
 

@@ -40,6 +40,11 @@ gboolean tach_cuda_check (TachBackend *be, cudaError_t status, const char *call,
                           const char *file, int line);
 gboolean tach_cudnn_check (TachBackend *be, cudnnStatus_t status, const char *call,
                            const char *file, int line);
+/* Whether a cuDNN status says that an algorithm cannot do this shape, data
+ * type or layout (so that another algorithm may), rather than that cuDNN
+ * cannot run at all (driver, runtime or sub-library missing) or that the
+ * call itself is wrong: only refusals may be fallen back from. */
+gboolean tach_cudnn_status_is_refusal (cudnnStatus_t status);
 gboolean tach_cublas_check (TachBackend *be, cublasStatus_t status, const char *call,
                             const char *file, int line);
 

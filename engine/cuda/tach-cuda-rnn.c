@@ -3,7 +3,9 @@
  * Layout: batch-major data ([N, T, I]) is described to cuDNN as
  * CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED; a time-major plan (and so the
  * BiLSTM report's misread, which is a time-major plan over batch-major
- * memory) as SEQ_MAJOR_UNPACKED over the same memory.
+ * memory) as SEQ_MAJOR_UNPACKED over the same memory.  cuDNN takes the
+ * unpacked layouts only with CUDNN_RNN_PADDED_IO_ENABLED in auxFlags
+ * (cudnn_adv.h; PyTorch and TensorFlow set it for any unpacked input).
  *
  * Weights: Tach's canonical block (per direction W_x [4H, I], W_h [4H, H],
  * b [4H], gates i, f, g, o) is copied into cuDNN's weight space on every
@@ -17,7 +19,11 @@
  * Algorithm: CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H where cuDNN accepts the
  * shape, else CUDNN_RNN_ALGO_STANDARD.  A refusal at plan time or at the
  * first call switches the plan to the standard algorithm; the reserve size
- * given to the model covers both, so a switch never outgrows it.
+ * given to the model covers both, so a switch never outgrows it.  Only a
+ * refusal of the shape switches (tach_cudnn_status_is_refusal): a missing
+ * driver, runtime or sub-library is reported.  The math mode is the one
+ * the precision pinned: a cuDNN that refuses FMA-only fp32 math fails the
+ * plan rather than running TF32 under an fp32 label.
  */
 #include <string.h>
 
@@ -55,15 +61,6 @@ struct _TachLstmPlan {
   GArray                   *segments;  /* TachWeightSegment */
 };
 
-static gboolean
-cudnn_refused (cudnnStatus_t status)
-{
-  /* cuDNN 9 groups statuses by thousands: 2xxx bad parameters, 3xxx not
-   * supported.  Both mean "this algorithm cannot do this shape". */
-  return (status >= 2000 && status < 4000) || status == CUDNN_STATUS_NOT_SUPPORTED
-         || status == CUDNN_STATUS_BAD_PARAM;
-}
-
 static cudnnStatus_t
 set_rnn_descriptor (TachLstmPlan *plan, cudnnRNNAlgo_t algo, cudnnMathType_t math)
 {
@@ -83,7 +80,7 @@ set_rnn_descriptor (TachLstmPlan *plan, cudnnRNNAlgo_t algo, cudnnMathType_t mat
                                    /* projSize = */ d->H,
                                    /* numLayers = */ 1,
                                    /* dropoutDesc = */ plan->dropout,
-                                   /* auxFlags = */ CUDNN_RNN_PADDED_IO_DISABLED);
+                                   /* auxFlags = */ CUDNN_RNN_PADDED_IO_ENABLED);
 }
 
 /* Configures the descriptor for @algo and asks for its buffer sizes,
@@ -94,14 +91,6 @@ try_algo (TachBackend *be, TachLstmPlan *plan, cudnnRNNAlgo_t algo, size_t *work
 {
   cudnnStatus_t status = set_rnn_descriptor (plan, algo, plan->math);
 
-  if (status != CUDNN_STATUS_SUCCESS && plan->math == CUDNN_FMA_MATH)
-    {
-      /* Some cuDNN builds refuse FMA-only math for RNNs; plain default
-       * math is then the closest fp32 mode they offer. */
-      g_info ("cuDNN refused CUDNN_FMA_MATH for the LSTM; using CUDNN_DEFAULT_MATH");
-      plan->math = CUDNN_DEFAULT_MATH;
-      status = set_rnn_descriptor (plan, algo, plan->math);
-    }
   if (status == CUDNN_STATUS_SUCCESS)
     status = cudnnGetRNNTempSpaceSizes (TACH_CUDA (be)->cudnn, plan->rnn, plan->fwd_mode,
                                         plan->xdesc, work, reserve);
@@ -332,7 +321,19 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   /* Ask both algorithms, so that the reserve size covers a later switch. */
   small_ok = try_algo (be, plan, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, &work_small,
                        &reserve_small) == CUDNN_STATUS_SUCCESS;
-  TACH_CUDNN_TRY (be, try_algo (be, plan, CUDNN_RNN_ALGO_STANDARD, &work_std, &reserve_std), goto fail);
+  {
+    cudnnStatus_t status = try_algo (be, plan, CUDNN_RNN_ALGO_STANDARD, &work_std, &reserve_std);
+
+    if (!tach_cudnn_check (be, status, "cudnnSetRNNDescriptor_v8 (CUDNN_RNN_ALGO_STANDARD)",
+                           __FILE__, __LINE__))
+      {
+        if (plan->math == CUDNN_FMA_MATH)
+          g_prefix_error (&be->error, _("cuDNN refuses this LSTM with FMA-only fp32 math "
+                                        "(CUDNN_FMA_MATH), and an fp32 run never falls back to "
+                                        "TF32 (--precision tf32 allows it): "));
+        goto fail;
+      }
+  }
   plan->reserve_bytes = desc->training ? MAX (reserve_small, reserve_std) : 0;
   plan->algo = CUDNN_RNN_ALGO_STANDARD;
   if (small_ok)
@@ -445,7 +446,7 @@ tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
   if (!convert_weights (be, plan, (float *) w, plan->wspace, TRUE))
     return;
   status = run_forward (be, plan, x, y, reserve);
-  if (cudnn_refused (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
+  if (tach_cudnn_status_is_refusal (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
     {
       if (!fall_back (be, plan, "the forward pass")
           || !convert_weights (be, plan, (float *) w, plan->wspace, TRUE))
@@ -476,6 +477,7 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
   TachCudaBackend *cb = TACH_CUDA (be);
   const TachLstmDesc *d = &plan->desc;
   float *dx_buf = dx;
+  float *y_again = NULL;  /* owned: the standard forward's y after a fall-back */
   cudnnStatus_t status;
 
   if (!d->training || reserve == NULL)
@@ -501,13 +503,13 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
     }
 
   status = run_backward_data (be, plan, y, dy, dx_buf, reserve);
-  if (cudnn_refused (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
+  if (tach_cudnn_status_is_refusal (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
     {
       /* The reserve was written by the persistent algorithm: redo the
-       * forward pass with the standard one before its backward.  The
-       * forward output goes to a scratch buffer (y is the caller's). */
-      float *y_again;
-
+       * forward pass with the standard one, and take both backward passes
+       * from that forward's y and reserve.  Its y goes to a scratch buffer
+       * (the caller's y is the persistent forward's), freed only after the
+       * weight gradient has read it. */
       if (!fall_back (be, plan, "the backward pass") || !convert_weights (be, plan, (float *) w,
                                                                           plan->wspace, TRUE))
         return;
@@ -517,13 +519,13 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
       status = run_forward (be, plan, x, y_again, reserve);
       if (status == CUDNN_STATUS_SUCCESS)
         status = run_backward_data (be, plan, y_again, dy, dx_buf, reserve);
-      tach_cuda_free_internal (be, y_again);
+      y = y_again;
     }
-  TACH_CUDNN_TRY (be, status, return);
+  TACH_CUDNN_TRY (be, status, goto out);
 
   /* cuDNN adds the weight gradient to dweightSpace; Tach's contract
    * overwrites dw, so start from zero. */
-  TACH_CUDA_TRY (be, cudaMemsetAsync (plan->dwspace, 0, plan->weight_bytes, cb->stream), return);
+  TACH_CUDA_TRY (be, cudaMemsetAsync (plan->dwspace, 0, plan->weight_bytes, cb->stream), goto out);
   TACH_CUDNN_TRY (be, cudnnRNNBackwardWeights_v8 (cb->cudnn, plan->rnn,
                                                   /* addGrad = */ CUDNN_WGRAD_MODE_ADD,
                                                   plan->dev_seq,
@@ -532,6 +534,10 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
                                                   plan->ydesc, y,
                                                   plan->weight_bytes, plan->dwspace,
                                                   plan->work_bytes, plan->work,
-                                                  plan->reserve_bytes, reserve), return);
+                                                  plan->reserve_bytes, reserve), goto out);
   convert_weights (be, plan, dw, plan->dwspace, FALSE);
+
+out:
+  /* cudaFree waits for the device, so the queued passes are done with it. */
+  tach_cuda_free_internal (be, y_again);
 }
