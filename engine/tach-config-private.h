@@ -13,4 +13,19 @@ void     tach_config_reset_modes (TachConfig *config);
  * (or their plain values where the new device cannot do them). */
 void     tach_config_reapply_preset_for_device (TachConfig *config);
 
+/* The workload's default batch for @task. */
+guint    tach_config_default_batch (TachWorkload workload, TachTask task);
+
+/* The knob table's rules (tach-config.c, tach-knobs.c).  tach_knob_parse()
+ * sets @knob from @value through its own rule or the one of its kind. */
+gboolean tach_knob_parse (TachConfig *config, const TachKnobInfo *knob, const char *value,
+                          GError **error);
+gboolean tach_knob_parse_choice (TachConfig *config, const TachKnobInfo *knob,
+                                 const char *value, GError **error);
+gboolean tach_knob_parse_unsigned (const char *key, const char *value, guint64 min,
+                                   guint64 max, guint64 *out, GError **error);
+/* "invalid value 'V' for --KEY: expected EXPECTED" (always FALSE). */
+gboolean tach_knob_invalid (GError **error, const char *key, const char *value,
+                            const char *expected);
+
 G_END_DECLS

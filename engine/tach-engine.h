@@ -82,15 +82,88 @@ typedef struct {
   gboolean      print_text;   /* lstm-lm generate: keep generated words */
 } TachConfig;
 
-/* Describes one knob for user interfaces. */
-typedef struct {
-  const char         *name;      /* "rnn", "feed", "batch", ... */
-  const char         *blurb;     /* translatable one-line help */
-  const char *const  *values;    /* NULL-terminated allowed values, or NULL for numbers/strings */
-  gboolean            is_mode;   /* an execution-mode knob (changes speed, not math) */
-} TachKnobInfo;
+/* Every knob, in the order of the knob table (engine/tach-knobs.c): the
+ * order of the command line's help, the GUI's rows and the CSV columns. */
+typedef enum {
+  TACH_KNOB_WORKLOAD,
+  TACH_KNOB_TASK,
+  TACH_KNOB_DEVICE,
+  TACH_KNOB_PRESET,
+  TACH_KNOB_RNN,
+  TACH_KNOB_LAYOUT,
+  TACH_KNOB_FEED,
+  TACH_KNOB_SYNC,
+  TACH_KNOB_METRICS,
+  TACH_KNOB_LAUNCH,
+  TACH_KNOB_CALL_SETUP,
+  TACH_KNOB_SAMPLING,
+  TACH_KNOB_PRECISION,
+  TACH_KNOB_BATCH,
+  TACH_KNOB_STEPS,
+  TACH_KNOB_WARMUP,
+  TACH_KNOB_SAMPLES,
+  TACH_KNOB_SEED,
+  TACH_KNOB_LABELS,
+  TACH_KNOB_THREADS,
+  TACH_KNOB_OPTIMIZER,
+  TACH_KNOB_LR,
+  TACH_KNOB_DATA,
+  TACH_KNOB_INPUT,
+  TACH_KNOB_HEAD,
+  TACH_KNOB_PRINT_TEXT,
+  TACH_KNOB_COUNT
+} TachKnobId;
 
+/* Where a user interface puts a knob. */
+typedef enum {
+  TACH_KNOB_GROUP_SETUP,   /* workload, task, device, preset */
+  TACH_KNOB_GROUP_MODE,    /* execution modes */
+  TACH_KNOB_GROUP_RUN,     /* how long and how big a run is */
+  TACH_KNOB_GROUP_MODEL,   /* the model, its data and its training */
+} TachKnobGroup;
+
+/* How a knob's value is written. */
+typedef enum {
+  TACH_KNOB_KIND_CHOICE,   /* one of @values (an enum or boolean field) */
+  TACH_KNOB_KIND_INTEGER,  /* a whole number from @min to @max */
+  TACH_KNOB_KIND_TEXT,     /* anything else, read by the knob's own rule ("end", "28x28x1") */
+} TachKnobKind;
+
+typedef struct _TachKnobInfo TachKnobInfo;
+
+/* One row of the knob table: everything front ends, validation and CSV
+ * files know about a knob.  Rows are static; strings marked translatable
+ * are msgids (translate @title and @blurb with _(), labels through
+ * tach_knob_value_label()). */
+struct _TachKnobInfo {
+  TachKnobId          id;
+  const char         *name;      /* "rnn": the option, the CSV column, the settings key */
+  const char         *title;     /* translatable short label: "RNN" */
+  const char         *blurb;     /* translatable one-line help */
+  TachKnobGroup       group;
+  TachKnobKind        kind;
+  size_t              offset;    /* of the TachConfig field it sets */
+  const char *const  *values;    /* CHOICE: NULL-terminated allowed values; else NULL */
+  const char *const  *labels;    /* CHOICE: a label per value (msgids, context "knob value") */
+  const char         *default_value; /* NULL: the workload's default, or none */
+  guint64             min, max;  /* INTEGER: the allowed range */
+  gboolean            is_mode;   /* an execution-mode knob (changes speed, not math) */
+  gboolean            changes_results; /* a mode whose values give different numbers
+                                        * (layout=misread, precision) */
+
+  /*< private >*/
+  gsize               size;      /* of the field */
+  const char         *default_label; /* TEXT: a label for @default_value ("Automatic") */
+  gboolean          (*parse) (TachConfig *config, const TachKnobInfo *knob,
+                              const char *value, GError **error);
+  char             *(*format) (const TachConfig *config, const TachKnobInfo *knob);
+};
+
+/* The knob table, TACH_KNOB_COUNT rows in TachKnobId order. */
 const TachKnobInfo *tach_knobs (guint *n_knobs);
+/* The row of knob @id. */
+const TachKnobInfo *tach_knob (TachKnobId id);
+/* The row named @name, or NULL. */
 const TachKnobInfo *tach_knob_lookup (const char *name);
 /* How a user interface shows @value of knob @key: a short translated label
  * ("fused" -> "Fused"), or @value itself when it has none.  The identifiers,

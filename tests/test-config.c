@@ -73,6 +73,51 @@ test_set_roundtrip (void)
   g_assert_null (tach_knob_lookup ("no-such-knob"));
 }
 
+/* The knob table: rows in id order, each complete for its kind, and a
+ * fresh configuration reads back every default the table names. */
+static void
+test_knob_table (void)
+{
+  guint n = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n);
+  TachConfig c;
+
+  g_assert_cmpuint (n, ==, TACH_KNOB_COUNT);
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  for (guint i = 0; i < n; i++)
+    {
+      const TachKnobInfo *k = &knobs[i];
+
+      g_assert_cmpuint (k->id, ==, i);
+      g_assert_true (tach_knob (k->id) == k);
+      g_assert_nonnull (k->title);
+      g_assert_nonnull (k->blurb);
+      g_assert_true ((k->kind == TACH_KNOB_KIND_CHOICE) == (k->values != NULL));
+      for (guint v = 0; k->values != NULL && k->values[v] != NULL; v++)
+        {
+          g_assert_nonnull (k->labels[v]);
+          g_assert_cmpstr (tach_knob_value_label (k->name, k->values[v]), !=, k->values[v]);
+        }
+      if (k->kind == TACH_KNOB_KIND_INTEGER)
+        g_assert_cmpuint (k->min, <=, k->max);
+      /* Only the modes that change the numbers say so. */
+      g_assert_true (k->changes_results
+                     == (k->id == TACH_KNOB_LAYOUT || k->id == TACH_KNOB_PRECISION));
+      g_assert_true (k->is_mode == (k->group == TACH_KNOB_GROUP_MODE));
+      if (k->is_mode)
+        g_assert_nonnull (k->default_value);
+      if (k->default_value != NULL)
+        {
+          g_autofree char *value = tach_config_get (&c, k->name);
+
+          g_assert_cmpstr (value, ==, k->default_value);
+        }
+    }
+  g_assert_cmpstr (tach_knob_value_label ("device", "auto"), ==, "Automatic");
+  g_assert_cmpstr (tach_knob_value_label ("device", "cpu"), ==, "cpu");
+  tach_config_clear (&c);
+}
+
 static void
 test_set_numbers (void)
 {
@@ -412,6 +457,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/engine/config/defaults", test_defaults);
+  g_test_add_func ("/engine/config/knob-table", test_knob_table);
   g_test_add_func ("/engine/config/set/roundtrip", test_set_roundtrip);
   g_test_add_func ("/engine/config/set/numbers", test_set_numbers);
   g_test_add_func ("/engine/config/set/errors", test_set_errors);

@@ -67,30 +67,13 @@ static const char *prop_keys[N_PROPS] = {
   [PROP_SEED] = "seed", [PROP_DATA_FILE] = "data",
 };
 
-static const char *integer_knobs[] = { "batch", "steps", "warmup", "seed", "threads", NULL };
-static const char *run_knobs[] = { "batch", "steps", "warmup", "seed", "samples", "threads", NULL };
-
-/* Short labels for the rows; the engine's blurb becomes the subtitle. */
+/* The row's title, from the knob table. */
 static const char *
 knob_title (const char *key)
 {
-  static const struct { const char *key; const char *title; } titles[] = {
-    { "workload", N_("Workload") }, { "task", N_("Task") }, { "device", N_("Device") },
-    { "preset", N_("Preset") }, { "rnn", N_("RNN") }, { "layout", N_("Layout") },
-    { "feed", N_("Feeding") }, { "sync", N_("Sync every") }, { "metrics", N_("Metrics") },
-    { "launch", N_("Kernel launch") }, { "call-setup", N_("Call setup") },
-    { "sampling", N_("Sampling") }, { "precision", N_("Precision") },
-    { "batch", N_("Batch size") }, { "steps", N_("Steps") }, { "warmup", N_("Warm-up steps") },
-    { "samples", N_("Dataset size") }, { "seed", N_("Seed") }, { "labels", N_("Labels") },
-    { "threads", N_("CPU threads") }, { "optimizer", N_("Optimiser") },
-    { "lr", N_("Learning rate") }, { "data", N_("Data file") }, { "input", N_("Input size") },
-    { "head", N_("Classifier head") }, { "print-text", N_("Keep generated text") },
-  };
+  const TachKnobInfo *info = tach_knob_lookup (key);
 
-  for (guint i = 0; i < G_N_ELEMENTS (titles); i++)
-    if (g_str_equal (titles[i].key, key))
-      return _(titles[i].title);
-  return key;
+  return info != NULL ? _(info->title) : key;
 }
 
 static void tach_config_panel_refresh (TachConfigPanel *self);
@@ -304,7 +287,7 @@ create_row (TachConfigPanel    *self,
       adw_action_row_set_subtitle (ADW_ACTION_ROW (row), blurb);
       setup_combo (self, ADW_COMBO_ROW (row), info);
     }
-  else if (g_strv_contains (integer_knobs, info->name))
+  else if (info->kind == TACH_KNOB_KIND_INTEGER)
     {
       GtkWidget *spin = gtk_spin_button_new_with_range (0, 1e9, 1);
 
@@ -346,28 +329,34 @@ tach_config_panel_build_rows (TachConfigPanel *self)
       AdwPreferencesGroup *group;
       GtkWidget *row;
 
-      if (g_str_equal (info->name, "workload") || g_str_equal (info->name, "task"))
+      /* The template places the set-up rows and the data file's row. */
+      switch (info->id)
         {
-          row = GTK_WIDGET (g_str_equal (info->name, "workload") ? self->workload_row : self->task_row);
+        case TACH_KNOB_WORKLOAD:
+        case TACH_KNOB_TASK:
+          row = GTK_WIDGET (info->id == TACH_KNOB_WORKLOAD ? self->workload_row : self->task_row);
           adw_action_row_set_subtitle (ADW_ACTION_ROW (row), _(info->blurb));
           setup_combo (self, ADW_COMBO_ROW (row), info);
-        }
-      else if (g_str_equal (info->name, "preset"))
-        row = GTK_WIDGET (self->preset_row);
-      else if (g_str_equal (info->name, "device"))
-        row = GTK_WIDGET (self->device_row);
-      else if (g_str_equal (info->name, "data"))
-        row = GTK_WIDGET (self->data_row);
-      else
-        {
-          if (info->is_mode)
+          break;
+        case TACH_KNOB_PRESET:
+          row = GTK_WIDGET (self->preset_row);
+          break;
+        case TACH_KNOB_DEVICE:
+          row = GTK_WIDGET (self->device_row);
+          break;
+        case TACH_KNOB_DATA:
+          row = GTK_WIDGET (self->data_row);
+          break;
+        default:
+          if (info->group == TACH_KNOB_GROUP_MODE)
             group = self->mode_group;
-          else if (g_strv_contains (run_knobs, info->name))
+          else if (info->group == TACH_KNOB_GROUP_RUN)
             group = self->run_group;
           else
             group = self->model_group;
           row = create_row (self, info);
           adw_preferences_group_add (group, row);
+          break;
         }
       g_object_set_data_full (G_OBJECT (row), "tach-knob", g_strdup (info->name), g_free);
       g_hash_table_insert (self->rows, g_strdup (info->name), row);
