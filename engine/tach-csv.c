@@ -19,7 +19,7 @@
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 
-#include "tach-engine.h"
+#include "tach-csv-private.h"
 
 static const char *const samples_header[] = {
   "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
@@ -437,4 +437,71 @@ fail:
   if (created)
     g_rmdir (dir);
   return FALSE;
+}
+
+/* ------------------------------------------- shared with other CSV files */
+
+void
+tach_csv_add_field (GString *row, const char *value)
+{
+  add_field (row, value);
+}
+
+void
+tach_csv_add_double (GString *row, double value)
+{
+  add_double (row, value);
+}
+
+void
+tach_csv_add_uint (GString *row, guint64 value)
+{
+  add_uint (row, value);
+}
+
+void
+tach_csv_end_row (GString *row)
+{
+  end_row (row);
+}
+
+char *
+tach_csv_run_id (TachRun *run)
+{
+  return run_id_for (run);
+}
+
+gboolean
+tach_csv_append_rows (const char *dir, const char *name, const char *header,
+                      const char *rows, GError **error)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  g_autoptr(GString) out = g_string_new (NULL);
+  g_autofree char *tmp = NULL;
+
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR) && g_mkdir_with_parents (dir, 0755) != 0)
+    {
+      int err = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("could not create the folder %s: %s: choose a writable --csv folder"),
+                   dir, g_strerror (err));
+      return FALSE;
+    }
+  if (!load_existing (path, header, out, NULL, error))
+    return FALSE;
+  g_string_append (out, rows);
+  tmp = write_temp (dir, name, out, error);
+  if (tmp == NULL)
+    return FALSE;
+  if (g_rename (tmp, path) != 0)
+    {
+      int err = errno;
+
+      g_unlink (tmp);
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
+                   path, g_strerror (err));
+      return FALSE;
+    }
+  return TRUE;
 }

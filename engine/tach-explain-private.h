@@ -1,0 +1,50 @@
+/* tach-explain-private.h: what the attribution (tach-explain.c) and its
+ * configurations, runs, sentences and CSV (tach-explain-run.c) share. */
+#pragma once
+
+#include "tach-explain.h"
+
+G_BEGIN_DECLS
+
+struct _TachExplain {
+  guint            n_knobs;
+  TachExplainKnob *knobs;          /* owned, n_knobs */
+  guint            rounds;
+  guint64          seed;
+
+  gboolean         has_configs;    /* made by tach_explain_new */
+  TachConfig       from, to;       /* owned when has_configs */
+
+  /* The plan, drawn at the start of a run. */
+  gboolean         exact;
+  guint            n_orderings;
+  guint           *orderings;      /* owned: n_orderings x n_knobs knob indices */
+  gboolean        *ordering_ok;    /* owned: every step of the ordering runs */
+  guint            orderings_used;
+  GArray          *masks;          /* guint: the configurations measured, A first */
+  guint           *slot;           /* owned: 1 << n_knobs, mask -> index in masks, or G_MAXUINT */
+  gboolean        *failed;         /* owned: per index in masks */
+  TachExplainCost *costs;          /* owned: rounds x masks->len */
+  GArray          *failures;       /* TachExplainFailure */
+
+  /* Results. */
+  gboolean         done;
+  TachExplainCost  cost_from, cost_to;
+  double           from_min, from_max, to_min, to_max, gap_min, gap_max;
+
+  GPtrArray       *runs;           /* TachRun*, owned */
+  char            *label_from, *label_to;  /* owned, or NULL */
+  char            *id;             /* explain_id of explain.csv, made on first write */
+};
+
+/* The execution-mode knobs an explanation may attribute, with their titles
+ * and whether they change results: the one place that lists them. */
+typedef struct {
+  const char *key;
+  const char *title;            /* translatable */
+  gboolean    changes_results;
+} TachExplainKnobRow;
+
+const TachExplainKnobRow *tach_explain_knob_row (const char *key);
+
+G_END_DECLS

@@ -1,0 +1,505 @@
+/* tach-explain-run.c: an explanation between two configurations: which
+ * knobs differ, the configuration of each subset, measuring them with real
+ * runs, the sentences that read the result and explain.csv.
+ */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-csv-private.h"
+#include "tach-explain-private.h"
+
+/* The execution-mode knobs an explanation attributes, in the order its
+ * tables show them.  Titles are the words the window's knob rows use. */
+static const TachExplainKnobRow knob_rows[] = {
+  { "layout",     N_("Layout"),     TRUE },
+  { "rnn",        N_("RNN"),        FALSE },
+  { "feed",       N_("Feed"),       FALSE },
+  { "sync",       N_("Sync"),       FALSE },
+  { "metrics",    N_("Metrics"),    FALSE },
+  { "launch",     N_("Launch"),     FALSE },
+  { "call-setup", N_("Call setup"), FALSE },
+  { "sampling",   N_("Sampling"),   FALSE },
+  { "precision",  N_("Precision"),  TRUE },
+};
+
+/* The bilstm's sequence length (workloads.md), for the layout sentence. */
+#define EXPLAIN_BILSTM_T 10
+
+const TachExplainKnobRow *
+tach_explain_knob_row (const char *key)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (knob_rows); i++)
+    if (g_strcmp0 (knob_rows[i].key, key) == 0)
+      return &knob_rows[i];
+  return NULL;
+}
+
+/* Whether a setting that is not an execution mode must agree between A
+ * and B: all but the preset's name. */
+static gboolean
+setting_must_agree (const TachKnobInfo *info)
+{
+  return !info->is_mode && !g_str_equal (info->name, "preset")
+         && tach_explain_knob_row (info->name) == NULL;
+}
+
+TachExplain *
+tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GError **error)
+{
+  const char *keys[G_N_ELEMENTS (knob_rows)];
+  char *from_values[G_N_ELEMENTS (knob_rows)];
+  char *to_values[G_N_ELEMENTS (knob_rows)];
+  guint n = 0, n_infos = 0;
+  const TachKnobInfo *infos = tach_knobs (&n_infos);
+  TachExplain *explain = NULL;
+
+  if (from->workload != to->workload)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("cannot explain %s against %s: a gap is explained between two "
+                     "configurations of one workload"),
+                   tach_workload_to_string (from->workload), tach_workload_to_string (to->workload));
+      return NULL;
+    }
+  for (guint i = 0; i < n_infos; i++)
+    {
+      g_autofree char *a = NULL, *b = NULL;
+
+      if (!setting_must_agree (&infos[i]))
+        continue;
+      a = tach_config_get (from, infos[i].name);
+      b = tach_config_get (to, infos[i].name);
+      if (g_strcmp0 (a, b) != 0)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                       _("the two configurations differ in %s (%s and %s): an explanation "
+                         "measures execution modes with the same %s; set it alike for both"),
+                       infos[i].name, a != NULL ? a : "", b != NULL ? b : "", infos[i].name);
+          return NULL;
+        }
+    }
+
+  for (guint i = 0; i < G_N_ELEMENTS (knob_rows); i++)
+    {
+      const char *key = knob_rows[i].key;
+      g_autofree char *a = tach_config_get (from, key);
+      g_autofree char *b = tach_config_get (to, key);
+
+      /* A knob that matters to neither side changes nothing to measure. */
+      if (g_strcmp0 (a, b) == 0
+          || (!tach_config_knob_applies (from, key, NULL)
+              && !tach_config_knob_applies (to, key, NULL)))
+        continue;
+      keys[n] = key;
+      from_values[n] = g_steal_pointer (&a);
+      to_values[n] = g_steal_pointer (&b);
+      n++;
+    }
+
+  explain = tach_explain_new_for_knobs (n, keys, (const char *const *) from_values,
+                                        (const char *const *) to_values, NULL, rounds,
+                                        from->seed, error);
+  for (guint i = 0; i < n; i++)
+    {
+      g_free (from_values[i]);
+      g_free (to_values[i]);
+    }
+  if (explain == NULL)
+    return NULL;
+
+  explain->has_configs = TRUE;
+  tach_config_copy (&explain->from, from);
+  tach_config_copy (&explain->to, to);
+  return explain;
+}
+
+const TachConfig *
+tach_explain_get_config (TachExplain *explain, gboolean to)
+{
+  g_return_val_if_fail (explain->has_configs, NULL);
+  return to ? &explain->to : &explain->from;
+}
+
+void
+tach_explain_set_labels (TachExplain *explain, const char *from, const char *to)
+{
+  g_free (explain->label_from);
+  g_free (explain->label_to);
+  explain->label_from = g_strdup (from);
+  explain->label_to = g_strdup (to);
+}
+
+const char *
+tach_explain_get_label (TachExplain *explain, gboolean to)
+{
+  const char *label = to ? explain->label_to : explain->label_from;
+
+  if (label != NULL)
+    return label;
+  if (explain->has_configs)
+    {
+      const TachConfig *config = to ? &explain->to : &explain->from;
+
+      if (config->preset != NULL)
+        return config->preset;
+    }
+  return to ? "B" : "A";
+}
+
+void
+tach_explain_config_for_mask (TachExplain *explain, guint mask, TachConfig *out)
+{
+  guint full = (1u << explain->n_knobs) - 1;
+
+  g_return_if_fail (explain->has_configs);
+  tach_config_copy (out, &explain->from);
+  for (guint i = 0; i < explain->n_knobs; i++)
+    if (mask & (1u << i))
+      {
+        g_autoptr(GError) error = NULL;
+
+        /* The value came from tach_config_get() of the same workload. */
+        if (!tach_config_set (out, explain->knobs[i].key, explain->knobs[i].to, &error))
+          g_warning ("explain: %s", error->message);
+      }
+  /* Only A and B are presets; a mix of them is not. */
+  g_free (out->preset);
+  out->preset = mask == 0 ? g_strdup (explain->from.preset)
+                : mask == full ? g_strdup (explain->to.preset) : NULL;
+}
+
+/* ---------------------------------------------------------- real runs */
+
+typedef struct {
+  TachExplain    *explain;
+  GCancellable   *cancellable;
+  char           *device_id;
+} RealRuns;
+
+static gboolean
+real_check (guint mask, gpointer user_data, GError **error)
+{
+  RealRuns *real = user_data;
+  TachConfig config;
+  gboolean ok;
+
+  tach_explain_config_for_mask (real->explain, mask, &config);
+  ok = tach_config_validate (&config, real->device_id, error);
+  tach_config_clear (&config);
+  return ok;
+}
+
+static void
+on_cancelled (GCancellable *cancellable, gpointer run)
+{
+  (void) cancellable;
+  tach_run_stop (run);
+}
+
+static int
+compare_double (gconstpointer a, gconstpointer b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* A run's step time is its median measured step; its phases are their
+ * means scaled to add up to that median, so that one slow step moves
+ * neither and the phases still sum to the step. */
+static void
+cost_from_samples (GArray *samples, TachExplainCost *cost)
+{
+  g_autoptr(GArray) steps = g_array_new (FALSE, FALSE, sizeof (double));
+  double phase[TACH_EXPLAIN_N_PHASES] = { 0 };
+  double sum = 0;
+  guint n;
+
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+      const double p[TACH_EXPLAIN_N_PHASES] = { s->feed_ms, s->compute_ms, s->sync_ms, s->host_ms };
+
+      if (s->warmup || !isfinite (s->step_ms))
+        continue;
+      g_array_append_val (steps, s->step_ms);
+      for (int k = 0; k < TACH_EXPLAIN_N_PHASES; k++)
+        if (isfinite (p[k]))
+          phase[k] += p[k];
+    }
+  n = steps->len;
+  memset (cost, 0, sizeof *cost);
+  if (n == 0)
+    return;
+  g_array_sort (steps, compare_double);
+  cost->step_ms = n % 2 ? g_array_index (steps, double, n / 2)
+                        : 0.5 * (g_array_index (steps, double, n / 2 - 1)
+                                 + g_array_index (steps, double, n / 2));
+  for (int k = 0; k < TACH_EXPLAIN_N_PHASES; k++)
+    sum += phase[k];
+  if (sum <= 0)
+    {
+      cost->phase_ms[TACH_EXPLAIN_PHASE_HOST] = cost->step_ms;
+      return;
+    }
+  for (int k = 0; k < TACH_EXPLAIN_N_PHASES; k++)
+    cost->phase_ms[k] = cost->step_ms * phase[k] / sum;
+}
+
+static gboolean
+real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data,
+              GError **error)
+{
+  RealRuns *real = user_data;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GArray) samples = NULL;
+  TachConfig config;
+  gulong handler = 0;
+  gboolean ok;
+
+  (void) round;
+  if (g_cancellable_set_error_if_cancelled (real->cancellable, error))
+    {
+      g_clear_error (error);
+      g_set_error (error, TACH_ERROR, TACH_ERROR_CANCELLED, _("the explanation was stopped"));
+      return FALSE;
+    }
+
+  tach_explain_config_for_mask (real->explain, mask, &config);
+  run = tach_run_new (&config, error);
+  tach_config_clear (&config);
+  if (run == NULL)
+    return FALSE;
+  if (real->cancellable != NULL)
+    handler = g_cancellable_connect (real->cancellable, G_CALLBACK (on_cancelled),
+                                     tach_run_ref (run), (GDestroyNotify) tach_run_unref);
+  ok = tach_run_start (run, NULL, NULL, NULL, error) && tach_run_wait (run, error);
+  if (handler != 0)
+    g_cancellable_disconnect (real->cancellable, handler);
+  g_ptr_array_add (real->explain->runs, tach_run_ref (run));
+  if (!ok)
+    return FALSE;
+  if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_CANCELLED, _("the explanation was stopped"));
+      return FALSE;
+    }
+
+  samples = tach_run_dup_samples (run);
+  cost_from_samples (samples, cost);
+  if (!(cost->step_ms > 0))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("the run measured no step: give more --steps than warm-up steps"));
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tach_explain_run (TachExplain *explain, GCancellable *cancellable,
+                  TachExplainProgress progress, gpointer progress_data, GError **error)
+{
+  static const TachExplainCostFuncs funcs = { real_check, real_measure };
+  g_autoptr(TachDeviceInfo) device = NULL;
+  RealRuns real = { explain, cancellable, NULL };
+  gboolean ok;
+
+  g_return_val_if_fail (explain->has_configs, FALSE);
+  device = tach_device_resolve (explain->from.device != NULL ? explain->from.device : "auto",
+                                error);
+  if (device == NULL)
+    return FALSE;
+  real.device_id = device->id;
+  ok = tach_explain_run_with (explain, &funcs, &real, progress, progress_data, error);
+  return ok;
+}
+
+/* ------------------------------------------------------------ sentences */
+
+/* What @value of @key does, as a clause. */
+static char *
+value_clause (TachExplain *explain, const char *key, const char *value)
+{
+  guint batch = explain->has_configs ? explain->from.batch : 0;
+
+  if (g_str_equal (key, "layout"))
+    {
+      if (g_str_equal (value, "misread"))
+        return g_strdup_printf (_("the time-major misread turns %u recurrent steps of batch %u "
+                                  "into %u steps of batch %u"),
+                                (guint) EXPLAIN_BILSTM_T, batch, batch, (guint) EXPLAIN_BILSTM_T);
+      return g_strdup_printf (_("batch-major data runs %u recurrent steps of batch %u"),
+                              (guint) EXPLAIN_BILSTM_T, batch);
+    }
+  if (g_str_equal (key, "rnn"))
+    return g_strdup (g_str_equal (value, "unrolled")
+                     ? _("one LSTM cell runs per time step, as static_rnn builds it")
+                     : _("one fused library call runs the whole sequence"));
+  if (g_str_equal (key, "feed"))
+    {
+      if (g_str_equal (value, "host-f64"))
+        return g_strdup (_("feed_dict converts every batch from float64 and copies it, "
+                           "synchronously, every step"));
+      if (g_str_equal (value, "host-f32"))
+        return g_strdup (_("every batch is copied from pageable memory every step, as numpy fit does"));
+      if (g_str_equal (value, "prefetch"))
+        return g_strdup (_("a prefetching pipeline copies the next batch while this one computes"));
+      return g_strdup (_("the whole dataset stays on the device, as a graph constant"));
+    }
+  if (g_str_equal (key, "sync"))
+    {
+      if (g_str_equal (value, "end"))
+        return g_strdup (_("the loss is read back only at the end"));
+      if (g_str_equal (value, "1"))
+        return g_strdup (_("the loss is read back every step, as Keras fit's progress bar does"));
+      return g_strdup_printf (_("the loss is read back every %s steps"), value);
+    }
+  if (g_str_equal (key, "metrics"))
+    return g_strdup (g_str_equal (value, "accuracy")
+                     ? _("the accuracy metric is computed every step (Keras compile metrics)")
+                     : _("no metric is computed"));
+  if (g_str_equal (key, "launch"))
+    return g_strdup (g_str_equal (value, "graph")
+                     ? _("the whole step is replayed as one captured graph")
+                     : _("the host launches each kernel every step"));
+  if (g_str_equal (key, "call-setup"))
+    return g_strdup (g_str_equal (value, "per-call")
+                     ? _("descriptors, buffers and plans are rebuilt on every call, as Keras predict does")
+                     : _("descriptors, buffers and plans are built once, as in a TF1 session"));
+  if (g_str_equal (key, "sampling"))
+    return g_strdup (g_str_equal (value, "host")
+                     ? _("the distribution is read back to the host for every token")
+                     : _("the next token is picked on the device"));
+  if (g_str_equal (key, "precision"))
+    return g_strdup_printf (_("the math runs in %s"), value);
+  return g_strdup_printf ("%s=%s", key, value);
+}
+
+char *
+tach_explain_dup_sentence (TachExplain *explain, guint i)
+{
+  const TachExplainKnob *knob;
+  g_autofree char *from = NULL, *to = NULL, *cost = NULL;
+
+  g_return_val_if_fail (i < explain->n_knobs, NULL);
+  knob = &explain->knobs[i];
+  from = value_clause (explain, knob->key, knob->from);
+  to = value_clause (explain, knob->key, knob->to);
+  if (isnan (knob->fraction))
+    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.1f ms a step")
+                                                : _("costs %.1f ms a step"),
+                            fabs (knob->share_ms));
+  else
+    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.1f ms a step (%.0f%% of the gap)")
+                                                : _("costs %.1f ms a step (%.0f%% of the gap)"),
+                            fabs (knob->share_ms), 100.0 * knob->fraction);
+  /* TRANSLATORS: "Layout misread -> batch-major saves 44.1 ms a step (80%
+   * of the gap): <what misread does>, where <what batch-major does>." */
+  return g_strdup_printf (_("%s %s -> %s %s: %s, where %s."), knob->title, knob->from,
+                          knob->to, cost, from, to);
+}
+
+/* ------------------------------------------------------------------ CSV */
+
+static const char *const explain_header[] = {
+  "explain_id", "date", "workload", "task", "device", "from", "to", "row", "knob",
+  "from_value", "to_value", "changes_results", "step_ms", "share_ms", "round_min_ms",
+  "round_max_ms", "gap_fraction", "feed_ms", "compute_ms", "sync_ms", "host_ms", "method",
+  "rounds", "orderings_used", "orderings_drawn", "configurations", "unrunnable", NULL
+};
+
+static void
+csv_row (TachExplain *explain, GString *out, const char *date, const char *row_kind,
+         const TachExplainKnob *knob, const TachExplainCost *cost, double lo, double hi,
+         const char *failures)
+{
+  g_autoptr(GString) row = g_string_new (NULL);
+  const TachConfig *config = explain->has_configs ? &explain->from : NULL;
+  g_autofree char *task = config != NULL ? tach_config_get (config, "task") : NULL;
+
+  tach_csv_add_field (row, explain->id);
+  tach_csv_add_field (row, date);
+  tach_csv_add_field (row, config != NULL ? tach_workload_to_string (config->workload) : NULL);
+  tach_csv_add_field (row, task);
+  tach_csv_add_field (row, config != NULL ? config->device : NULL);
+  tach_csv_add_field (row, tach_explain_get_label (explain, FALSE));
+  tach_csv_add_field (row, tach_explain_get_label (explain, TRUE));
+  tach_csv_add_field (row, row_kind);
+  tach_csv_add_field (row, knob != NULL ? knob->key : NULL);
+  tach_csv_add_field (row, knob != NULL ? knob->from : NULL);
+  tach_csv_add_field (row, knob != NULL ? knob->to : NULL);
+  tach_csv_add_field (row, knob == NULL ? NULL : knob->changes_results ? "1" : "0");
+  if (knob != NULL)
+    {
+      tach_csv_add_field (row, NULL);
+      tach_csv_add_double (row, knob->share_ms);
+      tach_csv_add_double (row, knob->share_min_ms);
+      tach_csv_add_double (row, knob->share_max_ms);
+      tach_csv_add_double (row, knob->fraction);
+      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+        tach_csv_add_double (row, knob->phase_ms[p]);
+    }
+  else
+    {
+      tach_csv_add_double (row, cost->step_ms);
+      tach_csv_add_field (row, NULL);
+      tach_csv_add_double (row, lo);
+      tach_csv_add_double (row, hi);
+      tach_csv_add_field (row, NULL);
+      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+        tach_csv_add_double (row, cost->phase_ms[p]);
+    }
+  tach_csv_add_field (row, explain->exact ? "exact" : "sampled");
+  tach_csv_add_uint (row, explain->rounds);
+  tach_csv_add_uint (row, explain->orderings_used);
+  tach_csv_add_uint (row, explain->n_orderings);
+  tach_csv_add_uint (row, explain->masks->len);
+  tach_csv_add_field (row, failures);
+  tach_csv_end_row (row);
+  g_string_append_len (out, row->str, row->len);
+}
+
+gboolean
+tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
+{
+  g_autoptr(GString) header = g_string_new (NULL);
+  g_autoptr(GString) rows = g_string_new (NULL);
+  g_autoptr(GString) failures = g_string_new (NULL);
+  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
+  g_autofree char *date = g_date_time_format_iso8601 (now);
+
+  g_return_val_if_fail (explain->done, FALSE);
+
+  if (explain->runs->len > 0 && !tach_csv_append (dir, explain->runs, error))
+    return FALSE;
+
+  if (explain->id == NULL)
+    {
+      g_autofree char *stamp = g_date_time_format (now, "%Y%m%dT%H%M%S");
+
+      explain->id = g_strdup_printf ("%s.%06dZ-x%u", stamp, g_date_time_get_microsecond (now),
+                                     g_random_int ());
+    }
+  for (guint i = 0; explain_header[i] != NULL; i++)
+    tach_csv_add_field (header, explain_header[i]);
+  tach_csv_end_row (header);
+
+  for (guint i = 0; i < explain->failures->len; i++)
+    {
+      const TachExplainFailure *f = &g_array_index (explain->failures, TachExplainFailure, i);
+
+      g_string_append_printf (failures, "%s%s: %s", i > 0 ? "; " : "", f->name, f->reason);
+    }
+
+  csv_row (explain, rows, date, "from", NULL, &explain->cost_from, explain->from_min,
+           explain->from_max, failures->str);
+  for (guint i = 0; i < explain->n_knobs; i++)
+    csv_row (explain, rows, date, "knob", &explain->knobs[i], NULL, NAN, NAN, failures->str);
+  csv_row (explain, rows, date, "to", NULL, &explain->cost_to, explain->to_min,
+           explain->to_max, failures->str);
+
+  return tach_csv_append_rows (dir, "explain.csv", header->str, rows->str, error);
+}

@@ -1,0 +1,184 @@
+/* tach-explain.h: explaining a speed gap, knob by knob.
+ *
+ * Given two configurations A and B of one workload, the execution-mode
+ * knobs in which they differ are K.  For every subset S of K (or, above
+ * TACH_EXPLAIN_MAX_EXACT knobs, for the subsets on a sample of orderings)
+ * the configuration "A with the knobs in S set as in B" is measured, in
+ * interleaved rounds visited in a shuffled order, so that machine noise
+ * falls on every configuration alike.  Each knob's share of the step-time
+ * difference t(B) - t(A) is its Shapley value over those measurements: the
+ * mean, over orderings of the knobs, of the change in step time when the
+ * knob flips from its A value to its B value.  The shares add up exactly to
+ * the gap, interactions are split fairly, and since the value is linear the
+ * same average over phase times splits each share by phase.
+ *
+ * A configuration that cannot run is reported by name; only the orderings
+ * whose every step runs are used, and when none is left (or A or B itself
+ * cannot run) the explanation fails with a message naming each failed
+ * combination and why.
+ *
+ * The measurement is injected (TachExplainCostFuncs), so the attribution is
+ * tested with deterministic costs; tach_explain_run() measures with real
+ * runs of the engine.
+ *
+ * Threads: a TachExplain is used by one thread at a time.
+ * tach_explain_run() blocks for as long as its runs take: call it from a
+ * worker thread in a user interface (each run still makes its own engine
+ * thread).
+ */
+#pragma once
+
+#include <gio/gio.h>
+
+#include "tach-engine.h"
+
+G_BEGIN_DECLS
+
+/* Up to this many differing knobs every subset is measured (32
+ * configurations); above it, orderings are sampled. */
+#define TACH_EXPLAIN_MAX_EXACT 5
+/* The most knobs an explanation takes (a mask is a guint). */
+#define TACH_EXPLAIN_MAX_KNOBS 16
+/* The fewest rounds that spread noise fairly. */
+#define TACH_EXPLAIN_MIN_ROUNDS 3
+/* Orderings drawn when they are sampled (in reversed pairs). */
+#define TACH_EXPLAIN_SAMPLED_ORDERINGS 24
+
+typedef enum {
+  TACH_EXPLAIN_PHASE_FEED,
+  TACH_EXPLAIN_PHASE_COMPUTE,
+  TACH_EXPLAIN_PHASE_SYNC,
+  TACH_EXPLAIN_PHASE_HOST,
+  TACH_EXPLAIN_N_PHASES,
+} TachExplainPhase;
+
+/* One measurement of one configuration: its step time and that time split
+ * into phases, in ms. */
+typedef struct {
+  double step_ms;
+  double phase_ms[TACH_EXPLAIN_N_PHASES];
+} TachExplainCost;
+
+/* A knob that differs, and (once measured) its share. */
+typedef struct {
+  char    *key;              /* "layout" */
+  char    *title;            /* "Layout", translated */
+  char    *from, *to;        /* its value in A and in B */
+  gboolean changes_results;  /* a knob whose values give different losses */
+
+  double   share_ms;         /* mean over rounds of its Shapley value */
+  double   share_min_ms;     /* the lowest and highest round's value */
+  double   share_max_ms;
+  double   phase_ms[TACH_EXPLAIN_N_PHASES];  /* share split by phase (adds up to share_ms) */
+  double   fraction;         /* share_ms over the gap; NaN when the gap is 0 */
+} TachExplainKnob;
+
+/* A configuration that could not run: the knobs set as in B (the rest as
+ * in A) and why. */
+typedef struct {
+  guint  mask;
+  char  *name;     /* "feed=resident layout=batch-major", or A's / B's name */
+  char  *reason;
+} TachExplainFailure;
+
+typedef struct _TachExplain TachExplain;
+
+/* The measurement a TachExplain runs on. */
+typedef struct {
+  /* Optional.  Whether configuration @mask (bit i: knob i set as in B) can
+   * run at all; FALSE with @error (the reason) when not.  Asked once per
+   * configuration before anything is measured. */
+  gboolean (*check)   (guint mask, gpointer user_data, GError **error);
+  /* Measures configuration @mask once, in round @round (0-based).  An error
+   * in TACH_ERROR_CANCELLED ends the explanation; any other marks the
+   * configuration as unrunnable (it is not measured again). */
+  gboolean (*measure) (guint mask, guint round, TachExplainCost *cost,
+                       gpointer user_data, GError **error);
+} TachExplainCostFuncs;
+
+/* An explanation of knobs given directly (no configurations): @keys, @from
+ * and @to hold @n_knobs entries each, @changes_results may be NULL.  The
+ * measurement must be given to tach_explain_run_with().  Fails
+ * (TACH_ERROR_INVALID_CONFIG) for no knob, more than
+ * TACH_EXPLAIN_MAX_KNOBS, or fewer than TACH_EXPLAIN_MIN_ROUNDS rounds. */
+TachExplain *tach_explain_new_for_knobs (guint n_knobs, const char *const *keys,
+                                         const char *const *from, const char *const *to,
+                                         const gboolean *changes_results, guint rounds,
+                                         guint64 seed, GError **error);
+/* An explanation of @from -> @to (copied): one workload, the same settings
+ * but for execution-mode knobs.  Errors (TACH_ERROR_INVALID_CONFIG) name a
+ * setting that differs (batch, steps, seed...), or say that no knob
+ * differs.  Knobs that apply to neither configuration are left out. */
+TachExplain *tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds,
+                               GError **error);
+void         tach_explain_free (TachExplain *explain);
+
+guint                  tach_explain_get_n_knobs (TachExplain *explain);
+const TachExplainKnob *tach_explain_get_knob (TachExplain *explain, guint i);
+guint                  tach_explain_get_rounds (TachExplain *explain);
+/* Whether every subset is measured (FALSE: orderings are sampled). */
+gboolean               tach_explain_is_exact (TachExplain *explain);
+/* Configurations measured per round (known once the orderings are drawn,
+ * at the start of a run; before, the number a run will measure at most). */
+guint                  tach_explain_get_n_configs (TachExplain *explain);
+/* "feed=resident layout=batch-major": the knobs of @mask set as in B. */
+char                  *tach_explain_describe_mask (TachExplain *explain, guint mask);
+/* The configuration of @mask (tach_explain_new only): A with the knobs of
+ * @mask as in B.  Clear @out with tach_config_clear(). */
+void                   tach_explain_config_for_mask (TachExplain *explain, guint mask,
+                                                     TachConfig *out);
+const TachConfig      *tach_explain_get_config (TachExplain *explain, gboolean to);
+/* How A and B are named in tables, charts and explain.csv: a preset's name,
+ * "k=v ..." settings, a run's name.  By default the preset of each
+ * configuration, else "A" and "B". */
+void                   tach_explain_set_labels (TachExplain *explain, const char *from,
+                                                const char *to);
+const char            *tach_explain_get_label (TachExplain *explain, gboolean to);
+
+/* Measures with @funcs and computes the shares.  Returns FALSE with
+ * @error when cancelled, when A or B cannot run, or when no ordering is
+ * left that runs at every step (the message names each failed combination
+ * and why).  @progress, if not NULL, is called after each measurement on
+ * the calling thread with the measurements done and in all. */
+typedef void (*TachExplainProgress) (TachExplain *explain, guint done, guint total,
+                                     gpointer user_data);
+gboolean     tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
+                                    gpointer user_data, TachExplainProgress progress,
+                                    gpointer progress_data, GError **error);
+/* Measures with real runs of the engine (tach_explain_new only): each
+ * configuration is validated against A's device, then run to its end.
+ * @cancellable stops the run in progress.  Blocks; see above. */
+gboolean     tach_explain_run (TachExplain *explain, GCancellable *cancellable,
+                               TachExplainProgress progress, gpointer progress_data,
+                               GError **error);
+
+/* After a run.  Step times of A and B, mean over rounds, with the lowest
+ * and highest round's. */
+const TachExplainCost *tach_explain_get_cost (TachExplain *explain, gboolean to);
+void         tach_explain_get_gap_range (TachExplain *explain, double *min_ms, double *max_ms);
+void         tach_explain_get_cost_range (TachExplain *explain, gboolean to,
+                                          double *min_ms, double *max_ms);
+/* Orderings of the knobs averaged over, and how many were drawn (all k!
+ * when exact): fewer are used when some step could not run. */
+void         tach_explain_get_orderings (TachExplain *explain, guint *used, guint *drawn);
+/* The configurations that could not run (element type TachExplainFailure). */
+GArray      *tach_explain_get_failures (TachExplain *explain);
+/* The runs tach_explain_run() measured, in the order run (TachRun*); they
+ * belong in runs.csv and samples.csv. */
+GPtrArray   *tach_explain_get_runs (TachExplain *explain);
+
+/* One sentence for knob @i, saying what its value reproduces and what it
+ * costs, e.g. "Layout misread -> batch-major saves 44.1 ms a step (80% of
+ * the gap): the time-major misread turns 10 recurrent steps of batch 1024
+ * into 1024 steps of batch 10." (translated). */
+char        *tach_explain_dup_sentence (TachExplain *explain, guint i);
+
+/* Appends the explanation to DIR/explain.csv (creating DIR and the file
+ * with its header; RFC 4180, C-locale numbers, written atomically like
+ * runs.csv).  One row for A, one per knob, one for B, all with one
+ * explain_id. */
+gboolean     tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachExplain, tach_explain_free)
+
+G_END_DECLS

@@ -1,0 +1,618 @@
+/* test-explain.c: the attribution of a gap to knobs, with injected,
+ * deterministic costs (no timing), and one explanation of real runs. */
+#include <math.h>
+#include <string.h>
+
+#include <glib/gstdio.h>
+
+#include "tach-explain.h"
+#include "test-run-util.h"
+
+/* A cost table: a base, each knob's own cost, a cost for every pair that
+ * is set together, and marks for configurations that cannot run. */
+typedef struct {
+  guint   n_knobs;
+  double  base;
+  double  own[TACH_EXPLAIN_MAX_KNOBS];
+  double  pair[TACH_EXPLAIN_MAX_KNOBS][TACH_EXPLAIN_MAX_KNOBS];
+  guint   bad_check[8];      /* masks check() refuses */
+  guint   n_bad_check;
+  guint   bad_measure[8];    /* masks measure() fails */
+  guint   n_bad_measure;
+  double  round_noise;       /* added per round: r * round_noise * (1 + bit length of the mask) */
+  gboolean random_table;     /* costs from a hash of the mask instead */
+  guint   cancel_after;      /* measure() reports CANCELLED after this many (0: never) */
+
+  /* What was asked. */
+  GArray *calls;             /* guint: round << 16 | mask, in order */
+} Costs;
+
+static gboolean
+in_list (const guint *list, guint n, guint mask)
+{
+  for (guint i = 0; i < n; i++)
+    if (list[i] == mask)
+      return TRUE;
+  return FALSE;
+}
+
+static double
+table_cost (const Costs *c, guint mask, guint round)
+{
+  double t = c->base;
+
+  if (c->random_table)
+    {
+      /* Any function of the mask and the round: the shares must still add up. */
+      guint32 h = g_int_hash (&(gint) { (gint) (mask * 2654435761u + round * 40503u) });
+
+      return 10.0 + (h % 10007) / 97.0;
+    }
+  for (guint i = 0; i < c->n_knobs; i++)
+    if (mask & (1u << i))
+      {
+        t += c->own[i];
+        for (guint j = i + 1; j < c->n_knobs; j++)
+          if (mask & (1u << j))
+            t += c->pair[i][j];
+      }
+  return t + round * c->round_noise * (1 + g_bit_storage (mask));
+}
+
+static gboolean
+costs_check (guint mask, gpointer user_data, GError **error)
+{
+  Costs *c = user_data;
+
+  if (in_list (c->bad_check, c->n_bad_check, mask))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED, "refused by the device");
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+costs_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data,
+               GError **error)
+{
+  Costs *c = user_data;
+  guint call = round << 16 | mask;
+  double t;
+
+  g_array_append_val (c->calls, call);
+  if (c->cancel_after > 0 && c->calls->len >= c->cancel_after)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_CANCELLED, "stopped");
+      return FALSE;
+    }
+  if (in_list (c->bad_measure, c->n_bad_measure, mask))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY, "out of memory at run time");
+      return FALSE;
+    }
+  t = table_cost (c, mask, round);
+  cost->step_ms = t;
+  /* Phases that depend on the mask, summing to the step. */
+  cost->phase_ms[TACH_EXPLAIN_PHASE_FEED] = 0.1 * t * (mask & 1 ? 1 : 3);
+  cost->phase_ms[TACH_EXPLAIN_PHASE_SYNC] = 0.05 * t * (mask & 2 ? 2 : 1);
+  cost->phase_ms[TACH_EXPLAIN_PHASE_HOST] = 0.05 * t;
+  cost->phase_ms[TACH_EXPLAIN_PHASE_COMPUTE] = t - cost->phase_ms[0] - cost->phase_ms[2]
+                                               - cost->phase_ms[3];
+  return TRUE;
+}
+
+static const TachExplainCostFuncs cost_funcs = { costs_check, costs_measure };
+
+static const char *const keys[] = { "layout", "feed", "sync", "rnn", "metrics", "launch", "call-setup" };
+static const char *const froms[] = { "misread", "host-f64", "1", "unrolled", "accuracy", "eager", "per-call" };
+static const char *const tos[] = { "batch-major", "resident", "end", "fused", "none", "graph", "persistent" };
+
+static TachExplain *
+explain_new (guint n, guint rounds)
+{
+  g_autoptr(GError) error = NULL;
+  TachExplain *explain = tach_explain_new_for_knobs (n, keys, froms, tos, NULL, rounds, 42, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (explain);
+  return explain;
+}
+
+static void
+costs_init (Costs *c, guint n)
+{
+  memset (c, 0, sizeof *c);
+  c->n_knobs = n;
+  c->base = 100;
+  c->calls = g_array_new (FALSE, FALSE, sizeof (guint));
+}
+
+static void
+costs_clear (Costs *c)
+{
+  g_clear_pointer (&c->calls, g_array_unref);
+}
+
+static double
+sum_shares (TachExplain *explain)
+{
+  double sum = 0;
+
+  for (guint i = 0; i < tach_explain_get_n_knobs (explain); i++)
+    sum += tach_explain_get_knob (explain, i)->share_ms;
+  return sum;
+}
+
+/* Every knob's phases add up to its share; the shares to the gap. */
+static void
+assert_additive (TachExplain *explain)
+{
+  double gap = tach_explain_get_cost (explain, TRUE)->step_ms
+               - tach_explain_get_cost (explain, FALSE)->step_ms;
+
+  g_assert_cmpfloat_with_epsilon (sum_shares (explain), gap, 1e-9 * MAX (1, fabs (gap)));
+  for (guint i = 0; i < tach_explain_get_n_knobs (explain); i++)
+    {
+      const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+      double phases = 0;
+
+      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+        phases += knob->phase_ms[p];
+      g_assert_cmpfloat_with_epsilon (phases, knob->share_ms, 1e-9 * MAX (1, fabs (knob->share_ms)));
+      g_assert_cmpfloat (knob->share_min_ms, <=, knob->share_ms + 1e-12);
+      g_assert_cmpfloat (knob->share_max_ms, >=, knob->share_ms - 1e-12);
+    }
+}
+
+static void
+test_additive (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (3, 3);
+  g_autoptr(GError) error = NULL;
+  Costs c;
+
+  costs_init (&c, 3);
+  c.own[0] = -44.0;
+  c.own[1] = -7.5;
+  c.own[2] = 2.25;
+  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_explain_is_exact (explain));
+  for (guint i = 0; i < 3; i++)
+    {
+      const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+
+      g_assert_cmpfloat_with_epsilon (knob->share_ms, c.own[i], 1e-12);
+      g_assert_cmpfloat_with_epsilon (knob->share_max_ms - knob->share_min_ms, 0, 1e-12);
+    }
+  g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 0)->fraction,
+                                  -44.0 / (-44.0 - 7.5 + 2.25), 1e-12);
+  g_assert_true (tach_explain_get_knob (explain, 0)->changes_results);
+  g_assert_false (tach_explain_get_knob (explain, 1)->changes_results);
+  assert_additive (explain);
+  costs_clear (&c);
+}
+
+static void
+test_interaction (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (2, 3);
+  g_autoptr(GError) error = NULL;
+  Costs c;
+
+  /* Neither knob alone changes anything; together they cost 30 ms. */
+  costs_init (&c, 2);
+  c.pair[0][1] = 30.0;
+  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 0)->share_ms, 15.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 1)->share_ms, 15.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 0)->fraction, 0.5, 1e-12);
+  assert_additive (explain);
+  costs_clear (&c);
+}
+
+/* Shares add up to the difference for any costs, any number of knobs
+ * (exact up to 5, sampled above), with noise that differs per round. */
+static void
+test_sum (void)
+{
+  for (guint n = 1; n <= 7; n++)
+    {
+      g_autoptr(TachExplain) explain = explain_new (n, 4);
+      g_autoptr(GError) error = NULL;
+      guint used = 0, drawn = 0;
+      Costs c;
+
+      costs_init (&c, n);
+      c.random_table = TRUE;
+      g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+      g_assert_no_error (error);
+      g_assert_cmpint (tach_explain_is_exact (explain), ==, n <= TACH_EXPLAIN_MAX_EXACT);
+      tach_explain_get_orderings (explain, &used, &drawn);
+      g_assert_cmpuint (used, ==, drawn);
+      if (n <= TACH_EXPLAIN_MAX_EXACT)
+        {
+          guint fact = 1;
+
+          for (guint i = 2; i <= n; i++)
+            fact *= i;
+          g_assert_cmpuint (drawn, ==, fact);
+          g_assert_cmpuint (tach_explain_get_n_configs (explain), ==, 1u << n);
+        }
+      else
+        {
+          g_assert_cmpuint (drawn, ==, TACH_EXPLAIN_SAMPLED_ORDERINGS);
+          g_assert_cmpuint (tach_explain_get_n_configs (explain), <, 1u << n);
+        }
+      g_assert_cmpuint (c.calls->len, ==, 4 * tach_explain_get_n_configs (explain));
+      assert_additive (explain);
+      costs_clear (&c);
+    }
+}
+
+/* Sampled orderings of additive costs still give each knob its own. */
+static void
+test_sampled_additive (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (7, 3);
+  g_autoptr(GError) error = NULL;
+  Costs c;
+
+  costs_init (&c, 7);
+  for (guint i = 0; i < 7; i++)
+    c.own[i] = (double) i * 3 - 5;
+  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_false (tach_explain_is_exact (explain));
+  for (guint i = 0; i < 7; i++)
+    g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, i)->share_ms, c.own[i], 1e-9);
+  costs_clear (&c);
+}
+
+/* Every round visits every configuration once, the rounds one after the
+ * other, in orders that differ. */
+static void
+test_rounds (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (3, 3);
+  g_autoptr(GError) error = NULL;
+  gboolean differ = FALSE;
+  Costs c;
+
+  costs_init (&c, 3);
+  c.round_noise = 0.5;
+  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (c.calls->len, ==, 3 * 8);
+  for (guint r = 0; r < 3; r++)
+    {
+      guint seen = 0;
+
+      for (guint j = 0; j < 8; j++)
+        {
+          guint call = g_array_index (c.calls, guint, r * 8 + j);
+
+          g_assert_cmpuint (call >> 16, ==, r);
+          seen |= 1u << (call & 0xffff);
+          if (r > 0 && call != g_array_index (c.calls, guint, j))
+            differ = TRUE;
+        }
+      g_assert_cmpuint (seen, ==, 0xff);
+    }
+  g_assert_true (differ);
+  /* Noise that differs per round shows as spread. */
+  g_assert_cmpfloat (tach_explain_get_knob (explain, 2)->share_max_ms
+                     - tach_explain_get_knob (explain, 2)->share_min_ms, >, 0.1);
+  assert_additive (explain);
+  costs_clear (&c);
+
+  {
+    g_autoptr(GError) few = NULL;
+    TachExplain *none = tach_explain_new_for_knobs (2, keys, froms, tos, NULL, 2, 1, &few);
+
+    g_assert_null (none);
+    g_assert_error (few, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+    g_assert_nonnull (strstr (few->message, "--rounds"));
+  }
+}
+
+/* A configuration that cannot run: orderings through it are left out, the
+ * rest still add up; with none left, the message names each failure. */
+static void
+test_unrunnable (void)
+{
+  Costs c;
+
+  for (int at_run_time = 0; at_run_time < 2; at_run_time++)
+    {
+      g_autoptr(TachExplain) explain = explain_new (2, 3);
+      g_autoptr(GError) error = NULL;
+      GArray *failures;
+      guint used = 0, drawn = 0;
+
+      costs_init (&c, 2);
+      c.own[0] = -10;
+      c.own[1] = -4;
+      c.pair[0][1] = 2;
+      /* "layout=batch-major" alone (mask 1) cannot run. */
+      if (at_run_time)
+        c.bad_measure[c.n_bad_measure++] = 1;
+      else
+        c.bad_check[c.n_bad_check++] = 1;
+      g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+      g_assert_no_error (error);
+      tach_explain_get_orderings (explain, &used, &drawn);
+      g_assert_cmpuint (used, ==, 1);
+      g_assert_cmpuint (drawn, ==, 2);
+      /* The one ordering left flips feed first, then layout. */
+      g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 1)->share_ms, -4, 1e-12);
+      g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 0)->share_ms, -8, 1e-12);
+      assert_additive (explain);
+      failures = tach_explain_get_failures (explain);
+      g_assert_cmpuint (failures->len, ==, 1);
+      g_assert_cmpstr (g_array_index (failures, TachExplainFailure, 0).name, ==,
+                       "layout=batch-major");
+      /* A configuration that failed is not tried again. */
+      if (at_run_time)
+        {
+          guint tries = 0;
+
+          for (guint i = 0; i < c.calls->len; i++)
+            tries += (g_array_index (c.calls, guint, i) & 0xffff) == 1;
+          g_assert_cmpuint (tries, ==, 1);
+        }
+      costs_clear (&c);
+    }
+
+  {
+    g_autoptr(TachExplain) explain = explain_new (2, 3);
+    g_autoptr(GError) error = NULL;
+
+    costs_init (&c, 2);
+    c.bad_check[c.n_bad_check++] = 1;
+    c.bad_measure[c.n_bad_measure++] = 2;
+    g_assert_false (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+    g_assert_nonnull (strstr (error->message, "layout=batch-major (refused by the device)"));
+    g_assert_nonnull (strstr (error->message, "feed=resident (out of memory at run time)"));
+    costs_clear (&c);
+  }
+
+  {
+    g_autoptr(TachExplain) explain = explain_new (2, 3);
+    g_autoptr(GError) error = NULL;
+
+    /* B itself cannot run: nothing is measured. */
+    costs_init (&c, 2);
+    c.bad_check[c.n_bad_check++] = 3;
+    g_assert_false (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+    g_assert_nonnull (strstr (error->message, "B cannot run"));
+    g_assert_nonnull (strstr (error->message, "refused by the device"));
+    g_assert_cmpuint (c.calls->len, ==, 0);
+    costs_clear (&c);
+  }
+
+  {
+    g_autoptr(TachExplain) explain = explain_new (7, 3);
+    g_autoptr(GError) error = NULL;
+    guint used = 0, drawn = 0;
+
+    /* Sampled orderings avoid what the check refuses. */
+    costs_init (&c, 7);
+    c.random_table = TRUE;
+    c.bad_check[c.n_bad_check++] = 1;
+    c.bad_check[c.n_bad_check++] = 1 << 6;
+    g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_no_error (error);
+    tach_explain_get_orderings (explain, &used, &drawn);
+    g_assert_cmpuint (used, ==, drawn);
+    for (guint i = 0; i < c.calls->len; i++)
+      {
+        guint mask = g_array_index (c.calls, guint, i) & 0xffff;
+
+        g_assert_cmpuint (mask, !=, 1);
+        g_assert_cmpuint (mask, !=, 1 << 6);
+      }
+    assert_additive (explain);
+    costs_clear (&c);
+  }
+}
+
+static void
+test_cancel (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (3, 3);
+  g_autoptr(GError) error = NULL;
+  Costs c;
+
+  costs_init (&c, 3);
+  c.cancel_after = 5;
+  g_assert_false (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_CANCELLED);
+  g_assert_cmpuint (c.calls->len, ==, 5);
+  costs_clear (&c);
+}
+
+/* Configurations: the knobs that differ, what must agree. */
+static void
+test_configs (void)
+{
+  TachConfig a, b;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachExplain) explain = NULL;
+  TachConfig mix;
+
+  tach_config_init (&a, TACH_WORKLOAD_BILSTM);
+  tach_config_init (&b, TACH_WORKLOAD_BILSTM);
+  test_apply (&a, "device=cpu preset=tf1-feed-dict");
+  test_apply (&b, "device=cpu preset=tuned");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (tach_explain_get_n_knobs (explain), ==, 3);
+  g_assert_cmpstr (tach_explain_get_knob (explain, 0)->key, ==, "layout");
+  g_assert_cmpstr (tach_explain_get_knob (explain, 0)->from, ==, "misread");
+  g_assert_cmpstr (tach_explain_get_knob (explain, 0)->to, ==, "batch-major");
+  g_assert_true (tach_explain_get_knob (explain, 0)->changes_results);
+  g_assert_cmpstr (tach_explain_get_knob (explain, 1)->key, ==, "feed");
+  g_assert_cmpstr (tach_explain_get_knob (explain, 2)->key, ==, "sync");
+  g_assert_cmpstr (tach_explain_get_label (explain, FALSE), ==, "tf1-feed-dict");
+  g_assert_cmpstr (tach_explain_get_label (explain, TRUE), ==, "tuned");
+
+  tach_explain_config_for_mask (explain, 1 | 4, &mix);
+  g_assert_cmpint (mix.layout, ==, TACH_LAYOUT_BATCH_MAJOR);
+  g_assert_cmpint (mix.feed, ==, TACH_FEED_HOST_F64);
+  g_assert_cmpuint (mix.sync_every, ==, 0);
+  g_assert_null (mix.preset);
+  tach_config_clear (&mix);
+  {
+    g_autofree char *name = tach_explain_describe_mask (explain, 1 | 4);
+
+    g_assert_cmpstr (name, ==, "layout=batch-major sync=end");
+  }
+  g_clear_pointer (&explain, tach_explain_free);
+
+  /* Another batch is not a knob to explain. */
+  test_apply (&b, "batch=64");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_null (explain);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_assert_nonnull (strstr (error->message, "batch"));
+  g_clear_error (&error);
+
+  /* The same configuration twice has nothing to explain. */
+  explain = tach_explain_new (&a, &a, 3, &error);
+  g_assert_null (explain);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_clear_error (&error);
+
+  tach_config_clear (&a);
+  tach_config_clear (&b);
+}
+
+static void
+progress_count (TachExplain *explain, guint done, guint total, gpointer user_data)
+{
+  guint *last = user_data;
+
+  (void) explain;
+  g_assert_cmpuint (done, >, *last);
+  g_assert_cmpuint (done, <=, total);
+  *last = done;
+}
+
+/* Real runs: a tiny bilstm, two knobs; the runs and explain.csv. */
+static void
+test_real (void)
+{
+  TachConfig a, b;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachExplain) explain = NULL;
+  g_autofree char *dir = test_make_tmp_dir ("tach-explain-XXXXXX");
+  g_autofree char *path = g_build_filename (dir, "explain.csv", NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  guint last = 0;
+
+  test_tiny_config (&a, 6);
+  test_tiny_config (&b, 6);
+  test_apply (&a, "layout=misread feed=host-f64");
+  test_apply (&b, "layout=batch-major feed=resident");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (tach_explain_get_n_knobs (explain), ==, 2);
+  g_assert_true (tach_explain_run (explain, NULL, progress_count, &last, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (last, ==, 12);
+  g_assert_cmpuint (tach_explain_get_runs (explain)->len, ==, 12);
+  g_assert_cmpfloat (tach_explain_get_cost (explain, FALSE)->step_ms, >, 0);
+  assert_additive (explain);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      g_autofree char *sentence = tach_explain_dup_sentence (explain, i);
+
+      g_assert_nonnull (strstr (sentence, tach_explain_get_knob (explain, i)->from));
+    }
+
+  g_assert_true (tach_explain_csv_append (explain, dir, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\r\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 1 + 4 + 1);  /* header, A, 2 knobs, B, "" */
+  g_assert_true (g_str_has_prefix (lines[0], "explain_id,"));
+  g_assert_nonnull (strstr (lines[2], ",knob,layout,misread,batch-major,1,"));
+  g_assert_nonnull (strstr (lines[4], ",to,"));
+  {
+    g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
+    g_autofree char *runs = NULL;
+    g_auto(GStrv) run_lines = NULL;
+
+    g_assert_true (g_file_get_contents (runs_path, &runs, NULL, NULL));
+    run_lines = g_strsplit (runs, "\r\n", -1);
+    g_assert_cmpuint (g_strv_length (run_lines), ==, 1 + 12 + 1);
+  }
+
+  /* A second explanation appends under the same header. */
+  g_assert_true (tach_explain_csv_append (explain, dir, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&text, g_free);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_clear_pointer (&lines, g_strfreev);
+  lines = g_strsplit (text, "\r\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), ==, 1 + 8 + 1);
+
+  test_remove_tree (dir);
+  tach_config_clear (&a);
+  tach_config_clear (&b);
+}
+
+/* Stopping from another thread ends the run in progress. */
+static gpointer
+cancel_soon (gpointer data)
+{
+  g_usleep (200 * 1000);
+  g_cancellable_cancel (data);
+  return NULL;
+}
+
+static void
+test_real_cancel (void)
+{
+  TachConfig a, b;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachExplain) explain = NULL;
+  g_autoptr(GCancellable) cancellable = g_cancellable_new ();
+  GThread *thread;
+
+  test_tiny_config (&a, 100000);
+  test_tiny_config (&b, 100000);
+  test_apply (&b, "feed=resident");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_no_error (error);
+  thread = g_thread_new ("cancel", cancel_soon, cancellable);
+  g_assert_false (tach_explain_run (explain, cancellable, NULL, NULL, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_CANCELLED);
+  g_thread_join (thread);
+  tach_config_clear (&a);
+  tach_config_clear (&b);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/engine/explain/additive", test_additive);
+  g_test_add_func ("/engine/explain/interaction", test_interaction);
+  g_test_add_func ("/engine/explain/sum", test_sum);
+  g_test_add_func ("/engine/explain/sampled-additive", test_sampled_additive);
+  g_test_add_func ("/engine/explain/rounds", test_rounds);
+  g_test_add_func ("/engine/explain/unrunnable", test_unrunnable);
+  g_test_add_func ("/engine/explain/cancel", test_cancel);
+  g_test_add_func ("/engine/explain/configs", test_configs);
+  g_test_add_func ("/engine/explain/real", test_real);
+  g_test_add_func ("/engine/explain/real-cancel", test_real_cancel);
+  return g_test_run ();
+}
