@@ -251,6 +251,15 @@ tach_cli_command_presets (void)
           printf ("  %-16s %s\n", preset->name,
                   preset->description != NULL ? _(preset->description) : "");
           printf ("  %-16s %s\n", "", preset->settings != NULL ? preset->settings : "");
+          if (preset->gpu_settings != NULL)
+            printf ("  %-16s %s %s\n", "", _("on a GPU also:"), preset->gpu_settings);
+          if (preset->rationale != NULL)
+            {
+              g_auto(GStrv) lines = g_strsplit (_(preset->rationale), "\n", -1);
+
+              for (guint k = 0; lines[k] != NULL; k++)
+                printf ("  %-16s   %s\n", "", lines[k]);
+            }
         }
     }
 

@@ -222,6 +222,10 @@ typedef struct {
    * (resolved when "auto") is a GPU whose backend supports the value, so a
    * preset never asks a device for what it cannot do; NULL if none. */
   const char   *gpu_settings; /* "launch=graph" */
+  /* Translatable; one line per knob of @settings and @gpu_settings,
+   * "knob=value: what in the reported code the value stands for (framework
+   * file, version)". */
+  const char   *rationale;
 } TachPreset;
 
 const TachPreset *tach_presets (guint *n_presets);

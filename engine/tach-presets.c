@@ -15,44 +15,129 @@
 #include "tach-backend.h"
 #include "tach-config-private.h"
 
+/* Each preset sets every mode knob of its workload, and its rationale says,
+ * one line per knob ("knob=value: ..."), what in the reported code the value
+ * stands for and the framework file and version it comes from. */
 static const TachPreset presets[] = {
   /* W1: the order of the report, slowest first. */
   { "tf1-feed-dict", TACH_WORKLOAD_BILSTM,
     N_("TF1 CudnnLSTM fed with feed_dict: batch-major data misread as time-major, "
        "float64 converted and copied every step"),
-    "layout=misread feed=host-f64 sync=1", NULL },
+    "layout=misread rnn=fused feed=host-f64 sync=1 metrics=none", NULL,
+    N_("layout=misread: TF 1.8 CudnnLSTM reads its input as [time_len, batch_size, input_size] "
+       "(tensorflow/contrib/cudnn_rnn/python/layers/cudnn_rnn.py); the report handed it "
+       "(batch, time, features)\n"
+       "rnn=fused: CudnnLSTM runs the whole sequence as one CudnnRNN op "
+       "(tensorflow/contrib/cudnn_rnn/python/ops/cudnn_rnn_ops.py, TF 1.8)\n"
+       "feed=host-f64: Session.run casts every fed array to the placeholder's dtype, "
+       "np.asarray(subfeed_val, dtype=subfeed_dtype) (tensorflow/python/client/session.py, "
+       "TF 1.8): the report's float64 batch, every step\n"
+       "sync=1: Session.run returns once the fetched loss is on the host, once per step "
+       "(tensorflow/python/client/session.py, TF 1.8)\n"
+       "metrics=none: the report's graph computes the loss alone") },
   { "tf1-constant", TACH_WORKLOAD_BILSTM,
     N_("TF1 CudnnLSTM with the batch embedded as a constant: still misread, no feeding"),
-    "layout=misread feed=resident sync=1", NULL },
+    "layout=misread rnn=fused feed=resident sync=1 metrics=none", NULL,
+    N_("layout=misread: TF 1.8 CudnnLSTM reads its input as [time_len, batch_size, input_size] "
+       "(tensorflow/contrib/cudnn_rnn/python/layers/cudnn_rnn.py), as in tf1-feed-dict\n"
+       "rnn=fused: CudnnLSTM runs the whole sequence as one CudnnRNN op "
+       "(tensorflow/contrib/cudnn_rnn/python/ops/cudnn_rnn_ops.py, TF 1.8)\n"
+       "feed=resident: the report's variant builds the batch into the graph as a tf.constant, "
+       "so Session.run feeds nothing\n"
+       "sync=1: Session.run returns once the fetched loss is on the host, once per step "
+       "(tensorflow/python/client/session.py, TF 1.8)\n"
+       "metrics=none: the report's graph computes the loss alone") },
   { "keras-fit", TACH_WORKLOAD_BILSTM,
-    N_("Keras CuDNNLSTM fit: the right layout, float32 copied every step, "
-       "loss and accuracy read back every step"),
-    "layout=batch-major rnn=fused feed=host-f32 sync=1 metrics=accuracy", NULL },
+    N_("Keras CuDNNLSTM fit: the right layout, the float64 batch cast and copied every step, "
+       "the loss read back every step, no metric"),
+    "layout=batch-major rnn=fused feed=host-f64 sync=1 metrics=none", NULL,
+    N_("layout=batch-major: Keras 2.2.2 CuDNNLSTM transposes to time-major itself, "
+       "tf.transpose(inputs, (1, 0, 2)) in _process_batch (keras/layers/cudnn_recurrent.py)\n"
+       "rnn=fused: CuDNNLSTM runs the whole sequence as one cuDNN RNN op "
+       "(keras/layers/cudnn_recurrent.py, Keras 2.2.2)\n"
+       "feed=host-f64: Keras 2.2.2 casts each fed batch to the placeholder's dtype, "
+       "np.asarray(value, dtype=...) in Function._call (keras/backend/tensorflow_backend.py): "
+       "the report's float64 array, every step\n"
+       "sync=1: fit_loop calls the training function once per batch and hands its NumPy loss "
+       "to the callbacks (keras/engine/training_arrays.py, Keras 2.2.2)\n"
+       "metrics=none: the report compiles with model.compile(loss='binary_crossentropy', "
+       "optimizer='adam'), no metrics") },
   { "tuned", TACH_WORKLOAD_BILSTM,
     N_("The fastest correct combination: resident data, fused RNN, one sync at the end"),
-    "layout=batch-major rnn=fused feed=resident sync=end metrics=none", "launch=graph" },
+    "layout=batch-major rnn=fused feed=resident sync=end metrics=none", "launch=graph",
+    N_("No framework: each knob at its fastest value that keeps the math\n"
+       "layout=batch-major: the layout the model means\n"
+       "rnn=fused: one library call over the sequence\n"
+       "feed=resident: the whole dataset on the device before the first step\n"
+       "sync=end: the loss read back once, after the last step\n"
+       "metrics=none: no metric work\n"
+       "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 
   /* W2 */
   { "static-rnn", TACH_WORKLOAD_LSTM_LM,
     N_("TF1 static_rnn + BasicLSTMCell in a persistent session, sampled on the host"),
-    "rnn=unrolled call-setup=persistent sampling=host", NULL },
+    "rnn=unrolled call-setup=persistent sampling=host sync=1", NULL,
+    N_("rnn=unrolled: tf.nn.static_rnn builds one BasicLSTMCell call per time step of the "
+       "4-token context (tensorflow/python/ops/rnn.py, TF 1.x)\n"
+       "call-setup=persistent: one tf.Session serves every token; the session caches its "
+       "executors per feed and fetch signature (tensorflow/core/common_runtime/direct_session.cc, "
+       "GetOrCreateExecutors, TF 1.x)\n"
+       "sampling=host: the report's loop picks the next token in NumPy from the fetched "
+       "distribution\n"
+       "sync=1: each Session.run returns the distribution to the host, once per token "
+       "(tensorflow/python/client/session.py, TF 1.x)") },
   { "keras-predict", TACH_WORKLOAD_LSTM_LM,
     N_("TF2 Keras predict per token: setup rebuilt every call, distribution read back"),
-    "rnn=fused call-setup=per-call sampling=host sync=1", NULL },
+    "rnn=fused call-setup=per-call sampling=host sync=1", NULL,
+    N_("rnn=fused: on a GPU, keras.layers.LSTM with default arguments runs the cuDNN kernel over "
+       "the sequence (tensorflow/python/keras/layers/recurrent_v2.py, TF 2.2, gpu_lstm); "
+       "on a CPU TF runs standard_lstm, a loop of cells\n"
+       "call-setup=per-call: Model.predict builds a DataHandler (a tf.data pipeline and its "
+       "iterator) on every call (tensorflow/python/keras/engine/training.py, TF 2.2)\n"
+       "sampling=host: predict returns a NumPy array, and the report's loop picks the next token "
+       "from it\n"
+       "sync=1: predict returns its NumPy result once per token "
+       "(tensorflow/python/keras/engine/training.py, TF 2.2)") },
   { "tuned", TACH_WORKLOAD_LSTM_LM,
     N_("The fastest correct combination: fused, persistent, sampled on the device"),
-    "rnn=fused call-setup=persistent sampling=device sync=end", "launch=graph" },
+    "rnn=fused call-setup=persistent sampling=device sync=end", "launch=graph",
+    N_("No framework: each knob at its fastest value that keeps the math\n"
+       "rnn=fused: one library call over the sequence\n"
+       "call-setup=persistent: plans built once\n"
+       "sampling=device: the next token picked on the device\n"
+       "sync=end: results read back once, after the last step\n"
+       "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 
-  /* W3 */
+  /* W3: both of the report's paths read the same input_fn. */
   { "estimator", TACH_WORKLOAD_CNN,
-    N_("tf.estimator: a prefetching input pipeline, loss logged every 100 steps, no metric"),
-    "sync=100 metrics=none feed=prefetch", NULL },
+    N_("tf.estimator: the report's tf.data input_fn, the loss fetched by every step's "
+       "session run, no metric"),
+    "feed=host-f32 sync=1 metrics=none", NULL,
+    N_("feed=host-f32: the report's input_fn (tf.data: repeat, map cast, batch, no prefetch) "
+       "makes each batch on the host when the step asks for it, so its copy is not overlapped\n"
+       "sync=1: the Estimator's loop runs _, loss = mon_sess.run([train_op, loss]) once per step "
+       "(tensorflow/python/estimator/estimator.py, TF 1.12, _train_with_estimator_spec); "
+       "logging every 100 steps prints a loss that is already on the host\n"
+       "metrics=none: training computes no metric; eval_metric_ops run only in evaluate "
+       "(tensorflow/python/estimator/model_fn.py, TF 1.12)") },
   { "keras-fit", TACH_WORKLOAD_CNN,
-    N_("tf.keras fit: loss and accuracy read back every step for the progress bar"),
-    "sync=1 metrics=accuracy feed=host-f32", NULL },
+    N_("tf.keras fit: the same input_fn, loss and accuracy read back every step for the "
+       "progress bar"),
+    "feed=host-f32 sync=1 metrics=accuracy", NULL,
+    N_("feed=host-f32: the same input_fn as the estimator preset (tf.data: repeat, map cast, "
+       "batch, no prefetch)\n"
+       "sync=1: fit_loop runs the training function once per batch and hands its NumPy loss and "
+       "accuracy to the callbacks and the progress bar "
+       "(tensorflow/python/keras/engine/training_arrays.py, TF 1.12)\n"
+       "metrics=accuracy: the report compiles with metrics=['accuracy'], computed every step") },
   { "tuned", TACH_WORKLOAD_CNN,
     N_("The fastest correct combination: resident data, one sync at the end"),
-    "sync=end metrics=none feed=resident", "launch=graph" },
+    "feed=resident sync=end metrics=none", "launch=graph",
+    N_("No framework: each knob at its fastest value that keeps the math\n"
+       "feed=resident: the whole dataset on the device before the first step\n"
+       "sync=end: the loss read back once, after the last step\n"
+       "metrics=none: no metric work\n"
+       "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 };
 
 const TachPreset *

@@ -94,6 +94,9 @@ expect "help lists knobs with their values" 0 "--rnn" "$cli" --help &&
 expect "run --help" 0 "--workload" "$cli" run --help
 expect "presets" 0 "tuned" "$cli" presets &&
   { grep -q "tf1-feed-dict" "$out" || { passed=$((passed - 1)); fail "presets" "no tf1-feed-dict"; }; }
+# Each preset says, knob by knob, which framework code its value stands for.
+expect "presets: rationale" 0 "feed=host-f64: Keras 2.2.2" "$cli" presets &&
+  { grep -q "sync=1: the Estimator's loop" "$out" || { passed=$((passed - 1)); fail "presets: rationale" "no estimator sync line"; }; }
 expect "devices" 0 "^cpu " "$cli" devices
 have_gpu=no
 if "$cli" devices 2>/dev/null | grep -q "^cuda"; then have_gpu=yes; fi

@@ -290,8 +290,6 @@ test_presets (void)
   /* The next preset starts from the defaults, not from the last preset. */
   g_assert_true (tach_config_set (&c, "preset", "keras-fit", NULL));
   g_assert_cmpint (c.layout, ==, TACH_LAYOUT_BATCH_MAJOR);
-  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F32);
-  g_assert_cmpint (c.metrics, ==, TACH_METRICS_ACCURACY);
   g_assert_true (tach_config_set (&c, "preset", "tuned", NULL));
   g_assert_cmpint (c.feed, ==, TACH_FEED_RESIDENT);
   g_assert_cmpuint (c.sync_every, ==, 0);
@@ -317,6 +315,115 @@ test_presets (void)
   g_assert_cmpint (c.rnn, ==, TACH_RNN_UNROLLED);
   g_assert_cmpint (c.call_setup, ==, TACH_CALL_SETUP_PERSISTENT);
   tach_config_clear (&c);
+}
+
+/* The presets hold what the reported code did (see each rationale). */
+static void
+test_presets_faithful (void)
+{
+  TachConfig c;
+
+  /* W1: Keras 2.2 casts each fed float64 batch (Function._call) and the
+   * report compiled without metrics; it differs from tf1-feed-dict only in
+   * the layout Keras gets right. */
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "preset", "keras-fit", NULL));
+  g_assert_cmpint (c.layout, ==, TACH_LAYOUT_BATCH_MAJOR);
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_FUSED);
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F64);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  g_assert_cmpint (c.metrics, ==, TACH_METRICS_NONE);
+  g_assert_true (tach_config_set (&c, "preset", "tf1-feed-dict", NULL));
+  g_assert_cmpint (c.layout, ==, TACH_LAYOUT_MISREAD);
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_FUSED);
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F64);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  g_assert_cmpint (c.metrics, ==, TACH_METRICS_NONE);
+  g_assert_true (tach_config_set (&c, "preset", "tf1-constant", NULL));
+  g_assert_cmpint (c.layout, ==, TACH_LAYOUT_MISREAD);
+  g_assert_cmpint (c.feed, ==, TACH_FEED_RESIDENT);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  tach_config_clear (&c);
+
+  /* W3: both paths read the same input_fn (no prefetch) and run one session
+   * call per step; only the accuracy metric tells them apart. */
+  tach_config_init (&c, TACH_WORKLOAD_CNN);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "preset", "estimator", NULL));
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F32);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  g_assert_cmpint (c.metrics, ==, TACH_METRICS_NONE);
+  g_assert_true (tach_config_set (&c, "preset", "keras-fit", NULL));
+  g_assert_cmpint (c.feed, ==, TACH_FEED_HOST_F32);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  g_assert_cmpint (c.metrics, ==, TACH_METRICS_ACCURACY);
+  tach_config_clear (&c);
+
+  /* W2: a TF1 session per token against Keras predict per token. */
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "preset", "static-rnn", NULL));
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_UNROLLED);
+  g_assert_cmpint (c.call_setup, ==, TACH_CALL_SETUP_PERSISTENT);
+  g_assert_cmpint (c.sampling, ==, TACH_SAMPLING_HOST);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  g_assert_true (tach_config_set (&c, "preset", "keras-predict", NULL));
+  g_assert_cmpint (c.rnn, ==, TACH_RNN_FUSED);
+  g_assert_cmpint (c.call_setup, ==, TACH_CALL_SETUP_PER_CALL);
+  g_assert_cmpuint (c.sync_every, ==, 1);
+  tach_config_clear (&c);
+}
+
+/* Every knob value a preset sets has its line in the rationale, and every
+ * line of a reported framework's preset names the file it comes from. */
+static void
+test_presets_rationale (void)
+{
+  guint n = 0;
+  const TachPreset *all = tach_presets (&n);
+  g_autofree char *readme_path = g_test_build_filename (G_TEST_DIST, "..", "README.md", NULL);
+  g_autofree char *readme = NULL;
+
+  g_assert_true (g_file_get_contents (readme_path, &readme, NULL, NULL));
+  for (guint i = 0; i < n; i++)
+    {
+      /* The README's preset table holds the same settings. */
+      g_autofree char *row = g_strdup_printf ("| `%s` | `%s` | `%s` |",
+                                              tach_workload_to_string (all[i].workload),
+                                              all[i].name, all[i].settings);
+      g_autofree char *joined = g_strjoin (" ", all[i].settings,
+                                           all[i].gpu_settings ? all[i].gpu_settings : "", NULL);
+      g_auto(GStrv) items = g_strsplit (joined, " ", -1);
+      g_auto(GStrv) lines = NULL;
+      gboolean tuned = g_str_equal (all[i].name, "tuned");
+      guint n_files = 0;
+
+      if (strstr (readme, row) == NULL)
+        g_error ("README.md has no preset row starting %s", row);
+      g_assert_nonnull (all[i].rationale);
+      lines = g_strsplit (all[i].rationale, "\n", -1);
+      for (guint k = 0; items[k] != NULL; k++)
+        {
+          g_autofree char *prefix = g_strconcat (items[k], ": ", NULL);
+          gboolean found = FALSE;
+
+          if (*items[k] == '\0')
+            continue;
+          for (guint l = 0; lines[l] != NULL; l++)
+            found = found || g_str_has_prefix (lines[l], prefix);
+          if (!found)
+            g_error ("preset %s: no rationale line for %s", all[i].name, items[k]);
+        }
+      for (guint l = 0; lines[l] != NULL; l++)
+        if (strstr (lines[l], ".py") != NULL || strstr (lines[l], ".cc") != NULL)
+          n_files++;
+      /* A framework's preset cites its code; tuned stands for no framework. */
+      if (tuned)
+        g_assert_cmpuint (n_files, ==, 0);
+      else
+        g_assert_cmpuint (n_files, >=, 1);
+    }
 }
 
 static void
@@ -464,6 +571,8 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/config/apply-settings", test_apply_settings);
   g_test_add_func ("/engine/config/workload-reset", test_workload_reset);
   g_test_add_func ("/engine/config/presets", test_presets);
+  g_test_add_func ("/engine/config/presets/faithful", test_presets_faithful);
+  g_test_add_func ("/engine/config/presets/rationale", test_presets_rationale);
   g_test_add_func ("/engine/config/applies", test_applies);
   g_test_add_func ("/engine/config/validate", test_validate);
   g_test_add_func ("/engine/devices/resolve", test_devices);

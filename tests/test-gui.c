@@ -198,7 +198,10 @@ test_config_knobs (Fixture       *fixture,
   g_object_set (panel, "preset", "keras-fit", NULL);
   g_clear_pointer (&feed, g_free);
   feed = tach_config_panel_get_knob (panel, "feed");
-  g_assert_cmpstr (feed, ==, "host-f32");
+  g_assert_cmpstr (feed, ==, "host-f64");
+  /* The preset row's tooltip says where each of its values comes from. */
+  g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (tach_config_panel_get_row (panel, "preset")),
+                            "feed=host-f64: Keras 2.2.2"));
 
   assert_panel_not_ellipsised (fixture->window);
 }

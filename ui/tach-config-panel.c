@@ -412,6 +412,28 @@ index_in (const char *const *values,
   return GTK_INVALID_LIST_POSITION;
 }
 
+/* The preset row's tooltip says what the chosen preset stands for, knob by
+ * knob, with the framework code each value comes from. */
+static void
+set_preset_tooltip (TachConfigPanel *self,
+                    GtkWidget       *row)
+{
+  g_autoptr(GPtrArray) presets = tach_presets_for_workload (self->config.workload);
+
+  for (guint i = 0; i < presets->len; i++)
+    {
+      const TachPreset *preset = g_ptr_array_index (presets, i);
+      g_autofree char *text = NULL;
+
+      if (g_strcmp0 (preset->name, self->config.preset) != 0)
+        continue;
+      text = g_strdup_printf ("%s\n\n%s", _(preset->description),
+                              preset->rationale != NULL ? _(preset->rationale) : "");
+      gtk_widget_set_tooltip_text (row, g_strchomp (text));
+      return;
+    }
+}
+
 static void
 refresh_row (TachConfigPanel *self,
              const char      *key,
@@ -426,6 +448,8 @@ refresh_row (TachConfigPanel *self,
   gtk_widget_set_sensitive (row, applies);
   /* An insensitive row says why it does not matter here. */
   gtk_widget_set_tooltip_text (row, applies ? NULL : why);
+  if (applies && row == GTK_WIDGET (self->preset_row))
+    set_preset_tooltip (self, row);
 
   if (row == GTK_WIDGET (self->preset_row) || row == GTK_WIDGET (self->device_row))
     {
