@@ -117,14 +117,15 @@ test_gemm_bf16 (TachBackend *be)
 /* The tiny products of generation (a few rows of A against a weight
  * matrix, as x W^T): every row count the CPU backend's small kernels
  * treat apart (m from 1 to 8), n below, at and past whole blocks of
- * sixteen (the last block overlapping the one before it), k with and
- * without a tail, with and without beta, strided. */
+ * sixteen (AVX-512) and eight (AVX2; the last block overlapping the one
+ * before it), k with and without a tail of each kernel's vectors and
+ * chunks (16 and 128 floats; 8 and 32), with and without beta, strided. */
 static void
 test_gemm_small (TachBackend *be)
 {
   const int ms[] = { 1, 2, 4, 8 };
-  const int ns[] = { 1, 15, 16, 17, 40, 554 };
-  const int ks[] = { 1, 15, 16, 17, 100 };
+  const int ns[] = { 1, 7, 8, 9, 15, 16, 17, 40, 554 };
+  const int ks[] = { 1, 7, 8, 15, 16, 17, 33, 100, 130 };
 
   for (guint mi = 0; mi < G_N_ELEMENTS (ms); mi++)
     for (guint ni = 0; ni < G_N_ELEMENTS (ns); ni++)

@@ -385,6 +385,61 @@ test_ref_adam (void)
   g_assert_cmpfloat_with_epsilon (p[2], 2.9, 1e-9);
 }
 
+/* TACH_CPU_ISA caps the vector extensions of the CPU backend's kernels
+ * and oneDNN's: the device names the level it runs at, a cap below AVX-512
+ * refuses bf16, and a value that names no level is refused with the fix.
+ * The level is decided once per process, so each setting runs in a child.
+ * In the suite's capped entries (test-ops-avx2, ...) the parent checks that
+ * the cap it runs under took effect, so those entries test the narrower
+ * path indeed. */
+static void
+test_cpu_isa (void)
+{
+  g_autofree char *env = g_strdup (g_getenv ("TACH_CPU_ISA"));
+  g_autoptr(GError) error = NULL;
+  TachBackend *be;
+  const char *why = NULL;
+
+  be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+  if (g_test_subprocess ())
+    {
+      if (g_strcmp0 (env, "bogus") == 0)
+        {
+          g_assert_null (be);
+          g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+          g_assert_nonnull (strstr (error->message, "TACH_CPU_ISA is 'bogus'"));
+          g_assert_nonnull (strstr (error->message, "avx2"));
+          return;
+        }
+      g_assert_no_error (error);
+      g_assert_nonnull (strstr (be->device->versions, ", baseline"));
+      g_assert_false (tach_backend_supports ("cpu", "precision", "bf16", &why));
+      g_assert_nonnull (strstr (why, "TACH_CPU_ISA"));
+      tach_backend_free (be);
+      return;
+    }
+  g_assert_no_error (error);
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
+  if (g_strcmp0 (env, "avx2") == 0 && __builtin_cpu_supports ("x86-64-v3"))
+    g_assert_nonnull (strstr (be->device->versions, ", avx2"));
+#endif
+  if (g_strcmp0 (env, "baseline") == 0)
+    g_assert_nonnull (strstr (be->device->versions, ", baseline"));
+  g_test_message ("CPU: %s", be->device->versions);
+  tach_backend_free (be);
+
+  for (guint i = 0; i < 2; i++)
+    {
+      g_setenv ("TACH_CPU_ISA", i == 0 ? "bogus" : "baseline", TRUE);
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+    }
+  if (env != NULL)
+    g_setenv ("TACH_CPU_ISA", env, TRUE);
+  else
+    g_unsetenv ("TACH_CPU_ISA");
+}
+
 void
 tach_ops_register_misc (const char *device_id)
 {
@@ -402,4 +457,6 @@ tach_ops_register_misc (const char *device_id)
   tach_ops_add (device_id, "sample-tokens/with-loss", test_sample_tokens_nll);
   tach_ops_add (device_id, "adam/steps", test_adam);
   tach_ops_add (device_id, "sgd/step", test_sgd);
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    g_test_add_func ("/engine/cpu/isa/cap", test_cpu_isa);
 }

@@ -321,8 +321,9 @@ cpu_device_info_new (guint threads)
   info->kind = TACH_DEVICE_KIND_CPU;
   info->memory_bytes = pages > 0 && page_size > 0 ? (guint64) pages * (guint64) page_size : 0;
   info->threads = threads;
-  info->versions = g_strdup_printf ("oneDNN %d.%d.%d", version->major, version->minor,
-                                    version->patch);
+  info->versions = g_strdup_printf ("oneDNN %d.%d.%d, %s%s", version->major, version->minor,
+                                    version->patch, tach_cpu_isa_name (tach_cpu_isa ()),
+                                    tach_cpu_isa_capped () ? " (TACH_CPU_ISA)" : "");
   /* The peak is the measured sgemm rate of all cores, not a datasheet
    * figure: it is what the workloads' GEMMs can reach on this machine. */
   info->peak_flops = tach_cpu_measure_peak_flops ();
@@ -334,6 +335,7 @@ tach_cpu_backend_devices (void)
 {
   GPtrArray *devices = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_device_info_free);
 
+  tach_cpu_isa_init (NULL);
   g_ptr_array_add (devices, cpu_device_info_new (g_get_num_processors ()));
   return devices;
 }
@@ -343,6 +345,7 @@ tach_cpu_backend_supports (const char *key, const char *value, const char **why)
 {
   if (why != NULL)
     *why = NULL;
+  tach_cpu_isa_init (NULL);
 
   if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (value, "graph") == 0)
     {
@@ -364,16 +367,20 @@ tach_cpu_backend_supports (const char *key, const char *value, const char **why)
             *why = _("fp16 is not available on the CPU backend: use --precision fp32");
           return FALSE;
         }
-      /* oneDNN's effective ISA honours ONEDNN_MAX_CPU_ISA, so a capped
-       * run reports bf16 as unavailable, as on an older processor. */
+      /* oneDNN's effective ISA honours TACH_CPU_ISA and ONEDNN_MAX_CPU_ISA,
+       * so a capped run reports bf16 as unavailable, as on an older
+       * processor. */
       if (g_strcmp0 (value, "bf16") == 0
           && (dnnl_get_effective_cpu_isa () & dnnl_cpu_isa_avx512_core_bf16)
              != dnnl_cpu_isa_avx512_core_bf16)
         {
           if (why != NULL)
-            *why = _("bf16 on the CPU needs a processor with AVX-512 BF16 (Intel Cooper "
-                     "Lake or Sapphire Rapids, AMD Zen 4 or later), which this one lacks: "
-                     "use --precision fp32");
+            *why = tach_cpu_isa_capped ()
+                     ? _("bf16 on the CPU needs AVX-512 BF16, which TACH_CPU_ISA caps away: "
+                         "unset TACH_CPU_ISA or use --precision fp32")
+                     : _("bf16 on the CPU needs a processor with AVX-512 BF16 (Intel Cooper "
+                         "Lake or Sapphire Rapids, AMD Zen 4 or later), which this one lacks: "
+                         "use --precision fp32");
           return FALSE;
         }
     }
@@ -399,8 +406,17 @@ tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error)
   TachCpuBackend *cpu;
   TachBackend *be;
   const char *why = NULL;
+  const char *bad_isa = NULL;
   dnnl_status_t status;
 
+  tach_cpu_isa_init (&bad_isa);
+  if (bad_isa != NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("TACH_CPU_ISA is '%s', which is not avx512, avx2 or baseline: set one of "
+                     "those to cap the CPU's vector extensions, or unset it"), bad_isa);
+      return NULL;
+    }
   if (!tach_cpu_backend_supports ("precision", precision_name (precision), &why))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED, "%s", why);

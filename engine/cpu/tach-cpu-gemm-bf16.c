@@ -59,8 +59,8 @@ tach_cpu_gemm_bf16_clear (TachBackend *be)
 
 /* Rounds a [rows, cols] fp32 matrix (row stride @ld) to a packed bf16 one,
  * to nearest even as oneDNN's reorders round; NaNs stay NaNs. */
-TACH_CPU_SIMD_CLONES static void
-round_row (size_t cols, const float *restrict src, guint16 *restrict dst)
+TACH_CPU_SIMD_BODY void
+round_row_body (size_t cols, const float *restrict src, guint16 *restrict dst)
 {
 #pragma omp simd
   for (size_t j = 0; j < cols; j++)
@@ -73,6 +73,10 @@ round_row (size_t cols, const float *restrict src, guint16 *restrict dst)
                : (guint16) ((u + 0x7fffu + ((u >> 16) & 1u)) >> 16);
     }
 }
+
+TACH_CPU_SIMD_DISPATCH (static, round_row,
+                        (size_t cols, const float *restrict src, guint16 *restrict dst),
+                        (cols, src, dst))
 
 static void
 round_matrix (size_t rows, size_t cols, const float *src, size_t ld, guint16 *dst)

@@ -8,7 +8,8 @@
  * AVX-512 they run in a kernel of their own: sixteen rows of B at a time,
  * one accumulator vector each, the k tail by masked loads, and the sixteen
  * horizontal sums done together by a transpose-and-add tree, so that no
- * output pays a horizontal reduction of its own.  Each output's arithmetic
+ * output pays a horizontal reduction of its own; on AVX2 the same with
+ * eight rows and 256-bit vectors.  Each output's arithmetic
  * depends only on k, never on m or its place in C, so a product computed
  * whole or row by row (fused or unrolled LSTM) gives the same bits.
  *
@@ -22,6 +23,7 @@
 #define TACH_CPU_AVX512_KERNELS 1
 #include <immintrin.h>
 #define TACH_AVX512 __attribute__ ((target ("avx512f,fma")))
+#define TACH_AVX2 __attribute__ ((target ("avx2,fma")))
 #endif
 
 /* Products below this many multiply-adds (token-by-token generation, one
@@ -37,9 +39,9 @@ store_scaled (float *c, float sum, float alpha, float beta)
 
 /* C = alpha A B^T + beta C, A [m, k], B [n, k]: dot products of rows, four
  * rows of B at a time so that each load of A serves four outputs. */
-TACH_CPU_SIMD_CLONES static void
-small_gemm_nt (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-               const float *b, size_t ldb, float beta, float *c, size_t ldc)
+TACH_CPU_SIMD_BODY void
+small_gemm_nt_body (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                    const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
   for (size_t i = 0; i < m; i++)
     {
@@ -80,10 +82,15 @@ small_gemm_nt (size_t m, size_t n, size_t k, float alpha, const float *a, size_t
     }
 }
 
+TACH_CPU_SIMD_DISPATCH (static, small_gemm_nt,
+                        (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                         const float *b, size_t ldb, float beta, float *c, size_t ldc),
+                        (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+
 /* C = alpha op(A) B + beta C, B [k, n]: rows of C as sums of rows of B. */
-TACH_CPU_SIMD_CLONES static void
-small_gemm_xn (gboolean ta, size_t m, size_t n, size_t k, float alpha, const float *a,
-               size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
+TACH_CPU_SIMD_BODY void
+small_gemm_xn_body (gboolean ta, size_t m, size_t n, size_t k, float alpha, const float *a,
+                    size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
   for (size_t i = 0; i < m; i++)
     {
@@ -105,6 +112,11 @@ small_gemm_xn (gboolean ta, size_t m, size_t n, size_t k, float alpha, const flo
         }
     }
 }
+
+TACH_CPU_SIMD_DISPATCH (static, small_gemm_xn,
+                        (gboolean ta, size_t m, size_t n, size_t k, float alpha, const float *a,
+                         size_t lda, const float *b, size_t ldb, float beta, float *c, size_t ldc),
+                        (ta, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
 
 #ifdef TACH_CPU_AVX512_KERNELS
 
@@ -226,14 +238,98 @@ small_gemm_nt_avx512 (size_t m, size_t n, size_t k, float alpha, const float *a,
     }
 }
 
-static gboolean
-have_avx512 (void)
+/* The AVX2 kernel: eight rows of B at a time, chunks of 32 floats (eight
+ * accumulators and four vectors of A fit the sixteen registers).  Lane o
+ * of hsum8's result is the sum of v[o]'s eight lanes, by the same tree for
+ * every output. */
+TACH_AVX2 static inline __attribute__ ((always_inline)) __m256
+hsum8 (const __m256 v[8])
 {
-  static int have = -1;
+  __m256 u0 = _mm256_hadd_ps (_mm256_hadd_ps (v[0], v[1]), _mm256_hadd_ps (v[2], v[3]));
+  __m256 u1 = _mm256_hadd_ps (_mm256_hadd_ps (v[4], v[5]), _mm256_hadd_ps (v[6], v[7]));
 
-  if (have < 0)
-    have = __builtin_cpu_supports ("avx512f") ? 1 : 0;
-  return have == 1;
+  return _mm256_add_ps (_mm256_permute2f128_ps (u0, u1, 0x20),
+                        _mm256_permute2f128_ps (u0, u1, 0x31));
+}
+
+TACH_AVX2 static inline __attribute__ ((always_inline)) void
+dot8_chunk (__m256 acc[8], const float *ar, const float *b, size_t ldb, int nv, __m256i tail,
+            gboolean have_tail)
+{
+  __m256 x[4], xt = _mm256_maskload_ps (ar + nv * 8, tail);
+
+#pragma GCC unroll 4
+  for (int v = 0; v < nv; v++)
+    x[v] = _mm256_loadu_ps (ar + v * 8);
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+    {
+      const float *br = b + r * ldb;
+
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++)
+        acc[r] = _mm256_fmadd_ps (x[v], _mm256_loadu_ps (br + v * 8), acc[r]);
+      if (have_tail)
+        acc[r] = _mm256_fmadd_ps (xt, _mm256_maskload_ps (br + nv * 8, tail), acc[r]);
+    }
+}
+
+TACH_AVX2 static inline __attribute__ ((always_inline)) __m256
+dot8 (const float *ar, const float *b, size_t ldb, size_t k)
+{
+  __m256 acc[8];
+  size_t p0 = 0;
+  size_t left;
+  int rest;
+  __m256i tail;
+  gboolean have_tail;
+
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+    acc[r] = _mm256_setzero_ps ();
+  for (; p0 + 32 <= k; p0 += 32)
+    dot8_chunk (acc, ar + p0, b + p0, ldb, 4, _mm256_setzero_si256 (), FALSE);
+  left = k - p0;
+  rest = (int) (left & 7);
+  /* Lane l loads when l < rest (maskload reads the sign bit). */
+  tail = _mm256_cmpgt_epi32 (_mm256_set1_epi32 (rest), _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7));
+  have_tail = rest != 0;
+  switch (left / 8)
+    {
+    case 0: dot8_chunk (acc, ar + p0, b + p0, ldb, 0, tail, have_tail); break;
+    case 1: dot8_chunk (acc, ar + p0, b + p0, ldb, 1, tail, have_tail); break;
+    case 2: dot8_chunk (acc, ar + p0, b + p0, ldb, 2, tail, have_tail); break;
+    default: dot8_chunk (acc, ar + p0, b + p0, ldb, 3, tail, have_tail); break;
+    }
+  return hsum8 (acc);
+}
+
+/* small_gemm_nt's contract for n >= 8, as small_gemm_nt_avx512 does it. */
+TACH_AVX2 static void
+small_gemm_nt_avx2 (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                    const float *b, size_t ldb, float beta, float *c, size_t ldc)
+{
+  static const int32_t lanes[8] = { 0, 1, 2, 3, 4, 5, 6, 7 };
+  __m256 valpha = _mm256_set1_ps (alpha);
+  __m256 vbeta = _mm256_set1_ps (beta);
+
+  for (size_t done = 0; done < n; done += 8)
+    {
+      size_t j = MIN (done, n - 8);
+      /* Lanes from done - j on are not stored yet. */
+      __m256i store = _mm256_cmpgt_epi32 (_mm256_loadu_si256 ((const __m256i *) lanes),
+                                          _mm256_set1_epi32 ((int) (done - j) - 1));
+
+      for (size_t i = 0; i < m; i++)
+        {
+          float *cr = c + i * ldc + j;
+          __m256 sum = _mm256_mul_ps (valpha, dot8 (a + i * lda, b + j * ldb, ldb, k));
+
+          if (beta != 0.0f)
+            sum = _mm256_add_ps (sum, _mm256_mul_ps (vbeta, _mm256_maskload_ps (cr, store)));
+          _mm256_maskstore_ps (cr, store, sum);
+        }
+    }
 }
 
 #endif
@@ -259,9 +355,16 @@ small_gemm (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, float alpha,
   if (tb)
     {
 #ifdef TACH_CPU_AVX512_KERNELS
-      if (n >= 16 && have_avx512 ())
+      TachCpuIsa isa = tach_cpu_isa ();
+
+      if (n >= 16 && isa == TACH_CPU_ISA_AVX512)
         {
           small_gemm_nt_avx512 (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+          return TRUE;
+        }
+      if (n >= 8 && isa >= TACH_CPU_ISA_AVX2)
+        {
+          small_gemm_nt_avx2 (m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
           return TRUE;
         }
 #endif

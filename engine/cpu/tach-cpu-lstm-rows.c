@@ -28,9 +28,9 @@ fast_tanhf (float x)
 }
 
 /* One forward step of one row: bias, activations in place, c and h. */
-TACH_CPU_SIMD_CLONES void
-tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
-                           const float *restrict cp, float *restrict c, float *restrict hy)
+TACH_CPU_SIMD_BODY void
+tach_cpu_lstm_row_forward_body (int h, float *restrict g, const float *restrict b,
+                                const float *restrict cp, float *restrict c, float *restrict hy)
 {
   if (cp != NULL)
     {
@@ -72,16 +72,22 @@ tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
     }
 }
 
+TACH_CPU_SIMD_DISPATCH (, tach_cpu_lstm_row_forward,
+                        (int h, float *restrict g, const float *restrict b,
+                         const float *restrict cp,
+                         float *restrict c, float *restrict hy),
+                        (h, g, b, cp, c, hy))
+
 /* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
  * dc holds the incoming cell gradient (ignored when !have_dc) and receives
  * the outgoing one; cp NULL means c_{-1} = 0.  When @db is not NULL the
  * gate gradients are also added to it: the bias gradient summed while the
  * row is in registers, where a pass of its own reads all of dG again. */
-TACH_CPU_SIMD_CLONES void
-tach_cpu_lstm_row_backward (int h, const float *restrict g, const float *restrict c,
-                            const float *restrict cp, const float *restrict dy,
-                            const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
-                            float *restrict dg, float *restrict db)
+TACH_CPU_SIMD_BODY void
+tach_cpu_lstm_row_backward_body (int h, const float *restrict g, const float *restrict c,
+                                 const float *restrict cp, const float *restrict dy,
+                                 const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
+                                 float *restrict dg, float *restrict db)
 {
 #pragma omp simd
   for (int j = 0; j < h; j++)
@@ -110,3 +116,11 @@ tach_cpu_lstm_row_backward (int h, const float *restrict g, const float *restric
         }
     }
 }
+
+TACH_CPU_SIMD_DISPATCH (, tach_cpu_lstm_row_backward,
+                        (int h, const float *restrict g, const float *restrict c,
+                         const float *restrict cp,
+                         const float *restrict dy, const float *restrict dh_rec,
+                         float *restrict dc, gboolean have_dc, float *restrict dg,
+                         float *restrict db),
+                        (h, g, c, cp, dy, dh_rec, dc, have_dc, dg, db))

@@ -124,9 +124,9 @@ tach_cpu_relu_bwd (TachBackend *be, const float *y, const float *dy, float *dx, 
  * branches: on activations the comparison is a coin toss, and a
  * mispredicted branch per element cost more than the rest of the op
  * (W1: about 5% of the step); the selects vectorise. */
-TACH_CPU_SIMD_CLONES static void
-max_over_time_row (int t, int c, const float *restrict x, float *restrict y,
-                   int32_t *restrict idx)
+TACH_CPU_SIMD_BODY void
+max_over_time_row_body (int t, int c, const float *restrict x, float *restrict y,
+                        int32_t *restrict idx)
 {
   for (int j = 0; j < c; j++)
     {
@@ -148,6 +148,11 @@ max_over_time_row (int t, int c, const float *restrict x, float *restrict y,
     }
 }
 
+TACH_CPU_SIMD_DISPATCH (static, max_over_time_row,
+                        (int t, int c, const float *restrict x, float *restrict y,
+                         int32_t *restrict idx),
+                        (t, c, x, y, idx))
+
 void
 tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *idx,
                             int n, int t, int c)
@@ -162,9 +167,9 @@ tach_cpu_max_over_time_fwd (TachBackend *be, const float *x, float *y, int32_t *
 /* One sample's [t, c] input gradient, every element written once: dy
  * where the step was the maximum, else 0 (one pass, where zeroing and
  * then scattering wrote the block twice). */
-TACH_CPU_SIMD_CLONES static void
-max_over_time_bwd_row (int t, int c, const float *restrict dy, const int32_t *restrict idx,
-                       float *restrict dx)
+TACH_CPU_SIMD_BODY void
+max_over_time_bwd_row_body (int t, int c, const float *restrict dy, const int32_t *restrict idx,
+                            float *restrict dx)
 {
   for (int s = 0; s < t; s++)
     {
@@ -175,6 +180,11 @@ max_over_time_bwd_row (int t, int c, const float *restrict dy, const int32_t *re
         dxs[j] = idx[j] == s ? dy[j] : 0.0f;
     }
 }
+
+TACH_CPU_SIMD_DISPATCH (static, max_over_time_bwd_row,
+                        (int t, int c, const float *restrict dy, const int32_t *restrict idx,
+                         float *restrict dx),
+                        (t, c, dy, idx, dx))
 
 void
 tach_cpu_max_over_time_bwd (TachBackend *be, const float *dy, const int32_t *idx,
@@ -217,8 +227,8 @@ tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels,
  * FLT_MIN (sum <= classes, so e / (sum n) >= e / (classes n)) give exactly
  * zero: denormals in dlogits slow the GEMMs they feed severalfold, and
  * what is dropped is below float's resolution of the sum. */
-static TACH_CPU_SIMD_CLONES double
-softmax_ce_grad_row (const float *restrict z, int label, int classes, int n, float *restrict d)
+TACH_CPU_SIMD_BODY double
+softmax_ce_grad_row_body (const float *restrict z, int label, int classes, int n, float *restrict d)
 {
   const float lo = (float) log ((double) FLT_MIN * classes * n);
   double sum = 0.0, lse, el;
@@ -246,6 +256,11 @@ softmax_ce_grad_row (const float *restrict z, int label, int classes, int n, flo
   d[label] = (float) ((el / sum - 1.0) / n);
   return lse - z[label];
 }
+
+TACH_CPU_SIMD_DISPATCH_RET (static, double, softmax_ce_grad_row,
+                            (const float *restrict z, int label, int classes, int n,
+                             float *restrict d),
+                            (z, label, classes, n, d))
 
 /* One row of softmax_ce: returns lse - z[label] and writes the row's
  * dlogits when @d is not NULL.  Without @d each exponential is computed in
@@ -492,10 +507,10 @@ tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, int voc
  * baseline SSE does four at a time. */
 #define ADAM_CHUNK 4096
 
-TACH_CPU_SIMD_CLONES static void
-adam_span (size_t n, float *restrict param, const float *restrict grad, float *restrict m,
-           float *restrict v, float lr, float beta1, float beta2, float eps, float inv_c1,
-           float inv_sqrt_c2)
+TACH_CPU_SIMD_BODY void
+adam_span_body (size_t n, float *restrict param, const float *restrict grad, float *restrict m,
+                float *restrict v, float lr, float beta1, float beta2, float eps, float inv_c1,
+                float inv_sqrt_c2)
 {
 #pragma omp simd
   for (size_t i = 0; i < n; i++)
@@ -509,6 +524,13 @@ adam_span (size_t n, float *restrict param, const float *restrict grad, float *r
       param[i] -= lr * (mi * inv_c1) / (sqrtf (vi) * inv_sqrt_c2 + eps);
     }
 }
+
+TACH_CPU_SIMD_DISPATCH (static, adam_span,
+                        (size_t n, float *restrict param, const float *restrict grad,
+                         float *restrict m,
+                         float *restrict v, float lr, float beta1, float beta2, float eps,
+                         float inv_c1, float inv_sqrt_c2),
+                        (n, param, grad, m, v, lr, beta1, beta2, eps, inv_c1, inv_sqrt_c2))
 
 void
 tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
@@ -602,7 +624,10 @@ measure_peak (gpointer data)
   double measured;
   double cached = 0.0;
 
-  key = g_strdup_printf ("threads-%d", threads);
+  /* A run capped by TACH_CPU_ISA has a peak of its own. */
+  key = tach_cpu_isa_capped ()
+          ? g_strdup_printf ("threads-%d-%s", threads, tach_cpu_isa_name (tach_cpu_isa ()))
+          : g_strdup_printf ("threads-%d", threads);
   if (g_key_file_load_from_file (cache, path, G_KEY_FILE_NONE, NULL))
     {
       g_autoptr(GError) error = NULL;
