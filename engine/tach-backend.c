@@ -257,6 +257,15 @@ tach_backend_fail (TachBackend *be, gint code, const char *format, ...)
   be->error = error;
 }
 
+void
+tach_backend_fail_label (TachBackend *be, int label, int row, int classes)
+{
+  tach_backend_fail (be, TACH_ERROR_DATA,
+                     _("a label is out of range; check the data file's labels: "
+                       "label %d of row %d is not in [0, %d)"),
+                     label, row, classes);
+}
+
 gboolean
 tach_backend_ok (TachBackend *be)
 {

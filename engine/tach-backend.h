@@ -295,6 +295,8 @@ gboolean     tach_backend_supports (const char *device_id, const char *key, cons
 /* Records @error as the sticky error unless one is already recorded (takes ownership). */
 void         tach_backend_set_error (TachBackend *be, GError *error);
 void         tach_backend_fail (TachBackend *be, gint code, const char *format, ...) G_GNUC_PRINTF (3, 4);
+/* The one message for a label outside [0, @classes) (TACH_ERROR_DATA), whichever backend finds it. */
+void         tach_backend_fail_label (TachBackend *be, int label, int row, int classes);
 gboolean     tach_backend_ok (TachBackend *be);
 /* Moves the sticky error into @error; returns FALSE if there was one. */
 gboolean     tach_backend_take_error (TachBackend *be, GError **error);

@@ -264,13 +264,15 @@ store_sample (TachFeeder *feeder, guint64 i, const double *x, const char *y)
 /* Fills the host arrays from the dataset; FALSE when memory runs out.
  * Samples are pure functions of their index, so the backend's threads
  * fill them in parallel: a large synthetic dataset is ready sooner, and
- * the values do not depend on the thread count. */
+ * the values do not depend on the thread count.  A backend whose threads
+ * are 0 (a GPU's, which computes on the device: --threads left at its
+ * default) fills with every core, as the CPU backend's 0 means. */
 static gboolean
 materialise (TachFeeder *feeder, GError **error)
 {
   const TachDataset *ds = &feeder->ds;
   guint64 n = ds->n_samples;
-  int threads = (int) MAX (feeder->be->threads, 1);
+  int threads = (int) (feeder->be->threads > 0 ? feeder->be->threads : g_get_num_processors ());
 
   if (feeder->feed == TACH_FEED_HOST_F64)
     feeder->host_x64 = g_try_malloc_n (n, ds->x_elems * sizeof (double));

@@ -1,5 +1,6 @@
 /* test-ops-loss.c: max over time, the two losses and accuracy. */
 #include <math.h>
+#include <string.h>
 
 #include "tach-rand.h"
 #include "test-ops-common.h"
@@ -194,6 +195,42 @@ test_softmax_ce (TachBackend *be)
   tach_ops_assert_nmse ("softmax_ce dlogits", got, dlogits, SN * SC, TACH_OPS_NMSE_SIMPLE);
 }
 
+/* A label out of range fails with the data error on every backend: at the
+ * op on the CPU, at the next wait on an asynchronous device; the backend
+ * works again once the error is taken. */
+static void
+test_softmax_ce_bad_label (TachBackend *be)
+{
+  double logits[SN * SC], dlogits[SN * SC];
+  int32_t labels[SN];
+  g_autoptr(GError) error = NULL;
+  float *d_logits, *d_loss;
+  int32_t *d_labels;
+
+  softmax_inputs (logits, labels, 721);
+  labels[2] = SC;
+  d_logits = tach_ops_upload_d (be, logits, SN * SC);
+  d_labels = tach_ops_upload_i (be, labels, SN);
+  d_loss = tach_ops_alloc (be, sizeof (float));
+  tach_op (be, softmax_ce, d_logits, d_labels, SN, SC, d_loss, NULL);
+  tach_backend_synchronize (be);
+  g_assert_false (tach_backend_take_error (be, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  g_assert_nonnull (strstr (error->message, "label 10 of row 2 is not in [0, 10)"));
+
+  labels[2] = 0;
+  tach_backend_upload (be, d_labels, labels, sizeof labels);
+  tach_op (be, softmax_ce, d_logits, d_labels, SN, SC, d_loss, NULL);
+  tach_backend_synchronize (be);
+  tach_ops_assert_ok (be);
+  {
+    double want = tach_ref_softmax_ce (logits, labels, SN, SC, dlogits);
+    float got = tach_ops_download_scalar (be, d_loss);
+
+    tach_ops_assert_nmse ("softmax_ce loss after the error", &got, &want, 1, TACH_OPS_NMSE_SIMPLE);
+  }
+}
+
 static double
 softmax_loss (gpointer data)
 {
@@ -284,5 +321,6 @@ tach_ops_register_loss (const char *device_id)
   tach_ops_add (device_id, "max-over-time/forward-backward", test_max_over_time);
   tach_ops_add (device_id, "sigmoid-bce/forward-backward", test_sigmoid_bce);
   tach_ops_add (device_id, "softmax-ce/forward-backward", test_softmax_ce);
+  tach_ops_add (device_id, "softmax-ce/label-out-of-range", test_softmax_ce_bad_label);
   tach_ops_add (device_id, "accuracy/binary-and-argmax", test_accuracy);
 }

@@ -352,6 +352,45 @@ fill_sample (gpointer data, guint64 i, double *x, void *y)
   ((float *) y)[0] = (float) (i % 2);
 }
 
+static GMutex fill_lock;
+
+static void
+fill_sample_noting_thread (gpointer data, guint64 i, double *x, void *y)
+{
+  fill_sample (NULL, i, x, y);
+  g_mutex_lock (&fill_lock);
+  g_hash_table_add (data, g_thread_self ());
+  g_mutex_unlock (&fill_lock);
+}
+
+/* A backend that leaves its threads at 0 (the CUDA backend with --threads
+ * at its default) still has the dataset filled on every core. */
+static void
+test_feeder_threads (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GHashTable) seen = g_hash_table_new (g_direct_hash, g_direct_equal);
+  TachBackend *be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+  TachDataset ds = { .n_samples = 4096, .x_elems = X_ELEMS, .x_type = TACH_DTYPE_F32,
+                     .y_elems = 1, .y_type = TACH_DTYPE_F32, .fill = fill_sample_noting_thread,
+                     .data = seen };
+  TachFeeder *feeder;
+
+  g_assert_no_error (error);
+  if (g_get_num_processors () < 2)
+    {
+      tach_backend_free (be);
+      g_test_skip ("one core: nothing to fill in parallel");
+      return;
+    }
+  be->threads = 0;
+  feeder = tach_feeder_new (be, &ds, TACH_FEED_HOST_F32, 4, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (g_hash_table_size (seen), >=, 2);
+  tach_feeder_free (feeder);
+  tach_backend_free (be);
+}
+
 static void
 test_feeder_modes (void)
 {
@@ -435,6 +474,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/engine/summary/math", test_summary_math);
   g_test_add_func ("/engine/feeder/modes", test_feeder_modes);
+  g_test_add_func ("/engine/feeder/threads", test_feeder_threads);
   g_test_add_func ("/engine/run/lifecycle", test_lifecycle);
   g_test_add_func ("/engine/run/sync-cadence", test_sync_cadence);
   g_test_add_func ("/engine/run/progress", test_progress_between_syncs);

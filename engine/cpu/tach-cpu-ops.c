@@ -295,10 +295,7 @@ tach_cpu_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels
   for (int i = 0; i < n; i++)
     if (labels[i] < 0 || labels[i] >= classes)
       {
-        tach_backend_fail (be, TACH_ERROR_DATA,
-                           _("a label is out of range; check the data file's labels: "
-                             "label %d of row %d is not in [0, %d)"),
-                           labels[i], i, classes);
+        tach_backend_fail_label (be, labels[i], i, classes);
         return;
       }
   /* Rows in parallel, each row's loss kept apart and summed in row order

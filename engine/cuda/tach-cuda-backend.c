@@ -168,26 +168,19 @@ cuda_dealloc (TachBackend *be, void *ptr)
   tach_cuda_free_internal (be, ptr);
 }
 
-/* A synchronous copy from pageable host memory, as feed_dict does: it
- * returns once the data has left @src. */
+/* A copy from pageable host memory, as feed_dict does: it returns once the
+ * data has left @src, without waiting for the steps queued before it
+ * (tach-cuda-host.c). */
 static void
 cuda_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
-  TachCudaBackend *cb = TACH_CUDA (be);
-
-  if (!tach_cuda_not_capturing (be, "a synchronous upload"))
-    return;
-  TACH_CUDA_TRY (be, cudaMemcpyAsync (dst, src, bytes, cudaMemcpyHostToDevice, cb->stream), return);
-  TACH_CUDA_TRY (be, cudaStreamSynchronize (cb->stream), return);
+  tach_cuda_upload_staged (be, dst, src, bytes);
 }
 
 static void *
 cuda_host_alloc (TachBackend *be, size_t bytes)
 {
-  void *ptr = NULL;
-
-  TACH_CUDA_TRY (be, cudaMallocHost (&ptr, bytes == 0 ? 1 : bytes), return NULL);
-  return ptr;
+  return tach_cuda_pinned_alloc (be, bytes);
 }
 
 static void
@@ -248,6 +241,7 @@ cuda_download (TachBackend *be, void *dst, const void *src, size_t bytes)
     return;
   TACH_CUDA_TRY (be, cudaMemcpyAsync (dst, src, bytes, cudaMemcpyDeviceToHost, cb->stream), return);
   TACH_CUDA_TRY (be, cudaStreamSynchronize (cb->stream), return);
+  tach_cuda_check_faults (be);
 }
 
 static void
@@ -270,6 +264,7 @@ cuda_synchronize (TachBackend *be)
     return;
   TACH_CUDA_TRY (be, cudaStreamSynchronize (TACH_CUDA (be)->stream), return);
   TACH_CUDA_TRY (be, cudaStreamSynchronize (TACH_CUDA (be)->copy_stream), return);
+  tach_cuda_check_faults (be);
 }
 
 static guint64
@@ -309,6 +304,7 @@ cuda_event_synchronize (TachBackend *be, TachEvent *ev)
   if (!tach_cuda_not_capturing (be, "waiting for an event"))
     return;
   TACH_CUDA_TRY (be, cudaEventSynchronize ((cudaEvent_t) ev), return);
+  tach_cuda_check_faults (be);
 }
 
 static double
@@ -536,6 +532,9 @@ cuda_free (TachBackend *be)
         (void) cudaGraphDestroy (graph);
       (void) cudaGetLastError ();
     }
+  if (cb->stream != NULL)
+    (void) cudaStreamSynchronize (cb->stream);
+  tach_cuda_host_clear (be);
   if (cb->cublas != NULL)
     (void) cublasDestroy (cb->cublas);
   if (cb->cudnn != NULL)
@@ -677,6 +676,8 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
                                            TACH_CUBLAS_WORKSPACE_BYTES), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreate (&cb->cudnn), goto fail);
   TACH_CUDNN_TRY (be, cudnnSetStream (cb->cudnn, cb->stream), goto fail);
+  if (!tach_cuda_host_init (be))
+    goto fail;
   if (!pin_math_mode (be, precision))
     goto fail;
   return be;

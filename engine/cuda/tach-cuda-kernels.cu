@@ -222,7 +222,7 @@ sigmoid_bce_kernel (const float *logits, const float *labels, int n, float *loss
 
 __global__ void
 softmax_ce_kernel (const float *logits, const int32_t *labels, int n, int classes, float *loss,
-                   float *dlogits)
+                   float *dlogits, int32_t *fault)
 {
   double acc = 0.0;
 
@@ -232,12 +232,24 @@ softmax_ce_kernel (const float *logits, const int32_t *labels, int n, int classe
       float mx = -FLT_MAX, sum = 0.0f;
       int label = labels[r];
 
+      if (label < 0 || label >= classes)
+        {
+          if (fault != NULL && atomicCAS (&fault[0], 0, r + 1) == 0)
+            {
+              fault[1] = label;
+              fault[2] = classes;
+            }
+          acc += (double) NAN;
+          if (dlogits != NULL)
+            for (int k = 0; k < classes; k++)
+              dlogits[(size_t) r * classes + k] = 0.0f;
+          continue;
+        }
       for (int k = 0; k < classes; k++)
         mx = fmaxf (mx, row[k]);
       for (int k = 0; k < classes; k++)
         sum += expf (row[k] - mx);
-      if (label >= 0 && label < classes)
-        acc += (double) (logf (sum) - (row[label] - mx));
+      acc += (double) (logf (sum) - (row[label] - mx));
       if (dlogits != NULL)
         for (int k = 0; k < classes; k++)
           dlogits[(size_t) r * classes + k] =
@@ -573,9 +585,10 @@ tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logits, const fl
 
 cudaError_t
 tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels, int n,
-                             int classes, float *loss, float *dlogits)
+                             int classes, float *loss, float *dlogits, int32_t *fault)
 {
-  softmax_ce_kernel<<<1, TACH_THREADS, 0, stream>>> (logits, labels, n, classes, loss, dlogits);
+  softmax_ce_kernel<<<1, TACH_THREADS, 0, stream>>> (logits, labels, n, classes, loss, dlogits,
+                                                     fault);
   return cudaGetLastError ();
 }
 

@@ -38,8 +38,12 @@ cudaError_t tach_cuda_launch_max_over_time_bwd (cudaStream_t stream, const float
 
 cudaError_t tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logits, const float *labels,
                                           int n, float *loss, float *dlogits);
+/* A label out of [0, classes) makes its row's loss NaN and its dlogits
+ * zero, and the first one is written to @fault (row + 1, label, classes):
+ * the CPU backend's error, reported when the host next waits. */
 cudaError_t tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels,
-                                         int n, int classes, float *loss, float *dlogits);
+                                         int n, int classes, float *loss, float *dlogits,
+                                         int32_t *fault);
 cudaError_t tach_cuda_launch_accuracy (cudaStream_t stream, const float *logits, const void *labels,
                                        int n, int classes, float *acc);
 

@@ -73,7 +73,8 @@ static void
 cuda_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels, int n, int classes,
                  float *loss, float *dlogits)
 {
-  LAUNCH (be, tach_cuda_launch_softmax_ce (STREAM (be), logits, labels, n, classes, loss, dlogits));
+  LAUNCH (be, tach_cuda_launch_softmax_ce (STREAM (be), logits, labels, n, classes, loss, dlogits,
+                                           TACH_CUDA (be)->fault_dev));
 }
 
 static void

@@ -15,6 +15,15 @@
 
 G_BEGIN_DECLS
 
+/* Uploads from pageable host memory in flight (tach-cuda-host.c). */
+#define TACH_CUDA_STAGE_SLOTS 16
+
+typedef struct {
+  void        *ptr;    /* owned, pinned */
+  size_t       size;
+  cudaEvent_t  done;   /* owned: the copy out of ptr has run */
+} TachCudaStage;
+
 typedef struct {
   TachBackend     base;          /* first, so that a TachBackend* is a TachCudaBackend* */
   int             ordinal;
@@ -29,6 +38,10 @@ typedef struct {
   gboolean        capturing;     /* between graph_begin and graph_end */
   cudnnMathType_t cudnn_math;    /* pinned per precision */
   cublasComputeType_t cublas_compute;
+  TachCudaStage   stage[TACH_CUDA_STAGE_SLOTS];
+  guint           stage_next;
+  volatile int32_t *fault;       /* owned, mapped pinned: row + 1, label, classes of a bad label */
+  int32_t        *fault_dev;     /* the same memory, as kernels see it */
 } TachCudaBackend;
 
 #define TACH_CUDA(be) ((TachCudaBackend *) (be))
@@ -70,6 +83,15 @@ void    tach_cuda_free_internal (TachBackend *be, void *ptr);
 /* Fails with a clear message when called while a graph is being captured:
  * for calls that would block or allocate and so break the capture. */
 gboolean tach_cuda_not_capturing (TachBackend *be, const char *what);
+
+/* tach-cuda-host.c (see there) */
+void         *tach_cuda_pinned_alloc (TachBackend *be, size_t bytes);  /* NULL + out-of-memory error */
+gboolean      tach_cuda_host_init (TachBackend *be);
+void          tach_cuda_host_clear (TachBackend *be);
+/* Copies @src (pageable) to @dst in stream order and returns once @src may be reused. */
+void          tach_cuda_upload_staged (TachBackend *be, void *dst, const void *src, size_t bytes);
+/* After a wait on the device: FALSE + TACH_ERROR_DATA when a kernel found bad input. */
+gboolean      tach_cuda_check_faults (TachBackend *be);
 
 /* tach-cuda-rnn.c */
 TachLstmPlan *tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
