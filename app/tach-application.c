@@ -24,6 +24,21 @@ tach_application_activate (GApplication *app)
   gtk_window_present (window);
 }
 
+/* `tach DIR...`: the window opens each results folder. */
+static void
+tach_application_open (GApplication  *app,
+                       GFile        **files,
+                       int            n_files,
+                       const char    *hint)
+{
+  GtkWindow *window = gtk_application_get_active_window (GTK_APPLICATION (app));
+
+  if (window == NULL)
+    window = GTK_WINDOW (tach_window_new (GTK_APPLICATION (app)));
+  gtk_window_present (window);
+  tach_window_open (TACH_WINDOW (window), files, (guint) n_files);
+}
+
 static void
 about_action (GSimpleAction *action,
               GVariant      *parameter,
@@ -81,6 +96,7 @@ tach_application_startup (GApplication *app)
     { "win.run", { "<Control>r", NULL } },
     { "win.stop", { "Escape", NULL } },
     { "win.export-csv", { "<Control>e", NULL } },
+    { "win.open", { "<Control>o", NULL } },
     { "win.compare", { "<Control><Shift>r", NULL } },
     { "win.toggle-config", { "F9", NULL } },
   };
@@ -98,6 +114,7 @@ tach_application_class_init (TachApplicationClass *klass)
   GApplicationClass *app_class = G_APPLICATION_CLASS (klass);
 
   app_class->activate = tach_application_activate;
+  app_class->open = tach_application_open;
   app_class->startup = tach_application_startup;
 }
 
@@ -111,7 +128,7 @@ tach_application_new (void)
 {
   return g_object_new (TACH_TYPE_APPLICATION,
                        "application-id", APPLICATION_ID,
-                       "flags", G_APPLICATION_DEFAULT_FLAGS,
+                       "flags", G_APPLICATION_HANDLES_OPEN,
                        "resource-base-path", "/io/github/tach/Tach",
                        NULL);
 }

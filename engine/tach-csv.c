@@ -132,8 +132,12 @@ run_id_for (TachRun *run)
 {
   gint64 start = tach_run_get_start_time (run);
   g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc (start / G_USEC_PER_SEC);
-  g_autofree char *stamp = dt != NULL ? g_date_time_format (dt, "%Y%m%dT%H%M%S") : g_strdup ("0");
+  g_autofree char *stamp = NULL;
 
+  /* A run loaded from a results folder keeps its id there. */
+  if (tach_run_get_record_id (run) != NULL)
+    return g_strdup (tach_run_get_record_id (run));
+  stamp = dt != NULL ? g_date_time_format (dt, "%Y%m%dT%H%M%S") : g_strdup ("0");
   return g_strdup_printf ("%s.%06dZ-p%d-r%u", stamp, (int) (start % G_USEC_PER_SEC),
                           (int) getpid (), tach_run_get_id (run));
 }
@@ -183,8 +187,11 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
 
       if (!knob_is_column (&knobs[i]))
         continue;
+      /* A knob that a loaded run's folder did not record stays empty. */
+      if (!tach_run_knob_is_known (run, knobs[i].name))
+        value = NULL;
       /* The dataset size actually used, not "auto". */
-      if (g_str_equal (knobs[i].name, "samples"))
+      else if (g_str_equal (knobs[i].name, "samples"))
         value = g_strdup_printf ("%" G_GUINT64_FORMAT, tach_config_get_samples (config));
       else
         value = tach_config_get (config, knobs[i].name);

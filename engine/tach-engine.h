@@ -362,4 +362,24 @@ void          tach_summary_compute (const TachSample *samples, guint n,
  * were.  Element type of @runs: TachRun*. */
 gboolean tach_csv_append (const char *dir, GPtrArray *runs, GError **error);
 
+/* --------------------------------------------------------- results folders */
+
+/* Reads DIR/runs.csv and DIR/samples.csv (as tach_csv_append writes them)
+ * and appends one ended run per row of runs.csv to @runs (element type
+ * TachRun*), with its samples, its summary as saved and its device as
+ * recorded.  Columns are found by name: a knob without a column (a folder
+ * written by an older version) is unknown (tach_run_knob_is_known).  A row
+ * that cannot be read is skipped and described in @problems (element type
+ * char*, "FILE:LINE: what", when not NULL); the other rows still load.
+ * Fails (TACH_ERROR_DATA) only when runs.csv cannot be read or is not one.
+ * Any thread. */
+gboolean    tach_results_load      (const char *dir, GPtrArray *runs, GPtrArray *problems,
+                                    GError **error);
+/* For a run loaded by tach_results_load: its run_id in runs.csv and its
+ * folder; NULL for a run made here. */
+const char *tach_run_get_record_id (TachRun *run);
+const char *tach_run_get_source    (TachRun *run);
+/* FALSE for a knob that the run's results folder did not record. */
+gboolean    tach_run_knob_is_known (TachRun *run, const char *key);
+
 G_END_DECLS

@@ -38,6 +38,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-model.h"
+#include "tach-run-private.h"
 
 /* Event pairs in flight between sync points. */
 #define EVENT_RING 256
@@ -47,34 +48,6 @@
 /* How often a run between sync points tells its front end it progresses. */
 #define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
 
-struct _TachRun {
-  gint           ref_count;       /* atomic */
-  guint          id;
-  TachConfig     config;          /* owned copy */
-  TachDeviceInfo *device;         /* owned */
-  gint64         start_time;      /* real time, µs; 0 until started */
-
-  GMutex         lock;
-  GCond          cond;            /* signalled when the state leaves RUNNING */
-  GArray        *samples;         /* TachSample, under lock */
-  guint          drained;         /* samples[0..drained) were drained */
-  TachRunState   state;           /* under lock */
-  GError        *error;           /* under lock; set once before FAILED */
-  GThread       *thread;          /* under lock */
-  gboolean       started;         /* under lock */
-  guint64        items_per_step;  /* under lock, set by the engine thread */
-  double         flops_per_step;
-  guint64        peak_memory;
-  double         test_accuracy;
-  char          *text;
-
-  gint           stop;            /* atomic */
-  gint           notify_pending;  /* atomic */
-  gint           steps_done;      /* atomic: steps run, published or not */
-  GMainContext  *context;         /* owned, NULL when no notify */
-  TachRunNotify  notify;
-  gpointer       user_data;
-};
 
 /* A step executed but not yet read back. */
 typedef struct {
@@ -110,6 +83,12 @@ typedef struct {
 
 static gint next_run_id = 0;
 
+guint
+tach_run_next_id (void)
+{
+  return (guint) g_atomic_int_add (&next_run_id, 1) + 1;
+}
+
 TachRun *
 tach_run_new (const TachConfig *config, GError **error)
 {
@@ -126,7 +105,7 @@ tach_run_new (const TachConfig *config, GError **error)
 
   run = g_new0 (TachRun, 1);
   run->ref_count = 1;
-  run->id = (guint) g_atomic_int_add (&next_run_id, 1) + 1;
+  run->id = tach_run_next_id ();
   tach_config_copy (&run->config, config);
   run->device = g_steal_pointer (&device);
   g_mutex_init (&run->lock);
@@ -159,6 +138,7 @@ tach_run_unref (TachRun *run)
   g_array_unref (run->samples);
   g_clear_error (&run->error);
   g_free (run->text);
+  g_clear_pointer (&run->record, tach_run_record_free);
   if (run->context != NULL)
     g_main_context_unref (run->context);
   g_mutex_clear (&run->lock);
@@ -771,6 +751,12 @@ tach_run_get_start_time (TachRun *run)
 void
 tach_run_get_summary (TachRun *run, TachSummary *summary)
 {
+  /* A loaded run shows the figures it was saved with. */
+  if (run->record != NULL)
+    {
+      *summary = run->record->summary;
+      return;
+    }
   g_mutex_lock (&run->lock);
   tach_summary_compute ((const TachSample *) run->samples->data, run->samples->len,
                         run->items_per_step, run->flops_per_step, run->device->peak_flops,

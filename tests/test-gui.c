@@ -229,7 +229,7 @@ test_value_labels (void)
   g_assert_cmpstr (tach_knob_value_label ("no-such-knob", "fused"), ==, "fused");
 }
 
-static void
+void
 on_exported (GObject      *source,
              GAsyncResult *result,
              gpointer      user_data)
@@ -241,13 +241,13 @@ on_exported (GObject      *source,
   g_object_set_data (source, "test-exported", GINT_TO_POINTER (1));
 }
 
-static gboolean
+gboolean
 exported (gpointer data)
 {
   return g_object_get_data (data, "test-exported") != NULL;
 }
 
-static guint
+guint
 count_lines (const char *path)
 {
   g_autofree char *contents = NULL;
@@ -656,6 +656,7 @@ main (int   argc,
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
+  g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);

@@ -25,5 +25,14 @@ void     check_export_legend (TachWindow   *window,
                               const char   *path);
 void     test_charts_aligned (Fixture      *fixture,
                               gconstpointer data);
+/* Export CSV's callback: @user_data is a GError ** that it fills; then
+ * exported (@window) is TRUE. */
+void     on_exported         (GObject      *source,
+                              GAsyncResult *result,
+                              gpointer      user_data);
+gboolean exported            (gpointer      window);
+guint    count_lines         (const char   *path);
+void     test_open_results   (Fixture      *fixture,
+                              gconstpointer data);
 
 G_END_DECLS

@@ -86,8 +86,9 @@ format_rate (double v)
 }
 
 static char *
-build_knobs (const TachConfig *config)
+build_knobs (TachRun *run)
 {
+  const TachConfig *config = tach_run_get_config (run);
   g_autoptr(GString) text = g_string_new (NULL);
   const TachKnobInfo *knobs;
   guint n = 0;
@@ -99,7 +100,9 @@ build_knobs (const TachConfig *config)
 
       if (!knobs[i].is_mode || !tach_config_knob_applies (config, knobs[i].name, NULL))
         continue;
-      value = tach_config_get (config, knobs[i].name);
+      /* A knob that a loaded run's folder did not record reads "?". */
+      value = tach_run_knob_is_known (run, knobs[i].name) ? tach_config_get (config, knobs[i].name)
+                                                          : NULL;
       g_string_append_printf (text, "%s%s=%s", text->len ? " " : "", knobs[i].name,
                               value ? value : "?");
     }
@@ -467,14 +470,37 @@ tach_run_object_new (TachRun *run,
   self->run = tach_run_ref (run);
   self->color_index = color_index;
   config = tach_run_get_config (run);
-  self->title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
-                                 tach_workload_to_string (config->workload),
-                                 config->preset ? config->preset : _("custom"));
-  self->knobs = build_knobs (config);
+  if (tach_run_get_source (run) != NULL)
+    {
+      g_autofree char *folder = g_path_get_basename (tach_run_get_source (run));
+
+      /* Translators: a run loaded from a results folder: its number,
+       * workload and preset, the folder's name and the device it ran on. */
+      self->title = g_strdup_printf (_("#%u %s · %s · %s on %s"), tach_run_get_id (run),
+                                     tach_workload_to_string (config->workload),
+                                     config->preset ? config->preset : _("custom"),
+                                     folder, tach_run_get_device (run)->name);
+    }
+  else
+    self->title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
+                                   tach_workload_to_string (config->workload),
+                                   config->preset ? config->preset : _("custom"));
+  self->knobs = build_knobs (run);
   self->rate_series = tach_chart_series_new (self->title, color_index);
   self->loss_series = tach_chart_series_new (self->title, color_index);
   tach_run_get_summary (run, &self->summary);
   tach_run_object_update_status (self);
+
+  /* A run that has already ended (loaded from a results folder) is taken
+   * in whole: it never starts and never notifies. */
+  if (tach_run_get_state (run) != TACH_RUN_STATE_READY
+      && tach_run_get_state (run) != TACH_RUN_STATE_RUNNING)
+    {
+      self->started = TRUE;
+      self->released = TRUE;
+      tach_run_object_ingest (self);
+      tach_run_object_take_end (self);
+    }
   return self;
 }
 

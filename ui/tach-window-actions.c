@@ -193,6 +193,8 @@ on_csv_folder_chosen (GtkNativeDialog *dialog,
     {
       GFile *folder = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
 
+      if (folder != NULL && g_file_peek_path (folder) != NULL)
+        tach_window_remember_folder (self, g_file_peek_path (folder));
       if (folder != NULL)
         tach_window_export_csv (self, folder, NULL, on_csv_exported, folder);
     }
@@ -210,9 +212,32 @@ export_csv_action (GtkWidget  *widget,
   self->chooser = gtk_file_chooser_native_new (_("Export Runs to a Folder"), GTK_WINDOW (self),
                                                GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
                                                _("_Export"), _("_Cancel"));
+  tach_window_chooser_set_last_folder (self, GTK_FILE_CHOOSER (self->chooser));
   gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
   g_signal_connect (self->chooser, "response", G_CALLBACK (on_csv_folder_chosen), self);
   gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+}
+
+void
+tach_window_remember_folder (TachWindow *self,
+                             const char *path)
+{
+  if (g_strcmp0 (self->last_folder, path) == 0)
+    return;
+  g_free (self->last_folder);
+  self->last_folder = g_strdup (path);
+}
+
+void
+tach_window_chooser_set_last_folder (TachWindow     *self,
+                                     GtkFileChooser *chooser)
+{
+  g_autoptr(GFile) folder = NULL;
+
+  if (self->last_folder == NULL || !g_file_test (self->last_folder, G_FILE_TEST_IS_DIR))
+    return;
+  folder = g_file_new_for_path (self->last_folder);
+  gtk_file_chooser_set_current_folder (chooser, folder, NULL);
 }
 
 /* ---------------------------------------------------------- chart export */

@@ -30,6 +30,7 @@ struct _TachWindow
   GQueue                queue;         /* TachQueuedRun*, waiting to start */
   TachRunObject        *active_run;    /* the running (or last) run */
   GtkFileChooserNative *chooser;
+  char                 *last_folder;   /* the last folder opened or exported to */
   guint                 next_color;
   guint                 busy_count;
   guint                 redraw_tick_id; /* a frame asked for by a drained batch */
@@ -54,5 +55,13 @@ void     tach_window_show_error      (TachWindow    *self,
 void     tach_window_set_busy        (TachWindow    *self,
                                       gboolean       busy);
 void     tach_window_class_init_actions (GtkWidgetClass *widget_class);
+/* Open…, drag and drop (tach-window-open.c). */
+void     tach_window_class_init_open (GtkWidgetClass *widget_class);
+void     tach_window_init_open       (TachWindow    *self);
+/* The folder the next file chooser starts in. */
+void     tach_window_remember_folder (TachWindow    *self,
+                                      const char    *path);
+void     tach_window_chooser_set_last_folder (TachWindow     *self,
+                                              GtkFileChooser *chooser);
 
 G_END_DECLS

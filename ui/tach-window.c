@@ -325,6 +325,7 @@ tach_window_dispose (GObject *object)
   gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_WINDOW);
   g_clear_object (&self->runs);
   g_clear_object (&self->sweep);
+  g_clear_pointer (&self->last_folder, g_free);
   G_OBJECT_CLASS (tach_window_parent_class)->dispose (object);
 }
 
@@ -451,6 +452,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
 
   tach_window_class_init_actions (widget_class);
+  tach_window_class_init_open (widget_class);
 }
 
 static void
@@ -470,6 +472,7 @@ tach_window_init (TachWindow *self)
                            create_legend_button, NULL, NULL);
   g_signal_connect_swapped (self->sweep, "items-changed", G_CALLBACK (on_sweep_changed), self);
   g_signal_connect_swapped (self->config_panel, "error", G_CALLBACK (on_config_error), self);
+  tach_window_init_open (self);
   on_sweep_changed (self);
   tach_window_update_actions (self);
 }

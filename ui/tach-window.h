@@ -33,6 +33,17 @@ void             tach_window_export_csv        (TachWindow           *self,
 gboolean         tach_window_export_csv_finish (TachWindow           *self,
                                                 GAsyncResult         *result,
                                                 GError              **error);
+void             tach_window_open              (TachWindow           *self,
+                                                GFile               **folders,
+                                                guint                 n_folders);
+void             tach_window_open_folders      (TachWindow           *self,
+                                                GFile               **folders,
+                                                guint                 n_folders,
+                                                GAsyncReadyCallback   callback,
+                                                gpointer              user_data);
+guint            tach_window_open_folders_finish (TachWindow         *self,
+                                                GAsyncResult         *result,
+                                                GError              **error);
 gboolean         tach_window_export_charts     (TachWindow           *self,
                                                 const char           *path,
                                                 GError              **error);

@@ -1,0 +1,623 @@
+/* tach-results.c: reading a results folder (runs.csv + samples.csv) back
+ * into ended runs, so that runs made elsewhere (a headless GPU server's
+ * `tach-cli --csv`, say) can be shown, compared and exported again.
+ *
+ * Columns are found by their header names, so a folder written by an older
+ * version (fewer knob columns) or a newer one (more columns) still loads: a
+ * knob without a column is unknown, not silently the default.  A row that
+ * cannot be read is reported with its file and line and skipped; the other
+ * rows still load.  Only a folder without a readable runs.csv fails as a
+ * whole.
+ */
+#include <errno.h>
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-run-private.h"
+
+/* ---------------------------------------------------------- CSV records */
+
+typedef struct {
+  const char *p;
+  const char *end;
+  guint       line;      /* of p, 1-based */
+} Reader;
+
+static gboolean reader_record (Reader *r, GPtrArray *fields, gboolean *bad);
+
+/* After a malformed record: on from the line after the one it started on,
+ * so a stray quote costs one line, not the rest of the file. */
+static void
+reader_resync (Reader *r, const char *start, guint line)
+{
+  const char *eol = memchr (start, '\n', r->end - start);
+
+  r->p = eol != NULL ? eol + 1 : r->end;
+  r->line = line + 1;
+}
+
+/* Reads one RFC 4180 record into @fields (cleared first); *line is set to
+ * the line the record starts on.  Accepts LF as well as CRLF line ends.
+ * Returns FALSE at the end of the input or on a malformed record (then
+ * *bad is TRUE and the reader has moved to the next line), which is one
+ * whose fields do not parse or, when @n_fields is not 0, are not
+ * @n_fields. */
+static gboolean
+reader_next (Reader *r, GPtrArray *fields, guint n_fields, guint *line, gboolean *bad)
+{
+  const char *start = r->p;
+
+  *line = r->line;
+  if (reader_record (r, fields, bad)
+      && (n_fields == 0 || fields->len == n_fields
+          || (fields->len == 1 && *(char *) fields->pdata[0] == '\0')))
+    return TRUE;
+  if (*bad || (r->p > start && n_fields != 0))
+    {
+      *bad = TRUE;
+      reader_resync (r, start, *line);
+    }
+  return FALSE;
+}
+
+static gboolean
+reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
+{
+  g_autoptr(GString) field = g_string_new (NULL);
+
+  g_ptr_array_set_size (fields, 0);
+  *bad = FALSE;
+  if (r->p >= r->end)
+    return FALSE;
+
+  for (;;)
+    {
+      gboolean quoted = FALSE;
+
+      g_string_truncate (field, 0);
+      if (r->p < r->end && *r->p == '"')
+        {
+          quoted = TRUE;
+          r->p++;
+          for (;;)
+            {
+              if (r->p >= r->end)
+                {
+                  *bad = TRUE;  /* a quote never closed */
+                  return FALSE;
+                }
+              if (*r->p == '"')
+                {
+                  if (r->p + 1 < r->end && r->p[1] == '"')
+                    {
+                      g_string_append_c (field, '"');
+                      r->p += 2;
+                      continue;
+                    }
+                  r->p++;
+                  break;
+                }
+              if (*r->p == '\n')
+                r->line++;
+              g_string_append_c (field, *r->p++);
+            }
+        }
+      while (r->p < r->end && *r->p != ',' && *r->p != '\r' && *r->p != '\n')
+        {
+          if (quoted || *r->p == '"')
+            {
+              /* Text after a closing quote, or a quote inside an unquoted
+               * field. */
+              *bad = TRUE;
+              return FALSE;
+            }
+          g_string_append_c (field, *r->p++);
+        }
+      g_ptr_array_add (fields, g_strndup (field->str, field->len));
+      if (r->p >= r->end)
+        return TRUE;
+      if (*r->p == ',')
+        {
+          r->p++;
+          continue;
+        }
+      if (*r->p == '\r')
+        r->p++;
+      if (r->p < r->end && *r->p == '\n')
+        r->p++;
+      r->line++;
+      return TRUE;
+    }
+}
+
+/* Column positions by name, from a header record. */
+static GHashTable *
+columns_from_header (GPtrArray *header)
+{
+  GHashTable *columns = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  for (guint i = 0; i < header->len; i++)
+    if (!g_hash_table_contains (columns, header->pdata[i]))
+      g_hash_table_insert (columns, g_strdup (header->pdata[i]), GUINT_TO_POINTER (i + 1));
+  return columns;
+}
+
+/* The field of column @name, or NULL when the file has no such column. */
+static const char *
+field (GHashTable *columns, GPtrArray *fields, const char *name)
+{
+  guint i = GPOINTER_TO_UINT (g_hash_table_lookup (columns, name));
+
+  return i > 0 && i <= fields->len ? fields->pdata[i - 1] : NULL;
+}
+
+/* A number, NaN when empty or absent; FALSE when the text is not one. */
+static gboolean
+parse_double (const char *text, double *out)
+{
+  char *end = NULL;
+
+  *out = NAN;
+  if (text == NULL || *text == '\0')
+    return TRUE;
+  errno = 0;
+  *out = g_ascii_strtod (text, &end);
+  return end != text && *end == '\0' && errno != ERANGE;
+}
+
+static gboolean
+parse_uint64 (const char *text, guint64 *out)
+{
+  *out = 0;
+  if (text == NULL || *text == '\0')
+    return TRUE;
+  return g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT64, out, NULL);
+}
+
+static void
+add_problem (GPtrArray *problems, const char *path, guint line, const char *what)
+{
+  if (problems != NULL)
+    g_ptr_array_add (problems, g_strdup_printf ("%s:%u: %s", path, line, what));
+}
+
+/* -------------------------------------------------------------- runs.csv */
+
+static TachRunState
+state_from_string (const char *s)
+{
+  if (g_strcmp0 (s, "cancelled") == 0)
+    return TACH_RUN_STATE_CANCELLED;
+  if (g_strcmp0 (s, "failed") == 0)
+    return TACH_RUN_STATE_FAILED;
+  return TACH_RUN_STATE_FINISHED;
+}
+
+/* The summary figures of one row; FALSE names the first bad column. */
+static gboolean
+summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const char **bad)
+{
+  static const struct { const char *name; size_t offset; double scale; } figures[] = {
+    { "median_steps_per_s", G_STRUCT_OFFSET (TachSummary, steps_per_s_median), 1 },
+    { "p10_steps_per_s", G_STRUCT_OFFSET (TachSummary, steps_per_s_p10), 1 },
+    { "p90_steps_per_s", G_STRUCT_OFFSET (TachSummary, steps_per_s_p90), 1 },
+    { "items_per_s", G_STRUCT_OFFSET (TachSummary, items_per_s), 1 },
+    { "first_loss", G_STRUCT_OFFSET (TachSummary, first_loss), 1 },
+    { "final_loss", G_STRUCT_OFFSET (TachSummary, final_loss), 1 },
+    { "test_accuracy", G_STRUCT_OFFSET (TachSummary, test_accuracy), 1 },
+    { "feed_share", G_STRUCT_OFFSET (TachSummary, feed_share), 1 },
+    { "compute_share", G_STRUCT_OFFSET (TachSummary, compute_share), 1 },
+    { "sync_share", G_STRUCT_OFFSET (TachSummary, sync_share), 1 },
+    { "host_share", G_STRUCT_OFFSET (TachSummary, host_share), 1 },
+    { "flops_per_step", G_STRUCT_OFFSET (TachSummary, flops_per_step), 1 },
+    { "achieved_gflops", G_STRUCT_OFFSET (TachSummary, achieved_flops), 1e9 },
+    { "peak_share", G_STRUCT_OFFSET (TachSummary, peak_share), 1 },
+    { "wall_s", G_STRUCT_OFFSET (TachSummary, wall_s), 1 },
+  };
+
+  memset (s, 0, sizeof *s);
+  for (guint i = 0; i < G_N_ELEMENTS (figures); i++)
+    {
+      double v;
+
+      if (!parse_double (field (columns, fields, figures[i].name), &v))
+        {
+          *bad = figures[i].name;
+          return FALSE;
+        }
+      G_STRUCT_MEMBER (double, s, figures[i].offset) = v * figures[i].scale;
+    }
+  if (!parse_uint64 (field (columns, fields, "measured_steps"), &s->steps))
+    {
+      *bad = "measured_steps";
+      return FALSE;
+    }
+  if (!parse_uint64 (field (columns, fields, "peak_memory_bytes"), &s->peak_memory_bytes))
+    {
+      *bad = "peak_memory_bytes";
+      return FALSE;
+    }
+  /* The unit is a static string, as the engine's own summaries have it. */
+  s->items_unit = g_strcmp0 (field (columns, fields, "items_unit"), "tokens/s") == 0
+                  ? "tokens/s" : "samples/s";
+  return TRUE;
+}
+
+/* The configuration of one row.  Knobs without a column, or whose value
+ * this version cannot read, go into @unknown. */
+static gboolean
+config_from_row (GHashTable *columns, GPtrArray *fields, TachConfig *config,
+                 GHashTable *unknown, GError **error)
+{
+  const char *workload = field (columns, fields, "workload");
+  const char *task = field (columns, fields, "task");
+  const char *preset = field (columns, fields, "preset");
+  const char *device = field (columns, fields, "device");
+  guint n_knobs = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+  TachConfig defaults;
+  TachWorkload w;
+
+  if (workload == NULL || !tach_workload_from_string (workload, &w, error))
+    {
+      if (workload == NULL)
+        g_set_error_literal (error, TACH_ERROR, TACH_ERROR_DATA, _("the row has no workload"));
+      return FALSE;
+    }
+  tach_config_init (config, w);
+  if (task != NULL && *task != '\0' && !tach_config_set (config, "task", task, error))
+    return FALSE;
+  tach_config_copy (&defaults, config);
+
+  for (guint i = 0; i < n_knobs; i++)
+    {
+      const char *name = knobs[i].name;
+      const char *value = field (columns, fields, name);
+      g_autofree char *default_value = NULL;
+
+      if (g_str_equal (name, "workload") || g_str_equal (name, "task")
+          || g_str_equal (name, "device") || g_str_equal (name, "preset"))
+        continue;
+      if (value == NULL)
+        {
+          g_hash_table_add (unknown, g_strdup (name));
+          continue;
+        }
+      /* An empty field is a knob without a value (no data file): known
+       * only where that is also the default. */
+      if (*value == '\0')
+        {
+          default_value = tach_config_get (&defaults, name);
+          if (default_value != NULL && *default_value != '\0')
+            g_hash_table_add (unknown, g_strdup (name));
+          continue;
+        }
+      if (!tach_config_set (config, name, value, NULL))
+        g_hash_table_add (unknown, g_strdup (name));
+    }
+  tach_config_clear (&defaults);
+
+  /* Set as recorded, without applying them again: the knobs above are the
+   * run's, and its device need not exist here. */
+  g_free (config->device);
+  config->device = g_strdup (device != NULL && *device != '\0' ? device : "cpu");
+  g_clear_pointer (&config->preset, g_free);
+  if (preset != NULL && *preset != '\0')
+    config->preset = g_strdup (preset);
+  return TRUE;
+}
+
+static gint64
+start_time_from_row (GHashTable *columns, GPtrArray *fields)
+{
+  const char *date = field (columns, fields, "date");
+  g_autoptr(GDateTime) dt = NULL;
+
+  if (date == NULL || *date == '\0')
+    return 0;
+  dt = g_date_time_new_from_iso8601 (date, NULL);
+  if (dt == NULL)
+    return 0;
+  return g_date_time_to_unix (dt) * G_USEC_PER_SEC + g_date_time_get_microsecond (dt);
+}
+
+static TachRun *
+run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **error)
+{
+  const char *run_id = field (columns, fields, "run_id");
+  const char *message = field (columns, fields, "error");
+  const char *bad = NULL;
+  TachRunRecord *record;
+  TachDeviceInfo *device;
+  TachRun *run;
+
+  if (run_id == NULL || *run_id == '\0')
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_DATA, _("the row has no run_id"));
+      return NULL;
+    }
+
+  record = g_new0 (TachRunRecord, 1);
+  record->unknown_knobs = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  if (!summary_from_row (columns, fields, &record->summary, &bad))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   _("the column %s holds “%s”, which is not a number"), bad,
+                   field (columns, fields, bad));
+      tach_run_record_free (record);
+      return NULL;
+    }
+
+  run = g_new0 (TachRun, 1);
+  run->ref_count = 1;
+  run->id = tach_run_next_id ();
+  if (!config_from_row (columns, fields, &run->config, record->unknown_knobs, error))
+    {
+      tach_run_record_free (record);
+      tach_config_clear (&run->config);
+      g_free (run);
+      return NULL;
+    }
+  if (g_hash_table_size (record->unknown_knobs) == 0)
+    g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
+  record->record_id = g_strdup (run_id);
+  record->source = g_strdup (dir);
+
+  device = g_new0 (TachDeviceInfo, 1);
+  device->id = g_strdup (run->config.device);
+  device->name = g_strdup (field (columns, fields, "device_name"));
+  if (device->name == NULL || *device->name == '\0')
+    {
+      g_free (device->name);
+      device->name = g_strdup (device->id);
+    }
+  device->kind = g_str_has_prefix (device->id, "cuda") ? TACH_DEVICE_KIND_GPU : TACH_DEVICE_KIND_CPU;
+  device->versions = g_strdup (field (columns, fields, "versions"));
+
+  run->device = device;
+  g_mutex_init (&run->lock);
+  g_cond_init (&run->cond);
+  run->samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  run->state = state_from_string (field (columns, fields, "state"));
+  if (message != NULL && *message != '\0')
+    run->error = g_error_new_literal (TACH_ERROR, TACH_ERROR_DATA, message);
+  else if (run->state == TACH_RUN_STATE_FAILED)
+    run->error = g_error_new_literal (TACH_ERROR, TACH_ERROR_DATA, _("the run failed"));
+  run->started = TRUE;
+  run->start_time = start_time_from_row (columns, fields);
+  run->flops_per_step = record->summary.flops_per_step;
+  run->peak_memory = record->summary.peak_memory_bytes;
+  run->test_accuracy = record->summary.test_accuracy;
+  g_atomic_int_set (&run->steps_done, (gint) MIN (run->config.steps, (guint) G_MAXINT));
+  run->record = record;
+  return run;
+}
+
+/* ----------------------------------------------------------- samples.csv */
+
+static gboolean
+sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const char **bad)
+{
+  static const struct { const char *name; size_t offset; } times[] = {
+    { "wall_s", G_STRUCT_OFFSET (TachSample, wall_s) },
+    { "step_ms", G_STRUCT_OFFSET (TachSample, step_ms) },
+    { "feed_ms", G_STRUCT_OFFSET (TachSample, feed_ms) },
+    { "compute_ms", G_STRUCT_OFFSET (TachSample, compute_ms) },
+    { "sync_ms", G_STRUCT_OFFSET (TachSample, sync_ms) },
+    { "host_ms", G_STRUCT_OFFSET (TachSample, host_ms) },
+    { "loss", G_STRUCT_OFFSET (TachSample, loss) },
+    { "accuracy", G_STRUCT_OFFSET (TachSample, accuracy) },
+  };
+  const char *step = field (columns, fields, "step");
+  const char *warmup = field (columns, fields, "warmup");
+
+  if (step == NULL || *step == '\0' || !parse_uint64 (step, &s->step))
+    {
+      *bad = "step";
+      return FALSE;
+    }
+  s->warmup = g_strcmp0 (warmup, "1") == 0;
+  for (guint i = 0; i < G_N_ELEMENTS (times); i++)
+    if (!parse_double (field (columns, fields, times[i].name),
+                       &G_STRUCT_MEMBER (double, s, times[i].offset)))
+      {
+        *bad = times[i].name;
+        return FALSE;
+      }
+  return TRUE;
+}
+
+static void
+load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
+{
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GHashTable) columns = NULL;
+  g_autoptr(GHashTable) strays = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+  gsize len = 0;
+  guint n_columns;
+  Reader r;
+  guint line;
+  gboolean bad;
+
+  if (!g_file_get_contents (path, &text, &len, &local))
+    {
+      if (problems != NULL)
+        g_ptr_array_add (problems, g_strdup_printf (_("%s: %s: the runs load without their "
+                                                      "per-step samples"), path, local->message));
+      return;
+    }
+  r = (Reader) { text, text + len, 1 };
+  if (!reader_next (&r, fields, 0, &line, &bad)
+      || field (columns = columns_from_header (fields), fields, "run_id") == NULL)
+    {
+      add_problem (problems, path, 1, _("not a samples.csv header (no run_id column): "
+                                        "the runs load without their per-step samples"));
+      return;
+    }
+  n_columns = fields->len;
+  if (g_hash_table_lookup (columns, "step") == NULL)
+    {
+      add_problem (problems, path, 1, _("the header has no step column: "
+                                        "the runs load without their per-step samples"));
+      return;
+    }
+
+  for (;;)
+    {
+      gboolean more = reader_next (&r, fields, n_columns, &line, &bad);
+      const char *what = NULL;
+      const char *run_id;
+      TachRun *run;
+      TachSample s = { 0 };
+
+      if (!more && !bad)
+        break;
+      if (bad)
+        {
+          add_problem (problems, path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
+          continue;
+        }
+      if (fields->len == 1 && *(char *) fields->pdata[0] == '\0')
+        continue;  /* an empty line */
+      run_id = field (columns, fields, "run_id");
+      run = run_id != NULL ? g_hash_table_lookup (by_id, run_id) : NULL;
+      if (run == NULL)
+        {
+          /* Said once per run, not once per step. */
+          if (run_id != NULL && !g_hash_table_contains (strays, run_id))
+            {
+              g_autofree char *msg = g_strdup_printf (_("run %s is not in runs.csv: its samples are skipped"),
+                                                      run_id);
+              add_problem (problems, path, line, msg);
+              g_hash_table_add (strays, g_strdup (run_id));
+            }
+          continue;
+        }
+      if (!sample_from_row (columns, fields, &s, &what))
+        {
+          g_autofree char *msg = g_strdup_printf (_("the column %s holds “%s”, which is not a number: "
+                                                    "the row is skipped"),
+                                                  what, field (columns, fields, what) ? field (columns, fields, what) : "");
+          add_problem (problems, path, line, msg);
+          continue;
+        }
+      g_array_append_val (run->samples, s);
+    }
+}
+
+/* ------------------------------------------------------------ the folder */
+
+gboolean
+tach_results_load (const char  *dir,
+                   GPtrArray   *runs,
+                   GPtrArray   *problems,
+                   GError     **error)
+{
+  g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (dir, "samples.csv", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) local = NULL;
+  g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  g_autoptr(GHashTable) columns = NULL;
+  g_autoptr(GHashTable) by_id = g_hash_table_new (g_str_hash, g_str_equal);
+  gsize len = 0;
+  guint n_columns;
+  Reader r;
+  guint line;
+  gboolean bad;
+
+  g_return_val_if_fail (dir != NULL && runs != NULL, FALSE);
+
+  if (!g_file_get_contents (runs_path, &text, &len, &local))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   _("cannot open the results in %s: %s: choose a folder that tach-cli --csv "
+                     "or Export CSV wrote"), dir, local->message);
+      return FALSE;
+    }
+  r = (Reader) { text, text + len, 1 };
+  if (!reader_next (&r, fields, 0, &line, &bad)
+      || field (columns = columns_from_header (fields), fields, "run_id") == NULL
+      || field (columns, fields, "workload") == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   _("%s:1: not a runs.csv header (it needs run_id and workload columns): "
+                     "choose a folder that tach-cli --csv or Export CSV wrote"), runs_path);
+      return FALSE;
+    }
+  n_columns = fields->len;
+
+  for (;;)
+    {
+      gboolean more = reader_next (&r, fields, n_columns, &line, &bad);
+      g_autoptr(GError) row_error = NULL;
+      TachRun *run;
+
+      if (!more && !bad)
+        break;
+      if (bad)
+        {
+          add_problem (problems, runs_path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
+          continue;
+        }
+      if (fields->len == 1 && *(char *) fields->pdata[0] == '\0')
+        continue;
+      run = run_from_row (dir, columns, fields, &row_error);
+      if (run == NULL)
+        {
+          g_autofree char *msg = g_strdup_printf (_("%s: the run is skipped"), row_error->message);
+          add_problem (problems, runs_path, line, msg);
+          continue;
+        }
+      if (g_hash_table_contains (by_id, run->record->record_id))
+        {
+          tach_run_unref (run);
+          continue;
+        }
+      g_hash_table_insert (by_id, run->record->record_id, run);
+      g_ptr_array_add (loaded, run);
+    }
+
+  load_samples (samples_path, by_id, problems);
+  for (guint i = 0; i < loaded->len; i++)
+    g_ptr_array_add (runs, tach_run_ref (loaded->pdata[i]));
+  return TRUE;
+}
+
+/* ------------------------------------------------------------- accessors */
+
+void
+tach_run_record_free (TachRunRecord *record)
+{
+  if (record == NULL)
+    return;
+  g_free (record->record_id);
+  g_free (record->source);
+  g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
+  g_free (record);
+}
+
+const char *
+tach_run_get_record_id (TachRun *run)
+{
+  return run->record != NULL ? run->record->record_id : NULL;
+}
+
+const char *
+tach_run_get_source (TachRun *run)
+{
+  return run->record != NULL ? run->record->source : NULL;
+}
+
+gboolean
+tach_run_knob_is_known (TachRun *run, const char *key)
+{
+  return run->record == NULL || run->record->unknown_knobs == NULL
+         || !g_hash_table_contains (run->record->unknown_knobs, key);
+}

@@ -1,0 +1,55 @@
+/* tach-run-private.h: a run's state, shared by the runner (tach-run.c) and
+ * the results reader (tach-results.c), which makes ended runs from a
+ * results folder. */
+#pragma once
+
+#include "tach-engine.h"
+
+G_BEGIN_DECLS
+
+/* What a run loaded from a results folder has beyond its samples: the
+ * summary as it was written (figures such as FLOP/s and peak memory are not
+ * in the samples), where it came from, and which knobs the folder did not
+ * record. */
+typedef struct {
+  TachSummary summary;
+  char       *record_id;       /* the run_id in runs.csv */
+  char       *source;          /* the folder */
+  GHashTable *unknown_knobs;   /* knob names, or NULL when all are known */
+} TachRunRecord;
+
+void  tach_run_record_free (TachRunRecord *record);
+/* The next process-wide run number (tach_run_get_id). */
+guint tach_run_next_id (void);
+
+struct _TachRun {
+  gint           ref_count;       /* atomic */
+  guint          id;
+  TachConfig     config;          /* owned copy */
+  TachDeviceInfo *device;         /* owned */
+  gint64         start_time;      /* real time, µs; 0 until started */
+
+  GMutex         lock;
+  GCond          cond;            /* signalled when the state leaves RUNNING */
+  GArray        *samples;         /* TachSample, under lock */
+  guint          drained;         /* samples[0..drained) were drained */
+  TachRunState   state;           /* under lock */
+  GError        *error;           /* under lock; set once before FAILED */
+  GThread       *thread;          /* under lock */
+  gboolean       started;         /* under lock */
+  guint64        items_per_step;  /* under lock, set by the engine thread */
+  double         flops_per_step;
+  guint64        peak_memory;
+  double         test_accuracy;
+  char          *text;
+  TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */
+
+  gint           stop;            /* atomic */
+  gint           notify_pending;  /* atomic */
+  gint           steps_done;      /* atomic: steps run, published or not */
+  GMainContext  *context;         /* owned, NULL when no notify */
+  TachRunNotify  notify;
+  gpointer       user_data;
+};
+
+G_END_DECLS

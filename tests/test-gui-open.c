@@ -1,0 +1,209 @@
+/* test-gui-open.c: results folders opened in the window.  tach-cli (the
+ * path in TACH_CLI) runs a sweep into a folder; the window opens it beside
+ * a corrupted copy and must show what tach-cli printed (median steps/s,
+ * final loss, phase shares, speed-ups against a loaded baseline), report
+ * the corrupted rows by file and line, plot every step, and export loaded
+ * and new runs together. */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+#include <adwaita.h>
+#include <glib/gstdio.h>
+#include <tach-engine.h>
+
+#include "tach-run-object.h"
+#include "test-gui.h"
+
+typedef struct {
+  char   *preset;
+  double  rate, loss, compute, speedup;
+} CliRow;
+
+/* The table tach-cli sweep prints: one row per preset. */
+static GArray *
+parse_sweep_table (const char *out)
+{
+  g_auto(GStrv) lines = g_strsplit (out, "\n", -1);
+  g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
+  GArray *rows = g_array_new (FALSE, TRUE, sizeof (CliRow));
+
+  for (guint i = 0; lines[i] != NULL; i++)
+    for (guint p = 0; p < presets->len; p++)
+      {
+        const TachPreset *preset = g_ptr_array_index (presets, p);
+        gsize n = strlen (preset->name);
+        CliRow row = { 0 };
+        char spread[64];
+        double items, feed;
+
+        if (strncmp (lines[i], preset->name, n) != 0 || lines[i][n] != ' ')
+          continue;
+        g_assert_cmpint (sscanf (lines[i] + n, "%lf %63s %lf %lf %lf%% %lf%%", &row.rate, spread,
+                                 &items, &row.loss, &feed, &row.compute), ==, 6);
+        g_assert_nonnull (strrchr (lines[i], 'x'));
+        row.speedup = g_ascii_strtod (strrchr (lines[i], ' ') + 1, NULL);
+        row.preset = g_strdup (preset->name);
+        g_array_append_val (rows, row);
+      }
+  return rows;
+}
+
+static void
+copy_file (const char *from_dir, const char *to_dir, const char *name, guint bad_line)
+{
+  g_autofree char *from = g_build_filename (from_dir, name, NULL);
+  g_autofree char *to = g_build_filename (to_dir, name, NULL);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_autofree char *joined = NULL;
+
+  g_assert_true (g_file_get_contents (from, &text, NULL, NULL));
+  lines = g_strsplit (text, "\r\n", -1);
+  g_assert_cmpuint (g_strv_length (lines), >, bad_line);
+  g_free (lines[bad_line - 1]);
+  lines[bad_line - 1] = g_strdup ("\"this row was cut, short");
+  joined = g_strjoinv ("\r\n", lines);
+  g_assert_true (g_file_set_contents (to, joined, -1, NULL));
+}
+
+static void
+on_opened (GObject      *source,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  GError **error = user_data;
+  guint n = tach_window_open_folders_finish (TACH_WINDOW (source), result, error);
+
+  g_object_set_data (source, "test-opened", GUINT_TO_POINTER (n + 1));
+}
+
+static gboolean
+opened (gpointer data)
+{
+  return g_object_get_data (data, "test-opened") != NULL;
+}
+
+static gboolean
+window_idle (gpointer data)
+{
+  return !tach_window_get_running (data);
+}
+
+void
+test_open_results (Fixture       *fixture,
+                   gconstpointer  data)
+{
+  const char *cli = g_getenv ("TACH_CLI");
+  TachWindow *window = fixture->window;
+  GListModel *runs = tach_window_get_runs (window);
+  GListModel *sweep = tach_window_get_sweep (window);
+  g_autofree char *good = g_build_filename (fixture->tmpdir, "h200-sweep", NULL);
+  g_autofree char *bad = g_build_filename (fixture->tmpdir, "cut-short", NULL);
+  g_autofree char *out_dir = g_build_filename (fixture->tmpdir, "all", NULL);
+  g_autofree char *out_runs = g_build_filename (out_dir, "runs.csv", NULL);
+  g_autofree char *bad_runs = g_build_filename (bad, "runs.csv", NULL);
+  g_autofree char *bad_samples = g_build_filename (bad, "samples.csv", NULL);
+  g_autofree char *cli_out = NULL;
+  g_autofree char *where = NULL;
+  g_autoptr(GArray) table = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GFile) out_folder = NULL;
+  GFile *folders[2];
+  int status = 0;
+  guint n_sweep;
+
+  if (cli == NULL)
+    {
+      g_test_skip ("TACH_CLI is not set");
+      return;
+    }
+  {
+    const char *argv[] = { cli, "sweep", "--workload", "bilstm", "--presets", "all", "--device", "cpu",
+                           "--batch", "8", "--steps", "12", "--warmup", "2", "--threads", "1",
+                           "--csv", good, NULL };
+
+    g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
+                                 &cli_out, NULL, &status, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_spawn_check_wait_status (status, NULL));
+  }
+  table = parse_sweep_table (cli_out);
+  n_sweep = table->len;
+  g_assert_cmpuint (n_sweep, >=, 3);
+
+  /* The copy: its second run's row and one of its samples cut short. */
+  g_assert_cmpint (g_mkdir (bad, 0755), ==, 0);
+  copy_file (good, bad, "runs.csv", 3);
+  copy_file (good, bad, "samples.csv", 5);
+
+  folders[0] = g_file_new_for_path (good);
+  folders[1] = g_file_new_for_path (bad);
+  tach_window_open_folders (window, folders, 2, on_opened, &error);
+  g_assert_true (iterate_until (opened, window, 30));
+  g_object_unref (folders[0]);
+  g_object_unref (folders[1]);
+
+  /* Everything readable loaded; the rest is named by file and line. */
+  g_assert_cmpuint (GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (window), "test-opened")) - 1,
+                    ==, 2 * n_sweep - 1);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  where = g_strdup_printf ("%s:3: ", bad_runs);
+  g_assert_nonnull (strstr (error->message, where));
+  g_clear_pointer (&where, g_free);
+  where = g_strdup_printf ("%s:5: ", bad_samples);
+  g_assert_nonnull (strstr (error->message, where));
+  g_clear_error (&error);
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 2 * n_sweep - 1);
+  g_assert_cmpuint (g_list_model_get_n_items (sweep), ==, 2 * n_sweep - 1);
+  g_assert_cmpuint (tach_chart_get_n_series (tach_window_get_rate_chart (window)), ==, 2 * n_sweep - 1);
+
+  /* The first folder's runs show what tach-cli printed, against the
+   * first of them as the baseline, as tach-cli's speed-ups are. */
+  tach_run_table_set_baseline (tach_window_get_run_table (window), 0);
+  tach_run_table_update_speedups (tach_window_get_run_table (window));
+  for (guint i = 0; i < n_sweep; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (runs, i);
+      const CliRow *row = &g_array_index (table, CliRow, i);
+      TachChartSeries *series = tach_run_object_get_rate_series (run);
+      g_autofree char *loss_text = NULL;
+      g_autofree char *status_text = NULL;
+      g_autofree char *expect_loss = g_strdup_printf ("%.4f", row->loss);
+
+      g_object_get (run, "loss-text", &loss_text, "status", &status_text, NULL);
+      g_assert_cmpstr (tach_run_object_get_preset (run), ==, row->preset);
+      g_assert_nonnull (strstr (tach_run_object_get_title (run), "h200-sweep"));
+      g_assert_nonnull (strstr (tach_run_object_get_title (run), tach_run_get_device (tach_run_object_get_run (run))->name));
+      g_assert_cmpfloat_with_epsilon (tach_run_object_get_rate (run), row->rate, 0.006);
+      g_assert_cmpstr (loss_text, ==, expect_loss);
+      g_assert_cmpstr (status_text, ==, "Finished");
+      g_assert_cmpfloat_with_epsilon (100 * tach_run_object_get_share (run, 1), row->compute, 0.051);
+      g_assert_cmpfloat_with_epsilon (tach_run_object_get_speedup (run), row->speedup, 0.006);
+      g_assert_cmpuint (tach_chart_series_get_n_points (series), ==, 12);
+      g_assert_false (tach_run_object_is_active (run));
+    }
+
+  /* A new run joins them, and Export CSV writes loaded and new runs. */
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
+  g_assert_true (iterate_until (window_idle, window, 90));
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 2 * n_sweep);
+  out_folder = g_file_new_for_path (out_dir);
+  tach_window_export_csv (window, out_folder, NULL, on_exported, &error);
+  g_assert_true (iterate_until (exported, window, 30));
+  g_assert_no_error (error);
+  /* The corrupted copy's runs are the same runs as the good folder's (the
+   * same run ids), so they are written once. */
+  g_assert_cmpuint (count_lines (out_runs), ==, 1 + n_sweep + 1);
+
+  if (g_getenv ("TACH_SCREENSHOT_DIR") != NULL)
+    {
+      g_autofree char *shot = g_build_filename (g_getenv ("TACH_SCREENSHOT_DIR"), "open-light.png", NULL);
+
+      render_window (window, shot);
+    }
+  else
+    render_window (window, "test-gui-open.png");
+
+  for (guint i = 0; i < table->len; i++)
+    g_free (g_array_index (table, CliRow, i).preset);
+}
