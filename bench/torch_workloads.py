@@ -6,10 +6,14 @@ optimizer and batch as Tach, runs warm-up steps, then times each measured
 step and prints the median steps/s with its p10-p90 spread, one line per
 case (CSV or JSON lines).  On the CPU it tries each thread count given and
 keeps the best; on CUDA, --graphs captures one whole step as a CUDA graph
-and replays it.
+and replays it.  On CUDA --precision fp32 turns TF32 off in cuDNN and
+cuBLAS (Tach's fp32 is FMA-only) and --precision default keeps PyTorch's
+own TF32 choice (compared with Tach's precision=tf32); each row says which
+switches were on.
 
     torch_workloads.py --device cpu --cases all --steps 50
     torch_workloads.py --device cuda --graphs --cases bilstm --format json
+    torch_workloads.py --device cuda --precision default --cases all
     torch_workloads.py --sgemm-peak
 """
 
@@ -220,9 +224,27 @@ def time_steps(step, steps, warmup, device):
     return times
 
 
+def set_tf32(device, precision):
+    """Pins PyTorch's TF32 switches for --precision and returns them as
+    (cudnn, matmul).  PyTorch lets cuDNN use TF32 by default (its fp32
+    LSTM and convolutions are then TF32) but not cuBLAS: fp32 turns both
+    off, to compare with Tach's FMA-only fp32; default keeps PyTorch's own
+    choice, the figure Tach's precision=tf32 is compared with."""
+    if device.type != "cuda":
+        return (False, False)
+    if precision in ("fp32", "bf16"):
+        torch.backends.cudnn.allow_tf32 = False
+        torch.backends.cuda.matmul.allow_tf32 = False
+    elif precision == "default":
+        torch.backends.cudnn.allow_tf32 = True
+        torch.backends.cuda.matmul.allow_tf32 = False
+    return (torch.backends.cudnn.allow_tf32, torch.backends.cuda.matmul.allow_tf32)
+
+
 def run_case(case, args, device, threads):
     if device.type == "cpu":
         torch.set_num_threads(threads)
+    cudnn_tf32, matmul_tf32 = set_tf32(device, args.precision)
     torch.manual_seed(1)
     workload, task, default_batch, unit = CASE_INFO[case]
     batch = args.batch or default_batch
@@ -243,6 +265,8 @@ def run_case(case, args, device, threads):
         "device": device.type,
         "mode": "graphs" if args.graphs else "eager",
         "precision": args.precision,
+        "cudnn_tf32": int(cudnn_tf32),
+        "matmul_tf32": int(matmul_tf32),
         "batch": batch,
         "threads": threads if device.type == "cpu" else 0,
         "steps": len(rates),
@@ -284,8 +308,10 @@ def main(argv=None):
                         help="CPU thread counts to try; the best is kept")
     parser.add_argument("--graphs", action="store_true",
                         help="CUDA only: capture each step as a CUDA graph and replay it")
-    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
-                        help="bf16: autocast to bfloat16")
+    parser.add_argument("--precision", default="fp32", choices=("fp32", "default", "bf16"),
+                        help="fp32: TF32 off in cuDNN and cuBLAS (as Tach's fp32); default: "
+                             "PyTorch's own TF32 choice (cuDNN on, matmul off; compared with "
+                             "Tach's tf32); bf16: autocast to bfloat16")
     parser.add_argument("--format", default="csv", choices=("csv", "json"))
     parser.add_argument("--no-header", action="store_true", help="CSV without its header")
     parser.add_argument("--sgemm-peak", action="store_true",
