@@ -15,8 +15,19 @@ void      tach_csv_end_row    (GString *row);
 char     *tach_csv_run_id (TachRun *run);
 /* Appends @rows (complete CRLF lines) to DIR/@name, made with @header
  * (one CRLF line) when absent, written to a temporary file and renamed.
- * An existing file with another header is an error. */
+ * An existing file whose header has a column @header lacks is an error
+ * (one with fewer columns is widened: tach_csv_widen()). */
 gboolean  tach_csv_append_rows (const char *dir, const char *name, const char *header,
                                 const char *rows, GError **error);
+
+/* Rewrites @old (@len bytes: a header line, then records) under @header (a
+ * header line ending in CRLF) when every column of the old header is one of
+ * @header's: each record's fields move to their column's place, and the
+ * columns the old file lacked stay empty.  Fields are copied as written
+ * (quotes included).  This is how a folder written before a knob existed
+ * accepts runs that have it.  Returns FALSE, writing nothing, when the old
+ * header has a column @header lacks (a newer version's file, or not
+ * Tach's).  (tach-csv-columns.c) */
+gboolean  tach_csv_widen (const char *old, gsize len, const char *header, GString *out);
 
 G_END_DECLS

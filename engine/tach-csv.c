@@ -9,6 +9,8 @@
  * are complete are they renamed over the old ones (samples first, runs.csv,
  * the index, last).  An error leaves the files as they were and no
  * temporary file behind.  A run already in runs.csv is not written twice.
+ * A file written by an earlier version, with fewer knob columns, is
+ * rewritten under the current header, its rows keeping their values.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -259,6 +261,7 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
   gsize len = 0;
   const char *eol;
   gsize header_len = strlen (header) - 2;  /* without CRLF */
+  gboolean matches;
 
   if (!g_file_get_contents (path, &old, &len, &local))
     {
@@ -279,10 +282,26 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
     }
 
   eol = strchr (old, '\n');
-  if (eol == NULL || (gsize) (eol - old) < header_len
-      || strncmp (old, header, header_len) != 0
-      || !((gsize) (eol - old) == header_len
-           || ((gsize) (eol - old) == header_len + 1 && old[header_len] == '\r')))
+  matches = eol != NULL && (gsize) (eol - old) >= header_len
+            && strncmp (old, header, header_len) == 0
+            && ((gsize) (eol - old) == header_len
+                || ((gsize) (eol - old) == header_len + 1 && old[header_len] == '\r'));
+  if (!matches && eol != NULL)
+    {
+      g_autoptr(GString) wide = g_string_new (NULL);
+
+      /* A file from an earlier version, whose header lacks newer knobs'
+       * columns, is rewritten with them (empty in its rows). */
+      if (tach_csv_widen (old, len, header, wide))
+        {
+          g_free (old);
+          len = wide->len;
+          old = g_string_free (g_steal_pointer (&wide), FALSE);
+          eol = strchr (old, '\n');
+          matches = TRUE;
+        }
+    }
+  if (!matches)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
                    _("%s has different columns from this version of Tach: "

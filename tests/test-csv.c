@@ -240,6 +240,99 @@ test_header_mismatch (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_entries (f->dir), ==, 1);
 }
 
+/* Writes @rows as CSV leaving out the columns in @drop, as a version of
+ * Tach from before those knobs would have; @extra adds a column (a newer
+ * version's file). */
+static void
+csv_write_without (const char *path, GPtrArray *rows, const char *const *drop, const char *extra)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  GPtrArray *header = g_ptr_array_index (rows, 0);
+
+  for (guint r = 0; r < rows->len; r++)
+    {
+      GPtrArray *row = g_ptr_array_index (rows, r);
+      gboolean first = TRUE;
+
+      for (guint c = 0; c < row->len; c++)
+        {
+          const char *v = g_ptr_array_index (row, c);
+
+          if (g_strv_contains (drop, g_ptr_array_index (header, c)))
+            continue;
+          g_string_append (out, first ? "" : ",");
+          first = FALSE;
+          if (strpbrk (v, ",\"\r\n") != NULL)
+            {
+              g_autoptr(GString) q = g_string_new (v);
+
+              g_string_replace (q, "\"", "\"\"", 0);
+              g_string_append_printf (out, "\"%s\"", q->str);
+            }
+          else
+            g_string_append (out, v);
+        }
+      if (extra != NULL)
+        g_string_append_printf (out, ",%s", r == 0 ? extra : "x");
+      g_string_append (out, "\r\n");
+    }
+  g_assert_true (g_file_set_contents (path, out->str, -1, NULL));
+}
+
+/* A folder written before the head and print-text knobs existed takes new
+ * runs: its rows keep every value, with empty cells for the new columns. */
+static void
+test_append_older (Fixture *f, gconstpointer data)
+{
+  g_autofree char *runs_path = g_build_filename (f->dir, "runs.csv", NULL);
+  g_autofree char *before = NULL;
+  g_autofree char *after = NULL;
+  g_autoptr(GPtrArray) rows = NULL;
+  g_autoptr(GError) error = NULL;
+  const char *const drop[] = { "head", "print-text", NULL };
+  const char *data_path = NULL;
+
+  g_assert_true (append_one (f->dir, f->a, NULL));
+  rows = csv_read (runs_path);
+  data_path = cell (rows, 1, "data");
+  g_assert_cmpstr (data_path, ==, "a,b \"q\"\nline");
+  csv_write_without (runs_path, rows, drop, NULL);
+
+  g_assert_true (append_one (f->dir, f->b, &error));
+  g_assert_no_error (error);
+  /* The earlier run is not written twice. */
+  g_assert_true (append_one (f->dir, f->a, NULL));
+  {
+    g_autoptr(GPtrArray) now = csv_read (runs_path);
+    GPtrArray *header = g_ptr_array_index (now, 0);
+    GPtrArray *first = g_ptr_array_index (rows, 0);
+
+    g_assert_cmpuint (now->len, ==, 3);
+    g_assert_cmpuint (header->len, ==, first->len);
+    for (guint c = 0; c < header->len; c++)
+      {
+        const char *name = g_ptr_array_index (header, c);
+
+        g_assert_cmpstr (name, ==, g_ptr_array_index (first, c));
+        if (g_strv_contains (drop, name))
+          g_assert_cmpstr (cell (now, 1, name), ==, "");
+        else
+          g_assert_cmpstr (cell (now, 1, name), ==, cell (rows, 1, name));
+      }
+    g_assert_cmpstr (cell (now, 2, "head"), ==, "flatten");
+    g_assert_cmpstr (cell (now, 2, "print-text"), ==, "false");
+  }
+
+  /* A newer version's file, with a column this one lacks, is refused and
+   * left as it was. */
+  csv_write_without (runs_path, rows, drop, "future-knob");
+  g_assert_true (g_file_get_contents (runs_path, &before, NULL, NULL));
+  g_assert_false (append_one (f->dir, f->b, &error));
+  g_assert_nonnull (strstr (error->message, "different columns"));
+  g_assert_true (g_file_get_contents (runs_path, &after, NULL, NULL));
+  g_assert_cmpstr (after, ==, before);
+}
+
 static void
 test_unwritable (Fixture *f, gconstpointer data)
 {
@@ -354,6 +447,7 @@ main (int argc, char **argv)
   ADD ("/engine/csv/nan-empty", test_nan_empty);
   ADD ("/engine/csv/append", test_append);
   ADD ("/engine/csv/header-mismatch", test_header_mismatch);
+  ADD ("/engine/csv/append-older", test_append_older);
   ADD ("/engine/csv/unwritable", test_unwritable);
   ADD ("/engine/csv/locale", test_locale);
 #undef ADD
