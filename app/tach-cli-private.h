@@ -2,7 +2,8 @@
  *
  * tach-cli.c parses the command line and runs the small commands;
  * tach-cli-run.c runs workloads on the engine thread (run and sweep), shows
- * the live line and the summaries, and writes the CSV.
+ * the live line and the summaries, and writes the CSV; tach-cli-explain.c
+ * explains the gap between two configurations knob by knob.
  *
  * Threads: everything here runs on the main thread.
  */
@@ -34,6 +35,8 @@ typedef struct {
   char   *preset;     /* owned, or NULL */
   char   *presets;    /* owned: sweep's list ("a,b" or "all"), or NULL */
   char   *csv_dir;    /* owned, or NULL */
+  char   *from, *to;  /* owned: explain's sides (a preset or "k=v ..."), or NULL */
+  guint   rounds;     /* explain's rounds */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 
@@ -51,7 +54,26 @@ gboolean tach_cli_build_config (const TachCliOptions *options,
                                 TachConfig           *config,
                                 GError              **error);
 
-int   tach_cli_command_run   (const TachCliOptions *options);
-int   tach_cli_command_sweep (const TachCliOptions *options);
+/* Prints "WORKLOAD (TASK) on DEVICE (NAME), batch B, N steps (W warm-up)"
+ * and, with @with_preset, the preset. */
+void     tach_cli_print_header (const TachConfig     *config,
+                                const TachDeviceInfo *device,
+                                gboolean              with_preset);
+/* Appends @text to @line padded to @width characters (not bytes); a
+ * right-aligned column also gets a two-space gutter before it. */
+void     tach_cli_pad (GString *line, const char *text, int width, gboolean right);
+/* Whether --csv DIR can be written (or created), before anything runs. */
+gboolean tach_cli_check_csv_dir (const char *dir, GError **error);
+/* Appends @runs to DIR/runs.csv and samples.csv; reports an error itself. */
+gboolean tach_cli_write_csv (const char *dir, GPtrArray *runs);
+
+/* Sets the knobs given on the command line, in the order given. */
+gboolean tach_cli_apply_knobs (const TachCliOptions *options,
+                               TachConfig           *config,
+                               GError              **error);
+
+int   tach_cli_command_run     (const TachCliOptions *options);
+int   tach_cli_command_sweep   (const TachCliOptions *options);
+int   tach_cli_command_explain (const TachCliOptions *options);
 
 G_END_DECLS

@@ -175,9 +175,6 @@ tach_cli_on_sigint (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-static void tach_cli_print_header (const TachConfig     *config,
-                                   const TachDeviceInfo *device,
-                                   gboolean              with_preset);
 
 /* Runs one configuration to its end.  Returns the run (also when it failed
  * or was cancelled) or NULL when it could not start; *error is set when it
@@ -285,7 +282,7 @@ tach_cli_summary_text_clear (TachCliSummaryText *text)
 
 G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TachCliSummaryText, tach_cli_summary_text_clear)
 
-static void
+void
 tach_cli_print_header (const TachConfig     *config,
                        const TachDeviceInfo *device,
                        gboolean              with_preset)
@@ -346,7 +343,7 @@ tach_cli_print_summary (TachRun *run)
 /* Checks before any run that the CSV folder can be written (or created), so
  * that a long run is not wasted on a typo.  tach_csv_append() is still the
  * judge when the files are written. */
-static gboolean
+gboolean
 tach_cli_check_csv_dir (const char *dir, GError **error)
 {
   g_autofree char *path = g_canonicalize_filename (dir, NULL);
@@ -380,7 +377,7 @@ tach_cli_check_csv_dir (const char *dir, GError **error)
 }
 
 /* Writes the runs that produced samples; reports an error itself. */
-static gboolean
+gboolean
 tach_cli_write_csv (const char *dir, GPtrArray *runs)
 {
   g_autoptr(GError) error = NULL;
@@ -502,7 +499,7 @@ tach_cli_sweep_row_clear (gpointer data)
 
 /* Appends @text to @line padded to @width characters (not bytes); a
  * right-aligned column also gets a two-space gutter before it. */
-static void
+void
 tach_cli_pad (GString *line, const char *text, int width, gboolean right)
 {
   int len = (int) g_utf8_strlen (text, -1);

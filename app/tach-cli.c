@@ -14,6 +14,7 @@
 #include <glib/gi18n.h>
 
 #include "tach-cli-private.h"
+#include "tach-explain.h"
 
 static void
 tach_cli_knob_clear (gpointer data)
@@ -31,6 +32,8 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->preset, g_free);
   g_clear_pointer (&options->presets, g_free);
   g_clear_pointer (&options->csv_dir, g_free);
+  g_clear_pointer (&options->from, g_free);
+  g_clear_pointer (&options->to, g_free);
   g_clear_pointer (&options->knobs, g_array_unref);
 }
 
@@ -73,6 +76,14 @@ tach_cli_build_config (const TachCliOptions *options,
   if (preset != NULL && !tach_config_apply_preset (config, preset, error))
     return FALSE;
 
+  return tach_cli_apply_knobs (options, config, error);
+}
+
+gboolean
+tach_cli_apply_knobs (const TachCliOptions *options,
+                      TachConfig           *config,
+                      GError              **error)
+{
   for (guint i = 0; i < options->knobs->len; i++)
     {
       const TachCliKnob *knob = &g_array_index (options->knobs, TachCliKnob, i);
@@ -145,6 +156,8 @@ tach_cli_print_help (void)
   g_string_append (out, _("Usage:\n"));
   g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR]\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--KNOB VALUE]... [--csv DIR]\n"));
+  g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
+                          "                   [--KNOB VALUE]... [--rounds N] [--csv DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
   g_string_append (out, "  tach-cli devices\n");
   g_string_append (out, "  tach-cli --help | --version\n\n");
@@ -153,6 +166,7 @@ tach_cli_print_help (void)
   g_string_append (out, _("Commands:\n"));
   tach_cli_print_option (out, "run", _("Run one workload and print its summary"));
   tach_cli_print_option (out, "sweep", _("Run several presets of one workload and compare them"));
+  tach_cli_print_option (out, "explain", _("Measure how much of the gap between two configurations each knob causes"));
   tach_cli_print_option (out, "presets", _("List the presets of every workload"));
   tach_cli_print_option (out, "devices", _("List the devices Tach can run on"));
   g_string_append (out, "\n");
@@ -166,8 +180,12 @@ tach_cli_print_help (void)
                          _("Start from a preset (see 'tach-cli presets'); knobs given override it"));
   tach_cli_print_option (out, _("--presets LIST"),
                          _("sweep: comma-separated presets, or 'all' for the workload's presets"));
+  tach_cli_print_option (out, _("--from A, --to B"),
+                         _("explain: each a preset, or \"k=v ...\" settings on the workload's defaults"));
+  tach_cli_print_option (out, "--rounds N",
+                         _("explain: interleaved rounds of every configuration (at least 3; 3 by default)"));
   tach_cli_print_option (out, "--csv DIR",
-                         _("Append every run to DIR/runs.csv and DIR/samples.csv"));
+                         _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -291,7 +309,7 @@ tach_cli_command_devices (void)
 
 /* --------------------------------------------------------------- parsing */
 
-/* Parses the options of run and sweep.  Returns FALSE after printing a usage
+/* Parses the options of run, sweep and explain.  Returns FALSE after printing a usage
  * error; *exit_early is set when --help or --version was handled. */
 static gboolean
 tach_cli_parse_options (const char     *command,
@@ -339,7 +357,8 @@ tach_cli_parse_options (const char     *command,
 
       info = tach_knob_lookup (name);
       if (info == NULL && !g_str_equal (name, "workload") && !g_str_equal (name, "preset") &&
-          !g_str_equal (name, "presets") && !g_str_equal (name, "csv"))
+          !g_str_equal (name, "presets") && !g_str_equal (name, "csv") &&
+          !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
           return FALSE;
@@ -347,6 +366,17 @@ tach_cli_parse_options (const char     *command,
       if (g_str_equal (name, "presets") && !g_str_equal (command, "sweep"))
         {
           tach_cli_usage_error (_("'--presets' belongs to 'sweep'; 'run' takes '--preset NAME'"));
+          return FALSE;
+        }
+      if ((g_str_equal (name, "from") || g_str_equal (name, "to") || g_str_equal (name, "rounds"))
+          && !g_str_equal (command, "explain"))
+        {
+          tach_cli_usage_error (_("'--%s' belongs to 'explain'"), name);
+          return FALSE;
+        }
+      if (g_str_equal (name, "preset") && g_str_equal (command, "explain"))
+        {
+          tach_cli_usage_error (_("'explain' takes --from and --to, not --preset"));
           return FALSE;
         }
 
@@ -373,6 +403,22 @@ tach_cli_parse_options (const char     *command,
         tach_cli_set_str (&options->preset, value);
       else if (g_str_equal (name, "presets"))
         tach_cli_set_str (&options->presets, value);
+      else if (g_str_equal (name, "from"))
+        tach_cli_set_str (&options->from, value);
+      else if (g_str_equal (name, "to"))
+        tach_cli_set_str (&options->to, value);
+      else if (g_str_equal (name, "rounds"))
+        {
+          guint64 rounds = 0;
+
+          if (!g_ascii_string_to_unsigned (value, 10, 1, 1000, &rounds, NULL))
+            {
+              tach_cli_usage_error (_("invalid value '%s' for --rounds: expected a whole number "
+                                      "from %u to 1000"), value, (guint) TACH_EXPLAIN_MIN_ROUNDS);
+              return FALSE;
+            }
+          options->rounds = (guint) rounds;
+        }
       else if (g_str_equal (name, "csv"))
         {
           if (*value == '\0')
@@ -398,6 +444,11 @@ tach_cli_parse_options (const char     *command,
         g_string_append_printf (names, "%s%s", w > 0 ? ", " : "",
                                 tach_workload_to_string ((TachWorkload) w));
       tach_cli_usage_error (_("'%s' needs --workload (%s)"), command, names->str);
+      return FALSE;
+    }
+  if (g_str_equal (command, "explain") && (options->from == NULL || options->to == NULL))
+    {
+      tach_cli_usage_error (_("'explain' needs --from and --to, each a preset or \"k=v ...\" settings"));
       return FALSE;
     }
   if (g_str_equal (command, "sweep") && options->presets == NULL)
@@ -428,7 +479,7 @@ main (int argc, char **argv)
 
   if (argc < 2)
     {
-      tach_cli_usage_error (_("missing command (run, sweep, presets or devices)"));
+      tach_cli_usage_error (_("missing command (run, sweep, explain, presets or devices)"));
       return TACH_CLI_EXIT_USAGE;
     }
 
@@ -461,7 +512,8 @@ main (int argc, char **argv)
                                               : tach_cli_command_devices ();
     }
 
-  if (!g_str_equal (command, "run") && !g_str_equal (command, "sweep"))
+  if (!g_str_equal (command, "run") && !g_str_equal (command, "sweep")
+      && !g_str_equal (command, "explain"))
     {
       if (g_str_has_prefix (command, "-"))
         tach_cli_usage_error (_("unknown option '%s'"), command);
@@ -471,6 +523,7 @@ main (int argc, char **argv)
     }
 
   options.knobs = g_array_new (FALSE, TRUE, sizeof (TachCliKnob));
+  options.rounds = TACH_EXPLAIN_MIN_ROUNDS;
   g_array_set_clear_func (options.knobs, tach_cli_knob_clear);
 
   if (!tach_cli_parse_options (command, argc - 2, argv + 2, &options, &exit_early))
@@ -479,6 +532,8 @@ main (int argc, char **argv)
     status = TACH_CLI_EXIT_OK;
   else if (g_str_equal (command, "run"))
     status = tach_cli_command_run (&options);
+  else if (g_str_equal (command, "explain"))
+    status = tach_cli_command_explain (&options);
   else
     status = tach_cli_command_sweep (&options);
 

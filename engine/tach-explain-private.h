@@ -34,17 +34,8 @@ struct _TachExplain {
 
   GPtrArray       *runs;           /* TachRun*, owned */
   char            *label_from, *label_to;  /* owned, or NULL */
+  char            *device_id;      /* owned: the device measured on, or NULL */
   char            *id;             /* explain_id of explain.csv, made on first write */
 };
-
-/* The execution-mode knobs an explanation may attribute, with their titles
- * and whether they change results: the one place that lists them. */
-typedef struct {
-  const char *key;
-  const char *title;            /* translatable */
-  gboolean    changes_results;
-} TachExplainKnobRow;
-
-const TachExplainKnobRow *tach_explain_knob_row (const char *key);
 
 G_END_DECLS

@@ -10,47 +10,23 @@
 #include "tach-csv-private.h"
 #include "tach-explain-private.h"
 
-/* The execution-mode knobs an explanation attributes, in the order its
- * tables show them.  Titles are the words the window's knob rows use. */
-static const TachExplainKnobRow knob_rows[] = {
-  { "layout",     N_("Layout"),     TRUE },
-  { "rnn",        N_("RNN"),        FALSE },
-  { "feed",       N_("Feed"),       FALSE },
-  { "sync",       N_("Sync"),       FALSE },
-  { "metrics",    N_("Metrics"),    FALSE },
-  { "launch",     N_("Launch"),     FALSE },
-  { "call-setup", N_("Call setup"), FALSE },
-  { "sampling",   N_("Sampling"),   FALSE },
-  { "precision",  N_("Precision"),  TRUE },
-};
-
 /* The bilstm's sequence length (workloads.md), for the layout sentence. */
 #define EXPLAIN_BILSTM_T 10
-
-const TachExplainKnobRow *
-tach_explain_knob_row (const char *key)
-{
-  for (guint i = 0; i < G_N_ELEMENTS (knob_rows); i++)
-    if (g_strcmp0 (knob_rows[i].key, key) == 0)
-      return &knob_rows[i];
-  return NULL;
-}
 
 /* Whether a setting that is not an execution mode must agree between A
  * and B: all but the preset's name. */
 static gboolean
 setting_must_agree (const TachKnobInfo *info)
 {
-  return !info->is_mode && !g_str_equal (info->name, "preset")
-         && tach_explain_knob_row (info->name) == NULL;
+  return !info->is_mode && info->id != TACH_KNOB_PRESET;
 }
 
 TachExplain *
 tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GError **error)
 {
-  const char *keys[G_N_ELEMENTS (knob_rows)];
-  char *from_values[G_N_ELEMENTS (knob_rows)];
-  char *to_values[G_N_ELEMENTS (knob_rows)];
+  const char *keys[TACH_KNOB_COUNT];
+  char *from_values[TACH_KNOB_COUNT];
+  char *to_values[TACH_KNOB_COUNT];
   guint n = 0, n_infos = 0;
   const TachKnobInfo *infos = tach_knobs (&n_infos);
   TachExplain *explain = NULL;
@@ -81,11 +57,16 @@ tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GE
         }
     }
 
-  for (guint i = 0; i < G_N_ELEMENTS (knob_rows); i++)
+  /* The execution modes, in the knob table's order. */
+  for (guint i = 0; i < n_infos; i++)
     {
-      const char *key = knob_rows[i].key;
-      g_autofree char *a = tach_config_get (from, key);
-      g_autofree char *b = tach_config_get (to, key);
+      const char *key = infos[i].name;
+      g_autofree char *a = NULL, *b = NULL;
+
+      if (!infos[i].is_mode)
+        continue;
+      a = tach_config_get (from, key);
+      b = tach_config_get (to, key);
 
       /* A knob that matters to neither side changes nothing to measure. */
       if (g_strcmp0 (a, b) == 0
@@ -313,6 +294,8 @@ tach_explain_run (TachExplain *explain, GCancellable *cancellable,
   if (device == NULL)
     return FALSE;
   real.device_id = device->id;
+  g_free (explain->device_id);
+  explain->device_id = g_strdup (device->id);
   ok = tach_explain_run_with (explain, &funcs, &real, progress, progress_data, error);
   return ok;
 }
@@ -389,12 +372,12 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
   from = value_clause (explain, knob->key, knob->from);
   to = value_clause (explain, knob->key, knob->to);
   if (isnan (knob->fraction))
-    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.1f ms a step")
-                                                : _("costs %.1f ms a step"),
+    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step")
+                                                : _("costs %.3g ms a step"),
                             fabs (knob->share_ms));
   else
-    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.1f ms a step (%.0f%% of the gap)")
-                                                : _("costs %.1f ms a step (%.0f%% of the gap)"),
+    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step (%.0f%% of the gap)")
+                                                : _("costs %.3g ms a step (%.0f%% of the gap)"),
                             fabs (knob->share_ms), 100.0 * knob->fraction);
   /* TRANSLATORS: "Layout misread -> batch-major saves 44.1 ms a step (80%
    * of the gap): <what misread does>, where <what batch-major does>." */
@@ -424,7 +407,8 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   tach_csv_add_field (row, date);
   tach_csv_add_field (row, config != NULL ? tach_workload_to_string (config->workload) : NULL);
   tach_csv_add_field (row, task);
-  tach_csv_add_field (row, config != NULL ? config->device : NULL);
+  tach_csv_add_field (row, explain->device_id != NULL ? explain->device_id
+                          : config != NULL ? config->device : NULL);
   tach_csv_add_field (row, tach_explain_get_label (explain, FALSE));
   tach_csv_add_field (row, tach_explain_get_label (explain, TRUE));
   tach_csv_add_field (row, row_kind);

@@ -73,6 +73,7 @@ tach_explain_free (TachExplain *explain)
     }
   g_free (explain->label_from);
   g_free (explain->label_to);
+  g_free (explain->device_id);
   g_free (explain->id);
   g_free (explain);
 }
@@ -121,7 +122,7 @@ tach_explain_new_for_knobs (guint n_knobs, const char *const *keys,
   for (guint i = 0; i < n_knobs; i++)
     {
       TachExplainKnob *knob = &explain->knobs[i];
-      const TachExplainKnobRow *row = tach_explain_knob_row (keys[i]);
+      const TachKnobInfo *row = tach_knob_lookup (keys[i]);
 
       knob->key = g_strdup (keys[i]);
       knob->title = g_strdup (row != NULL ? _(row->title) : keys[i]);

@@ -247,6 +247,41 @@ else
   fi
 fi
 
+# ------------------------------------------------------------ explain
+
+expect_usage "explain without --to" "--from and --to" explain --workload bilstm --from tuned
+expect_usage "explain with 2 rounds" "rounds" \
+  explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --rounds 2
+expect_usage "explain between equal configurations" "nothing to explain" \
+  explain --workload bilstm --device cpu --from tuned --to "feed=resident sync=end"
+expect_usage "explain with an unknown preset" "nosuch" \
+  explain --workload bilstm --device cpu --from nosuch --to tuned
+expect_usage "--from belongs to explain" "explain" run --workload bilstm --from tuned
+
+# Two knobs on a tiny bilstm: 4 configurations x 3 rounds, the table, the
+# sum check, explain.csv beside runs.csv (every measured run in it).
+ex=$tmp/explain
+if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.[0-9]+ " \
+     "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1 \
+     --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --csv "$ex"; then
+  runs=$(($(wc -l < "$ex/runs.csv") - 1))
+  # The shares of explain.csv sum to B's step time minus A's.
+  sum_ok=$(awk -F, '{ sub(/\r$/, "") }
+                    NR == 1 { for (i = 1; i <= NF; i++) col[$i] = i; next }
+                    $col["row"] == "from" { a = $col["step_ms"] }
+                    $col["row"] == "to" { b = $col["step_ms"] }
+                    $col["row"] == "knob" { s += $col["share_ms"]; k++ }
+                    END { d = s - (b - a); if (d < 0) d = -d;
+                          print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
+  if [ "$runs" -eq 12 ] && [ "$sum_ok" = yes ] && grep -q "within the spread" "$out" &&
+     grep -q "^  Feeding .*host-f64 -> resident" "$out" && grep -q "changes results" "$out" &&
+     csv_numbers_ok "$ex/samples.csv"; then
+    pass "explain.csv sums to the gap, runs.csv holds every run"
+  else
+    fail "explain.csv sums to the gap, runs.csv holds every run" "$runs runs (expected 12), sum ok: $sum_ok"
+  fi
+fi
+
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ]; then
   exit 1

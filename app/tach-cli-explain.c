@@ -1,0 +1,360 @@
+/* tach-cli-explain.c: the explain command: the knobs in which two
+ * configurations differ, each one's measured share of the gap, as a
+ * waterfall table.
+ *
+ * The measurement blocks, so it runs on a worker thread (each of its runs
+ * then makes its own engine thread); the main thread shows the live line,
+ * turns Ctrl+C into a cancellation and prints the table once it is done.
+ */
+#include "tach-config.h"
+
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <string.h>
+#include <unistd.h>
+
+#include <glib-unix.h>
+#include <glib/gi18n.h>
+
+#include "tach-cli-private.h"
+#include "tach-explain.h"
+
+typedef struct {
+  GMainLoop    *loop;
+  TachExplain  *explain;       /* borrowed */
+  GCancellable *cancellable;
+  gboolean      ok;
+  GError       *error;
+  gint          done, total;   /* atomic: measurements done and in all */
+  gboolean      live, live_shown, interrupted;
+} ExplainSession;
+
+/* A side of the explanation: a preset's name, or "k=v ..." settings on
+ * the workload's defaults; then the knobs given to both. */
+static gboolean
+explain_build_side (const TachCliOptions *options, const char *side, TachConfig *config,
+                    GError **error)
+{
+  gboolean is_settings = strchr (side, '=') != NULL;
+
+  if (!tach_cli_build_config (options, is_settings ? NULL : side, config, error))
+    return FALSE;
+  if (!is_settings)
+    return TRUE;
+  /* The knobs given to both still have the last word. */
+  return tach_config_apply_settings (config, side, error)
+         && tach_cli_apply_knobs (options, config, error);
+}
+
+/* Worker thread. */
+static void
+on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
+{
+  ExplainSession *session = user_data;
+
+  (void) explain;
+  g_atomic_int_set (&session->total, (gint) total);
+  g_atomic_int_set (&session->done, (gint) done);
+}
+
+static gboolean
+on_finished (gpointer user_data)
+{
+  ExplainSession *session = user_data;
+
+  g_main_loop_quit (session->loop);
+  return G_SOURCE_REMOVE;
+}
+
+static gpointer
+explain_thread (gpointer user_data)
+{
+  ExplainSession *session = user_data;
+
+  session->ok = tach_explain_run (session->explain, session->cancellable, on_progress,
+                                  session, &session->error);
+  g_main_context_invoke (g_main_loop_get_context (session->loop), on_finished, session);
+  return NULL;
+}
+
+/* Main thread, once a second. */
+static gboolean
+on_tick (gpointer user_data)
+{
+  ExplainSession *session = user_data;
+  guint done = (guint) g_atomic_int_get (&session->done);
+  guint total = (guint) g_atomic_int_get (&session->total);
+
+  if (session->live)
+    {
+      fprintf (stderr, "\r\033[K");
+      fprintf (stderr, _("explain: %u of %u configurations measured"), done,
+               total > 0 ? total : tach_explain_get_n_configs (session->explain)
+                                   * tach_explain_get_rounds (session->explain));
+      fflush (stderr);
+      session->live_shown = TRUE;
+    }
+  return G_SOURCE_CONTINUE;
+}
+
+static gboolean
+on_sigint (gpointer user_data)
+{
+  ExplainSession *session = user_data;
+
+  session->interrupted = TRUE;
+  g_cancellable_cancel (session->cancellable);
+  return G_SOURCE_CONTINUE;
+}
+
+static char *
+format_ms (double ms, gboolean sign)
+{
+  if (!isfinite (ms))
+    return g_strdup ("–");
+  /* Three decimals below 10 ms: a generation step takes a tenth of one. */
+  if (fabs (ms) < 10)
+    return g_strdup_printf (sign ? "%+.3f" : "%.3f", ms);
+  return g_strdup_printf (sign ? "%+.2f" : "%.2f", ms);
+}
+
+static char *
+format_spread (double lo, double hi)
+{
+  if (!isfinite (lo) || !isfinite (hi))
+    return g_strdup ("–");
+  return g_strdup_printf (fabs (hi - lo) < 20 ? "±%.3f" : "±%.2f", (hi - lo) / 2);
+}
+
+/* One line of the table: a label, the values change, ms, share, spread and
+ * the four phases. */
+static void
+print_row (const char *label, const char *change, const char *ms, const char *share,
+           const char *spread, const double *phase, gboolean sign, const char *note,
+           int label_width, int change_width)
+{
+  g_autoptr(GString) line = g_string_new (NULL);
+
+  tach_cli_pad (line, label, label_width, FALSE);
+  g_string_append (line, "  ");
+  tach_cli_pad (line, change, change_width, FALSE);
+  tach_cli_pad (line, ms, 9, TRUE);
+  tach_cli_pad (line, share, 7, TRUE);
+  tach_cli_pad (line, spread, 7, TRUE);
+  for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+    {
+      g_autofree char *text = phase != NULL ? format_ms (phase[p], sign) : g_strdup ("");
+
+      tach_cli_pad (line, text, 8, TRUE);
+    }
+  if (note != NULL)
+    g_string_append_printf (line, "  %s", note);
+  printf ("%s\n", line->str);
+}
+
+static void
+print_table (TachExplain *explain)
+{
+  const TachExplainCost *a = tach_explain_get_cost (explain, FALSE);
+  const TachExplainCost *b = tach_explain_get_cost (explain, TRUE);
+  const char *la = tach_explain_get_label (explain, FALSE);
+  const char *lb = tach_explain_get_label (explain, TRUE);
+  guint n = tach_explain_get_n_knobs (explain);
+  int label_width = MAX ((int) g_utf8_strlen (la, -1), (int) g_utf8_strlen (lb, -1));
+  int change_width = (int) g_utf8_strlen (_("from -> to"), -1);
+  double lo, hi, sum = 0, gap = b->step_ms - a->step_ms;
+  GArray *failures = tach_explain_get_failures (explain);
+  gboolean any_flag = FALSE;
+  guint used = 0, drawn = 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      const TachExplainKnob *k = tach_explain_get_knob (explain, i);
+      g_autofree char *change = g_strdup_printf ("%s -> %s", k->from, k->to);
+
+      label_width = MAX (label_width, (int) g_utf8_strlen (k->title, -1) + 2);
+      change_width = MAX (change_width, (int) g_utf8_strlen (change, -1));
+    }
+
+  {
+    g_autoptr(GString) line = g_string_new (NULL);
+
+    tach_cli_pad (line, "", label_width, FALSE);
+    g_string_append (line, "  ");
+    tach_cli_pad (line, _("from -> to"), change_width, FALSE);
+    tach_cli_pad (line, _("ms/step"), 9, TRUE);
+    tach_cli_pad (line, _("share"), 7, TRUE);
+    tach_cli_pad (line, _("spread"), 7, TRUE);
+    tach_cli_pad (line, _("feed"), 8, TRUE);
+    tach_cli_pad (line, _("compute"), 8, TRUE);
+    tach_cli_pad (line, _("sync"), 8, TRUE);
+    tach_cli_pad (line, _("host"), 8, TRUE);
+    printf ("\n%s\n", line->str);
+  }
+
+  {
+    g_autofree char *ms = format_ms (a->step_ms, FALSE);
+    g_autofree char *spread = NULL;
+
+    tach_explain_get_cost_range (explain, FALSE, &lo, &hi);
+    spread = format_spread (lo, hi);
+    print_row (la, "", ms, "", spread, a->phase_ms, FALSE, NULL, label_width, change_width);
+  }
+  for (guint i = 0; i < n; i++)
+    {
+      const TachExplainKnob *k = tach_explain_get_knob (explain, i);
+      g_autofree char *label = g_strdup_printf ("  %s", k->title);
+      g_autofree char *change = g_strdup_printf ("%s -> %s", k->from, k->to);
+      g_autofree char *ms = format_ms (k->share_ms, TRUE);
+      g_autofree char *share = isnan (k->fraction) ? g_strdup ("–")
+                               : g_strdup_printf ("%.0f%%", 100.0 * k->fraction);
+      g_autofree char *spread = format_spread (k->share_min_ms, k->share_max_ms);
+
+      sum += k->share_ms;
+      any_flag |= k->changes_results;
+      print_row (label, change, ms, share, spread, k->phase_ms, TRUE,
+                 k->changes_results ? _("* changes results") : NULL, label_width, change_width);
+    }
+  {
+    g_autofree char *ms = format_ms (b->step_ms, FALSE);
+    g_autofree char *spread = NULL;
+
+    tach_explain_get_cost_range (explain, TRUE, &lo, &hi);
+    spread = format_spread (lo, hi);
+    print_row (lb, "", ms, "", spread, b->phase_ms, FALSE, NULL, label_width, change_width);
+  }
+
+  /* The check: the shares against the measured difference. */
+  tach_explain_get_gap_range (explain, &lo, &hi);
+  printf ("\n");
+  printf (_("check: the shares sum to %+.3f ms; the measured gap %s - %s is %+.3f ms "
+            "(rounds %+.3f to %+.3f): %s\n"),
+          sum, lb, la, gap, lo, hi,
+          fabs (sum - gap) <= MAX ((hi - lo) / 2, 1e-6 * MAX (1.0, fabs (gap)))
+          ? _("within the spread") : _("OUTSIDE the spread"));
+
+  tach_explain_get_orderings (explain, &used, &drawn);
+  if (tach_explain_is_exact (explain))
+    printf (_("method: exact Shapley values over all %u configurations, %u rounds in shuffled order"),
+            tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  else
+    printf (_("method: SAMPLED Shapley values: %u random orderings (in reversed pairs) of %u knobs, "
+              "%u configurations, %u rounds in shuffled order"),
+            drawn, n, tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  if (used < drawn)
+    printf (_("; %u of %u orderings run at every step"), used, drawn);
+  printf ("\n");
+  if (any_flag)
+    printf (_("* changes results: this knob gives different losses, not only other speeds\n"));
+  for (guint i = 0; i < failures->len; i++)
+    {
+      const TachExplainFailure *f = &g_array_index (failures, TachExplainFailure, i);
+
+      printf (_("could not run: %s: %s\n"), f->name, f->reason);
+    }
+
+  /* What the large shares mean. */
+  {
+    gboolean first = TRUE;
+
+    for (guint i = 0; i < n; i++)
+      {
+        const TachExplainKnob *k = tach_explain_get_knob (explain, i);
+        g_autofree char *sentence = NULL;
+
+        if (isnan (k->fraction) || fabs (k->fraction) <= 0.10)
+          continue;
+        sentence = tach_explain_dup_sentence (explain, i);
+        printf ("%s%s\n", first ? "\n" : "", sentence);
+        first = FALSE;
+      }
+  }
+  fflush (stdout);
+}
+
+int
+tach_cli_command_explain (const TachCliOptions *options)
+{
+  TachConfig from = { 0 }, to = { 0 };
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachExplain) explain = NULL;
+  g_autoptr(TachDeviceInfo) device = NULL;
+  ExplainSession session = { 0 };
+  GThread *thread;
+  guint tick_id, sigint_id;
+  int status = TACH_CLI_EXIT_OK;
+
+  if (!explain_build_side (options, options->from, &from, &error)
+      || !explain_build_side (options, options->to, &to, &error)
+      || (explain = tach_explain_new (&from, &to, options->rounds, &error)) == NULL)
+    {
+      tach_cli_usage_error ("%s", error->message);
+      tach_config_clear (&from);
+      tach_config_clear (&to);
+      return tach_cli_exit_code_for_error (error);
+    }
+  tach_explain_set_labels (explain, options->from, options->to);
+  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      tach_config_clear (&from);
+      tach_config_clear (&to);
+      return TACH_CLI_EXIT_FAILURE;
+    }
+
+  device = tach_device_resolve (from.device != NULL ? from.device : "auto", NULL);
+  tach_cli_print_header (&from, device, FALSE);
+  printf (_("explain %s -> %s: %u knobs differ, %u configurations x %u rounds\n"),
+          options->from, options->to, tach_explain_get_n_knobs (explain),
+          tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  fflush (stdout);
+
+  session.loop = g_main_loop_new (NULL, FALSE);
+  session.explain = explain;
+  session.cancellable = g_cancellable_new ();
+  session.live = isatty (STDERR_FILENO);
+  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &session);
+  tick_id = g_timeout_add_seconds (1, on_tick, &session);
+  thread = g_thread_new ("tach-explain", explain_thread, &session);
+  g_main_loop_run (session.loop);
+  g_thread_join (thread);
+  g_source_remove (tick_id);
+  g_source_remove (sigint_id);
+  if (session.live_shown)
+    fputs ("\r\033[K", stderr);
+
+  if (session.ok)
+    print_table (explain);
+  else if (g_error_matches (session.error, TACH_ERROR, TACH_ERROR_CANCELLED))
+    printf (_("  (stopped: no explanation; the runs that ended go to the CSV)\n"));
+  else
+    {
+      fprintf (stderr, "tach-cli: %s\n", session.error->message);
+      status = tach_cli_exit_code_for_error (session.error);
+    }
+
+  if (options->csv_dir != NULL)
+    {
+      g_autoptr(GError) csv_error = NULL;
+      gboolean written = session.ok
+                         ? tach_explain_csv_append (explain, options->csv_dir, &csv_error)
+                         : tach_cli_write_csv (options->csv_dir, tach_explain_get_runs (explain));
+
+      if (!written)
+        {
+          if (csv_error != NULL)
+            fprintf (stderr, "tach-cli: %s\n", csv_error->message);
+          status = MAX (status, TACH_CLI_EXIT_FAILURE);
+        }
+    }
+  if (session.interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+
+  g_clear_error (&session.error);
+  g_clear_object (&session.cancellable);
+  g_main_loop_unref (session.loop);
+  tach_config_clear (&from);
+  tach_config_clear (&to);
+  return status;
+}
