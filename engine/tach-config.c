@@ -95,6 +95,8 @@ tach_config_init (TachConfig *config, TachWorkload workload)
   config->batch = tach_config_default_batch (workload, TACH_TASK_TRAIN);
   /* W1 and W2 train with Adam at 1e-3; W3 with plain SGD at 1e-3, as reported. */
   config->optimizer = workload == TACH_WORKLOAD_CNN ? TACH_OPTIMIZER_SGD : TACH_OPTIMIZER_ADAM;
+  /* W1's BiLSTM has 40 units per direction, W2's LSTM 100. */
+  config->hidden = workload == TACH_WORKLOAD_LSTM_LM ? 100 : 40;
 }
 
 void

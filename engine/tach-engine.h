@@ -80,6 +80,16 @@ typedef struct {
   guint         input_h, input_w, input_c; /* cnn input size */
   TachHead      head;
   gboolean      print_text;   /* lstm-lm generate: keep generated words */
+
+  /* Model shapes, the reports' values by default (tach_config_init). */
+  guint         seq_len;      /* bilstm: time steps per sample (10) */
+  guint         features;     /* bilstm: features per time step (300) */
+  guint         hidden;       /* LSTM units per direction (bilstm 40, lstm-lm 100) */
+  guint         layers;       /* stacked LSTM layers (1) */
+  guint         embed;        /* lstm-lm: embedding width (100) */
+  guint         context;      /* lstm-lm: context tokens (4) */
+  guint         filters[2];   /* cnn: filters of the two conv blocks (32, 64) */
+  guint         dense;        /* cnn: units of the hidden dense layer (1024) */
 } TachConfig;
 
 /* Every knob, in the order of the knob table (engine/tach-knobs.c): the
@@ -111,6 +121,15 @@ typedef enum {
   TACH_KNOB_INPUT,
   TACH_KNOB_HEAD,
   TACH_KNOB_PRINT_TEXT,
+  /* The model's shapes (group MODEL). */
+  TACH_KNOB_SEQ_LEN,
+  TACH_KNOB_FEATURES,
+  TACH_KNOB_HIDDEN,
+  TACH_KNOB_LAYERS,
+  TACH_KNOB_EMBED,
+  TACH_KNOB_CONTEXT,
+  TACH_KNOB_FILTERS,
+  TACH_KNOB_DENSE,
   TACH_KNOB_COUNT
 } TachKnobId;
 

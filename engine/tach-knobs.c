@@ -253,6 +253,29 @@ parse_bool (TachConfig *config, const TachKnobInfo *knob, const char *value, GEr
   return TRUE;
 }
 
+/* --filters: one count per convolution block. */
+static gboolean
+parse_filters (TachConfig *config, const TachKnobInfo *knob, const char *value, GError **error)
+{
+  g_auto(GStrv) parts = g_strsplit (value, ",", -1);
+  guint64 k[2] = { 0, 0 };
+
+  if (g_strv_length (parts) != 2
+      || !g_ascii_string_to_unsigned (parts[0], 10, 1, 65536, &k[0], NULL)
+      || !g_ascii_string_to_unsigned (parts[1], 10, 1, 65536, &k[1], NULL))
+    return invalid (error, knob, value,
+                    _("two filter counts from 1 to 65536, one per convolution block, e.g. 32,64"));
+  config->filters[0] = (guint) k[0];
+  config->filters[1] = (guint) k[1];
+  return TRUE;
+}
+
+static char *
+format_filters (const TachConfig *config, const TachKnobInfo *knob)
+{
+  return g_strdup_printf ("%u,%u", config->filters[0], config->filters[1]);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 #define FIELD(f) .offset = offsetof (TachConfig, f), .size = sizeof (((TachConfig *) 0)->f)
@@ -354,6 +377,34 @@ static const TachKnobInfo knobs[TACH_KNOB_COUNT] = {
     N_("Keep the generated words"),
     TACH_KNOB_GROUP_MODEL, CHOICES (print_text), FIELD (print_text), .default_value = "false",
     .parse = parse_bool },
+
+  /* The model's shapes; the defaults are the reports' (workloads.md). */
+  [TACH_KNOB_SEQ_LEN] = { TACH_KNOB_SEQ_LEN, "seq-len", N_("Sequence length"),
+    N_("Time steps per sample of the bilstm"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (seq_len), .default_value = "10" },
+  [TACH_KNOB_FEATURES] = { TACH_KNOB_FEATURES, "features", N_("Features"),
+    N_("Features per time step of the bilstm"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (features), .default_value = "300" },
+  /* Its default is the workload's (tach_config_init): 40 or 100. */
+  [TACH_KNOB_HIDDEN] = { TACH_KNOB_HIDDEN, "hidden", N_("Hidden units"),
+    N_("LSTM units per direction"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (hidden) },
+  [TACH_KNOB_LAYERS] = { TACH_KNOB_LAYERS, "layers", N_("LSTM layers"),
+    N_("Stacked LSTM layers"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), FIELD (layers), .default_value = "1" },
+  [TACH_KNOB_EMBED] = { TACH_KNOB_EMBED, "embed", N_("Embedding width"),
+    N_("Embedding width of the lstm-lm"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (embed), .default_value = "100" },
+  [TACH_KNOB_CONTEXT] = { TACH_KNOB_CONTEXT, "context", N_("Context tokens"),
+    N_("Context tokens of the lstm-lm"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), FIELD (context), .default_value = "4" },
+  [TACH_KNOB_FILTERS] = { TACH_KNOB_FILTERS, "filters", N_("Conv filters"),
+    N_("Filters of the cnn's two convolution blocks, e.g. 32,64"),
+    TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), FIELD (filters),
+    .default_value = "32,64" },
+  [TACH_KNOB_DENSE] = { TACH_KNOB_DENSE, "dense", N_("Dense units"),
+    N_("Units of the cnn's hidden dense layer"),
+    TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), FIELD (dense), .default_value = "1024" },
 };
 
 const TachKnobInfo *

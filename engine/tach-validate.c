@@ -57,6 +57,18 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
   else if ((g_strcmp0 (key, "input") == 0 || g_strcmp0 (key, "head") == 0)
            && w != TACH_WORKLOAD_CNN)
     reason = N_("only the cnn takes images");
+  else if ((g_strcmp0 (key, "seq-len") == 0 || g_strcmp0 (key, "features") == 0)
+           && w != TACH_WORKLOAD_BILSTM)
+    reason = N_("only the bilstm reads sequences of feature vectors");
+  else if ((g_strcmp0 (key, "hidden") == 0 || g_strcmp0 (key, "layers") == 0)
+           && w == TACH_WORKLOAD_CNN)
+    reason = N_("the cnn has no recurrent layer");
+  else if ((g_strcmp0 (key, "embed") == 0 || g_strcmp0 (key, "context") == 0)
+           && w != TACH_WORKLOAD_LSTM_LM)
+    reason = N_("only lstm-lm embeds a context of tokens");
+  else if ((g_strcmp0 (key, "filters") == 0 || g_strcmp0 (key, "dense") == 0)
+           && w != TACH_WORKLOAD_CNN)
+    reason = N_("only the cnn has convolutions and a hidden dense layer");
   else if (g_strcmp0 (key, "data") == 0 && w == TACH_WORKLOAD_BILSTM)
     reason = N_("the bilstm data is always synthetic");
   else if (generate
@@ -194,6 +206,34 @@ host_memory_bytes (void)
   return (guint64) pages * (guint64) page_size;
 }
 
+/* The model-shape knobs of @config's workload set away from their
+ * defaults, as "--hidden 512 --layers 4" (*what) and "--hidden, --layers"
+ * (*names); FALSE when every shape is the default. */
+static gboolean
+changed_shapes (const TachConfig *config, char **what, char **names)
+{
+  static const char *const shapes[] = { "seq-len", "features", "hidden", "layers", "embed",
+                                        "context", "filters", "dense", NULL };
+  TachConfig defaults;
+  GString *w = g_string_new (NULL), *n = g_string_new (NULL);
+
+  tach_config_init (&defaults, config->workload);
+  for (guint i = 0; shapes[i] != NULL; i++)
+    {
+      g_autofree char *now = tach_config_get (config, shapes[i]);
+      g_autofree char *was = tach_config_get (&defaults, shapes[i]);
+
+      if (!tach_config_knob_applies (config, shapes[i], NULL) || g_strcmp0 (now, was) == 0)
+        continue;
+      g_string_append_printf (w, "%s--%s %s", w->len > 0 ? " " : "", shapes[i], now);
+      g_string_append_printf (n, "%s--%s", n->len > 0 ? ", " : "", shapes[i]);
+    }
+  tach_config_clear (&defaults);
+  *what = g_string_free (w, FALSE);
+  *names = g_string_free (n, FALSE);
+  return **what != '\0';
+}
+
 static void
 set_memory_error (const TachConfig *config, GError **error, guint64 need, guint64 have,
                   const char *where)
@@ -201,9 +241,16 @@ set_memory_error (const TachConfig *config, GError **error, guint64 need, guint6
   g_autofree char *need_s = g_format_size (need);
   g_autofree char *have_s = g_format_size (have);
   g_autofree char *what = NULL;
+  g_autofree char *shape = NULL, *shape_knobs = NULL, *fix_s = NULL;
   const char *fix;
 
-  if (config->workload == TACH_WORKLOAD_CNN && config->head == TACH_HEAD_FLATTEN
+  if (changed_shapes (config, &shape, &shape_knobs))
+    {
+      what = g_strdup_printf (_("%s with --batch %u"), shape, config->batch);
+      fix_s = g_strdup_printf (_("lower %s or --batch"), shape_knobs);
+      fix = fix_s;
+    }
+  else if (config->workload == TACH_WORKLOAD_CNN && config->head == TACH_HEAD_FLATTEN
       && (guint64) config->input_h * config->input_w > 28 * 28)
     {
       what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),

@@ -29,17 +29,6 @@ typedef struct {
   float *xd, *wd, *yd;
 } LayerFixture;
 
-static TachBackend *
-cpu_backend (void)
-{
-  g_autoptr (GError) error = NULL;
-  TachBackend *be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (be);
-  return be;
-}
-
 static void
 fill_normal (float *v, size_t n, guint64 seed, guint64 index, float scale)
 {
@@ -132,7 +121,7 @@ rel_diff (const float *a, const float *b, size_t n)
 static void
 test_layer_fused_vs_unrolled (void)
 {
-  TachBackend *be = cpu_backend ();
+  TachBackend *be = test_cpu_backend ();
 
   for (int tm = 0; tm < 2; tm++)
     for (int dirs = 1; dirs <= 2; dirs++)
@@ -206,7 +195,7 @@ check_fd (LayerFixture *f, TachBackend *be, TachLstmLayer *layer, float *param, 
 static void
 test_layer_finite_differences (void)
 {
-  TachBackend *be = cpu_backend ();
+  TachBackend *be = test_cpu_backend ();
 
   for (int tm = 0; tm < 2; tm++)
     for (int dirs = 1; dirs <= 2; dirs++)

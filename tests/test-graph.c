@@ -27,17 +27,6 @@
 
 #define SEED 20260607u
 
-static TachBackend *
-open_cpu (void)
-{
-  g_autoptr(GError) error = NULL;
-  TachBackend *be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
-
-  g_assert_no_error (error);
-  g_assert_nonnull (be);
-  return be;
-}
-
 static void
 assert_ok (TachBackend *be)
 {
@@ -61,7 +50,7 @@ new_offset (TachBackend *be, uint64_t value)
 static void
 test_offset_dropout (void)
 {
-  TachBackend *be = open_cpu ();
+  TachBackend *be = test_cpu_backend ();
   const size_t n = 4099;
   const guint64 c = TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 3);
   const uint64_t k = 11;
@@ -106,7 +95,7 @@ test_offset_dropout (void)
 static void
 test_offset_sample_tokens (void)
 {
-  TachBackend *be = open_cpu ();
+  TachBackend *be = test_cpu_backend ();
   const int rows = 37, vocab = 50, len = 4;
   const guint64 c = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 2);
   const uint64_t k = 5;
@@ -160,7 +149,7 @@ test_offset_sample_tokens (void)
 static void
 test_counter_add (void)
 {
-  TachBackend *be = open_cpu ();
+  TachBackend *be = test_cpu_backend ();
   uint64_t *counter = new_offset (be, G_GUINT64_CONSTANT (1) << 40);
   uint64_t value = 0;
 
@@ -234,7 +223,7 @@ run_as_graph (const ReplayCase *rc, GArray **losses, GArray **accs, char **text)
   g_autoptr(GError) error = NULL;
   const TachModelClass *klass = tach_model_class_for (rc->workload);
   TachConfig config;
-  TachBackend *be = open_cpu ();
+  TachBackend *be = test_cpu_backend ();
   TachModel *model;
   TachStepCtx captured = { 0 };
   guint64 total, capture;

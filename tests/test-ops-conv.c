@@ -332,6 +332,8 @@ static const TachConvDesc block_descs[] = {
   {  2, 3, 8, 8, 32, 3, 3, 1, 1, TRUE,  TACH_PRECISION_FP32, TRUE },  /* K a multiple of 16 */
   {  2, 2, 7, 6, 3,  5, 5, 2, 2, FALSE, TACH_PRECISION_FP32, TRUE },  /* odd sizes, small K */
   {  1, 16, 6, 6, 16, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },  /* W3's 5x5 "same" */
+  /* The cnn's second block at --filters 12,20 on 28x28 images. */
+  {  3, 12, 14, 14, 20, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },
 };
 
 /* The block in double: act = relu (conv (x)), y = maxpool (act); backward

@@ -3,6 +3,7 @@
 #include <math.h>
 #include <stdarg.h>
 
+#include "tach-backend.h"
 #include "test-run-util.h"
 
 void
@@ -12,6 +13,17 @@ test_apply (TachConfig *config, const char *settings)
 
   tach_config_apply_settings (config, settings, &error);
   g_assert_no_error (error);
+}
+
+TachBackend *
+test_cpu_backend (void)
+{
+  g_autoptr(GError) error = NULL;
+  TachBackend *be = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (be);
+  return be;
 }
 
 void

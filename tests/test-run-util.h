@@ -11,6 +11,11 @@ G_BEGIN_DECLS
  * tach_config_apply_settings(); any error fails the test. */
 void      test_apply (TachConfig *config, const char *settings);
 
+/* The CPU backend with one thread, at fp32; any error fails the test.
+ * Free with tach_backend_free(). */
+typedef struct _TachBackend TachBackend;
+TachBackend *test_cpu_backend (void);
+
 /* A bilstm configuration small enough to run in well under a second on
  * the CPU. */
 void      test_tiny_config (TachConfig *config, guint steps);

@@ -4,6 +4,9 @@
  *   x (N, T=10, F=300) -> BiLSTM, H=40 per direction, sequences (N, 10, 80)
  *   -> max over time (N, 80) -> dense 80 -> 1 -> sigmoid + BCE (mean)
  *   Adam (lr 0.001, 0.9, 0.999, 1e-7) over one flat parameter buffer.
+ * Those are the report's shapes and the defaults of --seq-len (T),
+ * --features (F), --hidden (H) and --layers (stacked BiLSTM layers, each
+ * above the first reading the 2H outputs of the one below).
  *
  * layout=misread hands the same batch-major buffer to a time-major LSTM
  * (T' = N, N' = 10), exactly the reported bug: state flows across samples
@@ -20,21 +23,19 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
-#include "tach-lstm-layer.h"
+#include "tach-lstm-stack.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
 #include "data/tach-synthetic.h"
 
-#define BILSTM_T 10
-#define BILSTM_F 300
-#define BILSTM_H 40
 #define BILSTM_DIRS 2
-#define BILSTM_FEATURES (BILSTM_DIRS * BILSTM_H)
 #define BILSTM_DEFAULT_LR 0.001
 
 typedef struct {
   TachBackend      *be;          /* borrowed */
   int               batch;
+  int               T, F, layers;
+  int               features;    /* 2H: the LSTM's output width */
   TachLstmDesc      desc;
   TachSyntheticSeq *seq;
   TachDataset       dataset;
@@ -43,14 +44,14 @@ typedef struct {
   const float      *labels;
   TachParams       *params;
   guint             p_lstm, p_dense_w, p_dense_b;
-  TachLstmLayer    *lstm;
+  TachLstmStack    *lstm;
 
   /* device activations and gradients */
-  float            *y;           /* (N, 10, 80) */
+  float            *y;           /* (N, T, 2H) */
   float            *dy;
-  float            *pooled;      /* (N, 80) */
+  float            *pooled;      /* (N, 2H) */
   float            *dpooled;
-  int32_t          *argmax;      /* (N, 80) */
+  int32_t          *argmax;      /* (N, 2H) */
   float            *logits;      /* (N) */
   float            *dlogits;
   float            *loss;        /* scratch when the runner wants no loss */
@@ -64,10 +65,10 @@ bilstm_desc (const TachConfig *config, TachLstmDesc *desc)
   gboolean misread = config->layout == TACH_LAYOUT_MISREAD;
 
   *desc = (TachLstmDesc) {
-    .T = misread ? (int) config->batch : BILSTM_T,
-    .N = misread ? BILSTM_T : (int) config->batch,
-    .I = BILSTM_F,
-    .H = BILSTM_H,
+    .T = misread ? (int) config->batch : (int) config->seq_len,
+    .N = misread ? (int) config->seq_len : (int) config->batch,
+    .I = (int) config->features,
+    .H = (int) config->hidden,
     .dirs = BILSTM_DIRS,
     .time_major = misread,
     .training = TRUE,
@@ -75,6 +76,45 @@ bilstm_desc (const TachConfig *config, TachLstmDesc *desc)
     .need_dx = FALSE,
     .precision = config->precision,
   };
+}
+
+/* Whether the shapes fit the ops' int sizes; the message names the knobs
+ * to lower.  Memory is checked apart, by validation (memory_needs). */
+static gboolean
+bilstm_check_shape (const TachConfig *config, GError **error)
+{
+  double per_batch = (double) config->batch * config->seq_len
+                     * MAX (config->features, BILSTM_DIRS * (double) config->hidden);
+  double weights = 4.0 * config->hidden
+                   * ((double) MAX (config->features, BILSTM_DIRS * config->hidden)
+                      + config->hidden + 1) * BILSTM_DIRS;
+
+  if (config->batch == 0 || config->seq_len == 0 || config->features == 0
+      || config->hidden == 0 || config->layers == 0)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("bilstm: --batch, --seq-len, --features, --hidden and --layers must "
+                     "each be at least 1"));
+      return FALSE;
+    }
+  if (per_batch > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("bilstm: --batch %u x --seq-len %u x --features %u (or 2 x --hidden %u) "
+                     "is %.3g values in one tensor, more than 2^31: lower --batch, --seq-len, "
+                     "--features or --hidden"),
+                   config->batch, config->seq_len, config->features, config->hidden, per_batch);
+      return FALSE;
+    }
+  if (weights > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("bilstm: --hidden %u with --features %u gives %.3g weights in one "
+                     "LSTM layer, more than 2^31: lower --hidden or --features"),
+                   config->hidden, config->features, weights);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 static void
@@ -86,7 +126,7 @@ bilstm_free (TachModel *model)
   if (self == NULL)
     return;
   be = self->be;
-  tach_lstm_layer_free (self->lstm);
+  tach_lstm_stack_free (self->lstm);
   tach_params_free (self->params);
   tach_feeder_free (self->feeder);
   tach_synthetic_seq_free (self->seq);
@@ -109,12 +149,8 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   size_t seq_elems, pooled_elems;
   size_t lstm_params;
 
-  if (config->batch == 0 || config->batch > G_MAXINT / (BILSTM_T * BILSTM_F))
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: batch %u is out of range"), config->batch);
-      return NULL;
-    }
+  if (!bilstm_check_shape (config, error))
+    return NULL;
   if (samples < config->batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -127,9 +163,13 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   self = g_new0 (TachBilstm, 1);
   self->be = be;
   self->batch = (int) config->batch;
+  self->T = (int) config->seq_len;
+  self->F = (int) config->features;
+  self->layers = (int) config->layers;
+  self->features = BILSTM_DIRS * (int) config->hidden;
   bilstm_desc (config, &self->desc);
 
-  self->seq = tach_synthetic_seq_new (config->seed, BILSTM_T, BILSTM_F, config->labels);
+  self->seq = tach_synthetic_seq_new (config->seed, self->T, self->F, config->labels);
   tach_synthetic_seq_dataset (self->seq, samples, &self->dataset);
   self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
   if (self->feeder == NULL)
@@ -137,24 +177,24 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (config->launch == TACH_LAUNCH_GRAPH && !tach_feeder_fix_batch (self->feeder, error))
     goto fail;
 
-  lstm_params = tach_lstm_param_count (&self->desc);
+  lstm_params = tach_lstm_stack_param_count (&self->desc, self->layers);
   self->params = tach_params_new ();
   self->p_lstm = tach_params_add (self->params, "bilstm.w", lstm_params, TRUE);
-  self->p_dense_w = tach_params_add (self->params, "dense.w", BILSTM_FEATURES, TRUE);
+  self->p_dense_w = tach_params_add (self->params, "dense.w", self->features, TRUE);
   self->p_dense_b = tach_params_add (self->params, "dense.b", 1, TRUE);
   if (!tach_params_alloc (self->params, be, error))
     goto fail;
-  tach_lstm_init_params (&self->desc, config->seed, self->p_lstm,
-                         tach_params_host (self->params, self->p_lstm));
-  tach_init_glorot (tach_params_host (self->params, self->p_dense_w), 1, BILSTM_FEATURES,
+  tach_lstm_stack_init_params (&self->desc, self->layers, config->seed, self->p_lstm,
+                               tach_params_host (self->params, self->p_lstm));
+  tach_init_glorot (tach_params_host (self->params, self->p_dense_w), 1, self->features,
                     config->seed, self->p_dense_w);
   tach_params_host (self->params, self->p_dense_b)[0] = 0.0f;
   tach_params_upload (self->params);
   tach_params_set_optimizer (self->params, config->optimizer,
                              config->lr > 0.0 ? config->lr : BILSTM_DEFAULT_LR);
 
-  seq_elems = (size_t) self->batch * BILSTM_T * BILSTM_FEATURES;
-  pooled_elems = (size_t) self->batch * BILSTM_FEATURES;
+  seq_elems = (size_t) self->batch * self->T * self->features;
+  pooled_elems = (size_t) self->batch * self->features;
   self->y = tach_backend_alloc (be, seq_elems * sizeof (float));
   self->dy = tach_backend_alloc (be, seq_elems * sizeof (float));
   self->pooled = tach_backend_alloc (be, pooled_elems * sizeof (float));
@@ -163,7 +203,8 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   self->logits = tach_backend_alloc (be, (size_t) self->batch * sizeof (float));
   self->dlogits = tach_backend_alloc (be, (size_t) self->batch * sizeof (float));
   self->loss = tach_backend_alloc (be, sizeof (float));
-  self->lstm = tach_lstm_layer_new (be, &self->desc, config->rnn, config->call_setup);
+  self->lstm = tach_lstm_stack_new (be, &self->desc, self->layers, config->rnn,
+                                    config->call_setup);
   if (!tach_backend_take_error (be, error))
     goto fail;
   return (TachModel *) self;
@@ -197,14 +238,14 @@ bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
   const float *w_dense = tach_params_data (p, self->p_dense_w);
   int n = self->batch;
 
-  /* Forward.  Under the misread the (T', N', 80) output occupies the same
-   * memory as (N, 10, 80) and is pooled as such, as the user code did. */
-  tach_lstm_layer_forward (self->lstm, x, w_lstm, self->y);
-  ctx->host_ms += tach_lstm_layer_setup_ms (self->lstm);
-  tach_op (be, max_over_time_fwd, self->y, self->pooled, self->argmax, n, BILSTM_T,
-           BILSTM_FEATURES);
+  /* Forward.  Under the misread the (T', N', 2H) output occupies the same
+   * memory as (N, T, 2H) and is pooled as such, as the user code did. */
+  tach_lstm_stack_forward (self->lstm, x, w_lstm, self->y);
+  ctx->host_ms += tach_lstm_stack_setup_ms (self->lstm);
+  tach_op (be, max_over_time_fwd, self->y, self->pooled, self->argmax, n, self->T,
+           self->features);
   tach_dense_forward (be, self->pooled, w_dense, tach_params_data (p, self->p_dense_b),
-                      self->logits, n, BILSTM_FEATURES, 1);
+                      self->logits, n, self->features, 1);
   tach_op (be, sigmoid_bce, self->logits, labels, n,
            ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
   if (ctx->acc_slot != NULL)
@@ -213,10 +254,10 @@ bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
   /* Backward; every gradient is overwritten, so no zeroing is needed. */
   tach_dense_backward (be, self->pooled, w_dense, self->dlogits, self->dpooled,
                        tach_params_grad (p, self->p_dense_w),
-                       tach_params_grad (p, self->p_dense_b), n, BILSTM_FEATURES, 1, 0.0f);
-  tach_op (be, max_over_time_bwd, self->dpooled, self->argmax, self->dy, n, BILSTM_T,
-           BILSTM_FEATURES);
-  tach_lstm_layer_backward (self->lstm, x, w_lstm, self->y, self->dy, NULL,
+                       tach_params_grad (p, self->p_dense_b), n, self->features, 1, 0.0f);
+  tach_op (be, max_over_time_bwd, self->dpooled, self->argmax, self->dy, n, self->T,
+           self->features);
+  tach_lstm_stack_backward (self->lstm, x, w_lstm, self->y, self->dy, NULL,
                             tach_params_grad (p, self->p_lstm));
   tach_params_update (p);
 
@@ -236,8 +277,8 @@ bilstm_flops_per_step (TachModel *model)
 
   /* The LSTM forward and backward dominate; the dense head adds its GEMMs
    * (dx is needed there, to reach the LSTM). */
-  return tach_lstm_flops (&self->desc, TRUE)
-         + tach_dense_flops (self->batch, BILSTM_FEATURES, 1, TRUE, TRUE);
+  return tach_lstm_stack_flops (&self->desc, self->layers, TRUE)
+         + tach_dense_flops (self->batch, self->features, 1, TRUE, TRUE);
 }
 
 static gboolean
@@ -259,18 +300,19 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
   TachLstmDesc desc;
   TachDataset dataset = {
     .n_samples = tach_config_get_samples (config),
-    .x_elems = (size_t) BILSTM_T * BILSTM_F,
+    .x_elems = (size_t) config->seq_len * config->features,
     .x_type = TACH_DTYPE_F32,
     .y_elems = 1,
     .y_type = TACH_DTYPE_F32,
   };
   guint64 batch = config->batch;
-  guint64 sample_bytes = (guint64) (BILSTM_T * BILSTM_F + 1) * sizeof (float);
-  guint64 seq = batch * BILSTM_T * BILSTM_FEATURES * sizeof (float);
+  guint64 width = BILSTM_DIRS * (guint64) config->hidden;
+  guint64 sample_bytes = ((guint64) config->seq_len * config->features + 1) * sizeof (float);
+  guint64 seq = batch * config->seq_len * width * sizeof (float);
   guint64 params, dev;
 
   bilstm_desc (config, &desc);
-  params = tach_lstm_param_count (&desc) + BILSTM_FEATURES + 1;
+  params = tach_lstm_stack_param_count (&desc, (int) config->layers) + width + 1;
   dev = tach_params_device_bytes (params, params);
   /* The batch on the device: the whole dataset when resident, two batches
    * (double buffering) otherwise. */
@@ -282,7 +324,12 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
   /* y and dy, and the recurrent work space: the fused plan's reserve or the
    * unrolled gates, cell states and dh, about six sequences' worth. */
   dev += 2 * seq + 6 * seq / 2;
-  dev += batch * BILSTM_FEATURES * (2 * sizeof (float) + sizeof (int32_t));
+  /* Stacked layers keep every layer's work space, and the outputs and
+   * gradients between layers. */
+  if (config->layers > 1)
+    dev += (guint64) (config->layers - 1) * (6 * seq / 2);
+  dev += tach_lstm_stack_between_bytes (&desc, (int) config->layers);
+  dev += batch * width * (2 * sizeof (float) + sizeof (int32_t));
   dev += 2 * batch * sizeof (float) + sizeof (float);
 
   if (device_bytes != NULL)

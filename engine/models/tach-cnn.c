@@ -8,6 +8,8 @@
  *      pool (64)
  *   -> dense 1024 + ReLU -> dropout 0.4 -> dense 10 -> softmax CE (mean)
  *   SGD lr 0.001 by default, batch 256.
+ * Those are the report's shapes; --filters sets the two blocks' filter
+ * counts (32,64) and --dense the hidden dense width (1024).
  *
  * Data: --data (an MNIST-format folder or images file), else Debian's
  * Fashion-MNIST when installed and --input is 28x28x1, else seeded
@@ -32,11 +34,8 @@
 #include "data/tach-idx.h"
 
 #define CNN_FASHION_MNIST "/usr/share/datasets/fashion-mnist"
-#define CNN_K1 32
-#define CNN_K2 64
 #define CNN_KS 5
 #define CNN_PAD 2
-#define CNN_HIDDEN 1024
 #define CNN_CLASSES 10
 #define CNN_DROPOUT 0.4f
 #define CNN_DEFAULT_LR 0.001
@@ -57,6 +56,7 @@ typedef struct {
 typedef struct {
   TachBackend   *be;          /* borrowed */
   int            batch, h, w, c, h2, w2, h4, w4, features;
+  int            k1, k2, dense;  /* --filters and --dense */
   TachHead       head;
   guint64        seed;
   CnnData        data;
@@ -249,11 +249,15 @@ cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
 
 typedef struct {
   guint64 h, w, c, h2, w2, h4, w4, features;
+  guint64 k1, k2, dense;  /* --filters and --dense */
 } CnnShape;
 
 static void
-cnn_shape (guint64 h, guint64 w, guint64 c, TachHead head, CnnShape *s)
+cnn_shape (const TachConfig *config, guint64 h, guint64 w, guint64 c, CnnShape *s)
 {
+  s->k1 = config->filters[0];
+  s->k2 = config->filters[1];
+  s->dense = config->dense;
   s->h = h;
   s->w = w;
   s->c = c;
@@ -261,27 +265,27 @@ cnn_shape (guint64 h, guint64 w, guint64 c, TachHead head, CnnShape *s)
   s->w2 = w / 2;
   s->h4 = s->h2 / 2;
   s->w4 = s->w2 / 2;
-  s->features = head == TACH_HEAD_GAP ? CNN_K2 : CNN_K2 * s->h4 * s->w4;
+  s->features = config->head == TACH_HEAD_GAP ? s->k2 : s->k2 * s->h4 * s->w4;
 }
 
 static double
 cnn_param_count (const CnnShape *s)
 {
-  return (double) CNN_K1 * s->c * CNN_KS * CNN_KS + CNN_K1
-         + (double) CNN_K2 * CNN_K1 * CNN_KS * CNN_KS + CNN_K2
-         + (double) CNN_HIDDEN * s->features + CNN_HIDDEN
-         + (double) CNN_CLASSES * CNN_HIDDEN + CNN_CLASSES;
+  return (double) s->k1 * s->c * CNN_KS * CNN_KS + s->k1
+         + (double) s->k2 * s->k1 * CNN_KS * CNN_KS + s->k2
+         + (double) s->dense * s->features + s->dense
+         + (double) CNN_CLASSES * s->dense + CNN_CLASSES;
 }
 
 /* Floats of activations and their gradients for a batch of @n. */
 static double
 cnn_activation_floats (const CnnShape *s, double n)
 {
-  double y1 = n * CNN_K1 * s->h * s->w;
-  double p1 = n * CNN_K1 * s->h2 * s->w2;
-  double y2 = n * CNN_K2 * s->h2 * s->w2;
-  double p2 = n * CNN_K2 * s->h4 * s->w4;
-  double dense = n * (3.0 * CNN_HIDDEN + 2.0 * CNN_CLASSES + 2.0 * s->features);
+  double y1 = n * s->k1 * s->h * s->w;
+  double p1 = n * s->k1 * s->h2 * s->w2;
+  double y2 = n * s->k2 * s->h2 * s->w2;
+  double p2 = n * s->k2 * s->h4 * s->w4;
+  double dense = n * (3.0 * s->dense + 2.0 * CNN_CLASSES + 2.0 * s->features);
 
   /* Each conv output and pool output with its gradient and pool indices;
    * the ReLU runs in place. */
@@ -347,7 +351,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   if (!cnn_data_load (&self->data, config, error))
     goto fail;
 
-  cnn_shape (self->data.h, self->data.w, self->data.c, config->head, &s);
+  cnn_shape (config, self->data.h, self->data.w, self->data.c, &s);
   n = self->batch;
   if (s.h4 < 1 || s.w4 < 1)
     {
@@ -356,12 +360,22 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
                      "two 2x2 max-pools: use at least --input 4x4x1"), s.h, s.w);
       goto fail;
     }
-  if (n * CNN_K1 * s.h * s.w > G_MAXINT || (double) CNN_HIDDEN * s.features > G_MAXINT)
+  if (n * MAX (s.k1, s.c) * s.h * s.w > G_MAXINT || n * s.k2 * s.h2 * s.w2 > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--input %" PRIu64 "x%" PRIu64 "x%" PRIu64
-                     " with --batch %u is too large for one step: lower --batch, use a "
-                     "smaller --input or --head gap"), s.h, s.w, s.c, config->batch);
+                   _("--input %" PRIu64 "x%" PRIu64 "x%" PRIu64 " with --batch %u and "
+                     "--filters %u,%u is too large for one step: lower --batch or --filters, "
+                     "or use a smaller --input"),
+                   s.h, s.w, s.c, config->batch, config->filters[0], config->filters[1]);
+      goto fail;
+    }
+  if ((double) s.dense * s.features > G_MAXINT || n * s.dense > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("--dense %u over %" PRIu64 " features (--input, --filters, --head) with "
+                     "--batch %u is too large for one step: lower --dense or --batch, use "
+                     "--head gap or a smaller --input"),
+                   config->dense, s.features, config->batch);
       goto fail;
     }
   if (self->data.n_train < config->batch)
@@ -374,6 +388,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   self->h = (int) s.h, self->w = (int) s.w, self->c = (int) s.c;
   self->h2 = (int) s.h2, self->w2 = (int) s.w2, self->h4 = (int) s.h4, self->w4 = (int) s.w4;
   self->features = (int) s.features;
+  self->k1 = (int) s.k1, self->k2 = (int) s.k2, self->dense = (int) s.dense;
 
   self->dataset = (TachDataset) {
     .n_samples = self->data.n_train,
@@ -391,22 +406,24 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
     goto fail;
 
   p = self->params = tach_params_new ();
-  self->p_c1w = tach_params_add (p, "conv1.w", (size_t) CNN_K1 * s.c * CNN_KS * CNN_KS, TRUE);
-  self->p_c1b = tach_params_add (p, "conv1.b", CNN_K1, TRUE);
-  self->p_c2w = tach_params_add (p, "conv2.w", (size_t) CNN_K2 * CNN_K1 * CNN_KS * CNN_KS, TRUE);
-  self->p_c2b = tach_params_add (p, "conv2.b", CNN_K2, TRUE);
-  self->p_d1w = tach_params_add (p, "dense1.w", (size_t) CNN_HIDDEN * s.features, TRUE);
-  self->p_d1b = tach_params_add (p, "dense1.b", CNN_HIDDEN, TRUE);
-  self->p_d2w = tach_params_add (p, "dense2.w", (size_t) CNN_CLASSES * CNN_HIDDEN, TRUE);
+  self->p_c1w = tach_params_add (p, "conv1.w", (size_t) self->k1 * s.c * CNN_KS * CNN_KS,
+                                 TRUE);
+  self->p_c1b = tach_params_add (p, "conv1.b", self->k1, TRUE);
+  self->p_c2w = tach_params_add (p, "conv2.w",
+                                 (size_t) self->k2 * self->k1 * CNN_KS * CNN_KS, TRUE);
+  self->p_c2b = tach_params_add (p, "conv2.b", self->k2, TRUE);
+  self->p_d1w = tach_params_add (p, "dense1.w", (size_t) self->dense * s.features, TRUE);
+  self->p_d1b = tach_params_add (p, "dense1.b", self->dense, TRUE);
+  self->p_d2w = tach_params_add (p, "dense2.w", (size_t) CNN_CLASSES * self->dense, TRUE);
   self->p_d2b = tach_params_add (p, "dense2.b", CNN_CLASSES, TRUE);
   if (!tach_params_alloc (p, be, error))
     goto fail;
-  init_conv (p, self->p_c1w, self->p_c1b, CNN_K1, self->c, config->seed);
-  init_conv (p, self->p_c2w, self->p_c2b, CNN_K2, CNN_K1, config->seed);
-  tach_init_glorot (tach_params_host (p, self->p_d1w), CNN_HIDDEN, self->features,
+  init_conv (p, self->p_c1w, self->p_c1b, self->k1, self->c, config->seed);
+  init_conv (p, self->p_c2w, self->p_c2b, self->k2, self->k1, config->seed);
+  tach_init_glorot (tach_params_host (p, self->p_d1w), self->dense, self->features,
                     config->seed, self->p_d1w);
-  memset (tach_params_host (p, self->p_d1b), 0, CNN_HIDDEN * sizeof (float));
-  tach_init_glorot (tach_params_host (p, self->p_d2w), CNN_CLASSES, CNN_HIDDEN,
+  memset (tach_params_host (p, self->p_d1b), 0, self->dense * sizeof (float));
+  tach_init_glorot (tach_params_host (p, self->p_d2w), CNN_CLASSES, self->dense,
                     config->seed, self->p_d2w);
   memset (tach_params_host (p, self->p_d2b), 0, CNN_CLASSES * sizeof (float));
   tach_params_upload (p);
@@ -416,34 +433,34 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   /* Each conv + ReLU + pool is one block, which a backend may fuse and
    * keep in its own layouts between the three. */
   self->block1 = (TachConvDesc) { .N = self->batch, .C = self->c, .H = self->h, .W = self->w,
-                              .K = CNN_K1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+                              .K = self->k1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
                               .pad_w = CNN_PAD, .need_dx = FALSE,
                               .precision = config->precision, .block = TRUE };
-  self->block2 = (TachConvDesc) { .N = self->batch, .C = CNN_K1, .H = self->h2, .W = self->w2,
-                              .K = CNN_K2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
+  self->block2 = (TachConvDesc) { .N = self->batch, .C = self->k1, .H = self->h2, .W = self->w2,
+                              .K = self->k2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
                               .pad_w = CNN_PAD, .need_dx = TRUE,
                               .precision = config->precision, .block = TRUE };
   self->conv1 = tach_conv_plan_new (be, &self->block1);
   self->conv2 = tach_conv_plan_new (be, &self->block2);
 
-  self->y1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
-  self->dy1 = alloc_floats (be, n * CNN_K1 * s.h * s.w);
-  self->p1 = alloc_floats (be, n * CNN_K1 * s.h2 * s.w2);
-  self->dp1 = alloc_floats (be, n * CNN_K1 * s.h2 * s.w2);
-  self->idx1 = tach_backend_alloc (be, (size_t) (n * CNN_K1 * s.h2 * s.w2) * sizeof (int32_t));
-  self->y2 = alloc_floats (be, n * CNN_K2 * s.h2 * s.w2);
-  self->dy2 = alloc_floats (be, n * CNN_K2 * s.h2 * s.w2);
-  self->p2 = alloc_floats (be, n * CNN_K2 * s.h4 * s.w4);
-  self->dp2 = alloc_floats (be, n * CNN_K2 * s.h4 * s.w4);
-  self->idx2 = tach_backend_alloc (be, (size_t) (n * CNN_K2 * s.h4 * s.w4) * sizeof (int32_t));
+  self->y1 = alloc_floats (be, n * self->k1 * s.h * s.w);
+  self->dy1 = alloc_floats (be, n * self->k1 * s.h * s.w);
+  self->p1 = alloc_floats (be, n * self->k1 * s.h2 * s.w2);
+  self->dp1 = alloc_floats (be, n * self->k1 * s.h2 * s.w2);
+  self->idx1 = tach_backend_alloc (be, (size_t) (n * self->k1 * s.h2 * s.w2) * sizeof (int32_t));
+  self->y2 = alloc_floats (be, n * self->k2 * s.h2 * s.w2);
+  self->dy2 = alloc_floats (be, n * self->k2 * s.h2 * s.w2);
+  self->p2 = alloc_floats (be, n * self->k2 * s.h4 * s.w4);
+  self->dp2 = alloc_floats (be, n * self->k2 * s.h4 * s.w4);
+  self->idx2 = tach_backend_alloc (be, (size_t) (n * self->k2 * s.h4 * s.w4) * sizeof (int32_t));
   if (self->head == TACH_HEAD_GAP)
     {
-      self->g = alloc_floats (be, n * CNN_K2);
-      self->dfeat = alloc_floats (be, n * CNN_K2);
+      self->g = alloc_floats (be, n * self->k2);
+      self->dfeat = alloc_floats (be, n * self->k2);
     }
-  self->h1 = alloc_floats (be, n * CNN_HIDDEN);
-  self->d1 = alloc_floats (be, n * CNN_HIDDEN);
-  self->dd1 = alloc_floats (be, n * CNN_HIDDEN);
+  self->h1 = alloc_floats (be, n * self->dense);
+  self->d1 = alloc_floats (be, n * self->dense);
+  self->dd1 = alloc_floats (be, n * self->dense);
   self->logits = alloc_floats (be, n * CNN_CLASSES);
   self->dlogits = alloc_floats (be, n * CNN_CLASSES);
   self->loss = alloc_floats (be, 1);
@@ -473,20 +490,20 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
   feat = self->p2;
   if (self->head == TACH_HEAD_GAP)
     {
-      tach_op (be, avgpool_fwd, self->p2, self->g, self->batch, CNN_K2, self->h4 * self->w4);
+      tach_op (be, avgpool_fwd, self->p2, self->g, self->batch, self->k2, self->h4 * self->w4);
       feat = self->g;
     }
   /* The large dense layer follows the run's precision; dense2 (1024 x 10)
    * is too small for bf16 to pay for its rounding. */
   tach_dense_forward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
                            tach_params_data (p, self->p_d1b), self->h1, self->batch,
-                           self->features, CNN_HIDDEN);
-  tach_op (be, relu_fwd, self->h1, self->h1, n * CNN_HIDDEN);
+                           self->features, self->dense);
+  tach_op (be, relu_fwd, self->h1, self->h1, n * self->dense);
   if (training)
-    tach_op (be, dropout_fwd, self->h1, self->d1, n * CNN_HIDDEN, CNN_DROPOUT, self->seed,
+    tach_op (be, dropout_fwd, self->h1, self->d1, n * self->dense, CNN_DROPOUT, self->seed,
              TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step));
   tach_dense_forward (be, training ? self->d1 : self->h1, tach_params_data (p, self->p_d2w),
-                      tach_params_data (p, self->p_d2b), self->logits, self->batch, CNN_HIDDEN,
+                      tach_params_data (p, self->p_d2b), self->logits, self->batch, self->dense,
                       CNN_CLASSES);
 }
 
@@ -524,18 +541,18 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
   /* Backward; every gradient is overwritten, so nothing needs zeroing. */
   tach_dense_backward (be, self->d1, tach_params_data (p, self->p_d2w), self->dlogits, self->dd1,
                        tach_params_grad (p, self->p_d2w), tach_params_grad (p, self->p_d2b),
-                       self->batch, CNN_HIDDEN, CNN_CLASSES, 0.0f);
-  tach_op (be, dropout_bwd, self->dd1, self->dd1, n * CNN_HIDDEN, CNN_DROPOUT, self->seed,
+                       self->batch, self->dense, CNN_CLASSES, 0.0f);
+  tach_op (be, dropout_bwd, self->dd1, self->dd1, n * self->dense, CNN_DROPOUT, self->seed,
            TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step));
-  tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * CNN_HIDDEN);
+  tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * self->dense);
   feat = self->head == TACH_HEAD_GAP ? self->g : self->p2;
   dfeat = self->head == TACH_HEAD_GAP ? self->dfeat : self->dp2;
   tach_dense_backward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
                             self->dd1, dfeat, tach_params_grad (p, self->p_d1w),
                             tach_params_grad (p, self->p_d1b), self->batch, self->features,
-                            CNN_HIDDEN, 0.0f);
+                            self->dense, 0.0f);
   if (self->head == TACH_HEAD_GAP)
-    tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, CNN_K2, self->h4 * self->w4);
+    tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, self->k2, self->h4 * self->w4);
   tach_conv_block_backward (be, self->conv2, &self->block2, self->p1,
                             tach_params_data (p, self->p_c2w), self->y2, self->idx2, self->dp2,
                             self->dy2, self->dp1, tach_params_grad (p, self->p_c2w),
@@ -619,12 +636,12 @@ cnn_flops_per_step (TachModel *model)
   double n = self->batch;
   /* Conv forward, then backward: conv1 its weight gradient only, conv2 its
    * weight and input gradients. */
-  double c1 = conv_flops (n, self->c, CNN_K1, self->h, self->w);
-  double c2 = conv_flops (n, CNN_K1, CNN_K2, self->h2, self->w2);
+  double c1 = conv_flops (n, self->c, self->k1, self->h, self->w);
+  double c2 = conv_flops (n, self->k1, self->k2, self->h2, self->w2);
 
   return 2 * c1 + 3 * c2
-         + tach_dense_flops (self->batch, self->features, CNN_HIDDEN, TRUE, TRUE)
-         + tach_dense_flops (self->batch, CNN_HIDDEN, CNN_CLASSES, TRUE, TRUE);
+         + tach_dense_flops (self->batch, self->features, self->dense, TRUE, TRUE)
+         + tach_dense_flops (self->batch, self->dense, CNN_CLASSES, TRUE, TRUE);
 }
 
 /* The image size and training-set size a configuration will use, from the
@@ -664,7 +681,7 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   TachDataset dataset = { .x_type = TACH_DTYPE_F32, .y_elems = 1, .y_type = TACH_DTYPE_I32 };
 
   cnn_peek_size (config, &h, &w, &c, &n_train);
-  cnn_shape (h, w, c, config->head, &s);
+  cnn_shape (config, h, w, c, &s);
   params = cnn_param_count (&s);
   sample_bytes = ((double) c * h * w + 1) * sizeof (float);
 
@@ -681,7 +698,7 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   /* The library's convolution work space and the blocks' copies of their
    * inputs, outputs and gradients in the library's layouts: about two
    * conv1 outputs. */
-  dev += 2.0 * config->batch * CNN_K1 * h * w * sizeof (float);
+  dev += 2.0 * config->batch * s.k1 * h * w * sizeof (float);
 
   dataset.n_samples = n_train;
   dataset.x_elems = (size_t) MIN ((double) c * h * w, (double) G_MAXSIZE / 16);

@@ -5,6 +5,9 @@
  *   -> LSTM, hidden 100 (batch-major) -> last h (N, 100)
  *   -> dense 100 -> 554 -> softmax
  *   191 754 parameters, 136 354 trainable (the embedding is frozen).
+ * Those are the report's shapes and the defaults of --context, --embed,
+ * --hidden and --layers (stacked LSTM layers, each above the first
+ * reading the hidden outputs of the one below).
  *
  * task=train: next-word prediction over windows of the corpus, softmax
  * cross-entropy, Adam by default.
@@ -36,16 +39,13 @@
 #include <glib/gstdio.h>
 
 #include "tach-feeder.h"
-#include "tach-lstm-layer.h"
+#include "tach-lstm-stack.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
 #include "tach-rand.h"
 #include "data/tach-corpus.h"
 
 #define LM_VOCAB 554
-#define LM_EMBED 100
-#define LM_CONTEXT 4
-#define LM_HIDDEN 100
 #define LM_DEFAULT_LR 0.001
 /* The corpus the generate task draws its starting contexts from when no
  * --data is given. */
@@ -58,6 +58,7 @@ typedef struct {
   TachCallSetup   call_setup;
   TachRnn         rnn;
   int             batch;
+  int             embed, hidden, context, layers;
   guint64         seed;
   TachCorpus     *corpus;
   TachLstmDesc    desc;
@@ -73,10 +74,10 @@ typedef struct {
   const int32_t  *labels;
 
   /* Rebuilt on every call under per-call setup (device). */
-  TachLstmLayer  *lstm;
-  float          *emb;         /* (N, 4, 100) */
-  float          *y;           /* (N, 4, 100) */
-  float          *dy;          /* (N, 4, 100), zero but for the last step */
+  TachLstmStack  *lstm;
+  float          *emb;         /* (N, context, embed) */
+  float          *y;           /* (N, context, hidden) */
+  float          *dy;          /* (N, context, hidden), zero but for the last step */
   float          *logits;      /* (N, 554) */
   float          *dlogits;
   int32_t        *input;       /* generate: the context handed to the model */
@@ -102,9 +103,9 @@ fill_window (gpointer user, guint64 i, double *x, void *y)
   TachLstmLm *self = user;
   guint64 pos = (i % self->n_windows) * self->stride % self->n_windows;
 
-  for (int k = 0; k < LM_CONTEXT; k++)
+  for (int k = 0; k < self->context; k++)
     x[k] = self->corpus->tokens[pos + k];
-  *(int32_t *) y = self->corpus->tokens[pos + LM_CONTEXT];
+  *(int32_t *) y = self->corpus->tokens[pos + self->context];
 }
 
 /* A step coprime with @n near n / golden ratio: i -> i * step mod n visits
@@ -137,17 +138,56 @@ lm_corpus (const TachConfig *config, gsize generated_tokens, GError **error)
     {
       TachCorpus *corpus = tach_corpus_load (config->data, LM_VOCAB, error);
 
-      if (corpus != NULL && corpus->n_tokens <= LM_CONTEXT)
+      if (corpus != NULL && corpus->n_tokens <= (gsize) config->context)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
                        _("The text of %s has %zu words; one training window "
                          "needs %d (give a longer text)"),
-                       config->data, corpus->n_tokens, LM_CONTEXT + 1);
+                       config->data, corpus->n_tokens, (int) config->context + 1);
           g_clear_pointer (&corpus, tach_corpus_free);
         }
       return corpus;
     }
   return tach_corpus_generate (config->seed, generated_tokens, LM_VOCAB);
+}
+
+/* Whether the shapes fit the ops' int sizes; the message names the knobs
+ * to lower.  Memory is checked apart, by validation (memory_needs). */
+static gboolean
+lm_check_shape (const TachConfig *config, GError **error)
+{
+  double per_batch = (double) config->batch
+                     * MAX ((double) config->context * MAX (config->embed, config->hidden),
+                            (double) LM_VOCAB);
+  double weights = 4.0 * config->hidden
+                   * ((double) MAX (config->embed, config->hidden) + config->hidden + 1);
+
+  if (config->batch == 0 || config->embed == 0 || config->hidden == 0 || config->context == 0
+      || config->layers == 0)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("lstm-lm: --batch, --embed, --hidden, --context and --layers must each "
+                     "be at least 1"));
+      return FALSE;
+    }
+  if (per_batch > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("lstm-lm: --batch %u x --context %u x --embed %u (or --hidden %u) is "
+                     "%.3g values in one tensor, more than 2^31: lower --batch, --context, "
+                     "--embed or --hidden"),
+                   config->batch, config->context, config->embed, config->hidden, per_batch);
+      return FALSE;
+    }
+  if (weights > G_MAXINT || (double) LM_VOCAB * MAX (config->embed, config->hidden) > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("lstm-lm: --hidden %u with --embed %u gives more than 2^31 weights in "
+                     "one layer: lower --hidden or --embed"),
+                   config->hidden, config->embed);
+      return FALSE;
+    }
+  return TRUE;
 }
 
 /* --------------------------------------------------------- work buffers */
@@ -157,7 +197,7 @@ lm_release_work (TachLstmLm *self)
 {
   TachBackend *be = self->be;
 
-  g_clear_pointer (&self->lstm, tach_lstm_layer_free);
+  g_clear_pointer (&self->lstm, tach_lstm_stack_free);
   tach_backend_dealloc (be, self->emb);
   tach_backend_dealloc (be, self->y);
   tach_backend_dealloc (be, self->dy);
@@ -175,11 +215,13 @@ static void
 lm_build_work (TachLstmLm *self)
 {
   TachBackend *be = self->be;
-  size_t seq = (size_t) self->batch * LM_CONTEXT * LM_HIDDEN;
+  size_t seq = (size_t) self->batch * self->context * self->hidden;
   size_t out = (size_t) self->batch * LM_VOCAB;
 
-  self->lstm = tach_lstm_layer_new (be, &self->desc, self->rnn, TACH_CALL_SETUP_PERSISTENT);
-  self->emb = tach_backend_alloc (be, seq * sizeof (float));
+  self->lstm = tach_lstm_stack_new (be, &self->desc, self->layers, self->rnn,
+                                    TACH_CALL_SETUP_PERSISTENT);
+  self->emb = tach_backend_alloc (be, (size_t) self->batch * self->context * self->embed
+                                      * sizeof (float));
   self->y = tach_backend_alloc (be, seq * sizeof (float));
   self->logits = tach_backend_alloc (be, out * sizeof (float));
   if (self->task == TACH_TASK_TRAIN)
@@ -190,7 +232,7 @@ lm_build_work (TachLstmLm *self)
       tach_backend_zero (be, self->dy, seq * sizeof (float));
     }
   else if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
-    self->input = tach_backend_alloc (be, (size_t) self->batch * LM_CONTEXT * sizeof (int32_t));
+    self->input = tach_backend_alloc (be, (size_t) self->batch * self->context * sizeof (int32_t));
   else
     self->input = self->ctx_dev;
 }
@@ -228,12 +270,8 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   gboolean train = config->task == TACH_TASK_TRAIN;
   size_t ctx_elems;
 
-  if (config->batch == 0 || config->batch > G_MAXINT / (LM_CONTEXT * LM_VOCAB))
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("lstm-lm: --batch %u is out of range"), config->batch);
-      return NULL;
-    }
+  if (!lm_check_shape (config, error))
+    return NULL;
 
   self = g_new0 (TachLstmLm, 1);
   self->be = be;
@@ -243,8 +281,12 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   self->rnn = config->rnn;
   self->batch = (int) config->batch;
   self->seed = config->seed;
+  self->embed = (int) config->embed;
+  self->hidden = (int) config->hidden;
+  self->context = (int) config->context;
+  self->layers = (int) config->layers;
   self->desc = (TachLstmDesc) {
-    .T = LM_CONTEXT, .N = self->batch, .I = LM_EMBED, .H = LM_HIDDEN, .dirs = 1,
+    .T = self->context, .N = self->batch, .I = self->embed, .H = self->hidden, .dirs = 1,
     .time_major = FALSE, .training = train,
     /* The embedding is frozen: nothing below the LSTM needs a gradient. */
     .need_dx = FALSE,
@@ -253,15 +295,15 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
      * hide the cost the knob exists to show. */
     .uncached = config->call_setup == TACH_CALL_SETUP_PER_CALL,
   };
-  ctx_elems = (size_t) self->batch * LM_CONTEXT;
+  ctx_elems = (size_t) self->batch * self->context;
 
-  self->corpus = lm_corpus (config, train ? samples + LM_CONTEXT : LM_GENERATE_CORPUS, error);
+  self->corpus = lm_corpus (config, train ? samples + self->context : LM_GENERATE_CORPUS, error);
   if (self->corpus == NULL)
     goto fail;
 
   if (train)
     {
-      self->n_windows = self->corpus->n_tokens - LM_CONTEXT;
+      self->n_windows = self->corpus->n_tokens - self->context;
       if (config->samples > 0)
         self->n_windows = MIN (self->n_windows, config->samples);
       if (self->n_windows < config->batch)
@@ -274,7 +316,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
         }
       self->stride = window_stride (self->n_windows);
       self->dataset = (TachDataset) {
-        .n_samples = self->n_windows, .x_elems = LM_CONTEXT, .x_type = TACH_DTYPE_I32,
+        .n_samples = self->n_windows, .x_elems = self->context, .x_type = TACH_DTYPE_I32,
         .y_elems = 1, .y_type = TACH_DTYPE_I32, .fill = fill_window, .data = self,
       };
       self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
@@ -285,19 +327,20 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
     }
 
   p = self->params = tach_params_new ();
-  self->p_lstm = tach_params_add (p, "lstm.w", tach_lstm_param_count (&self->desc), TRUE);
-  self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * LM_HIDDEN, TRUE);
+  self->p_lstm = tach_params_add (p, "lstm.w",
+                                  tach_lstm_stack_param_count (&self->desc, self->layers), TRUE);
+  self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * self->hidden, TRUE);
   self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, TRUE);
-  self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * LM_EMBED, FALSE);
+  self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * self->embed, FALSE);
   if (!tach_params_alloc (p, be, error))
     goto fail;
-  tach_lstm_init_params (&self->desc, config->seed, self->p_lstm,
-                         tach_params_host (p, self->p_lstm));
-  tach_init_glorot (tach_params_host (p, self->p_dense_w), LM_VOCAB, LM_HIDDEN, config->seed,
+  tach_lstm_stack_init_params (&self->desc, self->layers, config->seed, self->p_lstm,
+                               tach_params_host (p, self->p_lstm));
+  tach_init_glorot (tach_params_host (p, self->p_dense_w), LM_VOCAB, self->hidden, config->seed,
                     self->p_dense_w);
   memset (tach_params_host (p, self->p_dense_b), 0, LM_VOCAB * sizeof (float));
   /* The "pretrained" embedding: seeded, frozen. */
-  tach_init_uniform (tach_params_host (p, self->p_embed), (size_t) LM_VOCAB * LM_EMBED, 1.0f,
+  tach_init_uniform (tach_params_host (p, self->p_embed), (size_t) LM_VOCAB * self->embed, 1.0f,
                      config->seed, self->p_embed);
   tach_params_upload (p);
   tach_params_set_optimizer (p, config->optimizer, config->lr > 0.0 ? config->lr : LM_DEFAULT_LR);
@@ -305,7 +348,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (!train)
     {
       guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, 0x6c6d);
-      gsize starts = self->corpus->n_tokens - LM_CONTEXT + 1;
+      gsize starts = self->corpus->n_tokens - self->context + 1;
 
       /* Each stream starts from a seeded window of the corpus. */
       self->start_ctx = g_new (int32_t, ctx_elems);
@@ -313,8 +356,8 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
         {
           gsize at = tach_rand_bits (config->seed, counter, (guint64) r) % starts;
 
-          memcpy (self->start_ctx + (size_t) r * LM_CONTEXT, self->corpus->tokens + at,
-                  LM_CONTEXT * sizeof (int32_t));
+          memcpy (self->start_ctx + (size_t) r * self->context, self->corpus->tokens + at,
+                  self->context * sizeof (int32_t));
         }
       self->ctx_host = g_memdup2 (self->start_ctx, ctx_elems * sizeof (int32_t));
       self->ctx_dev = tach_backend_alloc (be, ctx_elems * sizeof (int32_t));
@@ -360,15 +403,15 @@ lm_forward (TachLstmLm *self, const int32_t *ctx)
   TachParams *p = self->params;
   int n = self->batch;
 
-  tach_op (be, embedding, tach_params_data (p, self->p_embed), ctx, self->emb, n * LM_CONTEXT,
-           LM_EMBED);
-  tach_lstm_layer_forward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y);
-  /* The last step's h rows are LM_CONTEXT * LM_HIDDEN apart in (N, 4, 100). */
-  tach_op (be, gemm, FALSE, TRUE, n, LM_VOCAB, LM_HIDDEN, 1.0f,
-           self->y + (LM_CONTEXT - 1) * LM_HIDDEN, LM_CONTEXT * LM_HIDDEN,
-           tach_params_data (p, self->p_dense_w), LM_HIDDEN, 0.0f, self->logits, LM_VOCAB);
+  tach_op (be, embedding, tach_params_data (p, self->p_embed), ctx, self->emb, n * self->context,
+           self->embed);
+  tach_lstm_stack_forward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y);
+  /* The last step's h rows are context * hidden apart in (N, context, hidden). */
+  tach_op (be, gemm, FALSE, TRUE, n, LM_VOCAB, self->hidden, 1.0f,
+           self->y + (self->context - 1) * self->hidden, self->context * self->hidden,
+           tach_params_data (p, self->p_dense_w), self->hidden, 0.0f, self->logits, LM_VOCAB);
   tach_op (be, bias_add, self->logits, tach_params_data (p, self->p_dense_b), n, LM_VOCAB);
-  return tach_lstm_layer_setup_ms (self->lstm);
+  return tach_lstm_stack_setup_ms (self->lstm);
 }
 
 static gboolean
@@ -386,15 +429,15 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
     tach_op (be, accuracy, self->logits, self->labels, n, LM_VOCAB, ctx->acc_slot);
 
   /* The head: dW = dlogits^T h_last, db = sum dlogits, dh_last = dlogits W. */
-  h_last_grad = self->dy + (LM_CONTEXT - 1) * LM_HIDDEN;
-  tach_op (be, gemm, TRUE, FALSE, LM_VOCAB, LM_HIDDEN, n, 1.0f, self->dlogits, LM_VOCAB,
-           self->y + (LM_CONTEXT - 1) * LM_HIDDEN, LM_CONTEXT * LM_HIDDEN, 0.0f,
-           tach_params_grad (p, self->p_dense_w), LM_HIDDEN);
+  h_last_grad = self->dy + (self->context - 1) * self->hidden;
+  tach_op (be, gemm, TRUE, FALSE, LM_VOCAB, self->hidden, n, 1.0f, self->dlogits, LM_VOCAB,
+           self->y + (self->context - 1) * self->hidden, self->context * self->hidden, 0.0f,
+           tach_params_grad (p, self->p_dense_w), self->hidden);
   tach_op (be, bias_grad, self->dlogits, tach_params_grad (p, self->p_dense_b), n, LM_VOCAB, 0.0f);
-  tach_op (be, gemm, FALSE, FALSE, n, LM_HIDDEN, LM_VOCAB, 1.0f, self->dlogits, LM_VOCAB,
-           tach_params_data (p, self->p_dense_w), LM_HIDDEN, 0.0f, h_last_grad,
-           LM_CONTEXT * LM_HIDDEN);
-  tach_lstm_layer_backward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y,
+  tach_op (be, gemm, FALSE, FALSE, n, self->hidden, LM_VOCAB, 1.0f, self->dlogits, LM_VOCAB,
+           tach_params_data (p, self->p_dense_w), self->hidden, 0.0f, h_last_grad,
+           self->context * self->hidden);
+  tach_lstm_stack_backward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y,
                             self->dy, NULL, tach_params_grad (p, self->p_lstm));
   tach_params_update (p);
   return tach_backend_take_error (be, error);
@@ -433,7 +476,7 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
    * drew, when the runner wants it, from the same exponentials. */
   if (self->sampling == TACH_SAMPLING_DEVICE)
     tach_backend_sample_tokens (be, self->logits, self->batch, LM_VOCAB, self->seed, counter,
-                                self->tok, self->ctx_dev, LM_CONTEXT, ctx->loss_slot);
+                                self->tok, self->ctx_dev, self->context, ctx->loss_slot);
   else
     {
       size_t out = (size_t) self->batch * LM_VOCAB;
@@ -446,13 +489,13 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
       if (tach_backend_ok (be))
         for (int r = 0; r < self->batch; r++)
           {
-            int32_t *row = self->ctx_host + (size_t) r * LM_CONTEXT;
+            int32_t *row = self->ctx_host + (size_t) r * self->context;
             int32_t t = sample_row (self->logits_host + (size_t) r * LM_VOCAB, LM_VOCAB,
                                     tach_rand_uniform (self->seed, counter, (guint64) r));
 
             self->tok_host[r] = t;
-            memmove (row, row + 1, (LM_CONTEXT - 1) * sizeof (int32_t));
-            row[LM_CONTEXT - 1] = t;
+            memmove (row, row + 1, (self->context - 1) * sizeof (int32_t));
+            row[self->context - 1] = t;
           }
       tach_backend_upload (be, self->tok, self->tok_host, (size_t) self->batch * sizeof (int32_t));
       ctx->host_ms += elapsed_ms (t0);
@@ -472,7 +515,7 @@ lm_prepare (TachModel *model, TachStepCtx *ctx, GError **error)
 {
   TachLstmLm *self = (TachLstmLm *) model;
   TachBackend *be = self->be;
-  size_t ctx_bytes = (size_t) self->batch * LM_CONTEXT * sizeof (int32_t);
+  size_t ctx_bytes = (size_t) self->batch * self->context * sizeof (int32_t);
   gint64 t0;
 
   if (self->call_setup == TACH_CALL_SETUP_PER_CALL)
@@ -560,8 +603,8 @@ lm_flops_per_step (TachModel *model)
   TachLstmLm *self = (TachLstmLm *) model;
   gboolean train = self->task == TACH_TASK_TRAIN;
 
-  return tach_lstm_flops (&self->desc, train)
-         + tach_dense_flops (self->batch, LM_HIDDEN, LM_VOCAB, train, train);
+  return tach_lstm_stack_flops (&self->desc, self->layers, train)
+         + tach_dense_flops (self->batch, self->hidden, LM_VOCAB, train, train);
 }
 
 static char *
@@ -584,8 +627,8 @@ lm_dup_text (TachModel *model)
   for (int r = 0; r < self->batch; r++)
     {
       g_autofree char *start = tach_corpus_detokenize (self->corpus,
-                                                       self->start_ctx + (size_t) r * LM_CONTEXT,
-                                                       LM_CONTEXT);
+                                                       self->start_ctx + (size_t) r * self->context,
+                                                       self->context);
 
       g_string_append (text, start);
       for (guint64 s = 0; s < self->generated; s++)
@@ -603,16 +646,19 @@ lm_dup_text (TachModel *model)
 static void
 lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes)
 {
-  TachLstmDesc desc = { .T = LM_CONTEXT, .N = (int) MIN (config->batch, G_MAXINT),
-                        .I = LM_EMBED, .H = LM_HIDDEN, .dirs = 1 };
+  TachLstmDesc desc = { .T = (int) config->context, .N = (int) MIN (config->batch, G_MAXINT),
+                        .I = (int) config->embed, .H = (int) config->hidden, .dirs = 1,
+                        .training = config->task == TACH_TASK_TRAIN };
   guint64 batch = config->batch;
-  guint64 trainable = tach_lstm_param_count (&desc) + (guint64) LM_VOCAB * (LM_HIDDEN + 1);
-  guint64 total = trainable + (guint64) LM_VOCAB * LM_EMBED;
-  guint64 seq = batch * LM_CONTEXT * LM_HIDDEN * sizeof (float);
+  guint64 trainable = tach_lstm_stack_param_count (&desc, (int) config->layers)
+                      + (guint64) LM_VOCAB * (config->hidden + 1);
+  guint64 total = trainable + (guint64) LM_VOCAB * config->embed;
+  guint64 seq = batch * config->context * config->hidden * sizeof (float);
+  guint64 emb = batch * config->context * config->embed * sizeof (float);
   guint64 out = batch * LM_VOCAB * sizeof (float);
-  guint64 tokens = tach_config_get_samples (config) + LM_CONTEXT;
+  guint64 tokens = tach_config_get_samples (config) + config->context;
   guint64 dev, host;
-  TachDataset dataset = { .x_elems = LM_CONTEXT, .x_type = TACH_DTYPE_I32,
+  TachDataset dataset = { .x_elems = config->context, .x_type = TACH_DTYPE_I32,
                           .y_elems = 1, .y_type = TACH_DTYPE_I32 };
   GStatBuf st;
 
@@ -626,18 +672,24 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
   dev = tach_params_device_bytes (total, trainable);
   /* emb, y, dy; the recurrent work space (gates, cell states, their
    * gradients: about six sequences); logits and dlogits. */
-  dev += 9 * seq + 2 * out;
-  dev += batch * (LM_CONTEXT * 2 + 1) * sizeof (int32_t);
+  dev += emb + 8 * seq + 2 * out;
+  /* Stacked layers: each layer's work space, the outputs between them. */
+  if (config->layers > 1)
+    dev += (guint64) (config->layers - 1) * 6 * seq;
+  dev += tach_lstm_stack_between_bytes (&desc, (int) config->layers);
+  dev += batch * (config->context * 2 + 1) * sizeof (int32_t);
   if (config->print_text)
     dev += (guint64) config->steps * batch * sizeof (int32_t);
   host = tokens * sizeof (int32_t) + batch * LM_VOCAB * sizeof (float);
   if (config->task == TACH_TASK_TRAIN)
     {
-      dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * 5 * sizeof (int32_t)
-                                                : 2 * batch * 5 * sizeof (int32_t);
+      guint64 window = ((guint64) config->context + 1) * sizeof (int32_t);
+
+      dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * window
+                                                : 2 * batch * window;
       /* A captured graph reads its batch from one fixed copy. */
       if (config->launch == TACH_LAUNCH_GRAPH)
-        dev += batch * 5 * sizeof (int32_t);
+        dev += batch * window;
       host += tach_feeder_host_bytes (&dataset, config->feed);
     }
   if (device_bytes != NULL)
