@@ -38,34 +38,8 @@
 
 #include <glib/gi18n-lib.h>
 
-#include "tach-cpu-private.h"
+#include "tach-cpu-lstm-private.h"
 
-struct _TachLstmPlan {
-  TachLstmDesc desc;
-  size_t dir_stride;     /* floats per direction in the canonical block */
-  size_t rows;           /* T * N */
-  int    G;              /* 4H */
-  int    ldg;            /* dirs * 4H: row stride of the gates */
-  int    ldh;            /* dirs * H: row stride of y and the cell states */
-
-  /* All tach_cpu_mem_alloc, owned. */
-  float *work;           /* gates and cell states of an inference plan */
-  float *dgates;         /* [T*N, dirs*4H]; training only */
-  float *dh;             /* [dirs][N, H] recurrent dh; training only */
-  float *dc;             /* [dirs][N, H] cell-state gradient; training only */
-  float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
-  float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
-  float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training, two directions */
-  float *xh;             /* [T*N, I+H] x beside h_{t-1} of each row; sliced training, one direction */
-  float *dw_xh;          /* [4H, I+H] dG^T [X | H_prev]; with xh */
-  float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
-
-  /* The recurrence runs in slices of the batch, one per thread. */
-  gboolean sliced;
-
-  /* Where this plan's GEMMs run, measured when the plan is built. */
-  TachCpuGemmMode gemm_mode;
-};
 
 /* Batches of at least this many samples per thread run in slices. */
 #define LSTM_SLICE_MIN 32
@@ -73,8 +47,6 @@ struct _TachLstmPlan {
 /* The plan whose GEMMs run now on this thread: set on entry to the
  * forward and backward passes, read by sgemm() below. */
 static __thread TachCpuGemmMode lstm_gemm_mode;
-
-static void lstm_plan_tune (TachBackend *be, TachLstmPlan *plan);
 
 /* Rows of one time step lie T rows apart batch-major (12.8 KB of gates
  * for W1), too far apart for the hardware prefetchers, and the pointwise
@@ -116,9 +88,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   g_free (plan);
 }
 
-/* Floats of the reserve: activated gates, then cell states. */
-static size_t
-reserve_floats (const TachLstmPlan *plan)
+size_t
+tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan)
 {
   return plan->rows * ((size_t) plan->ldg + plan->ldh);
 }
@@ -171,7 +142,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
                                                 * sizeof (float));
     }
   if (!d->training)
-    plan->work = tach_cpu_mem_alloc (be, reserve_floats (plan) * sizeof (float));
+    plan->work = tach_cpu_mem_alloc (be, tach_cpu_lstm_reserve_floats (plan) * sizeof (float));
   else
     {
       plan->dgates = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
@@ -184,7 +155,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
           plan->ones[r] = 1.0f;
     }
   if (tach_backend_ok (be))
-    lstm_plan_tune (be, plan);
+    tach_cpu_lstm_plan_tune (be, plan);
   if (!tach_backend_ok (be))
     {
       tach_cpu_lstm_plan_free (be, plan);
@@ -196,7 +167,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 size_t
 tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 {
-  return plan->desc.training ? reserve_floats (plan) * sizeof (float) : 0;
+  return plan->desc.training ? tach_cpu_lstm_reserve_floats (plan) * sizeof (float) : 0;
 }
 
 /* ------------------------------------------------------------ execution */
@@ -342,8 +313,8 @@ input_gemm (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
 }
 
 void
-tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
-                   float *y, void *reserve)
+tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
+                            const float *w, float *y, void *reserve)
 {
   const TachLstmDesc *d = &plan->desc;
   int N = d->N, H = d->H, I = d->I, G = plan->G;
@@ -674,61 +645,4 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                      I, dir == 0 ? 0.0f : 1.0f, dx, I))
         return;
     }
-}
-/* ------------------------------------------------------------- tuning */
-
-/* Forward passes above this many FLOPs clearly want the thread pool, and
- * timing them would make building the plan slow. */
-#define LSTM_TUNE_MAX_FLOPS 64e6
-
-static double
-lstm_time_forward (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode,
-                   const float *x, const float *w, float *y, void *reserve)
-{
-  double best = G_MAXDOUBLE;
-
-  plan->gemm_mode = mode;
-  for (int rep = 0; rep < 2; rep++)
-    {
-      gint64 t0 = g_get_monotonic_time ();
-
-      tach_cpu_lstm_fwd (be, plan, x, w, y, reserve);
-      best = MIN (best, (double) (g_get_monotonic_time () - t0));
-    }
-  return best;
-}
-
-/* Chooses where the plan's GEMMs run by timing its own forward pass both
- * ways on scratch data, as cuDNN's and oneDNN's planners measure or JIT at
- * plan time.  This is the work a persistent plan pays once and a per-call
- * plan pays on every call. */
-static void
-lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
-{
-  const TachLstmDesc *d = &plan->desc;
-  double flops = 2.0 * plan->rows * plan->ldg * ((double) d->I + d->H);
-  size_t nx = plan->rows * (size_t) d->I;
-  size_t nw = (size_t) d->dirs * plan->dir_stride;
-  size_t ny = plan->rows * (size_t) plan->ldh;
-  size_t nr = d->training ? reserve_floats (plan) : 0;
-  float *scratch;
-  double serial, pool;
-
-  plan->gemm_mode = TACH_CPU_GEMM_AUTO;
-  if (flops > LSTM_TUNE_MAX_FLOPS || be->threads <= 1)
-    return;
-  scratch = tach_cpu_mem_alloc (be, (nx + nw + ny + nr) * sizeof (float));
-  if (scratch == NULL)
-    return;
-  /* Small non-zero values in [-0.05, 0.05): representative inputs, never
-   * zeros or denormals, from a cheap multiplicative hash. */
-  for (size_t i = 0; i < nx + nw; i++)
-    scratch[i] = (float) (((guint32) i * 2654435761u) >> 8) * (0.1f / 16777216.0f) - 0.05f;
-
-  serial = lstm_time_forward (be, plan, TACH_CPU_GEMM_SERIAL, scratch, scratch + nx,
-                              scratch + nx + nw, nr > 0 ? scratch + nx + nw + ny : NULL);
-  pool = lstm_time_forward (be, plan, TACH_CPU_GEMM_POOL, scratch, scratch + nx,
-                            scratch + nx + nw, nr > 0 ? scratch + nx + nw + ny : NULL);
-  plan->gemm_mode = serial <= pool ? TACH_CPU_GEMM_SERIAL : TACH_CPU_GEMM_POOL;
-  tach_cpu_mem_free (be, scratch);
 }

@@ -216,6 +216,16 @@ typedef enum {
   TACH_CPU_GEMM_POOL,     /* dnnl_sgemm on the OpenMP pool */
 } TachCpuGemmMode;
 
+/* The clock (µs) of an LSTM plan's tuning passes and of the forward calls
+ * it re-checks: g_get_monotonic_time() unless a test sets its own (NULL
+ * restores it; set it before building plans).  It is read twice around
+ * each timed pass, at its start and at its end, with the GEMM path that
+ * pass runs on. */
+typedef gint64 (*TachCpuTuneClock) (TachCpuGemmMode mode, gpointer data);
+void            tach_cpu_lstm_set_tune_clock (TachCpuTuneClock clock, gpointer data);
+/* The GEMM path an LSTM plan runs on now. */
+TachCpuGemmMode tach_cpu_lstm_plan_gemm_mode (const TachLstmPlan *plan);
+
 gboolean tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
                               size_t m, size_t n, size_t k, float alpha, const float *a,
                               size_t lda, const float *b, size_t ldb, float beta, float *c,

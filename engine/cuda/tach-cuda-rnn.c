@@ -221,6 +221,34 @@ realize (TachBackend *be, TachLstmPlan *plan, size_t work_bytes)
   return map_weights (be, plan);
 }
 
+static const char *
+math_name (cudnnMathType_t math)
+{
+  switch (math)
+    {
+    case CUDNN_DEFAULT_MATH: return "CUDNN_DEFAULT_MATH";
+    case CUDNN_TENSOR_OP_MATH: return "CUDNN_TENSOR_OP_MATH";
+    case CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION: return "CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION";
+    case CUDNN_FMA_MATH: return "CUDNN_FMA_MATH";
+    default: return "math mode ?";
+    }
+}
+
+/* Notes the plan's cuDNN RNN algorithm and math mode on the backend, for
+ * the run's summary and runs.csv. */
+static void
+note_algorithm (TachBackend *be, TachLstmPlan *plan)
+{
+  g_autofree char *what = tach_lstm_desc_name (&plan->desc);
+  g_autofree char *algorithm = g_strdup_printf ("cuDNN %s, %s",
+                                                plan->algo == CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H
+                                                ? "CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H"
+                                                : "CUDNN_RNN_ALGO_STANDARD",
+                                                math_name (plan->math));
+
+  tach_backend_note_algorithm (be, what, algorithm);
+}
+
 /* Switches a plan to the standard algorithm after cuDNN refused the
  * persistent one for this shape. */
 static gboolean
@@ -242,7 +270,10 @@ fall_back (TachBackend *be, TachLstmPlan *plan, const char *where)
                          reserve, plan->reserve_bytes);
       return FALSE;
     }
-  return realize (be, plan, work);
+  if (!realize (be, plan, work))
+    return FALSE;
+  note_algorithm (be, plan);
+  return TRUE;
 }
 
 TachLstmPlan *
@@ -357,6 +388,7 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
       if (plan->y_scratch == NULL)
         goto fail;
     }
+  note_algorithm (be, plan);
   return plan;
 
 fail:

@@ -1,0 +1,57 @@
+/* tach-cpu-lstm-private.h: the CPU LSTM plan, shared by the fused op
+ * (tach-cpu-lstm.c) and its tuner (tach-cpu-lstm-tune.c). */
+#pragma once
+
+#include "tach-cpu-private.h"
+
+G_BEGIN_DECLS
+
+/* What the tuner measured and how the plan's forward passes compare. */
+typedef struct {
+  gboolean tuned;          /* both paths were timed; FALSE: the GEMMs choose by size */
+  gboolean busy;           /* inside a tuning pass: not a step to re-check */
+  double   estimate_us;    /* the chosen path's fastest tuning pass */
+  double   other_us;       /* the other path's fastest tuning pass */
+  guint    slow_calls;     /* consecutive forward calls far slower than the estimate */
+  guint    rechecks;       /* re-tunings so far */
+} TachCpuLstmTune;
+
+struct _TachLstmPlan {
+  TachLstmDesc desc;
+  size_t dir_stride;     /* floats per direction in the canonical block */
+  size_t rows;           /* T * N */
+  int    G;              /* 4H */
+  int    ldg;            /* dirs * 4H: row stride of the gates */
+  int    ldh;            /* dirs * H: row stride of y and the cell states */
+
+  /* All tach_cpu_mem_alloc, owned. */
+  float *work;           /* gates and cell states of an inference plan */
+  float *dgates;         /* [T*N, dirs*4H]; training only */
+  float *dh;             /* [dirs][N, H] recurrent dh; training only */
+  float *dc;             /* [dirs][N, H] cell-state gradient; training only */
+  float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
+  float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
+  float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training, two directions */
+  float *xh;             /* [T*N, I+H] x beside h_{t-1} of each row; sliced training, one direction */
+  float *dw_xh;          /* [4H, I+H] dG^T [X | H_prev]; with xh */
+  float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
+
+  /* The recurrence runs in slices of the batch, one per thread. */
+  gboolean sliced;
+
+  /* Where this plan's GEMMs run, measured when the plan is built
+   * (tach-cpu-lstm-tune.c), with what the tuner keeps to re-check it. */
+  TachCpuGemmMode gemm_mode;
+  TachCpuLstmTune tune;
+};
+
+/* Floats of the reserve: activated gates, then cell states. */
+size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);
+/* The forward pass itself, on the GEMM path of plan->gemm_mode
+ * (tach_cpu_lstm_fwd is this pass, timed for the tuner's re-check). */
+void   tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
+                                   const float *w, float *y, void *reserve);
+/* Chooses plan->gemm_mode by timing both paths (tach-cpu-lstm-tune.c). */
+void   tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan);
+
+G_END_DECLS

@@ -1,0 +1,169 @@
+/* tach-cpu-lstm-tune.c: where a CPU LSTM plan's GEMMs run.
+ *
+ * A plan chooses between its GEMMs on the calling thread alone (serial)
+ * and dnnl_sgemm on the thread pool by timing its own forward pass both
+ * ways on scratch data when it is built, as cuDNN's and oneDNN's planners
+ * measure or JIT at plan time: the work a persistent plan pays once and a
+ * per-call plan pays on every call.
+ *
+ * Load from another process only ever adds time, and a burst of it during
+ * those passes must not lock a whole run into the slower path.  So the
+ * passes alternate between the paths, TUNE_ROUNDS of each with the order
+ * swapped every round, and each path counts its fastest pass.  And a plan
+ * whose forward calls then take more than RECHECK_RATIO times its estimate,
+ * RECHECK_CALLS calls in a row, times both paths again (at most
+ * RECHECK_MAX times per plan).
+ *
+ * What each plan chose is noted on the backend (tach_backend_note_algorithm)
+ * for the run's summary and runs.csv.
+ *
+ * Threads: the engine thread.
+ */
+#include <string.h>
+
+#include "tach-cpu-lstm-private.h"
+
+/* Forward passes above this many FLOPs clearly want the thread pool, and
+ * timing them would make building the plan slow. */
+#define LSTM_TUNE_MAX_FLOPS 64e6
+#define TUNE_ROUNDS 5
+#define RECHECK_RATIO 3.0
+#define RECHECK_CALLS 8
+#define RECHECK_MAX 2
+
+static TachCpuTuneClock tune_clock;
+static gpointer tune_clock_data;
+
+void
+tach_cpu_lstm_set_tune_clock (TachCpuTuneClock clock, gpointer data)
+{
+  tune_clock = clock;
+  tune_clock_data = data;
+}
+
+static gint64
+now_us (TachCpuGemmMode mode)
+{
+  return tune_clock != NULL ? tune_clock (mode, tune_clock_data) : g_get_monotonic_time ();
+}
+
+TachCpuGemmMode
+tach_cpu_lstm_plan_gemm_mode (const TachLstmPlan *plan)
+{
+  return plan->gemm_mode;
+}
+
+static void
+note_algorithm (TachBackend *be, const TachLstmPlan *plan)
+{
+  g_autofree char *what = tach_lstm_desc_name (&plan->desc);
+  g_autofree char *algorithm = NULL;
+  const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL ? "serial GEMM"
+                     : plan->gemm_mode == TACH_CPU_GEMM_POOL ? "pool GEMM"
+                     : "GEMM by size";
+
+  algorithm = g_strdup_printf ("%s%s%s", path, plan->sliced ? ", batch slices" : "",
+                               plan->tune.rechecks > 0 ? ", re-checked" : "");
+  tach_backend_note_algorithm (be, what, algorithm);
+}
+
+/* One forward pass on @mode's path over @scratch, in µs. */
+static double
+time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scratch)
+{
+  const TachLstmDesc *d = &plan->desc;
+  size_t nx = plan->rows * (size_t) d->I;
+  size_t nw = (size_t) d->dirs * plan->dir_stride;
+  size_t ny = plan->rows * (size_t) plan->ldh;
+  gint64 t0;
+
+  plan->gemm_mode = mode;
+  t0 = now_us (mode);
+  tach_cpu_lstm_forward_pass (be, plan, scratch, scratch + nx, scratch + nx + nw,
+                              d->training ? scratch + nx + nw + ny : NULL);
+  return (double) (now_us (mode) - t0);
+}
+
+/* Times both paths, alternating, and keeps the one with the faster best pass. */
+static void
+tune (TachBackend *be, TachLstmPlan *plan)
+{
+  const TachLstmDesc *d = &plan->desc;
+  static const TachCpuGemmMode modes[2] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_POOL };
+  size_t n = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride
+             + plan->rows * (size_t) plan->ldh
+             + (d->training ? tach_cpu_lstm_reserve_floats (plan) : 0);
+  size_t n_init = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride;
+  double best[2] = { G_MAXDOUBLE, G_MAXDOUBLE };
+  TachCpuGemmMode before = plan->gemm_mode;
+  float *scratch = tach_cpu_mem_alloc (be, n * sizeof (float));
+  guint fast;
+
+  if (scratch == NULL)
+    return;
+  /* Small non-zero values in [-0.05, 0.05): representative inputs, never
+   * zeros or denormals, from a cheap multiplicative hash. */
+  for (size_t i = 0; i < n_init; i++)
+    scratch[i] = (float) (((guint32) i * 2654435761u) >> 8) * (0.1f / 16777216.0f) - 0.05f;
+
+  for (guint round = 0; round < TUNE_ROUNDS && tach_backend_ok (be); round++)
+    for (guint k = 0; k < 2; k++)
+      {
+        guint which = (round + k) % 2;
+
+        best[which] = MIN (best[which], time_pass (be, plan, modes[which], scratch));
+      }
+  tach_cpu_mem_free (be, scratch);
+  if (!tach_backend_ok (be))
+    {
+      plan->gemm_mode = before;
+      return;
+    }
+  fast = best[0] <= best[1] ? 0 : 1;
+  plan->gemm_mode = modes[fast];
+  plan->tune.tuned = TRUE;
+  plan->tune.estimate_us = best[fast];
+  plan->tune.other_us = best[1 - fast];
+  plan->tune.slow_calls = 0;
+}
+
+void
+tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
+{
+  const TachLstmDesc *d = &plan->desc;
+  double flops = 2.0 * plan->rows * plan->ldg * ((double) d->I + d->H);
+
+  plan->gemm_mode = TACH_CPU_GEMM_AUTO;
+  memset (&plan->tune, 0, sizeof plan->tune);
+  if (flops <= LSTM_TUNE_MAX_FLOPS && be->threads > 1)
+    tune (be, plan);
+  if (tach_backend_ok (be))
+    note_algorithm (be, plan);
+}
+
+void
+tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
+                   float *y, void *reserve)
+{
+  TachCpuLstmTune *t = &plan->tune;
+  gint64 t0;
+  double took;
+
+  if (!t->tuned || t->rechecks >= RECHECK_MAX)
+    {
+      tach_cpu_lstm_forward_pass (be, plan, x, w, y, reserve);
+      return;
+    }
+  t0 = now_us (plan->gemm_mode);
+  tach_cpu_lstm_forward_pass (be, plan, x, w, y, reserve);
+  took = (double) (now_us (plan->gemm_mode) - t0);
+  t->slow_calls = took > RECHECK_RATIO * t->estimate_us ? t->slow_calls + 1 : 0;
+  if (t->slow_calls < RECHECK_CALLS || !tach_backend_ok (be))
+    return;
+  /* The steps run far slower than the plan measured: whatever the tuning
+   * passes saw, measure both paths again, under today's conditions. */
+  t->rechecks++;
+  tune (be, plan);
+  if (tach_backend_ok (be))
+    note_algorithm (be, plan);
+}
