@@ -156,6 +156,19 @@ tach_device_resolve (const char *id, GError **error)
 
 /* ------------------------------------------------------------ backends */
 
+static TachBackendOpenHook open_hook;
+static gpointer open_hook_data;
+static GMutex open_hook_lock;
+
+void
+tach_backend_set_open_hook (TachBackendOpenHook hook, gpointer user_data)
+{
+  g_mutex_lock (&open_hook_lock);
+  open_hook = hook;
+  open_hook_data = user_data;
+  g_mutex_unlock (&open_hook_lock);
+}
+
 TachBackend *
 tach_backend_new (const char *device_id, guint threads, TachPrecision precision, GError **error)
 {
@@ -189,6 +202,11 @@ tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
    * left the field empty gets it. */
   if (be->device == NULL)
     be->device = g_steal_pointer (&info);
+
+  g_mutex_lock (&open_hook_lock);
+  if (open_hook != NULL)
+    open_hook (be, open_hook_data);
+  g_mutex_unlock (&open_hook_lock);
   return be;
 }
 

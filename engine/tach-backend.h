@@ -295,6 +295,14 @@ void         tach_backend_free (TachBackend *be);
 gboolean     tach_backend_supports (const char *device_id, const char *key, const char *value,
                                     const char **why);
 
+/* For tests (a fault-injecting wrapper): a function handed every backend
+ * that tach_backend_new() opens, on the thread that opens it, before
+ * anything uses the backend.  It may point be->ops at a table of its own
+ * that forwards to the real one; that table must outlive the backend.
+ * Process-wide; NULL removes it.  Set it while no run is going. */
+typedef void (*TachBackendOpenHook) (TachBackend *be, gpointer user_data);
+void         tach_backend_set_open_hook (TachBackendOpenHook hook, gpointer user_data);
+
 /* Records @error as the sticky error unless one is already recorded (takes ownership). */
 void         tach_backend_set_error (TachBackend *be, GError *error);
 void         tach_backend_fail (TachBackend *be, gint code, const char *format, ...) G_GNUC_PRINTF (3, 4);

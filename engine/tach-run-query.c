@@ -1,0 +1,118 @@
+/* tach-run-query.c: what any thread may ask of a run: its samples, state,
+ * error, settings and summary, each read under the run's lock (or
+ * atomically).  The engine thread that writes them is in tach-run.c. */
+#include "tach-run-private.h"
+
+guint
+tach_run_drain_samples (TachRun *run, GArray *out)
+{
+  guint n;
+
+  g_mutex_lock (&run->lock);
+  n = run->samples->len - run->drained;
+  if (n > 0)
+    g_array_append_vals (out, &g_array_index (run->samples, TachSample, run->drained), n);
+  run->drained = run->samples->len;
+  g_mutex_unlock (&run->lock);
+  return n;
+}
+
+GArray *
+tach_run_dup_samples (TachRun *run)
+{
+  GArray *copy;
+
+  g_mutex_lock (&run->lock);
+  copy = g_array_sized_new (FALSE, FALSE, sizeof (TachSample), run->samples->len);
+  g_array_append_vals (copy, run->samples->data, run->samples->len);
+  g_mutex_unlock (&run->lock);
+  return copy;
+}
+
+TachRunState
+tach_run_get_state (TachRun *run)
+{
+  TachRunState state;
+
+  g_mutex_lock (&run->lock);
+  state = run->state;
+  g_mutex_unlock (&run->lock);
+  return state;
+}
+
+const GError *
+tach_run_get_error (TachRun *run)
+{
+  const GError *error;
+
+  g_mutex_lock (&run->lock);
+  error = run->error;
+  g_mutex_unlock (&run->lock);
+  return error;
+}
+
+const TachConfig *
+tach_run_get_config (TachRun *run)
+{
+  return &run->config;
+}
+
+const TachDeviceInfo *
+tach_run_get_device (TachRun *run)
+{
+  return run->device;
+}
+
+guint
+tach_run_get_id (TachRun *run)
+{
+  return run->id;
+}
+
+gint64
+tach_run_get_start_time (TachRun *run)
+{
+  gint64 t;
+
+  g_mutex_lock (&run->lock);
+  t = run->start_time;
+  g_mutex_unlock (&run->lock);
+  return t;
+}
+
+void
+tach_run_get_summary (TachRun *run, TachSummary *summary)
+{
+  /* A loaded run shows the figures it was saved with. */
+  if (run->record != NULL)
+    {
+      *summary = run->record->summary;
+      return;
+    }
+  g_mutex_lock (&run->lock);
+  tach_summary_compute ((const TachSample *) run->samples->data, run->samples->len,
+                        run->items_per_step, run->flops_per_step, run->device->peak_flops,
+                        summary);
+  summary->peak_memory_bytes = run->peak_memory;
+  summary->test_accuracy = run->test_accuracy;
+  g_mutex_unlock (&run->lock);
+  if (run->config.task == TACH_TASK_GENERATE)
+    summary->items_unit = "tokens/s";
+}
+
+char *
+tach_run_dup_text (TachRun *run)
+{
+  char *text;
+
+  g_mutex_lock (&run->lock);
+  text = g_strdup (run->text);
+  g_mutex_unlock (&run->lock);
+  return text;
+}
+
+guint
+tach_run_get_steps_done (TachRun *run)
+{
+  return (guint) g_atomic_int_get (&run->steps_done);
+}
