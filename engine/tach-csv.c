@@ -303,7 +303,7 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
     }
   if (!matches)
     {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
                    _("%s has different columns from this version of Tach: "
                      "choose another --csv folder or move the file away"), path);
       return FALSE;

@@ -232,7 +232,7 @@ test_header_mismatch (Fixture *f, gconstpointer data)
 
   g_assert_true (g_file_set_contents (runs_path, foreign, -1, NULL));
   g_assert_false (append_one (f->dir, f->a, &error));
-  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
   g_assert_nonnull (strstr (error->message, runs_path));
   g_assert_true (g_file_get_contents (runs_path, &after, NULL, NULL));
   g_assert_cmpstr (after, ==, foreign);

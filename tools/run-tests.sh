@@ -1,7 +1,9 @@
 #!/bin/sh
 # Builds Tach and runs the whole test suite twice: a normal build (with the
 # CUDA backend when nvcc is present; GPU tests report "skipped" without a
-# GPU) and an ASan + UBSan build without CUDA.
+# GPU) and an ASan + UBSan build without CUDA; then runs each libFuzzer
+# harness of tests/fuzz for a bounded time (TACH_FUZZ_SECONDS, 30 by
+# default) in a clang build.
 set -eu
 cd "$(dirname "$0")/.."
 
@@ -30,6 +32,35 @@ meson test -C build-tests --print-errorlogs --num-processes 2 || status=1
 setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-asan
 meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
+
+# The fuzzers, on clang's libFuzzer with ASan + UBSan.  New inputs go to a
+# scratch folder (the seeds in tests/fuzz stay as they are); the parsers'
+# own output is closed (libFuzzer keeps a copy of stderr for its reports,
+# and the sanitizers' reports go there too); a crash leaves
+# its input as build-fuzz/crash-NAME-*, to be added to tests/fuzz/NAME as a
+# regression case of the normal suite.
+fuzzers="fuzz-idx fuzz-corpus fuzz-csv fuzz-settings fuzz-cli"
+fuzz_failed=""
+CC=clang setup build-fuzz -Dfuzzing=true -Dgui=disabled -Dcuda=disabled \
+  -Db_sanitize=address,undefined -Db_lundef=false
+meson compile -C build-fuzz $fuzzers
+for f in $fuzzers; do
+  scratch=build-fuzz/corpus-$f
+  mkdir -p "$scratch"
+  echo "fuzzing $f for ${TACH_FUZZ_SECONDS:-30} s" >&2
+  # Files go to a tmpfs where there is one: the CSV harness syncs each write.
+  TMPDIR=$( [ -d /dev/shm ] && [ -w /dev/shm ] && echo /dev/shm || echo "${TMPDIR:-/tmp}") \
+  ASAN_OPTIONS=abort_on_error=1 \
+    "build-fuzz/tests/fuzz/$f" -max_total_time="${TACH_FUZZ_SECONDS:-30}" -timeout=10 \
+      -rss_limit_mb=2048 -malloc_limit_mb=1024 -print_final_stats=1 -close_fd_mask=3 \
+      -artifact_prefix="build-fuzz/crash-$f-" "$scratch" "tests/fuzz/$f" \
+      >"build-fuzz/$f.log" 2>&1 || { fuzz_failed="$fuzz_failed $f"; tail -40 "build-fuzz/$f.log"; }
+  grep -E "^stat::number_of_executed_units|^#[0-9]+.*DONE" "build-fuzz/$f.log" | tail -1 >&2 || true
+done
+if [ -n "$fuzz_failed" ]; then
+  echo "fuzzers that failed:$fuzz_failed (inputs in build-fuzz/crash-*)" >&2
+  status=1
+fi
 
 # One closing line over both builds, counted from meson's own logs.
 cat build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json |

@@ -29,6 +29,9 @@
 
 #define TACH_IDX_TYPE_UBYTE 0x08
 
+/* Deflate's largest expansion (a long run of one byte), rounded up. */
+#define TACH_IDX_GZ_MAX_RATIO 1040
+
 /* zlib's read buffer: large reads of a gzipped file go through it. */
 #define TACH_IDX_GZ_BUFFER (256 * 1024)
 
@@ -234,6 +237,7 @@ tach_idx_load (const char *path, GError **error)
   TachIdx *idx;
   g_autofree guint8 *data = NULL;
   gsize header_len = 0;
+  GStatBuf st;
   gzFile gz;
 
   g_return_val_if_fail (path != NULL, NULL);
@@ -241,6 +245,26 @@ tach_idx_load (const char *path, GError **error)
   gz = idx_open (path, &header, &header_len, error);
   if (gz == NULL)
     return NULL;
+
+  /* Memory is never sized from a header alone: a few bytes claiming
+   * gigabytes are refused before anything is allocated.  Deflate expands
+   * at most about 1032 to 1, so a gzipped file cannot hold more than that. */
+  if (g_stat (path, &st) == 0)
+    {
+      guint64 file_bytes = (guint64) st.st_size;
+      guint64 most = gzdirect (gz) ? file_bytes - MIN (file_bytes, header_len)
+                                   : file_bytes * TACH_IDX_GZ_MAX_RATIO;
+
+      if (header.n_bytes > most)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       "The IDX file %s is truncated (download it again): its data needs %"
+                       G_GSIZE_FORMAT " bytes but the file of %" G_GUINT64_FORMAT
+                       " bytes cannot hold them", path, header.n_bytes, file_bytes);
+          gzclose (gz);
+          return NULL;
+        }
+    }
 
   idx = g_atomic_rc_box_new0 (TachIdx);
   *idx = header;
