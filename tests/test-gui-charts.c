@@ -7,25 +7,21 @@
 #include "tach-chart-draw.h"
 #include "test-gui.h"
 
-/* How many pixels of @png at or below row @y0 have the colour of run
- * colour @color_index (as the charts draw it in the current style). */
-static guint
-count_run_color (GdkTexture *png,
-                 int         y0,
-                 guint       color_index)
+/* How many opaque pixels of @png at or below row @y0 have @rgba. */
+guint
+count_color (GdkTexture    *png,
+             int            y0,
+             const GdkRGBA *rgba)
 {
   int width = gdk_texture_get_width (png), height = gdk_texture_get_height (png);
   gsize stride = (gsize) width * 4;
   g_autofree guint32 *pixels = g_malloc (stride * height);
-  gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
-  GdkRGBA rgba;
   int want[3];
   guint n = 0;
 
-  tach_chart_get_run_color (color_index, dark, &rgba);
-  want[0] = (int) lround (rgba.red * 255);
-  want[1] = (int) lround (rgba.green * 255);
-  want[2] = (int) lround (rgba.blue * 255);
+  want[0] = (int) lround (rgba->red * 255);
+  want[1] = (int) lround (rgba->green * 255);
+  want[2] = (int) lround (rgba->blue * 255);
   /* Cairo's ARGB32: 0xAARRGGBB in native order, premultiplied; the swatches
    * are opaque. */
   gdk_texture_download (png, (guchar *) pixels, stride);
@@ -39,6 +35,20 @@ count_run_color (GdkTexture *png,
              && ABS ((int) (p & 0xff) - want[2]) <= 6;
       }
   return n;
+}
+
+/* How many pixels of @png at or below row @y0 have the colour of run
+ * colour @color_index (as the charts draw it in the current style). */
+static guint
+count_run_color (GdkTexture *png,
+                 int         y0,
+                 guint       color_index)
+{
+  GdkRGBA rgba;
+
+  tach_chart_get_run_color (color_index, adw_style_manager_get_dark (adw_style_manager_get_default ()),
+                            &rgba);
+  return count_color (png, y0, &rgba);
 }
 
 /* Exports the charts to @path as PNG and checks that the legend under

@@ -21,9 +21,15 @@ gboolean iterate_until       (gboolean    (*done) (gpointer),
  * the build folder unless absolute). */
 void     render_window       (TachWindow   *window,
                               const char   *name);
+/* How many opaque pixels of @png at or below row @y0 have @rgba. */
+guint    count_color         (GdkTexture   *png,
+                              int           y0,
+                              const GdkRGBA *rgba);
 void     check_export_legend (TachWindow   *window,
                               const char   *path);
 void     test_charts_aligned (Fixture      *fixture,
+                              gconstpointer data);
+void     test_explain        (Fixture      *fixture,
                               gconstpointer data);
 /* Export CSV's callback: @user_data is a GError ** that it fills; then
  * exported (@window) is TRUE. */

@@ -35,15 +35,16 @@ enum {
 
 static GParamSpec *properties[N_PROPS];
 
-static PangoLayout *
-make_layout (TachCompareView *self,
-             cairo_t         *cr,
-             double           scale,
-             gboolean         bold)
+/* Shared with the explain chart: the bars' text in the widget's font. */
+PangoLayout *
+tach_compare_layout_new (GtkWidget *widget,
+                         cairo_t   *cr,
+                         double     scale,
+                         gboolean   bold)
 {
   PangoLayout *layout = pango_cairo_create_layout (cr);
   g_autoptr(PangoFontDescription) desc =
-    pango_font_description_copy (pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))));
+    pango_font_description_copy (pango_context_get_font_description (gtk_widget_get_pango_context (widget)));
   PangoAttrList *attrs = pango_attr_list_new ();
   int size = pango_font_description_get_size (desc);
 
@@ -57,15 +58,15 @@ make_layout (TachCompareView *self,
   return layout;
 }
 
-static void
-show_text (cairo_t       *cr,
-           PangoLayout   *layout,
-           const char    *text,
-           double         x,
-           double         y,
-           const GdkRGBA *color,
-           double         alpha,
-           int           *width)
+void
+tach_compare_show_text (cairo_t       *cr,
+                        PangoLayout   *layout,
+                        const char    *text,
+                        double         x,
+                        double         y,
+                        const GdkRGBA *color,
+                        double         alpha,
+                        int           *width)
 {
   int w, h;
 
@@ -84,8 +85,8 @@ tach_compare_view_draw (TachCompareView *self,
                         int              width,
                         int              height)
 {
-  g_autoptr(PangoLayout) title = make_layout (self, cr, 1.0, TRUE);
-  g_autoptr(PangoLayout) small = make_layout (self, cr, 0.85, FALSE);
+  g_autoptr(PangoLayout) title = tach_compare_layout_new (GTK_WIDGET (self), cr, 1.0, TRUE);
+  g_autoptr(PangoLayout) small = tach_compare_layout_new (GTK_WIDGET (self), cr, 0.85, FALSE);
   gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
   guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
   double max_ms = 0.0, first_rate = NAN, label_w = 120, bar_x, bar_w, x;
@@ -96,7 +97,7 @@ G_GNUC_BEGIN_IGNORE_DEPRECATIONS
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
 G_GNUC_END_IGNORE_DEPRECATIONS
 
-  show_text (cr, small, _("Time per step, split into phases (shorter is faster)"),
+  tach_compare_show_text (cr, small, _("Time per step, split into phases (shorter is faster)"),
              0, 8, &fg, 0.6, NULL);
 
   for (guint i = 0; i < n; i++)
@@ -137,13 +138,13 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       g_autofree char *line = NULL;
 
       g_object_get (run, "mode", &mode, "status", &status, "rate-text", &rate_text, NULL);
-      show_text (cr, title, mode, 0, y + 4, &fg, 0.9, NULL);
+      tach_compare_show_text (cr, title, mode, 0, y + 4, &fg, 0.9, NULL);
       if (isfinite (ms) && isfinite (first_rate) && first_rate > 0.0)
         /* Translators: steps per second, and the speed-up against the first run. */
         line = g_strdup_printf (_("%s steps/s · %.2f×"), rate_text, rate / first_rate);
       else
         line = g_strdup (status);
-      show_text (cr, small, line, 0, y + 24, &fg, 0.6, NULL);
+      tach_compare_show_text (cr, small, line, 0, y + 24, &fg, 0.6, NULL);
 
       if (!isfinite (ms) || max_ms <= 0.0)
         {
@@ -175,7 +176,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
         }
       {
         g_autofree char *ms_text = g_strdup_printf (_("%.2f ms"), ms);
-        show_text (cr, title, ms_text, x + 8, y + 11, &fg, 0.85, NULL);
+        tach_compare_show_text (cr, title, ms_text, x + 8, y + 11, &fg, 0.85, NULL);
       }
     }
 
@@ -190,7 +191,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       gdk_cairo_set_source_rgba (cr, &color);
       cairo_rectangle (cr, x, y + 3, 12, 12);
       cairo_fill (cr);
-      show_text (cr, small, tach_phase_get_label (p), x + 18, y, &fg, 0.75, &w);
+      tach_compare_show_text (cr, small, tach_phase_get_label (p), x + 18, y, &fg, 0.75, &w);
       x += 18 + w + 20;
     }
 }

@@ -17,5 +17,19 @@ void        tach_compare_view_draw      (TachCompareView *self,
                                          cairo_t         *cr,
                                          int              width,
                                          int              height);
+/* Text as the bars of the comparison show it (tabular figures), for the
+ * charts that stand beside them. */
+PangoLayout *tach_compare_layout_new (GtkWidget     *widget,
+                                      cairo_t       *cr,
+                                      double         scale,
+                                      gboolean       bold);
+void         tach_compare_show_text  (cairo_t       *cr,
+                                      PangoLayout   *layout,
+                                      const char    *text,
+                                      double         x,
+                                      double         y,
+                                      const GdkRGBA *color,
+                                      double         alpha,
+                                      int           *width);
 
 G_END_DECLS

@@ -74,6 +74,59 @@ compare_action (GtkWidget  *widget,
     tach_window_show_error (TACH_WINDOW (widget), _("Cannot Compare the Presets"), error);
 }
 
+/* ---------------------------------------------------------------- explain */
+
+TachExplainView *
+tach_window_get_explain_view (TachWindow *self)
+{
+  g_return_val_if_fail (TACH_IS_WINDOW (self), NULL);
+  return self->explain_view;
+}
+
+static const TachConfig *
+explain_base (gpointer user_data)
+{
+  return tach_config_panel_get_config (TACH_WINDOW (user_data)->config_panel);
+}
+
+static void
+on_explain_error (TachWindow *self, const char *heading, const GError *error)
+{
+  tach_window_show_error (self, heading, error);
+}
+
+void
+tach_window_init_explain (TachWindow *self)
+{
+  tach_explain_view_set_base_func (self->explain_view, explain_base, self);
+  g_signal_connect_swapped (self->explain_view, "notify::running",
+                            G_CALLBACK (tach_window_update_actions), self);
+  g_signal_connect_swapped (self->explain_view, "error", G_CALLBACK (on_explain_error), self);
+  /* The presets follow the panel's workload whenever the view is shown. */
+  g_signal_connect_swapped (self->explain_view, "map",
+                            G_CALLBACK (tach_explain_view_refresh_presets), self->explain_view);
+}
+
+static void
+explain_action (GtkWidget  *widget,
+                const char *action_name,
+                GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (tach_window_get_running (self))
+    g_set_error_literal (&error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                         _("A run is already in progress: stop it first"));
+  else
+    {
+      adw_view_stack_set_visible_child_name (self->view_stack, "compare");
+      tach_explain_view_start (self->explain_view, &error);
+    }
+  if (error != NULL)
+    tach_window_show_error (self, _("Cannot Explain the Gap"), error);
+}
+
 static void
 clear_runs_action (GtkWidget  *widget,
                    const char *action_name,
@@ -309,6 +362,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_install_action (widget_class, "win.run", NULL, run_action);
   gtk_widget_class_install_action (widget_class, "win.stop", NULL, stop_action);
   gtk_widget_class_install_action (widget_class, "win.compare", NULL, compare_action);
+  gtk_widget_class_install_action (widget_class, "win.explain", NULL, explain_action);
   gtk_widget_class_install_action (widget_class, "win.clear-runs", NULL, clear_runs_action);
   gtk_widget_class_install_action (widget_class, "win.export-csv", NULL, export_csv_action);
   gtk_widget_class_install_action (widget_class, "win.export-chart", "s", export_chart_action);

@@ -21,6 +21,7 @@ struct _TachWindow
   TachChart            *loss_chart;
   TachRunTable         *run_table;
   TachCompareView      *compare_view;
+  TachExplainView      *explain_view;
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
 
@@ -55,6 +56,9 @@ void     tach_window_show_error      (TachWindow    *self,
 void     tach_window_set_busy        (TachWindow    *self,
                                       gboolean       busy);
 void     tach_window_class_init_actions (GtkWidgetClass *widget_class);
+void     tach_window_update_actions  (TachWindow    *self);
+/* Connects the Explain part of the Compare view to the window. */
+void     tach_window_init_explain    (TachWindow    *self);
 /* Open…, drag and drop (tach-window-open.c). */
 void     tach_window_class_init_open (GtkWidgetClass *widget_class);
 void     tach_window_init_open       (TachWindow    *self);

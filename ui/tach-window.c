@@ -33,16 +33,19 @@ gboolean
 tach_window_get_running (TachWindow *self)
 {
   g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
-  return self->active_run != NULL && tach_run_object_is_active (self->active_run);
+  /* An explanation's runs are the engine's too: one thing at a time. */
+  return (self->active_run != NULL && tach_run_object_is_active (self->active_run))
+         || (self->explain_view != NULL && tach_explain_view_get_running (self->explain_view));
 }
 
-static void
+void
 tach_window_update_actions (TachWindow *self)
 {
   gboolean running = tach_window_get_running (self);
 
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.run", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.explain", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.clear-runs", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-csv", self->busy_count == 0);
@@ -231,6 +234,7 @@ tach_window_stop (TachWindow *self)
   g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
   if (self->active_run != NULL)
     tach_run_object_stop (self->active_run);
+  tach_explain_view_stop (self->explain_view);
 }
 
 static GtkWidget *
@@ -439,6 +443,7 @@ tach_window_class_init (TachWindowClass *klass)
   g_type_ensure (TACH_TYPE_RUN_TABLE);
   g_type_ensure (TACH_TYPE_RUN_OBJECT);
   g_type_ensure (TACH_TYPE_COMPARE_VIEW);
+  g_type_ensure (TACH_TYPE_EXPLAIN_VIEW);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/tach/Tach/ui/tach-window.ui");
   gtk_widget_class_bind_template_child (widget_class, TachWindow, toast_overlay);
@@ -449,6 +454,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, run_table);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_stack);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, explain_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
 
   tach_window_class_init_actions (widget_class);
@@ -473,6 +479,7 @@ tach_window_init (TachWindow *self)
   g_signal_connect_swapped (self->sweep, "items-changed", G_CALLBACK (on_sweep_changed), self);
   g_signal_connect_swapped (self->config_panel, "error", G_CALLBACK (on_config_error), self);
   tach_window_init_open (self);
+  tach_window_init_explain (self);
   on_sweep_changed (self);
   tach_window_update_actions (self);
 }

@@ -6,6 +6,7 @@
 #include "tach-chart.h"
 #include "tach-config-panel.h"
 #include "tach-run-table.h"
+#include "tach-explain-view.h"
 
 G_BEGIN_DECLS
 
@@ -19,6 +20,7 @@ TachChart       *tach_window_get_loss_chart    (TachWindow           *self);
 TachRunTable    *tach_window_get_run_table     (TachWindow           *self);
 GListModel      *tach_window_get_runs          (TachWindow           *self);
 GListModel      *tach_window_get_sweep         (TachWindow           *self);
+TachExplainView *tach_window_get_explain_view  (TachWindow           *self);
 gboolean         tach_window_get_running       (TachWindow           *self);
 gboolean         tach_window_start_run         (TachWindow           *self,
                                                 GError              **error);

@@ -1,0 +1,133 @@
+/* test-gui-explain.c: Explain in the Compare view, under xvfb-run (part
+ * of test-gui): an explanation between two presets on the engine, its
+ * waterfall's bars against the engine's numbers, its exports, and stop. */
+#include <adwaita.h>
+#include <math.h>
+#include <string.h>
+
+#include "tach-window.h"
+#include "tach-explain-view.h"
+#include "tach-phase-bar.h"
+#include "test-gui.h"
+
+static gboolean
+explain_idle (gpointer data)
+{
+  return !tach_explain_view_get_running (data);
+}
+
+void
+test_explain (Fixture *fixture, gconstpointer data)
+{
+  TachExplainView *view = tach_window_get_explain_view (fixture->window);
+  TachExplainChart *chart = tach_explain_view_get_chart (view);
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  const char *shots = g_getenv ("TACH_SCREENSHOT_DIR");
+  g_autoptr(GError) error = NULL;
+  TachExplain *explain;
+  TachExplainBar bar;
+  double total;
+  guint n;
+
+  (void) data;
+  /* A screenshot wants the report's batch; the test a short run. */
+  if (shots != NULL)
+    g_object_set (panel, "batch", 256, "steps", 16, NULL);
+  else
+    g_object_set (panel, "steps", 6, NULL);
+  g_assert_true (tach_explain_view_set_presets (view, "tf1-feed-dict", "tuned"));
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.explain", NULL);
+  g_assert_true (tach_explain_view_get_running (view));
+  /* Compare's rule: one thing on the engine at a time. */
+  g_assert_false (tach_window_start_run (fixture->window, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_clear_error (&error);
+  g_assert_true (iterate_until (explain_idle, view, 300));
+
+  explain = tach_explain_view_get_explain (view);
+  g_assert_nonnull (explain);
+  n = tach_explain_get_n_knobs (explain);
+  g_assert_cmpuint (n, ==, 3);
+  g_assert_cmpuint (tach_explain_chart_get_n_bars (chart), ==, n + 2);
+
+  /* The bars walk from A's step time to B's by the engine's shares. */
+  g_assert_true (tach_explain_chart_get_bar (chart, 0, &bar));
+  g_assert_cmpfloat (bar.start_ms, ==, 0);
+  g_assert_cmpfloat (bar.end_ms, ==, tach_explain_get_cost (explain, FALSE)->step_ms);
+  total = bar.end_ms;
+  for (guint i = 0; i < n; i++)
+    {
+      const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+      g_autofree char *label = tach_explain_chart_dup_label (chart, i + 1);
+      g_autofree char *tooltip = tach_explain_chart_dup_tooltip (chart, i + 1);
+      g_autofree char *ms = g_strdup_printf ("%+.1f ms", knob->share_ms);
+
+      g_assert_true (tach_explain_chart_get_bar (chart, i + 1, &bar));
+      g_assert_cmpfloat_with_epsilon (bar.start_ms, total, 1e-9);
+      g_assert_cmpfloat_with_epsilon (bar.end_ms - bar.start_ms, knob->share_ms, 1e-9);
+      total = bar.end_ms;
+      g_assert_true (g_str_has_prefix (label, knob->title));
+      g_assert_nonnull (strstr (label, ms));
+      g_assert_nonnull (strstr (label, " -> "));
+      g_assert_nonnull (strstr (tooltip, "±"));
+    }
+  g_assert_true (tach_explain_chart_get_bar (chart, n + 1, &bar));
+  g_assert_cmpfloat_with_epsilon (total, bar.end_ms, 1e-9 * MAX (1, bar.end_ms));
+  g_assert_cmpfloat (bar.end_ms, ==, tach_explain_get_cost (explain, TRUE)->step_ms);
+  g_assert_cmpstr (tach_explain_get_knob (explain, 0)->key, ==, "layout");
+  g_assert_true (tach_explain_get_knob (explain, 0)->changes_results);
+
+  {
+    g_autofree char *shot = shots != NULL ? g_build_filename (shots, "explain-light.png", NULL)
+                                          : g_strdup ("test-gui-explain.png");
+
+    render_window (fixture->window, shot);
+  }
+
+  /* The exports: a PNG that shows the phase colours of the bars, an SVG,
+   * and explain.csv with runs.csv beside it. */
+  {
+    g_autofree char *png_path = g_build_filename (fixture->tmpdir, "explain.png", NULL);
+    g_autofree char *svg_path = g_build_filename (fixture->tmpdir, "explain.svg", NULL);
+    g_autofree char *csv_dir = g_build_filename (fixture->tmpdir, "csv", NULL);
+    g_autofree char *csv_path = g_build_filename (csv_dir, "explain.csv", NULL);
+    g_autofree char *runs_path = g_build_filename (csv_dir, "runs.csv", NULL);
+    g_autofree char *svg = NULL;
+    g_autofree char *csv = NULL;
+    g_auto(GStrv) lines = NULL;
+    g_autoptr(GdkTexture) png = NULL;
+
+    g_assert_true (tach_explain_view_export_image (view, png_path, &error));
+    g_assert_no_error (error);
+    png = gdk_texture_new_from_filename (png_path, &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (gdk_texture_get_width (png), ==, 1100);
+    g_assert_cmpint (gdk_texture_get_height (png), >, 200);
+    {
+      GdkRGBA compute;
+
+      tach_phase_get_color (TACH_PHASE_COMPUTE,
+                            adw_style_manager_get_dark (adw_style_manager_get_default ()), &compute);
+      g_assert_cmpuint (count_color (png, 0, &compute), >, 500);
+    }
+
+    g_assert_true (tach_explain_view_export_image (view, svg_path, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_file_get_contents (svg_path, &svg, NULL, NULL));
+    g_assert_nonnull (strstr (svg, "<svg"));
+
+    g_assert_true (tach_explain_view_export_csv (view, csv_dir, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_file_get_contents (csv_path, &csv, NULL, NULL));
+    lines = g_strsplit (csv, "\r\n", -1);
+    g_assert_cmpuint (g_strv_length (lines), ==, 1 + n + 2 + 1);
+    g_assert_true (g_file_test (runs_path, G_FILE_TEST_EXISTS));
+  }
+
+  /* Stop: the explanation ends without an error and the last result stays. */
+  g_assert_true (tach_explain_view_start (view, &error));
+  g_assert_no_error (error);
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.stop", NULL);
+  g_assert_true (iterate_until (explain_idle, view, 60));
+  g_assert_true (tach_explain_view_get_explain (view) == explain);
+}

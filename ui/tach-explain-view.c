@@ -1,0 +1,561 @@
+/* tach-explain-view.c: the Explain part of the Compare view.
+ *
+ * The measurement blocks for as long as its runs take, so it runs in a
+ * GTask thread that gets copied configurations and a cancellable; each of
+ * its runs makes its own engine thread.  Progress is two atomics that the
+ * worker writes and a coalesced idle reads; the result is posted when the
+ * task completes, and a result from an explanation that was replaced is
+ * dropped by generation number.  Errors go to the window as the "error"
+ * signal, which shows them the way Compare's are shown.
+ */
+#include "tach-explain-view.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+struct _TachExplainView
+{
+  GtkWidget               parent_instance;
+
+  GtkWidget              *box;
+  GtkDropDown            *from_choice, *to_choice;
+  GtkStringList          *presets;
+  GtkButton              *button;
+  GtkMenuButton          *export_button;
+  GtkProgressBar         *progress;
+  TachExplainChart       *chart;
+  GtkLabel               *summary;
+  GtkLabel               *text;
+  GtkFileChooserNative   *chooser;
+
+  TachExplainViewBaseFunc base_func;
+  gpointer                base_data;
+  TachWorkload            workload;
+
+  TachExplain            *explain;     /* owned: the shown one */
+  GCancellable           *cancellable; /* the running one's, or NULL */
+  guint                   generation;
+  gint                    done, total; /* atomic, written by the worker */
+  gint                    idle_pending; /* atomic */
+};
+
+G_DEFINE_FINAL_TYPE (TachExplainView, tach_explain_view, GTK_TYPE_WIDGET)
+
+enum { PROP_0, PROP_RUNNING, N_PROPS };
+static GParamSpec *properties[N_PROPS];
+
+enum { SIGNAL_ERROR, SIGNAL_FINISHED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+gboolean
+tach_explain_view_get_running (TachExplainView *self)
+{
+  return self->cancellable != NULL;
+}
+
+TachExplain *
+tach_explain_view_get_explain (TachExplainView *self)
+{
+  return self->explain;
+}
+
+TachExplainChart *
+tach_explain_view_get_chart (TachExplainView *self)
+{
+  return self->chart;
+}
+
+const char *
+tach_explain_view_get_text (TachExplainView *self)
+{
+  return gtk_label_get_text (self->text);
+}
+
+void
+tach_explain_view_set_base_func (TachExplainView *self, TachExplainViewBaseFunc func,
+                                 gpointer user_data)
+{
+  self->base_func = func;
+  self->base_data = user_data;
+  tach_explain_view_refresh_presets (self);
+}
+
+void
+tach_explain_view_refresh_presets (TachExplainView *self)
+{
+  const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
+  g_autoptr(GPtrArray) presets = NULL;
+  guint n_old;
+
+  if (base == NULL || (base->workload == self->workload
+                       && g_list_model_get_n_items (G_LIST_MODEL (self->presets)) > 0))
+    return;
+  self->workload = base->workload;
+  presets = tach_presets_for_workload (base->workload);
+  n_old = g_list_model_get_n_items (G_LIST_MODEL (self->presets));
+  {
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+    g_auto(GStrv) names = NULL;
+
+    for (guint i = 0; i < presets->len; i++)
+      g_strv_builder_add (builder, ((const TachPreset *) g_ptr_array_index (presets, i))->name);
+    names = g_strv_builder_end (builder);
+    gtk_string_list_splice (self->presets, 0, n_old, (const char *const *) names);
+  }
+  /* The report's case first, the fastest correct one last. */
+  gtk_drop_down_set_selected (self->from_choice, 0);
+  gtk_drop_down_set_selected (self->to_choice, presets->len > 0 ? presets->len - 1 : 0);
+}
+
+gboolean
+tach_explain_view_set_presets (TachExplainView *self, const char *from, const char *to)
+{
+  guint n = g_list_model_get_n_items (G_LIST_MODEL (self->presets));
+  guint a = G_MAXUINT, b = G_MAXUINT;
+
+  tach_explain_view_refresh_presets (self);
+  for (guint i = 0; i < n; i++)
+    {
+      const char *name = gtk_string_list_get_string (self->presets, i);
+
+      if (g_strcmp0 (name, from) == 0)
+        a = i;
+      if (g_strcmp0 (name, to) == 0)
+        b = i;
+    }
+  if (a == G_MAXUINT || b == G_MAXUINT)
+    return FALSE;
+  gtk_drop_down_set_selected (self->from_choice, a);
+  gtk_drop_down_set_selected (self->to_choice, b);
+  return TRUE;
+}
+
+static void
+update_state (TachExplainView *self)
+{
+  gboolean running = self->cancellable != NULL;
+
+  gtk_button_set_label (self->button, running ? _("_Stop") : _("_Explain"));
+  /* Through the window's actions, so that Explain waits for a run to end
+   * as Compare does, and Stop stops whatever runs. */
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->button), running ? "win.stop" : "win.explain");
+  if (running)
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self->button), "suggested-action");
+      gtk_widget_add_css_class (GTK_WIDGET (self->button), "destructive-action");
+    }
+  else
+    {
+      gtk_widget_remove_css_class (GTK_WIDGET (self->button), "destructive-action");
+      gtk_widget_add_css_class (GTK_WIDGET (self->button), "suggested-action");
+    }
+  gtk_widget_set_visible (GTK_WIDGET (self->progress), running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->from_choice), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->to_choice), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->explain != NULL);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+}
+
+/* What the chart shows, in words: the check, the method, and a sentence
+ * per knob with more than a tenth of the gap. */
+static void
+show_result (TachExplainView *self)
+{
+  TachExplain *explain = self->explain;
+  g_autoptr(GString) summary = g_string_new (NULL);
+  g_autoptr(GString) text = g_string_new (NULL);
+  const TachExplainCost *a = tach_explain_get_cost (explain, FALSE);
+  const TachExplainCost *b = tach_explain_get_cost (explain, TRUE);
+  GArray *failures = tach_explain_get_failures (explain);
+  double sum = 0, lo, hi;
+  guint used = 0, drawn = 0;
+
+  for (guint i = 0; i < tach_explain_get_n_knobs (explain); i++)
+    {
+      const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+
+      sum += knob->share_ms;
+      if (!isnan (knob->fraction) && fabs (knob->fraction) > 0.10)
+        {
+          g_autofree char *sentence = tach_explain_dup_sentence (explain, i);
+
+          g_string_append_printf (text, "%s%s", text->len > 0 ? "\n" : "", sentence);
+        }
+    }
+  tach_explain_get_gap_range (explain, &lo, &hi);
+  tach_explain_get_orderings (explain, &used, &drawn);
+  g_string_append_printf (summary, _("The shares sum to %+.2f ms; the measured gap is %+.2f ms "
+                                     "(rounds %+.2f to %+.2f ms)."),
+                          sum, b->step_ms - a->step_ms, lo, hi);
+  g_string_append (summary, " ");
+  if (tach_explain_is_exact (explain))
+    g_string_append_printf (summary, _("Exact Shapley values over %u configurations, %u rounds."),
+                            tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  else
+    g_string_append_printf (summary, _("Sampled Shapley values: %u random orderings, %u configurations, %u rounds."),
+                            drawn, tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  if (used < drawn)
+    g_string_append_printf (summary, _(" %u of %u orderings run at every step."), used, drawn);
+  for (guint i = 0; i < failures->len; i++)
+    {
+      const TachExplainFailure *f = &g_array_index (failures, TachExplainFailure, i);
+
+      g_string_append_printf (summary, "\n");
+      g_string_append_printf (summary, _("Could not run %s: %s"), f->name, f->reason);
+    }
+  gtk_label_set_text (self->summary, summary->str);
+  gtk_label_set_text (self->text, text->str);
+  tach_explain_chart_set_explain (self->chart, explain);
+}
+
+/* ---------------------------------------------------------------- worker */
+
+typedef struct {
+  TachExplainView *view;   /* owned ref */
+  guint            generation;
+} ProgressIdle;
+
+static gboolean
+on_progress_idle (gpointer data)
+{
+  ProgressIdle *idle = data;
+  TachExplainView *self = idle->view;
+
+  g_atomic_int_set (&self->idle_pending, 0);
+  if (idle->generation == self->generation && self->cancellable != NULL)
+    {
+      int done = g_atomic_int_get (&self->done), total = g_atomic_int_get (&self->total);
+      g_autofree char *label = g_strdup_printf (_("%d of %d configurations measured"), done, total);
+
+      gtk_progress_bar_set_fraction (self->progress, total > 0 ? (double) done / total : 0);
+      gtk_progress_bar_set_text (self->progress, label);
+    }
+  g_object_unref (idle->view);
+  g_free (idle);
+  return G_SOURCE_REMOVE;
+}
+
+/* Worker thread: at most one idle pending, as the engine's hand-off. */
+static void
+on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
+{
+  GTask *task = user_data;
+  TachExplainView *self = g_task_get_source_object (task);
+  ProgressIdle *idle;
+
+  (void) explain;
+  g_atomic_int_set (&self->done, (gint) done);
+  g_atomic_int_set (&self->total, (gint) total);
+  if (!g_atomic_int_compare_and_exchange (&self->idle_pending, 0, 1))
+    return;
+  idle = g_new (ProgressIdle, 1);
+  idle->view = g_object_ref (self);
+  idle->generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+  g_main_context_invoke (g_task_get_context (task), on_progress_idle, idle);
+}
+
+static void
+explain_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  TachExplain *explain = task_data;
+  GError *error = NULL;
+
+  (void) source;
+  if (tach_explain_run (explain, cancellable, on_progress, task, &error))
+    g_task_return_boolean (task, TRUE);
+  else
+    g_task_return_error (task, error);
+}
+
+static void
+on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  TachExplainView *self = TACH_EXPLAIN_VIEW (source);
+  GTask *task = G_TASK (result);
+  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+  g_autoptr(GError) error = NULL;
+
+  (void) user_data;
+  if (generation != self->generation)
+    return;
+  g_clear_object (&self->cancellable);
+  if (g_task_propagate_boolean (task, &error))
+    {
+      /* The task keeps its data until it is freed: take a copy of the
+       * pointer and keep the explanation alive through the task's ref. */
+      g_clear_pointer (&self->explain, tach_explain_free);
+      self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
+      show_result (self);
+    }
+  else if (!g_error_matches (error, TACH_ERROR, TACH_ERROR_CANCELLED))
+    g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Cannot Explain the Gap"), error);
+  update_state (self);
+  g_signal_emit (self, signals[SIGNAL_FINISHED], 0);
+}
+
+gboolean
+tach_explain_view_start_configs (TachExplainView *self,
+                                 const TachConfig *from, const char *from_label,
+                                 const TachConfig *to, const char *to_label,
+                                 GError **error)
+{
+  g_autoptr(GTask) task = NULL;
+  TachExplain *explain;
+
+  g_return_val_if_fail (TACH_IS_EXPLAIN_VIEW (self), FALSE);
+  if (self->cancellable != NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("An explanation is already running: stop it first"));
+      return FALSE;
+    }
+  explain = tach_explain_new (from, to, TACH_EXPLAIN_MIN_ROUNDS, error);
+  if (explain == NULL)
+    return FALSE;
+  tach_explain_set_labels (explain, from_label, to_label);
+
+  self->generation++;
+  self->cancellable = g_cancellable_new ();
+  g_atomic_int_set (&self->done, 0);
+  g_atomic_int_set (&self->total, (gint) (tach_explain_get_n_configs (explain)
+                                          * tach_explain_get_rounds (explain)));
+  gtk_progress_bar_set_fraction (self->progress, 0);
+  gtk_progress_bar_set_text (self->progress, _("Measuring…"));
+  task = g_task_new (self, self->cancellable, on_explained, NULL);
+  g_task_set_source_tag (task, tach_explain_view_start_configs);
+  g_object_set_data (G_OBJECT (task), "tach-generation", GUINT_TO_POINTER (self->generation));
+  /* Owned by the task until the result is taken; the worker reads it
+   * only while the task runs. */
+  g_object_set_data_full (G_OBJECT (task), "tach-explain", explain,
+                          (GDestroyNotify) tach_explain_free);
+  g_task_set_task_data (task, explain, NULL);
+  g_task_run_in_thread (task, explain_thread);
+  update_state (self);
+  return TRUE;
+}
+
+gboolean
+tach_explain_view_start (TachExplainView *self, GError **error)
+{
+  const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
+  const char *a, *b;
+  TachConfig from, to;
+  gboolean ok;
+
+  g_return_val_if_fail (base != NULL, FALSE);
+  tach_explain_view_refresh_presets (self);
+  a = gtk_string_list_get_string (self->presets, gtk_drop_down_get_selected (self->from_choice));
+  b = gtk_string_list_get_string (self->presets, gtk_drop_down_get_selected (self->to_choice));
+  if (a == NULL || b == NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("Choose two presets to explain the gap between"));
+      return FALSE;
+    }
+  tach_config_copy (&from, base);
+  tach_config_copy (&to, base);
+  ok = tach_config_apply_preset (&from, a, error) && tach_config_apply_preset (&to, b, error)
+       && tach_explain_view_start_configs (self, &from, a, &to, b, error);
+  tach_config_clear (&from);
+  tach_config_clear (&to);
+  return ok;
+}
+
+void
+tach_explain_view_stop (TachExplainView *self)
+{
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+}
+
+/* --------------------------------------------------------------- exports */
+
+gboolean
+tach_explain_view_export_image (TachExplainView *self, const char *path, GError **error)
+{
+  return tach_explain_chart_export (self->chart, path, 1100, error);
+}
+
+gboolean
+tach_explain_view_export_csv (TachExplainView *self, const char *dir, GError **error)
+{
+  if (self->explain == NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_IO, _("There is no explanation to export yet"));
+      return FALSE;
+    }
+  return tach_explain_csv_append (self->explain, dir, error);
+}
+
+static void
+on_export_chosen (GtkNativeDialog *dialog, int response, TachExplainView *self)
+{
+  const char *format = g_object_get_data (G_OBJECT (dialog), "tach-format");
+
+  if (response == GTK_RESPONSE_ACCEPT)
+    {
+      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
+      g_autofree char *path = file != NULL ? g_file_get_path (file) : NULL;
+      g_autoptr(GError) error = NULL;
+      gboolean ok;
+
+      if (path != NULL)
+        {
+          ok = g_str_equal (format, "csv") ? tach_explain_view_export_csv (self, path, &error)
+                                           : tach_explain_view_export_image (self, path, &error);
+          if (!ok)
+            g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Cannot Export the Explanation"), error);
+        }
+    }
+  g_clear_object (&self->chooser);
+}
+
+static void
+export_action (GtkWidget *widget, const char *action_name, GVariant *parameter)
+{
+  TachExplainView *self = TACH_EXPLAIN_VIEW (widget);
+  const char *format = g_variant_get_string (parameter, NULL);
+  gboolean csv = g_str_equal (format, "csv");
+  GtkRoot *root = gtk_widget_get_root (widget);
+
+  (void) action_name;
+  g_clear_object (&self->chooser);
+  self->chooser = gtk_file_chooser_native_new (csv ? _("Export the Explanation to a Folder")
+                                                   : _("Export the Waterfall"),
+                                               GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
+                                               csv ? GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER
+                                                   : GTK_FILE_CHOOSER_ACTION_SAVE,
+                                               _("_Export"), _("_Cancel"));
+  if (!csv)
+    {
+      g_autofree char *name = g_strdup_printf ("tach-explain.%s", format);
+
+      gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (self->chooser), name);
+    }
+  g_object_set_data_full (G_OBJECT (self->chooser), "tach-format", g_strdup (format), g_free);
+  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
+  g_signal_connect (self->chooser, "response", G_CALLBACK (on_export_chosen), self);
+  gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+}
+
+/* ----------------------------------------------------------------- class */
+
+static void
+tach_explain_view_dispose (GObject *object)
+{
+  TachExplainView *self = TACH_EXPLAIN_VIEW (object);
+
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_clear_object (&self->chooser);
+  if (self->chart != NULL)
+    tach_explain_chart_set_explain (self->chart, NULL);
+  g_clear_pointer (&self->explain, tach_explain_free);
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  G_OBJECT_CLASS (tach_explain_view_parent_class)->dispose (object);
+}
+
+static void
+tach_explain_view_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_RUNNING:
+      g_value_set_boolean (value, tach_explain_view_get_running (TACH_EXPLAIN_VIEW (object)));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_explain_view_class_init (TachExplainViewClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tach_explain_view_dispose;
+  object_class->get_property = tach_explain_view_get_property;
+
+  properties[PROP_RUNNING] =
+    g_param_spec_boolean ("running", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* Main thread: (heading, error) of a failure to show. */
+  signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                        0, NULL, NULL, NULL, G_TYPE_NONE, 2,
+                                        G_TYPE_STRING, G_TYPE_ERROR);
+  /* Main thread: an explanation ended (finished, stopped or failed). */
+  signals[SIGNAL_FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass),
+                                           G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                           G_TYPE_NONE, 0);
+
+  gtk_widget_class_install_action (widget_class, "explain.export", "s", export_action);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "tach-explain-view");
+}
+
+static void
+tach_explain_view_init (TachExplainView *self)
+{
+  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  GtkWidget *label;
+  g_autoptr(GMenu) menu = g_menu_new ();
+
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+
+  label = gtk_label_new (_("Explain the gap from"));
+  gtk_widget_add_css_class (label, "heading");
+  gtk_box_append (GTK_BOX (row), label);
+  self->presets = gtk_string_list_new (NULL);
+  self->from_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (g_object_ref (self->presets)), NULL));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->from_choice));
+  gtk_box_append (GTK_BOX (row), gtk_label_new (_("to")));
+  self->to_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (self->presets), NULL));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->to_choice));
+  self->button = GTK_BUTTON (gtk_button_new_with_mnemonic (_("_Explain")));
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->button),
+                               _("Measure every mix of the knobs in which the two presets differ, "
+                                 "in shuffled rounds, and give each knob its share of the gap"));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->button));
+
+  g_menu_append (menu, _("Export as _PNG…"), "explain.export::png");
+  g_menu_append (menu, _("Export as _SVG…"), "explain.export::svg");
+  g_menu_append (menu, _("Export _CSV…"), "explain.export::csv");
+  self->export_button = GTK_MENU_BUTTON (gtk_menu_button_new ());
+  gtk_menu_button_set_icon_name (self->export_button, "document-save-symbolic");
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->export_button), _("Export the explanation"));
+  gtk_menu_button_set_menu_model (self->export_button, G_MENU_MODEL (menu));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
+
+  self->progress = GTK_PROGRESS_BAR (gtk_progress_bar_new ());
+  gtk_progress_bar_set_show_text (self->progress, TRUE);
+  gtk_widget_set_hexpand (GTK_WIDGET (self->progress), TRUE);
+  gtk_widget_set_valign (GTK_WIDGET (self->progress), GTK_ALIGN_CENTER);
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
+  gtk_box_append (GTK_BOX (self->box), row);
+
+  self->chart = TACH_EXPLAIN_CHART (tach_explain_chart_new ());
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->chart));
+  self->summary = GTK_LABEL (gtk_label_new (NULL));
+  self->text = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_wrap (self->summary, TRUE);
+  gtk_label_set_xalign (self->summary, 0);
+  gtk_widget_add_css_class (GTK_WIDGET (self->summary), "dim-label");
+  gtk_label_set_wrap (self->text, TRUE);
+  gtk_label_set_xalign (self->text, 0);
+  gtk_label_set_selectable (self->text, TRUE);
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->summary));
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->text));
+
+  update_state (self);
+}
+
+GtkWidget *
+tach_explain_view_new (void)
+{
+  return g_object_new (TACH_TYPE_EXPLAIN_VIEW, NULL);
+}
