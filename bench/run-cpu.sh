@@ -1,21 +1,28 @@
 #!/bin/sh
-# run-cpu.sh: Tach against PyTorch on the CPU, side by side.
+# run-cpu.sh: Tach against PyTorch and TensorFlow on the CPU, side by side.
 #
-# Runs each workload's `tuned` preset in Tach and the same model in PyTorch
-# (bench/torch_workloads.py: same shapes, optimizer and batch, PyTorch's
-# best of 1 and 2 threads), alternating, for several rounds, then prints
-# per workload both medians, their ratio, and Tach's achieved GFLOP/s as a
-# share of the machine's sgemm peak as Tach's device reports it (measured
-# once on an idle machine and cached; see `tach-cli devices`).
+# Runs each workload's `tuned` preset in Tach and the same model in each
+# peer: PyTorch eager and torch.compile (bench/torch_workloads.py) and
+# TensorFlow 2 / Keras 3 (bench/tf_workloads.py: `fit` for training, a
+# tf.function for generation), each peer at its best of 1 and 2 threads,
+# alternating who goes first, for several rounds.  Then it names the CPU,
+# its vector extensions and its sgemm peak, and prints per workload every
+# side's median, Tach's ratio to the best peer against the target, and
+# Tach's achieved GFLOP/s as a share of the sgemm peak as Tach's device
+# reports it (measured on an idle machine and cached; see `tach-cli
+# devices`).
 #
-# Usage: bench/run-cpu.sh [--rounds N] [--quick] [--cases LIST] [--out DIR]
+# Usage: bench/run-cpu.sh [--rounds N] [--quick] [--cases LIST] [--peers LIST] [--out DIR]
 #   --rounds N    rounds of alternating runs (default 3)
-#   --quick       fewer steps per run, for a check in about a minute
+#   --quick       fewer steps per run, for a check in a few minutes
 #   --cases LIST  comma-separated: bilstm, lstm-lm-generate, lstm-lm-train, cnn,
-#                 cnn-bf16 (both sides in bf16; needs AVX-512 BF16)
+#                 cnn-bf16 (every side in bf16; needs AVX-512 BF16)
+#   --peers LIST  comma-separated: torch, torch-compile, tf (default: all three;
+#                 tf is left out, with a note, where TensorFlow is not installed)
 #   --out DIR     keep the CSVs and logs there (default: a new temporary folder)
 # Environment: TACH_CLI (default build/app/tach-cli), PYTHON (default
-# bench/.venv/bin/python, else python3).
+# bench/.venv/bin/python, else python3); TACH_CPU_ISA=avx2 times Tach's
+# AVX2 path on an AVX-512 machine (the peers keep theirs).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -24,6 +31,8 @@ cli=${TACH_CLI:-$root/build/app/tach-cli}
 rounds=3
 quick=no
 cases="bilstm,lstm-lm-generate,lstm-lm-train,cnn"
+peers="torch,torch-compile,tf"
+peers_given=no
 out=
 
 while [ $# -gt 0 ]; do
@@ -31,6 +40,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --quick) quick=yes; shift ;;
     --cases) cases=$2; shift 2 ;;
+    --peers) peers=$2; peers_given=yes; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-cpu.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
@@ -48,6 +58,22 @@ if ! "$python" -c 'import torch, pandas' 2>/dev/null; then
   echo "run-cpu.sh: $python cannot import torch and pandas; see bench/README.md" >&2
   exit 1
 fi
+if ! "$python" -c 'import tensorflow' 2>/dev/null; then
+  case ",$peers," in
+    *,tf,*)
+      if [ "$peers_given" = yes ]; then
+        echo "run-cpu.sh: $python cannot import tensorflow; see bench/README.md" >&2
+        exit 1
+      fi
+      echo "run-cpu.sh: note: $python has no tensorflow, so TensorFlow is left out (see bench/README.md)"
+      peers=$(echo ",$peers," | sed -e 's/,tf,/,/' -e 's/^,//' -e 's/,$//') ;;
+  esac
+fi
+for peer in $(echo "$peers" | tr ',' ' '); do
+  case $peer in torch|torch-compile|tf) ;;
+    *) echo "run-cpu.sh: unknown peer '$peer' (torch, torch-compile, tf)" >&2; exit 2 ;;
+  esac
+done
 if [ ! -x "$cli" ]; then
   echo "run-cpu.sh: no tach-cli at $cli: build it (meson setup build && meson compile -C build) or set TACH_CLI" >&2
   exit 1
@@ -95,19 +121,52 @@ run_tach () {
     { echo "run-cpu.sh: tach-cli failed on $case; see $out/tach.log" >&2; return 1; }
 }
 
-run_torch () {
-  case=$1
+# One peer's run of one case, appended to PEER.csv (the peers' columns
+# differ a little: the summary reads what they share).
+run_peer () {
+  peer=$1 case=$2
   header=--no-header
-  [ -f "$out/torch.csv" ] || header=
-  "$python" "$here/torch_workloads.py" --device cpu --cases "$(torch_case_for "$case")" \
+  [ -f "$out/$peer.csv" ] || header=
+  case $peer in
+    torch) script=torch_workloads.py; extra="--device cpu" ;;
+    torch-compile) script=torch_workloads.py; extra="--device cpu --compile" ;;
+    tf) script=tf_workloads.py; extra= ;;
+  esac
+  # shellcheck disable=SC2086 # the arguments are words on purpose
+  "$python" "$here/$script" $extra --cases "$(torch_case_for "$case")" \
     --precision "$(precision_for "$case")" --threads 1,2 \
-    --steps "$(steps_for "$case")" --warmup 3 $header >>"$out/torch.csv" 2>>"$out/torch.log" ||
-    { echo "run-cpu.sh: PyTorch failed on $case; see $out/torch.log" >&2; return 1; }
+    --steps "$(steps_for "$case")" --warmup 3 $header >>"$out/$peer.csv" 2>>"$out/$peer.log" ||
+    { echo "run-cpu.sh: $peer failed on $case; see $out/$peer.log" >&2; return 1; }
 }
 
+run_peers () {
+  for peer in $(echo "$peers" | tr ',' ' '); do
+    run_peer "$peer" "$1"
+  done
+}
+
+# The CPU: its model, its vector extensions and the level Tach runs at.
+cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
+cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' '\n' |
+  grep -E '^(sse4_2|avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx_vnni|amx_tile|amx_bf16)$' |
+  tr '\n' ' ')
+tach_device=$("$cli" devices 2>/dev/null | sed -n 's/^ *libraries *//p' | head -n 1)
+tach_peak=$("$cli" devices 2>/dev/null | sed -n 's/^ *peak *//p' | head -n 1)
+echo "CPU: ${cpu_model:-unknown}, $(getconf _NPROCESSORS_ONLN) cores; vector extensions: $cpu_flags"
+echo "Tach's CPU backend: $tach_device; sgemm peak $tach_peak"
 echo "Tach: $cli"
 echo "PyTorch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"
+case ",$peers," in *,tf,*)
+  echo "TensorFlow: $("$python" -c 'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"; import tensorflow as tf, keras; print(tf.__version__, "keras", keras.__version__)' 2>/dev/null)" ;;
+esac
+echo "Peers: $peers"
 echo "Output: $out"
+{
+  echo "cpu=$cpu_model"
+  echo "flags=$cpu_flags"
+  echo "tach_device=$tach_device"
+  echo "peak=$tach_peak"
+} >"$out/machine.txt"
 
 round=1
 while [ "$round" -le "$rounds" ]; do
@@ -117,9 +176,9 @@ while [ "$round" -le "$rounds" ]; do
     # Alternate who goes first, so that a slow drift of the machine (heat,
     # other load) does not favour one side.
     if [ $((round % 2)) -eq 1 ]; then
-      run_tach "$case"; run_torch "$case"
+      run_tach "$case"; run_peers "$case"
     else
-      run_torch "$case"; run_tach "$case"
+      run_peers "$case"; run_tach "$case"
     fi
   done
   round=$((round + 1))
@@ -132,8 +191,15 @@ import sys
 import pandas as pd
 
 out, cases = sys.argv[1], sys.argv[2].split(",")
-torch_runs = pd.read_csv(os.path.join(out, "torch.csv"))
+peer_runs = pd.concat([pd.read_csv(os.path.join(out, f"{peer}.csv"))
+                       for peer in ("torch", "torch-compile", "tf")
+                       if os.path.exists(os.path.join(out, f"{peer}.csv"))],
+                      ignore_index=True)
+peer_runs["side"] = peer_runs["framework"].map({"pytorch": "PyTorch", "tensorflow": "TF"})
+peer_runs.loc[peer_runs["mode"] == "compile", "side"] = "PyTorch compile"
 peaks = []
+# Issue 17's targets: Tach's steps/s over the best peer's.
+TARGETS = {"bilstm": 2.0, "lstm-lm-train": 2.0, "cnn": 1.6, "lstm-lm-generate": 20.0}
 
 
 def column(frame, *names):
@@ -142,11 +208,6 @@ def column(frame, *names):
             return frame[name]
     raise SystemExit(f"run-cpu.sh: runs.csv has none of {names}; its columns: "
                      + ", ".join(frame.columns))
-
-
-def torch_median(case, precision):
-    runs = torch_runs[(torch_runs["case"] == case) & (torch_runs["precision"] == precision)]
-    return runs, runs["steps_per_s_median"].median()
 
 
 rows = []
@@ -158,21 +219,28 @@ for case in cases:
     # and recorded with each run: achieved / share.
     share = column(tach, "peak_share")
     peaks.extend((column(tach, "achieved_gflops") / share)[share > 0])
-    torch_case = case.removesuffix("-bf16")
+    peer_case = case.removesuffix("-bf16")
     precision = "bf16" if case.endswith("-bf16") else "fp32"
-    torch, median = torch_median(torch_case, precision)
-    _, fp32_median = torch_median(torch_case, "fp32")
-    rows.append({
-        "case": case,
-        "rounds": len(tach),
-        "Tach steps/s": tach_median,
-        "PyTorch steps/s": median,
-        "PyTorch threads": int(torch["threads"].mode().iloc[0]),
-        "ratio": tach_median / median,
-        "vs PyTorch fp32": tach_median / fp32_median,
+    runs = peer_runs[(peer_runs["case"] == peer_case) & (peer_runs["precision"] == precision)]
+    row = {"case": case, "rounds": len(tach), "Tach": tach_median}
+    best_side, best = None, 0.0
+    for side, group in runs.groupby("side", sort=False):
+        median = group["steps_per_s_median"].median()
+        row[side] = median
+        row[f"{side} thr"] = int(group["threads"].mode().iloc[0])
+        if median > best:
+            best_side, best = side, median
+    target = TARGETS.get(peer_case, float("nan"))
+    ratio = tach_median / best if best > 0 else float("nan")
+    row.update({
+        "best peer": best_side or "-",
+        "Tach/best": ratio,
+        "target": target,
+        "met": "yes" if ratio >= target else "no",
         "Tach GFLOP/s": gflops,
         "% sgemm peak": 100.0 * share.median(),
     })
+    rows.append(row)
 
 table = pd.DataFrame(rows)
 table.to_csv(os.path.join(out, "summary.csv"), index=False)
@@ -180,5 +248,9 @@ print()
 peak = pd.Series(peaks).median() if peaks else float("nan")
 print(f"sgemm peak: {peak:.1f} GFLOP/s fp32 (Tach's device figure, measured on 1024^3 "
       "products and cached per CPU model; tach-cli devices)")
+pd.set_option("display.width", 250)
 print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
+print()
+print("Steps/s, each side's median over rounds of each run's median; a peer at its best of "
+      "1 and 2 threads (thr).\nTach/best: Tach over the fastest peer; target: issue 17's.")
 EOF

@@ -14,6 +14,7 @@ switches were on.
     torch_workloads.py --device cpu --cases all --steps 50
     torch_workloads.py --device cuda --graphs --cases bilstm --format json
     torch_workloads.py --device cuda --precision default --cases all
+    torch_workloads.py --device cpu --compile --cases bilstm
     torch_workloads.py --sgemm-peak
 """
 
@@ -99,13 +100,16 @@ def adam(params, device, graphs):
     return torch.optim.Adam([p for p in params if p.requires_grad], **kwargs)
 
 
-def build_case(case, batch, device, graphs):
+def build_case(case, batch, device, graphs, compiled=False):
     """Returns (step function, items per step).  A step function runs one
-    step and leaves its results on the device (no host sync)."""
+    step and leaves its results on the device (no host sync).  @compiled:
+    the model goes through torch.compile (forward and backward; the
+    optimizer step stays eager)."""
     gen = torch.Generator(device="cpu").manual_seed(1)
+    wrap = torch.compile if compiled else (lambda m: m)
 
     if case == "bilstm":
-        model = BiLstmClassifier().to(device)
+        model = wrap(BiLstmClassifier().to(device))
         opt = adam(model.parameters(), device, graphs)
         # A few resident batches, like Tach's feed=resident: the input
         # needs no gradient.
@@ -124,7 +128,7 @@ def build_case(case, batch, device, graphs):
         return model, step, batch, (xs, ys)
 
     if case == "lstm-lm-train":
-        model = LstmLm().to(device)
+        model = wrap(LstmLm().to(device))
         opt = adam(model.parameters(), device, graphs)
         toks = [torch.randint(0, VOCAB, (batch, CONTEXT + 1), generator=gen).to(device)
                 for _ in range(4)]
@@ -141,7 +145,7 @@ def build_case(case, batch, device, graphs):
         return model, step, batch, (toks,)
 
     if case == "lstm-lm-generate":
-        model = LstmLm().to(device).eval()
+        model = wrap(LstmLm().to(device).eval())
         ctx = torch.randint(0, VOCAB, (batch, CONTEXT), generator=gen).to(device)
 
         def step():
@@ -157,7 +161,7 @@ def build_case(case, batch, device, graphs):
         return model, step, batch, (ctx,)
 
     if case == "cnn":
-        model = MnistCnn().to(device)
+        model = wrap(MnistCnn().to(device))
         opt = torch.optim.SGD(model.parameters(), lr=1e-3)
         xs = [torch.rand(batch, 1, 28, 28, generator=gen).to(device) for _ in range(4)]
         ys = [torch.randint(0, 10, (batch,), generator=gen).to(device) for _ in range(4)]
@@ -250,7 +254,7 @@ def run_case(case, args, device, threads):
     batch = args.batch or default_batch
     # Autocast covers the capture too, so a graph replays bf16 kernels.
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
-        model, step, items, _keep = build_case(case, batch, device, args.graphs)
+        model, step, items, _keep = build_case(case, batch, device, args.graphs, args.compile)
         if args.graphs:
             step = graph_step(step, device, args.warmup)
         times = time_steps(step, args.steps, args.warmup, device)
@@ -263,7 +267,7 @@ def run_case(case, args, device, threads):
         "workload": workload,
         "task": task,
         "device": device.type,
-        "mode": "graphs" if args.graphs else "eager",
+        "mode": "graphs" if args.graphs else "compile" if args.compile else "eager",
         "precision": args.precision,
         "cudnn_tf32": int(cudnn_tf32),
         "matmul_tf32": int(matmul_tf32),
@@ -308,6 +312,8 @@ def main(argv=None):
                         help="CPU thread counts to try; the best is kept")
     parser.add_argument("--graphs", action="store_true",
                         help="CUDA only: capture each step as a CUDA graph and replay it")
+    parser.add_argument("--compile", action="store_true",
+                        help="run the model through torch.compile (default inductor backend)")
     parser.add_argument("--precision", default="fp32", choices=("fp32", "default", "bf16"),
                         help="fp32: TF32 off in cuDNN and cuBLAS (as Tach's fp32); default: "
                              "PyTorch's own TF32 choice (cuDNN on, matmul off; compared with "
@@ -328,6 +334,9 @@ def main(argv=None):
     if device.type == "cuda" and not torch.cuda.is_available():
         print("torch_workloads.py: CUDA is not available to PyTorch", file=sys.stderr)
         return 1
+    if args.graphs and args.compile:
+        print("torch_workloads.py: --graphs and --compile are separate modes", file=sys.stderr)
+        return 2
     if args.graphs and device.type != "cuda":
         print("torch_workloads.py: --graphs needs --device cuda", file=sys.stderr)
         return 2
