@@ -314,7 +314,9 @@ tach_cli_print_summary (TachRun *run)
           t.median, t.p10, t.p90, s.steps);
   printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), t.items);
   if (!isnan (s.first_loss) || !isnan (s.final_loss))
-    printf (_("  loss         %s first → %s final\n"), t.first, t.final);
+    printf (ngettext ("  loss         %s first → %s final, each the mean of %u step\n",
+                      "  loss         %s first → %s final, each the mean of %u steps\n",
+                      s.loss_window_steps), t.first, t.final, s.loss_window_steps);
   printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"),
           t.feed, t.compute, t.sync, t.host);
   if (!isnan (s.achieved_flops) && s.achieved_flops > 0)

@@ -32,6 +32,7 @@ static const char *const samples_header[] = {
 static const char *const runs_tail[] = {
   "state", "error", "measured_steps", "median_steps_per_s", "p10_steps_per_s",
   "p90_steps_per_s", "items_per_s", "items_unit", "first_loss", "final_loss",
+  "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s", NULL
 };
@@ -209,6 +210,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, s.items_unit);
   add_double (row, s.first_loss);
   add_double (row, s.final_loss);
+  add_uint (row, s.loss_window_steps);
   add_double (row, s.test_accuracy);
   add_double (row, s.feed_share);
   add_double (row, s.compute_share);

@@ -303,8 +303,12 @@ typedef struct {
   double  steps_per_s_p90;
   double  items_per_s;        /* samples/s or tokens/s */
   const char *items_unit;     /* "samples/s" or "tokens/s" */
-  double  final_loss;         /* mean loss of the last 10 steps, NaN if none */
-  double  first_loss;         /* mean loss of the first 10 measured steps */
+  /* Means over two windows of measured steps that never overlap, each
+   * loss_window_steps long: at most 10 steps and at most half of them.
+   * With one measured step, final_loss is that step's and first_loss NaN. */
+  double  final_loss;         /* mean loss of the last window, NaN if none */
+  double  first_loss;         /* mean loss of the first window */
+  guint   loss_window_steps;
   double  feed_share, compute_share, sync_share, host_share; /* of step time */
   double  flops_per_step;
   double  achieved_flops;     /* at the median step rate */

@@ -240,6 +240,17 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
       *bad = "peak_memory_bytes";
       return FALSE;
     }
+  {
+    guint64 window = 0;
+
+    /* Absent in folders written before the column existed: 0, unknown. */
+    if (!parse_uint64 (field (columns, fields, "loss_window_steps"), &window) || window > G_MAXUINT)
+      {
+        *bad = "loss_window_steps";
+        return FALSE;
+      }
+    s->loss_window_steps = (guint) window;
+  }
   /* The unit is a static string, as the engine's own summaries have it. */
   s->items_unit = g_strcmp0 (field (columns, fields, "items_unit"), "tokens/s") == 0
                   ? "tokens/s" : "samples/s";

@@ -104,9 +104,14 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
   out->steps_per_s_p90 = percentile (rates, n_rates, 0.9);
   out->items_per_s = (double) items_per_step * out->steps_per_s_median;
 
-  window = MIN (LOSS_WINDOW, n_measured);
+  /* Two windows that never overlap, so that a short run's first and final
+   * losses are two different averages; a single step is only a final one. */
+  window = MIN (LOSS_WINDOW, n_measured / 2);
   out->first_loss = window > 0 ? mean_loss (measured, 0, window) : NAN;
+  if (n_measured == 1)
+    window = 1;
   out->final_loss = window > 0 ? mean_loss (measured, n_measured - window, window) : NAN;
+  out->loss_window_steps = window;
 
   if (step_sum > 0.0)
     {

@@ -92,6 +92,9 @@ assert_same_run (TachRun *made, TachRun *loaded)
   assert_same_double (a.steps_per_s_p10, b.steps_per_s_p10);
   assert_same_double (a.items_per_s, b.items_per_s);
   assert_same_double (a.final_loss, b.final_loss);
+  assert_same_double (a.first_loss, b.first_loss);
+  g_assert_cmpuint (a.loss_window_steps, >, 0);
+  g_assert_cmpuint (a.loss_window_steps, ==, b.loss_window_steps);
   assert_same_double (a.compute_share, b.compute_share);
   assert_same_double (a.achieved_flops, b.achieved_flops);
   g_assert_cmpuint (a.peak_memory_bytes, ==, b.peak_memory_bytes);

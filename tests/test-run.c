@@ -320,9 +320,11 @@ test_summary_math (void)
   g_assert_cmpfloat_with_epsilon (s.steps_per_s_p10, 100.0 + 0.9 * (1000.0 / 9 - 100.0), 1e-9);
   g_assert_cmpfloat_with_epsilon (s.steps_per_s_p90, 500.0 + 0.1 * 500.0, 1e-9);
   g_assert_cmpfloat_with_epsilon (s.items_per_s, 8 * s.steps_per_s_median, 1e-9);
-  /* Losses 0..9 with step 3's (loss 1) missing. */
-  g_assert_cmpfloat_with_epsilon (s.first_loss, (45.0 - 1.0) / 9.0, 1e-12);
-  g_assert_cmpfloat_with_epsilon (s.final_loss, s.first_loss, 1e-12);
+  /* Losses 0..9 with step 3's (loss 1) missing: two windows of half the
+   * measured steps each, never the same steps twice. */
+  g_assert_cmpuint (s.loss_window_steps, ==, 5);
+  g_assert_cmpfloat_with_epsilon (s.first_loss, (0.0 + 2.0 + 3.0 + 4.0) / 4.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (s.final_loss, (5.0 + 6.0 + 7.0 + 8.0 + 9.0) / 5.0, 1e-12);
   g_assert_cmpfloat_with_epsilon (s.feed_share, 0.1, 1e-12);
   g_assert_cmpfloat_with_epsilon (s.compute_share, 0.5, 1e-12);
   g_assert_cmpfloat_with_epsilon (s.sync_share, 0.2, 1e-12);
@@ -330,6 +332,18 @@ test_summary_math (void)
   g_assert_cmpfloat_with_epsilon (s.achieved_flops, 1e9 * s.steps_per_s_median, 1e-3);
   g_assert_cmpfloat_with_epsilon (s.peak_share, s.achieved_flops / 1e12, 1e-15);
   g_assert_cmpfloat (s.wall_s, ==, 11.0);
+
+  /* Three measured steps (losses 0, unobserved, 2): one step each. */
+  tach_summary_compute (samples, 5, 8, 1e9, 1e12, &s);
+  g_assert_cmpuint (s.steps, ==, 3);
+  g_assert_cmpuint (s.loss_window_steps, ==, 1);
+  g_assert_cmpfloat (s.first_loss, ==, 0.0);
+  g_assert_cmpfloat (s.final_loss, ==, 2.0);
+  /* One measured step is a final loss, not also a first one. */
+  tach_summary_compute (samples, 3, 8, 1e9, 1e12, &s);
+  g_assert_cmpuint (s.loss_window_steps, ==, 1);
+  g_assert_true (isnan (s.first_loss));
+  g_assert_cmpfloat (s.final_loss, ==, 0.0);
 
   /* Nothing measured: no invented figures. */
   tach_summary_compute (samples, 2, 8, 1e9, 0.0, &s);
