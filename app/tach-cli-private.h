@@ -37,6 +37,7 @@ typedef struct {
   char   *csv_dir;    /* owned, or NULL */
   char   *from, *to;  /* owned: explain's sides (a preset or "k=v ..."), or NULL */
   guint   rounds;     /* explain's rounds */
+  char   *tensorboard_dir; /* owned, or NULL */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 

@@ -394,6 +394,22 @@ tach_cli_write_csv (const char *dir, GPtrArray *runs)
   return TRUE;
 }
 
+/* Writes the runs as TensorBoard event files; reports an error itself. */
+static gboolean
+tach_cli_write_tensorboard (const char *dir, GPtrArray *runs)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (dir == NULL || runs->len == 0)
+    return TRUE;
+  if (!tach_tensorboard_export (dir, runs, NULL, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* Whether a run ran far enough to be worth a CSV row. */
 static gboolean
 tach_cli_run_has_results (TachRun *run)
@@ -471,7 +487,8 @@ tach_cli_command_run (const TachCliOptions *options)
         g_ptr_array_add (runs, tach_run_ref (run));
     }
 
-  if (!tach_cli_write_csv (options->csv_dir, runs))
+  if (!tach_cli_write_csv (options->csv_dir, runs)
+      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
     status = TACH_CLI_EXIT_FAILURE;
   if (session.interrupted && status == TACH_CLI_EXIT_OK)
     status = TACH_CLI_EXIT_INTERRUPTED;
@@ -711,7 +728,8 @@ tach_cli_command_sweep (const TachCliOptions *options)
 
   tach_cli_print_sweep_table (rows);
 
-  if (!tach_cli_write_csv (options->csv_dir, runs))
+  if (!tach_cli_write_csv (options->csv_dir, runs)
+      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
     status = MAX (status, TACH_CLI_EXIT_FAILURE);
   if (session.interrupted && status == TACH_CLI_EXIT_OK)
     status = TACH_CLI_EXIT_INTERRUPTED;

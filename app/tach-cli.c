@@ -34,6 +34,7 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->csv_dir, g_free);
   g_clear_pointer (&options->from, g_free);
   g_clear_pointer (&options->to, g_free);
+  g_clear_pointer (&options->tensorboard_dir, g_free);
   g_clear_pointer (&options->knobs, g_array_unref);
 }
 
@@ -154,8 +155,8 @@ tach_cli_print_help (void)
                             tach_workload_to_string ((TachWorkload) w));
 
   g_string_append (out, _("Usage:\n"));
-  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR]\n"));
-  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--KNOB VALUE]... [--csv DIR]\n"));
+  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
+  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
                           "                   [--KNOB VALUE]... [--rounds N] [--csv DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
@@ -186,6 +187,8 @@ tach_cli_print_help (void)
                          _("explain: interleaved rounds of every configuration (at least 3; 3 by default)"));
   tach_cli_print_option (out, "--csv DIR",
                          _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
+  tach_cli_print_option (out, "--tensorboard DIR",
+                         _("Write every run as a TensorBoard event file under DIR"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -358,7 +361,8 @@ tach_cli_parse_options (const char     *command,
       info = tach_knob_lookup (name);
       if (info == NULL && !g_str_equal (name, "workload") && !g_str_equal (name, "preset") &&
           !g_str_equal (name, "presets") && !g_str_equal (name, "csv") &&
-          !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds"))
+          !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
+          !g_str_equal (name, "tensorboard"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
           return FALSE;
@@ -427,6 +431,15 @@ tach_cli_parse_options (const char     *command,
               return FALSE;
             }
           tach_cli_set_str (&options->csv_dir, value);
+        }
+      else if (g_str_equal (name, "tensorboard"))
+        {
+          if (*value == '\0')
+            {
+              tach_cli_usage_error (_("option '--tensorboard' needs a folder"));
+              return FALSE;
+            }
+          tach_cli_set_str (&options->tensorboard_dir, value);
         }
       else
         {

@@ -405,4 +405,17 @@ const char *tach_run_get_source    (TachRun *run);
 /* FALSE for a knob that the run's results folder did not record. */
 gboolean    tach_run_knob_is_known (TachRun *run, const char *key);
 
+/* ----------------------------------------------------------- TensorBoard */
+
+/* Writes each ended run of @runs (element type TachRun*) as a TensorBoard
+ * event file, DIR/<workload>-<preset>-<run_id>/events.out.tfevents.*.tach
+ * (run_id as in runs.csv, so writing a run again replaces its file): the
+ * knobs as a text summary "knobs" at step 0, and per step the scalars
+ * steps_per_s, loss, accuracy and ms_per_step/{step,feed,compute,sync,host}
+ * (those observed).  Each file is written to a temporary name and renamed.
+ * The paths written are added to @paths (char*) when it is not NULL.
+ * Fails with TACH_ERROR_IO, leaving the files written before.  Any thread. */
+gboolean    tach_tensorboard_export (const char *dir, GPtrArray *runs, GPtrArray *paths,
+                                     GError **error);
+
 G_END_DECLS

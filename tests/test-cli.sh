@@ -282,6 +282,23 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
   fi
 fi
 
+# --tensorboard: one event file per run, in a folder of its own.
+tb=$tmp/tb
+if expect "run with --tensorboard" 0 "steps/s" \
+     "$cli" run --workload bilstm --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 \
+     --tensorboard "$tb"; then
+  n=$(find "$tb" -mindepth 2 -name 'events.out.tfevents.*.tach' | wc -l)
+  if [ "$n" -ne 1 ]; then
+    passed=$((passed - 1))
+    fail "run with --tensorboard" "$n event files (expected 1)"
+  fi
+fi
+expect_usage "--tensorboard needs a folder" "'--tensorboard' needs a folder" \
+  run --workload bilstm --tensorboard=
+expect "--tensorboard into an unwritable folder" 1 "^tach-cli: .*tensorboard" \
+  "$cli" run --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 \
+  --tensorboard "$tmp/file/sub"
+
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ]; then
   exit 1

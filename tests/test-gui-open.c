@@ -97,7 +97,7 @@ test_open_results (Fixture       *fixture,
   TachWindow *window = fixture->window;
   GListModel *runs = tach_window_get_runs (window);
   GListModel *sweep = tach_window_get_sweep (window);
-  g_autofree char *good = g_build_filename (fixture->tmpdir, "h200-sweep", NULL);
+  g_autofree char *good = g_build_filename (fixture->tmpdir, "sweep-out", NULL);
   g_autofree char *bad = g_build_filename (fixture->tmpdir, "cut-short", NULL);
   g_autofree char *out_dir = g_build_filename (fixture->tmpdir, "all", NULL);
   g_autofree char *out_runs = g_build_filename (out_dir, "runs.csv", NULL);
@@ -172,7 +172,7 @@ test_open_results (Fixture       *fixture,
 
       g_object_get (run, "loss-text", &loss_text, "status", &status_text, NULL);
       g_assert_cmpstr (tach_run_object_get_preset (run), ==, row->preset);
-      g_assert_nonnull (strstr (tach_run_object_get_title (run), "h200-sweep"));
+      g_assert_nonnull (strstr (tach_run_object_get_title (run), "sweep-out"));
       g_assert_nonnull (strstr (tach_run_object_get_title (run), tach_run_get_device (tach_run_object_get_run (run))->name));
       g_assert_cmpfloat_with_epsilon (tach_run_object_get_rate (run), row->rate, 0.006);
       g_assert_cmpstr (loss_text, ==, expect_loss);
@@ -194,6 +194,24 @@ test_open_results (Fixture       *fixture,
   /* The corrupted copy's runs are the same runs as the good folder's (the
    * same run ids), so they are written once. */
   g_assert_cmpuint (count_lines (out_runs), ==, 1 + n_sweep + 1);
+
+  /* And Export for TensorBoard writes one folder per run. */
+  {
+    g_autofree char *tb = g_build_filename (fixture->tmpdir, "tb", NULL);
+    g_autoptr(GFile) tb_folder = g_file_new_for_path (tb);
+    g_autoptr(GDir) d = NULL;
+    guint n = 0;
+
+    g_object_set_data (G_OBJECT (window), "test-exported", NULL);
+    tach_window_export_tensorboard (window, tb_folder, NULL, on_exported, &error);
+    g_assert_true (iterate_until (exported, window, 30));
+    g_assert_no_error (error);
+    d = g_dir_open (tb, 0, NULL);
+    g_assert_nonnull (d);
+    while (g_dir_read_name (d) != NULL)
+      n++;
+    g_assert_cmpuint (n, ==, n_sweep + 1);
+  }
 
   if (g_getenv ("TACH_SCREENSHOT_DIR") != NULL)
     {

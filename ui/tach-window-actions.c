@@ -160,29 +160,32 @@ export_csv_thread (GTask        *task,
 {
   GPtrArray *runs = task_data;
   const char *dir = g_object_get_data (G_OBJECT (task), "tach-dir");
+  gboolean tensorboard = g_task_get_source_tag (task) == tach_window_export_tensorboard;
   GError *error = NULL;
 
-  if (tach_csv_append (dir, runs, &error))
+  if (tensorboard ? tach_tensorboard_export (dir, runs, NULL, &error)
+                  : tach_csv_append (dir, runs, &error))
     g_task_return_int (task, runs->len);
   else
     g_task_return_error (task, error);
 }
 
-/* Appends every finished or stopped run to FOLDER/runs.csv and
- * FOLDER/samples.csv on a worker thread; the runs are done, so the engine
- * no longer touches them. */
-void
-tach_window_export_csv (TachWindow          *self,
-                        GFile               *folder,
-                        GCancellable        *cancellable,
-                        GAsyncReadyCallback  callback,
-                        gpointer             user_data)
+/* Writes every finished or stopped run on a worker thread, as CSV or as
+ * TensorBoard event files (@tag says which); the runs are done, so the
+ * engine no longer touches them. */
+static void
+export_runs (TachWindow          *self,
+             gpointer             tag,
+             GFile               *folder,
+             GCancellable        *cancellable,
+             GAsyncReadyCallback  callback,
+             gpointer             user_data)
 {
   g_autoptr(GTask) task = g_task_new (self, cancellable, callback, user_data);
   g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
 
-  g_task_set_source_tag (task, tach_window_export_csv);
+  g_task_set_source_tag (task, tag);
   for (guint i = 0; i < n; i++)
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (G_LIST_MODEL (self->runs), i);
@@ -203,6 +206,30 @@ tach_window_export_csv (TachWindow          *self,
   g_task_set_task_data (task, g_steal_pointer (&runs), (GDestroyNotify) g_ptr_array_unref);
   tach_window_set_busy (self, TRUE);
   g_task_run_in_thread (task, export_csv_thread);
+}
+
+/* Appends every finished or stopped run to FOLDER/runs.csv and
+ * FOLDER/samples.csv. */
+void
+tach_window_export_csv (TachWindow          *self,
+                        GFile               *folder,
+                        GCancellable        *cancellable,
+                        GAsyncReadyCallback  callback,
+                        gpointer             user_data)
+{
+  export_runs (self, tach_window_export_csv, folder, cancellable, callback, user_data);
+}
+
+/* Writes every finished or stopped run as a TensorBoard event file under
+ * FOLDER; _finish is tach_window_export_csv_finish. */
+void
+tach_window_export_tensorboard (TachWindow          *self,
+                                GFile               *folder,
+                                GCancellable        *cancellable,
+                                GAsyncReadyCallback  callback,
+                                gpointer             user_data)
+{
+  export_runs (self, tach_window_export_tensorboard, folder, cancellable, callback, user_data);
 }
 
 gboolean
@@ -248,7 +275,9 @@ on_csv_folder_chosen (GtkNativeDialog *dialog,
 
       if (folder != NULL && g_file_peek_path (folder) != NULL)
         tach_window_remember_folder (self, g_file_peek_path (folder));
-      if (folder != NULL)
+      if (folder != NULL && g_object_get_data (G_OBJECT (dialog), "tach-tensorboard") != NULL)
+        tach_window_export_tensorboard (self, folder, NULL, on_csv_exported, folder);
+      else if (folder != NULL)
         tach_window_export_csv (self, folder, NULL, on_csv_exported, folder);
     }
   g_clear_object (&self->chooser);
@@ -260,11 +289,16 @@ export_csv_action (GtkWidget  *widget,
                    GVariant   *parameter)
 {
   TachWindow *self = TACH_WINDOW (widget);
+  gboolean tensorboard = g_str_equal (action_name, "win.export-tensorboard");
 
   g_clear_object (&self->chooser);
-  self->chooser = gtk_file_chooser_native_new (_("Export Runs to a Folder"), GTK_WINDOW (self),
+  self->chooser = gtk_file_chooser_native_new (tensorboard ? _("Export Runs for TensorBoard")
+                                                           : _("Export Runs to a Folder"),
+                                               GTK_WINDOW (self),
                                                GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER,
                                                _("_Export"), _("_Cancel"));
+  if (tensorboard)
+    g_object_set_data (G_OBJECT (self->chooser), "tach-tensorboard", GINT_TO_POINTER (1));
   tach_window_chooser_set_last_folder (self, GTK_FILE_CHOOSER (self->chooser));
   gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
   g_signal_connect (self->chooser, "response", G_CALLBACK (on_csv_folder_chosen), self);
@@ -365,6 +399,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_install_action (widget_class, "win.explain", NULL, explain_action);
   gtk_widget_class_install_action (widget_class, "win.clear-runs", NULL, clear_runs_action);
   gtk_widget_class_install_action (widget_class, "win.export-csv", NULL, export_csv_action);
+  gtk_widget_class_install_action (widget_class, "win.export-tensorboard", NULL, export_csv_action);
   gtk_widget_class_install_action (widget_class, "win.export-chart", "s", export_chart_action);
   gtk_widget_class_install_property_action (widget_class, "win.log-scale", "log-scale");
   gtk_widget_class_install_property_action (widget_class, "win.by-time", "by-time");

@@ -49,6 +49,7 @@ tach_window_update_actions (TachWindow *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.clear-runs", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-csv", self->busy_count == 0);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-tensorboard", self->busy_count == 0);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
 }
 

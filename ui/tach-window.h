@@ -32,6 +32,11 @@ void             tach_window_export_csv        (TachWindow           *self,
                                                 GCancellable         *cancellable,
                                                 GAsyncReadyCallback   callback,
                                                 gpointer              user_data);
+void             tach_window_export_tensorboard (TachWindow          *self,
+                                                GFile                *folder,
+                                                GCancellable         *cancellable,
+                                                GAsyncReadyCallback   callback,
+                                                gpointer              user_data);
 gboolean         tach_window_export_csv_finish (TachWindow           *self,
                                                 GAsyncResult         *result,
                                                 GError              **error);
