@@ -368,6 +368,68 @@ test_lstm_cell (TachBackend *be)
     }
 }
 
+/* The forward pass of @c's inference plan on @run, a second CPU backend,
+ * over buffers of the test's backend @be (host memory on both). */
+static float *
+cpu_lstm_forward_on (TachBackend *be, TachBackend *run, const LstmCase *c)
+{
+  size_t nx = lstm_x_len (&c->d), ny = lstm_y_len (&c->d), nw = tach_ref_lstm_weights (&c->d);
+  TachLstmPlan *plan = tach_lstm_plan_new (run, &c->d);
+  float *d_x = tach_ops_upload_d (be, c->x, nx);
+  float *d_w = tach_ops_upload_d (be, c->w, nw);
+  float *d_y = tach_ops_alloc (be, ny * sizeof (float));
+
+  tach_ops_assert_ok (run);
+  g_assert_nonnull (plan);
+  tach_op (run, lstm_fwd, plan, d_x, d_w, d_y, NULL);
+  tach_lstm_plan_free (run, plan);
+  tach_ops_assert_ok (run);
+  return tach_ops_download_f (be, d_y, ny);
+}
+
+/* Inference of a few streams with H >= 32 may split its hidden units
+ * between the CPU backend's threads (forced here, TACH_CPU_LSTM_SPLIT:
+ * where it runs is measured): against the reference, and bit for bit
+ * against one thread (the serial pass), in both directions and layouts,
+ * with a span of units that is not a whole number of vectors (H = 40). */
+static void
+test_lstm_split (TachBackend *be)
+{
+  static const int hs[] = { 40, 100 };
+  static const int ns[] = { 1, 3 };
+  g_autoptr(GError) error = NULL;
+  TachBackend *one = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+
+  g_assert_no_error (error);
+  g_setenv ("TACH_CPU_LSTM_SPLIT", "always", TRUE);
+  for (guint hi = 0; hi < G_N_ELEMENTS (hs); hi++)
+    for (guint ni = 0; ni < G_N_ELEMENTS (ns); ni++)
+      for (int dirs = 1; dirs <= 2; dirs++)
+        for (int time_major = 0; time_major < 2; time_major++)
+          {
+            TachLstmDesc d = { 4, ns[ni], 24, hs[hi], dirs, time_major, FALSE, FALSE,
+                               TACH_PRECISION_FP32 };
+            g_autofree char *what = g_strdup_printf ("lstm_fwd split H=%d N=%d dirs=%d%s",
+                                                     d.H, d.N, dirs,
+                                                     time_major ? " time-major" : "");
+            g_autofree double *y = g_new (double, lstm_y_len (&d));
+            g_autofree float *got = NULL;
+            g_autofree float *serial = NULL;
+            LstmCase c;
+
+            lstm_case_init (&c, &d, 900 + hi * 8 + ni * 4 + dirs * 2 + time_major);
+            backend_lstm (be, &c, &got, NULL, NULL);
+            serial = cpu_lstm_forward_on (be, one, &c);
+            tach_ref_lstm_fwd (&d, c.x, c.w, y);
+            tach_ops_assert_nmse (what, got, y, lstm_y_len (&d), TACH_OPS_NMSE_DEEP);
+            g_assert_cmpmem (got, lstm_y_len (&d) * sizeof (float), serial,
+                             lstm_y_len (&d) * sizeof (float));
+            lstm_case_clear (&c);
+          }
+  g_unsetenv ("TACH_CPU_LSTM_SPLIT");
+  tach_backend_free (one);
+}
+
 void
 tach_ops_register_lstm (const char *device_id)
 {
@@ -381,4 +443,6 @@ tach_ops_register_lstm (const char *device_id)
   tach_ops_add (device_id, "lstm/misread", test_lstm_misread);
   tach_ops_add (device_id, "lstm/finite-difference", test_lstm_finite_difference);
   tach_ops_add (device_id, "lstm-cell/forward-backward", test_lstm_cell);
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    tach_ops_add (device_id, "lstm/split", test_lstm_split);
 }

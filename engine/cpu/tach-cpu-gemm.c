@@ -403,7 +403,7 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
   if (mode == TACH_CPU_GEMM_AUTO)
     serial = (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
   else
-    serial = mode == TACH_CPU_GEMM_SERIAL;
+    serial = mode == TACH_CPU_GEMM_SERIAL || mode == TACH_CPU_GEMM_SPLIT;
   if (serial && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return TRUE;
   tach_cpu_bind_threads (be);

@@ -1,5 +1,6 @@
 /* tach-cpu-lstm-private.h: the CPU LSTM plan, shared by the fused op
- * (tach-cpu-lstm.c) and its tuner (tach-cpu-lstm-tune.c). */
+ * (tach-cpu-lstm.c), its tuner (tach-cpu-lstm-tune.c) and its split
+ * inference pass (tach-cpu-lstm-split.c). */
 #pragma once
 
 #include "tach-cpu-private.h"
@@ -38,12 +39,46 @@ struct _TachLstmPlan {
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
+  /* Inference of a few streams, which may run split (TACH_CPU_GEMM_SPLIT). */
+  gboolean can_split;
 
   /* Where this plan's GEMMs run, measured when the plan is built
    * (tach-cpu-lstm-tune.c), with what the tuner keeps to re-check it. */
   TachCpuGemmMode gemm_mode;
   TachCpuLstmTune tune;
 };
+
+/* The row of (time @t, sample @n) in the data's order. */
+static inline size_t
+row_of (const TachLstmDesc *d, int t, int n)
+{
+  return d->time_major ? (size_t) t * d->N + n : (size_t) n * d->T + t;
+}
+
+/* Rows between consecutive samples of one time step. */
+static inline size_t
+step_rows (const TachLstmDesc *d)
+{
+  return d->time_major ? 1 : (size_t) d->T;
+}
+
+/* The time index of processing position @k in direction @dir. */
+static inline int
+time_at (const TachLstmDesc *d, int dir, int k)
+{
+  return dir == 0 ? k : d->T - 1 - k;
+}
+
+/* Inference of at most this many streams may split its hidden units
+ * between the threads. */
+#define TACH_CPU_LSTM_SPLIT_MAX_N 4
+
+/* Whether a plan for @d may run its forward pass split. */
+gboolean tach_cpu_lstm_split_wanted (TachBackend *be, const TachLstmDesc *d);
+/* The whole forward pass (input side included) of @d, split: @gates and
+ * @cells are the plan's work space, [T*N, dirs*4H] and [T*N, dirs*H]. */
+void     tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float *x,
+                                      const float *w, float *y, float *gates, float *cells);
 
 /* Floats of the reserve: activated gates, then cell states. */
 size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);

@@ -27,15 +27,17 @@ fast_tanhf (float x)
   return 2.0f / (1.0f + tach_cpu_fast_expf (-2.0f * x)) - 1.0f;
 }
 
-/* One forward step of one row: bias, activations in place, c and h. */
+/* One forward step of units [0, @units) of one row whose gates are @h
+ * apart: bias, activations in place, c and h. */
 TACH_CPU_SIMD_BODY void
-tach_cpu_lstm_row_forward_body (int h, float *restrict g, const float *restrict b,
-                                const float *restrict cp, float *restrict c, float *restrict hy)
+tach_cpu_lstm_span_forward_body (int units, int h, float *restrict g, const float *restrict b,
+                                 const float *restrict cp, float *restrict c,
+                                 float *restrict hy)
 {
   if (cp != NULL)
     {
 #pragma omp simd
-      for (int j = 0; j < h; j++)
+      for (int j = 0; j < units; j++)
         {
           float i = fast_sigmoidf (g[j] + b[j]);
           float f = fast_sigmoidf (g[h + j] + b[h + j]);
@@ -54,7 +56,7 @@ tach_cpu_lstm_row_forward_body (int h, float *restrict g, const float *restrict 
   else
     {
 #pragma omp simd
-      for (int j = 0; j < h; j++)
+      for (int j = 0; j < units; j++)
         {
           float i = fast_sigmoidf (g[j] + b[j]);
           float f = fast_sigmoidf (g[h + j] + b[h + j]);
@@ -72,11 +74,17 @@ tach_cpu_lstm_row_forward_body (int h, float *restrict g, const float *restrict 
     }
 }
 
-TACH_CPU_SIMD_DISPATCH (, tach_cpu_lstm_row_forward,
-                        (int h, float *restrict g, const float *restrict b,
-                         const float *restrict cp,
-                         float *restrict c, float *restrict hy),
-                        (h, g, b, cp, c, hy))
+TACH_CPU_SIMD_DISPATCH (, tach_cpu_lstm_span_forward,
+                        (int units, int h, float *restrict g, const float *restrict b,
+                         const float *restrict cp, float *restrict c, float *restrict hy),
+                        (units, h, g, b, cp, c, hy))
+
+void
+tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
+                           const float *restrict cp, float *restrict c, float *restrict hy)
+{
+  tach_cpu_lstm_span_forward (h, h, g, b, cp, c, hy);
+}
 
 /* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
  * dc holds the incoming cell gradient (ignored when !have_dc) and receives

@@ -1,15 +1,20 @@
 /* tach-cpu-lstm-tune.c: where a CPU LSTM plan's GEMMs run.
  *
  * A plan chooses between its GEMMs on the calling thread alone (serial)
- * and dnnl_sgemm on the thread pool by timing its own forward pass both
- * ways on scratch data when it is built, as cuDNN's and oneDNN's planners
+ * and dnnl_sgemm on the thread pool, and for inference of a few streams
+ * also its hidden units split between the threads (TACH_CPU_GEMM_SPLIT,
+ * tach-cpu-lstm-split.c: its barriers need the other cores free, which a
+ * shared machine does not give), by timing its own forward pass each way
+ * on scratch data when it is built, as cuDNN's and oneDNN's planners
  * measure or JIT at plan time: the work a persistent plan pays once and a
  * per-call plan pays on every call.
  *
  * Load from another process only ever adds time, and a burst of it during
  * those passes must not lock a whole run into the slower path.  So the
  * passes alternate between the paths, TUNE_ROUNDS of each with the order
- * swapped every round, and each path counts its fastest pass.  And a plan
+ * rotated every round, and each path counts its fastest pass.
+ * TACH_CPU_LSTM_SPLIT=always or =never decides the split without
+ * measuring (the tests hold the split pass to the others' results).  And a plan
  * whose forward calls then take more than RECHECK_RATIO times its estimate,
  * RECHECK_CALLS calls in a row, times both paths again (at most
  * RECHECK_MAX times per plan).
@@ -60,6 +65,7 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
   g_autofree char *algorithm = NULL;
   const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL ? "serial GEMM"
                      : plan->gemm_mode == TACH_CPU_GEMM_POOL ? "pool GEMM"
+                     : plan->gemm_mode == TACH_CPU_GEMM_SPLIT ? "hidden units split"
                      : "GEMM by size";
 
   algorithm = g_strdup_printf ("%s%s%s", path, plan->sliced ? ", batch slices" : "",
@@ -84,20 +90,35 @@ time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scr
   return (double) (now_us (mode) - t0);
 }
 
-/* Times both paths, alternating, and keeps the one with the faster best pass. */
+/* Whether the plan may be timed split, and whether it must run split. */
+static gboolean
+split_allowed (const TachLstmPlan *plan)
+{
+  return plan->can_split && g_strcmp0 (g_getenv ("TACH_CPU_LSTM_SPLIT"), "never") != 0;
+}
+
+static gboolean
+split_forced (const TachLstmPlan *plan)
+{
+  return plan->can_split && g_strcmp0 (g_getenv ("TACH_CPU_LSTM_SPLIT"), "always") == 0;
+}
+
+/* Times every path, alternating, and keeps the one with the fastest best pass. */
 static void
 tune (TachBackend *be, TachLstmPlan *plan)
 {
   const TachLstmDesc *d = &plan->desc;
-  static const TachCpuGemmMode modes[2] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_POOL };
+  static const TachCpuGemmMode modes[3] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_POOL,
+                                            TACH_CPU_GEMM_SPLIT };
+  guint paths = split_allowed (plan) ? 3 : 2;
   size_t n = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride
              + plan->rows * (size_t) plan->ldh
              + (d->training ? tach_cpu_lstm_reserve_floats (plan) : 0);
   size_t n_init = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride;
-  double best[2] = { G_MAXDOUBLE, G_MAXDOUBLE };
+  double best[3] = { G_MAXDOUBLE, G_MAXDOUBLE, G_MAXDOUBLE };
   TachCpuGemmMode before = plan->gemm_mode;
   float *scratch = tach_cpu_mem_alloc (be, n * sizeof (float));
-  guint fast;
+  guint fast, other;
 
   if (scratch == NULL)
     return;
@@ -107,9 +128,9 @@ tune (TachBackend *be, TachLstmPlan *plan)
     scratch[i] = (float) (((guint32) i * 2654435761u) >> 8) * (0.1f / 16777216.0f) - 0.05f;
 
   for (guint round = 0; round < TUNE_ROUNDS && tach_backend_ok (be); round++)
-    for (guint k = 0; k < 2; k++)
+    for (guint k = 0; k < paths; k++)
       {
-        guint which = (round + k) % 2;
+        guint which = (round + k) % paths;
 
         best[which] = MIN (best[which], time_pass (be, plan, modes[which], scratch));
       }
@@ -119,11 +140,18 @@ tune (TachBackend *be, TachLstmPlan *plan)
       plan->gemm_mode = before;
       return;
     }
-  fast = best[0] <= best[1] ? 0 : 1;
+  fast = 0;
+  for (guint i = 1; i < paths; i++)
+    if (best[i] < best[fast])
+      fast = i;
+  other = fast == 0 ? 1 : 0;
+  for (guint i = 0; i < paths; i++)
+    if (i != fast && best[i] < best[other])
+      other = i;
   plan->gemm_mode = modes[fast];
   plan->tune.tuned = TRUE;
   plan->tune.estimate_us = best[fast];
-  plan->tune.other_us = best[1 - fast];
+  plan->tune.other_us = best[other];
   plan->tune.slow_calls = 0;
 }
 
@@ -135,7 +163,9 @@ tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
 
   plan->gemm_mode = TACH_CPU_GEMM_AUTO;
   memset (&plan->tune, 0, sizeof plan->tune);
-  if (flops <= LSTM_TUNE_MAX_FLOPS && be->threads > 1)
+  if (split_forced (plan))
+    plan->gemm_mode = TACH_CPU_GEMM_SPLIT;
+  else if (flops <= LSTM_TUNE_MAX_FLOPS && be->threads > 1)
     tune (be, plan);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);

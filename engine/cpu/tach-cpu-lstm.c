@@ -125,6 +125,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->ldh = d->dirs * d->H;
 
   plan->sliced = d->N >= LSTM_SLICE_MIN * (int) MAX (be->threads, 1);
+  plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
@@ -171,27 +172,6 @@ tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 }
 
 /* ------------------------------------------------------------ execution */
-
-/* The row of (time @t, sample @n) in the data's order. */
-static inline size_t
-row_of (const TachLstmDesc *d, int t, int n)
-{
-  return d->time_major ? (size_t) t * d->N + n : (size_t) n * d->T + t;
-}
-
-/* Rows between consecutive samples of one time step. */
-static inline size_t
-step_rows (const TachLstmDesc *d)
-{
-  return d->time_major ? 1 : (size_t) d->T;
-}
-
-/* The time index of processing position @k in direction @dir. */
-static inline int
-time_at (const TachLstmDesc *d, int dir, int k)
-{
-  return dir == 0 ? k : d->T - 1 - k;
-}
 
 static inline gboolean
 sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float alpha,
@@ -334,6 +314,11 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
   gates = d->training ? reserve : plan->work;
   cells = gates + plan->rows * ldg;
 
+  if (plan->gemm_mode == TACH_CPU_GEMM_SPLIT)
+    {
+      tach_cpu_lstm_split_forward (be, d, x, w, y, gates, cells);
+      return;
+    }
   if (!input_gemm (be, plan, x, w, gates))
     return;
   if (plan->sliced)

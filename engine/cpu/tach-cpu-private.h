@@ -214,6 +214,10 @@ typedef enum {
   TACH_CPU_GEMM_AUTO,
   TACH_CPU_GEMM_SERIAL,   /* plain loops on the calling thread */
   TACH_CPU_GEMM_POOL,     /* dnnl_sgemm on the OpenMP pool */
+  /* A path of an LSTM plan, not of a lone GEMM: the pass's hidden units
+   * split between the pool's threads, each product of a span on its own
+   * thread (tach-cpu-lstm-split.c); for tach_cpu_sgemm_mode(), SERIAL. */
+  TACH_CPU_GEMM_SPLIT,
 } TachCpuGemmMode;
 
 /* The clock (µs) of an LSTM plan's tuning passes and of the forward calls
@@ -265,6 +269,11 @@ void   tach_cpu_lstm_cell_bwd (TachBackend *be, int n, int h, const float *gates
 void   tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
                                   const float *restrict cp, float *restrict c,
                                   float *restrict hy);
+/* The forward pass over units [0, @units) of a row whose gates are @h
+ * apart (pointers offset to the first unit): a span of a row. */
+void   tach_cpu_lstm_span_forward (int units, int h, float *restrict g,
+                                   const float *restrict b, const float *restrict cp,
+                                   float *restrict c, float *restrict hy);
 void   tach_cpu_lstm_row_backward (int h, const float *restrict g, const float *restrict c,
                                    const float *restrict cp, const float *restrict dy,
                                    const float *restrict dh_rec, float *restrict dc,
