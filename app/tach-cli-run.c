@@ -310,8 +310,12 @@ tach_cli_print_summary (TachRun *run)
   tach_run_get_summary (run, &s);
   tach_cli_summary_text_init (&t, &s);
 
-  printf (_("  steps/s      %s median [%s–%s p10–p90] over %" PRIu64 " steps\n"),
-          t.median, t.p10, t.p90, s.steps);
+  printf (_("  steps/s      %s median [%s–%s p10–p90] over %" PRIu64 " steps, %s\n"),
+          t.median, t.p10, t.p90, s.steps,
+          g_strcmp0 (s.rate_clock, "device") == 0 ? _("device timeline") : _("host clock"));
+  if (!isnan (s.e2e_steps_per_s))
+    printf (_("  end to end   %.2f steps/s (measured steps over the wall time after warm-up)\n"),
+            s.e2e_steps_per_s);
   printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), t.items);
   if (!isnan (s.first_loss) || !isnan (s.final_loss))
     printf (ngettext ("  loss         %s first → %s final, each the mean of %u step\n",

@@ -25,7 +25,7 @@
 
 static const char *const samples_header[] = {
   "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
-  "host_ms", "loss", "accuracy", NULL
+  "host_ms", "loss", "accuracy", "device_step_ms", NULL
 };
 
 /* Columns of runs.csv after the knobs. */
@@ -34,7 +34,8 @@ static const char *const runs_tail[] = {
   "p90_steps_per_s", "items_per_s", "items_unit", "first_loss", "final_loss",
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
-  "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s", NULL
+  "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
+  "rate_clock", "e2e_steps_per_s", NULL
 };
 
 static void
@@ -221,6 +222,8 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.peak_share);
   add_uint (row, s.peak_memory_bytes);
   add_double (row, s.wall_s);
+  add_field (row, s.rate_clock);
+  add_double (row, s.e2e_steps_per_s);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }
@@ -247,6 +250,7 @@ append_sample_rows (GString *out, TachRun *run, const char *run_id)
       add_double (row, s->host_ms);
       add_double (row, s->loss);
       add_double (row, s->accuracy);
+      add_double (row, s->device_step_ms);
       end_row (row);
       g_string_append_len (out, row->str, row->len);
     }

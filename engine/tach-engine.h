@@ -294,6 +294,10 @@ typedef struct {
   double  host_ms;     /* everything else on the host */
   double  loss;        /* NaN when the workload has no loss (generation) */
   double  accuracy;    /* NaN unless metrics=accuracy */
+  /* On an asynchronous device: the step on the device timeline, from the
+   * previous step's end-of-step event to its own.  NaN on the CPU (whose
+   * step_ms is the step) and for a run's first step. */
+  double  device_step_ms;
 } TachSample;
 
 typedef struct {
@@ -316,6 +320,14 @@ typedef struct {
   guint64 peak_memory_bytes;
   double  test_accuracy;      /* NaN unless the workload has a test split */
   double  wall_s;
+  /* What the steps/s median (and the p10/p90, items/s, FLOP/s) times:
+   * "device" (device_step_ms: the device timeline of an asynchronous
+   * device) or "host" (step_ms: the runner's clock, on the CPU). */
+  const char *rate_clock;
+  /* End to end: measured steps over the wall time from the end of warm-up
+   * (a sync point) to the final synchronisation.  For a steady run it
+   * agrees with the median. */
+  double  e2e_steps_per_s;
 } TachSummary;
 
 typedef enum {

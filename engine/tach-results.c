@@ -216,6 +216,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "achieved_gflops", G_STRUCT_OFFSET (TachSummary, achieved_flops), 1e9 },
     { "peak_share", G_STRUCT_OFFSET (TachSummary, peak_share), 1 },
     { "wall_s", G_STRUCT_OFFSET (TachSummary, wall_s), 1 },
+    { "e2e_steps_per_s", G_STRUCT_OFFSET (TachSummary, e2e_steps_per_s), 1 },
   };
 
   memset (s, 0, sizeof *s);
@@ -254,6 +255,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
   /* The unit is a static string, as the engine's own summaries have it. */
   s->items_unit = g_strcmp0 (field (columns, fields, "items_unit"), "tokens/s") == 0
                   ? "tokens/s" : "samples/s";
+  s->rate_clock = g_strcmp0 (field (columns, fields, "rate_clock"), "device") == 0 ? "device" : "host";
   return TRUE;
 }
 
@@ -421,6 +423,7 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
     { "host_ms", G_STRUCT_OFFSET (TachSample, host_ms) },
     { "loss", G_STRUCT_OFFSET (TachSample, loss) },
     { "accuracy", G_STRUCT_OFFSET (TachSample, accuracy) },
+    { "device_step_ms", G_STRUCT_OFFSET (TachSample, device_step_ms) },
   };
   const char *step = field (columns, fields, "step");
   const char *warmup = field (columns, fields, "warmup");

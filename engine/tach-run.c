@@ -8,10 +8,14 @@
  * So the loss curve is complete whatever the sync cadence, while the cost
  * of syncing is paid exactly as the mode says.
  *
- * Device compute time comes from backend events recorded around the model
- * step.  They are read only at sync points (or, when more steps are pending
- * than the event ring holds, the oldest one, which finished long ago), so
- * reading them never adds a synchronisation of its own.
+ * Step times: on an asynchronous device from the device timeline, the
+ * interval between consecutive end-of-step events, and the compute from
+ * events around the model step (tach-run-timing.h).  They are read only at
+ * sync points (or, when more steps are pending than the event ring holds,
+ * the oldest one, which finished long ago), so reading them never adds a
+ * synchronisation of its own.  The last warm-up step is a sync point, so
+ * that the run's end-to-end rate (measured steps over the wall time from
+ * there to the final synchronisation) counts no warm-up work.
  *
  * launch=graph: the first steps run eagerly (lazy initialisation, library
  * heuristics, allocations), then one step's compute is captured as a graph
@@ -33,15 +37,12 @@
 #include <string.h>
 
 #include <inttypes.h>
-#include <time.h>
 
 #include <glib/gi18n-lib.h>
 
 #include "tach-model.h"
 #include "tach-run-private.h"
-
-/* Event pairs in flight between sync points. */
-#define EVENT_RING 256
+#include "tach-run-timing.h"
 /* No capture: every step runs eagerly. */
 #define NO_CAPTURE G_MAXUINT64
 
@@ -51,9 +52,9 @@
 
 /* A step executed but not yet read back. */
 typedef struct {
-  TachSample sample;
-  guint      slot;        /* in the event ring */
-  gboolean   timed;       /* compute_ms read */
+  TachSample    sample;
+  TachStepMarks marks;     /* its events */
+  gboolean      timed;     /* compute_ms and device_step_ms read */
 } Pending;
 
 /* The engine thread's working state. */
@@ -66,9 +67,7 @@ typedef struct {
   float                *acc_dev;
   float                *loss_host;
   float                *acc_host;
-  TachEvent            *ev_start[EVENT_RING];
-  TachEvent            *ev_end[EVENT_RING];
-  gboolean              host_clock; /* the runner's clock times steps: no events */
+  TachStepTimer         timer;
   GArray               *pending;   /* Pending */
   gint64                t0;        /* monotonic start, ns */
   gint64                t_notify;  /* last notification, ns */
@@ -189,11 +188,7 @@ engine_clear (Engine *e)
       tach_backend_dealloc (e->be, e->step_offset);
       tach_backend_dealloc (e->be, e->loss_fixed);
       tach_backend_dealloc (e->be, e->acc_fixed);
-      for (guint i = 0; i < EVENT_RING; i++)
-        {
-          tach_event_free (e->be, e->ev_start[i]);
-          tach_event_free (e->be, e->ev_end[i]);
-        }
+      tach_step_timer_clear (&e->timer);
       tach_backend_dealloc (e->be, e->loss_dev);
       tach_backend_dealloc (e->be, e->acc_dev);
     }
@@ -206,30 +201,14 @@ engine_clear (Engine *e)
     g_array_unref (e->pending);
 }
 
-/* Reads one pending step's device time.  On the CPU the events are host
- * timestamps around the whole model step, so the host parts the model
- * reported are taken out to leave the compute. */
+/* Reads one pending step's device times (see tach-run-timing.h). */
 static void
 engine_time (Engine *e, Pending *p)
 {
-  double ms;
-
   if (p->timed)
     return;
-  ms = tach_event_elapsed_ms (e->be, e->ev_start[p->slot], e->ev_end[p->slot]);
-  p->sample.compute_ms = ms;
+  tach_step_timer_read (&e->timer, &p->marks, &p->sample.compute_ms, &p->sample.device_step_ms);
   p->timed = TRUE;
-}
-
-/* The host clock of step times, in ns: fast steps (tens of µs) need finer
- * than g_get_monotonic_time()'s µs, whose grid would show in medians. */
-static inline gint64
-now_ns (void)
-{
-  struct timespec ts;
-
-  clock_gettime (CLOCK_MONOTONIC, &ts);
-  return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
 /* Synchronises, downloads the pending steps' losses in one go and
@@ -237,7 +216,7 @@ now_ns (void)
 static gboolean
 engine_sync (Engine *e, double *sync_ms)
 {
-  gint64 t = now_ns ();
+  gint64 t = tach_now_ns ();
   Pending *first, *last;
   guint64 from, count;
 
@@ -254,7 +233,7 @@ engine_sync (Engine *e, double *sync_ms)
     tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from, count * sizeof (float));
   if (e->acc_dev != NULL)
     tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from, count * sizeof (float));
-  *sync_ms = (double) (now_ns () - t) / 1e6;
+  *sync_ms = (double) (tach_now_ns () - t) / 1e6;
   if (!tach_backend_ok (e->be))
     return FALSE;
 
@@ -333,12 +312,8 @@ engine_setup (Engine *e, guint64 total, GError **error)
       e->acc_host = g_try_new (float, total);
     }
   /* The CPU's events would be host timestamps: its steps use the runner's. */
-  e->host_clock = e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU;
-  for (guint i = 0; i < EVENT_RING && !e->host_clock; i++)
-    {
-      e->ev_start[i] = tach_event_new (e->be);
-      e->ev_end[i] = tach_event_new (e->be);
-    }
+  tach_step_timer_init (&e->timer, e->be,
+                        e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU);
   e->capture_step = NO_CAPTURE;
   if (config->launch == TACH_LAUNCH_GRAPH)
     {
@@ -432,6 +407,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 {
   TachRun *run = e->run;
   guint sync_every = run->config.sync_every;
+  guint64 warmup = tach_config_get_warmup (&run->config);
 
   if (g_atomic_int_get (&run->stop))
     {
@@ -439,7 +415,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       return TRUE;
     }
 
-  gint64 t_prev = now_ns ();  /* a step starts where the last one ended */
+  gint64 t_prev = tach_now_ns ();  /* a step starts where the last one ended */
 
   for (guint64 i = 0; i < total; i++)
     {
@@ -449,43 +425,38 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       gint64 t_start, t_model, t_end;
       double sync_ms = 0.0, step_ms, model_ms;
       gboolean last, stopping, sync_point;
+      guint64 due;
 
-      p.slot = (guint) (i % EVENT_RING);
-      /* The ring slot's previous user, EVENT_RING steps ago, gives up its
-       * events now: reading them does not wait in practice.  Pending holds
-       * consecutive steps, so that user is EVENT_RING entries from the end
-       * (a scan of the list would make a long unsynced run quadratic). */
-      if (e->pending->len >= EVENT_RING)
-        {
-          Pending *old = &g_array_index (e->pending, Pending, e->pending->len - EVENT_RING);
-
-          if (old->slot == p.slot && !old->timed)
-            engine_time (e, old);
-        }
+      /* The step whose events this one is about to record over is read
+       * now: it finished long ago in practice.  Pending holds consecutive
+       * steps, so it is found by its distance from the end (a scan of the
+       * list would make a long unsynced run quadratic). */
+      if (tach_step_timer_due (i, &due) && e->pending->len > 0
+          && g_array_index (e->pending, Pending, 0).sample.step <= due)
+        engine_time (e, &g_array_index (e->pending, Pending, e->pending->len - (i - due)));
 
       t_start = t_prev;
-      if (!e->host_clock)
-        tach_event_record (e->be, e->ev_start[p.slot]);
+      tach_step_timer_begin (&e->timer, i, &p.marks);
       if (!engine_step (e, i, &ctx, error))
         {
           if (error != NULL && *error == NULL)
             tach_backend_take_error (e->be, error);
           return FALSE;
         }
-      if (!e->host_clock)
-        tach_event_record (e->be, e->ev_end[p.slot]);
-      t_model = now_ns ();
+      tach_step_timer_end (&e->timer, &p.marks);
+      t_model = tach_now_ns ();
       if (!tach_backend_take_error (e->be, error))
         return FALSE;
 
       p.sample.step = i;
       /* The step captured pays for the capture: warm-up, whatever the
        * warm-up count. */
-      p.sample.warmup = i < tach_config_get_warmup (&run->config) || i == e->capture_step;
+      p.sample.warmup = i < warmup || i == e->capture_step;
       p.sample.feed_ms = ctx.feed_ms;
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;
-      if (e->host_clock)
+      p.sample.device_step_ms = NAN;
+      if (e->timer.host_clock)
         {
           /* The CPU computes as called: the step less feeding and host work. */
           p.sample.compute_ms = MAX (0.0, (double) (t_model - t_start) / 1e6
@@ -498,7 +469,9 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       last = i + 1 == total;
       stopping = g_atomic_int_get (&run->stop) != 0;
-      sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0);
+      /* And the end of warm-up, where the end-to-end clock starts. */
+      sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0)
+                   || i + 1 == warmup || i == e->capture_step;
       if (sync_point && !engine_sync (e, &sync_ms))
         {
           tach_backend_take_error (e->be, error);
@@ -507,7 +480,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       /* Whatever the step did outside the model and the sync (bookkeeping,
        * the loss read-back set-up) is host overhead too. */
-      t_end = t_prev = now_ns ();
+      t_end = t_prev = tach_now_ns ();
       step_ms = (double) (t_end - t_start) / 1e6;
       model_ms = (double) (t_model - t_start) / 1e6;
       self = &g_array_index (e->pending, Pending, e->pending->len - 1);
@@ -566,7 +539,7 @@ run_main (gpointer data)
   ok = engine_setup (&e, total, &error);
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
-  e.t0 = now_ns ();
+  e.t0 = tach_now_ns ();
   e.t_notify = e.t0;
   if (ok && g_atomic_int_get (&run->stop))
     cancelled = TRUE;

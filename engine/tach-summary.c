@@ -4,6 +4,13 @@
  * autotuning and graph capture would otherwise skew every figure.  Rates are
  * medians with their 10th and 90th percentiles, not means, because a step
  * time distribution has a long tail (page faults, other processes).
+ *
+ * Which clock: on an asynchronous device the host only queues steps, so
+ * host time per step is the enqueue rate; the rates then come from the
+ * device timeline (device_step_ms) whenever every measured step has it,
+ * and the summary says so (rate_clock).  Beside the median, the end-to-end
+ * rate divides the measured steps by the wall time from the end of warm-up
+ * to the final synchronisation, which any clock must agree with.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -69,7 +76,9 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
 {
   g_autofree const TachSample **measured = g_new (const TachSample *, MAX (n, 1));
   g_autofree double *rates = g_new (double, MAX (n, 1));
-  guint n_measured = 0, n_rates = 0;
+  guint n_measured = 0, n_rates = 0, n_device = 0;
+  double warm_end_s = 0.0;
+  gboolean device_clock;
   double step_sum = 0.0, feed = 0.0, compute = 0.0, sync = 0.0, host = 0.0;
   guint window;
 
@@ -84,11 +93,24 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
       const TachSample *s = &samples[i];
 
       if (s->warmup)
-        continue;
+        {
+          warm_end_s = MAX (warm_end_s, s->wall_s);
+          continue;
+        }
       measured[n_measured++] = s;
+      if (s->device_step_ms > 0.0 && isfinite (s->device_step_ms))
+        n_device++;
+    }
+  /* One clock for every rate of the run, never a mixture. */
+  device_clock = n_measured > 0 && n_device == n_measured;
+  out->rate_clock = device_clock ? "device" : "host";
+  for (guint m = 0; m < n_measured; m++)
+    {
+      const TachSample *s = measured[m];
+
       if (s->step_ms > 0.0 && isfinite (s->step_ms))
         {
-          rates[n_rates++] = 1000.0 / s->step_ms;
+          rates[n_rates++] = 1000.0 / (device_clock ? s->device_step_ms : s->step_ms);
           step_sum += s->step_ms;
           add_phase (&feed, s->feed_ms);
           add_phase (&compute, s->compute_ms);
@@ -98,6 +120,8 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
     }
 
   out->steps = n_measured;
+  out->e2e_steps_per_s = n_measured > 0 && out->wall_s > warm_end_s
+                         ? (double) n_measured / (out->wall_s - warm_end_s) : NAN;
   qsort (rates, n_rates, sizeof (double), compare_doubles);
   out->steps_per_s_median = percentile (rates, n_rates, 0.5);
   out->steps_per_s_p10 = percentile (rates, n_rates, 0.1);
