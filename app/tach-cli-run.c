@@ -414,7 +414,8 @@ tach_cli_write_tensorboard (const char *dir, GPtrArray *runs)
   return TRUE;
 }
 
-/* Whether a run ran far enough to be worth a CSV row. */
+/* Whether a run ran far enough to be worth a CSV row: a stopped or failed
+ * run is, with the steps it measured (its row says how it ended). */
 static gboolean
 tach_cli_run_has_results (TachRun *run)
 {
@@ -423,7 +424,7 @@ tach_cli_run_has_results (TachRun *run)
 
   if (state == TACH_RUN_STATE_FINISHED)
     return TRUE;
-  if (state != TACH_RUN_STATE_CANCELLED)
+  if (state != TACH_RUN_STATE_CANCELLED && state != TACH_RUN_STATE_FAILED)
     return FALSE;
   samples = tach_run_dup_samples (run);
   return samples != NULL && samples->len > 0;
@@ -480,6 +481,14 @@ tach_cli_command_run (const TachCliOptions *options)
           fprintf (stderr, "tach-cli: %s\n",
                    error != NULL ? error->message : _("the run failed"));
           status = TACH_CLI_EXIT_FAILURE;
+          /* What was measured before the failure is still shown. */
+          if (tach_cli_run_has_results (run))
+            {
+              g_autoptr(GArray) measured = tach_run_dup_samples (run);
+
+              printf (_("  (failed after %u steps)\n"), measured->len);
+              tach_cli_print_summary (run);
+            }
         }
       else
         {
