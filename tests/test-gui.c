@@ -58,6 +58,9 @@ fixture_setup (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   TachConfigPanel *panel;
 
+  /* The memory backend keeps settings for the whole process: each test
+   * starts from the defaults. */
+  test_settings_reset ();
   fixture->app = tach_application_new ();
   g_application_set_flags (G_APPLICATION (fixture->app), G_APPLICATION_NON_UNIQUE);
   g_assert_true (g_application_register (G_APPLICATION (fixture->app), NULL, &error));
@@ -656,6 +659,7 @@ main (int   argc,
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
+  g_test_add ("/gui/settings/restore", Fixture, NULL, fixture_setup, test_settings_restore, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);

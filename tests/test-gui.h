@@ -38,6 +38,10 @@ void     on_exported         (GObject      *source,
                               gpointer      user_data);
 gboolean exported            (gpointer      window);
 guint    count_lines         (const char   *path);
+/* Sets every remembered setting back to its default. */
+void     test_settings_reset (void);
+void     test_settings_restore (Fixture    *fixture,
+                                gconstpointer data);
 void     test_open_results   (Fixture      *fixture,
                               gconstpointer data);
 

@@ -313,6 +313,8 @@ tach_window_remember_folder (TachWindow *self,
     return;
   g_free (self->last_folder);
   self->last_folder = g_strdup (path);
+  if (self->settings != NULL)
+    g_settings_set_string (self->settings, "last-folder", path);
 }
 
 void

@@ -32,6 +32,7 @@ struct _TachWindow
   TachRunObject        *active_run;    /* the running (or last) run */
   GtkFileChooserNative *chooser;
   char                 *last_folder;   /* the last folder opened or exported to */
+  GSettings            *settings;      /* NULL when the schema is not installed */
   guint                 next_color;
   guint                 busy_count;
   guint                 redraw_tick_id; /* a frame asked for by a drained batch */
@@ -62,6 +63,9 @@ void     tach_window_init_explain    (TachWindow    *self);
 /* Open…, drag and drop (tach-window-open.c). */
 void     tach_window_class_init_open (GtkWidgetClass *widget_class);
 void     tach_window_init_open       (TachWindow    *self);
+/* Remembered settings (tach-window-settings.c). */
+void     tach_window_settings_restore (TachWindow   *self);
+void     tach_window_settings_save    (TachWindow   *self);
 /* The folder the next file chooser starts in. */
 void     tach_window_remember_folder (TachWindow    *self,
                                       const char    *path);

@@ -305,6 +305,7 @@ tach_window_close_request (GtkWindow *window)
   TachWindow *self = TACH_WINDOW (window);
 
   self->closing = TRUE;
+  tach_window_settings_save (self);
   tach_window_stop (self);
   if (self->active_run != NULL)
     tach_run_object_wait (self->active_run);
@@ -331,6 +332,7 @@ tach_window_dispose (GObject *object)
   g_clear_object (&self->runs);
   g_clear_object (&self->sweep);
   g_clear_pointer (&self->last_folder, g_free);
+  g_clear_object (&self->settings);
   G_OBJECT_CLASS (tach_window_parent_class)->dispose (object);
 }
 
@@ -481,6 +483,7 @@ tach_window_init (TachWindow *self)
   g_signal_connect_swapped (self->config_panel, "error", G_CALLBACK (on_config_error), self);
   tach_window_init_open (self);
   tach_window_init_explain (self);
+  tach_window_settings_restore (self);
   on_sweep_changed (self);
   tach_window_update_actions (self);
 }
