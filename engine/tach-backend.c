@@ -50,6 +50,29 @@ append_devices (GPtrArray *all, GPtrArray *some)
   g_ptr_array_unref (some);
 }
 
+static const TachBackendProvider *provider = NULL;
+
+void
+tach_backend_registry_set_provider (const TachBackendProvider *p)
+{
+  provider = p;
+}
+
+/* The provider's device @id, or NULL. */
+static TachDeviceInfo *
+provider_device (const char *id)
+{
+  g_autoptr(GPtrArray) devices = NULL;
+
+  if (provider == NULL || id == NULL)
+    return NULL;
+  devices = provider->devices ();
+  for (guint i = 0; i < devices->len; i++)
+    if (g_strcmp0 (((TachDeviceInfo *) devices->pdata[i])->id, id) == 0)
+      return device_info_copy (devices->pdata[i]);
+  return NULL;
+}
+
 GPtrArray *
 tach_backend_registry_devices (void)
 {
@@ -59,6 +82,8 @@ tach_backend_registry_devices (void)
   append_devices (all, tach_cuda_backend_devices ());
 #endif
   append_devices (all, tach_cpu_backend_devices ());
+  if (provider != NULL)
+    append_devices (all, provider->devices ());
   return all;
 }
 
@@ -92,11 +117,14 @@ tach_device_resolve (const char *id, GError **error)
 {
   g_autoptr(GPtrArray) devices = NULL;
   g_autofree char *want = NULL;
+  TachDeviceInfo *extra;
   guint ordinal = 0;
   guint n_cuda = 0;
 
   if (id == NULL || *id == '\0')
     id = "auto";
+  if ((extra = provider_device (id)) != NULL)
+    return extra;
 
   if (g_strcmp0 (id, "auto") != 0 && g_strcmp0 (id, "cpu") != 0
       && !parse_cuda_ordinal (id, &ordinal))
@@ -173,12 +201,18 @@ TachBackend *
 tach_backend_new (const char *device_id, guint threads, TachPrecision precision, GError **error)
 {
   g_autoptr(TachDeviceInfo) info = tach_device_resolve (device_id, error);
+  TachDeviceInfo *extra;
   TachBackend *be = NULL;
 
   if (info == NULL)
     return NULL;
 
-  if (info->kind == TACH_DEVICE_KIND_CPU)
+  if (provider != NULL && (extra = provider_device (info->id)) != NULL)
+    {
+      tach_device_info_free (extra);
+      be = provider->create (info->id, threads, precision, error);
+    }
+  else if (info->kind == TACH_DEVICE_KIND_CPU)
     be = tach_cpu_backend_new (threads, precision, error);
 #ifdef HAVE_CUDA
   else
@@ -266,8 +300,15 @@ tach_backend_supports (const char *device_id, const char *key, const char *value
 {
   guint ordinal = 0;
 
+  TachDeviceInfo *extra = provider_device (device_id);
+
   if (why != NULL)
     *why = NULL;
+  if (extra != NULL)
+    {
+      tach_device_info_free (extra);
+      return provider->supports (key, value, why);
+    }
   if (g_strcmp0 (device_id, "cpu") == 0)
     return tach_cpu_backend_supports (key, value, why);
   if (device_id != NULL && parse_cuda_ordinal (device_id, &ordinal))

@@ -286,6 +286,17 @@ tach_backend_host_counter (const TachBackend *be, guint64 counter)
 
 /* The registry: the one place that knows which backends were built. */
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
+/* A backend from outside the build's own, for tests (the asynchronous test
+ * double of tests/): its devices are listed after the built-in ones and
+ * resolved, created and asked by their exact id.  One at a time (NULL
+ * removes it); call from the main thread before any run. */
+typedef struct {
+  GPtrArray   *(*devices)  (void);                   /* TachDeviceInfo* */
+  TachBackend *(*create)   (const char *device_id, guint threads, TachPrecision precision,
+                            GError **error);
+  gboolean     (*supports) (const char *key, const char *value, const char **why);
+} TachBackendProvider;
+void         tach_backend_registry_set_provider (const TachBackendProvider *provider);
 TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
                                GError **error);
 /* Frees the sticky error and the device info, then calls ops->free, which

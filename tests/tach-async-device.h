@@ -1,0 +1,32 @@
+/* tach-async-device.h: an asynchronous test double of a device.
+ *
+ * A test tool, not a product device: it wraps the CPU backend so that its
+ * ops are queued, in order, to a worker thread (the "compute stream"), and
+ * overlapped uploads to a second one (the "copy stream"); host calls
+ * return before the work is done, as on a GPU.  Events are timestamps
+ * taken on the thread that runs them.  Only synchronize, download,
+ * event_synchronize and event_elapsed_ms wait; errors of queued ops reach
+ * the sticky error at those waits, as CUDA's do.  It has no graphs.
+ *
+ * tach_async_device_register() makes the device "async:0" known to the
+ * registry, so that whole runs (tach_run_new with device=async:0) use it.
+ */
+#pragma once
+
+#include "tach-backend.h"
+
+G_BEGIN_DECLS
+
+#define TACH_ASYNC_DEVICE_ID "async:0"
+
+void tach_async_device_register (void);
+/* A simulated copy cost: every host-to-device copy (upload, upload_async,
+ * upload_overlapped) sleeps @ns_per_byte on the stream that runs it, so
+ * that tests can see whether copies overlap compute.  0 (the default): none. */
+void tach_async_device_set_copy_cost (double ns_per_byte);
+/* A simulated kernel time: every compute op sleeps @us before it runs, so
+ * that a test's step time is set by the double rather than by how busy
+ * this machine's cores are.  0 (the default): none. */
+void tach_async_device_set_op_cost (double us);
+
+G_END_DECLS

@@ -1,0 +1,212 @@
+/* test-async.c: the runner on an asynchronous device, without a GPU.
+ *
+ * The device is the test double of tach-async-device.h: the CPU's ops on a
+ * worker thread, events as timestamps there, so that host calls return
+ * before the work is done as on a GPU.  What a GPU run relies on:
+ *   - step times come from the device timeline, not the host's enqueue
+ *     rate, and agree with the end-to-end rate at sync=end and sync=1;
+ *   - the event ring is reused correctly over runs longer than it;
+ *   - feed=prefetch overlaps the copy of the next batch with compute;
+ *   - every mode's per-step losses equal the CPU's.
+ * Timing checks compare figures of one run with each other (ratios), never
+ * with absolute times.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "tach-async-device.h"
+#include "test-run-util.h"
+
+static int
+compare_doubles (const void *a, const void *b)
+{
+  double x = *(const double *) a, y = *(const double *) b;
+
+  return (x > y) - (x < y);
+}
+
+/* The median over measured steps of a per-sample field. */
+static double
+median_of (GArray *samples, size_t offset)
+{
+  g_autofree double *v = g_new (double, MAX (samples->len, 1));
+  guint n = 0;
+
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+
+      if (!s->warmup)
+        v[n++] = G_STRUCT_MEMBER (double, s, offset);
+    }
+  qsort (v, n, sizeof (double), compare_doubles);
+  return n > 0 ? v[n / 2] : NAN;
+}
+
+/* Sum of the measured steps' device times, in s. */
+static double
+device_time_s (GArray *samples, guint *measured)
+{
+  double sum = 0.0;
+
+  *measured = 0;
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+
+      if (s->warmup)
+        continue;
+      g_assert_true (isfinite (s->device_step_ms) && s->device_step_ms > 0.0);
+      g_assert_true (isfinite (s->compute_ms) && s->compute_ms > 0.0);
+      /* The compute is part of the step's interval on the same clock. */
+      g_assert_cmpfloat (s->compute_ms, <=, s->device_step_ms * 1.0001 + 1e-3);
+      sum += s->device_step_ms / 1e3;
+      (*measured)++;
+    }
+  return sum;
+}
+
+static void
+check_timeline (const char *sync)
+{
+  g_autofree char *settings = g_strdup_printf ("device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=45 "
+                                               "warmup=5 threads=1 sync=%s feed=resident", sync);
+  g_autoptr(TestRunResult) r = NULL;
+  guint measured;
+  double device_s, e2e;
+
+  /* Steps set by the double's simulated kernel time, so that the other
+   * processes on this machine's cores do not make the run unsteady. */
+  tach_async_device_set_op_cost (200.0);
+  r = test_run_ok (TACH_WORKLOAD_BILSTM, settings, NULL);
+  tach_async_device_set_op_cost (0.0);
+  device_s = device_time_s (r->samples, &measured);
+  e2e = r->summary.e2e_steps_per_s;
+
+  g_assert_cmpstr (r->summary.rate_clock, ==, "device");
+  g_assert_cmpuint (measured, ==, 40);
+  g_test_message ("sync=%s: median %.2f steps/s (device), e2e %.2f, device sum %.2f, "
+                  "host enqueue median %.2f", sync, r->summary.steps_per_s_median, e2e,
+                  measured / device_s,
+                  1000.0 / median_of (r->samples, G_STRUCT_OFFSET (TachSample, step_ms)));
+  /* The device timeline covers the same span as the end-to-end clock:
+   * from the end of warm-up to the last step's end. */
+  g_assert_cmpfloat (fabs (measured / device_s - e2e) / e2e, <, 0.02);
+  /* The median is of the same steps: the end-to-end rate lies within
+   * their spread.  (A few percent apart only in a steady run; on this
+   * machine's shared cores some steps take several times longer, which
+   * the mean feels and the median does not.) */
+  g_assert_cmpfloat (e2e, >=, 0.9 * r->summary.steps_per_s_p10);
+  g_assert_cmpfloat (e2e, <=, 1.1 * r->summary.steps_per_s_p90);
+  if (g_str_equal (sync, "end"))
+    /* What the median must not be: the host only enqueued. */
+    g_assert_cmpfloat (1000.0 / median_of (r->samples, G_STRUCT_OFFSET (TachSample, step_ms)), >,
+                       3.0 * e2e);
+}
+
+static void
+test_timeline_sync_end (void)
+{
+  check_timeline ("end");
+}
+
+static void
+test_timeline_sync_1 (void)
+{
+  check_timeline ("1");
+}
+
+/* Over 600 steps between two sync points the ring of 256 event pairs is
+ * reused twice; every step's times must still be its own: positive, the
+ * compute inside the interval, and the intervals summing to the span. */
+static void
+test_event_ring (void)
+{
+  g_autoptr(TestRunResult) r =
+    test_run_ok (TACH_WORKLOAD_BILSTM, "device=" TACH_ASYNC_DEVICE_ID " batch=4 steps=602 warmup=2 "
+                 "threads=1 sync=end feed=resident", NULL);
+  guint measured;
+  double device_s = device_time_s (r->samples, &measured);
+
+  g_assert_cmpuint (measured, ==, 600);
+  g_assert_cmpfloat (fabs (measured / device_s - r->summary.e2e_steps_per_s)
+                     / r->summary.e2e_steps_per_s, <, 0.02);
+}
+
+/* With copies as slow as compute, prefetch (copy of batch i+1 on the copy
+ * stream while step i computes) must beat a host feed (copy then compute,
+ * in order on one stream) clearly: ideally by half.  Both costs are
+ * simulated sleeps, so that the other processes on this machine's cores
+ * do not decide the outcome. */
+static void
+test_prefetch_overlap (void)
+{
+  g_autoptr(TestRunResult) serial = NULL;
+  g_autoptr(TestRunResult) overlapped = NULL;
+  g_autoptr(TestRunResult) calibrate = NULL;
+  double compute_ms, batch_bytes = 8.0 * (10 * 300 + 1) * sizeof (float), ratio;
+
+  tach_async_device_set_op_cost (500.0);
+  calibrate = test_run_ok (TACH_WORKLOAD_BILSTM, "device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=8 "
+                           "warmup=2 threads=1 sync=end feed=resident", NULL);
+  compute_ms = median_of (calibrate->samples, G_STRUCT_OFFSET (TachSample, compute_ms));
+  tach_async_device_set_copy_cost (compute_ms * 1e6 / batch_bytes);
+  serial = test_run_ok (TACH_WORKLOAD_BILSTM, "device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=12 "
+                        "warmup=2 threads=1 sync=end feed=host-f32", NULL);
+  overlapped = test_run_ok (TACH_WORKLOAD_BILSTM, "device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=12 "
+                            "warmup=2 threads=1 sync=end feed=prefetch", NULL);
+  tach_async_device_set_copy_cost (0.0);
+  tach_async_device_set_op_cost (0.0);
+  ratio = overlapped->summary.steps_per_s_median / serial->summary.steps_per_s_median;
+  g_test_message ("compute %.2f ms; host-f32 %.2f steps/s, prefetch %.2f steps/s (x%.2f)",
+                  compute_ms, serial->summary.steps_per_s_median,
+                  overlapped->summary.steps_per_s_median, ratio);
+  g_assert_cmpfloat (ratio, >, 1.4);
+  test_assert_same_losses (serial->losses, overlapped->losses, 0.0, "prefetch vs host-f32");
+}
+
+/* Modes change speed, not math: the double's losses are the CPU's, step
+ * for step, whatever the sync cadence and the feed. */
+static void
+test_losses_equal_cpu (void)
+{
+  static const char *const modes[] = {
+    "sync=end feed=resident", "sync=1 feed=host-f64", "sync=3 feed=prefetch",
+    "sync=end feed=host-f32 metrics=accuracy",
+  };
+
+  for (guint m = 0; m < G_N_ELEMENTS (modes); m++)
+    {
+      g_autoptr(TestRunResult) cpu = test_run_ok (TACH_WORKLOAD_BILSTM, "device=cpu batch=8 steps=9 "
+                                                  "warmup=2 threads=1", modes[m], NULL);
+      g_autoptr(TestRunResult) dev = test_run_ok (TACH_WORKLOAD_BILSTM, "device=" TACH_ASYNC_DEVICE_ID
+                                                  " batch=8 steps=9 warmup=2 threads=1", modes[m],
+                                                  NULL);
+
+      test_assert_same_losses (cpu->losses, dev->losses, 0.0, modes[m]);
+      g_assert_cmpstr (dev->summary.rate_clock, ==, "device");
+      g_assert_cmpstr (cpu->summary.rate_clock, ==, "host");
+    }
+  {
+    g_autoptr(TestRunResult) cpu = test_run_ok (TACH_WORKLOAD_LSTM_LM, "device=cpu batch=16 steps=6 "
+                                                "warmup=1 threads=1 sync=2", NULL);
+    g_autoptr(TestRunResult) dev = test_run_ok (TACH_WORKLOAD_LSTM_LM, "device=" TACH_ASYNC_DEVICE_ID
+                                                " batch=16 steps=6 warmup=1 threads=1 sync=2", NULL);
+
+    test_assert_same_losses (cpu->losses, dev->losses, 0.0, "lstm-lm train");
+  }
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  tach_async_device_register ();
+  g_test_add_func ("/async/timeline/sync-end", test_timeline_sync_end);
+  g_test_add_func ("/async/timeline/sync-1", test_timeline_sync_1);
+  g_test_add_func ("/async/event-ring", test_event_ring);
+  g_test_add_func ("/async/prefetch-overlap", test_prefetch_overlap);
+  g_test_add_func ("/async/losses-equal-cpu", test_losses_equal_cpu);
+  return g_test_run ();
+}
