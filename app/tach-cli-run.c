@@ -333,6 +333,12 @@ tach_cli_print_summary (TachRun *run)
   if (!isnan (s.test_accuracy))
     printf (_("  accuracy     %.2f%% on the test set\n"), s.test_accuracy * 100.0);
   printf (_("  wall time    %.2f s\n"), s.wall_s);
+  {
+    g_autofree char *algorithms = tach_run_dup_algorithms (run);
+
+    if (algorithms != NULL)
+      printf (_("  algorithms   %s\n"), algorithms);
+  }
 
   if (config->task == TACH_TASK_GENERATE && config->print_text)
     {

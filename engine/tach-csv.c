@@ -35,7 +35,7 @@ static const char *const runs_tail[] = {
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
-  "rate_clock", "e2e_steps_per_s", NULL
+  "rate_clock", "e2e_steps_per_s", "algorithms", NULL
 };
 
 static void
@@ -171,6 +171,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   g_autoptr(GDateTime) dt = g_date_time_new_from_unix_utc (start / G_USEC_PER_SEC);
   g_autofree char *date = dt != NULL ? g_date_time_format_iso8601 (dt) : NULL;
   g_autofree char *task = tach_config_get (config, "task");
+  g_autofree char *algorithms = tach_run_dup_algorithms (run);
   guint n_knobs = 0;
   const TachKnobInfo *knobs = tach_knobs (&n_knobs);
   TachSummary s;
@@ -224,6 +225,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.wall_s);
   add_field (row, s.rate_clock);
   add_double (row, s.e2e_steps_per_s);
+  add_field (row, algorithms);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

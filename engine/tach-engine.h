@@ -381,6 +381,10 @@ gint64        tach_run_get_start_time (TachRun *run); /* real time, µs */
 void          tach_run_get_summary (TachRun *run, TachSummary *summary);
 /* Generated text (lstm-lm generate with print_text), or NULL. */
 char         *tach_run_dup_text (TachRun *run);
+/* What each of the run's plans ran, "what: algorithm; ..." (an LSTM plan's
+ * CPU GEMM path, or its cuDNN RNN algorithm and math mode), known once the
+ * run has ended; NULL if none.  Any thread. */
+char         *tach_run_dup_algorithms (TachRun *run);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachRun, tach_run_unref)
 

@@ -405,6 +405,11 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   run->peak_memory = record->summary.peak_memory_bytes;
   run->test_accuracy = record->summary.test_accuracy;
   g_atomic_int_set (&run->steps_done, (gint) MIN (run->config.steps, (guint) G_MAXINT));
+  {
+    const char *algorithms = field (columns, fields, "algorithms");
+
+    run->algorithms = algorithms != NULL && *algorithms != '\0' ? g_strdup (algorithms) : NULL;
+  }
   run->record = record;
   return run;
 }

@@ -42,6 +42,7 @@ struct _TachRun {
   guint64        peak_memory;
   double         test_accuracy;
   char          *text;
+  char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
   TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */
 
   gint           stop;            /* atomic */

@@ -111,6 +111,17 @@ tach_run_dup_text (TachRun *run)
   return text;
 }
 
+char *
+tach_run_dup_algorithms (TachRun *run)
+{
+  char *algorithms;
+
+  g_mutex_lock (&run->lock);
+  algorithms = g_strdup (run->algorithms);
+  g_mutex_unlock (&run->lock);
+  return algorithms;
+}
+
 guint
 tach_run_get_steps_done (TachRun *run)
 {

@@ -137,6 +137,7 @@ tach_run_unref (TachRun *run)
   g_array_unref (run->samples);
   g_clear_error (&run->error);
   g_free (run->text);
+  g_free (run->algorithms);
   g_clear_pointer (&run->record, tach_run_record_free);
   if (run->context != NULL)
     g_main_context_unref (run->context);
@@ -572,9 +573,11 @@ run_main (gpointer data)
   if (e.be != NULL)
     {
       guint64 peak = tach_backend_peak_memory (e.be);
+      char *algorithms = tach_backend_dup_algorithms (e.be);
 
       g_mutex_lock (&run->lock);
       run->peak_memory = peak;
+      run->algorithms = algorithms;
       g_mutex_unlock (&run->lock);
     }
   engine_clear (&e);

@@ -158,6 +158,10 @@ test_roundtrip (Fixture *f, gconstpointer data)
   g_assert_cmpstr (cell (runs, 1, "batch"), ==, "8");
   g_assert_cmpstr (cell (runs, 1, "state"), ==, "finished");
   g_assert_cmpstr (cell (runs, 1, "measured_steps"), ==, "4");
+  /* The losses' two windows, and what the plan ran: one thread, so no
+   * pool path to tune. */
+  g_assert_cmpstr (cell (runs, 1, "loss_window_steps"), ==, "2");
+  g_assert_cmpstr (cell (runs, 1, "algorithms"), ==, "lstm T10 N8 I300 H40 x2 train: GEMM by size");
   g_assert_cmpstr (cell (runs, 1, "samples"), ==, "128");
   g_assert_true (g_ascii_strtod (cell (runs, 1, "median_steps_per_s"), NULL) > 0.0);
   /* ISO 8601 in UTC. */

@@ -95,6 +95,13 @@ assert_same_run (TachRun *made, TachRun *loaded)
   assert_same_double (a.first_loss, b.first_loss);
   g_assert_cmpuint (a.loss_window_steps, >, 0);
   g_assert_cmpuint (a.loss_window_steps, ==, b.loss_window_steps);
+  {
+    g_autofree char *made_algorithms = tach_run_dup_algorithms (made);
+    g_autofree char *loaded_algorithms = tach_run_dup_algorithms (loaded);
+
+    g_assert_nonnull (made_algorithms);
+    g_assert_cmpstr (made_algorithms, ==, loaded_algorithms);
+  }
   assert_same_double (a.compute_share, b.compute_share);
   assert_same_double (a.achieved_flops, b.achieved_flops);
   g_assert_cmpuint (a.peak_memory_bytes, ==, b.peak_memory_bytes);
