@@ -100,26 +100,28 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
     summary->items_unit = "tokens/s";
 }
 
+/* A copy of one of the run's strings, read under its lock. */
+static char *
+dup_under_lock (TachRun *run, char *const *field)
+{
+  char *copy;
+
+  g_mutex_lock (&run->lock);
+  copy = g_strdup (*field);
+  g_mutex_unlock (&run->lock);
+  return copy;
+}
+
 char *
 tach_run_dup_text (TachRun *run)
 {
-  char *text;
-
-  g_mutex_lock (&run->lock);
-  text = g_strdup (run->text);
-  g_mutex_unlock (&run->lock);
-  return text;
+  return dup_under_lock (run, &run->text);
 }
 
 char *
 tach_run_dup_algorithms (TachRun *run)
 {
-  char *algorithms;
-
-  g_mutex_lock (&run->lock);
-  algorithms = g_strdup (run->algorithms);
-  g_mutex_unlock (&run->lock);
-  return algorithms;
+  return dup_under_lock (run, &run->algorithms);
 }
 
 guint
