@@ -41,6 +41,9 @@ typedef struct {
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 
+/* The hidden command `_generate bash-completion|man` (tach-cli-gen.c). */
+int tach_cli_command_generate (int argc, char **argv);
+
 /* Prints "tach-cli: MESSAGE" and the hint to try --help on stderr. */
 void  tach_cli_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 

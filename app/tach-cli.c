@@ -509,6 +509,10 @@ main (int argc, char **argv)
       return TACH_CLI_EXIT_OK;
     }
 
+  /* Hidden: the build writes the bash completion and the manual page. */
+  if (g_str_equal (command, "_generate"))
+    return tach_cli_command_generate (argc - 2, argv + 2);
+
   if (g_str_equal (command, "presets") || g_str_equal (command, "devices"))
     {
       if (argc > 2)
