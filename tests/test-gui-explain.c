@@ -16,6 +16,12 @@ explain_idle (gpointer data)
   return !tach_explain_view_get_running (data);
 }
 
+static gboolean
+explain_idle_window (gpointer data)
+{
+  return !tach_window_get_running (data);
+}
+
 void
 test_explain (Fixture *fixture, gconstpointer data)
 {
@@ -32,7 +38,11 @@ test_explain (Fixture *fixture, gconstpointer data)
   (void) data;
   /* A screenshot wants the report's batch; the test a short run. */
   if (shots != NULL)
-    g_object_set (panel, "batch", 256, "steps", 16, NULL);
+    {
+      g_object_set (panel, "batch", 256, "steps", 30, NULL);
+      /* The chart gets the window's width. */
+      g_object_set (fixture->window, "show-config", FALSE, NULL);
+    }
   else
     g_object_set (panel, "steps", 6, NULL);
   g_assert_true (tach_explain_view_set_presets (view, "tf1-feed-dict", "tuned"));
@@ -122,6 +132,52 @@ test_explain (Fixture *fixture, gconstpointer data)
     lines = g_strsplit (csv, "\r\n", -1);
     g_assert_cmpuint (g_strv_length (lines), ==, 1 + n + 2 + 1);
     g_assert_true (g_file_test (runs_path, G_FILE_TEST_EXISTS));
+  }
+
+  /* Two runs from the run table: the baseline against the selected run. */
+  {
+    TachRunTable *table = tach_window_get_run_table (fixture->window);
+
+    /* Without two runs there is nothing to pick. */
+    g_assert_false (tach_window_explain_runs (fixture->window, &error));
+    g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+    g_clear_error (&error);
+
+    g_object_set (panel, "preset", "keras-fit", NULL);
+    g_assert_true (tach_window_start_run (fixture->window, &error));
+    g_assert_no_error (error);
+    g_assert_true (iterate_until (explain_idle_window, fixture->window, 120));
+    g_object_set (panel, "preset", "tuned", NULL);
+    g_assert_true (tach_window_start_run (fixture->window, &error));
+    g_assert_no_error (error);
+    g_assert_true (iterate_until (explain_idle_window, fixture->window, 120));
+    tach_run_table_set_baseline (table, 0);
+    tach_run_table_select (table, 1);
+    g_assert_true (tach_window_explain_runs (fixture->window, &error));
+    g_assert_no_error (error);
+    g_assert_true (iterate_until (explain_idle, view, 300));
+    explain = tach_explain_view_get_explain (view);
+    g_assert_nonnull (explain);
+    /* Each knob goes from the baseline run's value to the selected run's. */
+    {
+      const TachConfig *ca = tach_run_get_config (tach_run_object_get_run (tach_run_table_get_baseline (table)));
+      const TachConfig *cb = tach_run_get_config (tach_run_object_get_run (tach_run_table_get_selected (table)));
+
+      g_assert_cmpuint (tach_explain_get_n_knobs (explain), >=, 1);
+      for (guint i = 0; i < tach_explain_get_n_knobs (explain); i++)
+        {
+          const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+          g_autofree char *va = tach_config_get (ca, knob->key);
+          g_autofree char *vb = tach_config_get (cb, knob->key);
+
+          g_assert_cmpstr (knob->from, ==, va);
+          g_assert_cmpstr (knob->to, ==, vb);
+        }
+    }
+    g_assert_cmpstr (tach_explain_get_label (explain, FALSE), ==,
+                     tach_run_object_get_title (tach_run_table_get_baseline (table)));
+    g_assert_cmpuint (tach_explain_chart_get_n_bars (chart), ==,
+                      tach_explain_get_n_knobs (explain) + 2);
   }
 
   /* Stop: the explanation ends without an error and the last result stays. */

@@ -191,6 +191,7 @@ tach_explain_chart_draw (TachExplainChart *self, cairo_t *cr, int width, int hei
 {
   g_autoptr(PangoLayout) title = NULL;
   g_autoptr(PangoLayout) small = NULL;
+  g_autoptr(PangoLayout) plain = NULL;
   gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
   double label_w = 160, bar_x, bar_w, scale;
   guint n_bars = self->bars->len;
@@ -202,6 +203,9 @@ tach_explain_chart_draw (TachExplainChart *self, cairo_t *cr, int width, int hei
     return;
   title = tach_compare_layout_new (GTK_WIDGET (self), cr, 1.0, TRUE);
   small = tach_compare_layout_new (GTK_WIDGET (self), cr, 0.85, FALSE);
+  /* A and B in bold, the knobs between them plain. */
+  plain = tach_compare_layout_new (GTK_WIDGET (self), cr, 1.0, FALSE);
+  pango_layout_set_width (plain, -1);
 
 G_GNUC_BEGIN_IGNORE_DEPRECATIONS
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
@@ -223,7 +227,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       pango_layout_get_pixel_size (title, &w, NULL);
       label_w = MAX (label_w, w);
     }
-  label_w = MIN (label_w, width * 0.55);
+  label_w = MIN (label_w, width * 0.6);
   bar_x = label_w + 20;
   bar_w = MAX (40.0, width - bar_x - 20);
   scale = self->max_ms > self->min_ms ? bar_w / (self->max_ms - self->min_ms) : 0;
@@ -238,9 +242,11 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       const double *phase = bar_phases (self, i, &step);
       gboolean knob = i > 0 && i + 1 < n_bars;
 
-      pango_layout_set_width (title, (int) (label_w * PANGO_SCALE));
-      pango_layout_set_ellipsize (title, PANGO_ELLIPSIZE_MIDDLE);
-      show_text (cr, title, label, 0, y + 6, &fg, 0.9);
+      PangoLayout *layout = knob ? plain : title;
+
+      pango_layout_set_width (layout, (int) (label_w * PANGO_SCALE));
+      pango_layout_set_ellipsize (layout, PANGO_ELLIPSIZE_MIDDLE);
+      show_text (cr, layout, label, 0, y + 6, &fg, 0.9);
       if (knob && tach_explain_get_knob (self->explain, i - 1)->changes_results)
         show_text (cr, small, _("changes results"), 0, y + 24, &fg, 0.55);
 

@@ -37,6 +37,30 @@ tach_run_table_get_baseline (TachRunTable *self)
   return gtk_drop_down_get_selected_item (self->baseline_dropdown);
 }
 
+TachRunObject *
+tach_run_table_get_selected (TachRunTable *self)
+{
+  GtkSelectionModel *selection;
+
+  g_return_val_if_fail (TACH_IS_RUN_TABLE (self), NULL);
+  selection = gtk_column_view_get_model (self->column_view);
+  if (!GTK_IS_SINGLE_SELECTION (selection))
+    return NULL;
+  return gtk_single_selection_get_selected_item (GTK_SINGLE_SELECTION (selection));
+}
+
+void
+tach_run_table_select (TachRunTable *self,
+                       guint         position)
+{
+  GtkSelectionModel *selection;
+
+  g_return_if_fail (TACH_IS_RUN_TABLE (self));
+  selection = gtk_column_view_get_model (self->column_view);
+  if (GTK_IS_SINGLE_SELECTION (selection))
+    gtk_single_selection_set_selected (GTK_SINGLE_SELECTION (selection), position);
+}
+
 void
 tach_run_table_set_baseline (TachRunTable *self,
                              guint         position)

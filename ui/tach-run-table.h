@@ -14,6 +14,10 @@ GListModel    *tach_run_table_get_model        (TachRunTable *self);
 void           tach_run_table_set_model        (TachRunTable *self,
                                                 GListModel   *model);
 TachRunObject *tach_run_table_get_baseline     (TachRunTable *self);
+/* The run selected in the table (borrowed), or NULL. */
+TachRunObject *tach_run_table_get_selected     (TachRunTable *self);
+void           tach_run_table_select           (TachRunTable *self,
+                                                guint         position);
 void           tach_run_table_set_baseline     (TachRunTable *self,
                                                 guint         position);
 void           tach_run_table_update_speedups  (TachRunTable *self);

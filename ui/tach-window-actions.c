@@ -127,6 +127,47 @@ explain_action (GtkWidget  *widget,
     tach_window_show_error (self, _("Cannot Explain the Gap"), error);
 }
 
+/* The baseline of the run table (A) against the run selected in it (B). */
+gboolean
+tach_window_explain_runs (TachWindow  *self,
+                          GError     **error)
+{
+  TachRunObject *a = tach_run_table_get_baseline (self->run_table);
+  TachRunObject *b = tach_run_table_get_selected (self->run_table);
+
+  g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
+  if (tach_window_get_running (self))
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("A run is already in progress: stop it first"));
+      return FALSE;
+    }
+  if (a == NULL || b == NULL || a == b)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("Pick a baseline in the run table and select another run to explain "
+                             "the gap between them"));
+      return FALSE;
+    }
+  adw_view_stack_set_visible_child_name (self->view_stack, "compare");
+  return tach_explain_view_start_configs (self->explain_view,
+                                          tach_run_get_config (tach_run_object_get_run (a)),
+                                          tach_run_object_get_title (a),
+                                          tach_run_get_config (tach_run_object_get_run (b)),
+                                          tach_run_object_get_title (b), error);
+}
+
+static void
+explain_runs_action (GtkWidget  *widget,
+                     const char *action_name,
+                     GVariant   *parameter)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_window_explain_runs (TACH_WINDOW (widget), &error))
+    tach_window_show_error (TACH_WINDOW (widget), _("Cannot Explain the Gap"), error);
+}
+
 static void
 clear_runs_action (GtkWidget  *widget,
                    const char *action_name,
@@ -399,6 +440,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_install_action (widget_class, "win.stop", NULL, stop_action);
   gtk_widget_class_install_action (widget_class, "win.compare", NULL, compare_action);
   gtk_widget_class_install_action (widget_class, "win.explain", NULL, explain_action);
+  gtk_widget_class_install_action (widget_class, "win.explain-runs", NULL, explain_runs_action);
   gtk_widget_class_install_action (widget_class, "win.clear-runs", NULL, clear_runs_action);
   gtk_widget_class_install_action (widget_class, "win.export-csv", NULL, export_csv_action);
   gtk_widget_class_install_action (widget_class, "win.export-tensorboard", NULL, export_csv_action);

@@ -46,6 +46,7 @@ tach_window_update_actions (TachWindow *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.run", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.explain", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.explain-runs", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.clear-runs", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-csv", self->busy_count == 0);

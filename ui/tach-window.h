@@ -27,6 +27,8 @@ gboolean         tach_window_start_run         (TachWindow           *self,
 void             tach_window_stop              (TachWindow           *self);
 gboolean         tach_window_compare_presets   (TachWindow           *self,
                                                 GError              **error);
+gboolean         tach_window_explain_runs      (TachWindow           *self,
+                                                GError              **error);
 void             tach_window_export_csv        (TachWindow           *self,
                                                 GFile                *folder,
                                                 GCancellable         *cancellable,
