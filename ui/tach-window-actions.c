@@ -99,9 +99,12 @@ void
 tach_window_init_explain (TachWindow *self)
 {
   tach_explain_view_set_base_func (self->explain_view, explain_base, self);
-  g_signal_connect_swapped (self->explain_view, "notify::running",
-                            G_CALLBACK (tach_window_update_actions), self);
-  g_signal_connect_swapped (self->explain_view, "error", G_CALLBACK (on_explain_error), self);
+  /* The view can outlive the window: an explanation being stopped holds
+   * it until its thread ends. */
+  g_signal_connect_object (self->explain_view, "notify::running",
+                           G_CALLBACK (tach_window_update_actions), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->explain_view, "error", G_CALLBACK (on_explain_error), self,
+                           G_CONNECT_SWAPPED);
   /* The presets follow the panel's workload whenever the view is shown. */
   g_signal_connect_swapped (self->explain_view, "map",
                             G_CALLBACK (tach_explain_view_refresh_presets), self->explain_view);
