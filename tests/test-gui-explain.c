@@ -70,7 +70,7 @@ test_explain (Fixture *fixture, gconstpointer data)
       const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
       g_autofree char *label = tach_explain_chart_dup_label (chart, i + 1);
       g_autofree char *tooltip = tach_explain_chart_dup_tooltip (chart, i + 1);
-      g_autofree char *ms = g_strdup_printf ("%+.1f ms", knob->share_ms);
+      g_autofree char *ms = g_strdup_printf ("%+.1f", knob->share_ms);
 
       g_assert_true (tach_explain_chart_get_bar (chart, i + 1, &bar));
       g_assert_cmpfloat_with_epsilon (bar.start_ms, total, 1e-9);
