@@ -1,7 +1,8 @@
 #!/bin/sh
 # Builds Tach and runs the whole test suite twice: a normal build (with the
 # CUDA backend when nvcc is present; GPU tests report "skipped" without a
-# GPU) and an ASan + UBSan build without CUDA; then runs each libFuzzer
+# GPU) and an ASan + UBSan build without CUDA; then the engine-thread tests
+# under ThreadSanitizer, and each libFuzzer
 # harness of tests/fuzz for a bounded time (TACH_FUZZ_SECONDS, 30 by
 # default) in a clang build.
 set -eu
@@ -33,6 +34,27 @@ setup build-asan -Dcuda=disabled -Db_sanitize=address,undefined -Db_lundef=false
 meson compile -C build-asan
 meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplier 4 || status=1
 
+# ThreadSanitizer (clang) over the tests that run the engine thread beside
+# the main thread: runs, stop, failures, the CLI's runs and sweeps, and the
+# window's runs, stop, close mid-run, compare and export.  OpenMP runs one
+# thread (OMP_THREAD_LIMIT=1; libgomp is not instrumented, and the feeder
+# test that needs two threads is skipped); GLib's locks and GTask are
+# annotated by engine/tach-tsan-glib.c, GLib's slice allocator is off, and
+# accesses inside uninstrumented libraries are not checked.  No suppressions.
+CC=clang setup build-tsan -Dcuda=disabled -Db_sanitize=thread -Db_lundef=false
+meson compile -C build-tsan
+tsan_env="G_SLICE=always-malloc OMP_THREAD_LIMIT=1 GSK_RENDERER=cairo
+  TSAN_OPTIONS=halt_on_error=1:second_deadlock_stack=1:ignore_noninstrumented_modules=1"
+# shellcheck disable=SC2086
+env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 2 \
+  --timeout-multiplier 4 --test-args '-s /engine/feeder/threads' \
+  test-run test-fault test-fault-cli test-csv || status=1
+# shellcheck disable=SC2086
+env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 1 \
+  --timeout-multiplier 4 --logbase testlog-gui \
+  --test-args '-p /gui/compare -p /gui/close-stops-run -p /gui/run/export -p /gui/run/error' \
+  test-gui || status=1
+
 # The fuzzers, on clang's libFuzzer with ASan + UBSan.  New inputs go to a
 # scratch folder (the seeds in tests/fuzz stay as they are); the parsers'
 # own output is closed (libFuzzer keeps a copy of stderr for its reports,
@@ -62,8 +84,9 @@ if [ -n "$fuzz_failed" ]; then
   status=1
 fi
 
-# One closing line over both builds, counted from meson's own logs.
-cat build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json |
+# One closing line over the builds, counted from meson's own logs.
+cat build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
+    build-tsan/meson-logs/testlog.json build-tsan/meson-logs/testlog-gui.json |
   sed -n 's/.*"result": "\([A-Z]*\)".*/\1/p' |
   awk '/^OK$|^EXPECTEDFAIL$/ {p++} /^SKIP$/ {s++} /^FAIL$|^TIMEOUT$|^ERROR$|^UNEXPECTEDPASS$/ {f++}
        END {printf "%d passed, %d failed, %d skipped\n", p, f, s}'
