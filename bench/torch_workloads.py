@@ -318,6 +318,9 @@ def main(argv=None):
                         help="fp32: TF32 off in cuDNN and cuBLAS (as Tach's fp32); default: "
                              "PyTorch's own TF32 choice (cuDNN on, matmul off; compared with "
                              "Tach's tf32); bf16: autocast to bfloat16")
+    parser.add_argument("--both-tf32", action="store_true",
+                        help="CUDA: each case at --precision fp32 and at default, one row each "
+                             "(one process, one CUDA start-up)")
     parser.add_argument("--format", default="csv", choices=("csv", "json"))
     parser.add_argument("--no-header", action="store_true", help="CSV without its header")
     parser.add_argument("--sgemm-peak", action="store_true",
@@ -351,7 +354,9 @@ def main(argv=None):
             return 2
 
     writer = None
-    for case in cases:
+    precisions = ("fp32", "default") if args.both_tf32 else (args.precision,)
+    for case, precision in ((c, p) for c in cases for p in precisions):
+        args.precision = precision
         tried = [run_case(case, args, device, t)
                  for t in (threads if device.type == "cpu" else [0])]
         best = max(tried, key=lambda r: r["steps_per_s_median"])

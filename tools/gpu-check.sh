@@ -1,40 +1,61 @@
 #!/bin/bash
-# gpu-check.sh: Tach's whole GPU check in one run (see ../shared/gpu.md).
+# gpu-check.sh: Tach's whole GPU check in one run of at most 6 minutes
+# (see ../shared/gpu.md and the README's "GPU" section).
 #
-#   tools/gpu-check.sh --bundle [BUILD]   on the build machine: copy the
-#                                         shared libraries a bare GPU host
-#                                         may lack (GLib, oneDNN, ...) into
-#                                         BUILD/gpu-libs, to carry along
-#   tools/gpu-check.sh [BUILD]            on the GPU host: device and versions,
-#                                         GPU tests, every workload's presets,
-#                                         PyTorch eager and CUDA-graphed, and a
-#                                         short table printed last
+#   tools/gpu-check.sh --bundle [BUILD]   on the build machine: strips the
+#       binaries the check runs (tach-cli and the GPU tests) and the shared
+#       libraries a bare GPU host may lack (GLib, oneDNN, ...) into one
+#       archive, BUILD/gpu-bundle.tar.gz, and says what must travel and
+#       how big it is (the working tree plus that archive: under 64 MiB).
+#   tools/gpu-check.sh [BUILD]            on the GPU host: everything below,
+#       then $OUT/gpu-check.log and $OUT/gpu-check.tar.gz (two files; the
+#       archive holds every log and CSV).
 #
-# BUILD defaults to build-cuda (configured with -Dcuda=enabled).  Logs and
-# CSVs go to ${OUT:-out}.  Without a GPU it says "no GPU" and exits 77.
-# Every step has a time limit, and all of them share one deadline (7 min
-# 30 s after the start, leaving the summary its time), so the whole run
-# stays under 8 minutes whatever hangs.
-# cuDNN and cuBLAS come from the system or from a PyTorch wheel's
-# site-packages/nvidia/*/lib; the CUDA runtime is linked statically.
+# BUILD defaults to "build", the folder the README builds (with nvcc
+# present, meson's cuda=auto builds the CUDA backend there).  The binaries
+# come from BUILD/gpu-bundle.tar.gz when it is there, else from BUILD.
+# OUT defaults to ./out.  GPU_CHECK_BUDGET (seconds, default 345) is the
+# deadline of the whole run; every step has its own cap within it, so a
+# hanging device costs its caps and no more.  PYTHON (default python3) runs
+# the PyTorch side.
+#
+# What it does, in order, each step in its own process so that a failure
+# hides nothing after it:
+#   1. the device, the library path Tach runs with and ldd of each binary;
+#   2. a 3-step fused-LSTM smoke run (cuDNN logging at its most verbose);
+#   3. PyTorch eager and CUDA-graphed, TF32 off and PyTorch's default, with
+#      the environment this script was started with (Tach's library path
+#      can break 'import torch');
+#   4. every GPU test path in its own process;
+#   5. every preset of every workload (lstm-lm for --task train and
+#      generate) and each workload's tuned preset at precision=tf32, each
+#      stopped at its time cap with SIGINT (tach-cli then writes what ran);
+#   6. the short table, last: per workload, task and preset, steps/s from
+#      the device timeline, end-to-end steps/s, the speed-up over the
+#      workload's first preset and the ratios to PyTorch.
+# cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
+# per process under cudnn/ in the archive.
+# Without a GPU it says "no GPU" and exits 77 within seconds.
 set -u -o pipefail
 
-bundle=0
+root=$(cd "$(dirname "$0")/.." && pwd)
+bundle_mode=0
 if [ "${1:-}" = "--bundle" ]; then
-  bundle=1
+  bundle_mode=1
   shift
 fi
-root=$(cd "$(dirname "$0")/.." && pwd)
-build=${1:-build-cuda}
+build=${1:-build}
 case $build in
   /*) ;;
-  *) build=$root/$build ;;
+  *) build=$PWD/$build ;;
 esac
-out=${OUT:-out}
-cli=$build/app/tach-cli
+PYTHON=${PYTHON:-python3}
+
+# Binaries the check runs, relative to BUILD.
+binaries="app/tach-cli tests/test-gpu tests/test-gpu-ops tests/test-cuda-host"
 
 # Libraries that every Linux host has, or that must come from the host's
-# own driver and CUDA installation: never bundled.
+# own driver and CUDA installation (or PyTorch's wheels): never bundled.
 is_host_lib() {
   case $1 in
     libc.so*|libm.so*|libdl.so*|librt.so*|libpthread.so*|ld-linux*|libstdc++.so*|\
@@ -44,122 +65,272 @@ is_host_lib() {
   return 1
 }
 
-if [ "$bundle" = 1 ]; then
-  dest=$build/gpu-libs
-  mkdir -p "$dest" || exit 1
-  for bin in "$cli" "$build"/tests/test-gpu "$build"/tests/test-gpu-ops; do
-    [ -x "$bin" ] || continue
-    ldd "$bin" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
+if [ "$bundle_mode" = 1 ]; then
+  stage=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-bundle.XXXXXX") || exit 1
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/bin" "$stage/lib"
+  for b in $binaries; do
+    if [ ! -x "$build/$b" ]; then
+      echo "gpu-check: $build/$b is missing: build with 'meson setup build && meson compile -C build'" \
+           "where nvcc is installed (tach-cli devices must list the CUDA backend's build)" >&2
+      exit 1
+    fi
+    strip --strip-unneeded -o "$stage/bin/$(basename "$b")" "$build/$b" || exit 1
+    ldd "$build/$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
       while read -r name path; do
-        is_host_lib "$name" || cp -L -u "$path" "$dest/$name"
+        is_host_lib "$name" || [ -e "$stage/lib/$name" ] ||
+          strip --strip-unneeded -o "$stage/lib/$name" "$path" 2> /dev/null ||
+          cp -L "$path" "$stage/lib/$name"
       done
   done
-  echo "gpu-check: bundled into $dest:"
-  du -sh "$dest"
+  (cd "$stage" && ls -l bin lib) > "$stage/MANIFEST"
+  tar -czf "$build/gpu-bundle.tar.gz" -C "$stage" . || exit 1
+  bundle_bytes=$(stat -c %s "$build/gpu-bundle.tar.gz")
+  tree_bytes=$(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2> /dev/null |
+               awk '{ s += $1 } END { print s + 0 }')
+  total=$(( bundle_bytes + tree_bytes ))
+  limit=$(( 64 * 1024 * 1024 ))
+  echo "gpu-check: $build/gpu-bundle.tar.gz: $(( bundle_bytes / 1024 )) KiB ($(du -sk "$stage" | cut -f1) KiB unpacked)"
+  echo "gpu-check: working tree $(( tree_bytes / 1024 )) KiB; together $(( total / 1024 )) KiB of the $(( limit / 1024 )) KiB that may travel"
+  if [ "$total" -gt "$limit" ]; then
+    echo "gpu-check: too big to carry" >&2
+    exit 1
+  fi
+  echo "gpu-check: carry '${build#"$root"/}/gpu-bundle.tar.gz' and run tools/gpu-check.sh there"
   exit 0
 fi
 
+# ------------------------------------------------------------ the GPU host
+
+start=$(date +%s)
+# Every step before the table ends by the deadline; the table gets the
+# last 15 s of the budget.
+budget=${GPU_CHECK_BUDGET:-345}
+deadline=$(( start + budget - 15 ))
+out=${OUT:-$PWD/out}
 mkdir -p "$out" || exit 1
 log=$out/gpu-check.log
 : > "$log"
-say() { echo "$@" | tee -a "$log"; }
-
-deadline=$(( $(date +%s) + ${GPU_CHECK_BUDGET:-450} ))
-# limit MAX: seconds a step may take, at most MAX and at most what is left
-# before the deadline (0 when too little is left to start it).
-limit() {
-  local left=$(( deadline - $(date +%s) ))
-  if [ "$left" -lt 10 ]; then
-    echo 0
-  elif [ "$left" -lt "$1" ]; then
-    echo "$left"
-  else
-    echo "$1"
-  fi
-}
-# run_limited MAX CMD...: runs CMD under limit MAX; 124 when out of time.
-run_limited() {
-  local t
-  t=$(limit "$1")
-  shift
-  if [ "$t" = 0 ]; then
-    say "gpu-check: out of time, skipped: $*"
-    return 124
-  fi
-  timeout -k 5 "$t" "$@"
-}
+say() { printf '%s\n' "$*" | tee -a "$log"; }
 
 # A quick "no GPU" before anything slow.
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! nvidia-smi -L > /dev/null 2>&1; then
+if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L > /dev/null 2>&1; then
   say "gpu-check: no GPU (nvidia-smi finds no device); nothing to check"
   exit 77
 fi
 
-# Libraries: the bundle first, then the CUDA toolkit, then PyTorch's wheels.
-libpath=$build/gpu-libs
-[ -d /usr/local/cuda/lib64 ] && libpath=$libpath:/usr/local/cuda/lib64
-if command -v python3 > /dev/null 2>&1; then
-  for d in $(python3 -c 'import site, sys; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2>/dev/null); do
-    for lib in "$d"/nvidia/*/lib; do
-      [ -d "$lib" ] && libpath=$libpath:$lib
-    done
-  done
-fi
-export LD_LIBRARY_PATH=$libpath${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
-
-if [ ! -x "$cli" ]; then
-  say "gpu-check: $cli is missing: build with 'meson setup build-cuda -Dcuda=enabled && ninja -C build-cuda'"
-  exit 1
-fi
-
-say "== device"
-run_limited 20 nvidia-smi --query-gpu=name,driver_version,memory.total,multiprocessor_count \
-  --format=csv,noheader 2>&1 | tee -a "$log"
-if ! run_limited 30 "$cli" devices 2>&1 | tee "$out/devices.txt" | tee -a "$log" | grep -q '^cuda:'; then
-  say "gpu-check: no GPU usable by Tach (tach-cli devices lists none; see $out/devices.txt:"
-  say "  a driver older than CUDA 13 or a missing libcudnn.so.9/libcublas.so.13 are the usual causes)"
-  exit 77
-fi
-
+work=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-check.XXXXXX") || exit 1
+mkdir -p "$work/logs" "$work/cudnn" "$work/tach"
 status=0
-say "== GPU tests"
-for t in test-gpu test-gpu-ops; do
-  bin=$build/tests/$t
-  [ -x "$bin" ] || { say "$t: not built"; status=1; continue; }
-  run_limited "$([ "$t" = test-gpu ] && echo 150 || echo 60)" "$bin" --tap > "$out/$t.log" 2>&1
-  rc=$?
-  case $rc in
-    0) say "$t: passed ($(grep -c '^ok' "$out/$t.log") ok)" ;;
-    77) say "$t: skipped" ;;
-    124|137) say "$t: TIMED OUT, see $out/$t.log"; status=1 ;;
-    *) say "$t: FAILED (exit $rc), see $out/$t.log"; grep -E '^not ok|ERROR|error' "$out/$t.log" | head -5 | tee -a "$log"; status=1 ;;
-  esac
-done
+packed=0
+# Whatever ends the run (its end, a failure, a signal), the archive is
+# written: at most two files come back.
+pack() {
+  [ "$packed" = 1 ] && return
+  packed=1
+  cp "$log" "$work/gpu-check.log"
+  tar -czf "$out/gpu-check.tar.gz" -C "$work" . 2> /dev/null
+  rm -rf "$work" "${bundle_dir:-}"
+}
+trap 'pack' EXIT
+trap 'say "gpu-check: interrupted"; pack; exit 130' INT TERM
 
-say "== Tach presets"
-for w in bilstm lstm-lm cnn; do
-  run_limited 50 "$cli" sweep --device cuda --workload "$w" --presets all --steps 100 --warmup 10 \
-    --csv "$out/tach" \
-    > "$out/sweep-$w.txt" 2>&1 || { say "sweep $w: FAILED, see $out/sweep-$w.txt"; status=1; }
-done
+# within CAP CMD...: CMD with at most CAP seconds, never past the deadline.
+within() {
+  local cap=$1 left
+  shift
+  left=$(( deadline - $(date +%s) - 5 ))
+  [ "$left" -lt "$cap" ] && cap=$left
+  [ "$cap" -lt 1 ] && return 124
+  timeout -k 2 "$cap" "$@"
+}
 
-say "== PyTorch"
-if run_limited 30 python3 -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' 2> /dev/null; then
-  run_limited 45 python3 "$root/bench/torch_workloads.py" --device cuda --cases all --format csv \
-    > "$out/torch-eager.csv" 2> "$out/torch-eager.log" || say "torch eager: FAILED, see $out/torch-eager.log"
-  run_limited 45 python3 "$root/bench/torch_workloads.py" --device cuda --graphs --cases all --format csv \
-    > "$out/torch-graphs.csv" 2> "$out/torch-graphs.log" || say "torch graphs: FAILED, see $out/torch-graphs.log"
-else
-  say "PyTorch with CUDA is not installed here: no PyTorch comparison"
+# run_capped CAP SIGNAL NAME CMD...: runs CMD with at most CAP seconds (and
+# never past the deadline, keeping 5 s to spare), output to logs/NAME.log;
+# SIGNAL at the cap, SIGKILL 5 s later.  Returns CMD's status, 124 when out
+# of time (137 when killed).
+run_capped() {
+  local cap=$1 sig=$2 name=$3 left
+  shift 3
+  left=$(( deadline - $(date +%s) - 5 ))
+  [ "$left" -lt "$cap" ] && cap=$left
+  if [ "$cap" -lt 2 ]; then
+    echo "gpu-check: out of time, not run: $*" >> "$work/logs/$name.log"
+    return 124
+  fi
+  timeout -s "$sig" -k 5 "$cap" "$@" >> "$work/logs/$name.log" 2>&1
+}
+
+# run_tach CAP SIGNAL NAME CMD...: run_capped for Tach's commands, which
+# get the bundled libraries, cuDNN and cuBLAS on their own library path and
+# cuDNN's log in their own file; nothing else does.
+run_tach() {
+  local cap=$1 sig=$2 name=$3
+  shift 3
+  run_capped "$cap" "$sig" "$name" env LD_LIBRARY_PATH="$tachlib" \
+    CUDNN_LOGLEVEL_DBG="${cudnn_level:-2}" CUDNN_LOGDEST_DBG="$work/cudnn/$name.log" "$@"
+}
+
+say "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), budget $budget s"
+within 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+  --format=csv,noheader 2>&1 | tee -a "$log"
+
+# The binaries: from the bundle when there is one.
+bindir=
+bundle_dir=
+if [ -f "$build/gpu-bundle.tar.gz" ]; then
+  bundle_dir=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-bundle.XXXXXX")
+  if tar -xzf "$build/gpu-bundle.tar.gz" -C "$bundle_dir"; then
+    bindir=$bundle_dir/bin
+    say "binaries: $build/gpu-bundle.tar.gz"
+  else
+    say "gpu-check: $build/gpu-bundle.tar.gz does not unpack"
+    status=1
+  fi
 fi
+bin() {
+  if [ -n "$bindir" ]; then echo "$bindir/$(basename "$1")"; else echo "$build/$1"; fi
+}
+cli=$(bin app/tach-cli)
+
+# The library path: the bundle, the CUDA toolkit, then PyTorch's wheels
+# (cuDNN 9 and cuBLAS 13 as nvidia/*/lib), then what the caller had.
+tachlib=${bundle_dir:+$bundle_dir/lib}
+[ -d /usr/local/cuda/lib64 ] && tachlib=${tachlib:+$tachlib:}/usr/local/cuda/lib64
+for d in $(within 15 "$PYTHON" -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2> /dev/null); do
+  for lib in "$d"/nvidia/*/lib; do
+    [ -d "$lib" ] && tachlib=${tachlib:+$tachlib:}$lib
+  done
+done
+tachlib=$tachlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+say "library path for Tach: $tachlib"
+for b in $binaries; do
+  f=$(bin "$b")
+  {
+    echo "-- ldd $f"
+    if [ -x "$f" ]; then env LD_LIBRARY_PATH="$tachlib" ldd "$f"; else echo "missing"; fi
+  } >> "$log" 2>&1
+done
+if [ ! -x "$cli" ]; then
+  say "gpu-check: $cli is missing: build ('meson setup build && meson compile -C build', nvcc present)" \
+      "and bundle ('tools/gpu-check.sh --bundle build') on the build machine"
+  status=1
+fi
+run_tach 20 TERM devices "$cli" devices
+cat "$work/logs/devices.log" >> "$log"
+if ! grep -q '^cuda:' "$work/logs/devices.log"; then
+  say "gpu-check: tach-cli lists no CUDA device (a driver older than CUDA 13, or libcudnn.so.9 /" \
+      "libcublas.so.13 missing from the path above, are the usual causes); going on to see the rest"
+  status=1
+fi
+
+say "== smoke: 3 steps of the fused LSTM"
+cudnn_level=3 run_tach 30 INT smoke "$cli" run --device cuda --workload bilstm --rnn fused \
+  --batch 64 --steps 3 --warmup 1
+rc=$?
+tail -n 12 "$work/logs/smoke.log" | tee -a "$log"
+[ "$rc" = 0 ] && say "smoke: passed" || { say "smoke: FAILED (exit $rc)"; status=1; }
+
+say "== PyTorch (TF32 off = fp32, PyTorch's default = beside Tach's tf32)"
+if within 30 "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+     > "$work/logs/torch-check.log" 2>&1; then
+  for mode in eager graphs; do
+    flag=
+    [ "$mode" = graphs ] && flag=--graphs
+    run_capped 45 TERM "torch-$mode" "$PYTHON" "$root/bench/torch_workloads.py" --device cuda $flag \
+      --cases all --both-tf32 --steps 40 --warmup 10 --format csv
+    rc=$?
+    grep -v '^pytorch,\|^framework,' "$work/logs/torch-$mode.log" | tail -n 3 >> "$log"
+    grep '^framework,\|^pytorch,' "$work/logs/torch-$mode.log" > "$work/torch-$mode.csv"
+    [ "$rc" = 0 ] || { say "torch $mode: FAILED or out of time (exit $rc), see logs/torch-$mode.log"; status=1; }
+  done
+else
+  say "PyTorch with CUDA is not usable by $PYTHON here: no PyTorch comparison ($(tail -n 1 "$work/logs/torch-check.log"))"
+fi
+
+say "== GPU tests, one process per test path"
+tests_end=$(( $(date +%s) + 95 ))
+for t in test-cuda-host test-gpu-ops test-gpu; do
+  f=$(bin "tests/$t")
+  if [ ! -x "$f" ]; then
+    say "$t: not built"
+    status=1
+    continue
+  fi
+  run_tach 20 TERM "$t-list" "$f" -l
+  rc=$?
+  paths=$(grep '^/' "$work/logs/$t-list.log")
+  if [ "$rc" = 77 ]; then
+    say "$t: skipped (no GPU usable by the test)"
+    status=1
+    continue
+  fi
+  [ -z "$paths" ] && { say "$t: lists no tests (exit $rc)"; status=1; continue; }
+  pass=0 fail=0
+  for p in $paths; do
+    name="$t$(echo "$p" | tr '/' '_')"
+    if [ "$(date +%s)" -ge "$tests_end" ]; then
+      say "$t $p: NOT RUN (the tests' 95 s are spent)"
+      fail=$((fail + 1))
+      continue
+    fi
+    cap=$(( tests_end - $(date +%s) ))
+    [ "$cap" -gt 30 ] && cap=30
+    run_tach "$cap" TERM "$name" "$f" -p "$p" --tap
+    rc=$?
+    case $rc in
+      0) pass=$((pass + 1)) ;;
+      77) say "$t $p: skipped" ;;
+      124|137) say "$t $p: TIMED OUT"; fail=$((fail + 1)) ;;
+      *) say "$t $p: FAILED (exit $rc)"; grep -E '^not ok|ERROR|failed|nmse|NMSE' "$work/logs/$name.log" |
+           head -n 4 | tee -a "$log"; fail=$((fail + 1)) ;;
+    esac
+  done
+  say "$t: $pass passed, $fail failed or not run"
+  [ "$fail" = 0 ] || status=1
+done
+
+say "== Tach presets (each stopped at its cap with SIGINT)"
+sweep_end=$(( $(date +%s) + 95 ))
+sweep_one() {  # NAME ARGS...
+  local name=$1 cap
+  shift
+  if [ "$(date +%s)" -ge "$sweep_end" ]; then
+    say "run $name: NOT RUN (the sweep's 95 s are spent)"
+    status=1
+    return
+  fi
+  cap=$(( sweep_end - $(date +%s) ))
+  [ "$cap" -gt 7 ] && cap=7
+  run_tach "$cap" INT "run-$name" "$cli" run --device cuda --csv "$work/tach" "$@"
+  case $? in
+    0) ;;
+    3|124|130) say "run $name: stopped at its cap" ;;
+    *) say "run $name: FAILED, see logs/run-$name.log"; tail -n 2 "$work/logs/run-$name.log" | tee -a "$log"
+       status=1 ;;
+  esac
+}
+run_tach 10 TERM presets "$cli" presets
+presets_of() {  # WORKLOAD: the presets tach-cli lists for it
+  awk -v w="$1" '
+    /^[a-z]/ { cur = $1; next }
+    cur == w && /^  [a-z0-9-]+  / { print $1 }' "$work/logs/presets.log"
+}
+for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
+  w=${spec%%:*}
+  task=${spec#*:}
+  for p in $(presets_of "$w"); do
+    sweep_one "$w-$task-$p" --workload "$w" --task "$task" --preset "$p" --steps 150 --warmup 20
+  done
+  sweep_one "$w-$task-tuned-tf32" --workload "$w" --task "$task" --preset tuned --precision tf32 \
+    --steps 150 --warmup 20
+done
 
 say "== summary"
-for w in bilstm lstm-lm cnn; do
-  [ -s "$out/sweep-$w.txt" ] && tail -n 12 "$out/sweep-$w.txt" | tee -a "$log"
-done
-python3 - "$out" << 'EOF' 2>&1 | tee -a "$log"
+deadline=$(( start + budget ))
+within 20 "$PYTHON" - "$work" << 'EOF' 2>&1 | tee "$work/table.txt" | tee -a "$log"
 import csv, os, sys
-out = sys.argv[1]
+work = sys.argv[1]
 
 def rows(path):
     try:
@@ -168,32 +339,46 @@ def rows(path):
     except OSError:
         return []
 
-tach = {}
-for r in rows(os.path.join(out, "tach", "runs.csv")):
-    key = (r.get("workload"), r.get("task"))
+def num(r, key):
     try:
-        rate = float(r.get("items_per_s") or "nan")
+        return float(r.get(key) or "nan")
     except ValueError:
-        continue
-    tach.setdefault(key, {})[r.get("preset")] = rate
+        return float("nan")
 
-case_key = {"bilstm": ("bilstm", "train"), "lstm-lm-generate": ("lstm-lm", "generate"),
-            "lstm-lm-train": ("lstm-lm", "train"), "cnn": ("cnn", "train")}
 torch = {}
 for mode in ("eager", "graphs"):
-    for r in rows(os.path.join(out, f"torch-{mode}.csv")):
-        try:
-            torch[(r["case"], mode)] = float(r.get("items_per_s") or r["steps_per_s_median"])
-        except (KeyError, ValueError):
-            pass
+    for r in rows(os.path.join(work, f"torch-{mode}.csv")):
+        torch[(r.get("case"), mode, r.get("precision"))] = num(r, "items_per_s")
 
-print(f"{'case':18} {'tach tuned':>12} {'torch eager':>12} {'torch graph':>12} {'vs eager':>9} {'vs graph':>9}")
-for case, key in case_key.items():
-    tuned = tach.get(key, {}).get("tuned")
-    eager, graph = torch.get((case, "eager")), torch.get((case, "graphs"))
-    fmt = lambda v: f"{v:12.1f}" if v else f"{'-':>12}"
-    ratio = lambda a, b: f"{a / b:9.2f}" if a and b else f"{'-':>9}"
-    print(f"{case:18} {fmt(tuned)} {fmt(eager)} {fmt(graph)} {ratio(tuned, eager)} {ratio(tuned, graph)}")
-print("items/s (samples/s or tokens/s); ratios are Tach over PyTorch")
+def case_of(w, task):
+    return "lstm-lm-" + task if w == "lstm-lm" else w
+
+tach = rows(os.path.join(work, "tach", "runs.csv"))
+base = {}
+for r in tach:
+    key = (r.get("workload"), r.get("task"))
+    base.setdefault(key, num(r, "median_steps_per_s"))
+
+def f(v, width, fmt="{:.1f}"):
+    return (fmt.format(v) if v == v else "-").rjust(width)
+
+print(f"{'workload':9} {'task':8} {'preset':14} {'prec':4} {'dev st/s':>9} {'e2e st/s':>9} "
+      f"{'clock':6} {'speedup':>7} {'items/s':>10} {'/torch':>7} {'/graphs':>7}")
+for r in tach:
+    w, task, preset, prec = r.get("workload"), r.get("task"), r.get("preset"), r.get("precision")
+    med, e2e, items = num(r, "median_steps_per_s"), num(r, "e2e_steps_per_s"), num(r, "items_per_s")
+    b = base.get((w, task), float("nan"))
+    tp = "default" if prec == "tf32" else "fp32"
+    te = torch.get((case_of(w, task), "eager", tp), float("nan"))
+    tg = torch.get((case_of(w, task), "graphs", tp), float("nan"))
+    state = r.get("state")
+    print(f"{w:9} {task:8} {preset:14} {prec:4} {f(med, 9)} {f(e2e, 9)} {r.get('rate_clock') or '-':6} "
+          f"{f(med / b if b else float('nan'), 7, '{:.2f}x')} {f(items, 10)} "
+          f"{f(items / te if te else float('nan'), 7, '{:.2f}')} "
+          f"{f(items / tg if tg else float('nan'), 7, '{:.2f}')}" + ("" if state == "finished" else f"  ({state})"))
+print("dev st/s: median steps/s on the device timeline; e2e: measured steps over the wall time after")
+print("warm-up; speedup: over the workload's first preset; /torch, /graphs: Tach's items/s over")
+print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default)")
 EOF
+say "gpu-check: done in $(( $(date +%s) - start )) s, status $status; everything else is in $out/gpu-check.tar.gz"
 exit $status
