@@ -294,9 +294,10 @@ tach_cli_command_devices (void)
 
   for (guint i = 0; i < devices->len; i++)
     {
-      const TachDeviceInfo *info = g_ptr_array_index (devices, i);
+      TachDeviceInfo *info = g_ptr_array_index (devices, i);
       g_autofree char *memory = g_format_size_full (info->memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
 
+      tach_device_measure_peak_flops (info);
       printf ("%s%s  %s\n", i > 0 ? "\n" : "", info->id, info->name != NULL ? info->name : "");
       if (info->kind == TACH_DEVICE_KIND_CPU)
         printf (_("  kind       CPU, %u threads by default\n"), info->threads);

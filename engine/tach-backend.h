@@ -1,336 +1,64 @@
-/* tach-backend.h: the interface every compute backend implements.
+/* tach-backend.h: the API models are written against: opening a backend
+ * through the registry and the dispatch wrappers (tach_op and tach_*),
+ * which keep the sticky-error rule and fill in the defaults of optional
+ * slots.  Models are written once against these, never against a library.
  *
- * A backend owns one device and one stream.  Models are written once against
- * the dispatch wrappers below (tach_op_*), never against a library.
- *
- * Pointers: every float/int pointer passed to an op is a *device* pointer
- * obtained from tach_backend_alloc() (host memory on the CPU backend, device
- * memory on CUDA).  Host code never dereferences them; it uses upload and
- * download.  All tensors are dense, row-major, float32 unless said otherwise.
- *
- * Asynchrony: ops are queued on the backend's stream and may return before
- * the work is done.  Only tach_backend_synchronize(), tach_backend_download(),
- * tach_event_elapsed_ms() and tach_event_synchronize() block.
- *
- * Errors are sticky (as CUDA's are): an op that fails records the first
- * error in the backend and every later op becomes a no-op until the error
- * is taken with tach_backend_take_error().  Models check once per step.
- *
- * Threads: a backend is used by one thread at a time (the engine thread).
+ * Asynchrony: only tach_backend_synchronize(), tach_backend_download(),
+ * tach_event_elapsed_ms() and tach_event_synchronize() block.  Models
+ * check the sticky error once per step.
  */
 #pragma once
 
-#include <glib.h>
-#include <stddef.h>
-#include <stdint.h>
-
-#include "tach-engine.h"
+#include "tach-backend-ops.h"
 
 G_BEGIN_DECLS
 
-typedef struct _TachBackend      TachBackend;
-typedef struct _TachBackendOps   TachBackendOps;
-typedef struct _TachLstmPlan     TachLstmPlan;
-typedef struct _TachConvPlan     TachConvPlan;
-typedef struct _TachEvent        TachEvent;
-typedef struct _TachGraph        TachGraph;
-
-/* An LSTM over a whole sequence (the fused op).
- *
- * Data: x is [T, N, I] when time_major, else [N, T, I]; y is laid out the same
- * way with dirs*H features (forward direction first, then backward).
- * The initial h and c are zero.
- *
- * Weights, Tach's canonical layout, one flat block per direction (forward,
- * then backward): W_x [4H, I], W_h [4H, H], b [4H]; gate order i, f, g, o.
- * Size: dirs * 4H * (I + H + 1) floats.  Backends convert internally.
- *
- * The "layout misread" of the BiLSTM report is a plan with time_major = TRUE
- * over batch-major data: T and N swap meaning, nothing else changes. */
-typedef struct {
-  int      T, N, I, H;
-  int      dirs;          /* 1 or 2 */
-  gboolean time_major;
-  gboolean training;      /* keep what backward needs in the reserve space */
-  gboolean need_dx;       /* backward computes the input gradient */
-  TachPrecision precision;
-  /* Build the plan from scratch, bypassing any plan or primitive cache of
-   * the library (oneDNN's primitive cache): what call-setup=per-call asks
-   * for, as a Keras predict call that retraces rebuilds everything. */
-  gboolean uncached;
-} TachLstmDesc;
-
-/* A 2-D convolution, NCHW, stride 1, symmetric zero padding.
- *
- * With block set, the plan is a convolution block (conv + bias + ReLU +
- * 2x2 stride-2 max pool, W3's layers) for conv_block_fwd/bwd, which a
- * backend may fuse and run in its own layouts; such a plan serves only the
- * block ops (tach_conv_block_forward/backward in tach-model-util.h fall
- * back to conv_fwd/bwd, relu and max pool when the slots are NULL, so a
- * backend without them plans the bare convolution and ignores the flag). */
-typedef struct {
-  int N, C, H, W;         /* input */
-  int K, R, S;            /* filters: K x C x R x S */
-  int pad_h, pad_w;
-  gboolean need_dx;
-  TachPrecision precision;
-  gboolean block;
-} TachConvDesc;
-
-struct _TachBackendOps {
-  /* --- lifecycle and memory (all required) --- */
-  void     (*free)          (TachBackend *be);
-  void    *(*alloc)         (TachBackend *be, size_t bytes);     /* NULL + sticky error on failure */
-  void     (*dealloc)       (TachBackend *be, void *ptr);
-  void     (*upload)        (TachBackend *be, void *dst, const void *src, size_t bytes);
-  /* pinned host memory for asynchronous uploads; optional (NULL: g_malloc) */
-  void    *(*host_alloc)    (TachBackend *be, size_t bytes);
-  void     (*host_free)     (TachBackend *be, void *ptr);
-  void     (*upload_async)  (TachBackend *be, void *dst, const void *src, size_t bytes); /* optional: from host_alloc memory */
-  /* Optional (all three or none): uploads that overlap compute, for
-   * feed=prefetch's double buffering.  The backend has a copy stream beside
-   * its compute stream.
-   * upload_overlapped queues, on the copy stream: a wait for @after (an
-   * event recorded with event_record, so on the compute stream; NULL: no
-   * wait), the copy of @bytes from @src (host_alloc memory) to @dst, then
-   * the recording of @done.  It returns at once.  @src must stay unchanged
-   * until @done has passed (event_synchronize), and no op may read @dst
-   * before stream_wait (@done) has been queued.
-   * NULL: the wrapper waits for @after, uploads synchronously and records
-   * @done, which is right for a backend whose ops finish before they return. */
-  void     (*upload_overlapped) (TachBackend *be, void *dst, const void *src, size_t bytes,
-                                 TachEvent *after, TachEvent *done);
-  /* Every op queued on the compute stream after this call waits until @ev
-   * has passed; the host does not wait.  NULL: nothing to do (ops finish
-   * before they return). */
-  void     (*stream_wait)   (TachBackend *be, TachEvent *ev);
-  /* Blocks the host until @ev has passed.  NULL: event_elapsed_ms (ev, ev). */
-  void     (*event_synchronize) (TachBackend *be, TachEvent *ev);
-  void     (*download)      (TachBackend *be, void *dst, const void *src, size_t bytes); /* blocks */
-  void     (*zero)          (TachBackend *be, void *ptr, size_t bytes);
-  void     (*copy)          (TachBackend *be, void *dst, const void *src, size_t bytes); /* device to device */
-  void     (*synchronize)   (TachBackend *be);
-  guint64  (*peak_memory)   (TachBackend *be);
-
-  /* --- timing --- */
-  TachEvent *(*event_new)   (TachBackend *be);
-  void     (*event_free)    (TachBackend *be, TachEvent *ev);
-  void     (*event_record)  (TachBackend *be, TachEvent *ev);
-  double   (*event_elapsed_ms) (TachBackend *be, TachEvent *start, TachEvent *end); /* blocks on end */
-
-  /* --- graphs (optional: NULL means launch=graph is not supported) --- */
-  void       (*graph_begin)  (TachBackend *be);
-  TachGraph *(*graph_end)    (TachBackend *be);
-  void       (*graph_launch) (TachBackend *be, TachGraph *graph);
-  void       (*graph_free)   (TachBackend *be, TachGraph *graph);
-  /* Optional: *counter += delta for a device uint64 (from alloc), queued on
-   * the stream like any op, so that inside a capture it becomes a node of
-   * the graph and every replay advances the counter (see step_offset).
-   * NULL: tach_backend_counter_add() adds on the host through download
-   * and upload, which is right only for a backend whose ops finish before
-   * they return; a backend with the graph slots implements it. */
-  void       (*counter_add)  (TachBackend *be, uint64_t *counter, uint64_t delta);
-
-  /* --- dense algebra --- */
-  /* C[m,n] = alpha * op(A) op(B) + beta * C, row-major, op = transpose when t* */
-  void (*gemm) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
-                float alpha, const float *a, int lda, const float *b, int ldb,
-                float beta, float *c, int ldc);
-  /* Optional (NULL: the model runs its products in gemm, in fp32): gemm
-   * with A and B rounded to bf16 and the products summed in fp32; C stays
-   * fp32.  Dense layers of a bf16 run use it. */
-  void (*gemm_bf16) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
-                     float alpha, const float *a, int lda, const float *b, int ldb,
-                     float beta, float *c, int ldc);
-  /* y[m,n] += bias[n] */
-  void (*bias_add)  (TachBackend *be, float *y, const float *bias, int m, int n);
-  /* db[n] = beta * db[n] + sum_i dy[i,n] */
-  void (*bias_grad) (TachBackend *be, const float *dy, float *db, int m, int n, float beta);
-  void (*relu_fwd)  (TachBackend *be, const float *x, float *y, size_t n);
-  /* dx = dy * (y > 0); may run in place (dx == dy) */
-  void (*relu_bwd)  (TachBackend *be, const float *y, const float *dy, float *dx, size_t n);
-
-  /* --- recurrent --- */
-  TachLstmPlan *(*lstm_plan_new)  (TachBackend *be, const TachLstmDesc *desc);
-  void          (*lstm_plan_free) (TachBackend *be, TachLstmPlan *plan);
-  size_t        (*lstm_reserve_bytes) (TachBackend *be, TachLstmPlan *plan);
-  void (*lstm_fwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
-                    float *y, void *reserve);
-  /* dw is overwritten (not accumulated); dx may be NULL when !need_dx */
-  void (*lstm_bwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
-                    const float *y, const float *dy, void *reserve, float *dx, float *dw);
-  /* One cell step (the unrolled mode).  gates [N,4H]: pre-activations
-   * x W_x^T + h W_h^T on input (bias not yet added); on output the activated
-   * gates (i, f, g, o), kept for backward.  c_prev may be NULL (zero).
-   * h is written with row stride ldh. */
-  void (*lstm_cell_fwd) (TachBackend *be, int n, int h, float *gates, const float *bias,
-                         const float *c_prev, float *c, float *h_out, int ldh);
-  /* From dh (row stride lddh, may be NULL = 0) and dc (in: from step t+1, may
-   * be NULL = 0) compute dgates [N,4H] and dc_prev [N,H] (may be NULL). */
-  void (*lstm_cell_bwd) (TachBackend *be, int n, int h, const float *gates, const float *c_prev,
-                         const float *c, const float *dh, int lddh, const float *dc,
-                         float *dgates, float *dc_prev);
-
-  /* --- reductions and losses --- */
-  /* x [N, T, C] -> y [N, C], argmax index per (n, c) in idx */
-  void (*max_over_time_fwd) (TachBackend *be, const float *x, float *y, int32_t *idx, int n, int t, int c);
-  /* dx [N, T, C] = scatter of dy at idx (dx zeroed first by the op) */
-  void (*max_over_time_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int t, int c);
-  /* mean binary cross-entropy of sigmoid(logits) against labels (0/1 floats);
-   * writes the loss to *loss and dlogits (may be NULL) */
-  void (*sigmoid_bce) (TachBackend *be, const float *logits, const float *labels, int n,
-                       float *loss, float *dlogits);
-  /* mean softmax cross-entropy; labels int32; dlogits may be NULL */
-  void (*softmax_ce)  (TachBackend *be, const float *logits, const int32_t *labels, int n, int classes,
-                       float *loss, float *dlogits);
-  /* fraction correct: binary (classes == 1, labels float 0/1 as float*) or argmax */
-  void (*accuracy)    (TachBackend *be, const float *logits, const void *labels, int n, int classes,
-                       float *acc);
-
-  /* --- convolutional --- */
-  TachConvPlan *(*conv_plan_new)  (TachBackend *be, const TachConvDesc *desc);
-  void          (*conv_plan_free) (TachBackend *be, TachConvPlan *plan);
-  void (*conv_fwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
-                    const float *b, float *y);
-  /* dw, db overwritten; dx may be NULL */
-  void (*conv_bwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
-                    const float *dy, float *dx, float *dw, float *db);
-  /* 2x2 stride-2 max pool, NCHW; idx records the winner */
-  void (*maxpool_fwd) (TachBackend *be, const float *x, float *y, int32_t *idx, int n, int c, int h, int w);
-  void (*maxpool_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int c, int h, int w);
-  /* Optional (NULL: see TachConvDesc.block): the convolution block on a
-   * plan made with block set, y = maxpool2x2 (relu (conv (x, w) + b)) with y
-   * [N, K, OH/2, OW/2] plain.  act (N*K*OH*OW floats) and idx
-   * (N*K*(OH/2)*(OW/2) int32) keep what backward needs, in a layout of the
-   * backend's choosing: the caller only hands them back to conv_block_bwd
-   * after this forward. */
-  void (*conv_block_fwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
-                          const float *b, float *act, int32_t *idx, float *y);
-  /* From dy [N, K, OH/2, OW/2] compute dw, db (overwritten) and dx (may be
-   * NULL unless need_dx); dact (as big as act) is scratch.  x is the
-   * forward's x, unchanged since (a backend may keep its own copy). */
-  void (*conv_block_bwd) (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
-                          const float *act, const int32_t *idx, const float *dy, float *dact,
-                          float *dx, float *dw, float *db);
-  /* global average pool [N,C,H,W] -> [N,C] */
-  void (*avgpool_fwd) (TachBackend *be, const float *x, float *y, int n, int c, int hw);
-  void (*avgpool_bwd) (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
-  /* counter-based dropout: element e is kept iff tach_rand_uniform(seed, counter, e) >= p,
-   * kept values scaled by 1/(1-p).  bwd regenerates the same mask.
-   * Like sample_tokens, it adds the step offset to @counter (see
-   * TachBackend.step_offset). */
-  void (*dropout_fwd) (TachBackend *be, const float *x, float *y, size_t n, float p,
-                       guint64 seed, guint64 counter);
-  void (*dropout_bwd) (TachBackend *be, const float *dy, float *dx, size_t n, float p,
-                       guint64 seed, guint64 counter);
-
-  /* --- embedding and generation --- */
-  /* out[i, :] = table[idx[i], :] for i < n */
-  void (*embedding) (TachBackend *be, const float *table, const int32_t *idx, float *out, int n, int dim);
-  /* for each row r < n: draw token from softmax(logits[r]) with
-   * u = tach_rand_uniform(seed, counter + step offset, r) by inverse CDF
-   * (see TachBackend.step_offset); write to tok[r];
-   * then shift ctx[r, 0..len) left by one and put the token last. */
-  void (*sample_tokens) (TachBackend *be, const float *logits, int n, int vocab,
-                         guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len);
-  /* Optional (NULL: sample_tokens, then softmax_ce of the drawn tokens; see
-   * tach_backend_sample_tokens): sample_tokens, and also *loss = the mean
-   * over the rows of -log softmax (logits[r])[tok[r]], the loss softmax_ce
-   * reports for these tokens, from the same pass over the logits. */
-  void (*sample_tokens_nll) (TachBackend *be, const float *logits, int n, int vocab,
-                             guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
-                             float *loss);
-
-  /* --- optimisers over one flat parameter buffer --- */
-  /* Adam; *t (device float) is the step count, incremented by the op so that
-   * a captured graph replays correctly.  Kingma & Ba's form (as PyTorch),
-   * with t the count after the increment:
-   *   m = b1 m + (1-b1) g;  v = b2 v + (1-b2) g^2;
-   *   param -= lr * (m / (1-b1^t)) / (sqrt (v / (1-b2^t)) + eps). */
-  void (*adam) (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
-                float lr, float beta1, float beta2, float eps, float *t);
-  void (*sgd)  (TachBackend *be, float *param, const float *grad, size_t n, float lr);
-};
-
-struct _TachBackend {
-  const TachBackendOps *ops;
-  TachDeviceInfo       *device;   /* owned */
-  GError               *error;    /* sticky: first error, owned */
-  guint                 threads;
-  TachPrecision         precision;
-  /* The step offset: NULL (the default) or a device uint64 (borrowed, from
-   * alloc) that the counter-taking ops (dropout_fwd/bwd, sample_tokens,
-   * sample_tokens_nll) add to their @counter *when they run*, not when
-   * they are queued.  A captured graph bakes in the counter of the step it
-   * was captured at, c; the runner sets this field while capturing, zeroes
-   * the offset and adds 1 to it as the graph's last node (counter_add), so
-   * that replay k draws with counter c + k, the counter of step c + k:
-   * TACH_RAND_COUNTER (stream, i) + k == TACH_RAND_COUNTER (stream, i + k)
-   * for step indices below 2^48.  NULL means an offset of 0, so eager runs
-   * draw exactly as before.  Host-side backends read the value with
-   * tach_backend_host_counter(); device backends hand the pointer to their
-   * kernels, which read the value. */
-  uint64_t             *step_offset;
-  /* What each plan runs, "what: algorithm" strings (owned, NULL until the
-   * first note): see tach_backend_note_algorithm(). */
-  GPtrArray            *algorithms;
-};
-
-/* @counter plus the step offset, for a backend whose ops run on the host
- * (the CPU): the value of *be->step_offset when the op runs. */
-static inline guint64
-tach_backend_host_counter (const TachBackend *be, guint64 counter)
-{
-  return be->step_offset != NULL ? counter + *be->step_offset : counter;
-}
-
-/* The registry: the one place that knows which backends were built. */
+/* The registry (tach-backends.c): the one place that knows which backends
+ * were built. */
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
 /* A backend from outside the build's own, for tests (the asynchronous test
  * double of tests/): its devices are listed after the built-in ones and
- * resolved, created and asked by their exact id.  One at a time (NULL
+ * resolved, opened and asked by their exact id.  One at a time (NULL
  * removes it); call from the main thread before any run. */
 typedef struct {
   GPtrArray   *(*devices)  (void);                   /* TachDeviceInfo* */
   TachBackend *(*create)   (const char *device_id, guint threads, TachPrecision precision,
                             GError **error);
   gboolean     (*supports) (const char *key, const char *value, const char **why);
+  TachBackendCaps caps;
 } TachBackendProvider;
 void         tach_backend_registry_set_provider (const TachBackendProvider *provider);
+/* Opens the backend of @device (resolved already: tach_device_resolve()). */
+TachBackend *tach_backend_open (const TachDeviceInfo *device, guint threads,
+                                TachPrecision precision, GError **error);
+/* Resolves @device_id, then opens its backend. */
 TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
                                GError **error);
 /* Frees the sticky error and the device info, then calls ops->free, which
  * releases the backend's own resources and the struct itself.  NULL is fine. */
 void         tach_backend_free (TachBackend *be);
-/* Whether the backend of @device_id can do @key=@value; if not, *why says so. */
+/* Whether the backend of @device_id can do value number @value of choice
+ * knob @knob; if not, *why says so.  Knobs that are not choices: TRUE. */
+gboolean     tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value,
+                                         const char **why);
+/* The same by name and value ("launch", "graph"). */
 gboolean     tach_backend_supports (const char *device_id, const char *key, const char *value,
                                     const char **why);
-
+/* The capabilities of the backend of @device_id ("auto" is the device
+ * tach_device_resolve() picks); 0 for an id no backend owns. */
+TachBackendCaps tach_backend_caps_for (const char *device_id);
 /* For tests (a fault-injecting wrapper): a function handed every backend
- * that tach_backend_new() opens, on the thread that opens it, before
+ * that tach_backend_open() opens, on the thread that opens it, before
  * anything uses the backend.  It may point be->ops at a table of its own
  * that forwards to the real one; that table must outlive the backend.
  * Process-wide; NULL removes it.  Set it while no run is going. */
 typedef void (*TachBackendOpenHook) (TachBackend *be, gpointer user_data);
 void         tach_backend_set_open_hook (TachBackendOpenHook hook, gpointer user_data);
-
-/* Records @error as the sticky error unless one is already recorded (takes ownership). */
-void         tach_backend_set_error (TachBackend *be, GError *error);
-void         tach_backend_fail (TachBackend *be, gint code, const char *format, ...) G_GNUC_PRINTF (3, 4);
-/* The one message for a label outside [0, @classes) (TACH_ERROR_DATA), whichever backend finds it. */
-void         tach_backend_fail_label (TachBackend *be, int label, int row, int classes);
-gboolean     tach_backend_ok (TachBackend *be);
-/* Moves the sticky error into @error; returns FALSE if there was one. */
-gboolean     tach_backend_take_error (TachBackend *be, GError **error);
-
-/* Records which algorithm the plan described by @what ("lstm T10 N1024 ...")
- * runs, replacing an earlier note for the same @what (a plan re-tuned, or
- * rebuilt per call).  Engine thread. */
-void         tach_backend_note_algorithm (TachBackend *be, const char *what, const char *algorithm);
-/* "lstm T10 N1024 I300 H40 x2 train": the @what of an LSTM plan's note. */
-char        *tach_lstm_desc_name (const TachLstmDesc *desc);
-/* The notes so far, "what: algorithm; what: algorithm", or NULL if none. */
-char        *tach_backend_dup_algorithms (TachBackend *be);
+/* The kind of device @device_id names (a CPU for an id no backend owns). */
+TachDeviceKind tach_backend_kind_for (const char *device_id);
+/* "cuda" -> "cuda:0": the id of the device @device_id names, without
+ * listing devices ("auto" stays "auto"), or NULL if no backend owns it. */
+char        *tach_backend_canonical_id (const char *device_id);
 
 /* Memory helpers with the sticky-error rule. */
 void   *tach_backend_alloc (TachBackend *be, size_t bytes);
@@ -404,15 +132,5 @@ void          tach_conv_plan_free (TachBackend *be, TachConvPlan *plan);
         tach_op_be_->ops->slot (tach_op_be_, __VA_ARGS__);                       \
     }                                                                            \
   } G_STMT_END
-
-/* Backend constructors; each returns NULL + error when its device is absent. */
-TachBackend *tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error);
-GPtrArray   *tach_cpu_backend_devices (void);
-#ifdef HAVE_CUDA
-TachBackend *tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GError **error);
-GPtrArray   *tach_cuda_backend_devices (void);
-gboolean     tach_cuda_backend_supports (const char *key, const char *value, const char **why);
-#endif
-gboolean     tach_cpu_backend_supports (const char *key, const char *value, const char **why);
 
 G_END_DECLS

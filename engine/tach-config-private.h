@@ -13,6 +13,11 @@ void     tach_config_reset_modes (TachConfig *config);
  * (or their plain values where the new device cannot do them). */
 void     tach_config_reapply_preset_for_device (TachConfig *config);
 
+/* tach_config_validate() on a device already resolved (NULL: no device
+ * checks), so that a run resolves its device once. */
+gboolean tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device,
+                                  GError **error);
+
 /* The workload's default batch for @task. */
 guint    tach_config_default_batch (TachWorkload workload, TachTask task);
 

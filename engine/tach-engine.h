@@ -265,15 +265,22 @@ typedef struct {
   char          *name;          /* "Intel Xeon ...", "NVIDIA H200" */
   TachDeviceKind kind;
   guint64        memory_bytes;
-  double         peak_flops;    /* fp32 FLOP/s, measured or from the spec */
+  double         peak_flops;    /* fp32 FLOP/s from the spec, or measured; 0 until
+                                 * measured (tach_device_measure_peak_flops) */
   char          *versions;      /* "oneDNN 2.6.0", "driver 13.0, cuDNN 9.19.0, cuBLAS 13.0.0" */
   guint          threads;       /* CPU: cores used by default */
 } TachDeviceInfo;
 
-/* Lists usable devices, best first (a GPU before the CPU).  Never fails: a
- * missing driver simply lists the CPU alone.  Element type: TachDeviceInfo*. */
+/* Lists usable devices, best first (a GPU before the CPU), cheaply: no
+ * benchmark runs and no file is written.  Never fails: a missing driver
+ * simply lists the CPU alone.  Element type: TachDeviceInfo*. */
 GPtrArray      *tach_devices_list (void);
 void            tach_device_info_free (TachDeviceInfo *info);
+/* Fills in @info->peak_flops where listing left it 0 because measuring it
+ * takes time (the CPU's sgemm rate: up to half a second the first time,
+ * then cached in the process and on disk), and returns it.  Blocks: never
+ * call it on a GUI's main thread. */
+double          tach_device_measure_peak_flops (TachDeviceInfo *info);
 /* Resolves "auto", "cpu", "cuda", "cuda:N" to a device, or fails with
  * TACH_ERROR_DEVICE_UNAVAILABLE and a message saying what to do. */
 TachDeviceInfo *tach_device_resolve (const char *id, GError **error);

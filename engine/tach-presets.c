@@ -219,12 +219,10 @@ device_id_for (const TachConfig *config)
       info = tach_device_resolve ("auto", NULL);
       return info != NULL ? g_strdup (info->id) : NULL;
     }
-  if (g_str_equal (config->device, "cuda"))
-    return g_strdup ("cuda:0");
-  return g_strdup (config->device);
+  return tach_backend_canonical_id (config->device);
 }
 
-/* Each gpu setting goes in where the device is a GPU that supports it;
+/* Each gpu setting goes in where the device's backend supports it;
  * elsewhere the knob gets its plain default back (@reset), so that moving a
  * tuned configuration from a GPU to the CPU drops launch=graph. */
 static void
@@ -242,11 +240,9 @@ apply_gpu_settings (TachConfig *config, const TachPreset *preset, gboolean reset
   for (guint i = 0; items[i] != NULL; i++)
     {
       g_auto(GStrv) kv = g_strsplit (items[i], "=", 2);
-      gboolean gpu = id != NULL && g_str_has_prefix (id, "cuda");
-
       if (g_strv_length (kv) != 2)
         continue;
-      if (gpu && tach_backend_supports (id, kv[0], kv[1], NULL))
+      if (id != NULL && tach_backend_supports (id, kv[0], kv[1], NULL))
         tach_config_set (config, kv[0], kv[1], NULL);
       else if (reset)
         {

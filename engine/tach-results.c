@@ -16,6 +16,7 @@
 
 #include <glib/gi18n-lib.h>
 
+#include "tach-backend.h"
 #include "tach-run-private.h"
 
 /* ---------------------------------------------------------- CSV records */
@@ -387,7 +388,7 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
       g_free (device->name);
       device->name = g_strdup (device->id);
     }
-  device->kind = g_str_has_prefix (device->id, "cuda") ? TACH_DEVICE_KIND_GPU : TACH_DEVICE_KIND_CPU;
+  device->kind = tach_backend_kind_for (device->id);
   device->versions = g_strdup (field (columns, fields, "versions"));
 
   run->device = device;

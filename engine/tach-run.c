@@ -40,6 +40,7 @@
 
 #include <glib/gi18n-lib.h>
 
+#include "tach-config-private.h"
 #include "tach-model.h"
 #include "tach-run-private.h"
 #include "tach-run-timing.h"
@@ -99,7 +100,7 @@ tach_run_new (const TachConfig *config, GError **error)
   device = tach_device_resolve (config->device, error);
   if (device == NULL)
     return NULL;
-  if (!tach_config_validate (config, device->id, error))
+  if (!tach_config_validate_on (config, device, error))
     return NULL;
 
   run = g_new0 (TachRun, 1);
@@ -279,10 +280,17 @@ engine_setup (Engine *e, guint64 total, GError **error)
 {
   TachRun *run = e->run;
   const TachConfig *config = &run->config;
+  double peak;
 
-  e->be = tach_backend_new (run->device->id, config->threads, config->precision, error);
+  e->be = tach_backend_open (run->device, config->threads, config->precision, error);
   if (e->be == NULL)
     return FALSE;
+  /* The device's peak, where listing left it to be measured: here, on the
+   * engine thread, before any step is timed. */
+  peak = tach_device_measure_peak_flops (e->be->device);
+  g_mutex_lock (&run->lock);
+  run->device->peak_flops = peak;
+  g_mutex_unlock (&run->lock);
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)
     {
@@ -312,9 +320,9 @@ engine_setup (Engine *e, guint64 total, GError **error)
       e->acc_dev = tach_backend_alloc (e->be, total * sizeof (float));
       e->acc_host = g_try_new (float, total);
     }
-  /* The CPU's events would be host timestamps: its steps use the runner's. */
-  tach_step_timer_init (&e->timer, e->be,
-                        e->be->device != NULL && e->be->device->kind == TACH_DEVICE_KIND_CPU);
+  /* Where ops finish before they return, events would be host timestamps:
+   * such a backend's steps use the runner's clock. */
+  tach_step_timer_init (&e->timer, e->be, (e->be->caps & TACH_BACKEND_CAP_SYNC_OPS) != 0);
   e->capture_step = NO_CAPTURE;
   if (config->launch == TACH_LAUNCH_GRAPH)
     {

@@ -10,33 +10,12 @@
 #include "tach-config-private.h"
 #include "tach-model.h"
 
-/* Whether "auto" picks a GPU here.  Devices do not come and go while Tach
- * runs, and front ends ask this for every row they draw: look once. */
-static gboolean
-auto_is_gpu (void)
-{
-  static gsize once = 0;
-  static gboolean gpu = FALSE;
-
-  if (g_once_init_enter (&once))
-    {
-      g_autoptr(GPtrArray) devices = tach_devices_list ();
-
-      gpu = devices->len > 0
-            && ((const TachDeviceInfo *) devices->pdata[0])->kind == TACH_DEVICE_KIND_GPU;
-      g_once_init_leave (&once, 1);
-    }
-  return gpu;
-}
-
 gboolean
 tach_config_knob_applies (const TachConfig *config, const char *key, const char **why)
 {
   const char *reason = NULL;
   gboolean generate = config->task == TACH_TASK_GENERATE;
-  gboolean on_gpu = config->device != NULL
-                    && (g_str_has_prefix (config->device, "cuda")
-                        || (g_strcmp0 (config->device, "auto") == 0 && auto_is_gpu ()));
+  TachBackendCaps caps = config->device != NULL ? tach_backend_caps_for (config->device) : 0;
   TachWorkload w = config->workload;
 
   if (g_strcmp0 (key, "task") == 0 && w != TACH_WORKLOAD_LSTM_LM)
@@ -76,9 +55,11 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
                || g_strcmp0 (key, "samples") == 0 || g_strcmp0 (key, "optimizer") == 0
                || g_strcmp0 (key, "lr") == 0 || g_strcmp0 (key, "data") == 0))
     reason = N_("text generation does not train");
-  else if (g_strcmp0 (key, "threads") == 0 && on_gpu)
+  else if (g_strcmp0 (key, "threads") == 0 && config->device != NULL
+           && !(caps & TACH_BACKEND_CAP_THREADS))
     reason = N_("threads only set the CPU backend");
-  else if (g_strcmp0 (key, "launch") == 0 && config->device != NULL && !on_gpu)
+  else if (g_strcmp0 (key, "launch") == 0 && config->device != NULL
+           && !(caps & TACH_BACKEND_CAP_GRAPHS))
     reason = N_("graph capture needs a GPU");
 
   if (why != NULL)
@@ -148,17 +129,19 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
       g_autofree char *value = NULL;
       const char *why = NULL;
       const char *instead = NULL;
+      int current;
 
       if (knobs[i].values == NULL || g_str_equal (knobs[i].name, "workload")
           || !tach_config_knob_applies (&workload_only, knobs[i].name, NULL))
         continue;
       value = tach_config_get (config, knobs[i].name);
-      if (tach_backend_supports (device_id, knobs[i].name, value, &why))
+      current = *(const int *) ((const char *) config + knobs[i].offset);
+      if (tach_backend_supports_knob (device_id, knobs[i].id, current, &why))
         continue;
 
       for (guint k = 0; knobs[i].values[k] != NULL; k++)
-        if (!g_str_equal (knobs[i].values[k], value)
-            && tach_backend_supports (device_id, knobs[i].name, knobs[i].values[k], NULL))
+        if ((int) k != current
+            && tach_backend_supports_knob (device_id, knobs[i].id, (int) k, NULL))
           {
             instead = knobs[i].values[k];
             break;
@@ -287,16 +270,17 @@ check_memory (const TachConfig *config, const TachModelClass *klass,
     return TRUE;
   klass->memory_needs (config, &device_bytes, &host_bytes);
 
-  /* On the CPU backend "device" memory is host memory too. */
+  /* Where the backend's memory is host memory, the two add up. */
   host_need = host_bytes;
-  if (device != NULL && device->kind == TACH_DEVICE_KIND_CPU)
+  if (device != NULL && (tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_HOST_MEMORY))
     host_need += device_bytes;
   if (host_have > 0 && host_need > host_have)
     {
       set_memory_error (config, error, host_need, host_have, _("host"));
       return FALSE;
     }
-  if (device != NULL && device->kind == TACH_DEVICE_KIND_GPU && device->memory_bytes > 0
+  if (device != NULL && !(tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_HOST_MEMORY)
+      && device->memory_bytes > 0
       && device_bytes > device->memory_bytes)
     {
       set_memory_error (config, error, device_bytes, device->memory_bytes, device->id);
@@ -305,41 +289,61 @@ check_memory (const TachConfig *config, const TachModelClass *klass,
   return TRUE;
 }
 
-gboolean
-tach_config_validate (const TachConfig *config, const char *device_id, GError **error)
+/* The checks that need no device. */
+static const TachModelClass *
+check_settings (const TachConfig *config, GError **error)
 {
   const TachModelClass *klass;
-  g_autoptr(TachDeviceInfo) device = NULL;
-
-  g_return_val_if_fail (config != NULL, FALSE);
 
   if ((guint) config->workload >= TACH_WORKLOAD_COUNT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    _("invalid workload: expected one of bilstm, lstm-lm, cnn"));
-      return FALSE;
+      return NULL;
     }
   if (!check_consistency (config, error))
-    return FALSE;
+    return NULL;
 
   klass = tach_model_class_for (config->workload);
   if (klass == NULL)
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   _("the %s workload is not built into this engine: choose another --workload"),
-                   tach_workload_to_string (config->workload));
-      return FALSE;
-    }
+    g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                 _("the %s workload is not built into this engine: choose another --workload"),
+                 tach_workload_to_string (config->workload));
+  return klass;
+}
 
-  if (device_id != NULL)
-    {
-      device = tach_device_resolve (device_id, error);
-      if (device == NULL)
-        return FALSE;
-      if (!check_backend (config, device->id, error))
-        return FALSE;
-    }
+static gboolean
+check_on_device (const TachConfig *config, const TachModelClass *klass,
+                 const TachDeviceInfo *device, GError **error)
+{
+  if (device != NULL && !check_backend (config, device->id, error))
+    return FALSE;
   if (config->launch == TACH_LAUNCH_GRAPH && !check_graph (config, klass, error))
     return FALSE;
   return check_memory (config, klass, device, error);
+}
+
+gboolean
+tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device, GError **error)
+{
+  const TachModelClass *klass;
+
+  g_return_val_if_fail (config != NULL, FALSE);
+  klass = check_settings (config, error);
+  return klass != NULL && check_on_device (config, klass, device, error);
+}
+
+gboolean
+tach_config_validate (const TachConfig *config, const char *device_id, GError **error)
+{
+  g_autoptr(TachDeviceInfo) device = NULL;
+  const TachModelClass *klass;
+
+  g_return_val_if_fail (config != NULL, FALSE);
+  klass = check_settings (config, error);
+  if (klass == NULL)
+    return FALSE;
+  if (device_id != NULL && (device = tach_device_resolve (device_id, error)) == NULL)
+    return FALSE;
+  return check_on_device (config, klass, device, error);
 }

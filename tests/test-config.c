@@ -557,6 +557,46 @@ test_devices (void)
                  || strstr (error->message, "-Dcuda=enabled") != NULL);
 }
 
+/* The backend registry: listing is cheap (the CPU's peak waits to be
+ * measured), each backend's capabilities come from its row, and a backend
+ * is asked about a knob by id and value number. */
+static void
+test_backend_registry (void)
+{
+  g_autoptr(GPtrArray) devices = tach_devices_list ();
+  TachDeviceInfo *cpu = g_ptr_array_index (devices, devices->len - 1);
+  const char *why = NULL;
+  g_autofree char *cuda = tach_backend_canonical_id ("cuda");
+  g_autofree char *plain = tach_backend_canonical_id ("cpu");
+  g_autofree char *bad = tach_backend_canonical_id ("cuda:x");
+
+  g_assert_cmpstr (cpu->id, ==, "cpu");
+  g_assert_cmpfloat (cpu->peak_flops, ==, 0.0);
+  g_assert_cmpfloat (tach_device_measure_peak_flops (cpu), >, 0.0);
+  g_assert_cmpfloat (cpu->peak_flops, >, 0.0);
+
+  g_assert_cmpint (tach_backend_caps_for ("cpu"), ==,
+                   TACH_BACKEND_CAP_SYNC_OPS | TACH_BACKEND_CAP_HOST_MEMORY
+                   | TACH_BACKEND_CAP_THREADS);
+  g_assert_cmpint (tach_backend_caps_for ("cuda:3"), ==, TACH_BACKEND_CAP_GRAPHS);
+  g_assert_cmpint (tach_backend_caps_for ("gpu7"), ==, 0);
+  g_assert_cmpint (tach_backend_kind_for ("cuda"), ==, TACH_DEVICE_KIND_GPU);
+  g_assert_cmpint (tach_backend_kind_for ("cpu"), ==, TACH_DEVICE_KIND_CPU);
+
+  g_assert_false (tach_backend_supports_knob ("cpu", TACH_KNOB_LAUNCH, TACH_LAUNCH_GRAPH, &why));
+  g_assert_nonnull (strstr (why, "--launch eager"));
+  g_assert_true (tach_backend_supports_knob ("cpu", TACH_KNOB_RNN, TACH_RNN_UNROLLED, &why));
+  g_assert_null (why);
+  g_assert_false (tach_backend_supports_knob ("cpu", TACH_KNOB_PRECISION, TACH_PRECISION_TF32, NULL));
+  g_assert_false (tach_backend_supports ("cpu", "launch", "graph", NULL));
+  g_assert_false (tach_backend_supports ("gpu7", "rnn", "fused", &why));
+  g_assert_nonnull (why);
+
+  g_assert_cmpstr (cuda, ==, "cuda:0");
+  g_assert_cmpstr (plain, ==, "cpu");
+  g_assert_null (bad);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -576,5 +616,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/config/applies", test_applies);
   g_test_add_func ("/engine/config/validate", test_validate);
   g_test_add_func ("/engine/devices/resolve", test_devices);
+  g_test_add_func ("/engine/devices/registry", test_backend_registry);
   return g_test_run ();
 }

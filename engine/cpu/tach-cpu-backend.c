@@ -325,8 +325,10 @@ cpu_device_info_new (guint threads)
                                     version->patch, tach_cpu_isa_name (tach_cpu_isa ()),
                                     tach_cpu_isa_capped () ? " (TACH_CPU_ISA)" : "");
   /* The peak is the measured sgemm rate of all cores, not a datasheet
-   * figure: it is what the workloads' GEMMs can reach on this machine. */
-  info->peak_flops = tach_cpu_measure_peak_flops ();
+   * figure: it is what the workloads' GEMMs can reach on this machine.
+   * Measuring takes time, so listing leaves it to the registry's
+   * tach_device_measure_peak_flops(), asked off the GUI's main thread. */
+  info->peak_flops = 0.0;
   return info;
 }
 
@@ -341,38 +343,36 @@ tach_cpu_backend_devices (void)
 }
 
 gboolean
-tach_cpu_backend_supports (const char *key, const char *value, const char **why)
+tach_cpu_backend_supports (TachKnobId knob, int value, const char **why)
 {
   if (why != NULL)
     *why = NULL;
   tach_cpu_isa_init (NULL);
 
-  if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (value, "graph") == 0)
+  if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH)
     {
       if (why != NULL)
         *why = _("CUDA graphs need a GPU: use --launch eager");
       return FALSE;
     }
-  if (g_strcmp0 (key, "precision") == 0)
+  if (knob != TACH_KNOB_PRECISION)
+    return TRUE;
+  switch ((TachPrecision) value)
     {
-      if (g_strcmp0 (value, "tf32") == 0)
-        {
-          if (why != NULL)
-            *why = _("tf32 is a GPU tensor-core mode: use --precision fp32 on the CPU");
-          return FALSE;
-        }
-      if (g_strcmp0 (value, "fp16") == 0)
-        {
-          if (why != NULL)
-            *why = _("fp16 is not available on the CPU backend: use --precision fp32");
-          return FALSE;
-        }
+    case TACH_PRECISION_TF32:
+      if (why != NULL)
+        *why = _("tf32 is a GPU tensor-core mode: use --precision fp32 on the CPU");
+      return FALSE;
+    case TACH_PRECISION_FP16:
+      if (why != NULL)
+        *why = _("fp16 is not available on the CPU backend: use --precision fp32");
+      return FALSE;
+    case TACH_PRECISION_BF16:
       /* oneDNN's effective ISA honours TACH_CPU_ISA and ONEDNN_MAX_CPU_ISA,
        * so a capped run reports bf16 as unavailable, as on an older
        * processor. */
-      if (g_strcmp0 (value, "bf16") == 0
-          && (dnnl_get_effective_cpu_isa () & dnnl_cpu_isa_avx512_core_bf16)
-             != dnnl_cpu_isa_avx512_core_bf16)
+      if ((dnnl_get_effective_cpu_isa () & dnnl_cpu_isa_avx512_core_bf16)
+          != dnnl_cpu_isa_avx512_core_bf16)
         {
           if (why != NULL)
             *why = tach_cpu_isa_capped ()
@@ -383,20 +383,10 @@ tach_cpu_backend_supports (const char *key, const char *value, const char **why)
                          "use --precision fp32");
           return FALSE;
         }
-    }
-  return TRUE;
-}
-
-static const char *
-precision_name (TachPrecision precision)
-{
-  switch (precision)
-    {
-    case TACH_PRECISION_FP32: return "fp32";
-    case TACH_PRECISION_TF32: return "tf32";
-    case TACH_PRECISION_BF16: return "bf16";
-    case TACH_PRECISION_FP16: return "fp16";
-    default: return "?";
+      return TRUE;
+    case TACH_PRECISION_FP32:
+    default:
+      return TRUE;
     }
 }
 
@@ -417,7 +407,7 @@ tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error)
                      "those to cap the CPU's vector extensions, or unset it"), bad_isa);
       return NULL;
     }
-  if (!tach_cpu_backend_supports ("precision", precision_name (precision), &why))
+  if (!tach_cpu_backend_supports (TACH_KNOB_PRECISION, precision, &why))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED, "%s", why);
       return NULL;
@@ -444,7 +434,7 @@ tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error)
 
   /* The backend describes itself (with the thread count it really uses),
    * so that a backend made without the registry still names its device in
-   * messages; the sgemm peak is measured once per process. */
+   * messages. */
   be->device = cpu_device_info_new (be->threads);
   omp_set_num_threads ((int) be->threads);
   return be;

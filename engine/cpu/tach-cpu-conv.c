@@ -430,7 +430,7 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
       return NULL;
     }
   if (d->precision == TACH_PRECISION_BF16
-      && !tach_cpu_backend_supports ("precision", "bf16", NULL))
+      && !tach_cpu_backend_supports (TACH_KNOB_PRECISION, TACH_PRECISION_BF16, NULL))
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
                          _("bf16 needs a processor with AVX-512 BF16: use --precision fp32"));

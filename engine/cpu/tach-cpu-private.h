@@ -15,6 +15,7 @@
 #include <omp.h>
 
 #include "tach-backend.h"
+#include "tach-cpu.h"
 
 G_BEGIN_DECLS
 
@@ -345,9 +346,5 @@ void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n,
 /* The CPU's model name from /proc/cpuinfo ("CPU" when unknown); free it. */
 char  *tach_cpu_model_name (void);
 
-/* The sgemm peak of all cores in FLOP/s: measured once per machine and
- * cached in $XDG_CACHE_HOME/tach/cpu-peak.ini, then once per process
- * (tach-cpu-ops.c). */
-double tach_cpu_measure_peak_flops (void);
 
 G_END_DECLS

@@ -492,11 +492,11 @@ tach_cuda_backend_devices (void)
 }
 
 gboolean
-tach_cuda_backend_supports (const char *key, const char *value, const char **why)
+tach_cuda_backend_supports (TachKnobId knob, int value, const char **why)
 {
   if (why != NULL)
     *why = NULL;
-  if (g_strcmp0 (key, "precision") == 0 && g_strcmp0 (value, "bf16") == 0)
+  if (knob == TACH_KNOB_PRECISION && value == TACH_PRECISION_BF16)
     {
       /* cuBLAS could down-convert to bf16, but cuDNN's RNN and convolution
        * only down-convert float32 data to fp16: a bf16 run would be bf16 in
@@ -625,7 +625,7 @@ pin_math_mode (TachBackend *be, TachPrecision precision)
       {
         const char *why = NULL;
 
-        tach_cuda_backend_supports ("precision", "bf16", &why);
+        tach_cuda_backend_supports (TACH_KNOB_PRECISION, TACH_PRECISION_BF16, &why);
         tach_backend_fail (be, TACH_ERROR_UNSUPPORTED, "%s", why);
         return FALSE;
       }

@@ -11,6 +11,7 @@
 #include <cudnn.h>
 
 #include "tach-backend.h"
+#include "tach-cuda.h"
 #include "tach-cuda-kernels.h"
 
 G_BEGIN_DECLS

@@ -1,0 +1,406 @@
+/* tach-backends.c: the backend registry, one row per backend, and the
+ * device functions that read it (listing, resolving, opening, asking what
+ * a backend supports).
+ *
+ * This is the one file that knows which backends exist and which were
+ * built: the only HAVE_CUDA conditional of the C code sits on the CUDA
+ * row.  A backend adds its folder, its row here and its build files.
+ */
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-backend.h"
+#include "cpu/tach-cpu.h"
+#ifdef HAVE_CUDA
+#include "cuda/tach-cuda.h"
+#endif
+
+typedef struct {
+  const char     *prefix;     /* device ids: "cpu", or "cuda" + ":N" with @ordinals */
+  gboolean        ordinals;
+  TachDeviceKind  kind;
+  TachBackendCaps caps;
+  /* Messages (translatable) when resolving fails: @none (no device of
+   * this backend, with the id asked for), @absent (not that one: the id and
+   * the highest ordinal), @not_built (the build left the backend out). */
+  const char     *none;
+  const char     *absent;
+  const char     *not_built;
+  /* NULL when the backend was not built.  devices() lists cheaply (no
+   * benchmark, no files); open() opens device @ordinal. */
+  GPtrArray     *(*devices) (void);
+  TachBackend   *(*open) (guint ordinal, guint threads, TachPrecision precision, GError **error);
+  gboolean       (*supports) (TachKnobId knob, int value, const char **why);
+  /* Optional: a peak that costs time to measure (NULL: devices() says it). */
+  double         (*measure_peak) (void);
+} TachBackendRow;
+
+static TachBackend *
+cpu_open (guint ordinal, guint threads, TachPrecision precision, GError **error)
+{
+  return tach_cpu_backend_new (threads, precision, error);
+}
+
+#ifdef HAVE_CUDA
+static TachBackend *
+cuda_open (guint ordinal, guint threads, TachPrecision precision, GError **error)
+{
+  return tach_cuda_backend_new ((int) ordinal, threads, precision, error);
+}
+#endif
+
+/* Best first: "auto" picks the first device listed. */
+static const TachBackendRow rows[] = {
+  {
+    .prefix = "cuda", .ordinals = TRUE, .kind = TACH_DEVICE_KIND_GPU,
+    .caps = TACH_BACKEND_CAP_GRAPHS,
+    .none = N_("no usable CUDA device (the CUDA runtime found none for '%s'): "
+               "install the NVIDIA driver or use --device cpu"),
+    .absent = N_("no CUDA device '%s' on this machine: use --device cuda:0 to cuda:%u, "
+                 "or --device cpu"),
+    .not_built = N_("this build has no CUDA backend: rebuild with -Dcuda=enabled, or use --device cpu"),
+#ifdef HAVE_CUDA
+    .devices = tach_cuda_backend_devices, .open = cuda_open,
+    .supports = tach_cuda_backend_supports,
+#endif
+  },
+  {
+    .prefix = "cpu", .kind = TACH_DEVICE_KIND_CPU,
+    .caps = TACH_BACKEND_CAP_SYNC_OPS | TACH_BACKEND_CAP_HOST_MEMORY | TACH_BACKEND_CAP_THREADS,
+    .none = N_("the CPU backend is not usable: oneDNN reported no CPU engine"),
+    .devices = tach_cpu_backend_devices, .open = cpu_open,
+    .supports = tach_cpu_backend_supports, .measure_peak = tach_cpu_measure_peak_flops,
+  },
+};
+
+/* The row owning @id ("cpu", "cuda", "cuda:3"), with the ordinal it names
+ * (0 for a bare prefix); NULL for an id no backend owns. */
+static const TachBackendRow *
+row_for_id (const char *id, guint *ordinal)
+{
+  for (guint i = 0; id != NULL && i < G_N_ELEMENTS (rows); i++)
+    {
+      gsize n = strlen (rows[i].prefix);
+      guint64 k = 0;
+
+      if (strncmp (id, rows[i].prefix, n) != 0)
+        continue;
+      if (id[n] == '\0')
+        k = 0;
+      else if (!rows[i].ordinals || id[n] != ':'
+               || !g_ascii_string_to_unsigned (id + n + 1, 10, 0, G_MAXINT, &k, NULL))
+        continue;
+      if (ordinal != NULL)
+        *ordinal = (guint) k;
+      return &rows[i];
+    }
+  return NULL;
+}
+
+/* ------------------------------------------------------------- devices */
+
+static const TachBackendProvider *provider = NULL;
+
+void
+tach_backend_registry_set_provider (const TachBackendProvider *p)
+{
+  provider = p;
+}
+
+void
+tach_device_info_free (TachDeviceInfo *info)
+{
+  if (info == NULL)
+    return;
+  g_free (info->id);
+  g_free (info->name);
+  g_free (info->versions);
+  g_free (info);
+}
+
+static TachDeviceInfo *
+device_info_copy (const TachDeviceInfo *src)
+{
+  TachDeviceInfo *dst = g_new0 (TachDeviceInfo, 1);
+
+  *dst = *src;
+  dst->id = g_strdup (src->id);
+  dst->name = g_strdup (src->name);
+  dst->versions = g_strdup (src->versions);
+  return dst;
+}
+
+
+/* The provider's device @id, or NULL. */
+static TachDeviceInfo *
+provider_device (const char *id)
+{
+  g_autoptr(GPtrArray) devices = NULL;
+
+  if (provider == NULL || id == NULL)
+    return NULL;
+  devices = provider->devices ();
+  for (guint i = 0; i < devices->len; i++)
+    if (g_strcmp0 (((TachDeviceInfo *) devices->pdata[i])->id, id) == 0)
+      return device_info_copy (devices->pdata[i]);
+  return NULL;
+}
+
+static void
+append_devices (GPtrArray *all, GPtrArray *some)
+{
+  if (some == NULL)
+    return;
+  /* Move the elements over without copying them. */
+  g_ptr_array_set_free_func (some, NULL);
+  for (guint k = 0; k < some->len; k++)
+    g_ptr_array_add (all, g_ptr_array_index (some, k));
+  g_ptr_array_unref (some);
+}
+
+GPtrArray *
+tach_backend_registry_devices (void)
+{
+  GPtrArray *all = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_device_info_free);
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    if (rows[i].devices != NULL)
+      append_devices (all, rows[i].devices ());
+  if (provider != NULL)
+    append_devices (all, provider->devices ());
+  return all;
+}
+
+GPtrArray *
+tach_devices_list (void)
+{
+  return tach_backend_registry_devices ();
+}
+
+double
+tach_device_measure_peak_flops (TachDeviceInfo *info)
+{
+  const TachBackendRow *row = row_for_id (info->id, NULL);
+
+  if (!(info->peak_flops > 0.0) && row != NULL && row->measure_peak != NULL)
+    info->peak_flops = row->measure_peak ();
+  return info->peak_flops;
+}
+
+char *
+tach_backend_canonical_id (const char *device_id)
+{
+  guint ordinal = 0;
+  const TachBackendRow *row;
+
+  if (g_strcmp0 (device_id, "auto") == 0)
+    return g_strdup ("auto");
+  row = row_for_id (device_id, &ordinal);
+  if (row == NULL)
+    return NULL;
+  return row->ordinals ? g_strdup_printf ("%s:%u", row->prefix, ordinal) : g_strdup (row->prefix);
+}
+
+TachDeviceInfo *
+tach_device_resolve (const char *id, GError **error)
+{
+  g_autoptr(GPtrArray) devices = NULL;
+  g_autofree char *want = NULL;
+  const TachBackendRow *row = NULL;
+  TachDeviceInfo *extra;
+  guint n_same = 0;
+
+  if (id == NULL || *id == '\0')
+    id = "auto";
+  if ((extra = provider_device (id)) != NULL)
+    return extra;
+
+  if (g_strcmp0 (id, "auto") != 0 && (row = row_for_id (id, NULL)) == NULL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("invalid value '%s' for --device: expected one of auto, cpu, cuda, cuda:N"),
+                   id);
+      return NULL;
+    }
+
+  devices = tach_backend_registry_devices ();
+  if (row == NULL)
+    {
+      if (devices->len == 0)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                       _("no usable device: the CPU backend reported none"));
+          return NULL;
+        }
+      return device_info_copy (g_ptr_array_index (devices, 0));
+    }
+
+  want = tach_backend_canonical_id (id);
+  for (guint i = 0; i < devices->len; i++)
+    {
+      const TachDeviceInfo *info = g_ptr_array_index (devices, i);
+
+      if (g_strcmp0 (info->id, want) == 0)
+        return device_info_copy (info);
+      if (row_for_id (info->id, NULL) == row)
+        n_same++;
+    }
+
+  if (row->devices == NULL)
+    g_set_error_literal (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->not_built));
+  else if (n_same == 0 || row->absent == NULL)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->none), id);
+  else
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->absent), id, n_same - 1);
+  return NULL;
+}
+
+/* ------------------------------------------------------------ backends */
+
+static TachBackendOpenHook open_hook;
+static gpointer open_hook_data;
+static GMutex open_hook_lock;
+
+void
+tach_backend_set_open_hook (TachBackendOpenHook hook, gpointer user_data)
+{
+  g_mutex_lock (&open_hook_lock);
+  open_hook = hook;
+  open_hook_data = user_data;
+  g_mutex_unlock (&open_hook_lock);
+}
+
+TachBackend *
+tach_backend_open (const TachDeviceInfo *device, guint threads, TachPrecision precision,
+                   GError **error)
+{
+  guint ordinal = 0;
+  const TachBackendRow *row = row_for_id (device->id, &ordinal);
+  g_autoptr(TachDeviceInfo) extra = provider_device (device->id);
+  TachBackend *be = NULL;
+
+  if (extra != NULL)
+    be = provider->create (device->id, threads, precision, error);
+  else if (row != NULL && row->open != NULL)
+    be = row->open (ordinal, threads, precision, error);
+  if (be == NULL)
+    {
+      if (error != NULL && *error == NULL)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                     _("could not open device %s"), device->id);
+      return NULL;
+    }
+  be->caps = extra != NULL ? provider->caps : row->caps;
+  /* The registry's description is the one users see; a constructor that
+   * left the field empty gets it. */
+  if (be->device == NULL)
+    be->device = device_info_copy (device);
+
+  g_mutex_lock (&open_hook_lock);
+  if (open_hook != NULL)
+    open_hook (be, open_hook_data);
+  g_mutex_unlock (&open_hook_lock);
+  return be;
+}
+
+TachBackend *
+tach_backend_new (const char *device_id, guint threads, TachPrecision precision, GError **error)
+{
+  g_autoptr(TachDeviceInfo) info = tach_device_resolve (device_id, error);
+
+  if (info == NULL)
+    return NULL;
+  return tach_backend_open (info, threads, precision, error);
+}
+
+/* The row "auto" stands for: the first device's, looked up once, since
+ * devices do not come and go while Tach runs and front ends ask for every
+ * row they draw. */
+static const TachBackendRow *
+auto_row (void)
+{
+  static gsize once = 0;
+  static const TachBackendRow *row = NULL;
+
+  if (g_once_init_enter (&once))
+    {
+      g_autoptr(GPtrArray) devices = tach_backend_registry_devices ();
+
+      if (devices->len > 0)
+        row = row_for_id (((const TachDeviceInfo *) devices->pdata[0])->id, NULL);
+      g_once_init_leave (&once, 1);
+    }
+  return row;
+}
+
+TachBackendCaps
+tach_backend_caps_for (const char *device_id)
+{
+  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
+
+  if (extra != NULL)
+    return provider->caps;
+  const TachBackendRow *row = g_strcmp0 (device_id, "auto") == 0 ? auto_row ()
+                                                                 : row_for_id (device_id, NULL);
+
+  return row != NULL ? row->caps : 0;
+}
+
+TachDeviceKind
+tach_backend_kind_for (const char *device_id)
+{
+  const TachBackendRow *row = row_for_id (device_id, NULL);
+  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
+
+  if (extra != NULL)
+    return extra->kind;
+  return row != NULL ? row->kind : TACH_DEVICE_KIND_CPU;
+}
+
+gboolean
+tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value, const char **why)
+{
+  const TachBackendRow *row = g_strcmp0 (device_id, "auto") == 0 ? auto_row ()
+                                                                 : row_for_id (device_id, NULL);
+
+  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
+
+  if (why != NULL)
+    *why = NULL;
+  if (extra != NULL)
+    {
+      const TachKnobInfo *k = (guint) knob < TACH_KNOB_COUNT ? tach_knob (knob) : NULL;
+      gboolean choice = k != NULL && k->values != NULL && value >= 0
+                        && (guint) value < g_strv_length ((char **) k->values);
+
+      return !choice || provider->supports (k->name, k->values[value], why);
+    }
+  if (row == NULL)
+    {
+      if (why != NULL)
+        *why = _("unknown device");
+      return FALSE;
+    }
+  if (row->supports == NULL)
+    {
+      if (why != NULL)
+        *why = _(row->not_built);
+      return FALSE;
+    }
+  return row->supports (knob, value, why);
+}
+
+gboolean
+tach_backend_supports (const char *device_id, const char *key, const char *value,
+                       const char **why)
+{
+  const TachKnobInfo *knob = tach_knob_lookup (key);
+
+  for (guint i = 0; knob != NULL && knob->values != NULL && knob->values[i] != NULL; i++)
+    if (g_strcmp0 (knob->values[i], value) == 0)
+      return tach_backend_supports_knob (device_id, knob->id, (int) i, why);
+  /* A knob that is not a choice, or a value it does not have, is not the
+   * backend's to refuse: tach_config_set() says what is wrong with it. */
+  return tach_backend_supports_knob (device_id, knob != NULL ? knob->id : TACH_KNOB_COUNT, -1, why);
+}
