@@ -281,6 +281,9 @@ struct _TachBackend {
    * tach_backend_host_counter(); device backends hand the pointer to their
    * kernels, which read the value. */
   uint64_t             *step_offset;
+  /* What each plan runs, "what: algorithm" strings (owned, NULL until the
+   * first note): see tach_backend_note_algorithm(). */
+  GPtrArray            *algorithms;
 };
 
 /* @counter plus the step offset, for a backend whose ops run on the host
@@ -299,5 +302,12 @@ void         tach_backend_fail_label (TachBackend *be, int label, int row, int c
 gboolean     tach_backend_ok (TachBackend *be);
 /* Moves the sticky error into @error; returns FALSE if there was one. */
 gboolean     tach_backend_take_error (TachBackend *be, GError **error);
+
+/* Records which algorithm the plan described by @what ("lstm T10 N1024 ...")
+ * runs, replacing an earlier note for the same @what (a plan re-tuned, or
+ * rebuilt per call).  Engine thread. */
+void         tach_backend_note_algorithm (TachBackend *be, const char *what, const char *algorithm);
+/* "lstm T10 N1024 I300 H40 x2 train": the @what of an LSTM plan's note. */
+char        *tach_lstm_desc_name (const TachLstmDesc *desc);
 
 G_END_DECLS

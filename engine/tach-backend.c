@@ -20,7 +20,47 @@ tach_backend_free (TachBackend *be)
     return;
   g_clear_error (&be->error);
   g_clear_pointer (&be->device, tach_device_info_free);
+  g_clear_pointer (&be->algorithms, g_ptr_array_unref);
   be->ops->free (be);
+}
+
+void
+tach_backend_note_algorithm (TachBackend *be, const char *what, const char *algorithm)
+{
+  g_autofree char *prefix = g_strconcat (what, ": ", NULL);
+  char *note = g_strconcat (prefix, algorithm, NULL);
+
+  if (be->algorithms == NULL)
+    be->algorithms = g_ptr_array_new_with_free_func (g_free);
+  for (guint i = 0; i < be->algorithms->len; i++)
+    if (g_str_has_prefix (g_ptr_array_index (be->algorithms, i), prefix))
+      {
+        g_free (g_ptr_array_index (be->algorithms, i));
+        g_ptr_array_index (be->algorithms, i) = note;
+        return;
+      }
+  g_ptr_array_add (be->algorithms, note);
+}
+
+char *
+tach_lstm_desc_name (const TachLstmDesc *d)
+{
+  return g_strdup_printf ("lstm T%d N%d I%d H%d x%d%s", d->T, d->N, d->I, d->H, d->dirs,
+                          d->training ? " train" : "");
+}
+
+char *
+tach_backend_dup_algorithms (TachBackend *be)
+{
+  GString *out;
+
+  if (be->algorithms == NULL || be->algorithms->len == 0)
+    return NULL;
+  out = g_string_new (NULL);
+  for (guint i = 0; i < be->algorithms->len; i++)
+    g_string_append_printf (out, "%s%s", i > 0 ? "; " : "",
+                            (const char *) g_ptr_array_index (be->algorithms, i));
+  return g_string_free (out, FALSE);
 }
 
 /* -------------------------------------------------------- sticky errors */

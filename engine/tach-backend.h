@@ -47,6 +47,10 @@ gboolean     tach_backend_supports (const char *device_id, const char *key, cons
 /* The capabilities of the backend of @device_id ("auto" is the device
  * tach_device_resolve() picks); 0 for an id no backend owns. */
 TachBackendCaps tach_backend_caps_for (const char *device_id);
+/* The algorithm notes so far, "what: algorithm; what: algorithm", or NULL
+ * if none (tach_backend_note_algorithm()). */
+char        *tach_backend_dup_algorithms (TachBackend *be);
+
 /* For tests (a fault-injecting wrapper): a function handed every backend
  * that tach_backend_open() opens, on the thread that opens it, before
  * anything uses the backend.  It may point be->ops at a table of its own
