@@ -131,7 +131,6 @@ device_info_copy (const TachDeviceInfo *src)
   return dst;
 }
 
-
 /* The provider's device @id, or NULL. */
 static TachDeviceInfo *
 provider_device (const char *id)
