@@ -470,7 +470,7 @@ test_close_stops_run (Fixture       *fixture,
   fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
 }
 
-static AdwMessageDialog *
+AdwMessageDialog *
 find_message_dialog (TachWindow *window)
 {
   GListModel *toplevels = gtk_window_get_toplevels ();
@@ -659,6 +659,7 @@ main (int   argc,
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
+  g_test_add ("/gui/run/fault", Fixture, NULL, fixture_setup, test_run_fault, fixture_teardown);
   g_test_add ("/gui/settings/restore", Fixture, NULL, fixture_setup, test_settings_restore, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);

@@ -44,5 +44,10 @@ void     test_settings_restore (Fixture    *fixture,
                                 gconstpointer data);
 void     test_open_results   (Fixture      *fixture,
                               gconstpointer data);
+/* The window's dialog, transient for @window, or NULL. */
+AdwMessageDialog *find_message_dialog (TachWindow *window);
+/* A run whose backend fails half-way (test-gui-fault.c). */
+void     test_run_fault      (Fixture      *fixture,
+                              gconstpointer data);
 
 G_END_DECLS

@@ -36,7 +36,7 @@ meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplie
 
 # ThreadSanitizer (clang) over the tests that run the engine thread beside
 # the main thread: runs, stop, failures, the CLI's runs and sweeps, and the
-# window's runs, stop, close mid-run, compare and export.  OpenMP runs one
+# window's runs, stop, close mid-run, compare, export and failures.  OpenMP runs one
 # thread (OMP_THREAD_LIMIT=1; libgomp is not instrumented, and the feeder
 # test that needs two threads is skipped); GLib's locks and GTask are
 # annotated by engine/tach-tsan-glib.c, GLib's slice allocator is off, and
@@ -52,7 +52,7 @@ env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 2 \
 # shellcheck disable=SC2086
 env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 1 \
   --timeout-multiplier 4 --logbase testlog-gui \
-  --test-args '-p /gui/compare -p /gui/close-stops-run -p /gui/run/export -p /gui/run/error' \
+  --test-args '-p /gui/compare -p /gui/close-stops-run -p /gui/run/export -p /gui/run/error -p /gui/run/fault' \
   test-gui || status=1
 
 # The fuzzers, on clang's libFuzzer with ASan + UBSan.  New inputs go to a
