@@ -74,7 +74,9 @@ explain_thread (gpointer user_data)
 
   session->ok = tach_explain_run (session->explain, session->cancellable, on_progress,
                                   session, &session->error);
-  g_main_context_invoke (g_main_loop_get_context (session->loop), on_finished, session);
+  /* An idle source, never a direct call: g_main_context_invoke() would run
+   * on_finished here when the main thread has not yet entered its loop. */
+  g_idle_add (on_finished, session);
   return NULL;
 }
 

@@ -547,11 +547,15 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       }
   if (known_bad[0] || known_bad[full])
     {
-      g_autofree char *text = failures_text (explain);
+      /* A's or B's own reason says it all: the mixes share it. */
+      guint end = known_bad[0] ? 0 : full;
+      const char *reason = NULL;
 
-      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   _("cannot explain: %s: %s"),
-                   known_bad[0] ? _("A cannot run") : _("B cannot run"), text);
+      for (guint i = 0; i < explain->failures->len && reason == NULL; i++)
+        if (g_array_index (explain->failures, TachExplainFailure, i).mask == end)
+          reason = g_array_index (explain->failures, TachExplainFailure, i).reason;
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED, _("cannot explain: %s: %s"),
+                   known_bad[0] ? _("A cannot run") : _("B cannot run"), reason);
       return FALSE;
     }
 

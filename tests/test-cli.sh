@@ -258,6 +258,12 @@ expect_usage "explain with an unknown preset" "nosuch" \
   explain --workload bilstm --device cpu --from nosuch --to tuned
 expect_usage "--from belongs to explain" "explain" run --workload bilstm --from tuned
 
+# B cannot run on the CPU: refused before anything runs, saying why.  (It
+# used to hang when the refusal came before the main loop ran.)
+expect "explain refuses what cannot run" 2 "B cannot run: .*fp16" \
+  timeout 60 "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 \
+  --from tf1-feed-dict --to "layout=batch-major feed=resident precision=fp16"
+
 # Two knobs on a tiny bilstm: 4 configurations x 3 rounds, the table, the
 # sum check, explain.csv beside runs.csv (every measured run in it).
 ex=$tmp/explain

@@ -251,7 +251,15 @@ on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
   idle = g_new (ProgressIdle, 1);
   idle->view = g_object_ref (self);
   idle->generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
-  g_main_context_invoke (g_task_get_context (task), on_progress_idle, idle);
+  /* Always a source on the task's context: g_main_context_invoke() would
+   * call it on this thread whenever the main thread is between iterations. */
+  {
+    GSource *source = g_idle_source_new ();
+
+    g_source_set_callback (source, on_progress_idle, idle, NULL);
+    g_source_attach (source, g_task_get_context (task));
+    g_source_unref (source);
+  }
 }
 
 static void
