@@ -30,6 +30,8 @@ static const GenEntry options[] = {
   { "workload", "W", NULL },  /* help from the workload table */
   { "preset", "NAME", "Start from a preset (see PRESETS); knobs given after it override it." },
   { "presets", "LIST", "sweep: comma-separated presets, or all for the workload's presets." },
+  { "vary", "KNOB=VALUES", "sweep: also vary one knob: V1,V2,... (V1;V2;... when values have "
+                           "commas), A..BxF (geometric), A..B+S, or all values of a choice." },
   { "from", "A", "explain: the starting configuration, a preset or \"k=v ...\" settings." },
   { "to", "B", "explain: the target configuration, a preset or \"k=v ...\" settings." },
   { "rounds", "N", "explain: interleaved rounds of every configuration (at least 3)." },
@@ -127,7 +129,7 @@ print_bash (void)
           "    --preset|--from|--to) COMPREPLY=($(compgen -W \"$(_tach_cli_presets)\" -- \"$cur\")); return ;;\n"
           "    --presets) COMPREPLY=($(compgen -W \"all $(_tach_cli_presets)\" -- \"$cur\")); return ;;\n"
           "    --csv|--tensorboard) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n"
-          "    --rounds) return ;;\n",
+          "    --rounds|--vary) return ;;\n",
           workloads->str);
   for (guint i = 0; i < n_knobs; i++)
     {
@@ -212,7 +214,7 @@ print_man (void)
           ".B tach\\-cli run\n\\fB\\-\\-workload\\fR \\fIW\\fR [\\fB\\-\\-preset\\fR \\fINAME\\fR] "
           "[\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli sweep\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-presets\\fR \\fILIST\\fR|\\fBall\\fR "
-          "[\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
+          "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli explain\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-from\\fR \\fIA\\fR \\fB\\-\\-to\\fR \\fIB\\fR "
           "[\\fB\\-\\-rounds\\fR \\fIN\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli presets\n.br\n.B tach\\-cli devices\n");

@@ -34,6 +34,7 @@ typedef struct {
   char   *workload;   /* owned, or NULL when not given */
   char   *preset;     /* owned, or NULL */
   char   *presets;    /* owned: sweep's list ("a,b" or "all"), or NULL */
+  char   *vary;       /* owned: sweep's --vary KNOB=SPEC, or NULL */
   char   *csv_dir;    /* owned, or NULL */
   char   *from, *to;  /* owned: explain's sides (a preset or "k=v ..."), or NULL */
   guint   rounds;     /* explain's rounds */
@@ -76,8 +77,58 @@ gboolean tach_cli_apply_knobs (const TachCliOptions *options,
                                TachConfig           *config,
                                GError              **error);
 
+/* State shared by every run of one command. */
+typedef struct {
+  GMainLoop *loop;
+  TachRun   *run;           /* borrowed: the run in progress, or NULL */
+  GArray    *scratch;       /* drained samples, reused */
+  const char *label;        /* borrowed: "tuned 2/4" in a sweep, or NULL */
+  gboolean   live;          /* stderr is a terminal: show the live line */
+  gboolean   live_shown;    /* a live line is on screen and must be cleared */
+  gboolean   interrupted;
+  int        header;        /* print a header once the device is known:
+                               0 no, 1 with the preset, 2 without */
+
+  /* Progress of the run in progress, from the drained samples. */
+  guint64    total_steps;   /* warm-up + measured */
+  guint64    done_steps;
+  double     last_loss;
+  guint64    window_steps;  /* at the previous tick */
+  double     window_wall_s;   /* monotonic time of the last tick, s */
+  double     rate;          /* steps/s over the last tick, 0 before the first */
+  gint64     started_us;    /* monotonic time the run started */
+} TachCliSession;
+
+void      tach_cli_session_init  (TachCliSession *session);
+void      tach_cli_session_clear (TachCliSession *session);
+/* The SIGINT handler of a session (g_unix_signal_add): stops the run in
+ * progress after its step and marks the session interrupted. */
+gboolean  tach_cli_on_sigint     (gpointer user_data);
+/* Runs one configuration to its end.  Returns the run (also when it failed
+ * or was cancelled) or NULL when it could not start; *error is set when it
+ * did not finish normally. */
+TachRun  *tach_cli_run_one       (TachCliSession   *session,
+                                  const TachConfig *config,
+                                  GError          **error);
+/* Whether a run ran far enough to be worth a CSV row: a stopped or failed
+ * run is, with the steps it measured (its row says how it ended). */
+gboolean  tach_cli_run_has_results (TachRun *run);
+/* What both sweeps do first: the workload, the preset names (the
+ * workload's own for "all") and a check of the --csv folder.  Returns
+ * TACH_CLI_EXIT_OK and sets *names, or reports and returns the exit status. */
+int       tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload,
+                                GStrv *names);
+/* What both sweeps do last: the CSV of @runs, the interrupted status, the
+ * session's SIGINT handler and the session itself.  Returns the status. */
+int       tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session,
+                                 guint sigint_id, GPtrArray *runs, int status);
+/* @value in @format, or "–" when it is not a finite number. */
+char     *tach_cli_format_number (double value, const char *format);
+
 int   tach_cli_command_run     (const TachCliOptions *options);
 int   tach_cli_command_sweep   (const TachCliOptions *options);
+/* sweep with --vary: the grid of presets x the knob's values. */
+int   tach_cli_command_sweep_vary (const TachCliOptions *options);
 int   tach_cli_command_explain (const TachCliOptions *options);
 
 G_END_DECLS

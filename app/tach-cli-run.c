@@ -20,29 +20,8 @@
 
 #include "tach-cli-private.h"
 
-/* State shared by every run of one command. */
-typedef struct {
-  GMainLoop *loop;
-  TachRun   *run;           /* borrowed: the run in progress, or NULL */
-  GArray    *scratch;       /* drained samples, reused */
-  const char *label;        /* borrowed: "tuned 2/4" in a sweep, or NULL */
-  gboolean   live;          /* stderr is a terminal: show the live line */
-  gboolean   live_shown;    /* a live line is on screen and must be cleared */
-  gboolean   interrupted;
-  int        header;        /* print a header once the device is known:
-                               0 no, 1 with the preset, 2 without */
 
-  /* Progress of the run in progress, from the drained samples. */
-  guint64    total_steps;   /* warm-up + measured */
-  guint64    done_steps;
-  double     last_loss;
-  guint64    window_steps;  /* at the previous tick */
-  double     window_wall_s;   /* monotonic time of the last tick, s */
-  double     rate;          /* steps/s over the last tick, 0 before the first */
-  gint64     started_us;    /* monotonic time the run started */
-} TachCliSession;
-
-static void
+void
 tach_cli_session_init (TachCliSession *session)
 {
   memset (session, 0, sizeof *session);
@@ -51,7 +30,7 @@ tach_cli_session_init (TachCliSession *session)
   session->live = isatty (STDERR_FILENO);
 }
 
-static void
+void
 tach_cli_session_clear (TachCliSession *session)
 {
   g_clear_pointer (&session->loop, g_main_loop_unref);
@@ -164,7 +143,7 @@ tach_cli_on_tick (gpointer user_data)
 
 /* Main thread: Ctrl+C stops the run after its current step; the command
  * then reports and saves what ran. */
-static gboolean
+gboolean
 tach_cli_on_sigint (gpointer user_data)
 {
   TachCliSession *session = user_data;
@@ -179,7 +158,7 @@ tach_cli_on_sigint (gpointer user_data)
 /* Runs one configuration to its end.  Returns the run (also when it failed
  * or was cancelled) or NULL when it could not start; *error is set when it
  * did not finish normally. */
-static TachRun *
+TachRun *
 tach_cli_run_one (TachCliSession   *session,
                   const TachConfig *config,
                   GError          **error)
@@ -235,7 +214,7 @@ tach_cli_format_percent (double share)
   return g_strdup_printf ("%.1f%%", share * 100.0);
 }
 
-static char *
+char *
 tach_cli_format_number (double value, const char *format)
 {
   if (isnan (value) || isinf (value))
@@ -422,7 +401,7 @@ tach_cli_write_tensorboard (const char *dir, GPtrArray *runs)
 
 /* Whether a run ran far enough to be worth a CSV row: a stopped or failed
  * run is, with the steps it measured (its row says how it ended). */
-static gboolean
+gboolean
 tach_cli_run_has_results (TachRun *run)
 {
   TachRunState state = tach_run_get_state (run);
@@ -667,30 +646,54 @@ tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
 }
 
 int
-tach_cli_command_sweep (const TachCliOptions *options)
+tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GStrv *names)
 {
-  TachCliSession session;
-  TachWorkload workload;
   g_autoptr(GError) error = NULL;
-  g_auto(GStrv) names = NULL;
-  g_autoptr(GArray) rows = NULL;
-  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
-  guint n_names, sigint_id;
-  int status = TACH_CLI_EXIT_OK;
 
-  if (!tach_workload_from_string (options->workload, &workload, &error))
+  if (!tach_workload_from_string (options->workload, workload, &error))
     {
       tach_cli_usage_error ("%s", error->message);
       return tach_cli_exit_code_for_error (error);
     }
-  names = tach_cli_sweep_preset_names (options->presets, workload);
-  if (names == NULL)
+  *names = tach_cli_sweep_preset_names (options->presets, *workload);
+  if (*names == NULL)
     return TACH_CLI_EXIT_USAGE;
   if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
+      g_clear_pointer (names, g_strfreev);
       return TACH_CLI_EXIT_FAILURE;
     }
+  return TACH_CLI_EXIT_OK;
+}
+
+int
+tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
+                       GPtrArray *runs, int status)
+{
+  if (!tach_cli_write_csv (options->csv_dir, runs)
+      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
+    status = MAX (status, TACH_CLI_EXIT_FAILURE);
+  if (session->interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+  g_source_remove (sigint_id);
+  tach_cli_session_clear (session);
+  return status;
+}
+
+int
+tach_cli_command_sweep (const TachCliOptions *options)
+{
+  TachCliSession session;
+  TachWorkload workload;
+  g_auto(GStrv) names = NULL;
+  g_autoptr(GArray) rows = NULL;
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  guint n_names, sigint_id;
+  int status = tach_cli_sweep_start (options, &workload, &names);
+
+  if (status != TACH_CLI_EXIT_OK)
+    return status;
 
   n_names = g_strv_length (names);
   rows = g_array_sized_new (FALSE, TRUE, sizeof (TachCliSweepRow), n_names);
@@ -746,14 +749,5 @@ tach_cli_command_sweep (const TachCliOptions *options)
     }
 
   tach_cli_print_sweep_table (rows);
-
-  if (!tach_cli_write_csv (options->csv_dir, runs)
-      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
-    status = MAX (status, TACH_CLI_EXIT_FAILURE);
-  if (session.interrupted && status == TACH_CLI_EXIT_OK)
-    status = TACH_CLI_EXIT_INTERRUPTED;
-
-  g_source_remove (sigint_id);
-  tach_cli_session_clear (&session);
-  return status;
+  return tach_cli_sweep_finish (options, &session, sigint_id, runs, status);
 }

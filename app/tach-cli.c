@@ -31,6 +31,7 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->workload, g_free);
   g_clear_pointer (&options->preset, g_free);
   g_clear_pointer (&options->presets, g_free);
+  g_clear_pointer (&options->vary, g_free);
   g_clear_pointer (&options->csv_dir, g_free);
   g_clear_pointer (&options->from, g_free);
   g_clear_pointer (&options->to, g_free);
@@ -156,7 +157,7 @@ tach_cli_print_help (void)
 
   g_string_append (out, _("Usage:\n"));
   g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
-  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
+  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
                           "                   [--KNOB VALUE]... [--rounds N] [--csv DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
@@ -181,6 +182,9 @@ tach_cli_print_help (void)
                          _("Start from a preset (see 'tach-cli presets'); knobs given override it"));
   tach_cli_print_option (out, _("--presets LIST"),
                          _("sweep: comma-separated presets, or 'all' for the workload's presets"));
+  tach_cli_print_option (out, _("--vary KNOB=VALUES"),
+                         _("sweep: also vary one knob: V1,V2,... (V1;V2;... when values have "
+                           "commas), A..BxF (geometric), A..B+S, or 'all' values of a choice"));
   tach_cli_print_option (out, _("--from A, --to B"),
                          _("explain: each a preset, or \"k=v ...\" settings on the workload's defaults"));
   tach_cli_print_option (out, "--rounds N",
@@ -361,7 +365,8 @@ tach_cli_parse_options (const char     *command,
 
       info = tach_knob_lookup (name);
       if (info == NULL && !g_str_equal (name, "workload") && !g_str_equal (name, "preset") &&
-          !g_str_equal (name, "presets") && !g_str_equal (name, "csv") &&
+          !g_str_equal (name, "presets") && !g_str_equal (name, "vary") &&
+          !g_str_equal (name, "csv") &&
           !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
           !g_str_equal (name, "tensorboard"))
         {
@@ -371,6 +376,11 @@ tach_cli_parse_options (const char     *command,
       if (g_str_equal (name, "presets") && !g_str_equal (command, "sweep"))
         {
           tach_cli_usage_error (_("'--presets' belongs to 'sweep'; 'run' takes '--preset NAME'"));
+          return FALSE;
+        }
+      if (g_str_equal (name, "vary") && !g_str_equal (command, "sweep"))
+        {
+          tach_cli_usage_error (_("'--vary' belongs to 'sweep'"));
           return FALSE;
         }
       if ((g_str_equal (name, "from") || g_str_equal (name, "to") || g_str_equal (name, "rounds"))
@@ -408,6 +418,8 @@ tach_cli_parse_options (const char     *command,
         tach_cli_set_str (&options->preset, value);
       else if (g_str_equal (name, "presets"))
         tach_cli_set_str (&options->presets, value);
+      else if (g_str_equal (name, "vary"))
+        tach_cli_set_str (&options->vary, value);
       else if (g_str_equal (name, "from"))
         tach_cli_set_str (&options->from, value);
       else if (g_str_equal (name, "to"))
@@ -553,7 +565,8 @@ main (int argc, char **argv)
   else if (g_str_equal (command, "explain"))
     status = tach_cli_command_explain (&options);
   else
-    status = tach_cli_command_sweep (&options);
+    status = options.vary != NULL ? tach_cli_command_sweep_vary (&options)
+                                  : tach_cli_command_sweep (&options);
 
   tach_cli_options_clear (&options);
   return status;

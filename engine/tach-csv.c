@@ -106,7 +106,8 @@ runs_header (void)
 
   for (const char *const *c = (const char *const[]) { "run_id", "date", "workload", "task",
                                                        "device", "device_name", "versions",
-                                                       "preset", NULL };
+                                                       "preset", "varied", "varied_value",
+                                                       NULL };
        *c != NULL; c++)
     add_field (row, *c);
   for (guint i = 0; i < n_knobs; i++)
@@ -172,6 +173,8 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   g_autofree char *date = dt != NULL ? g_date_time_format_iso8601 (dt) : NULL;
   g_autofree char *task = tach_config_get (config, "task");
   g_autofree char *algorithms = tach_run_dup_algorithms (run);
+  g_autofree char *varied_value = tach_run_get_varied (run) != NULL
+                                  ? tach_config_get (config, tach_run_get_varied (run)) : NULL;
   guint n_knobs = 0;
   const TachKnobInfo *knobs = tach_knobs (&n_knobs);
   TachSummary s;
@@ -186,6 +189,8 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, device->name);
   add_field (row, device->versions);
   add_field (row, config->preset);
+  add_field (row, tach_run_get_varied (run));
+  add_field (row, varied_value);
   for (guint i = 0; i < n_knobs; i++)
     {
       g_autofree char *value = NULL;

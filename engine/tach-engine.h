@@ -386,6 +386,11 @@ guint         tach_run_get_id (TachRun *run);       /* unique per process */
 gint64        tach_run_get_start_time (TachRun *run); /* real time, µs */
 /* Summary of the samples so far (warm-up excluded). */
 void          tach_run_get_summary (TachRun *run, TachSummary *summary);
+/* Marks @run as one point of a sweep over knob @knob (NULL: none): runs.csv
+ * gives it in its "varied" column, and the knob's value in "varied_value".
+ * Call before anything else reads the run (the thread that made it). */
+void          tach_run_set_varied (TachRun *run, const char *knob);
+const char   *tach_run_get_varied (TachRun *run);
 /* Generated text (lstm-lm generate with print_text), or NULL. */
 char         *tach_run_dup_text (TachRun *run);
 /* What each of the run's plans ran, "what: algorithm; ..." (an LSTM plan's

@@ -378,6 +378,12 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   if (g_hash_table_size (record->unknown_knobs) == 0)
     g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
   record->record_id = g_strdup (run_id);
+  {
+    const char *varied = field (columns, fields, "varied");
+
+    if (varied != NULL && tach_knob_lookup (varied) != NULL)
+      run->varied = g_strdup (varied);
+  }
   record->source = g_strdup (dir);
 
   device = g_new0 (TachDeviceInfo, 1);
@@ -621,6 +627,22 @@ tach_run_record_free (TachRunRecord *record)
   g_free (record->source);
   g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
   g_free (record);
+}
+
+/* The sweep marker travels with the run into runs.csv and back. */
+void
+tach_run_set_varied (TachRun *run, const char *knob)
+{
+  g_return_if_fail (run != NULL);
+  g_free (run->varied);
+  run->varied = g_strdup (knob);
+}
+
+const char *
+tach_run_get_varied (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, NULL);
+  return run->varied;
 }
 
 const char *

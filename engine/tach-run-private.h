@@ -44,6 +44,7 @@ struct _TachRun {
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
   TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */
+  char          *varied;         /* owned: the knob a sweep varied for this run, or NULL */
 
   gint           stop;            /* atomic */
   gint           notify_pending;  /* atomic */

@@ -140,6 +140,7 @@ tach_run_unref (TachRun *run)
   g_free (run->text);
   g_free (run->algorithms);
   g_clear_pointer (&run->record, tach_run_record_free);
+  g_free (run->varied);
   if (run->context != NULL)
     g_main_context_unref (run->context);
   g_mutex_clear (&run->lock);

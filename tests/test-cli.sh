@@ -217,6 +217,42 @@ if expect "sweep reports a bad preset" 2 "tach-cli: preset nosuch" \
   fi
 fi
 
+# sweep --vary: the grid of presets x values, interleaved; the varied knob
+# and its value in their own runs.csv columns; speed-up per value.
+expect_usage "--vary belongs to sweep" "sweep" run --workload bilstm --vary batch=8,16
+expect_usage "--vary with a bad range" "invalid --vary 'batch=64..16x2'" \
+  sweep --workload bilstm --presets tuned --vary batch=64..16x2
+expect_usage "--vary with an unknown knob" "no knob 'nosuch'" \
+  sweep --workload bilstm --presets tuned --vary nosuch=1,2
+expect_usage "--vary with a bad value" "--hidden" \
+  sweep --workload bilstm --presets tuned --vary hidden=8,x
+sw=$tmp/vary
+if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
+     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --csv "$sw"; then
+  # (versions holds quoted commas: match the fields beside the preset.)
+  cols=$(grep -Eo ',(tf1-constant|tuned),hidden,[0-9]+,' "$sw/runs.csv" | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",preset,varied,varied_value," &&
+     [ "$cols" = ",tf1-constant,hidden,4, ,tf1-constant,hidden,8, ,tuned,hidden,4, ,tuned,hidden,8, " ] &&
+     grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" && grep -Eq "^8 +tuned .*[0-9]\.[0-9]{2}x$" "$out" &&
+     grep -q "preset tuned, hidden=8 done" "$out"; then
+    pass "sweep --vary: one row per point, the varied columns in runs.csv"
+  else
+    fail "sweep --vary: one row per point, the varied columns in runs.csv" "runs.csv: $cols"
+  fi
+fi
+# A point that does not fit is named before anything runs; the rest run.
+if expect "sweep --vary lists the points that will not fit" 2 \
+     "2 of 4 points will not run" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4,60000 \
+     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1; then
+  if ! grep -Eq "^  tuned hidden=60000: --hidden 60000 with --batch 8 needs .* memory" "$out" ||
+     ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x$" "$out"; then
+    passed=$((passed - 1))
+    fail "sweep --vary lists the points that will not fit" "no list, or the other points did not run"
+  fi
+fi
+
 # Ctrl+C stops the run cleanly and still writes what ran.  (GLib installs
 # its SIGINT handler itself, so the signal reaches it even though a
 # non-interactive shell starts background jobs with SIGINT ignored.)
