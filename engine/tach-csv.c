@@ -35,7 +35,7 @@ static const char *const runs_tail[] = {
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
-  "rate_clock", "e2e_steps_per_s", "algorithms", NULL
+  "rate_clock", "e2e_steps_per_s", "algorithms", "varied", "varied_value", NULL
 };
 
 static void
@@ -106,8 +106,7 @@ runs_header (void)
 
   for (const char *const *c = (const char *const[]) { "run_id", "date", "workload", "task",
                                                        "device", "device_name", "versions",
-                                                       "preset", "varied", "varied_value",
-                                                       NULL };
+                                                       "preset", NULL };
        *c != NULL; c++)
     add_field (row, *c);
   for (guint i = 0; i < n_knobs; i++)
@@ -189,8 +188,6 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, device->name);
   add_field (row, device->versions);
   add_field (row, config->preset);
-  add_field (row, tach_run_get_varied (run));
-  add_field (row, varied_value);
   for (guint i = 0; i < n_knobs; i++)
     {
       g_autofree char *value = NULL;
@@ -231,6 +228,8 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, s.rate_clock);
   add_double (row, s.e2e_steps_per_s);
   add_field (row, algorithms);
+  add_field (row, tach_run_get_varied (run));
+  add_field (row, varied_value);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

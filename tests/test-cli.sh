@@ -230,10 +230,11 @@ sw=$tmp/vary
 if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --csv "$sw"; then
-  # (versions holds quoted commas: match the fields beside the preset.)
-  cols=$(grep -Eo ',(tf1-constant|tuned),hidden,[0-9]+,' "$sw/runs.csv" | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",preset,varied,varied_value," &&
-     [ "$cols" = ",tf1-constant,hidden,4, ,tf1-constant,hidden,8, ,tuned,hidden,4, ,tuned,hidden,8, " ] &&
+  # (runs.csv ends with the varied knob and its value.)
+  cols=$(grep -Eo ',hidden,[0-9]+.$' "$sw/runs.csv" | tr -d '\r' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value.$" &&
+     [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
+     [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" && grep -Eq "^8 +tuned .*[0-9]\.[0-9]{2}x$" "$out" &&
      grep -q "preset tuned, hidden=8 done" "$out"; then
     pass "sweep --vary: one row per point, the varied columns in runs.csv"
