@@ -61,7 +61,7 @@ env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 1 \
 # and the sanitizers' reports go there too); a crash leaves
 # its input as build-fuzz/crash-NAME-*, to be added to tests/fuzz/NAME as a
 # regression case of the normal suite.
-fuzzers="fuzz-idx fuzz-corpus fuzz-csv fuzz-settings fuzz-cli"
+fuzzers="fuzz-idx fuzz-corpus fuzz-csv fuzz-results fuzz-settings fuzz-cli"
 fuzz_failed=""
 CC=clang setup build-fuzz -Dfuzzing=true -Dgui=disabled -Dcuda=disabled \
   -Db_sanitize=address,undefined -Db_lundef=false
