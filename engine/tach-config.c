@@ -8,6 +8,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-config-private.h"
+#include "tach-model.h"
 
 /* --------------------------------------------------------------- workloads */
 
@@ -44,21 +45,17 @@ tach_workload_from_string (const char *s, TachWorkload *out, GError **error)
 
 /* ---------------------------------------------------------------- defaults */
 
-/* The task defaults: W2's generation loop runs one stream. */
+/* The workload's own default (the model class says), or the training one
+ * for a task it does not have. */
 guint
 tach_config_default_batch (TachWorkload workload, TachTask task)
 {
-  switch (workload)
-    {
-    case TACH_WORKLOAD_BILSTM:
-      return 1024;
-    case TACH_WORKLOAD_LSTM_LM:
-      return task == TACH_TASK_GENERATE ? 1 : 256;
-    case TACH_WORKLOAD_CNN:
-    case TACH_WORKLOAD_COUNT:
-    default:
-      return 256;
-    }
+  const TachModelClass *klass = tach_model_class_for (workload);
+
+  if (klass == NULL)
+    return 256;
+  return klass->default_batch[task] > 0 ? klass->default_batch[task]
+                                        : klass->default_batch[TACH_TASK_TRAIN];
 }
 
 /* Sets each knob of the table that has a default (all of them, or only
@@ -87,14 +84,22 @@ tach_config_reset_modes (TachConfig *config)
 void
 tach_config_init (TachConfig *config, TachWorkload workload)
 {
+  const TachModelClass *klass;
+
   memset (config, 0, sizeof *config);
   if ((guint) workload >= TACH_WORKLOAD_COUNT)
     workload = TACH_WORKLOAD_BILSTM;
   config->workload = workload;
   apply_defaults (config, FALSE);
+  /* The workload's own defaults: W1 and W2 train with Adam at 1e-3, W3
+   * with plain SGD at 1e-3, as reported. */
+  klass = tach_model_class_for (workload);
   config->batch = tach_config_default_batch (workload, TACH_TASK_TRAIN);
-  /* W1 and W2 train with Adam at 1e-3; W3 with plain SGD at 1e-3, as reported. */
-  config->optimizer = workload == TACH_WORKLOAD_CNN ? TACH_OPTIMIZER_SGD : TACH_OPTIMIZER_ADAM;
+  if (klass != NULL)
+    {
+      config->optimizer = klass->default_optimizer;
+      config->lr = klass->default_lr;
+    }
   /* W1's BiLSTM has 40 units per direction, W2's LSTM 100. */
   config->hidden = workload == TACH_WORKLOAD_LSTM_LM ? 100 : 40;
 }

@@ -228,6 +228,9 @@ guint64   tach_config_get_samples (const TachConfig *config);
 guint     tach_config_get_warmup (const TachConfig *config);
 
 const char *tach_workload_to_string (TachWorkload workload);
+/* Whether a run of @workload evaluates a test set after its last step
+ * (the cnn): a front end says so while it does. */
+gboolean    tach_workload_evaluates (TachWorkload workload);
 gboolean    tach_workload_from_string (const char *s, TachWorkload *out, GError **error);
 
 /* --------------------------------------------------------------- presets */

@@ -362,7 +362,7 @@ static const TachKnobInfo knobs[TACH_KNOB_COUNT] = {
     TACH_KNOB_GROUP_MODEL, CHOICES (optimizer), FIELD (optimizer) },
   [TACH_KNOB_LR] = { TACH_KNOB_LR, "lr", N_("Learning rate"),
     N_("Learning rate"),
-    TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), FIELD (lr), .default_value = "0.001" },
+    TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), FIELD (lr) },
   [TACH_KNOB_DATA] = { TACH_KNOB_DATA, "data", N_("Data file"),
     N_("A data file or folder (text corpus or IDX images)"),
     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string), FIELD (data) },

@@ -45,6 +45,11 @@ typedef struct {
 
 typedef struct {
   TachWorkload workload;
+  /* The workload's defaults, as its report ran it: the batch of each task
+   * (0: no such task here), the optimiser and the learning rate. */
+  guint         default_batch[TACH_TASK_GENERATE + 1];
+  TachOptimizer default_optimizer;
+  double        default_lr;
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of
@@ -66,7 +71,9 @@ typedef struct {
   /* Samples (or tokens) processed per step, for samples/s. */
   guint64    (*items_per_step)(TachModel *model);
   double     (*flops_per_step)(TachModel *model);
-  /* Optional: after the last step, e.g. test-set accuracy (NaN if none). */
+  /* Optional: after the last step, e.g. test-set accuracy (NaN if none);
+   * a front end shows the run as evaluating meanwhile
+   * (tach_workload_evaluates()). */
   double     (*evaluate)      (TachModel *model, GError **error);
   /* Optional: generated text, or NULL. */
   char      *(*dup_text)      (TachModel *model);

@@ -123,12 +123,12 @@ tach_run_object_update_status (TachRunObject *self)
     case TACH_RUN_STATE_RUNNING:
       if (config->steps > 0 && tach_run_get_steps_done (self->run) >= config->steps)
         {
-          /* Every step has run but the run has not ended: a cnn run
-           * evaluates its test set (about a second on Fashion-MNIST); any
-           * other workload only has its results to gather.  "Running
+          /* Every step has run but the run has not ended: a workload
+           * with a test set evaluates it (the cnn: about a second on
+           * Fashion-MNIST); any other only has its results to gather.  "Running
            * 100%" would look stuck. */
-          status = g_strdup (config->workload == TACH_WORKLOAD_CNN ? _("Evaluating…")
-                                                                  : _("Finishing…"));
+          status = g_strdup (tach_workload_evaluates (config->workload) ? _("Evaluating…")
+                                                                        : _("Finishing…"));
         }
       else
         {

@@ -340,6 +340,9 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
 
 const TachModelClass tach_bilstm_model_class = {
   .workload = TACH_WORKLOAD_BILSTM,
+  .default_batch = { 1024, 0 },
+  .default_optimizer = TACH_OPTIMIZER_ADAM,
+  .default_lr = 1e-3,
   .create = bilstm_create,
   .prepare = bilstm_prepare,
   .step = bilstm_step,

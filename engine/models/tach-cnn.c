@@ -723,6 +723,9 @@ cnn_supports_graph (const TachConfig *config, const char **why)
 
 const TachModelClass tach_cnn_model_class = {
   .workload = TACH_WORKLOAD_CNN,
+  .default_batch = { 256, 0 },
+  .default_optimizer = TACH_OPTIMIZER_SGD,
+  .default_lr = 1e-3,
   .create = cnn_create,
   .prepare = cnn_prepare,
   .step = cnn_step,

@@ -700,6 +700,9 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
 
 const TachModelClass tach_lstm_lm_model_class = {
   .workload = TACH_WORKLOAD_LSTM_LM,
+  .default_batch = { 256, 1 },
+  .default_optimizer = TACH_OPTIMIZER_ADAM,
+  .default_lr = 1e-3,
   .create = lm_create,
   .prepare = lm_prepare,
   .step = lm_step,

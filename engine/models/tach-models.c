@@ -1,37 +1,27 @@
-/* tach-models.c: the workload -> model class table.
- *
- * The build defines TACH_HAVE_MODEL_<WORKLOAD> for each model whose source
- * is part of the engine (see engine/meson.build), so that an engine built
- * before all three models exist still links and says clearly which
- * workloads it lacks instead of failing to link.
+/* tach-models.c: the model registry, a plain array of the model classes,
+ * and what the rest of the engine asks the workloads through it.
  */
 #include "tach-model.h"
+
+static const TachModelClass *const classes[] = {
+  &tach_bilstm_model_class,
+  &tach_lstm_lm_model_class,
+  &tach_cnn_model_class,
+};
 
 const TachModelClass *
 tach_model_class_for (TachWorkload workload)
 {
-  switch (workload)
-    {
-    case TACH_WORKLOAD_BILSTM:
-#ifdef TACH_HAVE_MODEL_BILSTM
-      return &tach_bilstm_model_class;
-#else
-      return NULL;
-#endif
-    case TACH_WORKLOAD_LSTM_LM:
-#ifdef TACH_HAVE_MODEL_LSTM_LM
-      return &tach_lstm_lm_model_class;
-#else
-      return NULL;
-#endif
-    case TACH_WORKLOAD_CNN:
-#ifdef TACH_HAVE_MODEL_CNN
-      return &tach_cnn_model_class;
-#else
-      return NULL;
-#endif
-    case TACH_WORKLOAD_COUNT:
-    default:
-      return NULL;
-    }
+  for (guint i = 0; i < G_N_ELEMENTS (classes); i++)
+    if (classes[i]->workload == workload)
+      return classes[i];
+  return NULL;
+}
+
+gboolean
+tach_workload_evaluates (TachWorkload workload)
+{
+  const TachModelClass *klass = tach_model_class_for (workload);
+
+  return klass != NULL && klass->evaluate != NULL;
 }
