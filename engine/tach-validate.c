@@ -1,6 +1,7 @@
 /* tach-validate.c: which knobs matter for a configuration, and whether a
  * whole configuration makes sense, fits in memory and can run on a device.
  */
+#include <string.h>
 #include <unistd.h>
 
 #include <inttypes.h>
@@ -146,7 +147,12 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
             instead = knobs[i].values[k];
             break;
           }
-      if (instead != NULL)
+      if (instead != NULL && why != NULL && strstr (why, "--") != NULL)
+        /* The backend's reason already says what to use instead. */
+        g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                     _("--%s %s is not supported on %s: %s"),
+                     knobs[i].name, value, device_id, why);
+      else if (instead != NULL)
         g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                      _("--%s %s is not supported on %s (%s): use --%s %s"),
                      knobs[i].name, value, device_id,

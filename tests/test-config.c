@@ -597,6 +597,26 @@ test_backend_registry (void)
   g_assert_null (bad);
 }
 
+/* A backend's reason that names the fix is not followed by the same fix
+ * again. */
+static void
+test_validate_advice_once (void)
+{
+  TachConfig c;
+  g_autoptr(GError) error = NULL;
+  const char *first, *again;
+
+  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
+  g_assert_true (tach_config_set (&c, "precision", "tf32", NULL));
+  g_assert_false (tach_config_validate (&c, "cpu", &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+  first = strstr (error->message, "use --precision fp32");
+  g_assert_nonnull (first);
+  again = strstr (first + 1, "use --precision fp32");
+  g_assert_null (again);
+  tach_config_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -617,5 +637,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/config/validate", test_validate);
   g_test_add_func ("/engine/devices/resolve", test_devices);
   g_test_add_func ("/engine/devices/registry", test_backend_registry);
+  g_test_add_func ("/engine/config/validate/advice-once", test_validate_advice_once);
   return g_test_run ();
 }
