@@ -661,6 +661,7 @@ main (int   argc,
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
   g_test_add ("/gui/run/fault", Fixture, NULL, fixture_setup, test_run_fault, fixture_teardown);
   g_test_add ("/gui/settings/restore", Fixture, NULL, fixture_setup, test_settings_restore, fixture_teardown);
+  g_test_add ("/gui/notify/finished", Fixture, NULL, fixture_setup, test_notify_finished, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);

@@ -42,6 +42,8 @@ guint    count_lines         (const char   *path);
 void     test_settings_reset (void);
 void     test_settings_restore (Fixture    *fixture,
                                 gconstpointer data);
+void     test_notify_finished (Fixture     *fixture,
+                               gconstpointer data);
 void     test_open_results   (Fixture      *fixture,
                               gconstpointer data);
 /* The window's dialog, transient for @window, or NULL. */

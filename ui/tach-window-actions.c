@@ -60,6 +60,7 @@ tach_window_compare_presets (TachWindow  *self,
 
   g_list_store_remove_all (self->sweep);
   adw_view_stack_set_visible_child_name (self->view_stack, "compare");
+  tach_window_job_started (self, TRUE);
   return tach_window_start_next (self, error);
 }
 

@@ -62,6 +62,15 @@ add_loaded_runs (TachWindow *self,
       if (to_sweep)
         g_list_store_append (self->sweep, object);
     }
+  /* The live figures show the last run loaded, unless a run is going. */
+  if (runs->len > 0 && !tach_window_get_running (self))
+    {
+      guint n = g_list_model_get_n_items (G_LIST_MODEL (self->runs));
+      g_autoptr(TachRunObject) last = g_list_model_get_item (G_LIST_MODEL (self->runs), n - 1);
+
+      g_set_object (&self->active_run, last);
+      g_object_notify (G_OBJECT (self), "active-run");
+    }
   tach_run_table_update_speedups (self->run_table);
   gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
   gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));

@@ -33,6 +33,10 @@ struct _TachWindow
   GtkFileChooserNative *chooser;
   char                 *last_folder;   /* the last folder opened or exported to */
   GSettings            *settings;      /* NULL when the schema is not installed */
+  gint64                job_start;     /* monotonic µs: the run or comparison started */
+  gboolean              job_is_sweep;
+  double                notify_after;  /* seconds a job takes before it notifies */
+  char                 *last_notice;   /* the last notification sent */
   guint                 next_color;
   guint                 busy_count;
   guint                 redraw_tick_id; /* a frame asked for by a drained batch */
@@ -63,6 +67,11 @@ void     tach_window_init_explain    (TachWindow    *self);
 /* Open…, drag and drop (tach-window-open.c). */
 void     tach_window_class_init_open (GtkWidgetClass *widget_class);
 void     tach_window_init_open       (TachWindow    *self);
+/* Desktop notifications (tach-window-notify.c). */
+void     tach_window_job_started      (TachWindow    *self,
+                                       gboolean       is_sweep);
+void     tach_window_job_ended        (TachWindow    *self,
+                                       TachRunObject *last);
 /* Remembered settings (tach-window-settings.c). */
 void     tach_window_settings_restore (TachWindow   *self);
 void     tach_window_settings_save    (TachWindow   *self);

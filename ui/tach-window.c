@@ -17,6 +17,7 @@ enum {
   PROP_SMOOTHING,
   PROP_SHOW_CONFIG,
   PROP_ACTIVE_RUN,
+  PROP_NOTIFY_AFTER,
   N_PROPS
 };
 
@@ -148,6 +149,8 @@ on_run_finished (TachWindow    *self,
   if (!g_queue_is_empty (&self->queue) && !tach_window_start_next (self, &error))
     tach_window_show_error (self, _("Cannot Compare the Presets"), error);
   tach_window_update_actions (self);
+  if (!tach_window_get_running (self))
+    tach_window_job_ended (self, run);
 }
 
 static gboolean
@@ -224,6 +227,7 @@ tach_window_start_run (TachWindow  *self,
                            _("A run is already in progress: stop it first"));
       return FALSE;
     }
+  tach_window_job_started (self, FALSE);
   return tach_window_start_config (self, tach_config_panel_get_config (self->config_panel),
                                    FALSE, error);
 }
@@ -334,6 +338,7 @@ tach_window_dispose (GObject *object)
   g_clear_object (&self->sweep);
   g_clear_pointer (&self->last_folder, g_free);
   g_clear_object (&self->settings);
+  g_clear_pointer (&self->last_notice, g_free);
   G_OBJECT_CLASS (tach_window_parent_class)->dispose (object);
 }
 
@@ -367,6 +372,9 @@ tach_window_get_property (GObject    *object,
       break;
     case PROP_ACTIVE_RUN:
       g_value_set_object (value, self->active_run);
+      break;
+    case PROP_NOTIFY_AFTER:
+      g_value_set_double (value, self->notify_after);
       break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -411,6 +419,13 @@ tach_window_set_property (GObject      *object,
           g_object_notify_by_pspec (object, pspec);
         }
       break;
+    case PROP_NOTIFY_AFTER:
+      if (self->notify_after != g_value_get_double (value))
+        {
+          self->notify_after = g_value_get_double (value);
+          g_object_notify_by_pspec (object, pspec);
+        }
+      break;
     default:
       G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
     }
@@ -440,6 +455,10 @@ tach_window_class_init (TachWindowClass *klass)
   /* The run the live figures show: the running one, or the last one. */
   properties[PROP_ACTIVE_RUN] =
     g_param_spec_object ("active-run", NULL, NULL, TACH_TYPE_RUN_OBJECT, ro);
+  /* A run or comparison that takes longer than this many seconds and ends
+   * while the window is not focused sends a desktop notification. */
+  properties[PROP_NOTIFY_AFTER] = g_param_spec_double ("notify-after", NULL, NULL, 0.0, G_MAXDOUBLE,
+                                                       30.0, rw);
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   g_type_ensure (TACH_TYPE_CHART);
@@ -469,6 +488,7 @@ static void
 tach_window_init (TachWindow *self)
 {
   self->smoothing = 0.6;
+  self->notify_after = 30.0;
   self->show_config = TRUE;
   self->runs = g_list_store_new (TACH_TYPE_RUN_OBJECT);
   self->sweep = g_list_store_new (TACH_TYPE_RUN_OBJECT);

@@ -53,6 +53,8 @@ void             tach_window_open_folders      (TachWindow           *self,
 guint            tach_window_open_folders_finish (TachWindow         *self,
                                                 GAsyncResult         *result,
                                                 GError              **error);
+/* The title and body of the last "finished" notification, or NULL. */
+const char      *tach_window_get_last_notice   (TachWindow           *self);
 gboolean         tach_window_export_charts     (TachWindow           *self,
                                                 const char           *path,
                                                 GError              **error);
