@@ -228,3 +228,43 @@ test_open_results (Fixture       *fixture,
   for (guint i = 0; i < table->len; i++)
     g_free (g_array_index (table, CliRow, i).preset);
 }
+
+static gboolean
+has_loaded (gpointer data)
+{
+  return g_list_model_get_n_items (tach_window_get_runs (data)) > 0;
+}
+
+/* `tach DIR`: the application's open opens the folder in its window. */
+void
+test_open_command_line (Fixture       *fixture,
+                        gconstpointer  data)
+{
+  const char *cli = g_getenv ("TACH_CLI");
+  g_autofree char *dir = g_build_filename (fixture->tmpdir, "from-cli", NULL);
+  g_autoptr(GFile) folder = g_file_new_for_path (dir);
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRunObject) run = NULL;
+  GListModel *runs = tach_window_get_runs (fixture->window);
+  int status = 0;
+  const char *argv[] = { cli, "run", "--workload", "lstm-lm", "--device", "cpu", "--batch", "4",
+                         "--steps", "6", "--warmup", "1", "--threads", "1", "--csv", dir, NULL };
+
+  if (cli == NULL)
+    {
+      g_test_skip ("TACH_CLI is not set");
+      return;
+    }
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+
+  g_application_open (G_APPLICATION (fixture->app), &folder, 1, "");
+  g_assert_true (iterate_until (has_loaded, fixture->window, 30));
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 1);
+  run = g_list_model_get_item (runs, 0);
+  g_assert_nonnull (strstr (tach_run_object_get_title (run), "lstm-lm"));
+  g_assert_nonnull (strstr (tach_run_object_get_title (run), "from-cli"));
+  g_assert_cmpuint (tach_chart_series_get_n_points (tach_run_object_get_rate_series (run)), ==, 6);
+}

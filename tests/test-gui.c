@@ -62,7 +62,8 @@ fixture_setup (Fixture       *fixture,
    * starts from the defaults. */
   test_settings_reset ();
   fixture->app = tach_application_new ();
-  g_application_set_flags (G_APPLICATION (fixture->app), G_APPLICATION_NON_UNIQUE);
+  g_application_set_flags (G_APPLICATION (fixture->app),
+                           g_application_get_flags (G_APPLICATION (fixture->app)) | G_APPLICATION_NON_UNIQUE);
   g_assert_true (g_application_register (G_APPLICATION (fixture->app), NULL, &error));
   g_assert_no_error (error);
 
@@ -662,6 +663,7 @@ main (int   argc,
   g_test_add ("/gui/run/fault", Fixture, NULL, fixture_setup, test_run_fault, fixture_teardown);
   g_test_add ("/gui/settings/restore", Fixture, NULL, fixture_setup, test_settings_restore, fixture_teardown);
   g_test_add ("/gui/notify/finished", Fixture, NULL, fixture_setup, test_notify_finished, fixture_teardown);
+  g_test_add ("/gui/open/command-line", Fixture, NULL, fixture_setup, test_open_command_line, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);

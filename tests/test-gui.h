@@ -44,6 +44,8 @@ void     test_settings_restore (Fixture    *fixture,
                                 gconstpointer data);
 void     test_notify_finished (Fixture     *fixture,
                                gconstpointer data);
+void     test_open_command_line (Fixture   *fixture,
+                                 gconstpointer data);
 void     test_open_results   (Fixture      *fixture,
                               gconstpointer data);
 /* The window's dialog, transient for @window, or NULL. */
