@@ -295,6 +295,9 @@ tach_cli_print_summary (TachRun *run)
   if (!isnan (s.e2e_steps_per_s))
     printf (_("  end to end   %.2f steps/s (measured steps over the wall time after warm-up)\n"),
             s.e2e_steps_per_s);
+  if (!isnan (s.api_calls_per_step))
+    printf (_("  API calls    %.0f per step (median, the runner's own included)\n"),
+            s.api_calls_per_step);
   printf ("  %-12s %s\n", s.items_unit != NULL ? s.items_unit : _("items/s"), t.items);
   if (!isnan (s.first_loss) || !isnan (s.final_loss))
     printf (ngettext ("  loss         %s first → %s final, each the mean of %u step\n",

@@ -284,6 +284,12 @@ struct _TachBackend {
   /* What each plan runs, "what: algorithm" strings (owned, NULL until the
    * first note): see tach_backend_note_algorithm(). */
   GPtrArray            *algorithms;
+  /* Library calls made so far, for a backend that counts them
+   * (counts_api_calls): the CUDA backend counts every CUDA, cuDNN and
+   * cuBLAS call it checks, a kernel launch and its error check as two.
+   * The runner reports the calls of each step, its own included. */
+  gboolean              counts_api_calls;
+  guint64               api_calls;
 };
 
 /* @counter plus the step offset, for a backend whose ops run on the host

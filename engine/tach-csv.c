@@ -25,7 +25,7 @@
 
 static const char *const samples_header[] = {
   "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
-  "host_ms", "loss", "accuracy", "device_step_ms", NULL
+  "host_ms", "loss", "accuracy", "device_step_ms", "api_calls", NULL
 };
 
 /* Columns of runs.csv after the knobs. */
@@ -35,7 +35,8 @@ static const char *const runs_tail[] = {
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
-  "rate_clock", "e2e_steps_per_s", "algorithms", "varied", "varied_value", NULL
+  "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step", "varied", "varied_value",
+  NULL
 };
 
 static void
@@ -228,6 +229,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, s.rate_clock);
   add_double (row, s.e2e_steps_per_s);
   add_field (row, algorithms);
+  add_double (row, s.api_calls_per_step);
   add_field (row, tach_run_get_varied (run));
   add_field (row, varied_value);
   end_row (row);
@@ -257,6 +259,7 @@ append_sample_rows (GString *out, TachRun *run, const char *run_id)
       add_double (row, s->loss);
       add_double (row, s->accuracy);
       add_double (row, s->device_step_ms);
+      add_double (row, s->api_calls);
       end_row (row);
       g_string_append_len (out, row->str, row->len);
     }

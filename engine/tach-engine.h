@@ -308,6 +308,9 @@ typedef struct {
    * previous step's end-of-step event to its own.  NaN on the CPU (whose
    * step_ms is the step) and for a run's first step. */
   double  device_step_ms;
+  /* Library calls the step made, the runner's own included (NaN where the
+   * backend does not count them: the CPU). */
+  double  api_calls;
 } TachSample;
 
 typedef struct {
@@ -338,6 +341,7 @@ typedef struct {
    * (a sync point) to the final synchronisation.  For a steady run it
    * agrees with the median. */
   double  e2e_steps_per_s;
+  double  api_calls_per_step;  /* median over measured steps; NaN if not counted */
 } TachSummary;
 
 typedef enum {

@@ -218,6 +218,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "peak_share", G_STRUCT_OFFSET (TachSummary, peak_share), 1 },
     { "wall_s", G_STRUCT_OFFSET (TachSummary, wall_s), 1 },
     { "e2e_steps_per_s", G_STRUCT_OFFSET (TachSummary, e2e_steps_per_s), 1 },
+    { "api_calls_per_step", G_STRUCT_OFFSET (TachSummary, api_calls_per_step), 1 },
   };
 
   memset (s, 0, sizeof *s);
@@ -436,6 +437,7 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
     { "loss", G_STRUCT_OFFSET (TachSample, loss) },
     { "accuracy", G_STRUCT_OFFSET (TachSample, accuracy) },
     { "device_step_ms", G_STRUCT_OFFSET (TachSample, device_step_ms) },
+    { "api_calls", G_STRUCT_OFFSET (TachSample, api_calls) },
   };
   const char *step = field (columns, fields, "step");
   const char *warmup = field (columns, fields, "warmup");

@@ -435,7 +435,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       gint64 t_start, t_model, t_end;
       double sync_ms = 0.0, step_ms, model_ms;
       gboolean last, stopping, sync_point;
-      guint64 due;
+      guint64 due, calls0 = e->be->api_calls;
 
       /* The step whose events this one is about to record over is read
        * now: it finished long ago in practice.  Pending holds consecutive
@@ -466,6 +466,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       p.sample.host_ms = ctx.host_ms;
       p.sample.compute_ms = NAN;
       p.sample.device_step_ms = NAN;
+      p.sample.api_calls = NAN;
       if (e->timer.host_clock)
         {
           /* The CPU computes as called: the step less feeding and host work. */
@@ -498,6 +499,8 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       self->sample.sync_ms = sync_ms;
       self->sample.host_ms += MAX (0.0, step_ms - model_ms - sync_ms);
       self->sample.wall_s = (double) (t_end - e->t0) / 1e9;
+      if (e->be->counts_api_calls)
+        self->sample.api_calls = (double) (e->be->api_calls - calls0);
 
       g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)

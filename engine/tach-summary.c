@@ -76,7 +76,7 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
 {
   g_autofree const TachSample **measured = g_new (const TachSample *, MAX (n, 1));
   g_autofree double *rates = g_new (double, MAX (n, 1));
-  guint n_measured = 0, n_rates = 0, n_device = 0;
+  guint n_measured = 0, n_rates = 0, n_device = 0, n_calls = 0;
   double warm_end_s = 0.0;
   gboolean device_clock;
   double step_sum = 0.0, feed = 0.0, compute = 0.0, sync = 0.0, host = 0.0;
@@ -100,7 +100,11 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
       measured[n_measured++] = s;
       if (s->device_step_ms > 0.0 && isfinite (s->device_step_ms))
         n_device++;
+      if (isfinite (s->api_calls))
+        rates[n_calls++] = s->api_calls;
     }
+  qsort (rates, n_calls, sizeof (double), compare_doubles);
+  out->api_calls_per_step = n_calls > 0 ? percentile (rates, n_calls, 0.5) : NAN;
   /* One clock for every rate of the run, never a mixture. */
   device_clock = n_measured > 0 && n_device == n_measured;
   out->rate_clock = device_clock ? "device" : "host";

@@ -110,6 +110,8 @@ submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func)
 {
   AsyncBackend *ab = ASYNC (be);
 
+  /* One call into the device's library, as a launch or a copy is on a GPU. */
+  be->api_calls++;
   job->func = func;
   job->step_offset = be->step_offset;
   g_mutex_lock (&ab->lock);
@@ -133,6 +135,7 @@ async_synchronize (TachBackend *be)
 {
   AsyncBackend *ab = ASYNC (be);
 
+  be->api_calls++;
   g_mutex_lock (&ab->lock);
   while (ab->compute.done < ab->compute.submitted || ab->copy.done < ab->copy.submitted)
     g_cond_wait (&ab->cond, &ab->lock);
@@ -215,6 +218,7 @@ async_event_synchronize (TachBackend *be, TachEvent *event)
   AsyncBackend *ab = ASYNC (be);
   AsyncEvent *ev = (AsyncEvent *) event;
 
+  be->api_calls++;
   g_mutex_lock (&ab->lock);
   while (ev->reached < ev->recorded)
     g_cond_wait (&ab->cond, &ab->lock);
@@ -655,6 +659,7 @@ async_create (const char *device_id, guint threads, TachPrecision precision, GEr
   /* As a GPU backend's: the host threads the user asked for, 0 by default. */
   ab->base.threads = threads;
   ab->base.precision = precision;
+  ab->base.counts_api_calls = TRUE;
   ab->base.device = device_info (cpu->device);
   g_mutex_init (&ab->lock);
   g_cond_init (&ab->cond);

@@ -6,7 +6,9 @@
  * return before the work is done, as on a GPU.  Events are timestamps
  * taken on the thread that runs them.  Only synchronize, download,
  * event_synchronize and event_elapsed_ms wait; errors of queued ops reach
- * the sticky error at those waits, as CUDA's do.  It has no graphs.
+ * the sticky error at those waits, as CUDA's do.  It has no graphs.  It
+ * counts its calls as the CUDA backend does (TachBackend.api_calls): each
+ * queued op, copy or event and each wait is one.
  *
  * tach_async_device_register() makes the device "async:0" known to the
  * registry, so that whole runs (tach_run_new with device=async:0) use it.

@@ -93,12 +93,26 @@ check_timeline (const char *sync)
   /* The device timeline covers the same span as the end-to-end clock:
    * from the end of warm-up to the last step's end. */
   g_assert_cmpfloat (fabs (measured / device_s - e2e) / e2e, <, 0.02);
-  /* The median is of the same steps: the end-to-end rate lies within
-   * their spread.  (A few percent apart only in a steady run; on this
-   * machine's shared cores some steps take several times longer, which
-   * the mean feels and the median does not.) */
-  g_assert_cmpfloat (e2e, >=, 0.9 * r->summary.steps_per_s_p10);
-  g_assert_cmpfloat (e2e, <=, 1.1 * r->summary.steps_per_s_p90);
+  /* The median is of the same steps.  In a steady run it is a few percent
+   * from the end-to-end rate; on this machine's shared cores some steps
+   * take several times longer, which the mean feels and the median does
+   * not, so the bound here only catches a median of another clock (the
+   * host's enqueue rate is 10-1000x the device's). */
+  g_assert_cmpfloat (r->summary.steps_per_s_median, <=, 3.0 * e2e);
+  g_assert_cmpfloat (r->summary.steps_per_s_median, >=, e2e / 3.0);
+  /* The calls of each step are counted, the runner's own included: the
+   * same for every step between sync points, more for a step that syncs. */
+  g_assert_true (r->summary.api_calls_per_step > 0.0);
+  for (guint i = 0; i + 1 < r->samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (r->samples, TachSample, i);
+
+      if (!s->warmup)
+        g_assert_cmpfloat (s->api_calls, ==, r->summary.api_calls_per_step);
+    }
+  if (g_str_equal (sync, "end"))
+    g_assert_cmpfloat (g_array_index (r->samples, TachSample, r->samples->len - 1).api_calls, >,
+                       r->summary.api_calls_per_step);
   if (g_str_equal (sync, "end"))
     /* What the median must not be: the host only enqueued. */
     g_assert_cmpfloat (1000.0 / median_of (r->samples, G_STRUCT_OFFSET (TachSample, step_ms)), >,

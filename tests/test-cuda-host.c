@@ -56,11 +56,28 @@ test_cudnn_message (void)
   (void) cudnnDestroyTensorDescriptor (desc);
 }
 
+/* Every checked call counts once, whatever its status: the count per step
+ * that the runner reports (TachBackend.api_calls). */
+static void
+test_call_count (void)
+{
+  TachBackend be = { 0 };
+
+  g_assert_true (tach_cuda_check (&be, cudaSuccess, "a", "here.c", 1));
+  g_assert_true (tach_cudnn_check (&be, CUDNN_STATUS_SUCCESS, "b", "here.c", 2));
+  g_assert_true (tach_cublas_check (&be, CUBLAS_STATUS_SUCCESS, "c", "here.c", 3));
+  g_assert_cmpuint (be.api_calls, ==, 3);
+  g_assert_false (tach_cudnn_check (&be, CUDNN_STATUS_NOT_SUPPORTED, "d", "here.c", 4));
+  g_assert_cmpuint (be.api_calls, ==, 4);
+  g_clear_error (&be.error);
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/engine/cuda/host/status-refusal", test_refusal);
   g_test_add_func ("/engine/cuda/host/cudnn-message", test_cudnn_message);
+  g_test_add_func ("/engine/cuda/host/call-count", test_call_count);
   return g_test_run ();
 }

@@ -32,7 +32,8 @@
 #      stopped at its time cap with SIGINT (tach-cli then writes what ran);
 #   6. the short table, last: per workload, task and preset, steps/s from
 #      the device timeline, end-to-end steps/s, the speed-up over the
-#      workload's first preset and the ratios to PyTorch.
+#      workload's first preset, the ratios to PyTorch and the CUDA API calls
+#      per step.
 # cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
 # per process under cudnn/ in the archive.
 # Without a GPU it says "no GPU" and exits 77 within seconds.
@@ -363,7 +364,7 @@ def f(v, width, fmt="{:.1f}"):
     return (fmt.format(v) if v == v else "-").rjust(width)
 
 print(f"{'workload':9} {'task':8} {'preset':14} {'prec':4} {'dev st/s':>9} {'e2e st/s':>9} "
-      f"{'clock':6} {'speedup':>7} {'items/s':>10} {'/torch':>7} {'/graphs':>7}")
+      f"{'clock':6} {'speedup':>7} {'items/s':>10} {'/torch':>7} {'/graphs':>7} {'calls':>6}")
 for r in tach:
     w, task, preset, prec = r.get("workload"), r.get("task"), r.get("preset"), r.get("precision")
     med, e2e, items = num(r, "median_steps_per_s"), num(r, "e2e_steps_per_s"), num(r, "items_per_s")
@@ -375,10 +376,12 @@ for r in tach:
     print(f"{w:9} {task:8} {preset:14} {prec:4} {f(med, 9)} {f(e2e, 9)} {r.get('rate_clock') or '-':6} "
           f"{f(med / b if b else float('nan'), 7, '{:.2f}x')} {f(items, 10)} "
           f"{f(items / te if te else float('nan'), 7, '{:.2f}')} "
-          f"{f(items / tg if tg else float('nan'), 7, '{:.2f}')}" + ("" if state == "finished" else f"  ({state})"))
+          f"{f(items / tg if tg else float('nan'), 7, '{:.2f}')} "
+          f"{f(num(r, 'api_calls_per_step'), 6, '{:.0f}')}" + ("" if state == "finished" else f"  ({state})"))
 print("dev st/s: median steps/s on the device timeline; e2e: measured steps over the wall time after")
 print("warm-up; speedup: over the workload's first preset; /torch, /graphs: Tach's items/s over")
-print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default)")
+print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default);")
+print("calls: CUDA, cuDNN and cuBLAS calls per step (median), the runner's own included")
 EOF
 say "gpu-check: done in $(( $(date +%s) - start )) s, status $status; everything else is in $out/gpu-check.tar.gz"
 exit $status

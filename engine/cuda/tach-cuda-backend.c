@@ -28,6 +28,7 @@ code_for_cuda (cudaError_t status)
 gboolean
 tach_cuda_check (TachBackend *be, cudaError_t status, const char *call, const char *file, int line)
 {
+  be->api_calls++;
   if (status == cudaSuccess)
     return TRUE;
   /* Clear the runtime's own last error so that later launches report
@@ -73,6 +74,7 @@ tach_cudnn_check (TachBackend *be, cudnnStatus_t status, const char *call, const
 {
   char detail[512] = "";
 
+  be->api_calls++;
   if (status == CUDNN_STATUS_SUCCESS)
     return TRUE;
   /* cuDNN 9 keeps a message per thread that says what it did not like
@@ -90,6 +92,7 @@ tach_cudnn_check (TachBackend *be, cudnnStatus_t status, const char *call, const
 gboolean
 tach_cublas_check (TachBackend *be, cublasStatus_t status, const char *call, const char *file, int line)
 {
+  be->api_calls++;
   if (status == CUBLAS_STATUS_SUCCESS)
     return TRUE;
   tach_backend_fail (be, status == CUBLAS_STATUS_ALLOC_FAILED ? TACH_ERROR_OUT_OF_MEMORY : TACH_ERROR_LIBRARY,
@@ -660,6 +663,7 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
   be->ops = &cuda_ops;
   be->threads = threads;
   be->precision = precision;
+  be->counts_api_calls = TRUE;
   cb->ordinal = ordinal;
   cb->sizes = g_hash_table_new (g_direct_hash, g_direct_equal);
   be->device = device_info_for (ordinal, error);
