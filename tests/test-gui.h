@@ -31,6 +31,8 @@ void     test_charts_aligned (Fixture      *fixture,
                               gconstpointer data);
 void     test_explain        (Fixture      *fixture,
                               gconstpointer data);
+void     test_scaling        (Fixture      *fixture,
+                              gconstpointer data);
 /* Export CSV's callback: @user_data is a GError ** that it fills; then
  * exported (@window) is TRUE. */
 void     on_exported         (GObject      *source,

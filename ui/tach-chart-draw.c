@@ -7,6 +7,9 @@
 #include "tach-chart-draw.h"
 #include "tach-chart-axis.h"
 
+#include <cairo-svg.h>
+#include <gio/gio.h>
+
 #include <glib/gi18n.h>
 #include <math.h>
 
@@ -689,4 +692,45 @@ tach_chart_view_draw_legend (const TachChartView *view,
                              int                  width)
 {
   chart_legend (view, cr, width, TRUE);
+}
+
+gboolean
+tach_chart_write_image (const char         *path,
+                        int                 width,
+                        int                 height,
+                        gboolean            dark,
+                        TachChartPaintFunc  paint,
+                        gpointer            data,
+                        GError            **error)
+{
+  g_autofree char *lower = g_ascii_strdown (path, -1);
+  gboolean svg = g_str_has_suffix (lower, ".svg");
+  cairo_surface_t *surface;
+  cairo_status_t status;
+  cairo_t *cr;
+  GdkRGBA bg;
+
+  surface = svg ? cairo_svg_surface_create (path, width, height)
+                : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
+  cr = cairo_create (surface);
+  gdk_rgba_parse (&bg, dark ? "#242424" : "#ffffff");
+  gdk_cairo_set_source_rgba (cr, &bg);
+  cairo_paint (cr);
+  cairo_translate (cr, 8, 8);
+  paint (data, cr, width - 16, height - 16);
+  cairo_destroy (cr);
+  cairo_surface_flush (surface);
+  if (svg)
+    cairo_surface_finish (surface);
+  status = cairo_surface_status (surface);
+  if (status == CAIRO_STATUS_SUCCESS && !svg)
+    status = cairo_surface_write_to_png (surface, path);
+  cairo_surface_destroy (surface);
+  if (status != CAIRO_STATUS_SUCCESS)
+    {
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("Cannot write %s: %s"), path,
+                   cairo_status_to_string (status));
+      return FALSE;
+    }
+  return TRUE;
 }

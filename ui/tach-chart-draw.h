@@ -58,6 +58,16 @@ int  tach_chart_view_get_legend_height (const TachChartView *view,
 void tach_chart_view_draw_legend       (const TachChartView *view,
                                         cairo_t             *cr,
                                         int                  width);
+/* Writes a drawing as PNG or SVG (by @path's extension): the theme's
+ * background, an 8 pixel margin, and @paint's picture inside it. */
+typedef void (*TachChartPaintFunc) (gpointer data, cairo_t *cr, int width, int height);
+gboolean tach_chart_write_image (const char         *path,
+                                 int                 width,
+                                 int                 height,
+                                 gboolean            dark,
+                                 TachChartPaintFunc  paint,
+                                 gpointer            data,
+                                 GError            **error);
 void tach_chart_get_run_color (guint                index,
                                gboolean             dark,
                                GdkRGBA             *color);

@@ -12,9 +12,9 @@
 #include "tach-explain-chart.h"
 #include "tach-phase-bar.h"
 #include "tach-compare-view.h"
+#include "tach-chart-draw.h"
 
 #include <adwaita.h>
-#include <cairo-svg.h>
 #include <glib/gi18n.h>
 #include <math.h>
 
@@ -358,47 +358,24 @@ on_query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip
   return TRUE;
 }
 
+static void
+paint_explain (gpointer data, cairo_t *cr, int width, int height)
+{
+  tach_explain_chart_draw (data, cr, width, height);
+}
+
 gboolean
 tach_explain_chart_export (TachExplainChart *self, const char *path, int width, GError **error)
 {
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  gboolean svg = g_str_has_suffix (lower, ".svg");
-  int height = tach_explain_chart_get_height (self) + 16;
-  cairo_surface_t *surface;
-  cairo_status_t status;
-  cairo_t *cr;
-  GdkRGBA bg;
-
   if (self->explain == NULL)
     {
       g_set_error_literal (error, G_IO_ERROR, G_IO_ERROR_FAILED,
                            _("There is no explanation to export yet"));
       return FALSE;
     }
-  surface = svg ? cairo_svg_surface_create (path, width, height)
-                : cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height);
-  cr = cairo_create (surface);
-  gdk_rgba_parse (&bg, adw_style_manager_get_dark (adw_style_manager_get_default ())
-                       ? "#242424" : "#ffffff");
-  gdk_cairo_set_source_rgba (cr, &bg);
-  cairo_paint (cr);
-  cairo_translate (cr, 8, 8);
-  tach_explain_chart_draw (self, cr, width - 16, height - 16);
-  cairo_destroy (cr);
-  cairo_surface_flush (surface);
-  if (svg)
-    cairo_surface_finish (surface);
-  status = cairo_surface_status (surface);
-  if (status == CAIRO_STATUS_SUCCESS && !svg)
-    status = cairo_surface_write_to_png (surface, path);
-  cairo_surface_destroy (surface);
-  if (status != CAIRO_STATUS_SUCCESS)
-    {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("Cannot write %s: %s"), path,
-                   cairo_status_to_string (status));
-      return FALSE;
-    }
-  return TRUE;
+  return tach_chart_write_image (path, width, tach_explain_chart_get_height (self) + 16,
+                                 adw_style_manager_get_dark (adw_style_manager_get_default ()),
+                                 paint_explain, self, error);
 }
 
 static void

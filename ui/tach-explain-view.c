@@ -10,6 +10,8 @@
  */
 #include "tach-explain-view.h"
 
+#include "tach-export-chooser.h"
+
 #include <glib/gi18n.h>
 #include <math.h>
 
@@ -26,7 +28,6 @@ struct _TachExplainView
   TachExplainChart       *chart;
   GtkLabel               *summary;
   GtkLabel               *text;
-  GtkFileChooserNative   *chooser;
 
   TachExplainViewBaseFunc base_func;
   gpointer                base_data;
@@ -395,55 +396,25 @@ tach_explain_view_export_csv (TachExplainView *self, const char *dir, GError **e
   return tach_explain_csv_append (self->explain, dir, error);
 }
 
-static void
-on_export_chosen (GtkNativeDialog *dialog, int response, TachExplainView *self)
+static gboolean
+export_format (GtkWidget *widget, const char *format, const char *path, GError **error)
 {
-  const char *format = g_object_get_data (G_OBJECT (dialog), "tach-format");
+  TachExplainView *self = TACH_EXPLAIN_VIEW (widget);
 
-  if (response == GTK_RESPONSE_ACCEPT)
-    {
-      g_autoptr(GFile) file = gtk_file_chooser_get_file (GTK_FILE_CHOOSER (dialog));
-      g_autofree char *path = file != NULL ? g_file_get_path (file) : NULL;
-      g_autoptr(GError) error = NULL;
-      gboolean ok;
-
-      if (path != NULL)
-        {
-          ok = g_str_equal (format, "csv") ? tach_explain_view_export_csv (self, path, &error)
-                                           : tach_explain_view_export_image (self, path, &error);
-          if (!ok)
-            g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Cannot Export the Explanation"), error);
-        }
-    }
-  g_clear_object (&self->chooser);
+  return g_str_equal (format, "csv") ? tach_explain_view_export_csv (self, path, error)
+                                     : tach_explain_view_export_image (self, path, error);
 }
 
 static void
 export_action (GtkWidget *widget, const char *action_name, GVariant *parameter)
 {
-  TachExplainView *self = TACH_EXPLAIN_VIEW (widget);
-  const char *format = g_variant_get_string (parameter, NULL);
-  gboolean csv = g_str_equal (format, "csv");
-  GtkRoot *root = gtk_widget_get_root (widget);
+  static TachExportChooser chooser = { NULL, NULL, "tach-explain", NULL, export_format };
 
   (void) action_name;
-  g_clear_object (&self->chooser);
-  self->chooser = gtk_file_chooser_native_new (csv ? _("Export the Explanation to a Folder")
-                                                   : _("Export the Waterfall"),
-                                               GTK_IS_WINDOW (root) ? GTK_WINDOW (root) : NULL,
-                                               csv ? GTK_FILE_CHOOSER_ACTION_SELECT_FOLDER
-                                                   : GTK_FILE_CHOOSER_ACTION_SAVE,
-                                               _("_Export"), _("_Cancel"));
-  if (!csv)
-    {
-      g_autofree char *name = g_strdup_printf ("tach-explain.%s", format);
-
-      gtk_file_chooser_set_current_name (GTK_FILE_CHOOSER (self->chooser), name);
-    }
-  g_object_set_data_full (G_OBJECT (self->chooser), "tach-format", g_strdup (format), g_free);
-  gtk_native_dialog_set_modal (GTK_NATIVE_DIALOG (self->chooser), TRUE);
-  g_signal_connect (self->chooser, "response", G_CALLBACK (on_export_chosen), self);
-  gtk_native_dialog_show (GTK_NATIVE_DIALOG (self->chooser));
+  chooser.file_title = _("Export the Waterfall");
+  chooser.folder_title = _("Export the Explanation to a Folder");
+  chooser.error_heading = _("Cannot Export the Explanation");
+  tach_export_chooser_show (widget, &chooser, g_variant_get_string (parameter, NULL));
 }
 
 /* ----------------------------------------------------------------- class */
@@ -456,7 +427,7 @@ tach_explain_view_dispose (GObject *object)
   if (self->cancellable != NULL)
     g_cancellable_cancel (self->cancellable);
   g_clear_object (&self->cancellable);
-  g_clear_object (&self->chooser);
+  g_object_set_data (object, "tach-export-chooser", NULL);
   if (self->chart != NULL)
     tach_explain_chart_set_explain (self->chart, NULL);
   g_clear_pointer (&self->explain, tach_explain_free);
@@ -510,7 +481,6 @@ tach_explain_view_init (TachExplainView *self)
 {
   GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
   GtkWidget *label;
-  g_autoptr(GMenu) menu = g_menu_new ();
 
   self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
   gtk_widget_set_parent (self->box, GTK_WIDGET (self));
@@ -530,13 +500,7 @@ tach_explain_view_init (TachExplainView *self)
                                  "in shuffled rounds, and give each knob its share of the gap"));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->button));
 
-  g_menu_append (menu, _("Export as _PNG…"), "explain.export::png");
-  g_menu_append (menu, _("Export as _SVG…"), "explain.export::svg");
-  g_menu_append (menu, _("Export _CSV…"), "explain.export::csv");
-  self->export_button = GTK_MENU_BUTTON (gtk_menu_button_new ());
-  gtk_menu_button_set_icon_name (self->export_button, "document-save-symbolic");
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self->export_button), _("Export the explanation"));
-  gtk_menu_button_set_menu_model (self->export_button, G_MENU_MODEL (menu));
+  self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("explain.export", _("Export the explanation")));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
 
   self->progress = GTK_PROGRESS_BAR (gtk_progress_bar_new ());

@@ -111,12 +111,34 @@ tach_window_init_explain (TachWindow *self)
                             G_CALLBACK (tach_explain_view_refresh_presets), self->explain_view);
 }
 
-static void
-explain_action (GtkWidget  *widget,
-                const char *action_name,
-                GVariant   *parameter)
+/* ---------------------------------------------------------------- scaling */
+
+TachScalingView *
+tach_window_get_scaling_view (TachWindow *self)
 {
-  TachWindow *self = TACH_WINDOW (widget);
+  g_return_val_if_fail (TACH_IS_WINDOW (self), NULL);
+  return self->scaling_view;
+}
+
+void
+tach_window_init_scaling (TachWindow *self)
+{
+  /* The same base, errors and running state as Explain's. */
+  tach_scaling_view_set_base_func (self->scaling_view, explain_base, self);
+  g_signal_connect_object (self->scaling_view, "notify::running",
+                           G_CALLBACK (tach_window_update_actions), self, G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->scaling_view, "error", G_CALLBACK (on_explain_error), self,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_swapped (self->scaling_view, "map",
+                            G_CALLBACK (tach_scaling_view_refresh), self->scaling_view);
+}
+
+/* Starts @start on @view in the page @page, as Compare: one thing on the
+ * engine at a time. */
+static void
+start_in_page (TachWindow *self, const char *page, gboolean (*start) (gpointer, GError **),
+               gpointer view, const char *heading)
+{
   g_autoptr(GError) error = NULL;
 
   if (tach_window_get_running (self))
@@ -124,11 +146,43 @@ explain_action (GtkWidget  *widget,
                          _("A run is already in progress: stop it first"));
   else
     {
-      adw_view_stack_set_visible_child_name (self->view_stack, "compare");
-      tach_explain_view_start (self->explain_view, &error);
+      adw_view_stack_set_visible_child_name (self->view_stack, page);
+      start (view, &error);
     }
   if (error != NULL)
-    tach_window_show_error (self, _("Cannot Explain the Gap"), error);
+    tach_window_show_error (self, heading, error);
+}
+
+static gboolean
+start_scaling (gpointer view, GError **error)
+{
+  return tach_scaling_view_start (view, error);
+}
+
+static gboolean
+start_explain (gpointer view, GError **error)
+{
+  return tach_explain_view_start (view, error);
+}
+
+static void
+scale_action (GtkWidget  *widget,
+              const char *action_name,
+              GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+
+  start_in_page (self, "scaling", start_scaling, self->scaling_view, _("Cannot Run the Sweep"));
+}
+
+static void
+explain_action (GtkWidget  *widget,
+                const char *action_name,
+                GVariant   *parameter)
+{
+  TachWindow *self = TACH_WINDOW (widget);
+
+  start_in_page (self, "compare", start_explain, self->explain_view, _("Cannot Explain the Gap"));
 }
 
 /* The baseline of the run table (A) against the run selected in it (B). */
@@ -444,6 +498,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_install_action (widget_class, "win.stop", NULL, stop_action);
   gtk_widget_class_install_action (widget_class, "win.compare", NULL, compare_action);
   gtk_widget_class_install_action (widget_class, "win.explain", NULL, explain_action);
+  gtk_widget_class_install_action (widget_class, "win.scale", NULL, scale_action);
   gtk_widget_class_install_action (widget_class, "win.explain-runs", NULL, explain_runs_action);
   gtk_widget_class_install_action (widget_class, "win.clear-runs", NULL, clear_runs_action);
   gtk_widget_class_install_action (widget_class, "win.export-csv", NULL, export_csv_action);

@@ -5,6 +5,7 @@
 
 #include "tach-window.h"
 #include "tach-compare-view.h"
+#include "tach-scaling-view.h"
 #include "tach-run-object.h"
 
 G_BEGIN_DECLS
@@ -22,6 +23,7 @@ struct _TachWindow
   TachRunTable         *run_table;
   TachCompareView      *compare_view;
   TachExplainView      *explain_view;
+  TachScalingView      *scaling_view;
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
 
@@ -64,6 +66,8 @@ void     tach_window_class_init_actions (GtkWidgetClass *widget_class);
 void     tach_window_update_actions  (TachWindow    *self);
 /* Connects the Explain part of the Compare view to the window. */
 void     tach_window_init_explain    (TachWindow    *self);
+/* Connects the Scaling view to the window. */
+void     tach_window_init_scaling    (TachWindow    *self);
 /* Open…, drag and drop (tach-window-open.c). */
 void     tach_window_class_init_open (GtkWidgetClass *widget_class);
 void     tach_window_init_open       (TachWindow    *self);

@@ -36,7 +36,8 @@ tach_window_get_running (TachWindow *self)
   g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
   /* An explanation's runs are the engine's too: one thing at a time. */
   return (self->active_run != NULL && tach_run_object_is_active (self->active_run))
-         || (self->explain_view != NULL && tach_explain_view_get_running (self->explain_view));
+         || (self->explain_view != NULL && tach_explain_view_get_running (self->explain_view))
+         || (self->scaling_view != NULL && tach_scaling_view_get_running (self->scaling_view));
 }
 
 void
@@ -48,6 +49,7 @@ tach_window_update_actions (TachWindow *self)
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.compare", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.explain", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.explain-runs", !running);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.scale", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.stop", running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.clear-runs", !running);
   gtk_widget_action_set_enabled (GTK_WIDGET (self), "win.export-csv", self->busy_count == 0);
@@ -241,6 +243,7 @@ tach_window_stop (TachWindow *self)
   if (self->active_run != NULL)
     tach_run_object_stop (self->active_run);
   tach_explain_view_stop (self->explain_view);
+  tach_scaling_view_stop (self->scaling_view);
 }
 
 static GtkWidget *
@@ -467,6 +470,7 @@ tach_window_class_init (TachWindowClass *klass)
   g_type_ensure (TACH_TYPE_RUN_OBJECT);
   g_type_ensure (TACH_TYPE_COMPARE_VIEW);
   g_type_ensure (TACH_TYPE_EXPLAIN_VIEW);
+  g_type_ensure (TACH_TYPE_SCALING_VIEW);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/tach/Tach/ui/tach-window.ui");
   gtk_widget_class_bind_template_child (widget_class, TachWindow, toast_overlay);
@@ -478,6 +482,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_stack);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, explain_view);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
 
   tach_window_class_init_actions (widget_class);
@@ -504,6 +509,7 @@ tach_window_init (TachWindow *self)
   g_signal_connect_swapped (self->config_panel, "error", G_CALLBACK (on_config_error), self);
   tach_window_init_open (self);
   tach_window_init_explain (self);
+  tach_window_init_scaling (self);
   tach_window_settings_restore (self);
   on_sweep_changed (self);
   tach_window_update_actions (self);

@@ -7,6 +7,7 @@
 #include "tach-config-panel.h"
 #include "tach-run-table.h"
 #include "tach-explain-view.h"
+#include "tach-scaling-view.h"
 
 G_BEGIN_DECLS
 
@@ -21,6 +22,7 @@ TachRunTable    *tach_window_get_run_table     (TachWindow           *self);
 GListModel      *tach_window_get_runs          (TachWindow           *self);
 GListModel      *tach_window_get_sweep         (TachWindow           *self);
 TachExplainView *tach_window_get_explain_view  (TachWindow           *self);
+TachScalingView *tach_window_get_scaling_view  (TachWindow           *self);
 gboolean         tach_window_get_running       (TachWindow           *self);
 gboolean         tach_window_start_run         (TachWindow           *self,
                                                 GError              **error);

@@ -1,0 +1,174 @@
+/* test-gui-scaling.c: the Scaling view under xvfb-run (part of test-gui):
+ * a small sweep of one knob across the workload's presets on the engine,
+ * the plotted points against the engine's summaries, show/hide, hover,
+ * the exports, a bad spec, and stop. */
+#include <adwaita.h>
+#include <math.h>
+#include <string.h>
+
+#include "tach-window.h"
+#include "tach-scaling-view.h"
+#include "test-gui.h"
+
+static gboolean
+scaling_idle (gpointer data)
+{
+  return !tach_scaling_view_get_running (data);
+}
+
+/* Reads a plotted point back through the chart's axis: the pixel it is
+ * drawn at, unmapped, is the engine's number. */
+static void
+check_point (TachScalingChart *chart, TachScalingPanel panel, guint p, guint v, double expected)
+{
+  double px, py;
+
+  g_assert_true (tach_scaling_chart_get_point (chart, panel, p, v, 900, 560, &px, &py));
+  g_assert_cmpfloat (px, >=, 0);
+  g_assert_cmpfloat (px, <=, 900);
+  g_assert_cmpfloat (py, >=, 0);
+  g_assert_cmpfloat (py, <=, 560);
+  g_assert_cmpfloat_with_epsilon (tach_scaling_chart_unmap_y (chart, panel, 900, 560, py),
+                                  expected, 1e-9 * MAX (1.0, expected));
+}
+
+void
+test_scaling (Fixture *fixture, gconstpointer data)
+{
+  TachScalingView *view = tach_window_get_scaling_view (fixture->window);
+  TachScalingChart *chart = tach_scaling_view_get_chart (view);
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  const char *shots = g_getenv ("TACH_SCREENSHOT_DIR");
+  g_autoptr(GError) error = NULL;
+  const TachScalingGrid *grid;
+  guint np, nv;
+
+  (void) data;
+  g_object_set (panel, "steps", shots != NULL ? 40 : 6, NULL);
+  g_object_set (fixture->window, "show-config", FALSE, NULL);
+
+  /* A spec the parser refuses is shown, and nothing starts. */
+  g_assert_true (tach_scaling_view_set_spec (view, "batch", "64..8x2"));
+  g_assert_false (tach_scaling_view_start (view, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_assert_nonnull (strstr (error->message, "batch"));
+  g_clear_error (&error);
+  g_assert_false (tach_scaling_view_set_spec (view, "no-such-knob", "1,2"));
+
+  g_assert_true (tach_scaling_view_set_spec (view, "batch",
+                                             shots != NULL ? "32..512x2" : "4..16x2"));
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.scale", NULL);
+  g_assert_true (tach_scaling_view_get_running (view));
+  /* Compare's rule: one thing on the engine at a time. */
+  g_assert_true (tach_window_get_running (fixture->window));
+  g_assert_false (tach_window_start_run (fixture->window, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_clear_error (&error);
+  g_assert_true (iterate_until (scaling_idle, view, 300));
+
+  grid = tach_scaling_view_get_grid (view);
+  g_assert_nonnull (grid);
+  g_assert_true (grid->geometric);
+  np = g_strv_length (grid->presets);
+  nv = g_strv_length (grid->values);
+  g_assert_cmpuint (np, >=, 2);
+  g_assert_cmpuint (nv, ==, shots != NULL ? 5 : 3);
+  g_assert_cmpstr (grid->values[0], ==, shots != NULL ? "32" : "4");
+  for (guint v = 0; v < nv; v++)
+    for (guint p = 0; p < np; p++)
+      {
+        TachRun *run = tach_scaling_view_get_run (view, p, v);
+        TachRun *base = tach_scaling_view_get_run (view, 0, v);
+        TachSummary s, b;
+
+        g_assert_nonnull (run);
+        g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+        /* Each point ran its preset at its value. */
+        g_assert_cmpstr (tach_run_get_config (run)->preset, ==, grid->presets[p]);
+        g_assert_cmpuint (tach_run_get_config (run)->batch, ==,
+                          g_ascii_strtoull (grid->values[v], NULL, 10));
+        tach_run_get_summary (run, &s);
+        tach_run_get_summary (base, &b);
+        g_assert_cmpfloat (s.items_per_s, >, 0);
+        check_point (chart, TACH_SCALING_RATE, p, v, s.items_per_s);
+        check_point (chart, TACH_SCALING_SPEEDUP, p, v, s.items_per_s / b.items_per_s);
+        g_assert_cmpstr (grid->unit, ==, s.items_unit);
+      }
+  /* Larger values sit further right, on a log axis. */
+  {
+    double x0, x1, x2, y;
+
+    g_assert_true (tach_scaling_chart_get_point (chart, TACH_SCALING_RATE, 0, 0, 900, 560, &x0, &y));
+    g_assert_true (tach_scaling_chart_get_point (chart, TACH_SCALING_RATE, 0, 1, 900, 560, &x1, &y));
+    g_assert_true (tach_scaling_chart_get_point (chart, TACH_SCALING_RATE, 0, 2, 900, 560, &x2, &y));
+    g_assert_cmpfloat (x0, <, x1);
+    g_assert_cmpfloat_with_epsilon (x1 - x0, x2 - x1, 1e-6);
+  }
+
+  {
+    g_autofree char *shot = shots != NULL ? g_build_filename (shots, "scaling-light.png", NULL)
+                                          : g_strdup ("test-gui-scaling.png");
+
+    render_window (fixture->window, shot);
+  }
+
+  /* Hover: one line per shown preset, with its figures. */
+  {
+    g_autofree char *tip = tach_scaling_chart_dup_tooltip (chart, 1);
+    g_auto(GStrv) lines = g_strsplit (tip, "\n", -1);
+
+    g_assert_cmpuint (g_strv_length (lines), ==, 1 + np);
+    g_assert_nonnull (strstr (lines[0], grid->values[1]));
+    g_assert_nonnull (strstr (lines[1], grid->presets[0]));
+    g_assert_nonnull (strstr (lines[1], "1.00×"));
+    tach_scaling_view_set_preset_visible (view, 1, FALSE);
+    g_clear_pointer (&tip, g_free);
+    tip = tach_scaling_chart_dup_tooltip (chart, 1);
+    g_assert_null (strstr (tip, grid->presets[1]));
+    {
+      double x, y;
+
+      g_assert_false (tach_scaling_chart_get_point (chart, TACH_SCALING_RATE, 1, 0, 900, 560, &x, &y));
+    }
+    tach_scaling_view_set_preset_visible (view, 1, TRUE);
+  }
+
+  /* The exports: PNG, SVG, and the runs with the varied knob's column. */
+  {
+    g_autofree char *png_path = g_build_filename (fixture->tmpdir, "scaling.png", NULL);
+    g_autofree char *svg_path = g_build_filename (fixture->tmpdir, "scaling.svg", NULL);
+    g_autofree char *csv_dir = g_build_filename (fixture->tmpdir, "scaling-csv", NULL);
+    g_autofree char *runs_path = g_build_filename (csv_dir, "runs.csv", NULL);
+    g_autofree char *svg = NULL;
+    g_autofree char *csv = NULL;
+    g_autoptr(GdkTexture) png = NULL;
+    GdkRGBA color;
+
+    g_assert_true (tach_scaling_view_export_image (view, png_path, &error));
+    g_assert_no_error (error);
+    png = gdk_texture_new_from_filename (png_path, &error);
+    g_assert_no_error (error);
+    g_assert_cmpint (gdk_texture_get_width (png), ==, 1000);
+    tach_chart_get_run_color (1, adw_style_manager_get_dark (adw_style_manager_get_default ()),
+                              &color);
+    g_assert_cmpuint (count_color (png, 0, &color), >, 100);
+    g_assert_true (tach_scaling_view_export_image (view, svg_path, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_file_get_contents (svg_path, &svg, NULL, NULL));
+    g_assert_nonnull (strstr (svg, "<svg"));
+    g_assert_true (tach_scaling_view_export_csv (view, csv_dir, &error));
+    g_assert_no_error (error);
+    g_assert_true (g_file_get_contents (runs_path, &csv, NULL, NULL));
+    g_assert_cmpuint (count_lines (runs_path), ==, 1 + np * nv);
+    g_assert_nonnull (strstr (csv, ",varied,varied_value"));
+    g_assert_nonnull (strstr (csv, ",batch,"));
+  }
+
+  /* Stop: the sweep ends without an error, its points so far kept. */
+  g_assert_true (tach_scaling_view_start (view, &error));
+  g_assert_no_error (error);
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.stop", NULL);
+  g_assert_true (iterate_until (scaling_idle, view, 60));
+  g_assert_false (tach_window_get_running (fixture->window));
+  g_assert_null (find_message_dialog (fixture->window));
+}

@@ -1,0 +1,57 @@
+/* tach-scaling-chart.h: a sweep over one knob as two line charts, one line
+ * per preset: items/s against the knob's value (log-log when the values
+ * are a geometric range) and, under it, the speed-up against the first
+ * preset at each value.  Main thread only. */
+#pragma once
+
+#include <gtk/gtk.h>
+
+G_BEGIN_DECLS
+
+/* The grid a chart shows, owned by whoever sets it (the Scaling view). */
+typedef struct {
+  const char *knob;       /* the knob varied */
+  const char *unit;       /* "samples/s" or "tokens/s" */
+  GStrv       presets;    /* n_presets names, the first the baseline */
+  GStrv       values;     /* n_values, as the knob takes them */
+  gboolean    geometric;  /* log axes */
+  double     *x;          /* n_values: the values as numbers (index where not) */
+  double     *rate;       /* [v * n_presets + p] items/s, NaN until measured */
+  gboolean   *hidden;     /* n_presets: left out of the drawing */
+} TachScalingGrid;
+
+typedef enum {
+  TACH_SCALING_RATE,      /* the upper chart: items/s */
+  TACH_SCALING_SPEEDUP,   /* the lower chart: against presets[0] */
+} TachScalingPanel;
+
+#define TACH_TYPE_SCALING_CHART (tach_scaling_chart_get_type ())
+G_DECLARE_FINAL_TYPE (TachScalingChart, tach_scaling_chart, TACH, SCALING_CHART, GtkWidget)
+
+GtkWidget *tach_scaling_chart_new (void);
+/* Borrowed: keep @grid alive while shown, and call again (or
+ * gtk_widget_queue_draw) when it changes; NULL shows nothing. */
+void       tach_scaling_chart_set_grid (TachScalingChart *self, const TachScalingGrid *grid);
+/* The value a panel plots for preset @p at value @v (items/s or the
+ * speed-up), NaN where there is none. */
+double     tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel,
+                                    guint p, guint v);
+/* Where the point (@p, @v) of @panel is drawn in a @width x @height
+ * drawing; FALSE where it is not drawn (hidden, not measured). */
+gboolean   tach_scaling_chart_get_point (TachScalingChart *self, TachScalingPanel panel,
+                                         guint p, guint v, int width, int height,
+                                         double *px, double *py);
+/* The data value at pixel row @py of @panel (the y axis read back). */
+double     tach_scaling_chart_unmap_y (TachScalingChart *self, TachScalingPanel panel,
+                                       int width, int height, double py);
+/* Hover: the value column nearest @x is marked and its figures shown;
+ * negative @x hides it. */
+void       tach_scaling_chart_set_hover (TachScalingChart *self, double x);
+/* The hover text of value @v: one line per shown preset. */
+char      *tach_scaling_chart_dup_tooltip (TachScalingChart *self, guint v);
+void       tach_scaling_chart_draw (TachScalingChart *self, cairo_t *cr, int width, int height);
+/* PNG or SVG by @path's extension. */
+gboolean   tach_scaling_chart_export (TachScalingChart *self, const char *path, int width,
+                                      int height, GError **error);
+
+G_END_DECLS

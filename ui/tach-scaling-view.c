@@ -1,0 +1,670 @@
+/* tach-scaling-view.c: the Scaling view.
+ *
+ * As Explain, the sweep blocks for as long as its runs take, so it runs
+ * in a GTask thread that gets the points' copied configurations and a
+ * cancellable; each run makes its own engine thread, and Stop stops the
+ * one running.  Each finished run is posted to the main thread, which
+ * fills its cell of the grid and redraws, so the lines grow as the sweep
+ * goes; results of a sweep that was replaced are dropped by generation
+ * number.  The values are read by the engine's --vary parser and the
+ * points run in its interleaved order, so the GUI and tach-cli sweep the
+ * same grid the same way.
+ */
+#include "tach-scaling-view.h"
+#include "tach-sweep.h"
+#include "tach-chart-draw.h"
+
+#include <string.h>
+
+#include "tach-export-chooser.h"
+
+#include <glib/gi18n.h>
+#include <math.h>
+
+struct _TachScalingView
+{
+  GtkWidget               parent_instance;
+
+  GtkWidget              *box;
+  GtkDropDown            *knob_choice;
+  GtkStringList          *knobs;
+  GtkEntry               *values_entry;
+  GtkButton              *button;
+  GtkMenuButton          *export_button;
+  GtkProgressBar         *progress;
+  GtkWidget              *toggles;     /* a button per preset */
+  TachScalingChart       *chart;
+
+  TachScalingViewBaseFunc base_func;
+  gpointer                base_data;
+  int                     workload;    /* -1 before the first refresh */
+
+  /* The grid shown: axis, presets, and per point its run. */
+  TachSweepAxis          *axis;
+  TachScalingGrid         grid;
+  TachRun               **runs;        /* [v * n_presets + p], owned, or NULL */
+  guint                   n_points;
+
+  GCancellable           *cancellable; /* the running sweep's, or NULL */
+  guint                   generation;
+  guint                   done, total;
+};
+
+G_DEFINE_FINAL_TYPE (TachScalingView, tach_scaling_view, GTK_TYPE_WIDGET)
+
+enum { PROP_0, PROP_RUNNING, N_PROPS };
+static GParamSpec *properties[N_PROPS];
+
+enum { SIGNAL_ERROR, SIGNAL_FINISHED, N_SIGNALS };
+static guint signals[N_SIGNALS];
+
+gboolean
+tach_scaling_view_get_running (TachScalingView *self)
+{
+  return self->cancellable != NULL;
+}
+
+const TachScalingGrid *
+tach_scaling_view_get_grid (TachScalingView *self)
+{
+  return self->axis != NULL ? &self->grid : NULL;
+}
+
+TachRun *
+tach_scaling_view_get_run (TachScalingView *self, guint preset, guint value)
+{
+  guint np = self->axis != NULL ? g_strv_length (self->grid.presets) : 0;
+  guint i = value * np + preset;
+
+  return preset < np && i < self->n_points ? self->runs[i] : NULL;
+}
+
+TachScalingChart *
+tach_scaling_view_get_chart (TachScalingView *self)
+{
+  return self->chart;
+}
+
+static void
+grid_clear (TachScalingView *self)
+{
+  for (guint i = 0; i < self->n_points; i++)
+    g_clear_pointer (&self->runs[i], tach_run_unref);
+  g_clear_pointer (&self->runs, g_free);
+  self->n_points = 0;
+  g_clear_pointer (&self->grid.presets, g_strfreev);
+  g_clear_pointer (&self->grid.x, g_free);
+  g_clear_pointer (&self->grid.rate, g_free);
+  g_clear_pointer (&self->grid.hidden, g_free);
+  g_clear_pointer (&self->axis, tach_sweep_axis_free);
+  memset (&self->grid, 0, sizeof self->grid);
+}
+
+void
+tach_scaling_view_set_base_func (TachScalingView *self, TachScalingViewBaseFunc func,
+                                 gpointer user_data)
+{
+  self->base_func = func;
+  self->base_data = user_data;
+  tach_scaling_view_refresh (self);
+}
+
+/* The knobs a sweep can vary for the workload: whole numbers and choices
+ * that apply to it (the workload and the preset are the other axes). */
+void
+tach_scaling_view_refresh (TachScalingView *self)
+{
+  const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
+  g_autoptr(GStrvBuilder) builder = NULL;
+  g_auto(GStrv) names = NULL;
+  const TachKnobInfo *knobs;
+  guint n, batch = 0, count = 0;
+
+  if (base == NULL || (int) base->workload == self->workload)
+    return;
+  self->workload = base->workload;
+  builder = g_strv_builder_new ();
+  knobs = tach_knobs (&n);
+  for (guint i = 0; i < n; i++)
+    {
+      const TachKnobInfo *knob = &knobs[i];
+
+      if (knob->id == TACH_KNOB_WORKLOAD || knob->id == TACH_KNOB_PRESET
+          || knob->kind == TACH_KNOB_KIND_TEXT || !tach_config_knob_applies (base, knob->name, NULL))
+        continue;
+      if (g_str_equal (knob->name, "batch"))
+        batch = count;
+      g_strv_builder_add (builder, knob->name);
+      count++;
+    }
+  names = g_strv_builder_end (builder);
+  gtk_string_list_splice (self->knobs, 0, g_list_model_get_n_items (G_LIST_MODEL (self->knobs)),
+                          (const char *const *) names);
+  /* The knob the report's case scales with. */
+  gtk_drop_down_set_selected (self->knob_choice, batch);
+}
+
+gboolean
+tach_scaling_view_set_spec (TachScalingView *self, const char *knob, const char *values)
+{
+  guint n;
+
+  tach_scaling_view_refresh (self);
+  n = g_list_model_get_n_items (G_LIST_MODEL (self->knobs));
+  for (guint i = 0; i < n; i++)
+    if (g_str_equal (gtk_string_list_get_string (self->knobs, i), knob))
+      {
+        gtk_drop_down_set_selected (self->knob_choice, i);
+        gtk_editable_set_text (GTK_EDITABLE (self->values_entry), values);
+        return TRUE;
+      }
+  return FALSE;
+}
+
+static void
+update_state (TachScalingView *self)
+{
+  gboolean running = self->cancellable != NULL;
+
+  gtk_button_set_label (self->button, running ? _("_Stop") : _("_Run Sweep"));
+  /* Through the window's actions: one thing on the engine at a time, and
+   * Stop stops whatever runs. */
+  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->button), running ? "win.stop" : "win.scale");
+  gtk_widget_remove_css_class (GTK_WIDGET (self->button), running ? "suggested-action" : "destructive-action");
+  gtk_widget_add_css_class (GTK_WIDGET (self->button), running ? "destructive-action" : "suggested-action");
+  gtk_widget_set_visible (GTK_WIDGET (self->progress), running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->knob_choice), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->values_entry), !running);
+  gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->axis != NULL);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+}
+
+static void
+update_progress (TachScalingView *self)
+{
+  g_autofree char *label = g_strdup_printf (_("%u of %u points measured"), self->done, self->total);
+
+  gtk_progress_bar_set_fraction (self->progress, self->total > 0 ? (double) self->done / self->total : 0);
+  gtk_progress_bar_set_text (self->progress, label);
+}
+
+void
+tach_scaling_view_set_preset_visible (TachScalingView *self, guint preset, gboolean visible)
+{
+  GtkWidget *toggle = gtk_widget_get_first_child (self->toggles);
+
+  if (self->axis == NULL || preset >= g_strv_length (self->grid.presets))
+    return;
+  self->grid.hidden[preset] = !visible;
+  for (guint i = 0; toggle != NULL; i++, toggle = gtk_widget_get_next_sibling (toggle))
+    if (i == preset)
+      gtk_toggle_button_set_active (GTK_TOGGLE_BUTTON (toggle), visible);
+  gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+}
+
+static void
+on_toggled (GtkToggleButton *toggle, TachScalingView *self)
+{
+  guint preset = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (toggle), "tach-preset"));
+
+  if (self->axis != NULL && preset < g_strv_length (self->grid.presets))
+    {
+      self->grid.hidden[preset] = !gtk_toggle_button_get_active (toggle);
+      gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+    }
+}
+
+/* A toggle per preset, in its line's colour, as the run charts' legend. */
+static void
+fill_toggles (TachScalingView *self)
+{
+  GtkWidget *child;
+
+  while ((child = gtk_widget_get_first_child (self->toggles)) != NULL)
+    gtk_box_remove (GTK_BOX (self->toggles), child);
+  for (guint p = 0; self->grid.presets[p] != NULL; p++)
+    {
+      GtkWidget *button = gtk_toggle_button_new ();
+      GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
+      GtkWidget *swatch = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
+      g_autofree char *color = g_strdup_printf ("color-%u", p % TACH_CHART_N_COLORS);
+
+      gtk_widget_add_css_class (swatch, "run-swatch");
+      gtk_widget_add_css_class (swatch, color);
+      gtk_widget_set_valign (swatch, GTK_ALIGN_CENTER);
+      gtk_box_append (GTK_BOX (box), swatch);
+      gtk_box_append (GTK_BOX (box), gtk_label_new (self->grid.presets[p]));
+      gtk_button_set_child (GTK_BUTTON (button), box);
+      gtk_widget_add_css_class (button, "flat");
+      gtk_widget_add_css_class (button, "legend-button");
+      gtk_widget_set_tooltip_text (button, _("Show or hide this preset in the charts"));
+      gtk_toggle_button_set_active (GTK_TOGGLE_BUTTON (button), TRUE);
+      g_object_set_data (G_OBJECT (button), "tach-preset", GUINT_TO_POINTER (p));
+      g_signal_connect (button, "toggled", G_CALLBACK (on_toggled), self);
+      gtk_box_append (GTK_BOX (self->toggles), button);
+    }
+}
+
+/* ---------------------------------------------------------------- worker */
+
+typedef struct {
+  guint        n_points;
+  guint        n_presets, n_values;
+  TachConfig  *configs;   /* [v * n_presets + p] */
+  gboolean    *runnable;
+} Job;
+
+static void
+job_free (Job *job)
+{
+  for (guint i = 0; i < job->n_points; i++)
+    if (job->runnable[i])
+      tach_config_clear (&job->configs[i]);
+  g_free (job->configs);
+  g_free (job->runnable);
+  g_free (job);
+}
+
+typedef struct {
+  TachScalingView *view;   /* owned ref */
+  guint            generation, index;
+  TachRun         *run;    /* owned */
+  GError          *error;  /* owned, or NULL */
+} PointDone;
+
+static gboolean
+on_point_done (gpointer data)
+{
+  PointDone *done = data;
+  TachScalingView *self = done->view;
+
+  if (done->generation == self->generation && self->axis != NULL && done->index < self->n_points)
+    {
+      self->done++;
+      update_progress (self);
+      if (done->run != NULL && tach_run_get_state (done->run) == TACH_RUN_STATE_FINISHED)
+        {
+          TachSummary s;
+
+          tach_run_get_summary (done->run, &s);
+          self->grid.rate[done->index] = s.items_per_s;
+          if (s.items_unit != NULL)
+            self->grid.unit = s.items_unit;
+          gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+        }
+      if (done->run != NULL)
+        self->runs[done->index] = g_steal_pointer (&done->run);
+      if (done->error != NULL && !g_error_matches (done->error, TACH_ERROR, TACH_ERROR_CANCELLED))
+        g_signal_emit (self, signals[SIGNAL_ERROR], 0, NULL, done->error);
+    }
+  g_clear_pointer (&done->run, tach_run_unref);
+  g_clear_error (&done->error);
+  g_object_unref (done->view);
+  g_free (done);
+  return G_SOURCE_REMOVE;
+}
+
+static void
+on_cancelled (GCancellable *cancellable, gpointer run)
+{
+  (void) cancellable;
+  tach_run_stop (run);
+}
+
+static void
+scaling_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
+{
+  Job *job = task_data;
+  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+
+  for (guint k = 0; k < job->n_points && !g_cancellable_is_cancelled (cancellable); k++)
+    {
+      PointDone *done;
+      GSource *idle;
+      guint p, v, i;
+      gulong handler;
+
+      tach_sweep_point (job->n_presets, job->n_values, k, &p, &v);
+      i = v * job->n_presets + p;
+      if (!job->runnable[i])
+        continue;
+      done = g_new0 (PointDone, 1);
+      done->view = g_object_ref (source);
+      done->generation = generation;
+      done->index = i;
+      done->run = tach_run_new (&job->configs[i], &done->error);
+      if (done->run != NULL)
+        {
+          tach_run_set_varied (done->run, g_object_get_data (G_OBJECT (task), "tach-knob"));
+          handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled),
+                                           tach_run_ref (done->run), (GDestroyNotify) tach_run_unref);
+          if (tach_run_start (done->run, NULL, NULL, NULL, &done->error))
+            tach_run_wait (done->run, done->error == NULL ? &done->error : NULL);
+          g_cancellable_disconnect (cancellable, handler);
+        }
+      if (done->error != NULL && job->configs[i].preset != NULL)
+        g_prefix_error (&done->error, "%s: ", job->configs[i].preset);
+      /* At the task's own priority, so that every point is shown before
+       * the sweep is reported finished. */
+      idle = g_idle_source_new ();
+      g_source_set_priority (idle, G_PRIORITY_DEFAULT);
+      g_source_set_callback (idle, on_point_done, done, NULL);
+      g_source_attach (idle, g_task_get_context (task));
+      g_source_unref (idle);
+    }
+  g_task_return_boolean (task, TRUE);
+}
+
+static void
+on_swept (GObject *source, GAsyncResult *result, gpointer user_data)
+{
+  TachScalingView *self = TACH_SCALING_VIEW (source);
+  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (result), "tach-generation"));
+
+  (void) user_data;
+  g_task_propagate_boolean (G_TASK (result), NULL);
+  if (generation != self->generation)
+    return;
+  g_clear_object (&self->cancellable);
+  update_state (self);
+  g_signal_emit (self, signals[SIGNAL_FINISHED], 0);
+}
+
+gboolean
+tach_scaling_view_start (TachScalingView *self, GError **error)
+{
+  const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
+  const char *knob;
+  g_autofree char *spec = NULL;
+  g_autoptr(GPtrArray) presets = NULL;
+  g_autoptr(GString) problems = g_string_new (NULL);
+  g_autoptr(TachSweepAxis) axis = NULL;
+  g_autoptr(GTask) task = NULL;
+  guint np, nv, bad = 0;
+  Job *job;
+
+  g_return_val_if_fail (base != NULL, FALSE);
+  if (self->cancellable != NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("A sweep is already running: stop it first"));
+      return FALSE;
+    }
+  tach_scaling_view_refresh (self);
+  knob = gtk_string_list_get_string (self->knobs, gtk_drop_down_get_selected (self->knob_choice));
+  if (knob == NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("Choose the knob to vary"));
+      return FALSE;
+    }
+  spec = g_strdup_printf ("%s=%s", knob, gtk_editable_get_text (GTK_EDITABLE (self->values_entry)));
+  axis = tach_sweep_axis_parse (base, spec, error);
+  if (axis == NULL)
+    return FALSE;
+  presets = tach_presets_for_workload (base->workload);
+  np = presets->len;
+  nv = g_strv_length (axis->values);
+  if (np == 0)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                           _("The workload has no presets to compare"));
+      return FALSE;
+    }
+
+  /* Every point is made and checked (memory included) before any runs. */
+  job = g_new0 (Job, 1);
+  job->n_presets = np;
+  job->n_values = nv;
+  job->n_points = np * nv;
+  job->configs = g_new0 (TachConfig, job->n_points);
+  job->runnable = g_new0 (gboolean, job->n_points);
+  for (guint v = 0; v < nv; v++)
+    for (guint p = 0; p < np; p++)
+      {
+        const char *name = ((const TachPreset *) g_ptr_array_index (presets, p))->name;
+        TachConfig *config = &job->configs[v * np + p];
+        g_autoptr(GError) local = NULL;
+
+        tach_config_copy (config, base);
+        job->runnable[v * np + p] = tach_config_apply_preset (config, name, &local)
+                                    && tach_config_set (config, axis->knob->name, axis->values[v], &local)
+                                    && tach_config_validate (config, config->device, &local);
+        if (!job->runnable[v * np + p])
+          {
+            tach_config_clear (config);
+            g_string_append_printf (problems, "\n%s %s=%s: %s", name, axis->knob->name,
+                                    axis->values[v], local->message);
+            bad++;
+          }
+      }
+  if (bad == job->n_points)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("None of the %u points can run:%s"), bad, problems->str);
+      job_free (job);
+      return FALSE;
+    }
+  if (bad > 0)
+    {
+      g_autoptr(GError) warning = NULL;
+
+      g_set_error (&warning, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   ngettext ("%u of %u points will not run:%s", "%u of %u points will not run:%s", bad),
+                   bad, job->n_points, problems->str);
+      g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Some Points Will Not Run"), warning);
+    }
+
+  grid_clear (self);
+  self->axis = g_steal_pointer (&axis);
+  {
+    g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+
+    for (guint p = 0; p < np; p++)
+      g_strv_builder_add (builder, ((const TachPreset *) g_ptr_array_index (presets, p))->name);
+    self->grid.presets = g_strv_builder_end (builder);
+  }
+  self->grid.knob = self->axis->knob->name;
+  self->grid.unit = _("items/s");
+  self->grid.values = self->axis->values;
+  self->grid.geometric = self->axis->geometric;
+  self->grid.x = g_new (double, nv);
+  for (guint v = 0; v < nv; v++)
+    {
+      char *end = NULL;
+      double x = g_ascii_strtod (self->axis->values[v], &end);
+
+      self->grid.x[v] = end != NULL && *end == '\0' && self->axis->knob->kind == TACH_KNOB_KIND_INTEGER
+                        ? x : v;
+    }
+  if (self->axis->knob->kind != TACH_KNOB_KIND_INTEGER)
+    self->grid.geometric = FALSE;
+  self->grid.rate = g_new (double, job->n_points);
+  for (guint i = 0; i < job->n_points; i++)
+    self->grid.rate[i] = NAN;
+  self->grid.hidden = g_new0 (gboolean, np);
+  self->n_points = job->n_points;
+  self->runs = g_new0 (TachRun *, job->n_points);
+  fill_toggles (self);
+  tach_scaling_chart_set_grid (self->chart, &self->grid);
+
+  self->generation++;
+  self->cancellable = g_cancellable_new ();
+  self->done = 0;
+  self->total = job->n_points - bad;
+  update_progress (self);
+  task = g_task_new (self, self->cancellable, on_swept, NULL);
+  g_task_set_source_tag (task, tach_scaling_view_start);
+  g_object_set_data (G_OBJECT (task), "tach-generation", GUINT_TO_POINTER (self->generation));
+  g_object_set_data_full (G_OBJECT (task), "tach-knob", g_strdup (self->axis->knob->name), g_free);
+  g_task_set_task_data (task, job, (GDestroyNotify) job_free);
+  g_task_run_in_thread (task, scaling_thread);
+  update_state (self);
+  return TRUE;
+}
+
+void
+tach_scaling_view_stop (TachScalingView *self)
+{
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+}
+
+/* --------------------------------------------------------------- exports */
+
+gboolean
+tach_scaling_view_export_image (TachScalingView *self, const char *path, GError **error)
+{
+  return tach_scaling_chart_export (self->chart, path, 1000, 620, error);
+}
+
+gboolean
+tach_scaling_view_export_csv (TachScalingView *self, const char *dir, GError **error)
+{
+  g_autoptr(GPtrArray) runs = g_ptr_array_new ();
+
+  for (guint i = 0; i < self->n_points; i++)
+    if (self->runs[i] != NULL)
+      g_ptr_array_add (runs, self->runs[i]);
+  if (runs->len == 0)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_IO, _("There is no scaling sweep to export yet"));
+      return FALSE;
+    }
+  return tach_csv_append (dir, runs, error);
+}
+
+static gboolean
+export_format (GtkWidget *widget, const char *format, const char *path, GError **error)
+{
+  TachScalingView *self = TACH_SCALING_VIEW (widget);
+
+  return g_str_equal (format, "csv") ? tach_scaling_view_export_csv (self, path, error)
+                                     : tach_scaling_view_export_image (self, path, error);
+}
+
+static void
+export_action (GtkWidget *widget, const char *action_name, GVariant *parameter)
+{
+  static TachExportChooser chooser = { NULL, NULL, "tach-scaling", NULL, export_format };
+
+  (void) action_name;
+  chooser.file_title = _("Export the Scaling Charts");
+  chooser.folder_title = _("Export the Sweep to a Folder");
+  chooser.error_heading = _("Cannot Export the Sweep");
+  tach_export_chooser_show (widget, &chooser, g_variant_get_string (parameter, NULL));
+}
+
+/* ----------------------------------------------------------------- class */
+
+static void
+tach_scaling_view_dispose (GObject *object)
+{
+  TachScalingView *self = TACH_SCALING_VIEW (object);
+
+  if (self->cancellable != NULL)
+    g_cancellable_cancel (self->cancellable);
+  g_clear_object (&self->cancellable);
+  g_object_set_data (object, "tach-export-chooser", NULL);
+  if (self->chart != NULL)
+    tach_scaling_chart_set_grid (self->chart, NULL);
+  grid_clear (self);
+  g_clear_pointer (&self->box, gtk_widget_unparent);
+  G_OBJECT_CLASS (tach_scaling_view_parent_class)->dispose (object);
+}
+
+static void
+tach_scaling_view_get_property (GObject *object, guint prop_id, GValue *value, GParamSpec *pspec)
+{
+  switch (prop_id)
+    {
+    case PROP_RUNNING:
+      g_value_set_boolean (value, tach_scaling_view_get_running (TACH_SCALING_VIEW (object)));
+      break;
+    default:
+      G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
+    }
+}
+
+static void
+tach_scaling_view_class_init (TachScalingViewClass *klass)
+{
+  GObjectClass *object_class = G_OBJECT_CLASS (klass);
+  GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
+
+  object_class->dispose = tach_scaling_view_dispose;
+  object_class->get_property = tach_scaling_view_get_property;
+
+  properties[PROP_RUNNING] =
+    g_param_spec_boolean ("running", NULL, NULL, FALSE,
+                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
+  g_object_class_install_properties (object_class, N_PROPS, properties);
+
+  /* Main thread: (heading or NULL for a toast, error) of a failure to show. */
+  signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
+                                        0, NULL, NULL, NULL, G_TYPE_NONE, 2,
+                                        G_TYPE_STRING, G_TYPE_ERROR);
+  /* Main thread: a sweep ended (finished or stopped). */
+  signals[SIGNAL_FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass),
+                                           G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
+                                           G_TYPE_NONE, 0);
+
+  gtk_widget_class_install_action (widget_class, "scaling.export", "s", export_action);
+  gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
+  gtk_widget_class_set_css_name (widget_class, "tach-scaling-view");
+}
+
+static void
+tach_scaling_view_init (TachScalingView *self)
+{
+  GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  GtkWidget *label;
+
+  self->workload = -1;
+  self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
+  gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+
+  label = gtk_label_new (_("Vary"));
+  gtk_widget_add_css_class (label, "heading");
+  gtk_box_append (GTK_BOX (row), label);
+  self->knobs = gtk_string_list_new (NULL);
+  self->knob_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (self->knobs), NULL));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->knob_choice));
+  gtk_box_append (GTK_BOX (row), gtk_label_new (_("over")));
+  self->values_entry = GTK_ENTRY (gtk_entry_new ());
+  gtk_editable_set_text (GTK_EDITABLE (self->values_entry), "64..1024x2");
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->values_entry),
+                               _("Values as tach-cli sweep --vary takes them: a list (64,256), "
+                                 "a geometric range (64..1024x2), a step range (10..50+10), "
+                                 "or all of a choice"));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->values_entry));
+  self->button = GTK_BUTTON (gtk_button_new_with_mnemonic (_("_Run Sweep")));
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self->button),
+                               _("Run every preset at every value, interleaved, and plot how "
+                                 "each one scales"));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->button));
+
+  self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("scaling.export", _("Export the sweep")));
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
+
+  self->progress = GTK_PROGRESS_BAR (gtk_progress_bar_new ());
+  gtk_progress_bar_set_show_text (self->progress, TRUE);
+  gtk_widget_set_hexpand (GTK_WIDGET (self->progress), TRUE);
+  gtk_widget_set_valign (GTK_WIDGET (self->progress), GTK_ALIGN_CENTER);
+  gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
+  gtk_box_append (GTK_BOX (self->box), row);
+
+  self->toggles = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
+  gtk_box_append (GTK_BOX (self->box), self->toggles);
+  self->chart = TACH_SCALING_CHART (tach_scaling_chart_new ());
+  gtk_widget_set_vexpand (GTK_WIDGET (self->chart), TRUE);
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->chart));
+
+  update_state (self);
+}
+
+GtkWidget *
+tach_scaling_view_new (void)
+{
+  return g_object_new (TACH_TYPE_SCALING_VIEW, NULL);
+}
