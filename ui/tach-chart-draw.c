@@ -728,8 +728,11 @@ tach_chart_write_image (const char         *path,
   cairo_surface_destroy (surface);
   if (status != CAIRO_STATUS_SUCCESS)
     {
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED, _("Cannot write %s: %s"), path,
-                   cairo_status_to_string (status));
+      g_autofree char *name = g_filename_display_name (path);
+
+      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
+                   _("Could not save the chart to “%s”: %s"),
+                   name, cairo_status_to_string (status));
       return FALSE;
     }
   return TRUE;

@@ -485,6 +485,50 @@ tach_chart_set_hover (TachChart *self,
  * their plots lined up, with the legend of the first one's runs under them
  * (the window shows it as buttons, which an image would lose), to a PNG or
  * (by the file name's extension) an SVG file. */
+typedef struct
+{
+  TachChartView *views;
+  guint          n_charts;
+  int            height;
+  TachChartView *legend;
+  int            legend_h;
+} ExportPaint;
+
+/* Paints the stacked charts and the legend on the whole image: undoes the
+ * margin tach_chart_write_image gives, as each chart keeps its own. */
+static void
+export_paint (gpointer data, cairo_t *cr, int width, int height)
+{
+  ExportPaint *p = data;
+  int gutter = 0;
+
+  (void) height;
+  width += 16;
+  cairo_translate (cr, -8, -8);
+  /* The charts share the gutter of the widest labels, measured on the
+   * surface they are drawn on. */
+  for (guint i = 0; i < p->n_charts; i++)
+    gutter = MAX (gutter, tach_chart_view_measure_gutter (&p->views[i], cr, width - 16, p->height - 16));
+  for (guint i = 0; i < p->n_charts; i++)
+    {
+      p->views[i].gutter = gutter;
+      cairo_save (cr);
+      cairo_translate (cr, 0, i * p->height);
+      cairo_rectangle (cr, 0, 0, width, p->height);
+      cairo_clip (cr);
+      cairo_translate (cr, 8, 8);
+      tach_chart_view_draw (&p->views[i], cr, width - 16, p->height - 16);
+      cairo_restore (cr);
+    }
+  if (p->legend_h > 0)
+    {
+      cairo_save (cr);
+      cairo_translate (cr, 8, p->height * p->n_charts);
+      tach_chart_view_draw_legend (p->legend, cr, width - 16);
+      cairo_restore (cr);
+    }
+}
+
 gboolean
 tach_chart_export (TachChart  **charts,
                    guint        n_charts,
@@ -493,15 +537,12 @@ tach_chart_export (TachChart  **charts,
                    int          height,
                    GError     **error)
 {
-  g_autofree char *lower = g_ascii_strdown (path, -1);
-  gboolean svg = g_str_has_suffix (lower, ".svg");
   cairo_surface_t *surface;
-  cairo_status_t status;
   cairo_t *cr;
-  GdkRGBA bg;
   TachChartView legend;
   g_autofree TachChartView *views = NULL;
-  int legend_h, gutter = 0;
+  ExportPaint paint;
+  int legend_h;
 
   g_return_val_if_fail (n_charts > 0, FALSE);
 
@@ -515,18 +556,6 @@ tach_chart_export (TachChart  **charts,
   if (legend_h > 0)
     legend_h += 8;
 
-  if (svg)
-    surface = cairo_svg_surface_create (path, width, height * n_charts + legend_h);
-  else
-    surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, width, height * n_charts + legend_h);
-
-  cr = cairo_create (surface);
-  gdk_rgba_parse (&bg, chart_is_dark () ? "#242424" : "#ffffff");
-  gdk_cairo_set_source_rgba (cr, &bg);
-  cairo_paint (cr);
-
-  /* The charts share the gutter of the widest labels, measured on the
-   * surface they are drawn on. */
   views = g_new (TachChartView, n_charts);
   for (guint i = 0; i < n_charts; i++)
     {
@@ -534,45 +563,8 @@ tach_chart_export (TachChart  **charts,
       /* An export shows the data, not where the pointer happened to be. */
       views[i].hovering = FALSE;
       views[i].gutter = 0;
-      gutter = MAX (gutter, tach_chart_view_measure_gutter (&views[i], cr, width - 16, height - 16));
     }
-  for (guint i = 0; i < n_charts; i++)
-    {
-      views[i].gutter = gutter;
-      cairo_save (cr);
-      cairo_translate (cr, 0, i * height);
-      cairo_rectangle (cr, 0, 0, width, height);
-      cairo_clip (cr);
-      cairo_translate (cr, 8, 8);
-      tach_chart_view_draw (&views[i], cr, width - 16, height - 16);
-      cairo_restore (cr);
-    }
-  if (legend_h > 0)
-    {
-      cairo_save (cr);
-      cairo_translate (cr, 8, height * n_charts);
-      tach_chart_view_draw_legend (&legend, cr, width - 16);
-      cairo_restore (cr);
-    }
-  cairo_destroy (cr);
-
-  /* Finishing writes out an SVG; an image surface is written as PNG and
-   * must not be finished first. */
-  if (svg)
-    cairo_surface_finish (surface);
-  status = cairo_surface_status (surface);
-  if (status == CAIRO_STATUS_SUCCESS && !svg)
-    status = cairo_surface_write_to_png (surface, path);
-  cairo_surface_destroy (surface);
-
-  if (status != CAIRO_STATUS_SUCCESS)
-    {
-      g_autofree char *name = g_filename_display_name (path);
-
-      g_set_error (error, G_IO_ERROR, G_IO_ERROR_FAILED,
-                   _("Could not save the chart to “%s”: %s"),
-                   name, cairo_status_to_string (status));
-      return FALSE;
-    }
-  return TRUE;
+  paint = (ExportPaint) { views, n_charts, height, &legend, legend_h };
+  return tach_chart_write_image (path, width, height * n_charts + legend_h, chart_is_dark (),
+                                 export_paint, &paint, error);
 }
