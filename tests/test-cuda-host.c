@@ -72,6 +72,32 @@ test_call_count (void)
   g_clear_error (&be.error);
 }
 
+/* TACH_CUDA_PLAIN: names turn lean paths off, "all" every one, anything
+ * else is refused with a message that names it and the accepted names. */
+static void
+test_plain (void)
+{
+  g_autoptr (GError) error = NULL;
+  guint plain = 99;
+
+  g_assert_true (tach_cuda_parse_plain (NULL, &plain, NULL));
+  g_assert_cmpuint (plain, ==, 0);
+  g_assert_true (tach_cuda_parse_plain ("", &plain, NULL));
+  g_assert_cmpuint (plain, ==, 0);
+  g_assert_true (tach_cuda_parse_plain ("sampler", &plain, NULL));
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_SAMPLER);
+  g_assert_true (tach_cuda_parse_plain (" wspace , conv", &plain, NULL));
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_CONV);
+  g_assert_true (tach_cuda_parse_plain ("all", &plain, NULL));
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_SAMPLER | TACH_CUDA_LEAN_CONV);
+  plain = 7;
+  g_assert_false (tach_cuda_parse_plain ("sampler,fast", &plain, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_assert_nonnull (strstr (error->message, "\"fast\""));
+  g_assert_nonnull (strstr (error->message, "wspace"));
+  g_assert_cmpuint (plain, ==, 7);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -79,5 +105,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/cuda/host/status-refusal", test_refusal);
   g_test_add_func ("/engine/cuda/host/cudnn-message", test_cudnn_message);
   g_test_add_func ("/engine/cuda/host/call-count", test_call_count);
+  g_test_add_func ("/engine/cuda/host/plain-paths", test_plain);
   return g_test_run ();
 }

@@ -637,6 +637,42 @@ pin_math_mode (TachBackend *be, TachPrecision precision)
   return TRUE;
 }
 
+gboolean
+tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
+{
+  static const struct { const char *name; guint bit; } names[] = {
+    { "wspace", TACH_CUDA_LEAN_WSPACE },
+    { "sampler", TACH_CUDA_LEAN_SAMPLER },
+    { "conv", TACH_CUDA_LEAN_CONV },
+  };
+  g_auto (GStrv) parts = g_strsplit (spec != NULL ? spec : "", ",", -1);
+  guint bits = 0;
+
+  for (guint i = 0; parts[i] != NULL; i++)
+    {
+      const char *name = g_strstrip (parts[i]);
+      gboolean known = FALSE;
+
+      if (*name == '\0')
+        continue;
+      for (guint j = 0; j < G_N_ELEMENTS (names); j++)
+        if (g_str_equal (name, names[j].name) || g_str_equal (name, "all"))
+          {
+            bits |= names[j].bit;
+            known = TRUE;
+          }
+      if (!known)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                       _("TACH_CUDA_PLAIN names an unknown path \"%s\": use wspace, sampler, "
+                         "conv or all, separated by commas, or unset it"), name);
+          return FALSE;
+        }
+    }
+  *plain = bits;
+  return TRUE;
+}
+
 TachBackend *
 tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GError **error)
 {
@@ -659,6 +695,11 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
     }
 
   cb = g_new0 (TachCudaBackend, 1);
+  if (!tach_cuda_parse_plain (g_getenv ("TACH_CUDA_PLAIN"), &cb->plain, error))
+    {
+      g_free (cb);
+      return NULL;
+    }
   be = &cb->base;
   be->ops = &cuda_ops;
   be->threads = threads;

@@ -43,9 +43,25 @@ typedef struct {
   guint           stage_next;
   volatile int32_t *fault;       /* owned, mapped pinned: row + 1, label, classes of a bad label */
   int32_t        *fault_dev;     /* the same memory, as kernels see it */
+  guint           plain;         /* TachCudaLean bits turned off by TACH_CUDA_PLAIN */
 } TachCudaBackend;
 
 #define TACH_CUDA(be) ((TachCudaBackend *) (be))
+
+/* The lean paths of the GPU step, each of which can be turned off with
+ * TACH_CUDA_PLAIN=name[,name...] (or "all") so that one GPU run measures
+ * before and after side by side; the plain path computes the same numbers. */
+typedef enum {
+  TACH_CUDA_LEAN_WSPACE  = 1 << 0,  /* "wspace": LSTM weights kept in cuDNN's weight space */
+  TACH_CUDA_LEAN_SAMPLER = 1 << 1,  /* "sampler": one warp-parallel sample + NLL kernel */
+  TACH_CUDA_LEAN_CONV    = 1 << 2,  /* "conv": fused convolution epilogues */
+} TachCudaLean;
+
+/* Parses a TACH_CUDA_PLAIN value (NULL or "" = nothing turned off) into
+ * TachCudaLean bits; FALSE + TACH_ERROR_INVALID_CONFIG naming the bad name. */
+gboolean tach_cuda_parse_plain (const char *spec, guint *plain, GError **error);
+/* Whether the lean path @lean is on for this backend. */
+#define TACH_CUDA_LEAN_ON(be, lean) ((TACH_CUDA (be)->plain & (lean)) == 0)
 
 /* Records a failed library status in the backend's sticky error: the status
  * name, the call as written and the place.  Returns FALSE on failure so the
