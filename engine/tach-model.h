@@ -43,8 +43,32 @@ typedef struct {
                          (e.g. host sampling, per-call setup); compute is the rest */
 } TachStepCtx;
 
+/* A knob that one workload alone uses: why the other workloads leave it
+ * unused (a msgid naming the workload) and, when not NULL, the error for
+ * another workload whose config sets it away from its default. */
+typedef struct {
+  TachKnobId  knob;
+  const char *why;
+  const char *misuse;
+} TachModelKnob;
+
 typedef struct {
   TachWorkload workload;
+  /* Which knobs apply (tach_config_knob_applies): @owns, the knobs only
+   * this workload uses (ended by a row of knob TACH_KNOB_COUNT; NULL:
+   * none), apply to no other workload; optional @knob_unused says why this
+   * workload leaves @knob unused for @config in its own words (a msgid), or
+   * NULL where the knob applies as far as it knows.  Knobs nobody owns and
+   * this workload does not refuse apply. */
+  const TachModelKnob *owns;
+  const char *(*knob_unused) (const TachConfig *config, TachKnobId knob);
+  /* Optional: the workload's own checks of @config, after those of the
+   * other workloads' knobs (validation). */
+  gboolean   (*check)         (const TachConfig *config, GError **error);
+  /* Optional: what takes the memory in @config (*what, owned) and the fix
+   * (*fix, static, translated), when the workload knows better than the
+   * batch and the dataset size; FALSE otherwise. */
+  gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix);
   /* The workload's defaults, as its report ran it: the batch of each task
    * (0: no such task here), the optimiser and the learning rate. */
   guint         default_batch[TACH_TASK_GENERATE + 1];
@@ -84,6 +108,13 @@ typedef struct {
 } TachModelClass;
 
 const TachModelClass *tach_model_class_for (TachWorkload workload);
+/* Why @config's workload leaves @knob unused (a msgid), or NULL: its own
+ * words first, else those of the workload that owns the knob. */
+const char          *tach_model_knob_unused (const TachConfig *config, TachKnobId knob);
+/* The row of the workload that owns @knob (and that workload), or NULL. */
+const TachModelKnob *tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner);
+/* The reason @klass's own row for @knob gives, or NULL. */
+const char          *tach_model_owned_why (const TachModelClass *klass, TachKnobId knob);
 
 extern const TachModelClass tach_bilstm_model_class;
 extern const TachModelClass tach_lstm_lm_model_class;

@@ -17,40 +17,13 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
   const char *reason = NULL;
   gboolean generate = config->task == TACH_TASK_GENERATE;
   TachBackendCaps caps = config->device != NULL ? tach_backend_caps_for (config->device) : 0;
-  TachWorkload w = config->workload;
+  const TachKnobInfo *knob = tach_knob_lookup (key);
 
-  if (g_strcmp0 (key, "task") == 0 && w != TACH_WORKLOAD_LSTM_LM)
-    reason = N_("only lstm-lm has a generate task");
-  else if ((g_strcmp0 (key, "rnn") == 0 || g_strcmp0 (key, "call-setup") == 0)
-           && w == TACH_WORKLOAD_CNN)
-    reason = N_("the cnn has no recurrent layer");
-  else if (g_strcmp0 (key, "call-setup") == 0 && w != TACH_WORKLOAD_LSTM_LM)
-    reason = N_("per-call setup is the Keras predict loop of lstm-lm");
-  else if (g_strcmp0 (key, "layout") == 0 && w != TACH_WORKLOAD_BILSTM)
-    reason = N_("the layout misread is the bilstm report's bug");
-  else if (g_strcmp0 (key, "sampling") == 0 && !(w == TACH_WORKLOAD_LSTM_LM && generate))
-    reason = N_("only lstm-lm text generation samples tokens");
-  else if (g_strcmp0 (key, "print-text") == 0 && !(w == TACH_WORKLOAD_LSTM_LM && generate))
-    reason = N_("only lstm-lm text generation produces text");
-  else if (g_strcmp0 (key, "labels") == 0 && w != TACH_WORKLOAD_BILSTM)
-    reason = N_("only the bilstm has synthetic labels to choose");
-  else if ((g_strcmp0 (key, "input") == 0 || g_strcmp0 (key, "head") == 0)
-           && w != TACH_WORKLOAD_CNN)
-    reason = N_("only the cnn takes images");
-  else if ((g_strcmp0 (key, "seq-len") == 0 || g_strcmp0 (key, "features") == 0)
-           && w != TACH_WORKLOAD_BILSTM)
-    reason = N_("only the bilstm reads sequences of feature vectors");
-  else if ((g_strcmp0 (key, "hidden") == 0 || g_strcmp0 (key, "layers") == 0)
-           && w == TACH_WORKLOAD_CNN)
-    reason = N_("the cnn has no recurrent layer");
-  else if ((g_strcmp0 (key, "embed") == 0 || g_strcmp0 (key, "context") == 0)
-           && w != TACH_WORKLOAD_LSTM_LM)
-    reason = N_("only lstm-lm embeds a context of tokens");
-  else if ((g_strcmp0 (key, "filters") == 0 || g_strcmp0 (key, "dense") == 0)
-           && w != TACH_WORKLOAD_CNN)
-    reason = N_("only the cnn has convolutions and a hidden dense layer");
-  else if (g_strcmp0 (key, "data") == 0 && w == TACH_WORKLOAD_BILSTM)
-    reason = N_("the bilstm data is always synthetic");
+  /* What the workloads say first (the model classes own those rules). */
+  if (knob != NULL)
+    reason = tach_model_knob_unused (config, knob->id);
+  if (reason != NULL)
+    ;
   else if (generate
            && (g_strcmp0 (key, "feed") == 0 || g_strcmp0 (key, "metrics") == 0
                || g_strcmp0 (key, "samples") == 0 || g_strcmp0 (key, "optimizer") == 0
@@ -68,20 +41,44 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
   return reason == NULL;
 }
 
+/* A knob that only another workload uses, set away from its default where
+ * that workload says it must not be. */
 static gboolean
-check_consistency (const TachConfig *config, GError **error)
+check_others_knobs (const TachConfig *config, const TachModelClass *klass, GError **error)
 {
   const char *message = NULL;
 
-  if (config->task == TACH_TASK_GENERATE && config->workload != TACH_WORKLOAD_LSTM_LM)
-    message = _("--task generate needs --workload lstm-lm: only the language model generates text");
-  else if (config->layout == TACH_LAYOUT_MISREAD && config->workload != TACH_WORKLOAD_BILSTM)
-    message = _("--layout misread needs --workload bilstm: use --layout batch-major");
-  else if (config->feed == TACH_FEED_HOST_F64 && config->workload == TACH_WORKLOAD_LSTM_LM
-           && config->task == TACH_TASK_TRAIN)
-    message = _("--feed host-f64 converts float64 features, and lstm-lm's inputs are token ids: "
-                "use --feed host-f32, prefetch or resident");
-  else if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
+  for (guint i = 0; i < TACH_KNOB_COUNT && message == NULL; i++)
+    {
+      const TachModelClass *owner = NULL;
+      const TachModelKnob *owned = tach_model_knob_owner ((TachKnobId) i, &owner);
+      const TachKnobInfo *knob = tach_knob ((TachKnobId) i);
+      g_autofree char *value = NULL;
+
+      if (owned == NULL || owned->misuse == NULL || owner == klass)
+        continue;
+      value = tach_config_get (config, knob->name);
+      if (g_strcmp0 (value, knob->default_value) != 0)
+        message = _(owned->misuse);
+    }
+
+  if (message != NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+static gboolean
+check_consistency (const TachConfig *config, const TachModelClass *klass, GError **error)
+{
+  const char *message = NULL;
+
+  if (!check_others_knobs (config, klass, error)
+      || (klass->check != NULL && !klass->check (config, error)))
+    return FALSE;
+  if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
     message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
   else if (config->print_text && config->task != TACH_TASK_GENERATE)
     message = _("--print-text needs --task generate");
@@ -224,8 +221,8 @@ changed_shapes (const TachConfig *config, char **what, char **names)
 }
 
 static void
-set_memory_error (const TachConfig *config, GError **error, guint64 need, guint64 have,
-                  const char *where)
+set_memory_error (const TachConfig *config, const TachModelClass *klass, GError **error,
+                  guint64 need, guint64 have, const char *where)
 {
   g_autofree char *need_s = g_format_size (need);
   g_autofree char *have_s = g_format_size (have);
@@ -239,13 +236,8 @@ set_memory_error (const TachConfig *config, GError **error, guint64 need, guint6
       fix_s = g_strdup_printf (_("lower %s or --batch"), shape_knobs);
       fix = fix_s;
     }
-  else if (config->workload == TACH_WORKLOAD_CNN && config->head == TACH_HEAD_FLATTEN
-      && (guint64) config->input_h * config->input_w > 28 * 28)
-    {
-      what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),
-                              config->input_h, config->input_w, config->input_c, config->batch);
-      fix = _("use --head gap (global average pooling) or a smaller --input");
-    }
+  else if (klass->memory_hint != NULL && klass->memory_hint (config, &what, &fix))
+    ;
   else if (config->task == TACH_TASK_TRAIN)
     {
       what = g_strdup_printf (_("--samples %" PRIu64 " with --batch %u"),
@@ -282,14 +274,14 @@ check_memory (const TachConfig *config, const TachModelClass *klass,
     host_need += device_bytes;
   if (host_have > 0 && host_need > host_have)
     {
-      set_memory_error (config, error, host_need, host_have, _("host"));
+      set_memory_error (config, klass, error, host_need, host_have, _("host"));
       return FALSE;
     }
   if (device != NULL && !(tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_HOST_MEMORY)
       && device->memory_bytes > 0
       && device_bytes > device->memory_bytes)
     {
-      set_memory_error (config, error, device_bytes, device->memory_bytes, device->id);
+      set_memory_error (config, klass, error, device_bytes, device->memory_bytes, device->id);
       return FALSE;
     }
   return TRUE;
@@ -307,14 +299,13 @@ check_settings (const TachConfig *config, GError **error)
                    _("invalid workload: expected one of bilstm, lstm-lm, cnn"));
       return NULL;
     }
-  if (!check_consistency (config, error))
-    return NULL;
-
   klass = tach_model_class_for (config->workload);
   if (klass == NULL)
     g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                  _("the %s workload is not built into this engine: choose another --workload"),
                  tach_workload_to_string (config->workload));
+  else if (!check_consistency (config, klass, error))
+    return NULL;
   return klass;
 }
 

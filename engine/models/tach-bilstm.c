@@ -338,8 +338,26 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
     *host_bytes = tach_feeder_host_bytes (&dataset, config->feed);
 }
 
+/* The knobs only the bilstm uses. */
+static const TachModelKnob bilstm_owns[] = {
+  { TACH_KNOB_LAYOUT, N_("the layout misread is the bilstm report's bug"),
+    N_("--layout misread needs --workload bilstm: use --layout batch-major") },
+  { TACH_KNOB_LABELS, N_("only the bilstm has synthetic labels to choose") },
+  { TACH_KNOB_SEQ_LEN, N_("only the bilstm reads sequences of feature vectors") },
+  { TACH_KNOB_FEATURES, N_("only the bilstm reads sequences of feature vectors") },
+  { TACH_KNOB_COUNT },
+};
+
+static const char *
+bilstm_knob_unused (const TachConfig *config, TachKnobId knob)
+{
+  return knob == TACH_KNOB_DATA ? N_("the bilstm data is always synthetic") : NULL;
+}
+
 const TachModelClass tach_bilstm_model_class = {
   .workload = TACH_WORKLOAD_BILSTM,
+  .owns = bilstm_owns,
+  .knob_unused = bilstm_knob_unused,
   .default_batch = { 1024, 0 },
   .default_optimizer = TACH_OPTIMIZER_ADAM,
   .default_lr = 1e-3,

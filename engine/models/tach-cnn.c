@@ -721,8 +721,42 @@ cnn_supports_graph (const TachConfig *config, const char **why)
   return TRUE;
 }
 
+/* The knobs only the cnn uses. */
+static const TachModelKnob cnn_owns[] = {
+  { TACH_KNOB_INPUT, N_("only the cnn takes images") },
+  { TACH_KNOB_HEAD, N_("only the cnn takes images") },
+  { TACH_KNOB_FILTERS, N_("only the cnn has convolutions and a hidden dense layer") },
+  { TACH_KNOB_DENSE, N_("only the cnn has convolutions and a hidden dense layer") },
+  { TACH_KNOB_COUNT },
+};
+
+static const char *
+cnn_knob_unused (const TachConfig *config, TachKnobId knob)
+{
+  if (knob == TACH_KNOB_RNN || knob == TACH_KNOB_CALL_SETUP || knob == TACH_KNOB_HIDDEN
+      || knob == TACH_KNOB_LAYERS)
+    return N_("the cnn has no recurrent layer");
+  return NULL;
+}
+
+/* A large image through the flatten head makes the dense layer's weights
+ * the memory: global average pooling is the fix. */
+static gboolean
+cnn_memory_hint (const TachConfig *config, char **what, const char **fix)
+{
+  if (config->head != TACH_HEAD_FLATTEN || (guint64) config->input_h * config->input_w <= 28 * 28)
+    return FALSE;
+  *what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),
+                           config->input_h, config->input_w, config->input_c, config->batch);
+  *fix = _("use --head gap (global average pooling) or a smaller --input");
+  return TRUE;
+}
+
 const TachModelClass tach_cnn_model_class = {
   .workload = TACH_WORKLOAD_CNN,
+  .owns = cnn_owns,
+  .knob_unused = cnn_knob_unused,
+  .memory_hint = cnn_memory_hint,
   .default_batch = { 256, 0 },
   .default_optimizer = TACH_OPTIMIZER_SGD,
   .default_lr = 1e-3,

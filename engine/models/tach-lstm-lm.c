@@ -698,8 +698,50 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
     *host_bytes = host;
 }
 
+/* The knobs only lstm-lm uses. */
+static const TachModelKnob lm_owns[] = {
+  { TACH_KNOB_TASK, N_("only lstm-lm has a generate task"),
+    N_("--task generate needs --workload lstm-lm: only the language model generates text") },
+  { TACH_KNOB_CALL_SETUP, N_("per-call setup is the Keras predict loop of lstm-lm") },
+  { TACH_KNOB_SAMPLING, N_("only lstm-lm text generation samples tokens") },
+  { TACH_KNOB_PRINT_TEXT, N_("only lstm-lm text generation produces text") },
+  { TACH_KNOB_EMBED, N_("only lstm-lm embeds a context of tokens") },
+  { TACH_KNOB_CONTEXT, N_("only lstm-lm embeds a context of tokens") },
+  { TACH_KNOB_COUNT },
+};
+
+/* Sampling and the generated text belong to the generate task. */
+static const char *
+lm_knob_unused (const TachConfig *config, TachKnobId knob)
+{
+  if (config->task != TACH_TASK_GENERATE
+      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
+    return tach_model_owned_why (&tach_lstm_lm_model_class, knob);
+  return NULL;
+}
+
+static gboolean
+lm_check (const TachConfig *config, GError **error)
+{
+  const char *message = NULL;
+
+  if (config->feed == TACH_FEED_HOST_F64 && config->task == TACH_TASK_TRAIN)
+    message = _("--feed host-f64 converts float64 features, and lstm-lm's inputs are token ids: "
+                "use --feed host-f32, prefetch or resident");
+
+  if (message != NULL)
+    {
+      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 const TachModelClass tach_lstm_lm_model_class = {
   .workload = TACH_WORKLOAD_LSTM_LM,
+  .owns = lm_owns,
+  .knob_unused = lm_knob_unused,
+  .check = lm_check,
   .default_batch = { 256, 1 },
   .default_optimizer = TACH_OPTIMIZER_ADAM,
   .default_lr = 1e-3,

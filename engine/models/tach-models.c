@@ -18,6 +18,47 @@ tach_model_class_for (TachWorkload workload)
   return NULL;
 }
 
+const char *
+tach_model_owned_why (const TachModelClass *klass, TachKnobId knob)
+{
+  for (const TachModelKnob *k = klass->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
+    if (k->knob == knob)
+      return k->why;
+  return NULL;
+}
+
+const TachModelKnob *
+tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (classes); i++)
+    for (const TachModelKnob *k = classes[i]->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
+      if (k->knob == knob)
+        {
+          if (owner != NULL)
+            *owner = classes[i];
+          return k;
+        }
+  return NULL;
+}
+
+const char *
+tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
+{
+  const TachModelClass *klass = tach_model_class_for (config->workload);
+  const TachModelClass *owner = NULL;
+  const TachModelKnob *owned;
+
+  if (klass != NULL && klass->knob_unused != NULL)
+    {
+      const char *why = klass->knob_unused (config, knob);
+
+      if (why != NULL)
+        return why;
+    }
+  owned = tach_model_knob_owner (knob, &owner);
+  return owned != NULL && owner != klass ? owned->why : NULL;
+}
+
 gboolean
 tach_workload_evaluates (TachWorkload workload)
 {
