@@ -84,15 +84,59 @@ elem_bytes (void)
   return 4;
 }
 
-guint64
-tach_feeder_host_bytes (const TachDataset *dataset, TachFeed feed)
+/* The host copy materialise() makes (in double: an absurd dataset must
+ * not wrap around). */
+static double
+materialised_bytes (const TachDataset *dataset, TachFeed feed)
 {
-  guint64 per_sample = (guint64) (dataset->x_elems + dataset->y_elems) * elem_bytes ();
+  double x_bytes = feed == TACH_FEED_HOST_F64 ? sizeof (double) : elem_bytes ();
 
-  if (feed == TACH_FEED_HOST_F64)
-    per_sample += (guint64) dataset->x_elems * (sizeof (double) - elem_bytes ());
+  return (double) dataset->n_samples
+         * ((double) dataset->x_elems * x_bytes + (double) dataset->y_elems * elem_bytes ());
+}
+
+static guint64
+saturate (double bytes)
+{
+  return bytes >= (double) G_MAXUINT64 ? G_MAXUINT64 : (guint64) bytes;
+}
+
+void
+tach_feeder_memory_needs (const TachDataset *dataset, TachFeed feed, guint batch,
+                          gboolean fixed, guint64 *device_bytes, guint64 *host_bytes)
+{
+  double x_batch = (double) batch * dataset->x_elems * elem_bytes ();
+  double batch_bytes = x_batch + (double) batch * dataset->y_elems * elem_bytes ();
+  double n_batches = batch > 0 ? (double) (dataset->n_samples / batch) : 0.0;
   /* resident needs its host copy only while uploading, but it needs it all. */
-  return dataset->n_samples * per_sample;
+  double host = materialised_bytes (dataset, feed);
+  double dev;
+
+  /* As tach_feeder_new() allocates, mode by mode. */
+  switch (feed)
+    {
+    case TACH_FEED_HOST_F64:
+      host += x_batch;
+      G_GNUC_FALLTHROUGH;
+    case TACH_FEED_HOST_F32:
+      dev = batch_bytes;
+      break;
+    case TACH_FEED_PREFETCH:
+      dev = 2.0 * batch_bytes;
+      host += 2.0 * batch_bytes;
+      break;
+    case TACH_FEED_RESIDENT:
+    default:
+      dev = n_batches * batch_bytes;
+      break;
+    }
+  /* tach_feeder_fix_batch(): the host feeds' one batch is fixed already. */
+  if (fixed && (feed == TACH_FEED_PREFETCH || feed == TACH_FEED_RESIDENT))
+    dev += batch_bytes;
+  if (device_bytes != NULL)
+    *device_bytes = saturate (dev);
+  if (host_bytes != NULL)
+    *host_bytes = saturate (host);
 }
 
 guint64
@@ -283,7 +327,7 @@ materialise (TachFeeder *feeder, GError **error)
   if ((feeder->host_x64 == NULL && feeder->host_x == NULL)
       || (ds->y_elems > 0 && feeder->host_y == NULL))
     {
-      g_autofree char *size = g_format_size (tach_feeder_host_bytes (ds, feeder->feed));
+      g_autofree char *size = g_format_size (saturate (materialised_bytes (ds, feeder->feed)));
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
                    _("the dataset of %" PRIu64 " samples needs %s of host memory: "

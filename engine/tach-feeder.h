@@ -59,8 +59,14 @@ gboolean    tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x,
  * the device is out of memory. */
 gboolean    tach_feeder_fix_batch (TachFeeder *feeder, GError **error);
 guint64     tach_feeder_batches_per_epoch (TachFeeder *feeder);
-/* Host bytes the feeder will need for @dataset under @feed. */
-guint64     tach_feeder_host_bytes (const TachDataset *dataset, TachFeed feed);
+/* What tach_feeder_new() allocates for @dataset under @feed in batches of
+ * @batch, and tach_feeder_fix_batch() too when @fixed: device bytes (the
+ * backend's alloc) and host bytes (the materialised dataset, staging and
+ * pinned batches), each at its peak.  A model's memory_needs adds these
+ * rather than re-deriving them.  Saturates at G_MAXUINT64. */
+void        tach_feeder_memory_needs (const TachDataset *dataset, TachFeed feed, guint batch,
+                                      gboolean fixed, guint64 *device_bytes,
+                                      guint64 *host_bytes);
 void        tach_feeder_free (TachFeeder *feeder);
 
 G_END_DECLS

@@ -14,7 +14,7 @@
  * created with config->launch == TACH_LAUNCH_GRAPH, keep everything that
  * changes from step to step out of step:
  *   - its inputs: prepare puts step i's batch into fixed device buffers
- *     (tach_feeder_next_into) that step reads;
+ *     that step reads (tach_feeder_next after tach_feeder_fix_batch);
  *   - ctx->step: step may pass it to the counter-taking ops (dropout,
  *     sample_tokens), whose backend adds the runner's step offset when
  *     they run (TachBackend.step_offset); it may not use it otherwise

@@ -17,8 +17,9 @@
  * (tach_step_timer_due()).  That step finished long ago in practice; the
  * host never runs more than the ring ahead of the device.
  *
- * On the CPU (host_clock) there are no events: ops run as they are called
- * and the runner's clock times the steps.
+ * On the host clock (host_clock: a backend whose ops finish before they
+ * return, such as the CPU's) there are no events: ops run as they are
+ * called and the runner's clock times the steps.
  */
 #pragma once
 

@@ -469,7 +469,9 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       p.sample.api_calls = NAN;
       if (e->timer.host_clock)
         {
-          /* The CPU computes as called: the step less feeding and host work. */
+          /* On the host clock (a backend whose ops finish before they
+           * return, TACH_BACKEND_CAP_SYNC_OPS) compute is the model's
+           * calls less their feeding and host work. */
           p.sample.compute_ms = MAX (0.0, (double) (t_model - t_start) / 1e6
                                           - ctx.feed_ms - ctx.host_ms);
           p.timed = TRUE;

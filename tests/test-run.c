@@ -457,10 +457,13 @@ test_feeder_modes (void)
   for (guint m = 0; m < 2 * G_N_ELEMENTS (modes); m++)
     {
       gboolean fixed = m >= G_N_ELEMENTS (modes);
-      TachFeeder *feeder = tach_feeder_new (be, &ds, modes[m % G_N_ELEMENTS (modes)], batch,
-                                            &error);
+      TachFeed feed = modes[m % G_N_ELEMENTS (modes)];
+      /* A backend of its own, whose peak is then this feeder's alone. */
+      TachBackend *mbe = tach_backend_new ("cpu", 1, TACH_PRECISION_FP32, &error);
+      TachFeeder *feeder = tach_feeder_new (mbe, &ds, feed, batch, &error);
       const void *first_x = NULL, *first_y = NULL;
       double feed_ms = 0.0;
+      guint64 dev_need = 0, host_need = 0;
 
       g_assert_no_error (error);
       if (fixed)
@@ -469,8 +472,13 @@ test_feeder_modes (void)
           g_assert_no_error (error);
         }
       g_assert_cmpuint (tach_feeder_batches_per_epoch (feeder), ==, 5);
-      g_assert_cmpuint (tach_feeder_host_bytes (&ds, modes[m % G_N_ELEMENTS (modes)]), >=,
-                        23 * 6 * 4);
+      /* What the feeder says it allocates is what it allocated. */
+      tach_feeder_memory_needs (&ds, feed, batch, fixed, &dev_need, &host_need);
+      g_assert_cmpuint (tach_backend_peak_memory (mbe), ==, dev_need);
+      g_assert_cmpuint (dev_need, ==, (feed == TACH_FEED_RESIDENT ? 5 + fixed
+                                       : feed == TACH_FEED_PREFETCH ? 2 + fixed : 1)
+                                      * batch * 6 * 4);
+      g_assert_cmpuint (host_need, >=, 23 * 6 * 4);
       for (guint k = 0; k < G_N_ELEMENTS (order); k++)
         {
           const void *dx = NULL, *dy = NULL;
@@ -485,8 +493,8 @@ test_feeder_modes (void)
               g_assert_true (dx == first_x);
               g_assert_true (dy == first_y);
             }
-          tach_backend_download (be, x, dx, sizeof x);
-          tach_backend_download (be, y, dy, sizeof y);
+          tach_backend_download (mbe, x, dx, sizeof x);
+          tach_backend_download (mbe, y, dy, sizeof y);
           for (guint r = 0; r < batch; r++)
             {
               guint64 i = (order[k] % 5) * batch + r;
@@ -498,6 +506,7 @@ test_feeder_modes (void)
         }
       g_assert_cmpfloat (feed_ms, >=, 0.0);
       tach_feeder_free (feeder);
+      tach_backend_free (mbe);
     }
 
   /* Token ids cannot be fed as float64. */

@@ -307,20 +307,16 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
   };
   guint64 batch = config->batch;
   guint64 width = BILSTM_DIRS * (guint64) config->hidden;
-  guint64 sample_bytes = ((guint64) config->seq_len * config->features + 1) * sizeof (float);
   guint64 seq = batch * config->seq_len * width * sizeof (float);
-  guint64 params, dev;
+  guint64 params, dev, feed_dev, feed_host;
 
   bilstm_desc (config, &desc);
   params = tach_lstm_stack_param_count (&desc, (int) config->layers) + width + 1;
   dev = tach_params_device_bytes (params, params);
-  /* The batch on the device: the whole dataset when resident, two batches
-   * (double buffering) otherwise. */
-  dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * sample_bytes
-                                            : 2 * batch * sample_bytes;
-  /* A captured graph reads its batch from one fixed copy. */
-  if (config->launch == TACH_LAUNCH_GRAPH)
-    dev += batch * sample_bytes;
+  /* The batches, as the feeder allocates them for this feed. */
+  tach_feeder_memory_needs (&dataset, config->feed, config->batch,
+                            config->launch == TACH_LAUNCH_GRAPH, &feed_dev, &feed_host);
+  dev += feed_dev;
   /* y and dy, and the recurrent work space: the fused plan's reserve or the
    * unrolled gates, cell states and dh, about six sequences' worth. */
   dev += 2 * seq + 6 * seq / 2;
@@ -335,7 +331,7 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
   if (device_bytes != NULL)
     *device_bytes = dev;
   if (host_bytes != NULL)
-    *host_bytes = tach_feeder_host_bytes (&dataset, config->feed);
+    *host_bytes = feed_host;
 }
 
 /* The knobs only the bilstm uses. */

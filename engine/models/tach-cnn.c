@@ -677,32 +677,31 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
 {
   guint64 h, w, c, n_train;
   CnnShape s;
-  double params, dev, host, sample_bytes;
+  double params, dev, host;
+  guint64 feed_dev, feed_host;
   TachDataset dataset = { .x_type = TACH_DTYPE_F32, .y_elems = 1, .y_type = TACH_DTYPE_I32 };
 
   cnn_peek_size (config, &h, &w, &c, &n_train);
   cnn_shape (config, h, w, c, &s);
   params = cnn_param_count (&s);
-  sample_bytes = ((double) c * h * w + 1) * sizeof (float);
 
   /* Parameters, their gradients and two Adam moments, as TachParams
    * allocates them (tach_params_device_bytes, in double here so that an
    * absurd size cannot wrap around). */
   dev = (4.0 * params + 1) * sizeof (float);
   dev += cnn_activation_floats (&s, config->batch) * sizeof (float);
-  dev += config->feed == TACH_FEED_RESIDENT ? n_train * sample_bytes
-                                            : 2.0 * config->batch * sample_bytes;
-  /* A captured graph reads its batch from one fixed copy. */
-  if (config->launch == TACH_LAUNCH_GRAPH)
-    dev += (double) config->batch * sample_bytes;
   /* The library's convolution work space and the blocks' copies of their
    * inputs, outputs and gradients in the library's layouts: about two
    * conv1 outputs. */
   dev += 2.0 * config->batch * s.k1 * h * w * sizeof (float);
 
+  /* The batches and their host copies, as the feeder allocates them. */
   dataset.n_samples = n_train;
   dataset.x_elems = (size_t) MIN ((double) c * h * w, (double) G_MAXSIZE / 16);
-  host = (double) tach_feeder_host_bytes (&dataset, config->feed);
+  tach_feeder_memory_needs (&dataset, config->feed, config->batch,
+                            config->launch == TACH_LAUNCH_GRAPH, &feed_dev, &feed_host);
+  dev += (double) feed_dev;
+  host = (double) feed_host;
   /* The decoded uint8 images, or the synthetic class prototypes. */
   host += cnn_data_path (config) != NULL ? (double) n_train * c * h * w
                                          : (double) CNN_CLASSES * c * h * w * sizeof (float);

@@ -683,14 +683,13 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
   host = tokens * sizeof (int32_t) + batch * LM_VOCAB * sizeof (float);
   if (config->task == TACH_TASK_TRAIN)
     {
-      guint64 window = ((guint64) config->context + 1) * sizeof (int32_t);
+      guint64 feed_dev, feed_host;
 
-      dev += config->feed == TACH_FEED_RESIDENT ? dataset.n_samples * window
-                                                : 2 * batch * window;
-      /* A captured graph reads its batch from one fixed copy. */
-      if (config->launch == TACH_LAUNCH_GRAPH)
-        dev += batch * window;
-      host += tach_feeder_host_bytes (&dataset, config->feed);
+      /* The batches and their host copies, as the feeder allocates them. */
+      tach_feeder_memory_needs (&dataset, config->feed, config->batch,
+                                config->launch == TACH_LAUNCH_GRAPH, &feed_dev, &feed_host);
+      dev += feed_dev;
+      host += feed_host;
     }
   if (device_bytes != NULL)
     *device_bytes = dev;
