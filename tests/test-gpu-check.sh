@@ -43,10 +43,10 @@ case "$1" in
   *) exec sleep 1000 ;;
 esac
 SH
-for t in test-gpu test-gpu-ops test-cuda-host; do
+for t in test-ops test-gpu-modes test-cuda-host; do
   cat > "$build/tests/$t" << 'SH'
 #!/bin/sh
-[ "$1" = -l ] && { printf '/gpu/a\n/gpu/b\n/gpu/c\n'; exit 0; }
+for a in "$@"; do [ "$a" = -l ] && { printf '/gpu/a\n/gpu/b\n/gpu/c\n'; exit 0; }; done
 exec sleep 1000
 SH
 done

@@ -5,9 +5,15 @@
 #include "test-ops-common.h"
 
 typedef struct {
-  char        *device_id;
-  TachOpsFunc  func;
+  char          *device_id;
+  TachPrecision  precision;
+  TachOpsFunc    func;
 } OpsCase;
+
+static const char *const precision_names[] = {
+  [TACH_PRECISION_FP32] = "fp32", [TACH_PRECISION_TF32] = "tf32",
+  [TACH_PRECISION_BF16] = "bf16", [TACH_PRECISION_FP16] = "fp16",
+};
 
 /* Device buffers of the running test, freed by run_case(). */
 static GPtrArray *live_buffers;
@@ -48,7 +54,13 @@ run_case (gconstpointer data)
       g_test_skip_printf ("no device %s on this machine", c->device_id);
       return;
     }
-  be = tach_backend_new (c->device_id, 2, TACH_PRECISION_FP32, &error);
+  be = tach_backend_new (c->device_id, 2, c->precision, &error);
+  if (be == NULL && g_error_matches (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED))
+    {
+      g_test_skip_printf ("%s at %s: %s", c->device_id, precision_names[c->precision],
+                          error->message);
+      return;
+    }
   g_assert_no_error (error);
   g_assert_nonnull (be);
 
@@ -61,8 +73,21 @@ run_case (gconstpointer data)
   tach_backend_free (be);
 }
 
-void
-tach_ops_add (const char *device_id, const char *path, TachOpsFunc func)
+double
+tach_ops_nmse_limit (TachPrecision precision, gboolean deep)
+{
+  switch (precision)
+    {
+    case TACH_PRECISION_FP32: return deep ? TACH_OPS_NMSE_DEEP : TACH_OPS_NMSE_SIMPLE;
+    case TACH_PRECISION_TF32: return 3e-4;
+    case TACH_PRECISION_BF16:
+    case TACH_PRECISION_FP16:
+    default:                  return 1e-2;
+    }
+}
+
+static void
+add_case (const char *device_id, const char *path, TachPrecision precision, TachOpsFunc func)
 {
   OpsCase *c = g_new0 (OpsCase, 1);
   g_autofree char *kind = g_strdup (device_id);
@@ -74,8 +99,31 @@ tach_ops_add (const char *device_id, const char *path, TachOpsFunc func)
     *colon = '\0';
   full = g_strdup_printf ("/engine/%s/%s", kind, path);
   c->device_id = g_strdup (device_id);
+  c->precision = precision;
   c->func = func;
   g_test_add_data_func_full (full, c, run_case, ops_case_free);
+}
+
+void
+tach_ops_add (const char *device_id, const char *path, TachOpsFunc func)
+{
+  add_case (device_id, path, TACH_PRECISION_FP32, func);
+}
+
+void
+tach_ops_add_precisions (const char *device_id, const char *path, TachOpsFunc func)
+{
+  for (guint p = 0; p < G_N_ELEMENTS (precision_names); p++)
+    {
+      g_autofree char *full = NULL;
+
+      /* Only what the backend offers: a CPU has no tf32, CUDA no bf16.  A
+       * precision refused at run time (an ISA cap) skips in run_case(). */
+      if (!tach_backend_supports (device_id, "precision", precision_names[p], NULL))
+        continue;
+      full = g_strdup_printf ("%s/%s", path, precision_names[p]);
+      add_case (device_id, full, (TachPrecision) p, func);
+    }
 }
 
 void

@@ -22,8 +22,18 @@ typedef void (*TachOpsRefFunc) (void);
 #define TACH_OPS_NMSE_SIMPLE 1e-10   /* one rounding per element: copies, pointwise, sums */
 #define TACH_OPS_NMSE_DEEP   1e-8    /* long accumulations: GEMM, LSTM, conv, Adam */
 
+/* The one threshold table, per precision (../shared/gpu.md): fp32 as above
+ * (@deep: a long accumulation), tf32 3e-4, bf16 and fp16 1e-2. */
+double       tach_ops_nmse_limit (TachPrecision precision, gboolean deep);
+
 gboolean     tach_ops_device_present (const char *device_id);
+/* Registers @func at fp32 under /engine/<kind>/<path>. */
 void         tach_ops_add (const char *device_id, const char *path, TachOpsFunc func);
+/* Registers @func once per precision the device's backend supports, under
+ * /engine/<kind>/<path>/<precision> (fp32, tf32, bf16, fp16); the backend
+ * is opened at that precision (be->precision), and the test takes its
+ * thresholds from tach_ops_nmse_limit (be->precision, ...). */
+void         tach_ops_add_precisions (const char *device_id, const char *path, TachOpsFunc func);
 /* Reference self-checks, registered once under /ref/<path>. */
 void         tach_ops_add_ref (const char *path, TachOpsRefFunc func);
 
@@ -58,5 +68,6 @@ void tach_ops_register_lstm (const char *device_id);
 void tach_ops_register_lstm_ref (void);
 void tach_ops_register_conv (const char *device_id);
 void tach_ops_register_misc (const char *device_id);
+void tach_ops_register_graph (const char *device_id);
 
 G_END_DECLS

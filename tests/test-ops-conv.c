@@ -62,11 +62,6 @@ upload_sentinel (TachBackend *be, size_t n)
   return tach_ops_upload_f (be, s, n);
 }
 
-/* bf16 rounds data and weights to 8 significant bits and accumulates in
- * fp32: what is left of the double reference is a relative error of a few
- * 1e-3 per element. */
-#define NMSE_BF16 1e-2
-
 /* Whether @be can run @precision; a skip (with the backend's reason) if
  * not. */
 static gboolean
@@ -81,14 +76,23 @@ precision_or_skip (TachBackend *be, TachPrecision precision)
   return FALSE;
 }
 
+/* W3's first layer at a small batch: 5x5 "same" over 14x14, 8 filters. */
+static const TachConvDesc wide_descs[] = {
+  { 4, 3, 14, 14, 8, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32 },
+};
+
+/* bf16 rounds data and weights to 8 significant bits and accumulates in
+ * fp32 (fp16 to 11; tf32 keeps 10 bits of the products): the thresholds
+ * are the precision's (tach_ops_nmse_limit). */
 static void
-run_conv (TachBackend *be, gboolean backward, TachPrecision precision)
+run_conv_descs (TachBackend *be, const TachConvDesc *descs, guint n_descs, gboolean backward,
+                TachPrecision precision)
 {
-  double nmse = precision == TACH_PRECISION_BF16 ? NMSE_BF16 : TACH_OPS_NMSE_DEEP;
+  double nmse = tach_ops_nmse_limit (precision, TRUE);
 
   if (!precision_or_skip (be, precision))
     return;
-  for (guint k = 0; k < G_N_ELEMENTS (conv_descs); k++)
+  for (guint k = 0; k < n_descs; k++)
     {
       ConvCase c;
       g_autofree double *y = NULL;
@@ -100,7 +104,7 @@ run_conv (TachBackend *be, gboolean backward, TachPrecision precision)
       TachConvPlan *plan;
       float *d_x, *d_w, *d_b, *d_y, *d_dy, *d_dx = NULL, *d_dw, *d_db;
 
-      conv_case_init (&c, &conv_descs[k], 1000 + k);
+      conv_case_init (&c, &descs[k], 1000 + k);
       c.d.precision = precision;
       y = g_new (double, c.ny);
       dx = g_new (double, c.nx);
@@ -153,6 +157,19 @@ run_conv (TachBackend *be, gboolean backward, TachPrecision precision)
       tach_conv_plan_free (be, plan);
       conv_case_clear (&c);
     }
+}
+
+static void
+run_conv (TachBackend *be, gboolean backward, TachPrecision precision)
+{
+  run_conv_descs (be, conv_descs, G_N_ELEMENTS (conv_descs), backward, precision);
+}
+
+/* At the backend's precision (the math mode pinned when it was opened). */
+static void
+test_conv_wide (TachBackend *be)
+{
+  run_conv_descs (be, wide_descs, G_N_ELEMENTS (wide_descs), TRUE, be->precision);
 }
 
 static void
@@ -225,37 +242,44 @@ test_ref_conv_by_hand (void)
 
 enum { PN = 2, PC = 3, PH = 6, PW = 8, PHW = 10 };
 
+/* 2x2 max pooling, also over an odd height (the last row is dropped). */
 static void
 test_maxpool (TachBackend *be)
 {
-  size_t nx = PN * PC * PH * PW, ny = PN * PC * (PH / 2) * (PW / 2);
-  g_autofree double *x = g_new (double, nx);
-  g_autofree double *y = g_new (double, ny);
-  g_autofree double *dy = g_new (double, ny);
-  g_autofree double *dx = g_new (double, nx);
-  g_autofree float *got = NULL;
-  float *d_x, *d_y, *d_dy, *d_dx;
-  int32_t *d_idx;
+  static const int shapes[][4] = { { PN, PC, PH, PW }, { 3, 4, 9, 12 } };
 
-  tach_ref_fill_normal (x, nx, 1100, 1, 1.0);
-  tach_ref_fill_normal (dy, ny, 1100, 2, 1.0);
-  tach_ref_round_to_float (x, nx);
-  tach_ref_round_to_float (dy, ny);
-  d_x = tach_ops_upload_d (be, x, nx);
-  d_y = upload_sentinel (be, ny);
-  d_idx = tach_ops_alloc (be, ny * sizeof (int32_t));
-  d_dy = tach_ops_upload_d (be, dy, ny);
-  d_dx = upload_sentinel (be, nx);
-  tach_op (be, maxpool_fwd, d_x, d_y, d_idx, PN, PC, PH, PW);
-  tach_op (be, maxpool_bwd, d_dy, d_idx, d_dx, PN, PC, PH, PW);
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int n = shapes[s][0], c = shapes[s][1], h = shapes[s][2], w = shapes[s][3];
+      size_t nx = (size_t) n * c * h * w, ny = (size_t) n * c * (h / 2) * (w / 2);
+      g_autofree double *x = g_new (double, nx);
+      g_autofree double *y = g_new (double, ny);
+      g_autofree double *dy = g_new (double, ny);
+      g_autofree double *dx = g_new (double, nx);
+      g_autofree float *got = NULL;
+      float *d_x, *d_y, *d_dy, *d_dx;
+      int32_t *d_idx;
 
-  tach_ref_maxpool_fwd (x, y, PN, PC, PH, PW);
-  tach_ref_maxpool_bwd (x, dy, dx, PN, PC, PH, PW);
-  got = tach_ops_download_f (be, d_y, ny);
-  tach_ops_assert_nmse ("maxpool_fwd", got, y, ny, TACH_OPS_NMSE_SIMPLE);
-  g_free (got);
-  got = tach_ops_download_f (be, d_dx, nx);
-  tach_ops_assert_nmse ("maxpool_bwd", got, dx, nx, TACH_OPS_NMSE_SIMPLE);
+      tach_ref_fill_normal (x, nx, 1100 + s, 1, 1.0);
+      tach_ref_fill_normal (dy, ny, 1100 + s, 2, 1.0);
+      tach_ref_round_to_float (x, nx);
+      tach_ref_round_to_float (dy, ny);
+      d_x = tach_ops_upload_d (be, x, nx);
+      d_y = upload_sentinel (be, ny);
+      d_idx = tach_ops_alloc (be, ny * sizeof (int32_t));
+      d_dy = tach_ops_upload_d (be, dy, ny);
+      d_dx = upload_sentinel (be, nx);
+      tach_op (be, maxpool_fwd, d_x, d_y, d_idx, n, c, h, w);
+      tach_op (be, maxpool_bwd, d_dy, d_idx, d_dx, n, c, h, w);
+
+      tach_ref_maxpool_fwd (x, y, n, c, h, w);
+      tach_ref_maxpool_bwd (x, dy, dx, n, c, h, w);
+      got = tach_ops_download_f (be, d_y, ny);
+      tach_ops_assert_nmse ("maxpool_fwd", got, y, ny, TACH_OPS_NMSE_SIMPLE);
+      g_free (got);
+      got = tach_ops_download_f (be, d_dx, nx);
+      tach_ops_assert_nmse ("maxpool_bwd", got, dx, nx, TACH_OPS_NMSE_SIMPLE);
+    }
 }
 
 static void
@@ -367,7 +391,7 @@ check (const char *what, guint k, TachBackend *be, const float *dev, const doubl
 static void
 run_conv_block (TachBackend *be, TachPrecision precision)
 {
-  double nmse = precision == TACH_PRECISION_BF16 ? NMSE_BF16 : TACH_OPS_NMSE_DEEP;
+  double nmse = tach_ops_nmse_limit (precision, TRUE);
 
   if (!precision_or_skip (be, precision))
     return;
@@ -483,6 +507,7 @@ tach_ops_register_conv (const char *device_id)
   tach_ops_add (device_id, "conv/forward", test_conv_forward);
   tach_ops_add (device_id, "conv/backward", test_conv_backward);
   tach_ops_add (device_id, "conv/bf16", test_conv_bf16);
+  tach_ops_add_precisions (device_id, "conv/wide", test_conv_wide);
   tach_ops_add (device_id, "conv-block/fp32", test_conv_block_fp32);
   tach_ops_add (device_id, "conv-block/bf16", test_conv_block_bf16);
   if (g_strcmp0 (device_id, "cpu") == 0)

@@ -1,5 +1,6 @@
 /* test-ops-dense.c: gemm (all transposes, strided), bias and ReLU. */
 #include <math.h>
+#include <string.h>
 
 #include "tach-rand.h"
 #include "test-ops-common.h"
@@ -109,7 +110,41 @@ test_gemm_bf16 (TachBackend *be)
                           why != NULL ? why : "no gemm_bf16 slot");
       return;
     }
-  check_gemm (be, TRUE, 150, 1e-2);
+  check_gemm (be, TRUE, 150, tach_ops_nmse_limit (TACH_PRECISION_BF16, TRUE));
+}
+
+/* A product long enough (k = 129) for the math mode to show, at the
+ * backend's precision: every transpose, alpha 0.5, beta 0.25. */
+static void
+test_gemm_wide (TachBackend *be)
+{
+  const int m = 37, n = 53, k = 129;
+
+  for (int t = 0; t < 4; t++)
+    {
+      gboolean ta = t & 1, tb = t & 2;
+      int lda = ta ? m : k, ldb = tb ? k : n;
+      g_autofree double *a = g_new (double, (size_t) m * k);
+      g_autofree double *b = g_new (double, (size_t) k * n);
+      g_autofree double *c = g_new (double, (size_t) m * n);
+      g_autofree float *got = NULL;
+      g_autofree char *what = g_strdup_printf ("gemm %dx%dx%d ta=%d tb=%d", m, n, k, ta, tb != 0);
+      float *da, *db, *dc;
+
+      tach_ref_fill_normal (a, (size_t) m * k, 160 + t, 1, 1.0);
+      tach_ref_fill_normal (b, (size_t) k * n, 160 + t, 2, 1.0);
+      tach_ref_fill_normal (c, (size_t) m * n, 160 + t, 3, 1.0);
+      tach_ref_round_to_float (a, (size_t) m * k);
+      tach_ref_round_to_float (b, (size_t) k * n);
+      tach_ref_round_to_float (c, (size_t) m * n);
+      da = tach_ops_upload_d (be, a, (size_t) m * k);
+      db = tach_ops_upload_d (be, b, (size_t) k * n);
+      dc = tach_ops_upload_d (be, c, (size_t) m * n);
+      tach_op (be, gemm, ta, tb, m, n, k, 0.5f, da, lda, db, ldb, 0.25f, dc, n);
+      tach_ref_gemm (ta, tb, m, n, k, 0.5, a, lda, b, ldb, 0.25, c, n);
+      got = tach_ops_download_f (be, dc, (size_t) m * n);
+      tach_ops_assert_nmse (what, got, c, (size_t) m * n, tach_ops_nmse_limit (be->precision, TRUE));
+    }
 }
 
 /* The backward pass of C = op(A) op(B) as models write it: two more gemms
@@ -275,46 +310,85 @@ test_ref_gemm_gradient (void)
     }
 }
 
+/* bias_add and bias_grad (beta 0 over NaN, beta 1, beta 0.5) over shapes
+ * that a column-tiled reduction treats apart: one column, fewer columns
+ * than a warp, a warp and a bit, the vocabulary's 554, rows from 1 to 1000. */
 static void
 test_bias (TachBackend *be)
 {
-  enum { M = 9, N = 13 };
-  double y[M * N], bias[N], dy[M * N], db0[N], db1[N];
-  g_autofree float *got = NULL;
-  float *d_y, *d_b, *d_dy, *d_db0, *d_db1;
-  float nan_row[N];
+  static const int shapes[][2] = {
+    { 9, 13 }, { 70, 33 }, { 1024, 1 }, { 256, 10 }, { 1, 554 }, { 64, 554 }, { 1000, 160 },
+    { 3, 2000 }, { 0, 5 },
+  };
 
-  tach_ref_fill_normal (y, M * N, 400, 1, 1.0);
-  tach_ref_fill_normal (bias, N, 400, 2, 1.0);
-  tach_ref_fill_normal (dy, M * N, 400, 3, 1.0);
-  tach_ref_fill_normal (db1, N, 400, 4, 1.0);
-  tach_ref_round_to_float (y, M * N);
-  tach_ref_round_to_float (bias, N);
-  tach_ref_round_to_float (dy, M * N);
-  tach_ref_round_to_float (db1, N);
-  for (int j = 0; j < N; j++)
-    nan_row[j] = NAN;
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int m = shapes[s][0], n = shapes[s][1];
+      size_t mn = (size_t) m * n;
+      g_autofree double *y = g_new (double, MAX (mn, 1));
+      g_autofree double *bias = g_new (double, n);
+      g_autofree double *dy = g_new (double, MAX (mn, 1));
+      g_autofree double *db0 = g_new (double, n);
+      g_autofree double *db1 = g_new (double, n);
+      g_autofree double *dbh = g_new (double, n);
+      g_autofree float *nan_row = g_new (float, n);
+      g_autofree float *got = NULL;
+      g_autofree char *what = NULL;
+      float *d_y, *d_b, *d_dy, *d_db0, *d_db1, *d_dbh;
 
-  d_y = tach_ops_upload_d (be, y, M * N);
-  d_b = tach_ops_upload_d (be, bias, N);
-  d_dy = tach_ops_upload_d (be, dy, M * N);
-  d_db0 = tach_ops_upload_f (be, nan_row, N);
-  d_db1 = tach_ops_upload_d (be, db1, N);
-  tach_op (be, bias_add, d_y, d_b, M, N);
-  tach_op (be, bias_grad, d_dy, d_db0, M, N, 0.0f);
-  tach_op (be, bias_grad, d_dy, d_db1, M, N, 1.0f);
+      tach_ref_fill_normal (y, mn, 400 + s, 1, 1.0);
+      tach_ref_fill_normal (bias, n, 400 + s, 2, 1.0);
+      tach_ref_fill_normal (dy, mn, 400 + s, 3, 1.0);
+      tach_ref_fill_normal (db1, n, 400 + s, 4, 1.0);
+      tach_ref_round_to_float (y, mn);
+      tach_ref_round_to_float (bias, n);
+      tach_ref_round_to_float (dy, mn);
+      tach_ref_round_to_float (db1, n);
+      memcpy (dbh, db1, sizeof (double) * n);
+      for (int j = 0; j < n; j++)
+        nan_row[j] = NAN;
 
-  tach_ref_bias_add (y, bias, M, N);
-  tach_ref_bias_grad (dy, db0, M, N, 0.0);
-  tach_ref_bias_grad (dy, db1, M, N, 1.0);
-  got = tach_ops_download_f (be, d_y, M * N);
-  tach_ops_assert_nmse ("bias_add", got, y, M * N, TACH_OPS_NMSE_SIMPLE);
-  g_free (got);
-  got = tach_ops_download_f (be, d_db0, N);
-  tach_ops_assert_nmse ("bias_grad beta=0 over NaN", got, db0, N, TACH_OPS_NMSE_SIMPLE);
-  g_free (got);
-  got = tach_ops_download_f (be, d_db1, N);
-  tach_ops_assert_nmse ("bias_grad beta=1", got, db1, N, TACH_OPS_NMSE_SIMPLE);
+      d_y = tach_ops_upload_d (be, y, mn);
+      d_b = tach_ops_upload_d (be, bias, n);
+      d_dy = tach_ops_upload_d (be, dy, mn);
+      d_db0 = tach_ops_upload_f (be, nan_row, n);
+      d_db1 = tach_ops_upload_d (be, db1, n);
+      d_dbh = tach_ops_upload_d (be, dbh, n);
+      tach_op (be, bias_add, d_y, d_b, m, n);
+      tach_op (be, bias_grad, d_dy, d_db0, m, n, 0.0f);
+      tach_op (be, bias_grad, d_dy, d_db1, m, n, 1.0f);
+      tach_op (be, bias_grad, d_dy, d_dbh, m, n, 0.5f);
+
+      tach_ref_bias_add (y, bias, m, n);
+      tach_ref_bias_grad (dy, db0, m, n, 0.0);
+      tach_ref_bias_grad (dy, db1, m, n, 1.0);
+      tach_ref_bias_grad (dy, dbh, m, n, 0.5);
+      if (mn > 0)
+        {
+          what = g_strdup_printf ("bias_add %dx%d", m, n);
+          got = tach_ops_download_f (be, d_y, mn);
+          tach_ops_assert_nmse (what, got, y, mn, TACH_OPS_NMSE_SIMPLE);
+          g_clear_pointer (&got, g_free);
+          g_clear_pointer (&what, g_free);
+        }
+      what = g_strdup_printf ("bias_grad %dx%d beta=0 over NaN", m, n);
+      got = tach_ops_download_f (be, d_db0, n);
+      if (m == 0)
+        for (int j = 0; j < n; j++)
+          g_assert_cmpfloat (got[j], ==, 0.0f);
+      else
+        tach_ops_assert_nmse (what, got, db0, n, TACH_OPS_NMSE_SIMPLE);
+      g_clear_pointer (&got, g_free);
+      g_clear_pointer (&what, g_free);
+      what = g_strdup_printf ("bias_grad %dx%d beta=1", m, n);
+      got = tach_ops_download_f (be, d_db1, n);
+      tach_ops_assert_nmse (what, got, db1, n, TACH_OPS_NMSE_SIMPLE);
+      g_clear_pointer (&got, g_free);
+      g_clear_pointer (&what, g_free);
+      what = g_strdup_printf ("bias_grad %dx%d beta=0.5", m, n);
+      got = tach_ops_download_f (be, d_dbh, n);
+      tach_ops_assert_nmse (what, got, dbh, n, TACH_OPS_NMSE_SIMPLE);
+    }
 }
 
 typedef struct {
@@ -427,6 +501,7 @@ tach_ops_register_dense (const char *device_id)
   tach_ops_add (device_id, "gemm/forward", test_gemm_forward);
   tach_ops_add (device_id, "gemm/small", test_gemm_small);
   tach_ops_add (device_id, "gemm/backward", test_gemm_backward);
+  tach_ops_add_precisions (device_id, "gemm/wide", test_gemm_wide);
   tach_ops_add (device_id, "gemm/bf16", test_gemm_bf16);
   tach_ops_add (device_id, "bias/forward-backward", test_bias);
   tach_ops_add (device_id, "relu/forward-backward", test_relu);

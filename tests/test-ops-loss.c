@@ -195,6 +195,52 @@ test_softmax_ce (TachBackend *be)
   tach_ops_assert_nmse ("softmax_ce dlogits", got, dlogits, SN * SC, TACH_OPS_NMSE_SIMPLE);
 }
 
+/* The shapes of the workloads' heads and of a warp-parallel kernel's
+ * edges: W3's 256 x 10, W2's 554 classes at batch 1 and 64, fewer classes
+ * than a warp, a warp's worth of rows and more, logits up to 3 sigma. */
+static void
+test_softmax_ce_shapes (TachBackend *be)
+{
+  static const int shapes[][2] = {
+    { 256, 10 }, { 1, 554 }, { 64, 554 }, { 300, 11 }, { 33, 32 }, { 7, 1 }, { 40, 2000 },
+  };
+
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int n = shapes[s][0], classes = shapes[s][1];
+      size_t nc = (size_t) n * classes;
+      g_autofree double *logits = g_new (double, nc);
+      g_autofree double *dlogits = g_new (double, nc);
+      g_autofree int32_t *labels = g_new (int32_t, n);
+      g_autofree float *got = NULL;
+      g_autofree char *what = g_strdup_printf ("softmax_ce %dx%d", n, classes);
+      float *d_logits, *d_loss, *d_loss2, *d_dlogits;
+      int32_t *d_labels;
+      double loss;
+      float got_loss;
+
+      tach_ref_fill_normal (logits, nc, 725 + s, 1, 3.0);
+      tach_ref_round_to_float (logits, nc);
+      for (int i = 0; i < n; i++)
+        labels[i] = (int32_t) (tach_rand_bits (725 + s, 2, i) % classes);
+      d_logits = tach_ops_upload_d (be, logits, nc);
+      d_labels = tach_ops_upload_i (be, labels, n);
+      d_loss = tach_ops_alloc (be, sizeof (float));
+      d_loss2 = tach_ops_alloc (be, sizeof (float));
+      d_dlogits = tach_ops_alloc (be, nc * sizeof (float));
+      tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss, d_dlogits);
+      tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss2, NULL);
+
+      loss = tach_ref_softmax_ce (logits, labels, n, classes, dlogits);
+      got_loss = tach_ops_download_scalar (be, d_loss);
+      tach_ops_assert_nmse (what, &got_loss, &loss, 1, TACH_OPS_NMSE_SIMPLE);
+      got_loss = tach_ops_download_scalar (be, d_loss2);
+      tach_ops_assert_nmse (what, &got_loss, &loss, 1, TACH_OPS_NMSE_SIMPLE);
+      got = tach_ops_download_f (be, d_dlogits, nc);
+      tach_ops_assert_nmse (what, got, dlogits, nc, TACH_OPS_NMSE_SIMPLE);
+    }
+}
+
 /* A label out of range fails with the data error on every backend: at the
  * op on the CPU, at the next wait on an asynchronous device; the backend
  * works again once the error is taken. */
@@ -321,6 +367,7 @@ tach_ops_register_loss (const char *device_id)
   tach_ops_add (device_id, "max-over-time/forward-backward", test_max_over_time);
   tach_ops_add (device_id, "sigmoid-bce/forward-backward", test_sigmoid_bce);
   tach_ops_add (device_id, "softmax-ce/forward-backward", test_softmax_ce);
+  tach_ops_add (device_id, "softmax-ce/shapes", test_softmax_ce_shapes);
   tach_ops_add (device_id, "softmax-ce/label-out-of-range", test_softmax_ce_bad_label);
   tach_ops_add (device_id, "accuracy/binary-and-argmax", test_accuracy);
 }

@@ -225,6 +225,72 @@ test_sample_tokens_nll (TachBackend *be)
   g_assert_cmpfloat (loss, >, 0.0f);
 }
 
+/* W2's vocabulary (554) at batch 1 and 64, and other widths, logits up to
+ * 3 sigma: the tokens of the double-precision inverse CDF (a backend sums
+ * in double as the host does, so only a draw within double rounding of a
+ * boundary may move), the context shifted, and with a loss slot the same
+ * tokens and the mean -log p of them that the reference gives. */
+static void
+test_sample_tokens_wide (TachBackend *be)
+{
+  static const int shapes[][2] = { { 64, 554 }, { 1, 554 }, { 37, 300 }, { 5, 3000 }, { 3, 31 } };
+  enum { L = 4 };
+
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int n = shapes[s][0], vocab = shapes[s][1], checked = 0;
+      const guint64 seed = 79 + s, counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 11);
+      size_t nv = (size_t) n * vocab;
+      g_autofree double *logits = g_new (double, nv);
+      g_autofree double *unused = g_new (double, nv);
+      g_autofree int32_t *ctx = g_new (int32_t, (size_t) n * L);
+      g_autofree int32_t *tok = NULL;
+      g_autofree int32_t *out_ctx = NULL;
+      g_autofree int32_t *tok2 = NULL;
+      g_autofree int32_t *out_ctx2 = NULL;
+      g_autofree char *what = g_strdup_printf ("sample_tokens %dx%d loss", n, vocab);
+      float *d_logits, *d_loss;
+      int32_t *d_tok, *d_ctx;
+      double want_loss;
+      float got_loss;
+
+      tach_ref_fill_normal (logits, nv, 1460 + s, 1, 3.0);
+      tach_ref_round_to_float (logits, nv);
+      for (int i = 0; i < n * L; i++)
+        ctx[i] = (int32_t) (i % vocab);
+      backend_sample (be, logits, n, vocab, seed, counter, ctx, L, &tok, &out_ctx);
+      for (int r = 0; r < n; r++)
+        {
+          double margin = 0.0;
+          int32_t want = tach_ref_sample_row (logits + (size_t) r * vocab, vocab,
+                                              tach_rand_uniform (seed, counter, r), &margin);
+
+          if (margin > 1e-12)
+            {
+              g_assert_cmpint (tok[r], ==, want);
+              checked++;
+            }
+          for (int i = 0; i + 1 < L; i++)
+            g_assert_cmpint (out_ctx[r * L + i], ==, ctx[r * L + i + 1]);
+          g_assert_cmpint (out_ctx[r * L + L - 1], ==, tok[r]);
+        }
+      g_assert_cmpint (checked, >=, n - 1);
+
+      d_logits = tach_ops_upload_d (be, logits, nv);
+      d_tok = tach_ops_alloc (be, n * sizeof (int32_t));
+      d_ctx = tach_ops_upload_i (be, ctx, (size_t) n * L);
+      d_loss = tach_ops_alloc (be, sizeof (float));
+      tach_backend_sample_tokens (be, d_logits, n, vocab, seed, counter, d_tok, d_ctx, L, d_loss);
+      tok2 = tach_ops_download_i (be, d_tok, n);
+      out_ctx2 = tach_ops_download_i (be, d_ctx, (size_t) n * L);
+      g_assert_cmpmem (tok, n * sizeof (int32_t), tok2, n * sizeof (int32_t));
+      g_assert_cmpmem (out_ctx, n * L * sizeof (int32_t), out_ctx2, n * L * sizeof (int32_t));
+      want_loss = tach_ref_softmax_ce (logits, tok, n, vocab, unused);
+      got_loss = tach_ops_download_scalar (be, d_loss);
+      tach_ops_assert_nmse (what, &got_loss, &want_loss, 1, TACH_OPS_NMSE_SIMPLE);
+    }
+}
+
 /* Token frequencies follow the softmax of the logits. */
 static void
 test_sample_frequencies (TachBackend *be)
@@ -453,6 +519,7 @@ tach_ops_register_misc (const char *device_id)
   tach_ops_add (device_id, "dropout/statistics", test_dropout_statistics);
   tach_ops_add (device_id, "embedding/forward", test_embedding);
   tach_ops_add (device_id, "sample-tokens/reference", test_sample_tokens);
+  tach_ops_add (device_id, "sample-tokens/wide", test_sample_tokens_wide);
   tach_ops_add (device_id, "sample-tokens/frequencies", test_sample_frequencies);
   tach_ops_add (device_id, "sample-tokens/with-loss", test_sample_tokens_nll);
   tach_ops_add (device_id, "adam/steps", test_adam);

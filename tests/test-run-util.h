@@ -1,5 +1,5 @@
 /* test-run-util.h: helpers shared by the engine tests: whole runs through
- * the public API (run, CSV and the workload tests; test-gpu links it too,
+ * the public API (run, CSV and the workload tests; test-gpu-modes links it too,
  * for its mode tests) and the temporary files that tests write. */
 #pragma once
 
