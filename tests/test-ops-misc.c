@@ -3,6 +3,7 @@
 #include <string.h>
 
 #include "tach-rand.h"
+#include "tach-sample.h"
 #include "test-ops-common.h"
 
 /* Dropout's mask is a pure function of (seed, counter, element): the backend
@@ -506,6 +507,117 @@ test_cpu_isa (void)
     g_unsetenv ("TACH_CPU_ISA");
 }
 
+/* The host's sampling arithmetic (tach-sample.h: the CPU op, its
+ * softmax_ce without gradients, lstm-lm's sampling=host) on rows of many
+ * sizes and spreads: the log-sum-exp within 1e-14 of one in long double,
+ * the token the reference draws wherever u is not within 1e-12 of a
+ * boundary, and the same bits at every vector width: children under each
+ * TACH_CPU_ISA cap print a fingerprint of every value, which must be the
+ * parent's. */
+static guint64
+host_sample_fingerprint (gboolean check)
+{
+  static const int sizes[] = { 1, 7, 8, 9, 554, 554, 554, 1000, 2100, 3, 5, 12, 17, 31, 64, 100 };
+  guint64 hash = 14695981039346656037ull;
+
+  for (guint c = 0; c < G_N_ELEMENTS (sizes); c++)
+    {
+      int v = sizes[c];
+      g_autofree double *z = g_new (double, v);
+      g_autofree float *zf = g_new (float, v);
+      long double se = 0.0L, zmax;
+      double lse;
+      guint64 bits;
+
+      tach_ref_fill_normal (z, v, 1470, c, c == 5 ? 300.0 : 2.5);
+      if (c == 6)
+        for (int k = 0; k < v; k++)
+          z[k] = k % 3 == 0 ? 4.0 : -2.0;    /* ties, and equal rows of mass */
+      tach_ref_round_to_float (z, v);
+      zmax = z[0];
+      for (int k = 1; k < v; k++)
+        zmax = MAX (zmax, (long double) z[k]);
+      /* A maximum of 0: lse = log (sum) then shows the sum's every bit. */
+      if (c % 2 == 0)
+        {
+          for (int k = 0; k < v; k++)
+            z[k] -= (double) zmax;
+          tach_ref_round_to_float (z, v);
+        }
+      for (int k = 0; k < v; k++)
+        zf[k] = (float) z[k];
+      zmax = z[0];
+      for (int k = 1; k < v; k++)
+        zmax = MAX (zmax, (long double) z[k]);
+      for (int k = 0; k < v; k++)
+        se += expl (z[k] - zmax);
+      lse = tach_sample_lse (zf, v);
+      if (check)
+        g_assert_cmpfloat (fabs (lse - (double) (zmax + logl (se))), <=,
+                           1e-14 * (1.0 + fabs (lse)));
+      memcpy (&bits, &lse, sizeof bits);
+      hash = (hash ^ bits) * 1099511628211ull;
+      for (int i = 0; i < 64; i++)
+        {
+          float u = tach_rand_uniform (1471, c, i);
+          double margin, lse_row;
+          int32_t tok = tach_sample_row (zf, v, u, &lse_row);
+          int32_t want = tach_ref_sample_row (z, v, u, &margin);
+
+          if (check)
+            {
+              g_assert_cmpfloat (lse_row, ==, lse);
+              if (margin > 1e-12)
+                g_assert_cmpint (tok, ==, want);
+            }
+          hash = (hash ^ (guint64) tok) * 1099511628211ull;
+        }
+    }
+  /* Two-entry rows {0, -t}: lse = log1p (exp (-t)) shows each exponential's
+   * last bits (the ones an FMA would change). */
+  for (int i = 0; i < 8192; i++)
+    {
+      float zf[2] = { 0.0f, -0.003f * (float) i };
+      double lse = tach_sample_lse (zf, 2);
+      guint64 bits;
+
+      if (check)
+        g_assert_cmpfloat (fabs (lse - (double) log1pl (expl ((long double) zf[1]))), <=,
+                           3e-16);
+      memcpy (&bits, &lse, sizeof bits);
+      hash = (hash ^ bits) * 1099511628211ull;
+    }
+  return hash;
+}
+
+static void
+test_host_sample (void)
+{
+  static const char *const caps[] = { "avx2", "baseline" };
+  g_autofree char *env = g_strdup (g_getenv ("TACH_CPU_ISA"));
+  g_autofree char *want = NULL;
+  guint64 hash;
+
+  if (g_test_subprocess ())
+    {
+      g_print ("fingerprint %016" G_GINT64_MODIFIER "x\n", host_sample_fingerprint (TRUE));
+      return;
+    }
+  hash = host_sample_fingerprint (TRUE);
+  want = g_strdup_printf ("*fingerprint %016" G_GINT64_MODIFIER "x*", hash);
+  for (guint i = 0; i < G_N_ELEMENTS (caps); i++)
+    {
+      g_setenv ("TACH_CPU_ISA", caps[i], TRUE);
+      g_test_trap_subprocess (NULL, 0, G_TEST_SUBPROCESS_DEFAULT);
+      g_test_trap_assert_passed ();
+      g_test_trap_assert_stdout (want);
+    }
+  if (env != NULL)
+    g_setenv ("TACH_CPU_ISA", env, TRUE);
+  else
+    g_unsetenv ("TACH_CPU_ISA");
+}
+
 void
 tach_ops_register_misc (const char *device_id)
 {
@@ -525,5 +637,8 @@ tach_ops_register_misc (const char *device_id)
   tach_ops_add (device_id, "adam/steps", test_adam);
   tach_ops_add (device_id, "sgd/step", test_sgd);
   if (g_strcmp0 (device_id, "cpu") == 0)
-    g_test_add_func ("/engine/cpu/isa/cap", test_cpu_isa);
+    {
+      g_test_add_func ("/engine/cpu/isa/cap", test_cpu_isa);
+      g_test_add_func ("/engine/cpu/sample/host-arithmetic", test_host_sample);
+    }
 }

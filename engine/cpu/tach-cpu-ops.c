@@ -15,6 +15,7 @@
 #include "tach-cpu-private.h"
 #include "tach-adam.h"
 #include "tach-rand.h"
+#include "tach-sample.h"
 
 /* Comparisons in the pointwise loops (ReLU) are only if-converted, and so
  * vectorised, when GCC may assume floating-point ops do not trap; Tach
@@ -218,9 +219,6 @@ tach_cpu_sigmoid_bce (TachBackend *be, const float *logits, const float *labels,
   *loss = n > 0 ? (float) (total / n) : 0.0f;
 }
 
-/* Vocabularies up to this size keep their exponentials on the stack. */
-#define TACH_CPU_SAMPLE_STACK 2048
-
 /* The training path's row: the exponentials in float by the branch-free
  * polynomial, written straight into @d and summed in double, then scaled.
  * Logits so far below the maximum that their gradient would be under
@@ -263,26 +261,15 @@ TACH_CPU_SIMD_DISPATCH_RET (static, double, softmax_ce_grad_row,
                             (z, label, classes, n, d))
 
 /* One row of softmax_ce: returns lse - z[label] and writes the row's
- * dlogits when @d is not NULL.  Without @d each exponential is computed in
- * double and summed in order (sample_tokens_nll sums the same values the
- * same way, to the bit). */
+ * dlogits when @d is not NULL.  Without @d, the log-sum-exp is the
+ * sampler's (tach-sample.h), so that sample_tokens_nll's loss is this
+ * loss to the bit. */
 static double
 softmax_ce_row (const float *restrict z, int label, int classes, int n, float *restrict d)
 {
-  float zmaxf = z[0];
-  double zmax, sum = 0.0;
-
   if (d != NULL)
     return softmax_ce_grad_row (z, label, classes, n, d);
-  /* The maximum in float, vectorised: the same value as in double, since
-   * widening is exact and keeps the order. */
-#pragma omp simd reduction(max:zmaxf)
-  for (int j = 1; j < classes; j++)
-    zmaxf = MAX (zmaxf, z[j]);
-  zmax = zmaxf;
-  for (int j = 0; j < classes; j++)
-    sum += exp (z[j] - zmax);
-  return zmax + log (sum) - z[label];
+  return tach_sample_lse (z, classes) - z[label];
 }
 
 void
@@ -415,59 +402,25 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
 }
 
 /* sample_tokens, and with @loss the mean -log p of the drawn tokens in
- * softmax_ce's arithmetic: the same maximum and the same sum of the same
- * exponentials in the same order, so the same bits as softmax_ce, without
- * a second pass of exponentials. */
+ * softmax_ce's arithmetic: each row's log-sum-exp from the same
+ * exponentials that drew its token (tach_sample_row), the value softmax_ce
+ * computes, without a second pass of exponentials. */
 static void
 sample_rows (const float *logits, int n, int vocab, guint64 seed, guint64 counter,
              int32_t *tok, int32_t *ctx, int len, float *loss)
 {
-  /* Each exponential is computed once and kept for the inverse CDF's
-   * walk: the same values summed in the same order as before, so the same
-   * tokens, at half the calls to exp. */
-  double stack[TACH_CPU_SAMPLE_STACK];
-  g_autofree double *heap = NULL;
-  double *e = stack;
   double total = 0.0;
 
-  if (vocab > TACH_CPU_SAMPLE_STACK)
-    e = heap = g_new (double, vocab);
   for (int r = 0; r < n; r++)
     {
       const float *z = logits + (size_t) r * (size_t) vocab;
-      float zmaxf = z[0];
-      double zmax;
-      double sum = 0.0;
-      double target;
-      double cum = 0.0;
-      int pick = vocab - 1;
+      double lse;
+      int32_t pick = tach_sample_row (z, vocab, tach_rand_uniform (seed, counter, (guint64) r),
+                                      loss != NULL ? &lse : NULL);
 
-      /* The maximum in float, vectorised: the same value as in double,
-       * since widening is exact and keeps the order. */
-#pragma omp simd reduction(max:zmaxf)
-      for (int j = 1; j < vocab; j++)
-        zmaxf = MAX (zmaxf, z[j]);
-      zmax = zmaxf;
-      for (int j = 0; j < vocab; j++)
-        {
-          e[j] = exp (z[j] - zmax);
-          sum += e[j];
-        }
-      /* Inverse CDF: the first token whose cumulative mass passes u; the
-       * last token catches rounding at u close to 1. */
-      target = (double) tach_rand_uniform (seed, counter, (guint64) r) * sum;
-      for (int j = 0; j < vocab; j++)
-        {
-          cum += e[j];
-          if (cum > target)
-            {
-              pick = j;
-              break;
-            }
-        }
       tok[r] = pick;
       if (loss != NULL)
-        total += zmax + log (sum) - z[pick];
+        total += lse - z[pick];
       if (ctx != NULL && len > 0)
         {
           int32_t *row = ctx + (size_t) r * (size_t) len;

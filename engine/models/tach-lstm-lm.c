@@ -16,8 +16,8 @@
  * softmax with u = tach_rand_uniform (seed, SAMPLE stream + step, row) by
  * inverse CDF, and the context shifts.  sampling=device keeps all this on
  * the backend (the sample_tokens op); sampling=host reads the logits back
- * and draws on the host with the op's own arithmetic, so a seed generates
- * the same text either way.  The loss of a generation step is the mean
+ * and draws on the host with the CPU op's own arithmetic (tach-sample.h),
+ * so a seed generates the same text either way.  The loss of a generation step is the mean
  * -log p of the sampled tokens, computed on the device from the same
  * logits and tokens in both modes (the sampling op computes it as it
  * draws where the backend can: tach_backend_sample_tokens).
@@ -43,6 +43,7 @@
 #include "tach-model-util.h"
 #include "tach-model.h"
 #include "tach-rand.h"
+#include "tach-sample.h"
 #include "data/tach-corpus.h"
 
 #define LM_VOCAB 554
@@ -443,26 +444,6 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
   return tach_backend_take_error (be, error);
 }
 
-/* The sample_tokens op's arithmetic, on the host, for one row. */
-static int32_t
-sample_row (const float *z, int vocab, float u)
-{
-  double zmax = z[0], sum = 0.0, target, cum = 0.0;
-
-  for (int j = 1; j < vocab; j++)
-    zmax = MAX (zmax, (double) z[j]);
-  for (int j = 0; j < vocab; j++)
-    sum += exp (z[j] - zmax);
-  target = (double) u * sum;
-  for (int j = 0; j < vocab; j++)
-    {
-      cum += exp (z[j] - zmax);
-      if (cum > target)
-        return j;
-    }
-  return vocab - 1;
-}
-
 static gboolean
 lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
 {
@@ -490,8 +471,9 @@ lm_generate_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
         for (int r = 0; r < self->batch; r++)
           {
             int32_t *row = self->ctx_host + (size_t) r * self->context;
-            int32_t t = sample_row (self->logits_host + (size_t) r * LM_VOCAB, LM_VOCAB,
-                                    tach_rand_uniform (self->seed, counter, (guint64) r));
+            int32_t t = tach_sample_row (self->logits_host + (size_t) r * LM_VOCAB, LM_VOCAB,
+                                         tach_rand_uniform (self->seed, counter, (guint64) r),
+                                         NULL);
 
             self->tok_host[r] = t;
             memmove (row, row + 1, (self->context - 1) * sizeof (int32_t));
