@@ -63,6 +63,10 @@ TachDeviceKind tach_backend_kind_for (const char *device_id);
 /* "cuda" -> "cuda:0": the id of the device @device_id names, without
  * listing devices ("auto" stays "auto"), or NULL if no backend owns it. */
 char        *tach_backend_canonical_id (const char *device_id);
+/* The forms of device id the backends take, for messages and help:
+ * "auto", then each backend's ("cpu"; "cuda", "cuda:N" where it numbers its
+ * devices) in the order of their names, whether built or not. */
+GStrv        tach_backend_device_ids (void);
 
 /* Memory helpers with the sticky-error rule. */
 void   *tach_backend_alloc (TachBackend *be, size_t bytes);

@@ -6,6 +6,7 @@
  * built: the only HAVE_CUDA conditional of the C code sits on the CUDA
  * row.  A backend adds its folder, its row here and its build files.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include <glib/gi18n-lib.h>
@@ -96,6 +97,39 @@ row_for_id (const char *id, guint *ordinal)
       return &rows[i];
     }
   return NULL;
+}
+
+static int
+compare_prefix (gconstpointer a, gconstpointer b)
+{
+  return strcmp ((*(const TachBackendRow *const *) a)->prefix,
+                 (*(const TachBackendRow *const *) b)->prefix);
+}
+
+GStrv
+tach_backend_device_ids (void)
+{
+  const TachBackendRow *by_name[G_N_ELEMENTS (rows)];
+  GStrvBuilder *builder = g_strv_builder_new ();
+  GStrv ids;
+
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    by_name[i] = &rows[i];
+  qsort (by_name, G_N_ELEMENTS (rows), sizeof by_name[0], compare_prefix);
+  g_strv_builder_add (builder, "auto");
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    {
+      g_strv_builder_add (builder, by_name[i]->prefix);
+      if (by_name[i]->ordinals)
+        {
+          g_autofree char *numbered = g_strdup_printf ("%s:N", by_name[i]->prefix);
+
+          g_strv_builder_add (builder, numbered);
+        }
+    }
+  ids = g_strv_builder_end (builder);
+  g_strv_builder_unref (builder);
+  return ids;
 }
 
 /* ------------------------------------------------------------- devices */

@@ -30,6 +30,8 @@ gboolean
 tach_workload_from_string (const char *s, TachWorkload *out, GError **error)
 {
   const char *const *values = tach_knob (TACH_KNOB_WORKLOAD)->values;
+  g_autofree char *joined = NULL;
+  g_autofree char *expected = NULL;
 
   for (guint i = 0; values[i] != NULL; i++)
     if (g_strcmp0 (s, values[i]) == 0)
@@ -37,10 +39,9 @@ tach_workload_from_string (const char *s, TachWorkload *out, GError **error)
         *out = (TachWorkload) i;
         return TRUE;
       }
-  g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-               _("invalid value '%s' for --workload: expected one of bilstm, lstm-lm, cnn"),
-               s != NULL ? s : "");
-  return FALSE;
+  joined = tach_config_values_joined (values);
+  expected = g_strdup_printf (_("one of %s"), joined);
+  return tach_knob_invalid (error, "workload", s != NULL ? s : "", expected);
 }
 
 /* ---------------------------------------------------------------- defaults */
@@ -99,9 +100,8 @@ tach_config_init (TachConfig *config, TachWorkload workload)
     {
       config->optimizer = klass->default_optimizer;
       config->lr = klass->default_lr;
+      config->hidden = klass->default_hidden;
     }
-  /* W1's BiLSTM has 40 units per direction, W2's LSTM 100. */
-  config->hidden = workload == TACH_WORKLOAD_LSTM_LM ? 100 : 40;
 }
 
 void

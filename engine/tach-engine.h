@@ -33,105 +33,31 @@ typedef enum {
 
 /* ----------------------------------------------------------------- knobs */
 
-typedef enum { TACH_WORKLOAD_BILSTM, TACH_WORKLOAD_LSTM_LM, TACH_WORKLOAD_CNN, TACH_WORKLOAD_COUNT } TachWorkload;
-typedef enum { TACH_TASK_TRAIN, TACH_TASK_GENERATE } TachTask;
-typedef enum { TACH_RNN_FUSED, TACH_RNN_UNROLLED } TachRnn;
-typedef enum { TACH_LAYOUT_BATCH_MAJOR, TACH_LAYOUT_MISREAD } TachLayout;
-typedef enum { TACH_FEED_HOST_F64, TACH_FEED_HOST_F32, TACH_FEED_PREFETCH, TACH_FEED_RESIDENT } TachFeed;
-typedef enum { TACH_METRICS_NONE, TACH_METRICS_ACCURACY } TachMetrics;
-typedef enum { TACH_LAUNCH_EAGER, TACH_LAUNCH_GRAPH } TachLaunch;
-typedef enum { TACH_CALL_SETUP_PERSISTENT, TACH_CALL_SETUP_PER_CALL } TachCallSetup;
-typedef enum { TACH_SAMPLING_HOST, TACH_SAMPLING_DEVICE } TachSampling;
-typedef enum { TACH_PRECISION_FP32, TACH_PRECISION_TF32, TACH_PRECISION_BF16, TACH_PRECISION_FP16 } TachPrecision;
-typedef enum { TACH_LABELS_TEACHER, TACH_LABELS_RANDOM } TachLabels;
-typedef enum { TACH_OPTIMIZER_ADAM, TACH_OPTIMIZER_SGD } TachOptimizer;
-typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
+#include "tach-knob-list.h"
 
-/* A run configuration: a plain struct, copied by value.  Every field can
- * also be read and written by name through tach_config_set()/get(), which is
- * how the CLI and the GUI reach it, so that parsing and messages live in one
- * place.  Strings are owned by the struct: use tach_config_copy()/clear(). */
+#define TACH_KNOB_UNPAREN_(...) __VA_ARGS__
+#define TACH_KNOB_FIELD_(ID, decl, ...) TACH_KNOB_UNPAREN_ decl;
+#define TACH_KNOB_ID_(ID, ...) TACH_KNOB_##ID,
+
+/* A run configuration: a plain struct, copied by value, one field (or
+ * three: input_h, input_w, input_c) per knob of tach-knob-list.h, in its
+ * order.  Every field can also be read and written by name through
+ * tach_config_set()/get(), which is how the CLI and the GUI reach it, so
+ * that parsing and messages live in one place.  Strings (device, preset,
+ * data) are owned by the struct: use tach_config_copy()/clear(). */
 typedef struct {
-  TachWorkload  workload;
-  TachTask      task;
-  char         *device;       /* "auto", "cpu", "cuda", "cuda:N" */
-  char         *preset;       /* last preset applied, or NULL */
-
-  TachRnn       rnn;
-  TachLayout    layout;
-  TachFeed      feed;
-  guint         sync_every;   /* 1 = every step, 0 = only at the end */
-  TachMetrics   metrics;
-  TachLaunch    launch;
-  TachCallSetup call_setup;
-  TachSampling  sampling;
-  TachPrecision precision;
-
-  guint         batch;
-  guint         steps;        /* steps in all, warm-up included */
-  guint         warmup;       /* the first steps, excluded from summaries (see tach_config_get_warmup) */
-  guint64       samples;      /* dataset size in samples (0 = workload default) */
-  guint64       seed;
-  TachLabels    labels;
-  guint         threads;      /* CPU threads (0 = all cores) */
-  TachOptimizer optimizer;
-  double        lr;           /* 0 = the workload's default */
-  char         *data;         /* a data file or folder, or NULL */
-  guint         input_h, input_w, input_c; /* cnn input size */
-  TachHead      head;
-  gboolean      print_text;   /* lstm-lm generate: keep generated words */
-
-  /* Model shapes, the reports' values by default (tach_config_init). */
-  guint         seq_len;      /* bilstm: time steps per sample (10) */
-  guint         features;     /* bilstm: features per time step (300) */
-  guint         hidden;       /* LSTM units per direction (bilstm 40, lstm-lm 100) */
-  guint         layers;       /* stacked LSTM layers (1) */
-  guint         embed;        /* lstm-lm: embedding width (100) */
-  guint         context;      /* lstm-lm: context tokens (4) */
-  guint         filters[2];   /* cnn: filters of the two conv blocks (32, 64) */
-  guint         dense;        /* cnn: units of the hidden dense layer (1024) */
+  TACH_KNOB_LIST (TACH_KNOB_FIELD_)
 } TachConfig;
 
-/* Every knob, in the order of the knob table (engine/tach-knobs.c): the
+/* Every knob, in the order of the knob table (tach-knob-list.h): the
  * order of the command line's help, the GUI's rows and the CSV columns. */
 typedef enum {
-  TACH_KNOB_WORKLOAD,
-  TACH_KNOB_TASK,
-  TACH_KNOB_DEVICE,
-  TACH_KNOB_PRESET,
-  TACH_KNOB_RNN,
-  TACH_KNOB_LAYOUT,
-  TACH_KNOB_FEED,
-  TACH_KNOB_SYNC,
-  TACH_KNOB_METRICS,
-  TACH_KNOB_LAUNCH,
-  TACH_KNOB_CALL_SETUP,
-  TACH_KNOB_SAMPLING,
-  TACH_KNOB_PRECISION,
-  TACH_KNOB_BATCH,
-  TACH_KNOB_STEPS,
-  TACH_KNOB_WARMUP,
-  TACH_KNOB_SAMPLES,
-  TACH_KNOB_SEED,
-  TACH_KNOB_LABELS,
-  TACH_KNOB_THREADS,
-  TACH_KNOB_OPTIMIZER,
-  TACH_KNOB_LR,
-  TACH_KNOB_DATA,
-  TACH_KNOB_INPUT,
-  TACH_KNOB_HEAD,
-  TACH_KNOB_PRINT_TEXT,
-  /* The model's shapes (group MODEL). */
-  TACH_KNOB_SEQ_LEN,
-  TACH_KNOB_FEATURES,
-  TACH_KNOB_HIDDEN,
-  TACH_KNOB_LAYERS,
-  TACH_KNOB_EMBED,
-  TACH_KNOB_CONTEXT,
-  TACH_KNOB_FILTERS,
-  TACH_KNOB_DENSE,
+  TACH_KNOB_LIST (TACH_KNOB_ID_)
   TACH_KNOB_COUNT
 } TachKnobId;
+
+#undef TACH_KNOB_FIELD_
+#undef TACH_KNOB_ID_
 
 /* Where a user interface puts a knob. */
 typedef enum {

@@ -3,7 +3,8 @@
  *
  * The command line's help and parser, the GUI's rows, tach_config_set/get,
  * validation messages and the CSV columns all read these rows; a knob is
- * added by adding its row (and its TachKnobId and TachConfig field).
+ * added by its line in tach-knob-list.h, which also gives its TachKnobId and
+ * its TachConfig field.
  */
 #include <math.h>
 #include <stddef.h>
@@ -11,48 +12,14 @@
 
 #include <glib/gi18n-lib.h>
 
+#include "tach-backend.h"
 #include "tach-config-private.h"
 
-/* Each choice knob's values and, at the same index, their labels: what a
- * user interface shows, while the identifiers stay what tach_config_set(),
- * CSV files and the command line use. */
-#define CHOICE_LIST(knob, ...) \
-  static const char *const knob##_values[] = { __VA_ARGS__, NULL }
-#define LABEL_LIST(knob, ...) \
-  static const char *const knob##_labels[] = { __VA_ARGS__, NULL }; \
-  G_STATIC_ASSERT (G_N_ELEMENTS (knob##_values) == G_N_ELEMENTS (knob##_labels))
-
-CHOICE_LIST (workload, "bilstm", "lstm-lm", "cnn");
-LABEL_LIST (workload, NC_("knob value", "BiLSTM classifier"), NC_("knob value", "LSTM language model"),
-            NC_("knob value", "MNIST CNN"));
-CHOICE_LIST (task, "train", "generate");
-LABEL_LIST (task, NC_("knob value", "Train"), NC_("knob value", "Generate text"));
-CHOICE_LIST (rnn, "fused", "unrolled");
-LABEL_LIST (rnn, NC_("knob value", "Fused"), NC_("knob value", "Unrolled"));
-CHOICE_LIST (layout, "batch-major", "misread");
-LABEL_LIST (layout, NC_("knob value", "Batch-major"), NC_("knob value", "Misread"));
-CHOICE_LIST (feed, "host-f64", "host-f32", "prefetch", "resident");
-LABEL_LIST (feed, NC_("knob value", "Host float64"), NC_("knob value", "Host float32"),
-            NC_("knob value", "Prefetch"), NC_("knob value", "Resident"));
-CHOICE_LIST (metrics, "none", "accuracy");
-LABEL_LIST (metrics, NC_("knob value", "None"), NC_("knob value", "Accuracy"));
-CHOICE_LIST (launch, "eager", "graph");
-LABEL_LIST (launch, NC_("knob value", "Eager"), NC_("knob value", "CUDA graph"));
-CHOICE_LIST (call_setup, "persistent", "per-call");
-LABEL_LIST (call_setup, NC_("knob value", "Persistent"), NC_("knob value", "Per call"));
-CHOICE_LIST (sampling, "host", "device");
-LABEL_LIST (sampling, NC_("knob value", "Host"), NC_("knob value", "Device"));
-CHOICE_LIST (precision, "fp32", "tf32", "bf16", "fp16");
-LABEL_LIST (precision, NC_("knob value", "FP32"), NC_("knob value", "TF32"),
-            NC_("knob value", "BF16"), NC_("knob value", "FP16"));
-CHOICE_LIST (labels, "teacher", "random");
-LABEL_LIST (labels, NC_("knob value", "Teacher"), NC_("knob value", "Random"));
-CHOICE_LIST (optimizer, "adam", "sgd");
-LABEL_LIST (optimizer, NC_("knob value", "Adam"), NC_("knob value", "SGD"));
-CHOICE_LIST (head, "flatten", "gap");
-LABEL_LIST (head, NC_("knob value", "Flatten"), NC_("knob value", "Global average pooling"));
-CHOICE_LIST (print_text, "false", "true");
-LABEL_LIST (print_text, NC_("knob value", "No"), NC_("knob value", "Yes"));
+/* The workload knob's values and labels: the workloads' list. */
+#define WORKLOAD_VALUE_(ID, klass, value, label) value,
+#define WORKLOAD_LABEL_(ID, klass, value, label) label,
+static const char *const workload_values[] = { TACH_WORKLOAD_LIST (WORKLOAD_VALUE_) NULL };
+static const char *const workload_labels[] = { TACH_WORKLOAD_LIST (WORKLOAD_LABEL_) NULL };
 
 /* ------------------------------------------------------------- the rules */
 
@@ -110,7 +77,13 @@ static gboolean
 parse_device (TachConfig *config, const TachKnobInfo *knob, const char *value, GError **error)
 {
   if (*value == '\0')
-    return invalid (error, knob, value, _("one of auto, cpu, cuda, cuda:N"));
+    {
+      g_auto(GStrv) ids = tach_backend_device_ids ();
+      g_autofree char *joined = g_strjoinv (", ", ids);
+      g_autofree char *expected = g_strdup_printf (_("one of %s"), joined);
+
+      return invalid (error, knob, value, expected);
+    }
   g_free (config->device);
   config->device = g_strdup (value);
   tach_config_reapply_preset_for_device (config);
@@ -278,138 +251,51 @@ format_filters (const TachConfig *config, const TachKnobInfo *knob)
 
 /* ---------------------------------------------------------------- the table */
 
+/* The rows, out of tach-knob-list.h.  A choice knob's values and labels
+ * are compound literals (static, as at file scope); the knob-table test
+ * holds them to the same length. */
 #define FIELD(f) .offset = offsetof (TachConfig, f), .size = sizeof (((TachConfig *) 0)->f)
-#define CHOICES(knob) .kind = TACH_KNOB_KIND_CHOICE, .values = knob##_values, .labels = knob##_labels
+#define CHOICES(v, l) .kind = TACH_KNOB_KIND_CHOICE, \
+  .values = (const char *const[]) { TACH_KNOB_UNPAREN_ v, NULL }, \
+  .labels = (const char *const[]) { TACH_KNOB_UNPAREN_ l, NULL }
+#define WORKLOADS .kind = TACH_KNOB_KIND_CHOICE, .values = workload_values, .labels = workload_labels
 #define INTEGER(lo, hi) .kind = TACH_KNOB_KIND_INTEGER, .min = (lo), .max = (hi)
 #define TEXT(p, f) .kind = TACH_KNOB_KIND_TEXT, .parse = (p), .format = (f)
+#define ROW_(ID, decl, field, name, title, blurb, group, ...) \
+  [TACH_KNOB_##ID] = { TACH_KNOB_##ID, name, title, blurb, group, FIELD (field), __VA_ARGS__ },
 
-static const TachKnobInfo knobs[TACH_KNOB_COUNT] = {
-  [TACH_KNOB_WORKLOAD] = { TACH_KNOB_WORKLOAD, "workload", N_("Workload"),
-    N_("Which of the three reported workloads to run"),
-    TACH_KNOB_GROUP_SETUP, CHOICES (workload), FIELD (workload), .parse = parse_workload },
-  [TACH_KNOB_TASK] = { TACH_KNOB_TASK, "task", N_("Task"),
-    N_("Train the model or generate text with it (lstm-lm)"),
-    TACH_KNOB_GROUP_SETUP, CHOICES (task), FIELD (task), .default_value = "train",
-    .parse = parse_task },
-  [TACH_KNOB_DEVICE] = { TACH_KNOB_DEVICE, "device", N_("Device"),
-    N_("auto, cpu, cuda or cuda:N"),
-    TACH_KNOB_GROUP_SETUP, TEXT (parse_device, format_string), FIELD (device),
-    .default_value = "auto", .default_label = NC_("knob value", "Automatic") },
-  [TACH_KNOB_PRESET] = { TACH_KNOB_PRESET, "preset", N_("Preset"),
-    N_("A named combination of modes that reproduces a framework"),
-    TACH_KNOB_GROUP_SETUP, TEXT (parse_preset, format_string), FIELD (preset) },
-
-  [TACH_KNOB_RNN] = { TACH_KNOB_RNN, "rnn", N_("RNN"),
-    N_("One fused library call over the sequence, or one cell per time step"),
-    TACH_KNOB_GROUP_MODE, CHOICES (rnn), FIELD (rnn), .default_value = "fused", .is_mode = TRUE },
-  [TACH_KNOB_LAYOUT] = { TACH_KNOB_LAYOUT, "layout", N_("Layout"),
-    N_("Batch-major data, or the reported misread as time-major"),
-    TACH_KNOB_GROUP_MODE, CHOICES (layout), FIELD (layout), .default_value = "batch-major",
-    .is_mode = TRUE, .changes_results = TRUE },
-  [TACH_KNOB_FEED] = { TACH_KNOB_FEED, "feed", N_("Feeding"),
-    N_("How each batch reaches the device"),
-    TACH_KNOB_GROUP_MODE, CHOICES (feed), FIELD (feed), .default_value = "host-f32",
-    .is_mode = TRUE },
-  [TACH_KNOB_SYNC] = { TACH_KNOB_SYNC, "sync", N_("Sync every"),
-    N_("Synchronise with the device every N steps, or only at the end"),
-    TACH_KNOB_GROUP_MODE, TEXT (parse_sync, format_sync), FIELD (sync_every),
-    .default_value = "1", .is_mode = TRUE },
-  [TACH_KNOB_METRICS] = { TACH_KNOB_METRICS, "metrics", N_("Metrics"),
-    N_("Compute the accuracy metric every step"),
-    TACH_KNOB_GROUP_MODE, CHOICES (metrics), FIELD (metrics), .default_value = "none",
-    .is_mode = TRUE },
-  [TACH_KNOB_LAUNCH] = { TACH_KNOB_LAUNCH, "launch", N_("Kernel launch"),
-    N_("Launch each kernel from the host, or replay a captured graph"),
-    TACH_KNOB_GROUP_MODE, CHOICES (launch), FIELD (launch), .default_value = "eager",
-    .is_mode = TRUE },
-  [TACH_KNOB_CALL_SETUP] = { TACH_KNOB_CALL_SETUP, "call-setup", N_("Call setup"),
-    N_("Build descriptors and plans once, or on every call"),
-    TACH_KNOB_GROUP_MODE, CHOICES (call_setup), FIELD (call_setup),
-    .default_value = "persistent", .is_mode = TRUE },
-  [TACH_KNOB_SAMPLING] = { TACH_KNOB_SAMPLING, "sampling", N_("Sampling"),
-    N_("Pick the next token on the host or on the device"),
-    TACH_KNOB_GROUP_MODE, CHOICES (sampling), FIELD (sampling), .default_value = "host",
-    .is_mode = TRUE },
-  [TACH_KNOB_PRECISION] = { TACH_KNOB_PRECISION, "precision", N_("Precision"),
-    N_("Arithmetic precision of the device math"),
-    TACH_KNOB_GROUP_MODE, CHOICES (precision), FIELD (precision), .default_value = "fp32",
-    .is_mode = TRUE, .changes_results = TRUE },
-
-  [TACH_KNOB_BATCH] = { TACH_KNOB_BATCH, "batch", N_("Batch size"),
-    N_("Samples (or text streams) per step"),
-    TACH_KNOB_GROUP_RUN, INTEGER (1, G_MAXINT), FIELD (batch) },
-  [TACH_KNOB_STEPS] = { TACH_KNOB_STEPS, "steps", N_("Steps"),
-    N_("Steps to run, warm-up included"),
-    TACH_KNOB_GROUP_RUN, INTEGER (1, G_MAXUINT), FIELD (steps), .default_value = "100" },
-  [TACH_KNOB_WARMUP] = { TACH_KNOB_WARMUP, "warmup", N_("Warm-up steps"),
-    N_("The first steps, left out of summaries (at most half of the steps)"),
-    TACH_KNOB_GROUP_RUN, INTEGER (0, G_MAXUINT), FIELD (warmup), .default_value = "5" },
-  [TACH_KNOB_SAMPLES] = { TACH_KNOB_SAMPLES, "samples", N_("Dataset size"),
-    N_("Dataset size in samples (auto: 16 batches)"),
-    TACH_KNOB_GROUP_RUN, TEXT (parse_samples, format_samples), FIELD (samples),
-    .default_value = "auto" },
-  [TACH_KNOB_SEED] = { TACH_KNOB_SEED, "seed", N_("Seed"),
-    N_("Seed of every random number"),
-    TACH_KNOB_GROUP_RUN, INTEGER (0, G_MAXUINT64), FIELD (seed), .default_value = "1" },
-  [TACH_KNOB_LABELS] = { TACH_KNOB_LABELS, "labels", N_("Labels"),
-    N_("Learnable teacher labels, or the report's random ones"),
-    TACH_KNOB_GROUP_MODEL, CHOICES (labels), FIELD (labels), .default_value = "teacher" },
-  [TACH_KNOB_THREADS] = { TACH_KNOB_THREADS, "threads", N_("CPU threads"),
-    N_("CPU threads (0: all cores)"),
-    TACH_KNOB_GROUP_RUN, INTEGER (0, 4096), FIELD (threads), .default_value = "0" },
-  [TACH_KNOB_OPTIMIZER] = { TACH_KNOB_OPTIMIZER, "optimizer", N_("Optimiser"),
-    N_("Optimiser of the training step"),
-    TACH_KNOB_GROUP_MODEL, CHOICES (optimizer), FIELD (optimizer) },
-  [TACH_KNOB_LR] = { TACH_KNOB_LR, "lr", N_("Learning rate"),
-    N_("Learning rate"),
-    TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), FIELD (lr) },
-  [TACH_KNOB_DATA] = { TACH_KNOB_DATA, "data", N_("Data file"),
-    N_("A data file or folder (text corpus or IDX images)"),
-    TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string), FIELD (data) },
-  [TACH_KNOB_INPUT] = { TACH_KNOB_INPUT, "input", N_("Input size"),
-    N_("Image size HxWxC of the cnn"),
-    TACH_KNOB_GROUP_MODEL, TEXT (parse_input, format_input), FIELD (input_h),
-    .default_value = "28x28x1" },
-  [TACH_KNOB_HEAD] = { TACH_KNOB_HEAD, "head", N_("Classifier head"),
-    N_("Flatten + dense 1024, or global average pooling"),
-    TACH_KNOB_GROUP_MODEL, CHOICES (head), FIELD (head), .default_value = "flatten" },
-  [TACH_KNOB_PRINT_TEXT] = { TACH_KNOB_PRINT_TEXT, "print-text", N_("Keep generated text"),
-    N_("Keep the generated words"),
-    TACH_KNOB_GROUP_MODEL, CHOICES (print_text), FIELD (print_text), .default_value = "false",
-    .parse = parse_bool },
-
-  /* The model's shapes; the defaults are the reports' (workloads.md). */
-  [TACH_KNOB_SEQ_LEN] = { TACH_KNOB_SEQ_LEN, "seq-len", N_("Sequence length"),
-    N_("Time steps per sample of the bilstm"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (seq_len), .default_value = "10" },
-  [TACH_KNOB_FEATURES] = { TACH_KNOB_FEATURES, "features", N_("Features"),
-    N_("Features per time step of the bilstm"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (features), .default_value = "300" },
-  /* Its default is the workload's (tach_config_init): 40 or 100. */
-  [TACH_KNOB_HIDDEN] = { TACH_KNOB_HIDDEN, "hidden", N_("Hidden units"),
-    N_("LSTM units per direction"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (hidden) },
-  [TACH_KNOB_LAYERS] = { TACH_KNOB_LAYERS, "layers", N_("LSTM layers"),
-    N_("Stacked LSTM layers"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), FIELD (layers), .default_value = "1" },
-  [TACH_KNOB_EMBED] = { TACH_KNOB_EMBED, "embed", N_("Embedding width"),
-    N_("Embedding width of the lstm-lm"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), FIELD (embed), .default_value = "100" },
-  [TACH_KNOB_CONTEXT] = { TACH_KNOB_CONTEXT, "context", N_("Context tokens"),
-    N_("Context tokens of the lstm-lm"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), FIELD (context), .default_value = "4" },
-  [TACH_KNOB_FILTERS] = { TACH_KNOB_FILTERS, "filters", N_("Conv filters"),
-    N_("Filters of the cnn's two convolution blocks, e.g. 32,64"),
-    TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), FIELD (filters),
-    .default_value = "32,64" },
-  [TACH_KNOB_DENSE] = { TACH_KNOB_DENSE, "dense", N_("Dense units"),
-    N_("Units of the cnn's hidden dense layer"),
-    TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), FIELD (dense), .default_value = "1024" },
+static TachKnobInfo knobs[TACH_KNOB_COUNT] = {
+  TACH_KNOB_LIST (ROW_)
 };
+
+/* The device knob's blurb lists the device ids the backends take
+ * ("auto, cpu, cuda or cuda:N"), made once, translated, before any row
+ * is handed out; the rows are read-only from then on. */
+static void
+ensure_rows (void)
+{
+  static gsize done = 0;
+
+  if (g_once_init_enter (&done))
+    {
+      g_auto(GStrv) ids = tach_backend_device_ids ();
+      guint n = g_strv_length (ids);
+      char *last = ids[n - 1];
+      g_autofree char *head = NULL;
+
+      ids[n - 1] = NULL;
+      head = g_strjoinv (", ", ids);
+      ids[n - 1] = last;
+      /* Kept for the life of the process, as the table is. */
+      knobs[TACH_KNOB_DEVICE].blurb = g_strdup_printf (_("%s or %s"), head, last);
+      g_once_init_leave (&done, 1);
+    }
+}
 
 const TachKnobInfo *
 tach_knobs (guint *n_knobs)
 {
+  ensure_rows ();
   if (n_knobs != NULL)
     *n_knobs = G_N_ELEMENTS (knobs);
   return knobs;
@@ -419,12 +305,14 @@ const TachKnobInfo *
 tach_knob (TachKnobId id)
 {
   g_return_val_if_fail ((guint) id < TACH_KNOB_COUNT, NULL);
+  ensure_rows ();
   return &knobs[id];
 }
 
 const TachKnobInfo *
 tach_knob_lookup (const char *name)
 {
+  ensure_rows ();
   for (guint i = 0; i < G_N_ELEMENTS (knobs); i++)
     if (g_strcmp0 (knobs[i].name, name) == 0)
       return &knobs[i];

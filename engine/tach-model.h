@@ -74,6 +74,10 @@ typedef struct {
   guint         default_batch[TACH_TASK_GENERATE + 1];
   TachOptimizer default_optimizer;
   double        default_lr;
+  /* LSTM units per direction (--hidden): W1's BiLSTM has 40, W2's LSTM
+   * 100; a workload without an LSTM still gives a valid value, which its
+   * runs record. */
+  guint         default_hidden;
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of
@@ -116,8 +120,10 @@ const TachModelKnob *tach_model_knob_owner (TachKnobId knob, const TachModelClas
 /* The reason @klass's own row for @knob gives, or NULL. */
 const char          *tach_model_owned_why (const TachModelClass *klass, TachKnobId knob);
 
-extern const TachModelClass tach_bilstm_model_class;
-extern const TachModelClass tach_lstm_lm_model_class;
-extern const TachModelClass tach_cnn_model_class;
+/* Each workload's class, tach_<model class>_model_class, as
+ * TACH_WORKLOAD_LIST (tach-knob-list.h) names it. */
+#define TACH_MODEL_CLASS_DECLARE_(ID, klass, ...) extern const TachModelClass tach_##klass##_model_class;
+TACH_WORKLOAD_LIST (TACH_MODEL_CLASS_DECLARE_)
+#undef TACH_MODEL_CLASS_DECLARE_
 
 G_END_DECLS

@@ -295,8 +295,11 @@ check_settings (const TachConfig *config, GError **error)
 
   if ((guint) config->workload >= TACH_WORKLOAD_COUNT)
     {
+      g_autofree char *joined =
+        tach_config_values_joined (tach_knob (TACH_KNOB_WORKLOAD)->values);
+
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("invalid workload: expected one of bilstm, lstm-lm, cnn"));
+                   _("invalid workload: expected one of %s"), joined);
       return NULL;
     }
   klass = tach_model_class_for (config->workload);

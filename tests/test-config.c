@@ -97,6 +97,9 @@ test_knob_table (void)
         {
           g_assert_nonnull (k->labels[v]);
           g_assert_cmpstr (tach_knob_value_label (k->name, k->values[v]), !=, k->values[v]);
+          /* A label per value, no more. */
+          if (k->values[v + 1] == NULL)
+            g_assert_null (k->labels[v + 1]);
         }
       if (k->kind == TACH_KNOB_KIND_INTEGER)
         g_assert_cmpuint (k->min, <=, k->max);

@@ -357,6 +357,7 @@ const TachModelClass tach_bilstm_model_class = {
   .default_batch = { 1024, 0 },
   .default_optimizer = TACH_OPTIMIZER_ADAM,
   .default_lr = 1e-3,
+  .default_hidden = 40,
   .create = bilstm_create,
   .prepare = bilstm_prepare,
   .step = bilstm_step,

@@ -759,6 +759,7 @@ const TachModelClass tach_cnn_model_class = {
   .default_batch = { 256, 0 },
   .default_optimizer = TACH_OPTIMIZER_SGD,
   .default_lr = 1e-3,
+  .default_hidden = 40,
   .create = cnn_create,
   .prepare = cnn_prepare,
   .step = cnn_step,

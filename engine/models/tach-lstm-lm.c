@@ -726,6 +726,7 @@ const TachModelClass tach_lstm_lm_model_class = {
   .default_batch = { 256, 1 },
   .default_optimizer = TACH_OPTIMIZER_ADAM,
   .default_lr = 1e-3,
+  .default_hidden = 100,
   .create = lm_create,
   .prepare = lm_prepare,
   .step = lm_step,

@@ -1,13 +1,12 @@
-/* tach-models.c: the model registry, a plain array of the model classes,
- * and what the rest of the engine asks the workloads through it.
+/* tach-models.c: the model registry, a plain array of the model classes
+ * (one per line of TACH_WORKLOAD_LIST, tach-knob-list.h), and what the rest
+ * of the engine asks the workloads through it.
  */
 #include "tach-model.h"
 
-static const TachModelClass *const classes[] = {
-  &tach_bilstm_model_class,
-  &tach_lstm_lm_model_class,
-  &tach_cnn_model_class,
-};
+#define CLASS_(ID, klass, ...) &tach_##klass##_model_class,
+static const TachModelClass *const classes[] = { TACH_WORKLOAD_LIST (CLASS_) };
+G_STATIC_ASSERT (G_N_ELEMENTS (classes) == TACH_WORKLOAD_COUNT);
 
 const TachModelClass *
 tach_model_class_for (TachWorkload workload)

@@ -1,0 +1,207 @@
+/* tach-knob-list.h: every knob and every workload, each described once.
+ *
+ * Included by tach-engine.h, which makes TachWorkload, the TachConfig
+ * fields and TachKnobId out of these lists; engine/tach-knobs.c makes the
+ * knob table's rows out of the same lines, and engine/models/tach-models.c
+ * the model registry.  So a knob is one line of TACH_KNOB_LIST (and the
+ * enum of its values, for a choice knob, here too), a workload one line
+ * of TACH_WORKLOAD_LIST.  The translatable strings are msgids (N_, NC_),
+ * read where the rows are made.
+ */
+#pragma once
+
+/* The workloads, in the order of the workload knob's values:
+ *   X (ID, model class, value, label)
+ * gives TACH_WORKLOAD_ID, the value "value" of --workload with its label,
+ * and registers tach_<model class>_model_class (engine/models/). */
+#define TACH_WORKLOAD_LIST(X) \
+  X (BILSTM, bilstm, "bilstm", NC_("knob value", "BiLSTM classifier")) \
+  X (LSTM_LM, lstm_lm, "lstm-lm", NC_("knob value", "LSTM language model")) \
+  X (CNN, cnn, "cnn", NC_("knob value", "MNIST CNN"))
+
+#define TACH_WORKLOAD_ID_(ID, ...) TACH_WORKLOAD_##ID,
+typedef enum { TACH_WORKLOAD_LIST (TACH_WORKLOAD_ID_) TACH_WORKLOAD_COUNT } TachWorkload;
+#undef TACH_WORKLOAD_ID_
+
+/* The choice knobs' values, in the order of their CHOICES below. */
+typedef enum { TACH_TASK_TRAIN, TACH_TASK_GENERATE } TachTask;
+typedef enum { TACH_RNN_FUSED, TACH_RNN_UNROLLED } TachRnn;
+typedef enum { TACH_LAYOUT_BATCH_MAJOR, TACH_LAYOUT_MISREAD } TachLayout;
+typedef enum { TACH_FEED_HOST_F64, TACH_FEED_HOST_F32, TACH_FEED_PREFETCH, TACH_FEED_RESIDENT } TachFeed;
+typedef enum { TACH_METRICS_NONE, TACH_METRICS_ACCURACY } TachMetrics;
+typedef enum { TACH_LAUNCH_EAGER, TACH_LAUNCH_GRAPH } TachLaunch;
+typedef enum { TACH_CALL_SETUP_PERSISTENT, TACH_CALL_SETUP_PER_CALL } TachCallSetup;
+typedef enum { TACH_SAMPLING_HOST, TACH_SAMPLING_DEVICE } TachSampling;
+typedef enum { TACH_PRECISION_FP32, TACH_PRECISION_TF32, TACH_PRECISION_BF16, TACH_PRECISION_FP16 } TachPrecision;
+typedef enum { TACH_LABELS_TEACHER, TACH_LABELS_RANDOM } TachLabels;
+typedef enum { TACH_OPTIMIZER_ADAM, TACH_OPTIMIZER_SGD } TachOptimizer;
+typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
+
+/* The knobs, in the order of the command line's help, the GUI's rows and
+ * the CSV columns:
+ *   X (ID, (TachConfig field declaration), field, name, title, blurb, group, row...)
+ * gives TACH_KNOB_ID, the field of TachConfig and the knob's row
+ * (TachKnobInfo, tach-engine.h).  In row...:
+ *   CHOICES ((values...), (labels...))  a choice knob (labels in context
+ *                                       "knob value", one per value)
+ *   WORKLOADS                           the workload knob's values, above
+ *   INTEGER (lo, hi)                    a whole number, guint or guint64
+ *   TEXT (parse, format)                its own syntax, read by rules in
+ *                                       tach-knobs.c
+ * then any other TachKnobInfo fields (.default_value, .is_mode, ...).  A
+ * knob without a default value takes the workload's (tach_config_init). */
+#define TACH_KNOB_LIST(X) \
+  X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
+     N_("Which of the three reported workloads to run"), \
+     TACH_KNOB_GROUP_SETUP, WORKLOADS, .parse = parse_workload) \
+  X (TASK, (TachTask task), task, "task", N_("Task"), \
+     N_("Train the model or generate text with it (lstm-lm)"), \
+     TACH_KNOB_GROUP_SETUP, \
+     CHOICES (("train", "generate"), \
+              (NC_("knob value", "Train"), NC_("knob value", "Generate text"))), \
+     .default_value = "train", .parse = parse_task) \
+  /* A device id, or "auto"; the blurb lists the ids the backends' rows \
+   * take (tach-knobs.c). */ \
+  X (DEVICE, (char *device), device, "device", N_("Device"), \
+     NULL, \
+     TACH_KNOB_GROUP_SETUP, TEXT (parse_device, format_string), \
+     .default_value = "auto", .default_label = NC_("knob value", "Automatic")) \
+  /* The last preset applied, or NULL. */ \
+  X (PRESET, (char *preset), preset, "preset", N_("Preset"), \
+     N_("A named combination of modes that reproduces a framework"), \
+     TACH_KNOB_GROUP_SETUP, TEXT (parse_preset, format_string)) \
+  \
+  X (RNN, (TachRnn rnn), rnn, "rnn", N_("RNN"), \
+     N_("One fused library call over the sequence, or one cell per time step"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("fused", "unrolled"), (NC_("knob value", "Fused"), NC_("knob value", "Unrolled"))), \
+     .default_value = "fused", .is_mode = TRUE) \
+  X (LAYOUT, (TachLayout layout), layout, "layout", N_("Layout"), \
+     N_("Batch-major data, or the reported misread as time-major"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("batch-major", "misread"), \
+              (NC_("knob value", "Batch-major"), NC_("knob value", "Misread"))), \
+     .default_value = "batch-major", .is_mode = TRUE, .changes_results = TRUE) \
+  X (FEED, (TachFeed feed), feed, "feed", N_("Feeding"), \
+     N_("How each batch reaches the device"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("host-f64", "host-f32", "prefetch", "resident"), \
+              (NC_("knob value", "Host float64"), NC_("knob value", "Host float32"), \
+               NC_("knob value", "Prefetch"), NC_("knob value", "Resident"))), \
+     .default_value = "host-f32", .is_mode = TRUE) \
+  /* 1 = every step, 0 = only at the end */ \
+  X (SYNC, (guint sync_every), sync_every, "sync", N_("Sync every"), \
+     N_("Synchronise with the device every N steps, or only at the end"), \
+     TACH_KNOB_GROUP_MODE, TEXT (parse_sync, format_sync), \
+     .default_value = "1", .is_mode = TRUE) \
+  X (METRICS, (TachMetrics metrics), metrics, "metrics", N_("Metrics"), \
+     N_("Compute the accuracy metric every step"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "accuracy"), (NC_("knob value", "None"), NC_("knob value", "Accuracy"))), \
+     .default_value = "none", .is_mode = TRUE) \
+  X (LAUNCH, (TachLaunch launch), launch, "launch", N_("Kernel launch"), \
+     N_("Launch each kernel from the host, or replay a captured graph"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("eager", "graph"), (NC_("knob value", "Eager"), NC_("knob value", "CUDA graph"))), \
+     .default_value = "eager", .is_mode = TRUE) \
+  X (CALL_SETUP, (TachCallSetup call_setup), call_setup, "call-setup", N_("Call setup"), \
+     N_("Build descriptors and plans once, or on every call"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("persistent", "per-call"), \
+              (NC_("knob value", "Persistent"), NC_("knob value", "Per call"))), \
+     .default_value = "persistent", .is_mode = TRUE) \
+  X (SAMPLING, (TachSampling sampling), sampling, "sampling", N_("Sampling"), \
+     N_("Pick the next token on the host or on the device"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("host", "device"), (NC_("knob value", "Host"), NC_("knob value", "Device"))), \
+     .default_value = "host", .is_mode = TRUE) \
+  X (PRECISION, (TachPrecision precision), precision, "precision", N_("Precision"), \
+     N_("Arithmetic precision of the device math"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("fp32", "tf32", "bf16", "fp16"), \
+              (NC_("knob value", "FP32"), NC_("knob value", "TF32"), \
+               NC_("knob value", "BF16"), NC_("knob value", "FP16"))), \
+     .default_value = "fp32", .is_mode = TRUE, .changes_results = TRUE) \
+  \
+  X (BATCH, (guint batch), batch, "batch", N_("Batch size"), \
+     N_("Samples (or text streams) per step"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (1, G_MAXINT)) \
+  /* Steps in all, warm-up included. */ \
+  X (STEPS, (guint steps), steps, "steps", N_("Steps"), \
+     N_("Steps to run, warm-up included"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (1, G_MAXUINT), .default_value = "100") \
+  /* The first steps, excluded from summaries (see tach_config_get_warmup). */ \
+  X (WARMUP, (guint warmup), warmup, "warmup", N_("Warm-up steps"), \
+     N_("The first steps, left out of summaries (at most half of the steps)"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (0, G_MAXUINT), .default_value = "5") \
+  /* Dataset size in samples (0 = workload default). */ \
+  X (SAMPLES, (guint64 samples), samples, "samples", N_("Dataset size"), \
+     N_("Dataset size in samples (auto: 16 batches)"), \
+     TACH_KNOB_GROUP_RUN, TEXT (parse_samples, format_samples), .default_value = "auto") \
+  X (SEED, (guint64 seed), seed, "seed", N_("Seed"), \
+     N_("Seed of every random number"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (0, G_MAXUINT64), .default_value = "1") \
+  X (LABELS, (TachLabels labels), labels, "labels", N_("Labels"), \
+     N_("Learnable teacher labels, or the report's random ones"), \
+     TACH_KNOB_GROUP_MODEL, \
+     CHOICES (("teacher", "random"), (NC_("knob value", "Teacher"), NC_("knob value", "Random"))), \
+     .default_value = "teacher") \
+  /* CPU threads (0 = all cores). */ \
+  X (THREADS, (guint threads), threads, "threads", N_("CPU threads"), \
+     N_("CPU threads (0: all cores)"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (0, 4096), .default_value = "0") \
+  X (OPTIMIZER, (TachOptimizer optimizer), optimizer, "optimizer", N_("Optimiser"), \
+     N_("Optimiser of the training step"), \
+     TACH_KNOB_GROUP_MODEL, \
+     CHOICES (("adam", "sgd"), (NC_("knob value", "Adam"), NC_("knob value", "SGD")))) \
+  /* 0 = the workload's default */ \
+  X (LR, (double lr), lr, "lr", N_("Learning rate"), \
+     N_("Learning rate"), \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr)) \
+  /* A data file or folder, or NULL. */ \
+  X (DATA, (char *data), data, "data", N_("Data file"), \
+     N_("A data file or folder (text corpus or IDX images)"), \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string)) \
+  /* The cnn's input size. */ \
+  X (INPUT, (guint input_h, input_w, input_c), input_h, "input", N_("Input size"), \
+     N_("Image size HxWxC of the cnn"), \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_input, format_input), .default_value = "28x28x1") \
+  X (HEAD, (TachHead head), head, "head", N_("Classifier head"), \
+     N_("Flatten + dense 1024, or global average pooling"), \
+     TACH_KNOB_GROUP_MODEL, \
+     CHOICES (("flatten", "gap"), \
+              (NC_("knob value", "Flatten"), NC_("knob value", "Global average pooling"))), \
+     .default_value = "flatten") \
+  /* lstm-lm generate: keep the generated words. */ \
+  X (PRINT_TEXT, (gboolean print_text), print_text, "print-text", N_("Keep generated text"), \
+     N_("Keep the generated words"), \
+     TACH_KNOB_GROUP_MODEL, \
+     CHOICES (("false", "true"), (NC_("knob value", "No"), NC_("knob value", "Yes"))), \
+     .default_value = "false", .parse = parse_bool) \
+  \
+  /* The model's shapes; the defaults are the reports' (workloads.md). */ \
+  X (SEQ_LEN, (guint seq_len), seq_len, "seq-len", N_("Sequence length"), \
+     N_("Time steps per sample of the bilstm"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "10") \
+  X (FEATURES, (guint features), features, "features", N_("Features"), \
+     N_("Features per time step of the bilstm"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "300") \
+  /* LSTM units per direction: the workload's default, bilstm 40, lstm-lm 100. */ \
+  X (HIDDEN, (guint hidden), hidden, "hidden", N_("Hidden units"), \
+     N_("LSTM units per direction"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536)) \
+  X (LAYERS, (guint layers), layers, "layers", N_("LSTM layers"), \
+     N_("Stacked LSTM layers"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), .default_value = "1") \
+  X (EMBED, (guint embed), embed, "embed", N_("Embedding width"), \
+     N_("Embedding width of the lstm-lm"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "100") \
+  X (CONTEXT, (guint context), context, "context", N_("Context tokens"), \
+     N_("Context tokens of the lstm-lm"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "4") \
+  X (FILTERS, (guint filters[2]), filters, "filters", N_("Conv filters"), \
+     N_("Filters of the cnn's two convolution blocks, e.g. 32,64"), \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64") \
+  X (DENSE, (guint dense), dense, "dense", N_("Dense units"), \
+     N_("Units of the cnn's hidden dense layer"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024")
