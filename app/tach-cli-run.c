@@ -99,16 +99,20 @@ tach_cli_on_notify (TachRun *run, gpointer user_data)
   if (run != session->run)
     return;
 
-  g_array_set_size (session->scratch, 0);
-  tach_run_drain_samples (run, session->scratch);
-  for (guint i = 0; i < session->scratch->len; i++)
+  do
     {
-      const TachSample *sample = &g_array_index (session->scratch, TachSample, i);
+      g_array_set_size (session->scratch, 0);
+      tach_run_drain_samples (run, session->scratch);
+      for (guint i = 0; i < session->scratch->len; i++)
+        {
+          const TachSample *sample = &g_array_index (session->scratch, TachSample, i);
 
-      session->done_steps = MAX (session->done_steps, sample->step + 1);
-      if (!isnan (sample->loss))
-        session->last_loss = sample->loss;
+          session->done_steps = MAX (session->done_steps, sample->step + 1);
+          if (!isnan (sample->loss))
+            session->last_loss = sample->loss;
+        }
     }
+  while (session->scratch->len == TACH_RUN_DRAIN_MAX);
   /* Between sync points the engine still says how far it has got. */
   session->done_steps = MAX (session->done_steps, tach_run_get_steps_done (run));
 
@@ -408,14 +412,12 @@ gboolean
 tach_cli_run_has_results (TachRun *run)
 {
   TachRunState state = tach_run_get_state (run);
-  g_autoptr(GArray) samples = NULL;
 
   if (state == TACH_RUN_STATE_FINISHED)
     return TRUE;
   if (state != TACH_RUN_STATE_CANCELLED && state != TACH_RUN_STATE_FAILED)
     return FALSE;
-  samples = tach_run_dup_samples (run);
-  return samples != NULL && samples->len > 0;
+  return tach_run_get_n_samples (run) > 0;
 }
 
 /* ------------------------------------------------------------------- run */
@@ -472,9 +474,7 @@ tach_cli_command_run (const TachCliOptions *options)
           /* What was measured before the failure is still shown. */
           if (tach_cli_run_has_results (run))
             {
-              g_autoptr(GArray) measured = tach_run_dup_samples (run);
-
-              printf (_("  (failed after %u steps)\n"), measured->len);
+              printf (_("  (failed after %u steps)\n"), tach_run_get_n_samples (run));
               tach_cli_print_summary (run);
             }
         }

@@ -236,33 +236,36 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   g_string_append_len (out, row->str, row->len);
 }
 
+/* Appends one samples.csv row of @s to @row (empty, or ending a row). */
+static void
+add_sample_row (GString *row, const char *run_id, const TachSample *s)
+{
+  add_field (row, run_id);
+  add_uint (row, s->step);
+  add_field (row, s->warmup ? "1" : "0");
+  add_double (row, s->wall_s);
+  add_double (row, s->step_ms);
+  add_double (row, s->feed_ms);
+  add_double (row, s->compute_ms);
+  add_double (row, s->sync_ms);
+  add_double (row, s->host_ms);
+  add_double (row, s->loss);
+  add_double (row, s->accuracy);
+  add_double (row, s->device_step_ms);
+  add_double (row, s->api_calls);
+  end_row (row);
+}
+
 static void
 append_sample_rows (GString *out, TachRun *run, const char *run_id)
 {
-  g_autoptr(GArray) samples = tach_run_dup_samples (run);
-  g_autoptr(GString) row = g_string_new (NULL);
+  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
 
-  for (guint i = 0; i < samples->len; i++)
-    {
-      const TachSample *s = &g_array_index (samples, TachSample, i);
-
-      g_string_truncate (row, 0);
-      add_field (row, run_id);
-      add_uint (row, s->step);
-      add_field (row, s->warmup ? "1" : "0");
-      add_double (row, s->wall_s);
-      add_double (row, s->step_ms);
-      add_double (row, s->feed_ms);
-      add_double (row, s->compute_ms);
-      add_double (row, s->sync_ms);
-      add_double (row, s->host_ms);
-      add_double (row, s->loss);
-      add_double (row, s->accuracy);
-      add_double (row, s->device_step_ms);
-      add_double (row, s->api_calls);
-      end_row (row);
-      g_string_append_len (out, row->str, row->len);
-    }
+  /* A bounded range of samples at a time. */
+  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
+       from += samples->len, g_array_set_size (samples, 0))
+    for (guint i = 0; i < samples->len; i++)
+      add_sample_row (out, run_id, &g_array_index (samples, TachSample, i));
 }
 
 /* Loads @path into @content (empty if absent) after checking its header;

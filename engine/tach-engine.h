@@ -218,7 +218,10 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachDeviceInfo, tach_device_info_free)
 
 /* ------------------------------------------------------------------ runs */
 
-/* One step's measurement.  Times in milliseconds; NaN where not observed. */
+/* One step's measurement.  Times in milliseconds; NaN where not observed.
+ * A run keeps its samples in a few bytes each, and gives them back as kept:
+ * each value rounded to a float once, feed, sync and host to 0.05%
+ * (tach-sample-store.h says how). */
 typedef struct {
   guint64 step;        /* 0-based, warm-up steps first */
   gboolean warmup;
@@ -306,10 +309,20 @@ gboolean      tach_run_wait (TachRun *run, GError **error);
 /* Steps run so far, including those whose samples wait for the next sync
  * point (sync=end publishes nothing before the end).  Any thread. */
 guint         tach_run_get_steps_done (TachRun *run);
-/* Moves samples not yet drained into @out (element type TachSample). */
+/* Moves samples not yet drained into @out (element type TachSample), at
+ * most TACH_RUN_DRAIN_MAX of them: call again while it returns that many.
+ * Returns how many. */
+#define TACH_RUN_DRAIN_MAX 65536
 guint         tach_run_drain_samples (TachRun *run, GArray *out);
-/* All samples so far (copy).  Any thread. */
+/* All samples so far (copy: 96 bytes a step, where the run keeps a few;
+ * for short runs and tests).  Any thread. */
 GArray       *tach_run_dup_samples (TachRun *run);
+/* How many samples the run holds so far.  Any thread. */
+guint         tach_run_get_n_samples (TachRun *run);
+/* Appends samples [@from, @from + @n) (those there are) to @out (element
+ * type TachSample); returns how many.  Long runs are read this way, a
+ * bounded range at a time.  Any thread. */
+guint         tach_run_copy_samples (TachRun *run, guint from, guint n, GArray *out);
 TachRunState  tach_run_get_state (TachRun *run);
 /* The error of a failed run, or NULL.  Valid until the run is freed. */
 const GError *tach_run_get_error (TachRun *run);

@@ -401,7 +401,7 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   run->device = device;
   g_mutex_init (&run->lock);
   g_cond_init (&run->cond);
-  run->samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  run->samples = tach_sample_store_new ();
   run->state = state_from_string (field (columns, fields, "state"));
   if (message != NULL && *message != '\0')
     run->error = g_error_new_literal (TACH_ERROR, TACH_ERROR_DATA, message);
@@ -534,7 +534,7 @@ load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
           add_problem (problems, path, line, msg);
           continue;
         }
-      g_array_append_val (run->samples, s);
+      tach_sample_store_append (run->samples, &s);
     }
 }
 

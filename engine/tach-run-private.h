@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tach-engine.h"
+#include "tach-sample-store.h"
 
 G_BEGIN_DECLS
 
@@ -31,7 +32,7 @@ struct _TachRun {
 
   GMutex         lock;
   GCond          cond;            /* signalled when the state leaves RUNNING */
-  GArray        *samples;         /* TachSample, under lock */
+  TachSampleStore *samples;       /* under lock */
   guint          drained;         /* samples[0..drained) were drained */
   TachRunState   state;           /* under lock */
   GError        *error;           /* under lock; set once before FAILED */

@@ -8,11 +8,12 @@ tach_run_drain_samples (TachRun *run, GArray *out)
 {
   guint n;
 
+  /* At most TACH_RUN_DRAIN_MAX at a time: a run that syncs only at its end
+   * publishes every step at once, and a copy of them all would be the
+   * memory the compact store saves. */
   g_mutex_lock (&run->lock);
-  n = run->samples->len - run->drained;
-  if (n > 0)
-    g_array_append_vals (out, &g_array_index (run->samples, TachSample, run->drained), n);
-  run->drained = run->samples->len;
+  n = tach_sample_store_copy (run->samples, run->drained, TACH_RUN_DRAIN_MAX, out);
+  run->drained += n;
   g_mutex_unlock (&run->lock);
   return n;
 }
@@ -23,10 +24,33 @@ tach_run_dup_samples (TachRun *run)
   GArray *copy;
 
   g_mutex_lock (&run->lock);
-  copy = g_array_sized_new (FALSE, FALSE, sizeof (TachSample), run->samples->len);
-  g_array_append_vals (copy, run->samples->data, run->samples->len);
+  copy = g_array_sized_new (FALSE, FALSE, sizeof (TachSample),
+                            tach_sample_store_get_length (run->samples));
+  tach_sample_store_copy (run->samples, 0, G_MAXUINT, copy);
   g_mutex_unlock (&run->lock);
   return copy;
+}
+
+guint
+tach_run_get_n_samples (TachRun *run)
+{
+  guint n;
+
+  g_mutex_lock (&run->lock);
+  n = tach_sample_store_get_length (run->samples);
+  g_mutex_unlock (&run->lock);
+  return n;
+}
+
+guint
+tach_run_copy_samples (TachRun *run, guint from, guint n, GArray *out)
+{
+  guint copied;
+
+  g_mutex_lock (&run->lock);
+  copied = tach_sample_store_copy (run->samples, from, n, out);
+  g_mutex_unlock (&run->lock);
+  return copied;
 }
 
 TachRunState
@@ -90,9 +114,8 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
       return;
     }
   g_mutex_lock (&run->lock);
-  tach_summary_compute ((const TachSample *) run->samples->data, run->samples->len,
-                        run->items_per_step, run->flops_per_step, run->device->peak_flops,
-                        summary);
+  tach_summary_compute_store (run->samples, run->items_per_step, run->flops_per_step,
+                              run->device->peak_flops, summary);
   summary->peak_memory_bytes = run->peak_memory;
   summary->test_accuracy = run->test_accuracy;
   g_mutex_unlock (&run->lock);

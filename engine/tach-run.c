@@ -3,7 +3,7 @@
  * The engine thread ("tach-engine") creates the backend and the model, so
  * that every backend call happens on that one thread.  Each step's loss
  * (and accuracy) is written by the model into a device buffer that holds
- * one float per step; at each sync point the runner synchronises, reads the
+ * one float per step since the last sync point; at each sync point the runner synchronises, reads the
  * pending losses back in one download and publishes those steps' samples.
  * So the loss curve is complete whatever the sync cadence, while the cost
  * of syncing is paid exactly as the mode says.
@@ -64,10 +64,13 @@ typedef struct {
   TachBackend          *be;
   const TachModelClass *klass;
   TachModel            *model;
-  float                *loss_dev;  /* one float per step */
+  /* One float per step not yet read back, step i in slot i % loss_slots:
+   * a sync every N steps needs N slots, not one per step of the run. */
+  float                *loss_dev;
   float                *acc_dev;
   float                *loss_host;
   float                *acc_host;
+  guint64               loss_slots;
   TachStepTimer         timer;
   GArray               *pending;   /* Pending */
   gint64                t0;        /* monotonic start, ns */
@@ -110,7 +113,7 @@ tach_run_new (const TachConfig *config, GError **error)
   run->device = g_steal_pointer (&device);
   g_mutex_init (&run->lock);
   g_cond_init (&run->cond);
-  run->samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  run->samples = tach_sample_store_new ();
   run->state = TACH_RUN_STATE_READY;
   run->test_accuracy = NAN;
   return run;
@@ -135,7 +138,7 @@ tach_run_unref (TachRun *run)
     g_thread_unref (run->thread);
   tach_config_clear (&run->config);
   tach_device_info_free (run->device);
-  g_array_unref (run->samples);
+  tach_sample_store_free (run->samples);
   g_clear_error (&run->error);
   g_free (run->text);
   g_free (run->algorithms);
@@ -221,7 +224,7 @@ engine_sync (Engine *e, double *sync_ms)
 {
   gint64 t = tach_now_ns ();
   Pending *first, *last;
-  guint64 from, count;
+  guint64 from, count, wrap;
 
   *sync_ms = 0.0;
   if (e->pending->len == 0)
@@ -232,10 +235,23 @@ engine_sync (Engine *e, double *sync_ms)
   count = last->sample.step - from + 1;
 
   tach_backend_synchronize (e->be);
+  /* The pending steps' slots, in one piece or two where they wrap. */
+  from %= e->loss_slots;
+  wrap = from + count > e->loss_slots ? from + count - e->loss_slots : 0;
   if (e->loss_dev != NULL)
-    tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from, count * sizeof (float));
+    {
+      tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from,
+                             (count - wrap) * sizeof (float));
+      if (wrap > 0)
+        tach_backend_download (e->be, e->loss_host, e->loss_dev, wrap * sizeof (float));
+    }
   if (e->acc_dev != NULL)
-    tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from, count * sizeof (float));
+    {
+      tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from,
+                             (count - wrap) * sizeof (float));
+      if (wrap > 0)
+        tach_backend_download (e->be, e->acc_host, e->acc_dev, wrap * sizeof (float));
+    }
   *sync_ms = (double) (tach_now_ns () - t) / 1e6;
   if (!tach_backend_ok (e->be))
     return FALSE;
@@ -243,10 +259,11 @@ engine_sync (Engine *e, double *sync_ms)
   for (guint i = 0; i < e->pending->len; i++)
     {
       Pending *p = &g_array_index (e->pending, Pending, i);
+      guint64 slot = p->sample.step % e->loss_slots;
 
       engine_time (e, p);
-      p->sample.loss = e->loss_dev != NULL ? (double) e->loss_host[p->sample.step] : NAN;
-      p->sample.accuracy = e->acc_dev != NULL ? (double) e->acc_host[p->sample.step] : NAN;
+      p->sample.loss = e->loss_dev != NULL ? (double) e->loss_host[slot] : NAN;
+      p->sample.accuracy = e->acc_dev != NULL ? (double) e->acc_host[slot] : NAN;
     }
   return tach_backend_ok (e->be);
 }
@@ -258,7 +275,7 @@ engine_publish (Engine *e)
 
   g_mutex_lock (&run->lock);
   for (guint i = 0; i < e->pending->len; i++)
-    g_array_append_val (run->samples, g_array_index (e->pending, Pending, i).sample);
+    tach_sample_store_append (run->samples, &g_array_index (e->pending, Pending, i).sample);
   g_mutex_unlock (&run->lock);
   g_array_set_size (e->pending, 0);
   schedule_notify (run);
@@ -313,13 +330,16 @@ engine_setup (Engine *e, guint64 total, GError **error)
   run->flops_per_step = e->klass->flops_per_step (e->model);
   g_mutex_unlock (&run->lock);
 
-  /* Generation has a loss too: the mean -log p of the sampled tokens. */
-  e->loss_dev = tach_backend_alloc (e->be, total * sizeof (float));
-  e->loss_host = g_try_new (float, total);
+  /* Generation has a loss too: the mean -log p of the sampled tokens.  At
+   * most sync_every steps are pending at once (every multiple of it is a
+   * sync point). */
+  e->loss_slots = config->sync_every > 0 ? MIN (total, (guint64) config->sync_every) : total;
+  e->loss_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
+  e->loss_host = g_try_new (float, e->loss_slots);
   if (config->metrics == TACH_METRICS_ACCURACY)
     {
-      e->acc_dev = tach_backend_alloc (e->be, total * sizeof (float));
-      e->acc_host = g_try_new (float, total);
+      e->acc_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
+      e->acc_host = g_try_new (float, e->loss_slots);
     }
   /* Where ops finish before they return, events would be host timestamps:
    * such a backend's steps use the runner's clock. */
@@ -386,8 +406,8 @@ engine_step (Engine *e, guint64 i, TachStepCtx *ctx, GError **error)
   const TachModelClass *klass = e->klass;
 
   ctx->step = i;
-  ctx->loss_slot = e->loss_dev != NULL ? e->loss_dev + i : NULL;
-  ctx->acc_slot = e->acc_dev != NULL ? e->acc_dev + i : NULL;
+  ctx->loss_slot = e->loss_dev != NULL ? e->loss_dev + i % e->loss_slots : NULL;
+  ctx->acc_slot = e->acc_dev != NULL ? e->acc_dev + i % e->loss_slots : NULL;
   if (klass->prepare != NULL && !klass->prepare (e->model, ctx, error))
     return FALSE;
   if (i < e->capture_step)

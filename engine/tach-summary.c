@@ -11,14 +11,64 @@
  * and the summary says so (rate_clock).  Beside the median, the end-to-end
  * rate divides the measured steps by the wall time from the end of warm-up
  * to the final synchronisation, which any clock must agree with.
+ *
+ * Memory: a summary reads the samples in passes (from an array, or from a
+ * run's compact store, tach-sample-store.h) and keeps no per-step copy:
+ * the loss windows are two rings of ten, and a percentile of many values
+ * is found by radix selection, one pass per 16 bits where the values
+ * differ, which gives exactly what sorting a copy of them would.  Only
+ * short runs (fewer values than the sort limit) sort a copy.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "tach-engine.h"
+#include "tach-sample-store.h"
 
 #define LOSS_WINDOW 10
+/* Percentile queries one summary asks: p10, p50, p90 of the rates (two
+ * ranks each) and the median of the call counts (two ranks). */
+#define MAX_QUERIES 8
+#define DIGIT_BITS 16
+
+static guint sort_limit = 1 << 16;
+
+guint
+tach_summary_set_sort_limit (guint limit)
+{
+  guint old = sort_limit;
+
+  sort_limit = limit;
+  return old;
+}
+
+/* Where samples come from: an array, or a store read in order. */
+typedef struct {
+  const TachSample      *samples;   /* or NULL */
+  guint                  n;
+  const TachSampleStore *store;
+  guint                  i;
+  TachSampleIter         iter;
+} Source;
+
+static void
+source_rewind (Source *src)
+{
+  src->i = 0;
+  if (src->store != NULL)
+    tach_sample_iter_init (&src->iter, src->store, 0);
+}
+
+static gboolean
+source_next (Source *src, TachSample *out)
+{
+  if (src->store != NULL)
+    return tach_sample_iter_next (&src->iter, out);
+  if (src->i >= src->n)
+    return FALSE;
+  *out = src->samples[src->i++];
+  return TRUE;
+}
 
 static int
 compare_doubles (const void *a, const void *b)
@@ -28,35 +78,51 @@ compare_doubles (const void *a, const void *b)
   return (x > y) - (x < y);
 }
 
+/* The ranks of sorted values that percentile @p of @n values reads:
+ * closest ranks, interpolated (*frac of the way from lo to hi). */
+static void
+percentile_ranks (guint n, double p, guint *lo, guint *hi, double *frac)
+{
+  double pos = p * (double) (n - 1);
+
+  *lo = (guint) floor (pos);
+  if (*lo + 1 >= n)
+    {
+      *lo = *hi = n - 1;
+      *frac = 0.0;
+      return;
+    }
+  *hi = *lo + 1;
+  *frac = pos - (double) *lo;
+}
+
 /* Linear interpolation between closest ranks of sorted @v. */
 static double
 percentile (const double *v, guint n, double p)
 {
-  double pos, frac;
-  guint lo;
+  guint lo, hi;
+  double frac;
 
   if (n == 0)
     return NAN;
-  pos = p * (double) (n - 1);
-  lo = (guint) floor (pos);
-  if (lo + 1 >= n)
+  percentile_ranks (n, p, &lo, &hi, &frac);
+  if (lo == hi)
     return v[n - 1];
-  frac = pos - (double) lo;
   return v[lo] + frac * (v[lo + 1] - v[lo]);
 }
 
-/* Mean of the observed (non-NaN) losses among @count measured samples
- * starting at measured index @from. */
+/* Mean of the observed (non-NaN) losses of @count measured steps from
+ * measured index @from, kept in @ring by index modulo LOSS_WINDOW. */
 static double
-mean_loss (const TachSample *const *measured, guint from, guint count)
+mean_loss (const double *ring, guint from, guint count)
 {
   double sum = 0.0;
   guint seen = 0;
 
   for (guint i = from; i < from + count; i++)
-    if (!isnan (measured[i]->loss))
+    if (!isnan (ring[i % LOSS_WINDOW]))
       {
-        sum += measured[i]->loss;
+        sum += ring[i % LOSS_WINDOW];
         seen++;
       }
   return seen > 0 ? sum / seen : NAN;
@@ -70,75 +136,302 @@ add_phase (double *sum, double value)
     *sum += value;
 }
 
-void
-tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step,
-                      double flops_per_step, double device_peak_flops, TachSummary *out)
+/* @x >> @n, 0 when @n is the width of @x. */
+static guint64
+shift_right (guint64 x, guint n)
 {
-  g_autofree const TachSample **measured = g_new (const TachSample *, MAX (n, 1));
-  g_autofree double *rates = g_new (double, MAX (n, 1));
-  guint n_measured = 0, n_rates = 0, n_device = 0, n_calls = 0;
+  return n >= 64 ? 0 : x >> n;
+}
+
+/* What percentiles are taken of. */
+typedef enum { STREAM_STEP_MS, STREAM_DEVICE_MS, STREAM_CALLS, N_STREAMS } Stream;
+
+/* A double's bits, ordered as the doubles are. */
+static guint64
+sort_key (double v)
+{
+  guint64 u;
+
+  memcpy (&u, &v, sizeof u);
+  return (u >> 63) != 0 ? ~u : u | (G_GUINT64_CONSTANT (1) << 63);
+}
+
+static double
+key_value (guint64 key)
+{
+  guint64 u = (key >> 63) != 0 ? key & ~(G_GUINT64_CONSTANT (1) << 63) : ~key;
+  double v;
+
+  memcpy (&v, &u, sizeof v);
+  return v;
+}
+
+/* Whether @s is a measured step whose rate counts, and its value on
+ * @stream (the rates are 1000 / the step time of the rate's clock). */
+static gboolean
+stream_value (const TachSample *s, Stream stream, double *v)
+{
+  if (s->warmup)
+    return FALSE;
+  if (stream == STREAM_CALLS)
+    {
+      *v = s->api_calls;
+      return isfinite (s->api_calls);
+    }
+  if (!(s->step_ms > 0.0 && isfinite (s->step_ms)))
+    return FALSE;
+  *v = stream == STREAM_STEP_MS ? s->step_ms : s->device_step_ms;
+  return TRUE;
+}
+
+/* The bits where the keys of a stream differ, for the selection to look at
+ * only those: the high ones they all share and the low ones all zero (a
+ * float kept in a double) are known. */
+typedef struct {
+  guint64 and_keys, or_keys;
+} KeyBits;
+
+static void
+key_bits_add (KeyBits *bits, guint64 key)
+{
+  bits->and_keys &= key;
+  bits->or_keys |= key;
+}
+
+typedef struct {
+  Stream  stream;
+  guint64 rank;      /* among the values still matching */
+  guint64 prefix;    /* the key's bits above shift, found so far */
+  double  value;
+} Query;
+
+/* Finds each query's value (its rank among its stream's values) by radix
+ * selection: a pass per DIGIT_BITS of the bits where keys differ, each
+ * counting the next digit of the keys that match the digits found. */
+static void
+select_values (Source *src, Query *queries, guint n_queries, const KeyBits *bits)
+{
+  g_autofree guint32 *hist = g_new (guint32, (gsize) n_queries << DIGIT_BITS);
+  guint top[N_STREAMS], low[N_STREAMS];
+  TachSample s;
+
+  for (guint k = 0; k < N_STREAMS; k++)
+    {
+      guint64 differ = bits[k].and_keys ^ bits[k].or_keys;
+
+      top[k] = differ != 0 ? 64 - (guint) __builtin_clzll (differ) : 0;
+      low[k] = bits[k].or_keys != 0 ? (guint) __builtin_ctzll (bits[k].or_keys) : 0;
+      low[k] = MIN (low[k], top[k]);
+    }
+  for (guint q = 0; q < n_queries; q++)
+    queries[q].prefix = shift_right (bits[queries[q].stream].and_keys, top[queries[q].stream]);
+
+  for (guint pass = 0;; pass++)
+    {
+      gboolean any = FALSE;
+      guint shift[MAX_QUERIES], width[MAX_QUERIES];
+
+      for (guint q = 0; q < n_queries; q++)
+        {
+          Stream k = queries[q].stream;
+          guint done = MIN (pass * DIGIT_BITS, top[k] - low[k]);
+
+          width[q] = MIN (DIGIT_BITS, top[k] - low[k] - done);
+          shift[q] = top[k] - done - width[q];
+          any |= width[q] > 0;
+        }
+      if (!any)
+        break;
+      memset (hist, 0, ((gsize) n_queries << DIGIT_BITS) * sizeof (guint32));
+      source_rewind (src);
+      while (source_next (src, &s))
+        for (guint q = 0; q < n_queries; q++)
+          {
+            double v;
+            guint64 key;
+
+            if (width[q] == 0 || !stream_value (&s, queries[q].stream, &v))
+              continue;
+            key = sort_key (v);
+            if (shift_right (key, shift[q] + width[q]) != queries[q].prefix)
+              continue;
+            hist[((gsize) q << DIGIT_BITS) + ((key >> shift[q]) & ((1u << width[q]) - 1))]++;
+          }
+      for (guint q = 0; q < n_queries; q++)
+        {
+          const guint32 *h = hist + ((gsize) q << DIGIT_BITS);
+          guint64 below = 0;
+          guint d = 0;
+
+          if (width[q] == 0)
+            continue;
+          while (below + h[d] <= queries[q].rank)
+            below += h[d++];
+          queries[q].rank -= below;
+          queries[q].prefix = (queries[q].prefix << width[q]) | d;
+        }
+    }
+  for (guint q = 0; q < n_queries; q++)
+    {
+      Stream k = queries[q].stream;
+
+      queries[q].value = key_value ((queries[q].prefix << low[k])
+                                    | (bits[k].and_keys & ((G_GUINT64_CONSTANT (1) << low[k]) - 1)));
+    }
+}
+
+/* Adds queries for percentile @p of @n values of @stream; @descending
+ * when the percentile is of 1000 / the values (rates), whose order is the
+ * values' reversed. */
+static void
+add_percentile_queries (Query *queries, guint *n_queries, Stream stream, guint n, double p,
+                        gboolean descending)
+{
+  guint lo, hi;
+  double frac;
+
+  percentile_ranks (n, p, &lo, &hi, &frac);
+  queries[(*n_queries)++] = (Query) { .stream = stream, .rank = descending ? n - 1 - lo : lo };
+  queries[(*n_queries)++] = (Query) { .stream = stream, .rank = descending ? n - 1 - hi : hi };
+}
+
+static double
+percentile_from_queries (const Query *q, guint n, double p, gboolean rate)
+{
+  guint lo, hi;
+  double frac, a, b;
+
+  if (n == 0)
+    return NAN;
+  percentile_ranks (n, p, &lo, &hi, &frac);
+  a = rate ? 1000.0 / q[0].value : q[0].value;
+  b = rate ? 1000.0 / q[1].value : q[1].value;
+  if (lo == hi)
+    return a;
+  return a + frac * (b - a);
+}
+
+static void
+summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
+                 double device_peak_flops, TachSummary *out)
+{
+  double first_losses[LOSS_WINDOW], last_losses[LOSS_WINDOW];
+  KeyBits bits[N_STREAMS];
+  guint n = 0, n_measured = 0, n_rates = 0, n_device = 0, n_calls = 0;
   double warm_end_s = 0.0;
   gboolean device_clock;
+  Stream rate_stream;
   double step_sum = 0.0, feed = 0.0, compute = 0.0, sync = 0.0, host = 0.0;
   guint window;
+  TachSample s;
 
   memset (out, 0, sizeof *out);
   out->items_unit = "samples/s";
   out->flops_per_step = flops_per_step;
   out->test_accuracy = NAN;
-  out->wall_s = n > 0 ? samples[n - 1].wall_s : 0.0;
+  for (guint k = 0; k < N_STREAMS; k++)
+    bits[k] = (KeyBits) { G_MAXUINT64, 0 };
 
-  for (guint i = 0; i < n; i++)
+  /* One pass for the counts, sums and loss windows (the last window as a
+   * ring); the percentiles need another. */
+  source_rewind (src);
+  while (source_next (src, &s))
     {
-      const TachSample *s = &samples[i];
+      double v;
 
-      if (s->warmup)
+      n++;
+      out->wall_s = s.wall_s;
+      if (s.warmup)
         {
-          warm_end_s = MAX (warm_end_s, s->wall_s);
+          warm_end_s = MAX (warm_end_s, s.wall_s);
           continue;
         }
-      measured[n_measured++] = s;
-      if (s->device_step_ms > 0.0 && isfinite (s->device_step_ms))
+      if (n_measured < LOSS_WINDOW)
+        first_losses[n_measured] = s.loss;
+      last_losses[n_measured % LOSS_WINDOW] = s.loss;
+      n_measured++;
+      if (s.device_step_ms > 0.0 && isfinite (s.device_step_ms))
         n_device++;
-      if (isfinite (s->api_calls))
-        rates[n_calls++] = s->api_calls;
+      for (Stream k = 0; k < N_STREAMS; k++)
+        if (stream_value (&s, k, &v) && (k != STREAM_DEVICE_MS || !isnan (v)))
+          key_bits_add (&bits[k], sort_key (v));
+      if (isfinite (s.api_calls))
+        n_calls++;
+      if (s.step_ms > 0.0 && isfinite (s.step_ms))
+        {
+          n_rates++;
+          step_sum += s.step_ms;
+          add_phase (&feed, s.feed_ms);
+          add_phase (&compute, s.compute_ms);
+          add_phase (&sync, s.sync_ms);
+          add_phase (&host, s.host_ms);
+        }
     }
-  qsort (rates, n_calls, sizeof (double), compare_doubles);
-  out->api_calls_per_step = n_calls > 0 ? percentile (rates, n_calls, 0.5) : NAN;
   /* One clock for every rate of the run, never a mixture. */
   device_clock = n_measured > 0 && n_device == n_measured;
   out->rate_clock = device_clock ? "device" : "host";
-  for (guint m = 0; m < n_measured; m++)
-    {
-      const TachSample *s = measured[m];
+  rate_stream = device_clock ? STREAM_DEVICE_MS : STREAM_STEP_MS;
 
-      if (s->step_ms > 0.0 && isfinite (s->step_ms))
+  if (MAX (n_rates, n_calls) < sort_limit)
+    {
+      g_autofree double *rates = g_new (double, MAX (MAX (n_rates, n_calls), 1));
+      guint r = 0, c = 0;
+
+      source_rewind (src);
+      while (source_next (src, &s))
         {
-          rates[n_rates++] = 1000.0 / (device_clock ? s->device_step_ms : s->step_ms);
-          step_sum += s->step_ms;
-          add_phase (&feed, s->feed_ms);
-          add_phase (&compute, s->compute_ms);
-          add_phase (&sync, s->sync_ms);
-          add_phase (&host, s->host_ms);
+          double v;
+
+          if (stream_value (&s, STREAM_CALLS, &v))
+            rates[c++] = v;
         }
+      qsort (rates, c, sizeof (double), compare_doubles);
+      out->api_calls_per_step = c > 0 ? percentile (rates, c, 0.5) : NAN;
+      source_rewind (src);
+      while (source_next (src, &s))
+        {
+          double v;
+
+          if (stream_value (&s, rate_stream, &v))
+            rates[r++] = 1000.0 / v;
+        }
+      qsort (rates, r, sizeof (double), compare_doubles);
+      out->steps_per_s_median = percentile (rates, r, 0.5);
+      out->steps_per_s_p10 = percentile (rates, r, 0.1);
+      out->steps_per_s_p90 = percentile (rates, r, 0.9);
+    }
+  else
+    {
+      static const double ps[] = { 0.5, 0.1, 0.9 };
+      Query queries[MAX_QUERIES];
+      guint n_queries = 0;
+
+      for (guint p = 0; p < G_N_ELEMENTS (ps) && n_rates > 0; p++)
+        add_percentile_queries (queries, &n_queries, rate_stream, n_rates, ps[p], TRUE);
+      if (n_calls > 0)
+        add_percentile_queries (queries, &n_queries, STREAM_CALLS, n_calls, 0.5, FALSE);
+      select_values (src, queries, n_queries, bits);
+      out->steps_per_s_median = percentile_from_queries (queries + 0, n_rates, 0.5, TRUE);
+      out->steps_per_s_p10 = percentile_from_queries (queries + 2, n_rates, 0.1, TRUE);
+      out->steps_per_s_p90 = percentile_from_queries (queries + 4, n_rates, 0.9, TRUE);
+      out->api_calls_per_step = n_calls > 0
+                                ? percentile_from_queries (queries + (n_rates > 0 ? 6 : 0),
+                                                           n_calls, 0.5, FALSE)
+                                : NAN;
     }
 
   out->steps = n_measured;
   out->e2e_steps_per_s = n_measured > 0 && out->wall_s > warm_end_s
                          ? (double) n_measured / (out->wall_s - warm_end_s) : NAN;
-  qsort (rates, n_rates, sizeof (double), compare_doubles);
-  out->steps_per_s_median = percentile (rates, n_rates, 0.5);
-  out->steps_per_s_p10 = percentile (rates, n_rates, 0.1);
-  out->steps_per_s_p90 = percentile (rates, n_rates, 0.9);
   out->items_per_s = (double) items_per_step * out->steps_per_s_median;
 
   /* Two windows that never overlap, so that a short run's first and final
    * losses are two different averages; a single step is only a final one. */
   window = MIN (LOSS_WINDOW, n_measured / 2);
-  out->first_loss = window > 0 ? mean_loss (measured, 0, window) : NAN;
+  out->first_loss = window > 0 ? mean_loss (first_losses, 0, window) : NAN;
   if (n_measured == 1)
     window = 1;
-  out->final_loss = window > 0 ? mean_loss (measured, n_measured - window, window) : NAN;
+  out->final_loss = window > 0 ? mean_loss (last_losses, n_measured - window, window) : NAN;
   out->loss_window_steps = window;
 
   if (step_sum > 0.0)
@@ -153,4 +446,22 @@ tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step
 
   out->achieved_flops = flops_per_step * out->steps_per_s_median;
   out->peak_share = device_peak_flops > 0.0 ? out->achieved_flops / device_peak_flops : NAN;
+}
+
+void
+tach_summary_compute (const TachSample *samples, guint n, guint64 items_per_step,
+                      double flops_per_step, double device_peak_flops, TachSummary *out)
+{
+  Source src = { .samples = samples, .n = n };
+
+  summary_compute (&src, items_per_step, flops_per_step, device_peak_flops, out);
+}
+
+void
+tach_summary_compute_store (const TachSampleStore *store, guint64 items_per_step,
+                            double flops_per_step, double device_peak_flops, TachSummary *out)
+{
+  Source src = { .store = store };
+
+  summary_compute (&src, items_per_step, flops_per_step, device_peak_flops, out);
 }

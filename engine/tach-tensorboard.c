@@ -266,7 +266,7 @@ export_run (const char *dir, TachRun *run, GError **error)
   g_autofree char *file_name = NULL;
   g_autofree char *path = NULL;
   g_autoptr(GByteArray) out = g_byte_array_new ();
-  g_autoptr(GArray) samples = tach_run_dup_samples (run);
+  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
   Tensorboard__Event version = TENSORBOARD__EVENT__INIT;
   double start_s = tach_run_get_start_time (run) / (double) G_USEC_PER_SEC;
 
@@ -288,8 +288,11 @@ export_run (const char *dir, TachRun *run, GError **error)
   version.file_version = (char *) "brain.Event:2";
   append_event (out, &version);
   append_knobs (out, run, run_id, start_s);
-  for (guint i = 0; i < samples->len; i++)
-    append_step (out, &g_array_index (samples, TachSample, i), start_s);
+  /* A bounded range of samples at a time. */
+  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
+       from += samples->len, g_array_set_size (samples, 0))
+    for (guint i = 0; i < samples->len; i++)
+      append_step (out, &g_array_index (samples, TachSample, i), start_s);
 
   if (!write_atomic (path, out, error))
     return NULL;

@@ -159,19 +159,27 @@ static void
 tach_run_object_ingest (TachRunObject *self)
 {
   gint64 now;
-  guint n;
+  guint n = 0, got;
 
-  g_array_set_size (self->scratch, 0);
-  n = tach_run_drain_samples (self->run, self->scratch);
-  for (guint i = 0; i < n; i++)
+  /* A bounded batch at a time (a run that syncs at its end hands over every
+   * step at once). */
+  do
     {
-      const TachSample *s = &g_array_index (self->scratch, TachSample, i);
-      double rate = s->step_ms > 0.0 ? 1000.0 / s->step_ms : NAN;
+      g_array_set_size (self->scratch, 0);
+      got = tach_run_drain_samples (self->run, self->scratch);
+      for (guint i = 0; i < got; i++)
+        {
+          const TachSample *s = &g_array_index (self->scratch, TachSample, i);
+          double rate = s->step_ms > 0.0 ? 1000.0 / s->step_ms : NAN;
 
-      tach_chart_series_append (self->rate_series, s->step, s->wall_s, rate, s->warmup);
-      tach_chart_series_append (self->loss_series, s->step, s->wall_s, s->loss, s->warmup);
-      self->steps_done = MAX (self->steps_done, s->step + 1);
+          tach_chart_series_append (self->rate_series, s->step, s->wall_s, rate, s->warmup);
+          tach_chart_series_append (self->loss_series, s->step, s->wall_s, s->loss, s->warmup);
+          self->steps_done = MAX (self->steps_done, s->step + 1);
+        }
+      n += got;
     }
+  while (got == TACH_RUN_DRAIN_MAX);
+  g_array_set_size (self->scratch, 0);
   /* Between sync points (sync=end) no sample arrives, but the engine
    * still says how far the run has got. */
   self->steps_done = MAX (self->steps_done, tach_run_get_steps_done (self->run));
