@@ -292,6 +292,84 @@ test_sample_tokens_wide (TachBackend *be)
     }
 }
 
+/* TACH_CUDA_PLAIN=sampler keeps the block-per-row sampler and softmax_ce
+ * after it; the lean path (one warp-parallel kernel) must draw the same
+ * tokens, shift the same context and report the same loss, to the bit
+ * where the tokens agree.  Both backends are opened here, each with its
+ * own buffers. */
+static void
+run_sampler (TachBackend *be, const double *logits, int n, int vocab, guint64 seed,
+             guint64 counter, int32_t *tok, int32_t *ctx, int len, float *loss)
+{
+  float *d_logits = tach_backend_alloc (be, sizeof (float) * n * vocab);
+  int32_t *d_tok = tach_backend_alloc (be, sizeof (int32_t) * n);
+  int32_t *d_ctx = tach_backend_alloc (be, sizeof (int32_t) * n * len);
+  float *d_loss = tach_backend_alloc (be, sizeof (float));
+  g_autofree float *f = tach_ref_to_float (logits, (size_t) n * vocab);
+
+  tach_backend_upload (be, d_logits, f, sizeof (float) * n * vocab);
+  tach_backend_upload (be, d_ctx, ctx, sizeof (int32_t) * n * len);
+  tach_backend_sample_tokens (be, d_logits, n, vocab, seed, counter, d_tok, d_ctx, len, d_loss);
+  tach_backend_download (be, tok, d_tok, sizeof (int32_t) * n);
+  tach_backend_download (be, ctx, d_ctx, sizeof (int32_t) * n * len);
+  tach_backend_download (be, loss, d_loss, sizeof (float));
+  tach_ops_assert_ok (be);
+  tach_backend_dealloc (be, d_logits);
+  tach_backend_dealloc (be, d_tok);
+  tach_backend_dealloc (be, d_ctx);
+  tach_backend_dealloc (be, d_loss);
+}
+
+static void
+test_sample_tokens_plain (TachBackend *be)
+{
+  static const int shapes[][2] = { { 1, 554 }, { 64, 554 }, { 256, 10 } };
+  enum { L = 3 };
+  g_autoptr(GError) error = NULL;
+  TachBackend *plain;
+
+  g_setenv ("TACH_CUDA_PLAIN", "sampler", TRUE);
+  plain = tach_backend_new (be->device->id, 2, TACH_PRECISION_FP32, &error);
+  g_unsetenv ("TACH_CUDA_PLAIN");
+  g_assert_no_error (error);
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int n = shapes[s][0], vocab = shapes[s][1], same = 0;
+      const guint64 seed = 91 + s, counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 5);
+      g_autofree double *logits = g_new (double, (size_t) n * vocab);
+      g_autofree int32_t *ctx_lean = g_new (int32_t, (size_t) n * L);
+      g_autofree int32_t *ctx_plain = g_new (int32_t, (size_t) n * L);
+      g_autofree int32_t *tok_lean = g_new (int32_t, n);
+      g_autofree int32_t *tok_plain = g_new (int32_t, n);
+      float loss_lean = NAN, loss_plain = NAN;
+
+      tach_ref_fill_normal (logits, (size_t) n * vocab, 1470 + s, 1, 3.0);
+      tach_ref_round_to_float (logits, (size_t) n * vocab);
+      for (int i = 0; i < n * L; i++)
+        ctx_lean[i] = ctx_plain[i] = (int32_t) (i % vocab);
+      run_sampler (be, logits, n, vocab, seed, counter, tok_lean, ctx_lean, L, &loss_lean);
+      run_sampler (plain, logits, n, vocab, seed, counter, tok_plain, ctx_plain, L, &loss_plain);
+      for (int r = 0; r < n; r++)
+        {
+          double margin = 0.0;
+
+          tach_ref_sample_row (logits + (size_t) r * vocab, vocab,
+                               tach_rand_uniform (seed, counter, r), &margin);
+          if (margin > 1e-12)
+            g_assert_cmpint (tok_lean[r], ==, tok_plain[r]);
+          same += tok_lean[r] == tok_plain[r];
+        }
+      g_assert_cmpint (same, >=, n - 1);
+      if (same == n)
+        {
+          g_assert_cmpmem (ctx_lean, sizeof (int32_t) * n * L, ctx_plain, sizeof (int32_t) * n * L);
+          g_assert_cmpfloat (loss_lean, ==, loss_plain);
+        }
+      g_assert_cmpfloat (loss_lean, >, 0.0f);
+    }
+  tach_backend_free (plain);
+}
+
 /* Token frequencies follow the softmax of the logits. */
 static void
 test_sample_frequencies (TachBackend *be)
@@ -634,6 +712,8 @@ tach_ops_register_misc (const char *device_id)
   tach_ops_add (device_id, "sample-tokens/wide", test_sample_tokens_wide);
   tach_ops_add (device_id, "sample-tokens/frequencies", test_sample_frequencies);
   tach_ops_add (device_id, "sample-tokens/with-loss", test_sample_tokens_nll);
+  if (g_str_has_prefix (device_id, "cuda"))
+    tach_ops_add (device_id, "sample-tokens/plain-sampler", test_sample_tokens_plain);
   tach_ops_add (device_id, "adam/steps", test_adam);
   tach_ops_add (device_id, "sgd/step", test_sgd);
   if (g_strcmp0 (device_id, "cpu") == 0)

@@ -28,12 +28,14 @@
 #      can break 'import torch');
 #   4. every GPU test path in its own process;
 #   5. every preset of every workload (lstm-lm for --task train and
-#      generate) and each workload's tuned preset at precision=tf32, each
-#      stopped at its time cap with SIGINT (tach-cli then writes what ran);
+#      generate), each workload's tuned preset at precision=tf32 and once
+#      more with TACH_CUDA_PLAIN=all (every lean path of the GPU step off:
+#      the "before" of issue 10's changes), each stopped at its time cap
+#      with SIGINT (tach-cli then writes what ran);
 #   6. the short table, last: per workload, task and preset, steps/s from
 #      the device timeline, end-to-end steps/s, the speed-up over the
 #      workload's first preset, the ratios to PyTorch and the CUDA API calls
-#      per step.
+#      per step; then tuned against tuned with TACH_CUDA_PLAIN=all.
 # cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
 # per process under cudnn/ in the archive.
 # Without a GPU it says "no GPU" and exits 77 within seconds.
@@ -124,7 +126,7 @@ if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L >
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-check.XXXXXX") || exit 1
-mkdir -p "$work/logs" "$work/cudnn" "$work/tach"
+mkdir -p "$work/logs" "$work/cudnn" "$work/tach" "$work/tach-plain"
 status=0
 packed=0
 # Whatever ends the run (its end, a failure, a signal), the archive is
@@ -241,7 +243,7 @@ if within 30 "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_availa
   for mode in eager graphs; do
     flag=
     [ "$mode" = graphs ] && flag=--graphs
-    run_capped 45 TERM "torch-$mode" "$PYTHON" "$root/bench/torch_workloads.py" --device cuda $flag \
+    run_capped 40 TERM "torch-$mode" "$PYTHON" "$root/bench/torch_workloads.py" --device cuda $flag \
       --cases all --both-tf32 --steps 40 --warmup 10 --format csv
     rc=$?
     grep -v '^pytorch,\|^framework,' "$work/logs/torch-$mode.log" | tail -n 3 >> "$log"
@@ -253,7 +255,7 @@ else
 fi
 
 say "== GPU tests, one process per test path"
-tests_end=$(( $(date +%s) + 95 ))
+tests_end=$(( $(date +%s) + 90 ))
 for spec in $gpu_tests; do
   t=${spec%%:*}
   rest=${spec#*:}
@@ -279,7 +281,7 @@ for spec in $gpu_tests; do
   for p in $paths; do
     name="$t$(echo "$p" | tr '/' '_')"
     if [ "$(date +%s)" -ge "$tests_end" ]; then
-      say "$t $p: NOT RUN (the tests' 95 s are spent)"
+      say "$t $p: NOT RUN (the tests' 90 s are spent)"
       fail=$((fail + 1))
       continue
     fi
@@ -301,18 +303,21 @@ for spec in $gpu_tests; do
 done
 
 say "== Tach presets (each stopped at its cap with SIGINT)"
-sweep_end=$(( $(date +%s) + 95 ))
-sweep_one() {  # NAME ARGS...
+sweep_end=$(( $(date +%s) + 110 ))
+# sweep_one NAME ARGS...; sweep_env (an environment entry) and sweep_csv (the
+# results folder, default tach/) may be set for one call.
+sweep_one() {
   local name=$1 cap
   shift
   if [ "$(date +%s)" -ge "$sweep_end" ]; then
-    say "run $name: NOT RUN (the sweep's 95 s are spent)"
+    say "run $name: NOT RUN (the sweep's 110 s are spent)"
     status=1
     return
   fi
   cap=$(( sweep_end - $(date +%s) ))
   [ "$cap" -gt 7 ] && cap=7
-  run_tach "$cap" INT "run-$name" "$cli" run --device cuda --csv "$work/tach" "$@"
+  run_tach "$cap" INT "run-$name" env ${sweep_env:+"$sweep_env"} "$cli" run --device cuda \
+    --csv "${sweep_csv:-$work/tach}" "$@"
   case $? in
     0) ;;
     3|124|130) say "run $name: stopped at its cap" ;;
@@ -334,6 +339,10 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   done
   sweep_one "$w-$task-tuned-tf32" --workload "$w" --task "$task" --preset tuned --precision tf32 \
     --steps 150 --warmup 20
+  # The "before": tuned with every lean path of the GPU step turned off.
+  sweep_env=TACH_CUDA_PLAIN=all sweep_csv=$work/tach-plain \
+    sweep_one "$w-$task-tuned-plain" --workload "$w" --task "$task" --preset tuned --steps 150 \
+    --warmup 20
 done
 
 say "== summary"
@@ -391,6 +400,23 @@ print("dev st/s: median steps/s on the device timeline; e2e: measured steps over
 print("warm-up; speedup: over the workload's first preset; /torch, /graphs: Tach's items/s over")
 print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default);")
 print("calls: CUDA, cuDNN and cuBLAS calls per step (median), the runner's own included")
+
+# Before and after: tuned with TACH_CUDA_PLAIN=all (every lean path off)
+# against tuned as it is, both fp32.
+plain = rows(os.path.join(work, "tach-plain", "runs.csv"))
+if plain:
+    print()
+    print(f"{'workload':9} {'task':8} {'tuned plain':>11} {'tuned':>9} {'lean/plain':>10} "
+          f"{'calls plain':>11} {'calls':>6}   (dev st/s; TACH_CUDA_PLAIN=all vs default)")
+    for p in plain:
+        w, task = p.get("workload"), p.get("task")
+        lean = next((r for r in tach if r.get("workload") == w and r.get("task") == task
+                     and r.get("preset") == "tuned" and r.get("precision") == p.get("precision")),
+                    {})
+        a, b = num(p, "median_steps_per_s"), num(lean, "median_steps_per_s")
+        print(f"{w:9} {task:8} {f(a, 11)} {f(b, 9)} {f(b / a if a else float('nan'), 10, '{:.2f}x')} "
+              f"{f(num(p, 'api_calls_per_step'), 11, '{:.0f}')} "
+              f"{f(num(lean, 'api_calls_per_step'), 6, '{:.0f}')}")
 EOF
 say "gpu-check: done in $(( $(date +%s) - start )) s, status $status; everything else is in $out/gpu-check.tar.gz"
 exit $status

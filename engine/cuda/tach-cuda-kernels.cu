@@ -8,10 +8,12 @@
 #include <math.h>
 
 #include "tach-cuda-kernels.h"
+#include "tach-cuda-device.cuh"
 #include "../tach-adam.h"
 #include "../tach-rand.h"
 
 #define TACH_THREADS 256
+#define TACH_BIAS_THREADS 1024
 
 static unsigned int
 grid_for (size_t n)
@@ -81,18 +83,33 @@ bias_add_kernel (float *y, const float *bias, int m, int n)
     y[i] += bias[i % n];
 }
 
-/* One block per column: the column sum in a fixed order. */
-__global__ void
-bias_grad_kernel (const float *dy, float *db, int m, int n, float beta)
+/* Column sums of dy [m, n] along contiguous memory.  A block covers @w
+ * columns (all n when n < 32, else 32) with blockDim.x / @w row groups:
+ * thread t is column t % w of row group t / w, so consecutive threads read
+ * consecutive floats (whole rows when w = n, 128 bytes of one row when
+ * w = 32), each thread sums its column over its rows in row order, and the
+ * row groups are added in a fixed tree: the same bits on every run. */
+__global__ void __launch_bounds__ (TACH_BIAS_THREADS)
+bias_grad_kernel (const float *dy, float *db, int m, int n, int w, float beta)
 {
-  int col = blockIdx.x;
+  __shared__ double part[TACH_BIAS_THREADS];
+  int tx = (int) threadIdx.x % w, ty = (int) threadIdx.x / w, groups = (int) blockDim.x / w;
+  int col = (int) blockIdx.x * w + tx;
   double acc = 0.0;
 
-  for (int r = threadIdx.x; r < m; r += blockDim.x)
-    acc += dy[(size_t) r * n + col];
-  acc = block_sum (acc);
-  if (threadIdx.x == 0)
-    db[col] = (beta == 0.0f ? 0.0f : beta * db[col]) + (float) acc;
+  if (col < n)
+    for (int r = ty; r < m; r += groups)
+      acc += dy[(size_t) r * n + col];
+  part[threadIdx.x] = acc;
+  __syncthreads ();
+  for (int s = 1; s < groups; s <<= 1)
+    {
+      if (ty % (2 * s) == 0 && ty + s < groups)
+        part[threadIdx.x] += part[threadIdx.x + s * w];
+      __syncthreads ();
+    }
+  if (ty == 0 && col < n)
+    db[col] = (beta == 0.0f ? 0.0f : beta * db[col]) + (float) part[tx];
 }
 
 __global__ void
@@ -221,46 +238,6 @@ sigmoid_bce_kernel (const float *logits, const float *labels, int n, float *loss
 }
 
 __global__ void
-softmax_ce_kernel (const float *logits, const int32_t *labels, int n, int classes, float *loss,
-                   float *dlogits, int32_t *fault)
-{
-  double acc = 0.0;
-
-  for (int r = threadIdx.x; r < n; r += blockDim.x)
-    {
-      const float *row = logits + (size_t) r * classes;
-      float mx = -FLT_MAX, sum = 0.0f;
-      int label = labels[r];
-
-      if (label < 0 || label >= classes)
-        {
-          if (fault != NULL && atomicCAS (&fault[0], 0, r + 1) == 0)
-            {
-              fault[1] = label;
-              fault[2] = classes;
-            }
-          acc += (double) NAN;
-          if (dlogits != NULL)
-            for (int k = 0; k < classes; k++)
-              dlogits[(size_t) r * classes + k] = 0.0f;
-          continue;
-        }
-      for (int k = 0; k < classes; k++)
-        mx = fmaxf (mx, row[k]);
-      for (int k = 0; k < classes; k++)
-        sum += expf (row[k] - mx);
-      acc += (double) (logf (sum) - (row[label] - mx));
-      if (dlogits != NULL)
-        for (int k = 0; k < classes; k++)
-          dlogits[(size_t) r * classes + k] =
-            (expf (row[k] - mx) / sum - (k == label ? 1.0f : 0.0f)) / (float) n;
-    }
-  acc = block_sum (acc);
-  if (threadIdx.x == 0)
-    *loss = (float) (acc / n);
-}
-
-__global__ void
 accuracy_kernel (const float *logits, const void *labels, int n, int classes, float *acc)
 {
   double hits = 0.0;
@@ -353,15 +330,6 @@ avgpool_bwd_kernel (const float *dy, float *dx, size_t total, int hw)
 }
 
 /* ----------------------------------------------------------- dropout */
-
-/* The counter of a counter-taking op: @counter plus the step offset
- * (NULL: 0), read when the kernel runs, so that a graph replay draws with
- * its own step's counter (see TachBackend.step_offset). */
-__device__ __forceinline__ uint64_t
-effective_counter (uint64_t counter, const uint64_t *offset)
-{
-  return offset != NULL ? counter + *offset : counter;
-}
 
 __global__ void
 dropout_kernel (const float *x, float *y, size_t n, float p, float scale, uint64_t seed,
@@ -520,9 +488,16 @@ tach_cuda_launch_bias_add (cudaStream_t stream, float *y, const float *bias, int
 cudaError_t
 tach_cuda_launch_bias_grad (cudaStream_t stream, const float *dy, float *db, int m, int n, float beta)
 {
+  int w, groups;
+
   if (n <= 0)
     return cudaSuccess;
-  bias_grad_kernel<<<n, TACH_THREADS, 0, stream>>> (dy, db, m, n, beta);
+  w = n < 32 ? n : 32;
+  groups = TACH_BIAS_THREADS / w;
+  /* No more row groups than rows (at least one). */
+  if (groups > m)
+    groups = m > 0 ? m : 1;
+  bias_grad_kernel<<<(n + w - 1) / w, w * groups, 0, stream>>> (dy, db, m, n, w, beta);
   return cudaGetLastError ();
 }
 
@@ -580,15 +555,6 @@ tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logits, const fl
                               float *loss, float *dlogits)
 {
   sigmoid_bce_kernel<<<1, TACH_THREADS, 0, stream>>> (logits, labels, n, loss, dlogits);
-  return cudaGetLastError ();
-}
-
-cudaError_t
-tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels, int n,
-                             int classes, float *loss, float *dlogits, int32_t *fault)
-{
-  softmax_ce_kernel<<<1, TACH_THREADS, 0, stream>>> (logits, labels, n, classes, loss, dlogits,
-                                                     fault);
   return cudaGetLastError ();
 }
 

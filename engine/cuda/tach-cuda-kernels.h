@@ -38,9 +38,10 @@ cudaError_t tach_cuda_launch_max_over_time_bwd (cudaStream_t stream, const float
 
 cudaError_t tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logits, const float *labels,
                                           int n, float *loss, float *dlogits);
-/* A label out of [0, classes) makes its row's loss NaN and its dlogits
- * zero, and the first one is written to @fault (row + 1, label, classes):
- * the CPU backend's error, reported when the host next waits. */
+/* tach-cuda-softmax.cu.  A label out of [0, classes) makes its row's loss
+ * NaN and its dlogits zero, and the first one is written to @fault (row + 1,
+ * label, classes): the CPU backend's error, reported when the host next
+ * waits. */
 cudaError_t tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels,
                                          int n, int classes, float *loss, float *dlogits,
                                          int32_t *fault);
@@ -65,9 +66,17 @@ cudaError_t tach_cuda_launch_counter_add (cudaStream_t stream, uint64_t *counter
 
 cudaError_t tach_cuda_launch_embedding (cudaStream_t stream, const float *table, const int32_t *idx,
                                         float *out, int n, int dim);
+/* The block-per-row sampler (TACH_CUDA_PLAIN=sampler keeps it). */
 cudaError_t tach_cuda_launch_sample_tokens (cudaStream_t stream, const float *logits, int n, int vocab,
                                             uint64_t seed, uint64_t counter, const uint64_t *offset,
                                             int32_t *tok, int32_t *ctx, int len);
+/* tach-cuda-softmax.cu: one warp-parallel kernel that draws the tokens and,
+ * with @loss (may be NULL), writes the mean -log p of them: softmax_ce's
+ * loss of the drawn tokens, to the bit. */
+cudaError_t tach_cuda_launch_sample_tokens_nll (cudaStream_t stream, const float *logits, int n,
+                                                int vocab, uint64_t seed, uint64_t counter,
+                                                const uint64_t *offset, int32_t *tok, int32_t *ctx,
+                                                int len, float *loss);
 
 cudaError_t tach_cuda_launch_adam (cudaStream_t stream, float *param, const float *grad, float *m,
                                    float *v, size_t n, float lr, float beta1, float beta2, float eps,

@@ -134,12 +134,32 @@ cuda_embedding (TachBackend *be, const float *table, const int32_t *idx, float *
   LAUNCH (be, tach_cuda_launch_embedding (STREAM (be), table, idx, out, n, dim));
 }
 
+/* One warp-parallel kernel draws and, with @loss, computes the -log p of
+ * the drawn tokens from the same sums (tach-cuda-softmax.cu).
+ * TACH_CUDA_PLAIN=sampler keeps the block-per-row sampler with softmax_ce
+ * after it, what tach_backend_sample_tokens runs for a backend without
+ * this slot: the same tokens and the same loss, two launches. */
+static void
+cuda_sample_tokens_nll (TachBackend *be, const float *logits, int n, int vocab, guint64 seed,
+                        guint64 counter, int32_t *tok, int32_t *ctx, int len, float *loss)
+{
+  if (TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_SAMPLER))
+    {
+      LAUNCH (be, tach_cuda_launch_sample_tokens_nll (STREAM (be), logits, n, vocab, seed, counter,
+                                                      be->step_offset, tok, ctx, len, loss));
+      return;
+    }
+  LAUNCH (be, tach_cuda_launch_sample_tokens (STREAM (be), logits, n, vocab, seed, counter,
+                                              be->step_offset, tok, ctx, len));
+  if (loss != NULL)
+    cuda_softmax_ce (be, logits, tok, n, vocab, loss, NULL);
+}
+
 static void
 cuda_sample_tokens (TachBackend *be, const float *logits, int n, int vocab, guint64 seed,
                     guint64 counter, int32_t *tok, int32_t *ctx, int len)
 {
-  LAUNCH (be, tach_cuda_launch_sample_tokens (STREAM (be), logits, n, vocab, seed, counter,
-                                              be->step_offset, tok, ctx, len));
+  cuda_sample_tokens_nll (be, logits, n, vocab, seed, counter, tok, ctx, len, NULL);
 }
 
 /* A graph node when captured: the runner's step offset advances with
@@ -185,6 +205,7 @@ tach_cuda_ops_fill_kernels (TachBackendOps *ops)
   ops->dropout_bwd = cuda_dropout_bwd;
   ops->embedding = cuda_embedding;
   ops->sample_tokens = cuda_sample_tokens;
+  ops->sample_tokens_nll = cuda_sample_tokens_nll;
   ops->counter_add = cuda_counter_add;
   ops->adam = cuda_adam;
   ops->sgd = cuda_sgd;
