@@ -30,6 +30,7 @@ static const LstmVariant variants[] = {
   { "bi time-major dx",    2, TRUE,  TRUE,  0 },
   { "bi batch-major",      2, FALSE, FALSE, 0 },
   { "bi batch-major wide", 2, FALSE, FALSE, 75 },
+  { "bi batch-major wide dx", 2, FALSE, TRUE, 67 },
   { "uni time-major wide dx", 1, TRUE, TRUE, 71 },
 };
 

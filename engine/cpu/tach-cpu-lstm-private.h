@@ -27,15 +27,14 @@ struct _TachLstmPlan {
 
   /* All tach_cpu_mem_alloc, owned. */
   float *work;           /* gates and cell states of an inference plan */
-  float *dgates;         /* [T*N, dirs*4H]; training only */
+  float *dgates;         /* [T*N, dirs*4H]; unsliced training */
   float *dh;             /* [dirs][N, H] recurrent dh; training only */
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
-  float *wx_both;        /* [2 * 4H, I] both directions' W_x; two directions only */
-  float *hprev;          /* [T*N, dirs*H] h_{t-1} of each row; sliced training, two directions */
-  float *xh;             /* [T*N, I+H] x beside h_{t-1} of each row; sliced training, one direction */
-  float *dw_xh;          /* [4H, I+H] dG^T [X | H_prev]; with xh */
-  float *db_part;        /* [threads][dirs*4H] each slice's bias gradient; sliced training */
+  float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
+  float *dg_step;        /* [N, 4H] one step's gate gradients, each slice its rows; sliced training */
+  float *dw_part;        /* [threads - 1][dirs * dir_stride] the weight gradients of the
+                          * threads after the first; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;

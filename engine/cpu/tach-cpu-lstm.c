@@ -18,11 +18,17 @@
  *
  * Large batches run the recurrence in slices of the batch, one per thread
  * of the pool: samples are independent, so each thread runs every time step
- * of its own samples (recurrent GEMM on its rows, pointwise pass) with no
- * barrier between steps, where a pooled GEMM per step would wake and join
- * the pool 2T times per pass.  Backward, each slice also lays out h_{t-1}
- * beside each row (zero at a direction's first step), so that the
- * recurrent weight gradient is one GEMM over all rows, in either layout.
+ * of its own samples with no barrier between steps, where a pooled GEMM per
+ * step would wake and join the pool 2T times per pass.  A slice does all of
+ * a step's work on its rows while they are in its cache: forward the input
+ * GEMM, the recurrent GEMM and the pointwise pass of the step; backward the
+ * pointwise pass into a scratch block of the step's gate gradients, then
+ * every product that reads them (dW_x += dG_t^T x_t, dW_h += dG_t^T
+ * h_{t-1}, dx_t, dh_{t-1}) and the bias gradient beside the pointwise math.
+ * So no pass over the whole sequence's gates or gate gradients is left
+ * (13 MB each for W1, which no cache holds); each thread sums into its own
+ * copy of the weight gradient (the first thread's is dw itself), added in
+ * thread order at the end.
  *
  * Rows: x, y, the gates and the cell states share one row order, that of
  * the data: row (t, n) is t*N + n time-major and n*T + t batch-major, so
@@ -81,10 +87,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->dc);
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
-  tach_cpu_mem_free (be, plan->hprev);
-  tach_cpu_mem_free (be, plan->xh);
-  tach_cpu_mem_free (be, plan->dw_xh);
-  tach_cpu_mem_free (be, plan->db_part);
+  tach_cpu_mem_free (be, plan->dg_step);
+  tach_cpu_mem_free (be, plan->dw_part);
   g_free (plan);
 }
 
@@ -126,27 +130,21 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 
   plan->sliced = d->N >= LSTM_SLICE_MIN * (int) MAX (be->threads, 1);
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
-  if (d->dirs == 2)
+  if (d->dirs == 2 && !plan->sliced)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
     {
-      if (d->dirs == 1)
-        {
-          size_t ldxh = (size_t) d->I + d->H;
-
-          plan->xh = tach_cpu_mem_alloc (be, plan->rows * ldxh * sizeof (float));
-          plan->dw_xh = tach_cpu_mem_alloc (be, (size_t) plan->G * ldxh * sizeof (float));
-        }
-      else
-        plan->hprev = tach_cpu_mem_alloc (be, plan->rows * plan->ldh * sizeof (float));
-      plan->db_part = tach_cpu_mem_alloc (be, (size_t) MAX (be->threads, 1) * plan->ldg
-                                                * sizeof (float));
+      plan->dg_step = tach_cpu_mem_alloc (be, (size_t) d->N * plan->G * sizeof (float));
+      if (be->threads > 1)
+        plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (be->threads - 1) * d->dirs
+                                                  * plan->dir_stride * sizeof (float));
     }
   if (!d->training)
     plan->work = tach_cpu_mem_alloc (be, tach_cpu_lstm_reserve_floats (plan) * sizeof (float));
   else
     {
-      plan->dgates = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
+      if (!plan->sliced)
+        plan->dgates = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
       plan->dh = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
       plan->dc = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->N * d->H * sizeof (float));
       if (!plan->sliced)
@@ -192,23 +190,31 @@ typedef struct {
   float              *h;        /* forward: y, written */
   float              *gates;    /* forward: written; backward: read */
   float              *cells;
+  float              *dx;       /* backward: written when the plan needs dx */
+  float              *dw;       /* backward: the first thread's weight gradient */
 } LstmPass;
 
 typedef dnnl_status_t (*LstmSliceFunc) (const LstmPass *pass, int n0, int n1);
 
-/* Runs @func on slices of the batch, one per thread of the pool.  Only the
- * engine thread records errors, so the threads hand back a status. */
+/* Runs @func on slices of the batch, one per thread of the pool (at most
+ * be->threads, every one called, an empty slice too), and says how many
+ * threads ran in @threads.  Only the engine thread records errors, so the
+ * threads hand back a status. */
 static gboolean
-run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func)
+run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func, int *threads)
 {
   int N = pass->plan->desc.N;
   dnnl_status_t status = dnnl_success;
+  int used = 1;
 
-#pragma omp parallel
+#pragma omp parallel num_threads (MAX (be->threads, 1))
   {
     int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
     int n0 = (int) ((gint64) N * tid / nth), n1 = (int) ((gint64) N * (tid + 1) / nth);
-    dnnl_status_t st = n1 > n0 ? func (pass, n0, n1) : dnnl_success;
+    dnnl_status_t st = func (pass, n0, n1);
+
+    if (tid == 0)
+      used = nth;
 
     if (st != dnnl_success)
       {
@@ -219,22 +225,26 @@ run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func)
   if (status != dnnl_success)
     tach_cpu_dnnl_fail (be, status, "dnnl_sgemm (a slice of the LSTM's time steps)",
                         __FILE__, __LINE__);
+  if (threads != NULL)
+    *threads = used;
   return status == dnnl_success;
 }
 
-/* Every time step of samples [n0, n1) in every direction, on this thread;
- * the gates hold the input side already. */
+/* Every time step of samples [n0, n1) in every direction, on this thread:
+ * per step the input side x_t W_x^T, the recurrent h_{t-1} W_h^T added to
+ * it, and the pointwise pass, while the step's gates are in cache. */
 static dnnl_status_t
 forward_slice (const LstmPass *pass, int n0, int n1)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
-  int H = d->H, G = plan->G, count = n1 - n0;
+  int H = d->H, I = d->I, G = plan->G, count = n1 - n0;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
 
   for (int dir = 0; dir < d->dirs; dir++)
     {
-      const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * d->I;
+      const float *wx = pass->w + dir * plan->dir_stride;
+      const float *wh = wx + (size_t) G * I;
       const float *b = wh + (size_t) G * H;
 
       for (int k = 0; k < d->T; k++)
@@ -246,15 +256,16 @@ forward_slice (const LstmPass *pass, int n0, int n1)
           float *h_t = pass->h + row_of (d, t, n0) * ldh + dir * H;
           const float *c_p = pass->cells + row_of (d, tp, n0) * ldh + dir * H;
           const float *h_p = pass->h + row_of (d, tp, n0) * ldh + dir * H;
+          dnnl_status_t st;
 
-          if (k > 0)
-            {
-              dnnl_status_t st = tach_cpu_sgemm_local (FALSE, TRUE, count, G, H, 1.0f, h_p,
-                                                       sr * ldh, wh, H, 1.0f, g_t, sr * ldg);
-
-              if (st != dnnl_success)
-                return st;
-            }
+          st = tach_cpu_sgemm_local (FALSE, TRUE, count, G, I, 1.0f,
+                                     pass->x + row_of (d, t, n0) * I, sr * I, wx, I, 0.0f,
+                                     g_t, sr * ldg);
+          if (st == dnnl_success && k > 0)
+            st = tach_cpu_sgemm_local (FALSE, TRUE, count, G, H, 1.0f, h_p, sr * ldh, wh, H,
+                                       1.0f, g_t, sr * ldg);
+          if (st != dnnl_success)
+            return st;
           for (int n = 0; n < count; n++)
             {
               if (n + LSTM_PREFETCH_AHEAD < count)
@@ -319,15 +330,15 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
       tach_cpu_lstm_split_forward (be, d, x, w, y, gates, cells);
       return;
     }
-  if (!input_gemm (be, plan, x, w, gates))
-    return;
   if (plan->sliced)
     {
-      LstmPass pass = { .plan = plan, .w = w, .h = y, .gates = gates, .cells = cells };
+      LstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
 
-      run_slices (be, &pass, forward_slice);
+      run_slices (be, &pass, forward_slice, NULL);
       return;
     }
+  if (!input_gemm (be, plan, x, w, gates))
+    return;
 
   for (int dir = 0; dir < d->dirs; dir++)
     {
@@ -367,24 +378,38 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
 }
 
 /* Every time step of samples [n0, n1) in every direction, backward, on
- * this thread: the gate gradients and the recurrent dh; then h_{t-1} of
- * these samples' rows into plan->hprev, or (one direction) x and h_{t-1}
- * of each row side by side into plan->xh. */
+ * this thread.  Per step: the pointwise pass writes the step's gate
+ * gradients into this slice's rows of plan->dg_step ([count, 4H]) and adds
+ * them to the bias gradient; then dW_x += dG_t^T x_t, dx_t (+)= dG_t W_x,
+ * dW_h += dG_t^T h_{t-1} and dh_{t-1} = dG_t W_h.  The weight gradient
+ * goes to this thread's copy: pass->dw for the first thread, the
+ * (tid - 1)-th block of plan->dw_part for the others. */
 static dnnl_status_t
 backward_slice (const LstmPass *pass, int n0, int n1)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
-  int N = d->N, H = d->H, G = plan->G, count = n1 - n0;
+  int N = d->N, H = d->H, I = d->I, G = plan->G, count = n1 - n0;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+  int tid = omp_get_thread_num ();
+  float *dw_mine = tid == 0 ? pass->dw
+                            : plan->dw_part + (size_t) (tid - 1) * d->dirs * plan->dir_stride;
+  float *dg = plan->dg_step + (size_t) n0 * G;
 
   for (int dir = 0; dir < d->dirs; dir++)
     {
-      const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * d->I;
+      const float *wx = pass->w + dir * plan->dir_stride;
+      const float *wh = wx + (size_t) G * I;
+      float *dwx = dw_mine + dir * plan->dir_stride;
+      float *dwh = dwx + (size_t) G * I;
+      float *db = dwh + (size_t) G * H;
       float *dh = plan->dh + ((size_t) dir * N + n0) * H;
       float *dc = plan->dc + ((size_t) dir * N + n0) * H;
-      float *db = plan->db_part + (size_t) omp_get_thread_num () * ldg + dir * G;
 
+      memset (db, 0, (size_t) G * sizeof (float));
+      /* One step: h_{-1} = 0 gives dW_h no term at all. */
+      if (d->T == 1)
+        memset (dwh, 0, (size_t) G * H * sizeof (float));
       for (int k = d->T - 1; k >= 0; k--)
         {
           int t = time_at (d, dir, k);
@@ -393,8 +418,8 @@ backward_slice (const LstmPass *pass, int n0, int n1)
           const float *c_t = pass->cells + row_of (d, t, n0) * ldh + dir * H;
           const float *c_p = pass->cells + row_of (d, tp, n0) * ldh + dir * H;
           const float *dy_t = pass->dy + row_of (d, t, n0) * ldh + dir * H;
-          float *dg_t = plan->dgates + row_of (d, t, n0) * ldg + dir * G;
           gboolean last = k == d->T - 1;
+          float beta = last ? 0.0f : 1.0f;
           dnnl_status_t st;
 
           for (int n = 0; n < count; n++)
@@ -406,45 +431,35 @@ backward_slice (const LstmPass *pass, int n0, int n1)
                   prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
                   prefetch_span (c_t + a * ldh, (size_t) H * sizeof (float), FALSE);
                   prefetch_span (dy_t + a * ldh, (size_t) H * sizeof (float), FALSE);
-                  prefetch_span (dg_t + a * ldg, (size_t) G * sizeof (float), TRUE);
                   if (k > 0)
                     prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
                 }
               tach_cpu_lstm_row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
                             k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
                             last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                            dg_t + n * sr * ldg, db);
+                            dg + (size_t) n * G, db);
             }
+          /* dW_x += dG_t^T x_t; dx_t = dG_t W_x, the second direction adding. */
+          st = tach_cpu_sgemm_local (TRUE, FALSE, G, I, count, 1.0f, dg, G,
+                                     pass->x + row_of (d, t, n0) * I, sr * I, beta, dwx, I);
+          if (st == dnnl_success && d->need_dx)
+            st = tach_cpu_sgemm_local (FALSE, FALSE, count, I, G, 1.0f, dg, G, wx, I,
+                                       dir == 0 ? 0.0f : 1.0f,
+                                       pass->dx + row_of (d, t, n0) * I, sr * I);
+          if (st != dnnl_success)
+            return st;
           if (k == 0)
             break;
-          /* dh_{t-1} = dG_t W_h */
-          st = tach_cpu_sgemm_local (FALSE, FALSE, count, H, G, 1.0f, dg_t, sr * ldg, wh, H,
-                                     0.0f, dh, H);
+          /* dW_h += dG_t^T h_{t-1}; dh_{t-1} = dG_t W_h. */
+          st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, count, 1.0f, dg, G,
+                                     pass->y + row_of (d, tp, n0) * ldh + dir * H, sr * ldh,
+                                     beta, dwh, H);
+          if (st == dnnl_success)
+            st = tach_cpu_sgemm_local (FALSE, FALSE, count, H, G, 1.0f, dg, G, wh, H, 0.0f,
+                                       dh, H);
           if (st != dnnl_success)
             return st;
         }
-      for (int n = n0; n < n1; n++)
-        for (int k = 0; k < d->T; k++)
-          {
-            size_t r = row_of (d, time_at (d, dir, k), n);
-            float *hp;
-
-            if (plan->xh != NULL)
-              {
-                size_t ldxh = (size_t) d->I + H;
-
-                memcpy (plan->xh + r * ldxh, pass->x + r * d->I, (size_t) d->I * sizeof (float));
-                hp = plan->xh + r * ldxh + d->I;
-              }
-            else
-              hp = plan->hprev + r * ldh + dir * H;
-
-            if (k == 0)
-              memset (hp, 0, (size_t) H * sizeof (float));
-            else
-              memcpy (hp, pass->y + row_of (d, time_at (d, dir, k - 1), n) * ldh + dir * H,
-                      (size_t) H * sizeof (float));
-          }
     }
   return dnnl_success;
 }
@@ -521,7 +536,7 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
 {
   const TachLstmDesc *d = &plan->desc;
   int H = d->H, I = d->I, G = plan->G;
-  size_t ldg = plan->ldg, ldh = plan->ldh;
+  size_t ldg = plan->ldg;
   const float *gates = reserve;
   const float *cells;
 
@@ -550,42 +565,26 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   if (plan->sliced)
     {
       LstmPass pass = { .plan = plan, .x = x, .w = w, .y = y, .dy = dy,
-                        .gates = (float *) gates, .cells = (float *) cells };
+                        .gates = (float *) gates, .cells = (float *) cells, .dx = dx,
+                        .dw = dw };
+      size_t nw = (size_t) d->dirs * plan->dir_stride;
+      int threads = 1;
 
-      /* Threads that get no samples leave their part as it is. */
-      memset (plan->db_part, 0, (size_t) MAX (be->threads, 1) * ldg * sizeof (float));
-      if (!run_slices (be, &pass, backward_slice))
+      if (!run_slices (be, &pass, backward_slice, &threads))
         return;
-    }
-  else if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))
-    return;
-
-  /* One direction, sliced: [dW_x | dW_h] = dG^T [X | H_prev] over all
-   * time steps in one GEMM of K = I + H columns, then to the two blocks;
-   * db is the sum of the slices' parts. */
-  if (plan->xh != NULL)
-    {
-      size_t ldxh = (size_t) I + H;
-      float *dwh = dw + (size_t) G * I;
-      float *db = dwh + (size_t) G * H;
-
-      if (!sgemm (be, 'T', 'N', G, ldxh, plan->rows, 1.0f, plan->dgates, ldg, plan->xh, ldxh,
-                  0.0f, plan->dw_xh, ldxh))
-        return;
-      for (int j = 0; j < G; j++)
+      /* The other threads' weight gradients, added in thread order. */
+      for (int th = 1; th < threads; th++)
         {
-          memcpy (dw + (size_t) j * I, plan->dw_xh + j * ldxh, (size_t) I * sizeof (float));
-          memcpy (dwh + (size_t) j * H, plan->dw_xh + j * ldxh + I, (size_t) H * sizeof (float));
+          const float *part = plan->dw_part + (size_t) (th - 1) * nw;
+
+#pragma omp simd
+          for (size_t i = 0; i < nw; i++)
+            dw[i] += part[i];
         }
-      memcpy (db, plan->db_part, (size_t) G * sizeof (float));
-      for (guint th = 1; th < MAX (be->threads, 1); th++)
-        for (int j = 0; j < G; j++)
-          db[j] += plan->db_part[(size_t) th * ldg + j];
-      if (d->need_dx
-          && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, plan->dgates, ldg, w, I, 0.0f, dx, I))
-        return;
       return;
     }
+  if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))
+    return;
 
   /* dW_x = dG^T X over all time steps, both directions in one GEMM (into
    * wx_both, then to each direction's block): one product of 2 * 4H rows
@@ -606,24 +605,12 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   for (int dir = 0; dir < d->dirs; dir++)
     {
       float *dwx = dw + dir * plan->dir_stride;
-      float *dwh = dwx + (size_t) G * I;
-      float *db = dwh + (size_t) G * H;
+      float *db = dwx + (size_t) G * (I + H);
       const float *dg = plan->dgates + dir * G;
 
-      /* dW_h = dG^T H_prev over all time steps at once; db = 1^T dG, the
-       * slices' parts summed or one product. */
-      if (plan->sliced)
-        {
-          if (!sgemm (be, 'T', 'N', G, H, plan->rows, 1.0f, dg, ldg, plan->hprev + dir * H, ldh,
-                      0.0f, dwh, H))
-            return;
-          memcpy (db, plan->db_part + dir * G, (size_t) G * sizeof (float));
-          for (guint th = 1; th < MAX (be->threads, 1); th++)
-            for (int j = 0; j < G; j++)
-              db[j] += plan->db_part[(size_t) th * ldg + dir * G + j];
-        }
-      else if (!sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows, dg, ldg,
-                       0.0f, db, G))
+      /* db = 1^T dG in one product (dW_h is summed in backward_steps). */
+      if (!sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows, dg, ldg, 0.0f,
+                  db, G))
         return;
       if (d->need_dx
           && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, dg, ldg, w + dir * plan->dir_stride,
