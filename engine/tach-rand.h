@@ -14,30 +14,65 @@
 #ifdef __CUDACC__
 #define TACH_HD __host__ __device__ __forceinline__
 #else
-#define TACH_HD static inline
+/* Always inlined: also into the per-ISA kernels of the CPU backend, whose
+ * options (target, no-trapping-math) differ from the includer's. */
+#define TACH_HD static inline __attribute__ ((always_inline))
 #endif
+
+/* a * b modulo 2^64.  On the host it is built from 32-bit halves, the
+ * same bits in a form that GCC vectorises on AVX2 (which has no 64-bit
+ * lane multiply), so that a loop of draws (dropout) runs in vectors. */
+TACH_HD uint64_t
+tach_rand_mul (uint64_t a, uint64_t b)
+{
+#ifdef __CUDACC__
+  return a * b;
+#else
+  uint64_t lo = (a & 0xffffffffu) * (b & 0xffffffffu);
+  uint64_t cross = (a >> 32) * (b & 0xffffffffu) + (a & 0xffffffffu) * (b >> 32);
+
+  return lo + (cross << 32);
+#endif
+}
 
 /* SplitMix64 finaliser: a bijective 64-bit mix with good avalanche. */
 TACH_HD uint64_t
 tach_rand_mix (uint64_t z)
 {
   z += 0x9e3779b97f4a7c15ULL;
-  z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ULL;
-  z = (z ^ (z >> 27)) * 0x94d049bb133111ebULL;
+  z = tach_rand_mul (z ^ (z >> 30), 0xbf58476d1ce4e5b9ULL);
+  z = tach_rand_mul (z ^ (z >> 27), 0x94d049bb133111ebULL);
   return z ^ (z >> 31);
+}
+
+/* The part of tach_rand_bits that depends on the seed and counter only:
+ * a loop over elements computes it once. */
+TACH_HD uint64_t
+tach_rand_key (uint64_t seed, uint64_t counter)
+{
+  return tach_rand_mix (tach_rand_mix (seed) ^ counter);
 }
 
 TACH_HD uint64_t
 tach_rand_bits (uint64_t seed, uint64_t counter, uint64_t element)
 {
-  return tach_rand_mix (tach_rand_mix (tach_rand_mix (seed) ^ counter) ^ element);
+  return tach_rand_mix (tach_rand_key (seed, counter) ^ element);
+}
+
+/* tach_rand_uniform with its key from tach_rand_key.  The 24 bits go
+ * through int32_t (exact: they are below 2^24), which converts to float in
+ * vectors on AVX2 as well. */
+TACH_HD float
+tach_rand_uniform_key (uint64_t key, uint64_t element)
+{
+  return (float) (int32_t) (tach_rand_mix (key ^ element) >> 40) * (1.0f / 16777216.0f);
 }
 
 /* Uniform in [0, 1) with 24 random bits: exactly representable in float. */
 TACH_HD float
 tach_rand_uniform (uint64_t seed, uint64_t counter, uint64_t element)
 {
-  return (float) (tach_rand_bits (seed, counter, element) >> 40) * (1.0f / 16777216.0f);
+  return tach_rand_uniform_key (tach_rand_key (seed, counter), element);
 }
 
 /* Standard normals by Box-Muller: elements 2p and 2p + 1 are the cosine

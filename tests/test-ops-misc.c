@@ -23,6 +23,15 @@ test_dropout (TachBackend *be)
   g_autofree float *got_id = NULL;
   g_autofree float *xf = NULL;
   float *d_x, *d_y, *d_dy, *d_dx, *d_id;
+  static const guint64 factors[] = { 0, 1, 0xffffffffu, 0x100000000ULL, 0xffffffffffffffffULL,
+                                     0x9e3779b97f4a7c15ULL, 0xbf58476d1ce4e5b9ULL };
+
+  /* The host's tach_rand_mul (from 32-bit halves) is the plain product,
+   * and the mix is SplitMix64's (its first output from state 0). */
+  for (guint i = 0; i < G_N_ELEMENTS (factors); i++)
+    for (guint j = 0; j < G_N_ELEMENTS (factors); j++)
+      g_assert_cmphex (tach_rand_mul (factors[i], factors[j]), ==, factors[i] * factors[j]);
+  g_assert_cmphex (tach_rand_mix (0), ==, 0xe220a8397b1dcdafULL);
 
   tach_ref_fill_normal (x, N, 1200, 1, 1.0);
   tach_ref_fill_normal (dy, N, 1200, 2, 1.0);
