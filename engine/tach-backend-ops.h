@@ -43,6 +43,7 @@ typedef struct _TachLstmPlan     TachLstmPlan;
 typedef struct _TachConvPlan     TachConvPlan;
 typedef struct _TachEvent        TachEvent;
 typedef struct _TachGraph        TachGraph;
+typedef struct _TachLstmLayout   TachLstmLayout;   /* tach-lstm-layout.h */
 
 /* An LSTM over a whole sequence (the fused op).
  *
@@ -52,7 +53,11 @@ typedef struct _TachGraph        TachGraph;
  *
  * Weights, Tach's canonical layout, one flat block per direction (forward,
  * then backward): W_x [4H, I], W_h [4H, H], b [4H]; gate order i, f, g, o.
- * Size: dirs * 4H * (I + H + 1) floats.  Backends convert internally.
+ * Size: dirs * 4H * (I + H + 1) floats.  The fused op reads them (and
+ * writes their gradient) in the block layout its backend reports
+ * (lstm_layout, tach-lstm-layout.h), which is this one unless the backend
+ * says otherwise: the model keeps the block in that layout, so nothing is
+ * converted per step.
  *
  * The "layout misread" of the BiLSTM report is a plan with time_major = TRUE
  * over batch-major data: T and N swap meaning, nothing else changes. */
@@ -163,9 +168,17 @@ struct _TachBackendOps {
   TachLstmPlan *(*lstm_plan_new)  (TachBackend *be, const TachLstmDesc *desc);
   void          (*lstm_plan_free) (TachBackend *be, TachLstmPlan *plan);
   size_t        (*lstm_reserve_bytes) (TachBackend *be, TachLstmPlan *plan);
+  /* Optional (NULL: the canonical layout): the layout of the weight block
+   * that lstm_fwd/bwd read and write for plans of @desc, the same for every
+   * plan whose desc has the same I, H, dirs and precision (so a plan
+   * rebuilt per call, or for another batch, reads the same block).  FALSE +
+   * sticky error on failure.  Callers use tach_lstm_layout(). */
+  gboolean (*lstm_layout) (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout *layout);
+  /* w and dw in the block layout of lstm_layout */
   void (*lstm_fwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
                     float *y, void *reserve);
-  /* dw is overwritten (not accumulated); dx may be NULL when !need_dx */
+  /* dw is overwritten (not accumulated), the floats no view of the layout
+   * covers with zero; dx may be NULL when !need_dx */
   void (*lstm_bwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
                     const float *y, const float *dy, void *reserve, float *dx, float *dw);
   /* One cell step (the unrolled mode).  gates [N,4H]: pre-activations

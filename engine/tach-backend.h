@@ -10,6 +10,7 @@
 #pragma once
 
 #include "tach-backend-ops.h"
+#include "tach-lstm-layout.h"
 
 G_BEGIN_DECLS
 

@@ -66,6 +66,8 @@ void tach_ops_register_dense (const char *device_id);
 void tach_ops_register_loss (const char *device_id);
 void tach_ops_register_lstm (const char *device_id);
 void tach_ops_register_lstm_ref (void);
+/* The CUDA backend's weight-space views against its copying path (CUDA only). */
+void tach_ops_register_lstm_wspace (const char *device_id);
 void tach_ops_register_conv (const char *device_id);
 void tach_ops_register_misc (const char *device_id);
 void tach_ops_register_graph (const char *device_id);

@@ -86,6 +86,51 @@ lstm_case_clear (LstmCase *c)
   g_free (c->dy);
 }
 
+/* The fused op reads its weights in the block layout its backend reports
+ * (tach_lstm_layout): canonical weights go in through the layout's views,
+ * and the weight gradient comes back out through them, its holes checked
+ * to be zero (the contract, so that the optimiser keeps them zero). */
+static void
+upload_lstm_w_f (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout,
+                 const float *canon, float *dev)
+{
+  g_autofree float *block = g_new (float, layout->floats);
+
+  tach_lstm_layout_scatter (d, layout, canon, block);
+  tach_backend_upload (be, dev, block, layout->floats * sizeof (float));
+}
+
+static float *
+upload_lstm_w (TachBackend *be, const TachLstmDesc *d, const double *w, TachLstmLayout *layout)
+{
+  g_autofree float *canon = tach_ref_to_float (w, tach_ref_lstm_weights (d));
+  float *dev;
+
+  g_assert_true (tach_lstm_layout (be, d, layout));
+  dev = tach_ops_alloc (be, layout->floats * sizeof (float));
+  upload_lstm_w_f (be, d, layout, canon, dev);
+  return dev;
+}
+
+static float *
+download_lstm_dw (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout,
+                  const float *dev)
+{
+  g_autofree float *block = tach_ops_download_f (be, dev, layout->floats);
+  g_autoptr (GArray) holes = tach_lstm_layout_holes (d, layout);
+  float *canon = g_new (float, tach_ref_lstm_weights (d));
+
+  for (guint i = 0; i < holes->len; i++)
+    {
+      const TachLstmRange *h = &g_array_index (holes, TachLstmRange, i);
+
+      for (size_t k = 0; k < h->count; k++)
+        g_assert_cmpfloat (block[h->start + k], ==, 0.0f);
+    }
+  tach_lstm_layout_gather (d, layout, block, canon);
+  return canon;
+}
+
 /* The backend side of one case: forward, and backward when @dx_out/@dw_out
  * are given.  Outputs are new host arrays. */
 static void
@@ -94,13 +139,14 @@ backend_lstm (TachBackend *be, const LstmCase *c, float **y_out, float **dx_out,
   size_t nx = lstm_x_len (&c->d), ny = lstm_y_len (&c->d), nw = tach_ref_lstm_weights (&c->d);
   TachLstmPlan *plan = tach_lstm_plan_new (be, &c->d);
   float *d_x, *d_w, *d_y, *d_dy, *d_dx = NULL, *d_dw;
+  TachLstmLayout layout;
   void *reserve;
 
   tach_ops_assert_ok (be);
   g_assert_nonnull (plan);
   reserve = tach_ops_alloc (be, tach_lstm_reserve_bytes (be, plan));
   d_x = tach_ops_upload_d (be, c->x, nx);
-  d_w = tach_ops_upload_d (be, c->w, nw);
+  d_w = upload_lstm_w (be, &c->d, c->w, &layout);
   d_y = tach_ops_alloc (be, ny * sizeof (float));
   tach_op (be, lstm_fwd, plan, d_x, d_w, d_y, reserve);
   *y_out = tach_ops_download_f (be, d_y, ny);
@@ -109,9 +155,17 @@ backend_lstm (TachBackend *be, const LstmCase *c, float **y_out, float **dx_out,
       d_dy = tach_ops_upload_d (be, c->dy, ny);
       if (c->d.need_dx)
         d_dx = tach_ops_alloc (be, nx * sizeof (float));
-      d_dw = tach_ops_alloc (be, nw * sizeof (float));
+      d_dw = tach_ops_alloc (be, layout.floats * sizeof (float));
+      /* Stale gradients, holes included, must be overwritten. */
+      {
+        g_autofree float *stale = g_new (float, layout.floats);
+
+        for (size_t i = 0; i < layout.floats; i++)
+          stale[i] = 7.0f;
+        tach_backend_upload (be, d_dw, stale, layout.floats * sizeof (float));
+      }
       tach_op (be, lstm_bwd, plan, d_x, d_w, d_y, d_dy, reserve, d_dx, d_dw);
-      *dw_out = tach_ops_download_f (be, d_dw, nw);
+      *dw_out = download_lstm_dw (be, &c->d, &layout, d_dw);
       if (dx_out != NULL)
         *dx_out = c->d.need_dx ? tach_ops_download_f (be, d_dx, nx) : NULL;
 
@@ -122,7 +176,7 @@ backend_lstm (TachBackend *be, const LstmCase *c, float **y_out, float **dx_out,
 
         tach_op (be, lstm_fwd, plan, d_x, d_w, d_y, reserve);
         tach_op (be, lstm_bwd, plan, d_x, d_w, d_y, d_dy, reserve, d_dx, d_dw);
-        again = tach_ops_download_f (be, d_dw, nw);
+        again = download_lstm_dw (be, &c->d, &layout, d_dw);
         g_assert_cmpmem (again, nw * sizeof (float), *dw_out, nw * sizeof (float));
       }
     }
@@ -202,6 +256,7 @@ test_lstm_shapes (TachBackend *be)
       g_autofree double *dw = NULL;
       g_autofree double *junk = NULL;
       TachLstmPlan *plan;
+      TachLstmLayout layout;
       float *d_x, *d_w, *d_y, *d_dy, *d_dx, *d_dw;
       void *reserve;
       LstmCase c;
@@ -218,8 +273,6 @@ test_lstm_shapes (TachBackend *be)
       y = g_new (double, ny);
       dx = g_new (double, nx);
       dw = g_new (double, nw);
-      junk = g_new (double, nw);
-      tach_ref_fill_normal (junk, nw, 850 + k, 9, 5.0);
       tach_ref_lstm_fwd (&d, c.x, c.w, y);
       tach_ref_lstm_bwd (&d, c.x, c.w, c.dy, dx, dw);
       plan = tach_lstm_plan_new (be, &d);
@@ -241,11 +294,14 @@ test_lstm_shapes (TachBackend *be)
       g_assert_nonnull (plan);
       reserve = tach_ops_alloc (be, tach_lstm_reserve_bytes (be, plan));
       d_x = tach_ops_upload_d (be, c.x, nx);
-      d_w = tach_ops_upload_d (be, c.w, nw);
+      d_w = upload_lstm_w (be, &d, c.w, &layout);
       d_dy = tach_ops_upload_d (be, c.dy, ny);
       d_y = tach_ops_alloc (be, ny * sizeof (float));
       d_dx = tach_ops_alloc (be, nx * sizeof (float));
-      d_dw = tach_ops_upload_d (be, junk, nw);
+      /* The gradient block full of junk, holes included. */
+      junk = g_new (double, layout.floats);
+      tach_ref_fill_normal (junk, layout.floats, 850 + k, 9, 5.0);
+      d_dw = tach_ops_upload_d (be, junk, layout.floats);
       for (int round = 0; round < 2; round++)
         {
           g_autofree char *what = g_strdup_printf ("lstm T=%d N=%d I=%d H=%d dirs=%d%s round %d",
@@ -259,7 +315,7 @@ test_lstm_shapes (TachBackend *be)
           tach_op (be, lstm_bwd, plan, d_x, d_w, d_y, d_dy, reserve, d_dx, d_dw);
           got_y = tach_ops_download_f (be, d_y, ny);
           got_dx = tach_ops_download_f (be, d_dx, nx);
-          got_dw = tach_ops_download_f (be, d_dw, nw);
+          got_dw = download_lstm_dw (be, &d, &layout, d_dw);
           tach_ops_assert_nmse (what, got_y, y, ny, limit);
           tach_ops_assert_nmse (what, got_dx, dx, nx, limit);
           tach_ops_assert_nmse (what, got_dw, dw, nw, limit);
@@ -317,6 +373,17 @@ backend_lstm_loss (TachBackend *be, TachLstmPlan *plan, const LstmCase *c, float
   return s;
 }
 
+/* Uploads the probed weights (@which 0, through the layout) or input. */
+static void
+upload_probe (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout, int which,
+              const float *host, float *dev, size_t n)
+{
+  if (which == 0)
+    upload_lstm_w_f (be, d, layout, host, dev);
+  else
+    tach_backend_upload (be, dev, host, n * sizeof (float));
+}
+
 /* Central differences on the backend's float loss, so that a wrong backend
  * gradient cannot hide behind a wrong reference.  float rounding limits the
  * step to eps = 5e-3, so the tolerance is loose and stated:
@@ -332,6 +399,7 @@ test_lstm_finite_difference (TachBackend *be)
   g_autofree float *dw = NULL;
   g_autofree float *host = NULL;
   TachLstmPlan *plan;
+  TachLstmLayout layout;
   float *d_x, *d_w, *d_y;
   void *reserve;
   LstmCase c;
@@ -341,7 +409,7 @@ test_lstm_finite_difference (TachBackend *be)
   plan = tach_lstm_plan_new (be, &d);
   reserve = tach_ops_alloc (be, tach_lstm_reserve_bytes (be, plan));
   d_x = tach_ops_upload_d (be, c.x, nx);
-  d_w = tach_ops_upload_d (be, c.w, nw);
+  d_w = upload_lstm_w (be, &d, c.w, &layout);
   d_y = tach_ops_alloc (be, ny * sizeof (float));
 
   for (int which = 0; which < 2; which++)
@@ -362,13 +430,13 @@ test_lstm_finite_difference (TachBackend *be)
           double lp, lm, fd;
 
           host[i] = keep + eps;
-          tach_backend_upload (be, dev, host, n * sizeof (float));
+          upload_probe (be, &d, &layout, which, host, dev, n);
           lp = backend_lstm_loss (be, plan, &c, d_x, d_w, d_y, reserve);
           host[i] = keep - eps;
-          tach_backend_upload (be, dev, host, n * sizeof (float));
+          upload_probe (be, &d, &layout, which, host, dev, n);
           lm = backend_lstm_loss (be, plan, &c, d_x, d_w, d_y, reserve);
           host[i] = keep;
-          tach_backend_upload (be, dev, host, n * sizeof (float));
+          upload_probe (be, &d, &layout, which, host, dev, n);
           fd = (lp - lm) / (2.0 * ((double) (keep + eps) - (double) keep));
           g_test_message ("lstm fd %s[%zu]: fd %.6g backend %.6g", which == 0 ? "w" : "x",
                           i, fd, (double) grad[i]);
@@ -537,4 +605,5 @@ tach_ops_register_lstm (const char *device_id)
   tach_ops_add (device_id, "lstm-cell/forward-backward", test_lstm_cell);
   if (g_strcmp0 (device_id, "cpu") == 0)
     tach_ops_add (device_id, "lstm/split", test_lstm_split);
+  tach_ops_register_lstm_wspace (device_id);
 }

@@ -68,6 +68,9 @@ run_stack_case (TachBackend *be, int dirs, gboolean time_major, TachRnn rnn)
   g_autofree char *wy = NULL, *wx = NULL, *ww = NULL;
   float *xd, *wd, *yd, *dyd, *dxd, *dwd;
   TachLstmStack *stack;
+  g_autoptr (TachLstmBlock) block = tach_lstm_block_new (be, &desc, SLAYERS, rnn, NULL);
+  size_t nb = tach_lstm_block_floats (block);
+  g_autofree float *wb = g_new (float, nb), *got_db = g_new (float, nb);
 
   tach_lstm_stack_layer_desc (&desc, 0, &d0);
   tach_lstm_stack_layer_desc (&desc, 1, &d1);
@@ -94,24 +97,27 @@ run_stack_case (TachBackend *be, int dirs, gboolean time_major, TachRnn rnn)
   wf = tach_ref_to_float (w, nw);
   dyf = tach_ref_to_float (dy, ny);
   xd = tach_backend_alloc (be, nx * sizeof (float));
-  wd = tach_backend_alloc (be, nw * sizeof (float));
+  wd = tach_backend_alloc (be, nb * sizeof (float));
   yd = tach_backend_alloc (be, ny * sizeof (float));
   dyd = tach_backend_alloc (be, ny * sizeof (float));
   dxd = tach_backend_alloc (be, nx * sizeof (float));
-  dwd = tach_backend_alloc (be, nw * sizeof (float));
+  dwd = tach_backend_alloc (be, nb * sizeof (float));
+  /* The weights go in through the block's views, as a model puts them. */
+  tach_lstm_block_from_canonical (block, wf, wb);
   tach_backend_upload (be, xd, xf, nx * sizeof (float));
-  tach_backend_upload (be, wd, wf, nw * sizeof (float));
+  tach_backend_upload (be, wd, wb, nb * sizeof (float));
   tach_backend_upload (be, dyd, dyf, ny * sizeof (float));
   /* Stale gradients must be overwritten, not added to. */
-  tach_backend_upload (be, dwd, wf, nw * sizeof (float));
+  tach_backend_upload (be, dwd, wb, nb * sizeof (float));
 
-  stack = tach_lstm_stack_new (be, &desc, SLAYERS, rnn, TACH_CALL_SETUP_PERSISTENT);
+  stack = tach_lstm_stack_new (be, &desc, SLAYERS, rnn, TACH_CALL_SETUP_PERSISTENT, block);
   tach_lstm_stack_forward (stack, xd, wd, yd);
   tach_lstm_stack_backward (stack, xd, wd, yd, dyd, dxd, dwd);
   tach_backend_download (be, got_y, yd, ny * sizeof (float));
   tach_backend_download (be, got_dx, dxd, nx * sizeof (float));
-  tach_backend_download (be, got_dw, dwd, nw * sizeof (float));
+  tach_backend_download (be, got_db, dwd, nb * sizeof (float));
   g_assert_true (tach_backend_ok (be));
+  tach_lstm_block_to_canonical (block, got_db, got_dw);
 
   wy = g_strdup_printf ("stack %s y", what);
   wx = g_strdup_printf ("stack %s dx", what);

@@ -590,6 +590,7 @@ static TachBackendOps cuda_ops = {
   .lstm_plan_new = tach_cuda_lstm_plan_new,
   .lstm_plan_free = tach_cuda_lstm_plan_free,
   .lstm_reserve_bytes = tach_cuda_lstm_reserve_bytes,
+  .lstm_layout = tach_cuda_lstm_layout,
   .lstm_fwd = tach_cuda_lstm_fwd,
   .lstm_bwd = tach_cuda_lstm_bwd,
   .conv_plan_new = tach_cuda_conv_plan_new,

@@ -114,6 +114,30 @@ gboolean      tach_cuda_check_faults (TachBackend *be);
 TachLstmPlan *tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
 void          tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
 size_t        tach_cuda_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
+
+/* tach-cuda-rnn-layout.c */
+/* cudaMalloc's alignment, which every weight space in cuDNN's
+ * documentation and samples has: cuDNN's offsets are relative to the
+ * base, and its kernels may load the matrices in wide vectors. */
+#define TACH_CUDA_WSPACE_ALIGN 256
+/* The ops' lstm_layout: the standard algorithm's weight space for @desc
+ * (TACH_CUDA_PLAIN=wspace: the canonical layout). */
+gboolean      tach_cuda_lstm_layout (TachBackend *be, const TachLstmDesc *desc,
+                                     TachLstmLayout *layout);
+/* Sets @rnn up for @d (see the file's comment). */
+cudnnStatus_t tach_cuda_rnn_set (cudnnRNNDescriptor_t rnn, cudnnDropoutDescriptor_t dropout,
+                                 const TachLstmDesc *d, cudnnRNNAlgo_t algo, cudnnMathType_t math);
+/* Records the standard algorithm's refusal @status of @call as the sticky
+ * error, saying so when FMA-only fp32 math is why. */
+void          tach_cuda_rnn_fail_standard (TachBackend *be, cudnnStatus_t status, const char *call);
+/* Reads where cuDNN keeps each gate's matrices and input bias in the
+ * weight space @space (@bytes, device memory, neither read nor written)
+ * of @rnn; @mdesc and @bdesc are scratch.  FALSE + sticky error when they
+ * are not dense [H, cols] matrices and H biases. */
+gboolean      tach_cuda_rnn_query_layout (TachBackend *be, cudnnRNNDescriptor_t rnn,
+                                          const TachLstmDesc *d, const void *space, size_t bytes,
+                                          cudnnTensorDescriptor_t mdesc,
+                                          cudnnTensorDescriptor_t bdesc, TachLstmLayout *layout);
 void          tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x,
                                   const float *w, float *y, void *reserve);
 void          tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x,

@@ -7,14 +7,29 @@
  * unpacked layouts only with CUDNN_RNN_PADDED_IO_ENABLED in auxFlags
  * (cudnn_adv.h; PyTorch and TensorFlow set it for any unpacked input).
  *
- * Weights: Tach's canonical block (per direction W_x [4H, I], W_h [4H, H],
- * b [4H], gates i, f, g, o) is copied into cuDNN's weight space on every
- * forward call, because the optimiser updates the canonical block in place.
- * cuDNN's LSTM uses the same gate order (linear layers 0-3 act on the
- * input, 4-7 on the recurrent state, each for i, f, g, o) and stores each
- * gate's matrix row-major like Tach, so each gate is one contiguous copy;
- * adjacent copies are merged once when the plan is built.  cuDNN has two
- * biases per gate: bx holds b and bh stays zero.
+ * Weights: the model keeps the LSTM's parameters and their gradient in
+ * cuDNN's own weight-space layout (tach_cuda_lstm_layout, the ops'
+ * lstm_layout), as views into its flat parameter buffer: the forward and
+ * both backward passes hand cuDNN the model's block and gradient block
+ * directly and Adam updates them in place, so a step copies nothing.
+ * cuDNN's LSTM uses Tach's gate order (linear layers 0-3 act on the input,
+ * 4-7 on the recurrent state, each for i, f, g, o) and stores each gate's
+ * matrix dense and row-major.  It has two biases per gate
+ * (CUDNN_RNN_DOUBLE_BIAS, as PyTorch and TensorFlow use): the views map
+ * Tach's one bias to the input bias; the recurrent biases are holes of the
+ * layout, zero from initialisation, and their gradient, which cuDNN does
+ * compute, is zeroed after every backward pass so that the optimiser
+ * leaves them zero.  cuDNN's weight gradient ADDS into the gradient block,
+ * which is therefore zeroed before (the model's gradients are overwritten
+ * each step, not zeroed).
+ *
+ * The layout the model allocates is the standard algorithm's; a plan whose
+ * algorithm lays the weights out differently (none is known to), and every
+ * plan under TACH_CUDA_PLAIN=wspace (where lstm_layout reports the
+ * canonical layout), keeps a weight space of its own and copies the block
+ * in on every forward and the gradient out on every backward, the adjacent
+ * copies merged once when the plan is built: the numbers are the same
+ * either way, only the copies differ.
  *
  * Algorithm: CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H where cuDNN accepts the
  * shape, else CUDNN_RNN_ALGO_STANDARD.  A refusal at plan time or at the
@@ -32,8 +47,8 @@
 #include "tach-cuda-private.h"
 
 typedef struct {
-  size_t canon;    /* offset in the canonical block, floats */
-  size_t cudnn;    /* offset in cuDNN's weight space, floats */
+  size_t canon;    /* offset in the caller's block, floats */
+  size_t cudnn;    /* offset in the plan's weight space, floats */
   size_t count;    /* floats */
 } TachWeightSegment;
 
@@ -50,37 +65,24 @@ struct _TachLstmPlan {
   cudnnMathType_t           math;
   cudnnForwardMode_t        fwd_mode;
   size_t                    weight_bytes;
-  float                    *wspace;    /* owned, device: cuDNN's weights */
-  float                    *dwspace;   /* owned, device: cuDNN's weight gradient */
+  TachLstmLayout            block;     /* the layout of the caller's w and dw (lstm_layout) */
+  gboolean                  views;     /* the block is cuDNN's weight space: no copies */
+  GArray                   *holes;     /* TachLstmRange: the block's floats no view covers */
+  float                    *wspace;    /* owned, device, copies only: cuDNN's weights */
+  float                    *dwspace;   /* owned, device, copies only: cuDNN's weight gradient */
   size_t                    work_bytes;
   void                     *work;      /* owned, device */
   size_t                    reserve_bytes; /* the larger of both algorithms' */
   int32_t                  *dev_seq;   /* owned, device: N sequence lengths, all T */
   int                      *host_seq;  /* owned */
   float                    *y_scratch; /* owned, device: dx when the caller wants none */
-  GArray                   *segments;  /* TachWeightSegment */
+  GArray                   *segments;  /* TachWeightSegment, copies only */
 };
 
 static cudnnStatus_t
 set_rnn_descriptor (TachLstmPlan *plan, cudnnRNNAlgo_t algo, cudnnMathType_t math)
 {
-  const TachLstmDesc *d = &plan->desc;
-
-  return cudnnSetRNNDescriptor_v8 (plan->rnn,
-                                   /* algo = */ algo,
-                                   /* cellMode = */ CUDNN_LSTM,
-                                   /* biasMode = */ CUDNN_RNN_DOUBLE_BIAS,
-                                   /* dirMode = */ d->dirs == 2 ? CUDNN_BIDIRECTIONAL : CUDNN_UNIDIRECTIONAL,
-                                   /* inputMode = */ CUDNN_LINEAR_INPUT,
-                                   /* dataType = */ CUDNN_DATA_FLOAT,
-                                   /* mathPrec = */ CUDNN_DATA_FLOAT,
-                                   /* mathType = */ math,
-                                   /* inputSize = */ d->I,
-                                   /* hiddenSize = */ d->H,
-                                   /* projSize = */ d->H,
-                                   /* numLayers = */ 1,
-                                   /* dropoutDesc = */ plan->dropout,
-                                   /* auxFlags = */ CUDNN_RNN_PADDED_IO_ENABLED);
+  return tach_cuda_rnn_set (plan->rnn, plan->dropout, &plan->desc, algo, math);
 }
 
 /* Configures the descriptor for @algo and asks for its buffer sizes,
@@ -97,71 +99,50 @@ try_algo (TachBackend *be, TachLstmPlan *plan, cudnnRNNAlgo_t algo, size_t *work
   return status;
 }
 
-/* Fills plan->segments for the current descriptor and weight space. */
+/* Fills plan->segments, the copies between the caller's block (in
+ * plan->block) and the plan's weight space (in @own), for the copying
+ * path. */
 static gboolean
-map_weights (TachBackend *be, TachLstmPlan *plan)
+map_weights (TachBackend *be, TachLstmPlan *plan, const TachLstmLayout *own)
 {
   const TachLstmDesc *d = &plan->desc;
-  TachCudaBackend *cb = TACH_CUDA (be);
-  size_t H = d->H, I = d->I, per_dir = 4 * H * (I + H + 1), total = 0;
+  const TachLstmLayout *blk = &plan->block;
+  size_t H = d->H, I = d->I;
 
   g_array_set_size (plan->segments, 0);
   for (int dir = 0; dir < d->dirs; dir++)
-    for (int lin = 0; lin < 8; lin++)
+    for (int gate = 0; gate < 4; gate++)
       {
-        gboolean input = lin < 4;
-        int gate = lin % 4;
-        size_t rows_cols = input ? H * I : H * H;
-        void *m_addr = NULL, *b_addr = NULL;
-        cudnnDataType_t dtype;
-        int nb_dims = 0, dims[3] = { 0 }, strides[3] = { 0 };
-        TachWeightSegment seg;
+        const TachLstmView *from[3] = { &blk->wx[dir][gate], &blk->wh[dir][gate],
+                                        &blk->b[dir][gate] };
+        const TachLstmView *to[3] = { &own->wx[dir][gate], &own->wh[dir][gate],
+                                      &own->b[dir][gate] };
+        size_t cols[3] = { I, H, H }, rows[3] = { H, H, 1 };
 
-        TACH_CUDNN_TRY (be, cudnnGetRNNWeightParams (cb->cudnn, plan->rnn,
-                                                     /* pseudoLayer = */ dir,
-                                                     plan->weight_bytes, plan->wspace,
-                                                     /* linLayerID = */ lin,
-                                                     plan->mdesc, &m_addr,
-                                                     plan->bdesc, &b_addr), return FALSE);
-        TACH_CUDNN_TRY (be, cudnnGetTensorNdDescriptor (plan->mdesc, 3, &dtype, &nb_dims, dims,
-                                                        strides), return FALSE);
-        if ((size_t) dims[0] * dims[1] * dims[2] != rows_cols || m_addr == NULL || b_addr == NULL)
+        for (int k = 0; k < 3; k++)
           {
-            tach_backend_fail (be, TACH_ERROR_LIBRARY,
-                               _("cuDNN's LSTM weight layout is not the expected one: linear "
-                                 "layer %d of direction %d has %d x %d x %d weights, expected %zu"),
-                               lin, dir, dims[0], dims[1], dims[2], rows_cols);
-            return FALSE;
-          }
-        seg.cudnn = (size_t) ((float *) m_addr - plan->wspace);
-        seg.canon = dir * per_dir + (input ? gate * H * I : 4 * H * I + gate * H * H);
-        seg.count = rows_cols;
-        g_array_append_val (plan->segments, seg);
-        total += seg.count;
-        if (input)
-          {
-            /* b goes to the input bias; the recurrent bias stays zero. */
-            seg.cudnn = (size_t) ((float *) b_addr - plan->wspace);
-            seg.canon = dir * per_dir + 4 * H * (I + H) + gate * H;
-            seg.count = H;
+            TachWeightSegment seg = { from[k]->offset, to[k]->offset, rows[k] * cols[k] };
+
+            /* One copy per matrix: both sides dense, as every layout here is. */
+            if (k < 2 && (from[k]->ld != cols[k] || to[k]->ld != cols[k]))
+              {
+                tach_backend_fail (be, TACH_ERROR_LIBRARY,
+                                   _("the LSTM weight block has rows %zu apart for %zu columns: "
+                                     "the CUDA backend copies dense blocks only"),
+                                   from[k]->ld, cols[k]);
+                return FALSE;
+              }
             g_array_append_val (plan->segments, seg);
-            total += seg.count;
           }
       }
-  if (total != per_dir * d->dirs)
-    {
-      tach_backend_fail (be, TACH_ERROR_LIBRARY, _("cuDNN's LSTM weights cover %zu floats, expected %zu"),
-                         total, per_dir * d->dirs);
-      return FALSE;
-    }
 
-  /* Merge runs that are contiguous on both sides (in canonical order), so
-   * a step pays a handful of copies rather than one per gate. */
+  /* Merge runs that are contiguous on both sides (in the block's order),
+   * so a step pays a handful of copies rather than one per gate. */
   {
     GArray *merged = g_array_new (FALSE, FALSE, sizeof (TachWeightSegment));
     TachWeightSegment *s = (TachWeightSegment *) (void *) plan->segments->data;
 
-    /* Segments were appended in cuDNN order; sort them by canonical offset
+    /* Segments were appended gate by gate; sort them by block offset
      * (insertion sort: at most 24 entries). */
     for (guint i = 1; i < plan->segments->len; i++)
       for (guint j = i; j > 0 && s[j - 1].canon > s[j].canon; j--)
@@ -197,28 +178,56 @@ release_buffers (TachBackend *be, TachLstmPlan *plan)
   plan->work = NULL;
 }
 
-/* (Re)allocates the weight spaces and workspace for the current algorithm
- * and maps the weights.  The weight space starts zeroed so that the
- * recurrent biases, which no copy touches, stay zero. */
+/* (Re)allocates the workspace for the current algorithm and reads its
+ * weight layout: the caller's block itself when the layouts agree, else a
+ * weight space of the plan's own with the copies mapped.  That weight
+ * space starts zeroed so that the recurrent biases, which no copy
+ * touches, stay zero. */
 static gboolean
 realize (TachBackend *be, TachLstmPlan *plan, size_t work_bytes)
 {
   TachCudaBackend *cb = TACH_CUDA (be);
   size_t weight_bytes = 0;
+  TachLstmLayout own;
 
   TACH_CUDNN_TRY (be, cudnnGetRNNWeightSpaceSize (cb->cudnn, plan->rnn, &weight_bytes), return FALSE);
   release_buffers (be, plan);
   plan->weight_bytes = weight_bytes;
   plan->work_bytes = work_bytes;
   plan->wspace = tach_cuda_alloc_internal (be, weight_bytes);
-  if (plan->desc.training)
-    plan->dwspace = tach_cuda_alloc_internal (be, weight_bytes);
   if (work_bytes > 0)
     plan->work = tach_cuda_alloc_internal (be, work_bytes);
-  if (be->error != NULL)
+  if (be->error != NULL
+      || !tach_cuda_rnn_query_layout (be, plan->rnn, &plan->desc, plan->wspace, weight_bytes, plan->mdesc,
+                        plan->bdesc, &own))
     return FALSE;
+  {
+    GError *error = NULL;
+
+    if (!tach_lstm_layout_check (&plan->desc, &own, &error))
+      {
+        g_prefix_error (&error, "cuDNN: ");
+        tach_backend_set_error (be, error);
+        return FALSE;
+      }
+  }
+  plan->views = tach_lstm_layout_equal (&plan->desc, &plan->block, &own);
+  g_array_set_size (plan->segments, 0);
+  if (plan->views)
+    {
+      /* The weight space was only asked where things are. */
+      tach_cuda_free_internal (be, plan->wspace);
+      plan->wspace = NULL;
+      return be->error == NULL;
+    }
+  if (plan->desc.training)
+    {
+      plan->dwspace = tach_cuda_alloc_internal (be, weight_bytes);
+      if (plan->dwspace == NULL)
+        return FALSE;
+    }
   TACH_CUDA_TRY (be, cudaMemsetAsync (plan->wspace, 0, weight_bytes, cb->stream), return FALSE);
-  return map_weights (be, plan);
+  return map_weights (be, plan, &own);
 }
 
 static const char *
@@ -240,11 +249,13 @@ static void
 note_algorithm (TachBackend *be, TachLstmPlan *plan)
 {
   g_autofree char *what = tach_lstm_desc_name (&plan->desc);
-  g_autofree char *algorithm = g_strdup_printf ("cuDNN %s, %s",
+  g_autofree char *algorithm = g_strdup_printf ("cuDNN %s, %s, %s",
                                                 plan->algo == CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H
                                                 ? "CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H"
                                                 : "CUDNN_RNN_ALGO_STANDARD",
-                                                math_name (plan->math));
+                                                math_name (plan->math),
+                                                plan->views ? "weights in place"
+                                                            : "weights copied per step");
 
   tach_backend_note_algorithm (be, what, algorithm);
 }
@@ -301,6 +312,10 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->segments = g_array_new (FALSE, FALSE, sizeof (TachWeightSegment));
   plan->math = cb->cudnn_math;
   plan->fwd_mode = desc->training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
+  /* The block the caller hands in: the layout the model allocated. */
+  if (!tach_cuda_lstm_layout (be, desc, &plan->block))
+    goto fail;
+  plan->holes = tach_lstm_layout_holes (desc, &plan->block);
 
   TACH_CUDNN_TRY (be, cudnnCreateRNNDescriptor (&plan->rnn), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreateRNNDataDescriptor (&plan->xdesc), goto fail);
@@ -355,13 +370,9 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   {
     cudnnStatus_t status = try_algo (be, plan, CUDNN_RNN_ALGO_STANDARD, &work_std, &reserve_std);
 
-    if (!tach_cudnn_check (be, status, "cudnnSetRNNDescriptor_v8 (CUDNN_RNN_ALGO_STANDARD)",
-                           __FILE__, __LINE__))
+    if (status != CUDNN_STATUS_SUCCESS)
       {
-        if (plan->math == CUDNN_FMA_MATH)
-          g_prefix_error (&be->error, _("cuDNN refuses this LSTM with FMA-only fp32 math "
-                                        "(CUDNN_FMA_MATH), and an fp32 run never falls back to "
-                                        "TF32 (--precision tf32 allows it): "));
+        tach_cuda_rnn_fail_standard (be, status, "cudnnSetRNNDescriptor_v8 (CUDNN_RNN_ALGO_STANDARD)");
         goto fail;
       }
   }
@@ -423,6 +434,8 @@ tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   g_free (plan->host_seq);
   if (plan->segments != NULL)
     g_array_unref (plan->segments);
+  if (plan->holes != NULL)
+    g_array_unref (plan->holes);
   g_free (plan);
 }
 
@@ -438,7 +451,8 @@ tach_cuda_lstm_plan_algo (TachLstmPlan *plan)
   return plan->algo == CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H ? "persist-static-small-h" : "standard";
 }
 
-/* Copies between the canonical block and cuDNN's weight space. */
+/* Copies between the caller's block and the plan's weight space (the
+ * copying path only). */
 static gboolean
 convert_weights (TachBackend *be, TachLstmPlan *plan, float *canon, float *space, gboolean to_cudnn)
 {
@@ -456,14 +470,25 @@ convert_weights (TachBackend *be, TachLstmPlan *plan, float *canon, float *space
   return TRUE;
 }
 
+/* The weight space cuDNN reads for the caller's block @w: @w itself, or
+ * the plan's own with @w copied in.  NULL on failure. */
+static const float *
+load_weights (TachBackend *be, TachLstmPlan *plan, const float *w)
+{
+  if (plan->views)
+    return w;
+  return convert_weights (be, plan, (float *) w, plan->wspace, TRUE) ? plan->wspace : NULL;
+}
+
 static cudnnStatus_t
-run_forward (TachBackend *be, TachLstmPlan *plan, const float *x, float *y, void *reserve)
+run_forward (TachBackend *be, TachLstmPlan *plan, const float *space, const float *x, float *y,
+             void *reserve)
 {
   return cudnnRNNForward (TACH_CUDA (be)->cudnn, plan->rnn, plan->fwd_mode, plan->dev_seq,
                           plan->xdesc, x, plan->ydesc, y,
                           plan->hdesc, /* hx = */ NULL, /* hy = */ NULL,
                           plan->hdesc, /* cx = */ NULL, /* cy = */ NULL,
-                          plan->weight_bytes, plan->wspace,
+                          plan->weight_bytes, space,
                           plan->work_bytes, plan->work,
                           plan->desc.training ? plan->reserve_bytes : 0,
                           plan->desc.training ? reserve : NULL);
@@ -473,31 +498,32 @@ void
 tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w, float *y,
                     void *reserve)
 {
+  const float *space = load_weights (be, plan, w);
   cudnnStatus_t status;
 
-  if (!convert_weights (be, plan, (float *) w, plan->wspace, TRUE))
+  if (space == NULL)
     return;
-  status = run_forward (be, plan, x, y, reserve);
+  status = run_forward (be, plan, space, x, y, reserve);
   if (tach_cudnn_status_is_refusal (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
     {
       if (!fall_back (be, plan, "the forward pass")
-          || !convert_weights (be, plan, (float *) w, plan->wspace, TRUE))
+          || (space = load_weights (be, plan, w)) == NULL)
         return;
-      status = run_forward (be, plan, x, y, reserve);
+      status = run_forward (be, plan, space, x, y, reserve);
     }
   TACH_CUDNN_TRY (be, status, return);
 }
 
 static cudnnStatus_t
-run_backward_data (TachBackend *be, TachLstmPlan *plan, const float *y, const float *dy, float *dx,
-                   void *reserve)
+run_backward_data (TachBackend *be, TachLstmPlan *plan, const float *space, const float *y,
+                   const float *dy, float *dx, void *reserve)
 {
   return cudnnRNNBackwardData_v8 (TACH_CUDA (be)->cudnn, plan->rnn, plan->dev_seq,
                                   plan->ydesc, y, dy,
                                   plan->xdesc, dx,
                                   plan->hdesc, /* hx = */ NULL, /* dhy = */ NULL, /* dhx = */ NULL,
                                   plan->hdesc, /* cx = */ NULL, /* dcy = */ NULL, /* dcx = */ NULL,
-                                  plan->weight_bytes, plan->wspace,
+                                  plan->weight_bytes, space,
                                   plan->work_bytes, plan->work,
                                   plan->reserve_bytes, reserve);
 }
@@ -509,7 +535,9 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
   TachCudaBackend *cb = TACH_CUDA (be);
   const TachLstmDesc *d = &plan->desc;
   float *dx_buf = dx;
+  float *dspace;
   float *y_again = NULL;  /* owned: the standard forward's y after a fall-back */
+  const float *space;
   cudnnStatus_t status;
 
   if (!d->training || reserve == NULL)
@@ -534,7 +562,11 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
       dx_buf = plan->y_scratch;
     }
 
-  status = run_backward_data (be, plan, y, dy, dx_buf, reserve);
+  /* The forward pass left the block in the plan's weight space when it
+   * copies (no op in between writes the weights: the optimiser runs after
+   * backward). */
+  space = plan->views ? w : plan->wspace;
+  status = run_backward_data (be, plan, space, y, dy, dx_buf, reserve);
   if (tach_cudnn_status_is_refusal (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
     {
       /* The reserve was written by the persistent algorithm: redo the
@@ -542,32 +574,42 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
        * from that forward's y and reserve.  Its y goes to a scratch buffer
        * (the caller's y is the persistent forward's), freed only after the
        * weight gradient has read it. */
-      if (!fall_back (be, plan, "the backward pass") || !convert_weights (be, plan, (float *) w,
-                                                                          plan->wspace, TRUE))
+      if (!fall_back (be, plan, "the backward pass") || (space = load_weights (be, plan, w)) == NULL)
         return;
       y_again = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->T * d->N * d->dirs * d->H);
       if (y_again == NULL)
         return;
-      status = run_forward (be, plan, x, y_again, reserve);
+      status = run_forward (be, plan, space, x, y_again, reserve);
       if (status == CUDNN_STATUS_SUCCESS)
-        status = run_backward_data (be, plan, y_again, dy, dx_buf, reserve);
+        status = run_backward_data (be, plan, space, y_again, dy, dx_buf, reserve);
       y = y_again;
     }
   TACH_CUDNN_TRY (be, status, goto out);
 
   /* cuDNN adds the weight gradient to dweightSpace; Tach's contract
    * overwrites dw, so start from zero. */
-  TACH_CUDA_TRY (be, cudaMemsetAsync (plan->dwspace, 0, plan->weight_bytes, cb->stream), goto out);
+  dspace = plan->views ? dw : plan->dwspace;
+  TACH_CUDA_TRY (be, cudaMemsetAsync (dspace, 0, plan->weight_bytes, cb->stream), goto out);
   TACH_CUDNN_TRY (be, cudnnRNNBackwardWeights_v8 (cb->cudnn, plan->rnn,
                                                   /* addGrad = */ CUDNN_WGRAD_MODE_ADD,
                                                   plan->dev_seq,
                                                   plan->xdesc, x,
                                                   plan->hdesc, /* hx = */ NULL,
                                                   plan->ydesc, y,
-                                                  plan->weight_bytes, plan->dwspace,
+                                                  plan->weight_bytes, dspace,
                                                   plan->work_bytes, plan->work,
                                                   plan->reserve_bytes, reserve), goto out);
-  convert_weights (be, plan, dw, plan->dwspace, FALSE);
+  if (!plan->views && !convert_weights (be, plan, dw, plan->dwspace, FALSE))
+    goto out;
+  /* The floats of the block that no view covers (the recurrent biases,
+   * padding) get a zero gradient, so that they stay zero. */
+  for (guint i = 0; i < plan->holes->len; i++)
+    {
+      const TachLstmRange *h = &g_array_index (plan->holes, TachLstmRange, i);
+
+      TACH_CUDA_TRY (be, cudaMemsetAsync (dw + h->start, 0, h->count * sizeof (float), cb->stream),
+                     goto out);
+    }
 
 out:
   /* cudaFree waits for the device, so the queued passes are done with it. */

@@ -44,6 +44,7 @@ typedef struct {
   const float      *labels;
   TachParams       *params;
   guint             p_lstm, p_dense_w, p_dense_b;
+  TachLstmBlock    *block;       /* the LSTM weights' layout in p_lstm */
   TachLstmStack    *lstm;
 
   /* device activations and gradients */
@@ -127,6 +128,7 @@ bilstm_free (TachModel *model)
     return;
   be = self->be;
   tach_lstm_stack_free (self->lstm);
+  tach_lstm_block_free (self->block);
   tach_params_free (self->params);
   tach_feeder_free (self->feeder);
   tach_synthetic_seq_free (self->seq);
@@ -147,7 +149,6 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   TachBilstm *self;
   guint64 samples = tach_config_get_samples (config);
   size_t seq_elems, pooled_elems;
-  size_t lstm_params;
 
   if (!bilstm_check_shape (config, error))
     return NULL;
@@ -177,15 +178,21 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (config->launch == TACH_LAUNCH_GRAPH && !tach_feeder_fix_batch (self->feeder, error))
     goto fail;
 
-  lstm_params = tach_lstm_stack_param_count (&self->desc, self->layers);
+  /* The LSTM weights live in the layout the backend's op reads, so that
+   * Adam updates them in place. */
+  self->block = tach_lstm_block_new (be, &self->desc, self->layers, config->rnn, error);
+  if (self->block == NULL)
+    goto fail;
   self->params = tach_params_new ();
-  self->p_lstm = tach_params_add (self->params, "bilstm.w", lstm_params, TRUE);
+  self->p_lstm = tach_params_add_aligned (self->params, "bilstm.w",
+                                          tach_lstm_block_floats (self->block), TRUE,
+                                          tach_lstm_block_align (self->block));
   self->p_dense_w = tach_params_add (self->params, "dense.w", self->features, TRUE);
   self->p_dense_b = tach_params_add (self->params, "dense.b", 1, TRUE);
   if (!tach_params_alloc (self->params, be, error))
     goto fail;
-  tach_lstm_stack_init_params (&self->desc, self->layers, config->seed, self->p_lstm,
-                               tach_params_host (self->params, self->p_lstm));
+  tach_lstm_block_init (self->block, config->seed, self->p_lstm,
+                        tach_params_host (self->params, self->p_lstm));
   tach_init_glorot (tach_params_host (self->params, self->p_dense_w), 1, self->features,
                     config->seed, self->p_dense_w);
   tach_params_host (self->params, self->p_dense_b)[0] = 0.0f;
@@ -204,7 +211,7 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   self->dlogits = tach_backend_alloc (be, (size_t) self->batch * sizeof (float));
   self->loss = tach_backend_alloc (be, sizeof (float));
   self->lstm = tach_lstm_stack_new (be, &self->desc, self->layers, config->rnn,
-                                    config->call_setup);
+                                    config->call_setup, self->block);
   if (!tach_backend_take_error (be, error))
     goto fail;
   return (TachModel *) self;

@@ -60,6 +60,16 @@ tach_lstm_init_params (const TachLstmDesc *desc, guint64 seed, guint64 tensor_in
     }
 }
 
+gboolean
+tach_lstm_layer_layout (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
+                        TachLstmLayout *layout)
+{
+  if (rnn == TACH_RNN_FUSED)
+    return tach_lstm_layout (be, desc, layout);
+  tach_lstm_layout_canonical (desc, layout);
+  return tach_backend_ok (be);
+}
+
 double
 tach_lstm_flops (const TachLstmDesc *desc, gboolean backward)
 {

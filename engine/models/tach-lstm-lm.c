@@ -65,6 +65,7 @@ typedef struct {
   TachLstmDesc    desc;
   TachParams     *params;
   guint           p_lstm, p_dense_w, p_dense_b, p_embed;
+  TachLstmBlock  *block;       /* the LSTM weights' layout in p_lstm */
 
   /* train: windows of the corpus in a fixed seeded order */
   guint64         n_windows;
@@ -220,7 +221,7 @@ lm_build_work (TachLstmLm *self)
   size_t out = (size_t) self->batch * LM_VOCAB;
 
   self->lstm = tach_lstm_stack_new (be, &self->desc, self->layers, self->rnn,
-                                    TACH_CALL_SETUP_PERSISTENT);
+                                    TACH_CALL_SETUP_PERSISTENT, self->block);
   self->emb = tach_backend_alloc (be, (size_t) self->batch * self->context * self->embed
                                       * sizeof (float));
   self->y = tach_backend_alloc (be, seq * sizeof (float));
@@ -254,6 +255,7 @@ lm_free (TachModel *model)
   tach_backend_dealloc (be, self->history);
   tach_feeder_free (self->feeder);
   tach_params_free (self->params);
+  tach_lstm_block_free (self->block);
   tach_corpus_free (self->corpus);
   g_free (self->ctx_host);
   g_free (self->start_ctx);
@@ -327,16 +329,20 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
         goto fail;
     }
 
+  /* The LSTM weights live in the layout the backend's op reads, so that
+   * Adam updates them in place. */
+  self->block = tach_lstm_block_new (be, &self->desc, self->layers, self->rnn, error);
+  if (self->block == NULL)
+    goto fail;
   p = self->params = tach_params_new ();
-  self->p_lstm = tach_params_add (p, "lstm.w",
-                                  tach_lstm_stack_param_count (&self->desc, self->layers), TRUE);
+  self->p_lstm = tach_params_add_aligned (p, "lstm.w", tach_lstm_block_floats (self->block), TRUE,
+                                          tach_lstm_block_align (self->block));
   self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * self->hidden, TRUE);
   self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, TRUE);
   self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * self->embed, FALSE);
   if (!tach_params_alloc (p, be, error))
     goto fail;
-  tach_lstm_stack_init_params (&self->desc, self->layers, config->seed, self->p_lstm,
-                               tach_params_host (p, self->p_lstm));
+  tach_lstm_block_init (self->block, config->seed, self->p_lstm, tach_params_host (p, self->p_lstm));
   tach_init_glorot (tach_params_host (p, self->p_dense_w), LM_VOCAB, self->hidden, config->seed,
                     self->p_dense_w);
   memset (tach_params_host (p, self->p_dense_b), 0, LM_VOCAB * sizeof (float));

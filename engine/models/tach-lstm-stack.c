@@ -1,14 +1,26 @@
 /* tach-lstm-stack.c: stacked LSTM layers over TachLstmLayer. */
+#include <string.h>
+
 #include "tach-lstm-stack.h"
 
 /* A layer's weights draw from a counter stream of their own: layer 0
  * keeps the plain layer's, so one layer is exactly the old model. */
 #define STACK_LAYER_INDEX(tensor_index, l) ((tensor_index) + ((guint64) (l) << 32))
 
+struct _TachLstmBlock {
+  TachLstmDesc    desc;
+  int             layers;
+  size_t          floats;
+  size_t          align;       /* bytes: the largest of the layers' */
+  size_t         *offset;      /* owned, [layers] */
+  TachLstmLayout *layout;      /* owned, [layers] */
+};
+
 struct _TachLstmStack {
   TachBackend    *be;          /* borrowed */
   TachLstmDesc    desc;
   int             layers;
+  size_t         *offset;      /* owned, [layers]: each layer's weights in the block */
   TachLstmLayer **layer;       /* owned, [layers] */
   float         **between;     /* device, [layers - 1]: each inner layer's output */
   float         **dbetween;    /* device, [layers - 1]: its gradient (training) */
@@ -61,6 +73,114 @@ tach_lstm_stack_init_params (const TachLstmDesc *desc, int layers, guint64 seed,
     }
 }
 
+TachLstmBlock *
+tach_lstm_block_new (TachBackend *be, const TachLstmDesc *desc, int layers, TachRnn rnn,
+                     GError **error)
+{
+  g_autoptr (TachLstmBlock) block = g_new0 (TachLstmBlock, 1);
+
+  g_return_val_if_fail (layers >= 1, NULL);
+  block->desc = *desc;
+  block->layers = layers;
+  block->offset = g_new0 (size_t, layers);
+  block->layout = g_new0 (TachLstmLayout, layers);
+  block->align = sizeof (float);
+  for (int l = 0; l < layers; l++)
+    {
+      TachLstmDesc d;
+      size_t step;
+
+      tach_lstm_stack_layer_desc (desc, l, &d);
+      if (!tach_lstm_layer_layout (be, &d, rnn, &block->layout[l]))
+        {
+          tach_backend_take_error (be, error);
+          return NULL;
+        }
+      /* Each layer's start aligned as its layout asks, relative to a block
+       * start that is aligned to the largest of them. */
+      step = block->layout[l].align / sizeof (float);
+      block->offset[l] = (block->floats + step - 1) / step * step;
+      block->floats = block->offset[l] + block->layout[l].floats;
+      block->align = MAX (block->align, block->layout[l].align);
+    }
+  return g_steal_pointer (&block);
+}
+
+size_t
+tach_lstm_block_floats (const TachLstmBlock *block)
+{
+  return block->floats;
+}
+
+size_t
+tach_lstm_block_align (const TachLstmBlock *block)
+{
+  return block->align;
+}
+
+size_t
+tach_lstm_block_offset (const TachLstmBlock *block, int l)
+{
+  g_return_val_if_fail (l >= 0 && l < block->layers, 0);
+  return block->offset[l];
+}
+
+const TachLstmLayout *
+tach_lstm_block_layout (const TachLstmBlock *block, int l)
+{
+  g_return_val_if_fail (l >= 0 && l < block->layers, NULL);
+  return &block->layout[l];
+}
+
+void
+tach_lstm_block_init (const TachLstmBlock *block, guint64 seed, guint64 tensor_index,
+                      float *host)
+{
+  g_autofree float *canon = g_new (float, tach_lstm_stack_param_count (&block->desc,
+                                                                     block->layers));
+
+  tach_lstm_stack_init_params (&block->desc, block->layers, seed, tensor_index, canon);
+  tach_lstm_block_from_canonical (block, canon, host);
+}
+
+void
+tach_lstm_block_from_canonical (const TachLstmBlock *block, const float *canon, float *host)
+{
+  memset (host, 0, block->floats * sizeof (float));
+  for (int l = 0; l < block->layers; l++)
+    {
+      TachLstmDesc d;
+
+      tach_lstm_stack_layer_desc (&block->desc, l, &d);
+      tach_lstm_layout_scatter (&d, &block->layout[l],
+                                canon + tach_lstm_stack_param_offset (&block->desc, l),
+                                host + block->offset[l]);
+    }
+}
+
+void
+tach_lstm_block_to_canonical (const TachLstmBlock *block, const float *host, float *canon)
+{
+  for (int l = 0; l < block->layers; l++)
+    {
+      TachLstmDesc d;
+
+      tach_lstm_stack_layer_desc (&block->desc, l, &d);
+      tach_lstm_layout_gather (&d, &block->layout[l], host + block->offset[l],
+                               canon + tach_lstm_stack_param_offset (&block->desc, l));
+    }
+}
+
+void
+tach_lstm_block_free (TachLstmBlock *block)
+{
+  if (block == NULL)
+    return;
+  g_free (block->offset);
+  g_free (block->layout);
+  g_free (block);
+}
+
 double
 tach_lstm_stack_flops (const TachLstmDesc *desc, int layers, gboolean backward)
 {
@@ -86,16 +206,20 @@ tach_lstm_stack_between_bytes (const TachLstmDesc *desc, int layers)
 
 TachLstmStack *
 tach_lstm_stack_new (TachBackend *be, const TachLstmDesc *desc, int layers, TachRnn rnn,
-                     TachCallSetup call_setup)
+                     TachCallSetup call_setup, const TachLstmBlock *block)
 {
   TachLstmStack *stack = g_new0 (TachLstmStack, 1);
   size_t seq = (size_t) desc->T * desc->N * desc->dirs * desc->H * sizeof (float);
 
   g_return_val_if_fail (layers >= 1, NULL);
+  g_return_val_if_fail (block == NULL || block->layers == layers, NULL);
   stack->be = be;
   stack->desc = *desc;
   stack->layers = layers;
   stack->layer = g_new0 (TachLstmLayer *, layers);
+  stack->offset = g_new0 (size_t, layers);
+  for (int l = 0; l < layers; l++)
+    stack->offset[l] = block != NULL ? block->offset[l] : tach_lstm_stack_param_offset (desc, l);
   stack->between = g_new0 (float *, layers);
   stack->dbetween = g_new0 (float *, layers);
   for (int l = 0; l < layers; l++)
@@ -126,6 +250,7 @@ tach_lstm_stack_free (TachLstmStack *stack)
       tach_backend_dealloc (stack->be, stack->dbetween[l]);
     }
   g_free (stack->layer);
+  g_free (stack->offset);
   g_free (stack->between);
   g_free (stack->dbetween);
   g_free (stack);
@@ -149,7 +274,7 @@ tach_lstm_stack_forward (TachLstmStack *stack, const float *x, const float *w, f
 {
   for (int l = 0; l < stack->layers; l++)
     tach_lstm_layer_forward (stack->layer[l], layer_input (stack, l, x),
-                             w + tach_lstm_stack_param_offset (&stack->desc, l),
+                             w + stack->offset[l],
                              layer_output (stack, l, y));
 }
 
@@ -159,7 +284,7 @@ tach_lstm_stack_backward (TachLstmStack *stack, const float *x, const float *w,
 {
   for (int l = stack->layers - 1; l >= 0; l--)
     {
-      size_t offset = tach_lstm_stack_param_offset (&stack->desc, l);
+      size_t offset = stack->offset[l];
       const float *dy_l = l == stack->layers - 1 ? dy : stack->dbetween[l];
       float *dx_l = l == 0 ? dx : stack->dbetween[l - 1];
 

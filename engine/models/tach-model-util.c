@@ -15,6 +15,7 @@ typedef struct {
   size_t   offset;      /* floats from the start of the flat buffer */
   size_t   count;
   gboolean trainable;
+  size_t   align;       /* bytes the slice's start is aligned to */
 } TachParamSlice;
 
 struct _TachParams {
@@ -22,8 +23,9 @@ struct _TachParams {
   GArray        *slices;     /* TachParamSlice */
   size_t         total;
   size_t         trainable;
-  float         *data;       /* device: total floats */
-  float         *grad;       /* device: trainable floats */
+  float         *data;       /* device: total floats, aligned as the slices ask */
+  float         *grad;       /* device: trainable floats, aligned the same */
+  void          *data_mem, *grad_mem;  /* device: the allocations they lie in */
   float         *m, *v;      /* device: Adam moments (trainable floats) */
   float         *t;          /* device: Adam step count */
   float         *host;       /* staging copy, until upload */
@@ -54,9 +56,17 @@ tach_params_new (void)
 guint
 tach_params_add (TachParams *params, const char *name, size_t count, gboolean trainable)
 {
-  TachParamSlice slice = { g_strdup (name), 0, count, trainable };
+  return tach_params_add_aligned (params, name, count, trainable, sizeof (float));
+}
+
+guint
+tach_params_add_aligned (TachParams *params, const char *name, size_t count, gboolean trainable,
+                         size_t align)
+{
+  TachParamSlice slice = { g_strdup (name), 0, count, trainable, MAX (align, sizeof (float)) };
 
   g_return_val_if_fail (params->data == NULL, G_MAXUINT);
+  g_return_val_if_fail ((align & (align - 1)) == 0 && align % sizeof (float) == 0, G_MAXUINT);
   g_array_append_val (params->slices, slice);
   return params->slices->len - 1;
 }
@@ -78,7 +88,7 @@ tach_params_device_bytes (size_t total, size_t trainable)
 gboolean
 tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
 {
-  size_t offset = 0;
+  size_t offset = 0, align = sizeof (float);
 
   g_return_val_if_fail (params->data == NULL, FALSE);
   params->be = be;
@@ -91,6 +101,10 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
 
         if (slice->trainable != (pass == 0))
           continue;
+        /* The floats skipped for alignment are trainable zeros whose
+         * gradient stays zero, so the optimizer leaves them zero. */
+        offset = (offset + slice->align / sizeof (float) - 1)
+                 / (slice->align / sizeof (float)) * (slice->align / sizeof (float));
         slice->offset = offset;
         offset += slice->count;
         if (pass == 0)
@@ -98,8 +112,20 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
       }
   params->total = offset;
 
-  params->data = tach_backend_alloc (be, MAX (params->total, 1) * sizeof (float));
-  params->grad = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
+  for (guint i = 0; i < params->slices->len; i++)
+    align = MAX (align, slice_at (params, i)->align);
+  /* Room to align the start; pointer arithmetic on a device address is
+   * fine, only the device dereferences it. */
+  params->data_mem = tach_backend_alloc (be, MAX (params->total, 1) * sizeof (float)
+                                             + align - sizeof (float));
+  params->grad_mem = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float)
+                                             + align - sizeof (float));
+  if (params->data_mem != NULL)
+    params->data = (float *) (void *) ((char *) params->data_mem
+                                       + (align - (uintptr_t) params->data_mem % align) % align);
+  if (params->grad_mem != NULL)
+    params->grad = (float *) (void *) ((char *) params->grad_mem
+                                       + (align - (uintptr_t) params->grad_mem % align) % align);
   params->m = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
   params->v = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
   params->t = tach_backend_alloc (be, sizeof (float));
@@ -229,8 +255,8 @@ tach_params_free (TachParams *params)
     return;
   if (params->be != NULL)
     {
-      tach_backend_dealloc (params->be, params->data);
-      tach_backend_dealloc (params->be, params->grad);
+      tach_backend_dealloc (params->be, params->data_mem);
+      tach_backend_dealloc (params->be, params->grad_mem);
       tach_backend_dealloc (params->be, params->m);
       tach_backend_dealloc (params->be, params->v);
       tach_backend_dealloc (params->be, params->t);

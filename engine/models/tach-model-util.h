@@ -48,6 +48,11 @@ TachParams   *tach_params_new (void);
  * index.  @name is copied. */
 guint         tach_params_add (TachParams *params, const char *name, size_t count,
                                gboolean trainable);
+/* The same with the slice's start aligned to @align bytes (a power of two,
+ * a multiple of 4) in every buffer; the floats skipped before it are zeros
+ * that no op reads and the optimizer keeps zero. */
+guint         tach_params_add_aligned (TachParams *params, const char *name, size_t count,
+                                       gboolean trainable, size_t align);
 /* Allocates the device buffers (parameters, gradients, optimizer state,
  * zeroed) and a zeroed host staging copy of the parameters. */
 gboolean      tach_params_alloc (TachParams *params, TachBackend *be, GError **error);
