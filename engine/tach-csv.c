@@ -256,18 +256,6 @@ add_sample_row (GString *row, const char *run_id, const TachSample *s)
   end_row (row);
 }
 
-static void
-append_sample_rows (GString *out, TachRun *run, const char *run_id)
-{
-  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
-
-  /* A bounded range of samples at a time. */
-  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
-       from += samples->len, g_array_set_size (samples, 0))
-    for (guint i = 0; i < samples->len; i++)
-      add_sample_row (out, run_id, &g_array_index (samples, TachSample, i));
-}
-
 /* Loads @path into @content (empty if absent) after checking its header;
  * adds the run ids it holds to @ids when not NULL. */
 static gboolean
@@ -347,27 +335,59 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
   return TRUE;
 }
 
-/* Writes @content to a new temporary file beside @path; returns its name. */
-static char *
-write_temp (const char *dir, const char *base, const GString *content, GError **error)
+/* A temporary file beside the one it will replace, written through a
+ * bounded buffer: a samples.csv of millions of rows never sits in memory
+ * whole. */
+typedef struct {
+  char    *path;   /* owned; NULL once finished or aborted */
+  int      fd;
+  GString *buf;
+} TempFile;
+
+#define TEMP_FLUSH (1 << 20)
+
+static void
+temp_abort (TempFile *t)
+{
+  if (t->path != NULL)
+    {
+      close (t->fd);
+      g_unlink (t->path);
+      g_clear_pointer (&t->path, g_free);
+    }
+  if (t->buf != NULL)
+    g_string_free (g_steal_pointer (&t->buf), TRUE);
+}
+
+static gboolean
+temp_open (TempFile *t, const char *dir, const char *base, GError **error)
 {
   g_autofree char *tmpl = g_strdup_printf ("%s%c.%s.XXXXXX", dir, G_DIR_SEPARATOR, base);
-  gsize done = 0;
-  int fd;
 
-  fd = g_mkstemp_full (tmpl, O_WRONLY, 0644);
-  if (fd < 0)
+  t->fd = g_mkstemp_full (tmpl, O_WRONLY, 0644);
+  if (t->fd < 0)
     {
       int err = errno;
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
                    _("cannot write to the folder %s: %s: choose a writable --csv folder"),
                    dir, g_strerror (err));
-      return NULL;
+      return FALSE;
     }
-  while (done < content->len)
+  t->path = g_steal_pointer (&tmpl);
+  t->buf = g_string_sized_new (TEMP_FLUSH + 4096);
+  return TRUE;
+}
+
+/* Writes out the buffer; on failure aborts (the file is gone). */
+static gboolean
+temp_flush (TempFile *t, GError **error)
+{
+  gsize done = 0;
+
+  while (done < t->buf->len)
     {
-      gssize n = write (fd, content->str + done, content->len - done);
+      gssize n = write (t->fd, t->buf->str + done, t->buf->len - done);
 
       if (n < 0 && errno == EINTR)
         continue;
@@ -375,26 +395,145 @@ write_temp (const char *dir, const char *base, const GString *content, GError **
         {
           int err = errno;
 
-          close (fd);
-          g_unlink (tmpl);
           g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
                        _("could not write %s: %s: free some disk space or choose another --csv folder"),
-                       tmpl, g_strerror (err));
-          return NULL;
+                       t->path, g_strerror (err));
+          temp_abort (t);
+          return FALSE;
         }
       done += (gsize) n;
     }
+  g_string_truncate (t->buf, 0);
+  return TRUE;
+}
+
+/* Flushes when the buffer is full. */
+static gboolean
+temp_maybe_flush (TempFile *t, GError **error)
+{
+  return t->buf->len < TEMP_FLUSH || temp_flush (t, error);
+}
+
+/* Flushes, syncs and closes; returns the file's name (owned by @t until
+ * renamed), or NULL with the file gone. */
+static const char *
+temp_finish (TempFile *t, GError **error)
+{
+  if (!temp_flush (t, error))
+    return NULL;
   /* The data must be on disk before the rename makes it the real file. */
-  if (fsync (fd) != 0 || close (fd) != 0)
+  if (fsync (t->fd) != 0 || close (t->fd) != 0)
     {
       int err = errno;
 
-      g_unlink (tmpl);
+      g_unlink (t->path);
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not write %s: %s: choose another --csv folder"), tmpl, g_strerror (err));
+                   _("could not write %s: %s: choose another --csv folder"), t->path,
+                   g_strerror (err));
+      g_clear_pointer (&t->path, g_free);
       return NULL;
     }
-  return g_steal_pointer (&tmpl);
+  t->fd = -1;
+  g_string_free (g_steal_pointer (&t->buf), TRUE);
+  return t->path;
+}
+
+/* Writes @content to a new temporary file in @dir; returns its name. */
+static char *
+write_temp (const char *dir, const char *base, const GString *content, GError **error)
+{
+  TempFile t = { 0 };
+
+  if (!temp_open (&t, dir, base, error))
+    return NULL;
+  g_string_append_len (t.buf, content->str, content->len);
+  if (temp_finish (&t, error) == NULL)
+    return NULL;
+  return t.path;
+}
+
+/* Copies the existing @path into @t when its header is @header exactly,
+ * block by block; *copied says whether it did (FALSE: absent, empty or
+ * another header, for load_existing to judge).  FALSE on a read or write
+ * error. */
+static gboolean
+copy_existing (const char *path, const char *header, TempFile *t, gboolean *copied,
+               GError **error)
+{
+  gsize header_len = strlen (header) - 2;  /* without CRLF */
+  g_autofree char *block = g_malloc (TEMP_FLUSH);
+  gboolean first = TRUE;
+  char last = '\n';
+  int fd;
+
+  *copied = FALSE;
+  fd = g_open (path, O_RDONLY, 0);
+  if (fd < 0)
+    return TRUE;
+  for (;;)
+    {
+      gssize n = read (fd, block, TEMP_FLUSH);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n < 0)
+        {
+          int err = errno;
+
+          close (fd);
+          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                       _("could not read %s: %s: check its permissions or choose another --csv folder"),
+                       path, g_strerror (err));
+          temp_abort (t);
+          return FALSE;
+        }
+      if (first)
+        {
+          const char *eol = memchr (block, '\n', (gsize) n);
+          gsize line = eol != NULL ? (gsize) (eol - block) : 0;
+
+          /* Only the header this version writes is copied as it is. */
+          if (eol == NULL || strncmp (block, header, header_len) != 0
+              || !(line == header_len || (line == header_len + 1 && block[header_len] == '\r')))
+            {
+              close (fd);
+              return TRUE;
+            }
+          first = FALSE;
+        }
+      if (n == 0)
+        break;
+      g_string_append_len (t->buf, block, n);
+      last = block[n - 1];
+      if (!temp_maybe_flush (t, error))
+        {
+          close (fd);
+          return FALSE;
+        }
+    }
+  close (fd);
+  /* A file cut short by another program gets its last line ended. */
+  if (last != '\n')
+    g_string_append (t->buf, "\r\n");
+  *copied = TRUE;
+  return TRUE;
+}
+
+/* Writes @run's sample rows to @t, a bounded range of samples at a time. */
+static gboolean
+append_sample_rows (TempFile *t, TachRun *run, const char *run_id, GError **error)
+{
+  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+
+  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
+       from += samples->len, g_array_set_size (samples, 0))
+    for (guint i = 0; i < samples->len; i++)
+      {
+        add_sample_row (t->buf, run_id, &g_array_index (samples, TachSample, i));
+        if (!temp_maybe_flush (t, error))
+          return FALSE;
+      }
+  return TRUE;
 }
 
 gboolean
@@ -405,11 +544,11 @@ tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
   g_autofree char *rheader = runs_header ();
   g_autofree char *sheader = samples_header_line ();
   g_autoptr(GString) runs_out = g_string_new (NULL);
-  g_autoptr(GString) samples_out = g_string_new (NULL);
+  TempFile samples = { 0 };
   g_autoptr(GHashTable) ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
   g_autofree char *runs_tmp = NULL;
   g_autofree char *samples_tmp = NULL;
-  gboolean created = FALSE;
+  gboolean created = FALSE, copied;
 
   g_return_val_if_fail (dir != NULL, FALSE);
 
@@ -427,8 +566,13 @@ tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
       created = TRUE;
     }
 
+  /* samples.csv streams into its temporary file: its earlier rows copied
+   * block by block (or, from an earlier version, widened in memory), then
+   * each run's rows. */
   if (!load_existing (runs_path, rheader, runs_out, ids, error)
-      || !load_existing (samples_path, sheader, samples_out, NULL, error))
+      || !temp_open (&samples, dir, "samples.csv", error)
+      || !copy_existing (samples_path, sheader, &samples, &copied, error)
+      || (!copied && !load_existing (samples_path, sheader, samples.buf, NULL, error)))
     goto fail;
 
   for (guint i = 0; runs != NULL && i < runs->len; i++)
@@ -444,13 +588,14 @@ tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
       if (g_hash_table_contains (ids, run_id))
         continue;
       append_run_row (runs_out, run, run_id);
-      append_sample_rows (samples_out, run, run_id);
+      if (!append_sample_rows (&samples, run, run_id, error))
+        goto fail;
       g_hash_table_add (ids, g_steal_pointer (&run_id));
     }
 
-  samples_tmp = write_temp (dir, "samples.csv", samples_out, error);
-  if (samples_tmp == NULL)
+  if (temp_finish (&samples, error) == NULL)
     goto fail;
+  samples_tmp = g_steal_pointer (&samples.path);
   runs_tmp = write_temp (dir, "runs.csv", runs_out, error);
   if (runs_tmp == NULL)
     goto fail;
@@ -474,6 +619,7 @@ tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
   return TRUE;
 
 fail:
+  temp_abort (&samples);
   if (samples_tmp != NULL)
     g_unlink (samples_tmp);
   if (runs_tmp != NULL)
