@@ -645,6 +645,23 @@ tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
       return NULL;
     }
   names = g_strv_builder_end (builder);
+  /* A name that is no preset of the workload is bad input: said before
+   * anything runs, in the engine's words (the name and the valid ones). */
+  for (guint i = 0; names[i] != NULL; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      TachConfig config;
+      gboolean ok;
+
+      tach_config_init (&config, workload);
+      ok = tach_config_apply_preset (&config, names[i], &error);
+      tach_config_clear (&config);
+      if (!ok)
+        {
+          tach_cli_usage_error ("%s", error->message);
+          return NULL;
+        }
+    }
   return g_steal_pointer (&names);
 }
 

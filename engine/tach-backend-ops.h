@@ -26,6 +26,7 @@
 #include <stdint.h>
 
 #include "tach-engine.h"
+#include "tach-error-private.h"
 
 G_BEGIN_DECLS
 

@@ -119,6 +119,15 @@ tach_backend_take_error (TachBackend *be, GError **error)
 
 /* -------------------------------------------------------------- memory */
 
+/* An allocation that failed for want of memory (the backend's message or
+ * ours says "lower --batch or --samples"): the batch is the knob. */
+static void
+hint_out_of_memory (TachBackend *be)
+{
+  if (g_error_matches (be->error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY))
+    tach_error_add_hint (&be->error, TACH_KNOB_BATCH, NULL, TACH_KNOB_BATCH, NULL, NULL);
+}
+
 void *
 tach_backend_alloc (TachBackend *be, size_t bytes)
 {
@@ -132,6 +141,8 @@ tach_backend_alloc (TachBackend *be, size_t bytes)
                        _("out of memory on %s: could not allocate %zu"
                          " bytes; lower --batch or --samples"),
                        be->device->id, (gsize) bytes);
+  if (ptr == NULL)
+    hint_out_of_memory (be);
   return ptr;
 }
 
@@ -177,6 +188,8 @@ tach_backend_host_alloc (TachBackend *be, size_t bytes)
                        _("out of host memory: could not allocate %zu"
                          " bytes; lower --batch or --samples"),
                        (gsize) bytes);
+  if (ptr == NULL)
+    hint_out_of_memory (be);
   return ptr;
 }
 
@@ -332,6 +345,7 @@ check_graphs (TachBackend *be)
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
                          _("--launch graph is not supported on %s: use --launch eager"),
                          be->device->id);
+      tach_error_add_hint (&be->error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
       return FALSE;
     }
   return TRUE;
@@ -413,6 +427,7 @@ tach_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
                          _("--rnn fused is not supported on %s: use --rnn unrolled"),
                          be->device->id);
+      tach_error_add_hint (&be->error, TACH_KNOB_RNN, "fused", TACH_KNOB_RNN, "unrolled", NULL);
       return NULL;
     }
   plan = be->ops->lstm_plan_new (be, desc);
@@ -449,6 +464,8 @@ tach_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
                          _("%s has no convolution: use another --device"), be->device->id);
+      tach_error_add_hint (&be->error, TACH_KNOB_DEVICE, be->device->id, TACH_KNOB_DEVICE, NULL,
+                           NULL);
       return NULL;
     }
   plan = be->ops->conv_plan_new (be, desc);

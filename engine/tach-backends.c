@@ -254,6 +254,7 @@ tach_device_resolve (const char *id, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    _("invalid value '%s' for --device: expected one of auto, cpu, cuda, cuda:N"),
                    id);
+      tach_error_add_hint (error, TACH_KNOB_DEVICE, id, TACH_KNOB_COUNT, NULL, NULL);
       return NULL;
     }
 
@@ -286,6 +287,10 @@ tach_device_resolve (const char *id, GError **error)
     g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->none), id);
   else
     g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->absent), id, n_same - 1);
+  /* The fix: the best device there is (the messages name the CPU). */
+  tach_error_add_hint (error, TACH_KNOB_DEVICE, id, TACH_KNOB_DEVICE,
+                       devices->len > 0 ? ((const TachDeviceInfo *) devices->pdata[0])->id : NULL,
+                       NULL);
   return NULL;
 }
 
@@ -322,6 +327,8 @@ tach_backend_open (const TachDeviceInfo *device, guint threads, TachPrecision pr
       if (error != NULL && *error == NULL)
         g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
                      _("could not open device %s"), device->id);
+      /* Whatever kept the device from opening, the device is the knob. */
+      tach_error_add_hint (error, TACH_KNOB_DEVICE, device->id, TACH_KNOB_DEVICE, NULL, NULL);
       return NULL;
     }
   be->caps = extra != NULL ? provider->caps : row->caps;

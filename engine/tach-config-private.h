@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tach-engine.h"
+#include "tach-error-private.h"
 
 G_BEGIN_DECLS
 

@@ -59,6 +59,24 @@ typedef enum {
 #undef TACH_KNOB_FIELD_
 #undef TACH_KNOB_ID_
 
+/* What an error of TACH_ERROR concerns when a knob is at fault: the knob,
+ * its value, and the fix, so that a front end can point at the knob and
+ * offer the fix in its own terms without reading the message.  (Messages
+ * are worded for the command line and say the fix there: "--input 64x64x1
+ * with --head flatten ...: use --head gap ...".) */
+typedef struct {
+  TachKnobId  knob;       /* the knob at fault */
+  const char *value;      /* its value, as tach_config_get() writes it, or NULL */
+  TachKnobId  fix_knob;   /* the knob a fix sets, often @knob; TACH_KNOB_COUNT: none */
+  const char *fix_value;  /* tach_config_set (fix_knob, fix_value) fixes it; NULL: no
+                           * one value does (then @fix_knob, if set, is what to change) */
+  const char *fix;        /* the fix in the message's words (translated), or NULL */
+} TachErrorHint;
+
+/* The hint of @error, or NULL when @error concerns no knob (or is not a
+ * TACH_ERROR).  It lives as long as @error; g_error_copy() copies it. */
+const TachErrorHint *tach_error_get_hint (const GError *error);
+
 /* Where a user interface puts a knob. */
 typedef enum {
   TACH_KNOB_GROUP_SETUP,   /* workload, task, device, preset */

@@ -32,8 +32,12 @@ invalid (GError **error, const TachKnobInfo *knob, const char *value, const char
 gboolean
 tach_knob_invalid (GError **error, const char *key, const char *value, const char *expected)
 {
+  const TachKnobInfo *knob = tach_knob_lookup (key);
+
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                _("invalid value '%s' for --%s: expected %s"), value, key, expected);
+  if (knob != NULL)
+    tach_error_add_hint (error, knob->id, value, TACH_KNOB_COUNT, NULL, NULL);
   return FALSE;
 }
 

@@ -67,8 +67,11 @@ typedef struct {
   gboolean   (*check)         (const TachConfig *config, GError **error);
   /* Optional: what takes the memory in @config (*what, owned) and the fix
    * (*fix, static, translated), when the workload knows better than the
-   * batch and the dataset size; FALSE otherwise. */
-  gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix);
+   * batch and the dataset size; FALSE otherwise.  *knob is the knob to
+   * change (the error's hint), and *fix_value its value that fixes it, or
+   * NULL (both preset to the batch and NULL). */
+  gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix,
+                               TachKnobId *knob, const char **fix_value);
   /* The workload's defaults, as its report ran it: the batch of each task
    * (0: no such task here), the optimiser and the learning rate. */
   guint         default_batch[TACH_TASK_GENERATE + 1];

@@ -272,6 +272,7 @@ tach_config_apply_preset (TachConfig *config, const char *name, GError **error)
                    _("invalid value '%s' for --preset: expected one of %s (the presets of %s)"),
                    name != NULL ? name : "", names->str,
                    tach_workload_to_string (config->workload));
+      tach_error_add_hint (error, TACH_KNOB_PRESET, name, TACH_KNOB_COUNT, NULL, NULL);
       return FALSE;
     }
 

@@ -360,6 +360,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
                    _("out of host memory for the losses of %" PRIu64 " steps: lower --steps"),
                    total);
+      tach_error_add_config_hint (error, config, TACH_KNOB_STEPS, TACH_KNOB_STEPS, NULL, NULL);
       return FALSE;
     }
   return tach_backend_take_error (e->be, error);
@@ -395,6 +396,7 @@ engine_capture (Engine *e, TachStepCtx *ctx, GError **error)
     tach_backend_take_error (e->be, error);
   g_prefix_error (error, _("--launch graph could not capture the %s step (use --launch eager): "),
                   tach_workload_to_string (e->run->config.workload));
+  tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
   return FALSE;
 }
 

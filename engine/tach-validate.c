@@ -46,9 +46,7 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
 static gboolean
 check_others_knobs (const TachConfig *config, const TachModelClass *klass, GError **error)
 {
-  const char *message = NULL;
-
-  for (guint i = 0; i < TACH_KNOB_COUNT && message == NULL; i++)
+  for (guint i = 0; i < TACH_KNOB_COUNT; i++)
     {
       const TachModelClass *owner = NULL;
       const TachModelKnob *owned = tach_model_knob_owner ((TachKnobId) i, &owner);
@@ -59,13 +57,12 @@ check_others_knobs (const TachConfig *config, const TachModelClass *klass, GErro
         continue;
       value = tach_config_get (config, knob->name);
       if (g_strcmp0 (value, knob->default_value) != 0)
-        message = _(owned->misuse);
-    }
-
-  if (message != NULL)
-    {
-      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
-      return FALSE;
+        {
+          g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, _(owned->misuse));
+          /* The fix: the knob's default, which leaves it unused here. */
+          tach_error_add_hint (error, knob->id, value, knob->id, knob->default_value, NULL);
+          return FALSE;
+        }
     }
   return TRUE;
 }
@@ -74,36 +71,63 @@ static gboolean
 check_consistency (const TachConfig *config, const TachModelClass *klass, GError **error)
 {
   const char *message = NULL;
+  /* The knob at fault, and the value of it or of another knob that fixes it. */
+  TachKnobId knob = TACH_KNOB_COUNT, fix_knob = TACH_KNOB_COUNT;
+  const char *fix_value = NULL;
+  g_autofree char *default_batch = NULL;
 
   if (!check_others_knobs (config, klass, error)
       || (klass->check != NULL && !klass->check (config, error)))
     return FALSE;
   if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
-    message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
+    {
+      message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
+      knob = fix_knob = TACH_KNOB_METRICS, fix_value = "none";
+    }
   else if (config->print_text && config->task != TACH_TASK_GENERATE)
-    message = _("--print-text needs --task generate");
+    {
+      message = _("--print-text needs --task generate");
+      knob = fix_knob = TACH_KNOB_PRINT_TEXT, fix_value = "false";
+    }
   else if (config->batch == 0)
-    message = _("invalid value '0' for --batch: expected a whole number from 1");
+    {
+      message = _("invalid value '0' for --batch: expected a whole number from 1");
+      default_batch = g_strdup_printf ("%u", tach_config_default_batch (config->workload,
+                                                                         config->task));
+      knob = fix_knob = TACH_KNOB_BATCH, fix_value = default_batch;
+    }
   else if (config->steps == 0)
-    message = _("invalid value '0' for --steps: expected a whole number from 1");
+    {
+      message = _("invalid value '0' for --steps: expected a whole number from 1");
+      knob = fix_knob = TACH_KNOB_STEPS, fix_value = tach_knob (TACH_KNOB_STEPS)->default_value;
+    }
   else if (config->input_h == 0 || config->input_w == 0 || config->input_c == 0)
-    message = _("invalid --input: every size must be at least 1");
+    {
+      message = _("invalid --input: every size must be at least 1");
+      knob = fix_knob = TACH_KNOB_INPUT, fix_value = tach_knob (TACH_KNOB_INPUT)->default_value;
+    }
   else if (config->device == NULL)
-    message = _("no device set: use --device auto");
+    {
+      message = _("no device set: use --device auto");
+      knob = fix_knob = TACH_KNOB_DEVICE, fix_value = "auto";
+    }
 
   if (message != NULL)
     {
       g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
+      tach_error_add_config_hint (error, config, knob, fix_knob, fix_value, NULL);
       return FALSE;
     }
   if (config->task == TACH_TASK_TRAIN && config->samples > 0 && config->samples < config->batch)
     {
       g_autofree char *samples = g_strdup_printf ("%" G_GUINT64_FORMAT, config->samples);
+      g_autofree char *one_batch = g_strdup_printf ("%u", config->batch);
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    _("--samples %s is less than one batch of %u: "
                      "raise --samples or lower --batch"),
                    samples, config->batch);
+      tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES, one_batch, NULL);
       return FALSE;
     }
   return TRUE;
@@ -160,6 +184,9 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
                      _("--%s %s is not supported on %s (%s): use another --device"),
                      knobs[i].name, value, device_id,
                      why != NULL ? why : _("its backend cannot do this"));
+      /* The fix is the first value the backend can do, else another device. */
+      tach_error_add_hint (error, knobs[i].id, value,
+                           instead != NULL ? knobs[i].id : TACH_KNOB_DEVICE, instead, NULL);
       return FALSE;
     }
   return TRUE;
@@ -178,6 +205,7 @@ check_graph (const TachConfig *config, const TachModelClass *klass, GError **err
                _("--launch graph cannot capture the %s step (%s): use --launch eager"),
                tach_workload_to_string (config->workload),
                why != NULL ? why : _("this workload has no graph support"));
+  tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
   return FALSE;
 }
 
@@ -194,9 +222,10 @@ host_memory_bytes (void)
 
 /* The model-shape knobs of @config's workload set away from their
  * defaults, as "--hidden 512 --layers 4" (*what) and "--hidden, --layers"
- * (*names); FALSE when every shape is the default. */
+ * (*names), the first of them *first; FALSE when every shape is the
+ * default. */
 static gboolean
-changed_shapes (const TachConfig *config, char **what, char **names)
+changed_shapes (const TachConfig *config, char **what, char **names, TachKnobId *first)
 {
   static const char *const shapes[] = { "seq-len", "features", "hidden", "layers", "embed",
                                         "context", "filters", "dense", NULL };
@@ -211,6 +240,8 @@ changed_shapes (const TachConfig *config, char **what, char **names)
 
       if (!tach_config_knob_applies (config, shapes[i], NULL) || g_strcmp0 (now, was) == 0)
         continue;
+      if (w->len == 0)
+        *first = tach_knob_lookup (shapes[i])->id;
       g_string_append_printf (w, "%s--%s %s", w->len > 0 ? " " : "", shapes[i], now);
       g_string_append_printf (n, "%s--%s", n->len > 0 ? ", " : "", shapes[i]);
     }
@@ -229,21 +260,27 @@ set_memory_error (const TachConfig *config, const TachModelClass *klass, GError 
   g_autofree char *what = NULL;
   g_autofree char *shape = NULL, *shape_knobs = NULL, *fix_s = NULL;
   const char *fix;
+  /* The knob to change, and its value that fixes it where one does. */
+  TachKnobId knob = TACH_KNOB_BATCH;
+  const char *fix_value = NULL;
 
-  if (changed_shapes (config, &shape, &shape_knobs))
+  if (changed_shapes (config, &shape, &shape_knobs, &knob))
     {
       what = g_strdup_printf (_("%s with --batch %u"), shape, config->batch);
       fix_s = g_strdup_printf (_("lower %s or --batch"), shape_knobs);
       fix = fix_s;
     }
-  else if (klass->memory_hint != NULL && klass->memory_hint (config, &what, &fix))
+  else if (klass->memory_hint != NULL
+           && klass->memory_hint (config, &what, &fix, &knob, &fix_value))
     ;
   else if (config->task == TACH_TASK_TRAIN)
     {
       what = g_strdup_printf (_("--samples %" PRIu64 " with --batch %u"),
                               tach_config_get_samples (config), config->batch);
-      fix = config->samples > (guint64) TACH_DEFAULT_BATCHES * config->batch
-              ? _("lower --samples") : _("lower --batch");
+      if (config->samples > (guint64) TACH_DEFAULT_BATCHES * config->batch)
+        fix = _("lower --samples"), knob = TACH_KNOB_SAMPLES;
+      else
+        fix = _("lower --batch");
     }
   else
     {
@@ -254,6 +291,7 @@ set_memory_error (const TachConfig *config, const TachModelClass *klass, GError 
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                _("%s needs %s of %s memory; this machine has %s: %s"),
                what, need_s, where, have_s, fix);
+  tach_error_add_config_hint (error, config, knob, knob, fix_value, fix);
 }
 
 static gboolean
@@ -300,6 +338,7 @@ check_settings (const TachConfig *config, GError **error)
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    _("invalid workload: expected one of %s"), joined);
+      tach_error_add_hint (error, TACH_KNOB_WORKLOAD, NULL, TACH_KNOB_COUNT, NULL, NULL);
       return NULL;
     }
   klass = tach_model_class_for (config->workload);
@@ -307,6 +346,8 @@ check_settings (const TachConfig *config, GError **error)
     g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                  _("the %s workload is not built into this engine: choose another --workload"),
                  tach_workload_to_string (config->workload));
+  if (klass == NULL)
+    tach_error_add_config_hint (error, config, TACH_KNOB_WORKLOAD, TACH_KNOB_WORKLOAD, NULL, NULL);
   else if (!check_consistency (config, klass, error))
     return NULL;
   return klass;

@@ -206,16 +206,29 @@ else
   fi
 fi
 
-# A sweep with one bad preset: the good one runs and is tabled, the bad one
-# is reported, and the command fails at the end.
-if expect "sweep reports a bad preset" 2 "tach-cli: preset nosuch" \
-     "$cli" sweep --workload bilstm --presets tuned,nosuch --device cpu \
-     --batch 16 --steps 4 --warmup 0 --threads 1; then
-  if ! grep -Eq "^tuned +[0-9]+\.[0-9]+ .*1\.00x" "$out" || ! grep -q "^nosuch " "$out"; then
-    passed=$((passed - 1))
-    fail "sweep reports a bad preset" "the table lacks the tuned or the nosuch row"
+# A sweep with a bad preset is bad input: the message names it and the
+# valid ones, nothing runs (no table, no row "invalid (see above)").
+for presets in nosuch tuned,nosuch; do
+  if expect_usage "sweep refuses --presets $presets" \
+       "invalid value 'nosuch' for --preset: expected one of tf1-feed-dict, tf1-constant, keras-fit, tuned" \
+       sweep --workload bilstm --presets "$presets" --device cpu \
+       --batch 16 --steps 4 --warmup 0 --threads 1; then
+    if grep -Eq "see above|^tuned |steps/s" "$out"; then
+      passed=$((passed - 1))
+      fail "sweep refuses --presets $presets" "a run or a table after the error"
+    fi
   fi
-fi
+done
+expect_usage "sweep --vary refuses a bad preset" "invalid value 'nosuch' for --preset" \
+  sweep --workload cnn --presets nosuch --vary batch=8,16
+
+# The fix a validation error names is printed in the command line's words
+# (the engine's hint for it is tested in test-hints).
+expect_usage "memory error names --head gap" \
+  "needs .* of host memory; this machine has .*: use --head gap" \
+  run --workload cnn --device cpu --input 1080x1920x3 --head flatten --batch 256
+expect_usage "layout misread names its fix" "use --layout batch-major" \
+  run --workload cnn --device cpu --layout misread
 
 # sweep --vary: the grid of presets x values, interleaved; the varied knob
 # and its value in their own runs.csv columns; speed-up per value.

@@ -741,13 +741,16 @@ cnn_knob_unused (const TachConfig *config, TachKnobId knob)
 /* A large image through the flatten head makes the dense layer's weights
  * the memory: global average pooling is the fix. */
 static gboolean
-cnn_memory_hint (const TachConfig *config, char **what, const char **fix)
+cnn_memory_hint (const TachConfig *config, char **what, const char **fix, TachKnobId *knob,
+                 const char **fix_value)
 {
   if (config->head != TACH_HEAD_FLATTEN || (guint64) config->input_h * config->input_w <= 28 * 28)
     return FALSE;
   *what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),
                            config->input_h, config->input_w, config->input_c, config->batch);
   *fix = _("use --head gap (global average pooling) or a smaller --input");
+  *knob = TACH_KNOB_HEAD;
+  *fix_value = "gap";
   return TRUE;
 }
 

@@ -719,6 +719,7 @@ lm_check (const TachConfig *config, GError **error)
   if (message != NULL)
     {
       g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
+      tach_error_add_config_hint (error, config, TACH_KNOB_FEED, TACH_KNOB_FEED, "host-f32", NULL);
       return FALSE;
     }
   return TRUE;

@@ -1,0 +1,21 @@
+/* tach-error-private.h: how the engine attaches a hint to its errors. */
+#pragma once
+
+#include "tach-engine.h"
+
+G_BEGIN_DECLS
+
+/* Attaches to *@error (a TACH_ERROR just set; nothing happens when @error
+ * or *@error is NULL, or when it is of another domain) the knob it
+ * concerns and that knob's @value, and the fix: tach_config_set (@fix_knob,
+ * @fix_value) where a value fixes it (@fix_knob TACH_KNOB_COUNT and
+ * @fix_value NULL where none does), and @fix, the fix in the message's
+ * words (translated), or NULL.  An error keeps the first hint attached:
+ * the innermost check knows best. */
+void tach_error_add_hint (GError **error, TachKnobId knob, const char *value,
+                          TachKnobId fix_knob, const char *fix_value, const char *fix);
+/* The same with @knob's value read from @config. */
+void tach_error_add_config_hint (GError **error, const TachConfig *config, TachKnobId knob,
+                                 TachKnobId fix_knob, const char *fix_value, const char *fix);
+
+G_END_DECLS
