@@ -268,9 +268,15 @@ hsum8 (const __m256 v[8])
                         _mm256_permute2f128_ps (u0, u1, 0x31));
 }
 
+/* With @prefetch (the pass that brings B from L2), each row also asks for
+ * the same lines of the next block's row (eight rows on): this kernel
+ * reads a block chunk by chunk, eight short streams that the hardware
+ * prefetchers follow less well (about 7% on the Zen 5 under the AVX2
+ * cap; the AVX-512 kernel's distance, which reads rows whole, gained
+ * nothing here). */
 TACH_AVX2 static inline __attribute__ ((always_inline)) void
 dot8_chunk (__m256 acc[8], const float *ar, const float *b, size_t ldb, int nv, __m256i tail,
-            gboolean have_tail)
+            gboolean have_tail, gboolean prefetch)
 {
   __m256 x[4], xt = _mm256_maskload_ps (ar + nv * 8, tail);
 
@@ -282,6 +288,12 @@ dot8_chunk (__m256 acc[8], const float *ar, const float *b, size_t ldb, int nv, 
     {
       const float *br = b + r * ldb;
 
+      if (prefetch)
+        {
+#pragma GCC unroll 3
+          for (int q = 0; q < (nv + have_tail + 1) / 2; q++)
+            _mm_prefetch ((const char *) (br + 8 * ldb + q * 16), _MM_HINT_T0);
+        }
 #pragma GCC unroll 4
       for (int v = 0; v < nv; v++)
         acc[r] = _mm256_fmadd_ps (x[v], _mm256_loadu_ps (br + v * 8), acc[r]);
@@ -291,7 +303,7 @@ dot8_chunk (__m256 acc[8], const float *ar, const float *b, size_t ldb, int nv, 
 }
 
 TACH_AVX2 static inline __attribute__ ((always_inline)) __m256
-dot8 (const float *ar, const float *b, size_t ldb, size_t k)
+dot8 (const float *ar, const float *b, size_t ldb, size_t k, gboolean prefetch)
 {
   __m256 acc[8];
   size_t p0 = 0;
@@ -304,7 +316,7 @@ dot8 (const float *ar, const float *b, size_t ldb, size_t k)
   for (int r = 0; r < 8; r++)
     acc[r] = _mm256_setzero_ps ();
   for (; p0 + 32 <= k; p0 += 32)
-    dot8_chunk (acc, ar + p0, b + p0, ldb, 4, _mm256_setzero_si256 (), FALSE);
+    dot8_chunk (acc, ar + p0, b + p0, ldb, 4, _mm256_setzero_si256 (), FALSE, prefetch);
   left = k - p0;
   rest = (int) (left & 7);
   /* Lane l loads when l < rest (maskload reads the sign bit). */
@@ -312,10 +324,10 @@ dot8 (const float *ar, const float *b, size_t ldb, size_t k)
   have_tail = rest != 0;
   switch (left / 8)
     {
-    case 0: dot8_chunk (acc, ar + p0, b + p0, ldb, 0, tail, have_tail); break;
-    case 1: dot8_chunk (acc, ar + p0, b + p0, ldb, 1, tail, have_tail); break;
-    case 2: dot8_chunk (acc, ar + p0, b + p0, ldb, 2, tail, have_tail); break;
-    default: dot8_chunk (acc, ar + p0, b + p0, ldb, 3, tail, have_tail); break;
+    case 0: dot8_chunk (acc, ar + p0, b + p0, ldb, 0, tail, have_tail, prefetch); break;
+    case 1: dot8_chunk (acc, ar + p0, b + p0, ldb, 1, tail, have_tail, prefetch); break;
+    case 2: dot8_chunk (acc, ar + p0, b + p0, ldb, 2, tail, have_tail, prefetch); break;
+    default: dot8_chunk (acc, ar + p0, b + p0, ldb, 3, tail, have_tail, prefetch); break;
     }
   return hsum8 (acc);
 }
@@ -339,7 +351,8 @@ small_gemm_nt_avx2 (size_t m, size_t n, size_t k, float alpha, const float *a, s
       for (size_t i = 0; i < m; i++)
         {
           float *cr = c + i * ldc + j;
-          __m256 sum = _mm256_mul_ps (valpha, dot8 (a + i * lda, b + j * ldb, ldb, k));
+          __m256 sum = _mm256_mul_ps (valpha, dot8 (a + i * lda, b + j * ldb, ldb, k,
+                                                    i == 0));
 
           if (beta != 0.0f)
             sum = _mm256_add_ps (sum, _mm256_mul_ps (vbeta, _mm256_maskload_ps (cr, store)));
