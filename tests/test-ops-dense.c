@@ -154,13 +154,14 @@ test_gemm_wide (TachBackend *be)
  * treat apart (m from 1 to 8), n below, at and past whole blocks of
  * sixteen (AVX-512) and eight (AVX2; the last block overlapping the one
  * before it), k with and without a tail of each kernel's vectors and
- * chunks (16 and 128 floats; 8 and 32), with and without beta, strided. */
+ * chunks (16, 64 for pairs of rows of A, and 128 floats; 8 and 32), with
+ * and without beta, strided. */
 static void
 test_gemm_small (TachBackend *be)
 {
-  const int ms[] = { 1, 2, 4, 8 };
+  const int ms[] = { 1, 2, 3, 4, 8 };
   const int ns[] = { 1, 7, 8, 9, 15, 16, 17, 40, 554 };
-  const int ks[] = { 1, 7, 8, 15, 16, 17, 33, 100, 130 };
+  const int ks[] = { 1, 7, 8, 15, 16, 17, 33, 64, 80, 100, 130 };
 
   for (guint mi = 0; mi < G_N_ELEMENTS (ms); mi++)
     for (guint ni = 0; ni < G_N_ELEMENTS (ns); ni++)
@@ -201,6 +202,61 @@ test_gemm_small (TachBackend *be)
             tach_ops_assert_nmse (what, got, c, nc, TACH_OPS_NMSE_DEEP);
             for (int i = 0; i < m; i++)
               g_assert_cmpfloat (got[(size_t) i * ldc + n], ==, cin[(size_t) i * ldc + n]);
+          }
+}
+
+/* The CPU backend's own kernels for x W^T (products up to 256 K
+ * multiply-adds; larger ones go to dnnl_sgemm) give each row of C the
+ * bits of the same product of that row alone, whatever m: the fused,
+ * unrolled and split LSTMs agree because of it, and the kernels treat
+ * rows of A in pairs and alone. */
+static void
+test_gemm_small_rows (TachBackend *be)
+{
+  const int ms[] = { 2, 3, 4, 5, 8 };
+  const int ns[] = { 8, 9, 16, 17, 40, 400, 554 };
+  const int ks[] = { 7, 16, 33, 64, 80, 100, 130 };
+
+  for (guint mi = 0; mi < G_N_ELEMENTS (ms); mi++)
+    for (guint ni = 0; ni < G_N_ELEMENTS (ns); ni++)
+      for (guint ki = 0; ki < G_N_ELEMENTS (ks); ki++)
+        for (int with_beta = 0; with_beta < 2; with_beta++)
+          {
+            int m = ms[mi], n = ns[ni], k = ks[ki];
+            int lda = k + 3, ldb = k + 5, ldc = n + 2;
+            float beta = with_beta ? 0.5f : 0.0f;
+            size_t na = (size_t) m * lda, nb = (size_t) n * ldb, nc = (size_t) m * ldc;
+            g_autofree double *a = NULL;
+            g_autofree double *b = NULL;
+            g_autofree double *c = NULL;
+            g_autofree float *got = NULL;
+            float *da, *db, *dc;
+
+            if ((gint64) m * n * k > 256 * 1024)
+              continue;
+            a = g_new (double, na);
+            b = g_new (double, nb);
+            c = g_new (double, nc);
+            tach_ref_fill_normal (a, na, 330, mi, 1.0);
+            tach_ref_fill_normal (b, nb, 331, ni, 1.0);
+            tach_ref_fill_normal (c, nc, 332, ki, 1.0);
+            da = tach_ops_upload_d (be, a, na);
+            db = tach_ops_upload_d (be, b, nb);
+            dc = tach_ops_upload_d (be, c, nc);
+            tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.25f, da, lda, db, ldb, beta, dc, ldc);
+            got = tach_ops_download_f (be, dc, nc);
+            for (int i = 0; i < m; i++)
+              {
+                g_autofree float *row = NULL;
+                float *drow = tach_ops_upload_d (be, c + (size_t) i * ldc, (size_t) n);
+
+                tach_op (be, gemm, FALSE, TRUE, 1, n, k, 1.25f, da + (size_t) i * lda, lda, db,
+                         ldb, beta, drow, ldc);
+                row = tach_ops_download_f (be, drow, (size_t) n);
+                if (memcmp (row, got + (size_t) i * ldc, n * sizeof (float)) != 0)
+                  g_error ("gemm m=%d n=%d k=%d beta=%g: row %d is not the row alone", m, n, k,
+                           beta, i);
+              }
           }
 }
 
@@ -500,6 +556,8 @@ tach_ops_register_dense (const char *device_id)
     }
   tach_ops_add (device_id, "gemm/forward", test_gemm_forward);
   tach_ops_add (device_id, "gemm/small", test_gemm_small);
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    tach_ops_add (device_id, "gemm/small-rows", test_gemm_small_rows);
   tach_ops_add (device_id, "gemm/backward", test_gemm_backward);
   tach_ops_add_precisions (device_id, "gemm/wide", test_gemm_wide);
   tach_ops_add (device_id, "gemm/bf16", test_gemm_bf16);

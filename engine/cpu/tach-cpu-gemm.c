@@ -224,6 +224,89 @@ dot16 (const float *ar, const float *b, size_t ldb, size_t k, gboolean prefetch)
   return hsum16 (acc);
 }
 
+/* Two rows of A (@a0, @a1) against eight rows of B: acc[r] for row a0
+ * and acc[8 + r] for row a1 with B row r, each lane's products added in
+ * dot16_chunk's order, so that hsum16 gives each output the bits of the
+ * one-row path.  Each vector of B is loaded once for both rows (the empty
+ * asm keeps GCC from folding the load into both FMAs, which would load it
+ * twice): on the Zen 5 the product of W_x with the four steps' inputs of
+ * generation (m = 4, B from L1 after the first pass, rows straddling
+ * cache lines) takes about 0.75 of the one-row path's time. */
+TACH_AVX512 static inline __attribute__ ((always_inline)) void
+dot8x2_chunk (__m512 acc[16], const float *a0, const float *a1, const float *b, size_t ldb,
+              int nv, __mmask16 tail, gboolean prefetch)
+{
+  __m512 x0[4], x1[4];
+  __m512 xt0 = _mm512_maskz_loadu_ps (tail, a0 + nv * 16);
+  __m512 xt1 = _mm512_maskz_loadu_ps (tail, a1 + nv * 16);
+
+#pragma GCC unroll 4
+  for (int v = 0; v < nv; v++)
+    {
+      x0[v] = _mm512_loadu_ps (a0 + v * 16);
+      x1[v] = _mm512_loadu_ps (a1 + v * 16);
+    }
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+    {
+      const float *br = b + r * ldb;
+
+      if (prefetch)
+        {
+#pragma GCC unroll 5
+          for (int q = 0; q < nv + (tail != 0); q++)
+            _mm_prefetch ((const char *) (br + q * 16) + TACH_GEMV_PREFETCH, _MM_HINT_T0);
+        }
+#pragma GCC unroll 4
+      for (int v = 0; v < nv; v++)
+        {
+          __m512 bv = _mm512_loadu_ps (br + v * 16);
+
+          __asm__ ("" : "+v" (bv));
+          acc[r] = _mm512_fmadd_ps (x0[v], bv, acc[r]);
+          acc[r + 8] = _mm512_fmadd_ps (x1[v], bv, acc[r + 8]);
+        }
+      if (tail != 0)
+        {
+          __m512 bt = _mm512_maskz_loadu_ps (tail, br + nv * 16);
+
+          __asm__ ("" : "+v" (bt));
+          acc[r] = _mm512_fmadd_ps (xt0, bt, acc[r]);
+          acc[r + 8] = _mm512_fmadd_ps (xt1, bt, acc[r + 8]);
+        }
+    }
+}
+
+/* Lanes 0-7: the dot products of A row @a0 with the eight rows of B from
+ * @b; lanes 8-15: of row @a1.  Chunks of 64 floats, so that both rows'
+ * chunks and the sixteen sums fit the registers (the chunking changes no
+ * lane's order). */
+TACH_AVX512 static inline __attribute__ ((always_inline)) __m512
+dot8x2 (const float *a0, const float *a1, const float *b, size_t ldb, size_t k,
+        gboolean prefetch)
+{
+  __m512 acc[16];
+  size_t p0 = 0;
+  size_t left;
+  __mmask16 tail;
+
+#pragma GCC unroll 16
+  for (int r = 0; r < 16; r++)
+    acc[r] = _mm512_setzero_ps ();
+  for (; p0 + 64 <= k; p0 += 64)
+    dot8x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 4, 0, prefetch);
+  left = k - p0;
+  tail = (__mmask16) ((1u << (left & 15)) - 1u);
+  switch (left / 16)
+    {
+    case 0: dot8x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 0, tail, prefetch); break;
+    case 1: dot8x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 1, tail, prefetch); break;
+    case 2: dot8x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 2, tail, prefetch); break;
+    default: dot8x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 3, tail, prefetch); break;
+    }
+  return hsum16 (acc);
+}
+
 /* small_gemm_nt's contract for n >= 16.  Blocks of sixteen rows of B
  * (6.4 KB at k = 100) stay in L1 while every row of A passes over them.
  * A partial last block is the last sixteen rows, storing only those not
@@ -239,8 +322,28 @@ small_gemm_nt_avx512 (size_t m, size_t n, size_t k, float alpha, const float *a,
     {
       size_t j = MIN (done, n - 16);
       __mmask16 store = (__mmask16) (0xffffu << (done - j));
+      size_t i = 0;
 
-      for (size_t i = 0; i < m; i++)
+      /* Rows of A in pairs, each half of the block at a time: lanes 0-7
+       * of C row i, then lanes 0-7 of row i + 1 (from the sums' lanes
+       * 8-15), with the one-row path's alpha and beta arithmetic. */
+      for (; i + 2 <= m; i += 2)
+        for (int h = 0; h < 2; h++)
+          {
+            float *c0 = c + i * ldc + j + 8 * h, *c1 = c0 + ldc;
+            __mmask16 s8 = (__mmask16) ((store >> (8 * h)) & 0xffu);
+            __m512 sum = _mm512_mul_ps (valpha, dot8x2 (a + i * lda, a + (i + 1) * lda,
+                                                        b + (j + 8 * h) * ldb, ldb, k, i == 0));
+
+            if (beta != 0.0f)
+              sum = _mm512_add_ps (sum, _mm512_mul_ps (
+                                          vbeta, _mm512_shuffle_f32x4 (
+                                                   _mm512_maskz_loadu_ps (s8, c0),
+                                                   _mm512_maskz_loadu_ps (s8, c1), 0x44)));
+            _mm512_mask_storeu_ps (c0, s8, sum);
+            _mm512_mask_storeu_ps (c1, s8, _mm512_shuffle_f32x4 (sum, sum, 0xee));
+          }
+      for (; i < m; i++)
         {
           float *cr = c + i * ldc + j;
           __m512 sum = _mm512_mul_ps (valpha, dot16 (a + i * lda, b + j * ldb, ldb, k,
@@ -332,6 +435,76 @@ dot8 (const float *ar, const float *b, size_t ldb, size_t k, gboolean prefetch)
   return hsum8 (acc);
 }
 
+/* dot8x2's AVX2 counterpart: two rows of A against four rows of B,
+ * acc[r] and acc[4 + r], chunks of 16 floats (the sixteen registers hold
+ * both rows' chunk, the eight sums and B's vector); hsum8 then gives
+ * lanes 0-3 for row @a0 and 4-7 for @a1, each with the one-row path's
+ * bits.  About 0.7 of the one-row path's time for W_x's m = 4. */
+TACH_AVX2 static inline __attribute__ ((always_inline)) void
+dot4x2_chunk (__m256 acc[8], const float *a0, const float *a1, const float *b, size_t ldb,
+              int nv, __m256i tail, gboolean have_tail, gboolean prefetch)
+{
+  __m256 x0[2], x1[2];
+  __m256 xt0 = _mm256_maskload_ps (a0 + nv * 8, tail);
+  __m256 xt1 = _mm256_maskload_ps (a1 + nv * 8, tail);
+
+#pragma GCC unroll 2
+  for (int v = 0; v < nv; v++)
+    {
+      x0[v] = _mm256_loadu_ps (a0 + v * 8);
+      x1[v] = _mm256_loadu_ps (a1 + v * 8);
+    }
+#pragma GCC unroll 4
+  for (int r = 0; r < 4; r++)
+    {
+      const float *br = b + r * ldb;
+
+      if (prefetch)
+        _mm_prefetch ((const char *) (br + 8 * ldb), _MM_HINT_T0);
+#pragma GCC unroll 2
+      for (int v = 0; v < nv; v++)
+        {
+          __m256 bv = _mm256_loadu_ps (br + v * 8);
+
+          __asm__ ("" : "+x" (bv));
+          acc[r] = _mm256_fmadd_ps (x0[v], bv, acc[r]);
+          acc[r + 4] = _mm256_fmadd_ps (x1[v], bv, acc[r + 4]);
+        }
+      if (have_tail)
+        {
+          __m256 bt = _mm256_maskload_ps (br + nv * 8, tail);
+
+          __asm__ ("" : "+x" (bt));
+          acc[r] = _mm256_fmadd_ps (xt0, bt, acc[r]);
+          acc[r + 4] = _mm256_fmadd_ps (xt1, bt, acc[r + 4]);
+        }
+    }
+}
+
+TACH_AVX2 static inline __attribute__ ((always_inline)) __m256
+dot4x2 (const float *a0, const float *a1, const float *b, size_t ldb, size_t k,
+        gboolean prefetch)
+{
+  __m256 acc[8];
+  size_t p0 = 0;
+  int rest;
+  __m256i tail;
+
+#pragma GCC unroll 8
+  for (int r = 0; r < 8; r++)
+    acc[r] = _mm256_setzero_ps ();
+  for (; p0 + 16 <= k; p0 += 16)
+    dot4x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 2, _mm256_setzero_si256 (), FALSE,
+                  prefetch);
+  rest = (int) ((k - p0) & 7);
+  tail = _mm256_cmpgt_epi32 (_mm256_set1_epi32 (rest), _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7));
+  if (k - p0 >= 8)
+    dot4x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 1, tail, rest != 0, prefetch);
+  else
+    dot4x2_chunk (acc, a0 + p0, a1 + p0, b + p0, ldb, 0, tail, rest != 0, prefetch);
+  return hsum8 (acc);
+}
+
 /* small_gemm_nt's contract for n >= 8, as small_gemm_nt_avx512 does it. */
 TACH_AVX2 static void
 small_gemm_nt_avx2 (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
@@ -347,8 +520,25 @@ small_gemm_nt_avx2 (size_t m, size_t n, size_t k, float alpha, const float *a, s
       /* Lanes from done - j on are not stored yet. */
       __m256i store = _mm256_cmpgt_epi32 (_mm256_loadu_si256 ((const __m256i *) lanes),
                                           _mm256_set1_epi32 ((int) (done - j) - 1));
+      size_t i = 0;
 
-      for (size_t i = 0; i < m; i++)
+      /* Rows of A in pairs, half a block at a time, as the AVX-512 kernel. */
+      for (; i + 2 <= m; i += 2)
+        for (int h = 0; h < 2; h++)
+          {
+            float *c0 = c + i * ldc + j + 4 * h, *c1 = c0 + ldc;
+            __m128i s4 = h ? _mm256_extracti128_si256 (store, 1) : _mm256_castsi256_si128 (store);
+            __m256 sum = _mm256_mul_ps (valpha, dot4x2 (a + i * lda, a + (i + 1) * lda,
+                                                        b + (j + 4 * h) * ldb, ldb, k, i == 0));
+
+            if (beta != 0.0f)
+              sum = _mm256_add_ps (sum, _mm256_mul_ps (vbeta,
+                                                       _mm256_set_m128 (_mm_maskload_ps (c1, s4),
+                                                                        _mm_maskload_ps (c0, s4))));
+            _mm_maskstore_ps (c0, s4, _mm256_castps256_ps128 (sum));
+            _mm_maskstore_ps (c1, s4, _mm256_extractf128_ps (sum, 1));
+          }
+      for (; i < m; i++)
         {
           float *cr = c + i * ldc + j;
           __m256 sum = _mm256_mul_ps (valpha, dot8 (a + i * lda, b + j * ldb, ldb, k,
