@@ -51,15 +51,24 @@ conv_case_clear (ConvCase *c)
   g_free (c->dy);
 }
 
-static float *
-upload_sentinel (TachBackend *be, size_t n)
+/* Outputs that the op overwrites start as garbage, to see that they are. */
+static void
+fill_sentinel (TachBackend *be, float *dev, size_t n)
 {
   g_autofree float *s = g_new (float, n);
 
-  /* Outputs that the op overwrites start as garbage, to see that they are. */
   for (size_t i = 0; i < n; i++)
     s[i] = 7.0f;
-  return tach_ops_upload_f (be, s, n);
+  tach_backend_upload (be, dev, s, n * sizeof (float));
+}
+
+static float *
+upload_sentinel (TachBackend *be, size_t n)
+{
+  float *dev = tach_ops_alloc (be, n * sizeof (float));
+
+  fill_sentinel (be, dev, n);
+  return dev;
 }
 
 /* Whether @be can run @precision; a skip (with the backend's reason) if
@@ -358,6 +367,10 @@ static const TachConvDesc block_descs[] = {
   {  1, 16, 6, 6, 16, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },  /* W3's 5x5 "same" */
   /* The cnn's second block at --filters 12,20 on 28x28 images. */
   {  3, 12, 14, 14, 20, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },
+  /* The cnn's first block (MNIST 28x28x1, 32 filters; pools to 14). */
+  {  2, 1, 28, 28, 32, 5, 5, 2, 2, FALSE, TACH_PRECISION_FP32, TRUE },
+  /* Odd both ways: a last row and column in no window. */
+  {  2, 3, 9, 7, 5,  3, 3, 1, 1, TRUE,  TACH_PRECISION_FP32, TRUE },
 };
 
 /* The block in double: act = relu (conv (x)), y = maxpool (act); backward
@@ -467,6 +480,254 @@ test_conv_block_bf16 (TachBackend *be)
   run_conv_block (be, TACH_PRECISION_BF16);
 }
 
+/* One block's forward and backward on a backend, from the host data of
+ * @c and the pooled gradient @dyp, optionally captured as a graph and
+ * replayed; the results downloaded into new host arrays (g_free them). */
+typedef struct {
+  float  *y, *dx, *dw, *db;
+  guint64 calls;   /* the backend's checked API calls of the last forward + backward */
+} BlockResult;
+
+/* @src rounded to float, or the sentinel where @src is NULL. */
+static float *
+block_upload (TachBackend *be, GPtrArray *bufs, const double *src, size_t n)
+{
+  g_autofree float *f = g_new (float, n);
+  float *dev = tach_backend_alloc (be, MAX (n, 1) * sizeof (float));
+
+  g_ptr_array_add (bufs, dev);
+  if (src == NULL)
+    {
+      fill_sentinel (be, dev, n);
+      return dev;
+    }
+  for (size_t i = 0; i < n; i++)
+    f[i] = (float) src[i];
+  tach_backend_upload (be, dev, f, n * sizeof (float));
+  return dev;
+}
+
+static float *
+block_download (TachBackend *be, const float *dev, size_t n)
+{
+  float *host = g_new (float, n);
+
+  tach_backend_download (be, host, dev, n * sizeof (float));
+  return host;
+}
+
+static void
+block_run (TachBackend *be, ConvCase *c, const double *dyp, gboolean graph, BlockResult *r)
+{
+  g_autoptr(GPtrArray) bufs = g_ptr_array_new ();
+  size_t np = (size_t) c->d.N * c->d.K * (c->oh / 2) * (c->ow / 2);
+  TachConvPlan *plan = tach_conv_plan_new (be, &c->d);
+  float *d_x, *d_w, *d_b, *d_act, *d_dact, *d_y, *d_dy, *d_dx = NULL, *d_dw, *d_db;
+  int32_t *d_idx;
+  guint64 before;
+
+  tach_ops_assert_ok (be);
+  g_assert_nonnull (plan);
+  d_x = block_upload (be, bufs, c->x, c->nx);
+  d_w = block_upload (be, bufs, c->w, c->nw);
+  d_b = block_upload (be, bufs, c->b, c->d.K);
+  d_act = block_upload (be, bufs, NULL, c->ny);
+  d_dact = block_upload (be, bufs, NULL, c->ny);
+  d_y = block_upload (be, bufs, NULL, np);
+  d_dy = block_upload (be, bufs, dyp, np);
+  if (c->d.need_dx)
+    d_dx = block_upload (be, bufs, NULL, c->nx);
+  d_dw = block_upload (be, bufs, NULL, c->nw);
+  d_db = block_upload (be, bufs, NULL, c->d.K);
+  d_idx = tach_backend_alloc (be, np * sizeof (int32_t));
+  g_ptr_array_add (bufs, d_idx);
+
+  /* The first pass settles the plan (cuDNN's first calls, a refused fused
+   * call); a capture then records the route the eager steps take. */
+  tach_conv_block_forward (be, plan, &c->d, d_x, d_w, d_b, d_act, d_idx, d_y);
+  tach_conv_block_backward (be, plan, &c->d, d_x, d_w, d_act, d_idx, d_dy, d_dact, d_dx, d_dw,
+                            d_db);
+  tach_backend_synchronize (be);
+  tach_ops_assert_ok (be);
+  if (graph)
+    {
+      TachGraph *g;
+
+      /* Garbage in every output, so that only the replay can fix them. */
+      fill_sentinel (be, d_y, np);
+      fill_sentinel (be, d_dw, c->nw);
+      fill_sentinel (be, d_db, c->d.K);
+      if (d_dx != NULL)
+        fill_sentinel (be, d_dx, c->nx);
+      tach_graph_begin (be);
+      tach_conv_block_forward (be, plan, &c->d, d_x, d_w, d_b, d_act, d_idx, d_y);
+      tach_conv_block_backward (be, plan, &c->d, d_x, d_w, d_act, d_idx, d_dy, d_dact, d_dx,
+                                d_dw, d_db);
+      g = tach_graph_end (be);
+      tach_ops_assert_ok (be);
+      g_assert_nonnull (g);
+      tach_graph_launch (be, g);
+      tach_backend_synchronize (be);
+      tach_graph_free (be, g);
+    }
+  else
+    {
+      before = be->api_calls;
+      tach_conv_block_forward (be, plan, &c->d, d_x, d_w, d_b, d_act, d_idx, d_y);
+      tach_conv_block_backward (be, plan, &c->d, d_x, d_w, d_act, d_idx, d_dy, d_dact, d_dx,
+                                d_dw, d_db);
+      r->calls = be->api_calls - before;
+    }
+  tach_ops_assert_ok (be);
+  r->y = block_download (be, d_y, np);
+  r->dx = c->d.need_dx ? block_download (be, d_dx, c->nx) : NULL;
+  r->dw = block_download (be, d_dw, c->nw);
+  r->db = block_download (be, d_db, c->d.K);
+  tach_ops_assert_ok (be);
+  tach_conv_plan_free (be, plan);
+  for (guint i = 0; i < bufs->len; i++)
+    tach_backend_dealloc (be, g_ptr_array_index (bufs, i));
+}
+
+static void
+block_result_clear (BlockResult *r)
+{
+  g_free (r->y);
+  g_free (r->dx);
+  g_free (r->dw);
+  g_free (r->db);
+}
+
+/* Holds @got to @want (both float) to @nmse. */
+static void
+check_same (const char *what, guint k, const float *got, const float *want, size_t n, double nmse)
+{
+  g_autofree char *name = g_strdup_printf ("conv block %u: %s", k, what);
+  g_autofree double *w = g_new (double, n);
+
+  for (size_t i = 0; i < n; i++)
+    w[i] = want[i];
+  tach_ops_assert_nmse (name, got, w, n, nmse);
+}
+
+static double *
+block_dy (ConvCase *c, guint64 seed)
+{
+  size_t np = (size_t) c->d.N * c->d.K * (c->oh / 2) * (c->ow / 2);
+  double *dyp = g_new (double, np);
+
+  tach_ref_fill_normal (dyp, np, seed, 5, 1.0);
+  tach_ref_round_to_float (dyp, np);
+  return dyp;
+}
+
+/* A step captured as a graph gives the eager step's bits: the block's ops
+ * neither allocate nor wait inside the capture.  (The eager step against
+ * the reference first, on every backend.) */
+static void
+test_conv_block_graph (TachBackend *be)
+{
+  gboolean graphs = tach_backend_has_graphs (be);
+
+  for (guint k = 0; k < G_N_ELEMENTS (block_descs); k++)
+    {
+      ConvCase c;
+      g_autofree double *dyp = NULL, *act = NULL, *y = NULL, *dx = NULL, *dw = NULL, *db = NULL;
+      BlockResult eager = { 0 }, replay = { 0 };
+
+      conv_case_init (&c, &block_descs[k], 1300 + k);
+      dyp = block_dy (&c, 1300 + k);
+      act = g_new (double, c.ny);
+      y = g_new (double, (size_t) c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2));
+      dx = g_new (double, c.nx);
+      dw = g_new (double, c.nw);
+      db = g_new (double, c.d.K);
+      ref_block (&c, dyp, act, y, dx, dw, db);
+      block_run (be, &c, dyp, FALSE, &eager);
+      tach_ops_assert_nmse ("eager y", eager.y, y, (size_t) c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2),
+                            TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse ("eager dw", eager.dw, dw, c.nw, TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse ("eager db", eager.db, db, c.d.K, TACH_OPS_NMSE_DEEP);
+      if (c.d.need_dx)
+        tach_ops_assert_nmse ("eager dx", eager.dx, dx, c.nx, TACH_OPS_NMSE_DEEP);
+      if (!graphs)
+        {
+          block_result_clear (&eager);
+          conv_case_clear (&c);
+          continue;
+        }
+      block_run (be, &c, dyp, TRUE, &replay);
+      g_assert_cmpmem (replay.y, sizeof (float) * c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2),
+                       eager.y, sizeof (float) * c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2));
+      g_assert_cmpmem (replay.dw, sizeof (float) * c.nw, eager.dw, sizeof (float) * c.nw);
+      g_assert_cmpmem (replay.db, sizeof (float) * c.d.K, eager.db, sizeof (float) * c.d.K);
+      if (c.d.need_dx)
+        g_assert_cmpmem (replay.dx, sizeof (float) * c.nx, eager.dx, sizeof (float) * c.nx);
+      block_result_clear (&eager);
+      block_result_clear (&replay);
+      conv_case_clear (&c);
+    }
+  if (!graphs)
+    g_test_skip_printf ("%s captures no graphs (its eager block checked)", be->device->id);
+}
+
+/* A CUDA backend made with TACH_CUDA_PLAIN set to @plain ("" for none). */
+static TachBackend *
+cuda_with_plain (const char *device_id, const char *plain)
+{
+  g_autoptr(GError) error = NULL;
+  g_autofree char *saved = g_strdup (g_getenv ("TACH_CUDA_PLAIN"));
+  TachBackend *be;
+
+  g_setenv ("TACH_CUDA_PLAIN", plain, TRUE);
+  be = tach_backend_new (device_id, 2, TACH_PRECISION_FP32, &error);
+  if (saved != NULL)
+    g_setenv ("TACH_CUDA_PLAIN", saved, TRUE);
+  else
+    g_unsetenv ("TACH_CUDA_PLAIN");
+  g_assert_no_error (error);
+  g_assert_nonnull (be);
+  return be;
+}
+
+/* The fused block (cuDNN's conv + bias + ReLU, the pool kernel with the
+ * ReLU's mask in its argmax, one backward pass for pool, mask and bias)
+ * computes what the separate passes of TACH_CUDA_PLAIN=conv compute, in
+ * fewer calls. */
+static void
+test_conv_block_plain_same (TachBackend *be)
+{
+  TachBackend *lean = cuda_with_plain (be->device->id, "");
+  TachBackend *plain = cuda_with_plain (be->device->id, "conv");
+
+  for (guint k = 0; k < G_N_ELEMENTS (block_descs); k++)
+    {
+      ConvCase c;
+      g_autofree double *dyp = NULL;
+      BlockResult a = { 0 }, b = { 0 };
+      size_t np;
+
+      conv_case_init (&c, &block_descs[k], 1400 + k);
+      np = (size_t) c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2);
+      dyp = block_dy (&c, 1400 + k);
+      block_run (lean, &c, dyp, FALSE, &a);
+      block_run (plain, &c, dyp, FALSE, &b);
+      g_test_message ("conv block %u: %" G_GUINT64_FORMAT " calls fused, %" G_GUINT64_FORMAT
+                      " plain", k, a.calls, b.calls);
+      check_same ("y fused vs plain", k, a.y, b.y, np, TACH_OPS_NMSE_SIMPLE);
+      check_same ("dw fused vs plain", k, a.dw, b.dw, c.nw, TACH_OPS_NMSE_SIMPLE);
+      check_same ("db fused vs plain", k, a.db, b.db, c.d.K, TACH_OPS_NMSE_SIMPLE);
+      if (c.d.need_dx)
+        check_same ("dx fused vs plain", k, a.dx, b.dx, c.nx, TACH_OPS_NMSE_SIMPLE);
+      g_assert_cmpuint (a.calls, <, b.calls);
+      block_result_clear (&a);
+      block_result_clear (&b);
+      conv_case_clear (&c);
+    }
+  tach_backend_free (lean);
+  tach_backend_free (plain);
+}
+
 /* A processor without AVX-512 BF16 (here: oneDNN capped below it, in a
  * child process, as the cap is read once) reports bf16 as unavailable, with
  * a reason, and refuses a bf16 backend instead of running it slowly in
@@ -510,6 +771,9 @@ tach_ops_register_conv (const char *device_id)
   tach_ops_add_precisions (device_id, "conv/wide", test_conv_wide);
   tach_ops_add (device_id, "conv-block/fp32", test_conv_block_fp32);
   tach_ops_add (device_id, "conv-block/bf16", test_conv_block_bf16);
+  tach_ops_add (device_id, "conv-block/graph", test_conv_block_graph);
+  if (g_str_has_prefix (device_id, "cuda"))
+    tach_ops_add (device_id, "conv-block/plain-same", test_conv_block_plain_same);
   if (g_strcmp0 (device_id, "cpu") == 0)
     tach_ops_add (device_id, "precision/bf16-unavailable", test_bf16_unavailable);
   tach_ops_add (device_id, "maxpool/forward-backward", test_maxpool);

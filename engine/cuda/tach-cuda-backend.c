@@ -597,6 +597,8 @@ static TachBackendOps cuda_ops = {
   .conv_plan_free = tach_cuda_conv_plan_free,
   .conv_fwd = tach_cuda_conv_fwd,
   .conv_bwd = tach_cuda_conv_bwd,
+  .conv_block_fwd = tach_cuda_conv_block_fwd,
+  .conv_block_bwd = tach_cuda_conv_block_bwd,
 };
 
 static gsize cuda_ops_ready = 0;

@@ -8,7 +8,26 @@
  * a replayed graph the same step as the eager one.  Each direction has its
  * own convolution descriptor because the chosen algorithms may need
  * different math types.
+ *
+ * A plan made with block set also serves conv_block_fwd/bwd (conv + bias +
+ * ReLU + 2x2 max pool, W3's layers), on the route that
+ * tach_cuda_conv_route_init picks (see TachCudaConvRoute):
+ *   fused: cudnnConvolutionBiasActivationForward (bias and ReLU in the
+ *     convolution's epilogue), then one pool pass that records the winner
+ *     with the ReLU's mask (tach-cuda-conv-pool.h);
+ *   split: where cuDNN refuses that call, cudnnConvolutionForward, then one
+ *     pass that adds the bias, applies the ReLU and pools;
+ *   plain (TACH_CUDA_PLAIN=conv): conv, bias, ReLU and pool as separate
+ *     passes, the path the model would take without the block ops.
+ * Backward on the fused and split routes: one pass writes the whole of
+ * dact (pool scatter and ReLU mask) and each plane's share of the bias
+ * gradient, bias_grad sums the shares, then cuDNN's backward data and
+ * filter.  A refusal moves the route on once, at the call that met it;
+ * the workspace covers every candidate, so nothing is allocated then and
+ * a captured graph holds the route the eager steps took.
  */
+#include <string.h>
+
 #include <glib/gi18n-lib.h>
 
 #include "tach-cuda-private.h"
@@ -27,7 +46,52 @@ struct _TachConvPlan {
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
   size_t                        work_bytes;
   void                         *work;                 /* owned, device */
+  /* block plans only */
+  TachCudaConvRoute             route;
+  cudnnConvolutionDescriptor_t  fused_conv;           /* owned: the fused call's math type */
+  cudnnActivationDescriptor_t   relu;                 /* owned */
+  float                        *partial;              /* owned, device: [N, K] shares of db */
 };
+
+/* Wraps a launcher call like tach-cuda-ops.c: the launch and the
+ * cudaGetLastError() it returns count as two calls. */
+#define LAUNCH(be, call, on_error) \
+  G_STMT_START { (be)->api_calls++; TACH_CUDA_TRY (be, call, on_error); } G_STMT_END
+
+void
+tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean lean,
+                           cudnnConvolutionFwdAlgo_t fwd_algo, cudnnMathType_t fwd_math,
+                           gboolean precomp_ok, cudnnMathType_t precomp_math)
+{
+  memset (route, 0, sizeof *route);
+  if (!block)
+    {
+      route->path = TACH_CUDA_CONV_BARE;
+      return;
+    }
+  if (!lean)
+    {
+      route->path = TACH_CUDA_CONV_PLAIN;
+      return;
+    }
+  route->path = TACH_CUDA_CONV_FUSED;
+  route->algo[route->n_fused] = fwd_algo;
+  route->math[route->n_fused++] = fwd_math;
+  if (precomp_ok && fwd_algo != CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM)
+    {
+      route->algo[route->n_fused] = CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM;
+      route->math[route->n_fused++] = precomp_math;
+    }
+}
+
+void
+tach_cuda_conv_route_refused (TachCudaConvRoute *route)
+{
+  if (route->path != TACH_CUDA_CONV_FUSED)
+    return;
+  if (++route->fused_at >= route->n_fused)
+    route->path = TACH_CUDA_CONV_SPLIT;
+}
 
 /* Whether an algorithm's math type honours the backend's precision: fp32
  * must not use TF32 tensor cores, so it takes FMA-only algorithms. */
@@ -76,7 +140,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
 {
   cudnnHandle_t h = TACH_CUDA (be)->cudnn;
   int n = 0;
-  gboolean found;
+  gboolean found, precomp_ok = FALSE;
+  cudnnMathType_t fwd_math = CUDNN_DEFAULT_MATH, precomp_math = CUDNN_DEFAULT_MATH;
 
   {
     cudnnConvolutionFwdAlgoPerf_t perf[CUDNN_CONVOLUTION_FWD_ALGO_COUNT];
@@ -86,20 +151,36 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                 CUDNN_CONVOLUTION_FWD_ALGO_COUNT,
                                                                 &n, perf), return FALSE);
     found = FALSE;
-    for (int i = 0; i < n && !found; i++)
+    for (int i = 0; i < n; i++)
       if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
         {
-          plan->fwd_algo = perf[i].algo;
-          plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
-          TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fwd_conv, perf[i].mathType),
-                          return FALSE);
-          found = TRUE;
+          if (!found)
+            {
+              plan->fwd_algo = perf[i].algo;
+              fwd_math = perf[i].mathType;
+              plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
+              TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fwd_conv, perf[i].mathType),
+                              return FALSE);
+              found = TRUE;
+            }
+          /* The algorithm that cuDNN's documentation names for a fused
+           * bias and activation: a second candidate for a block. */
+          if (perf[i].algo == CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM && !precomp_ok
+              && plan->desc.block)
+            {
+              precomp_ok = TRUE;
+              precomp_math = perf[i].mathType;
+              plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
+            }
         }
     if (!found)
       {
         fail_no_algo (be, "forward", &plan->desc);
         return FALSE;
       }
+    tach_cuda_conv_route_init (&plan->route, plan->desc.block,
+                               TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_CONV), plan->fwd_algo,
+                               fwd_math, precomp_ok, precomp_math);
   }
   if (plan->desc.need_dx)
     {
@@ -151,6 +232,32 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
   return TRUE;
 }
 
+/* What the block's fused and split routes need beside a bare plan. */
+static gboolean
+plan_block (TachBackend *be, TachConvPlan *plan)
+{
+  const TachConvDesc *d = &plan->desc;
+
+  if (plan->route.path == TACH_CUDA_CONV_PLAIN)
+    g_info ("convolution block %dx%dx%dx%d, %d filters: separate passes (TACH_CUDA_PLAIN=conv)",
+            d->N, d->C, d->H, d->W, d->K);
+  if (plan->route.path != TACH_CUDA_CONV_FUSED)
+    return TRUE;
+  g_info ("convolution block %dx%dx%dx%d, %d filters: cuDNN's fused conv + bias + ReLU with "
+          "algorithm %d%s, then the pool kernel", d->N, d->C, d->H, d->W, d->K,
+          (int) plan->route.algo[0], plan->route.n_fused > 1 ? " (else IMPLICIT_PRECOMP_GEMM)" : "");
+  if (!new_conv_desc (be, d, &plan->fused_conv))
+    return FALSE;
+  TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fused_conv, plan->route.math[0]),
+                  return FALSE);
+  TACH_CUDNN_TRY (be, cudnnCreateActivationDescriptor (&plan->relu), return FALSE);
+  TACH_CUDNN_TRY (be, cudnnSetActivationDescriptor (plan->relu, CUDNN_ACTIVATION_RELU,
+                                                    CUDNN_NOT_PROPAGATE_NAN, /* coef = */ 0.0),
+                  return FALSE);
+  plan->partial = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->N * (size_t) d->K);
+  return plan->partial != NULL;
+}
+
 TachConvPlan *
 tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
 {
@@ -158,7 +265,8 @@ tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   int oh = desc->H + 2 * desc->pad_h - desc->R + 1;
   int ow = desc->W + 2 * desc->pad_w - desc->S + 1;
 
-  if (desc->N <= 0 || desc->C <= 0 || desc->K <= 0 || oh <= 0 || ow <= 0)
+  if (desc->N <= 0 || desc->C <= 0 || desc->K <= 0 || oh <= 0 || ow <= 0
+      || (desc->block && (oh < 2 || ow < 2)))
     {
       tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
                          _("invalid convolution: input %dx%dx%dx%d, filters %dx%dx%d, padding %d,%d"),
@@ -186,7 +294,7 @@ tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   if (!new_conv_desc (be, desc, &plan->fwd_conv) || !new_conv_desc (be, desc, &plan->bwd_data_conv)
       || !new_conv_desc (be, desc, &plan->bwd_filter_conv))
     goto fail;
-  if (!pick_algorithms (be, plan))
+  if (!pick_algorithms (be, plan) || !plan_block (be, plan))
     goto fail;
   if (plan->work_bytes > 0)
     {
@@ -207,6 +315,11 @@ tach_cuda_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   if (plan == NULL)
     return;
   tach_cuda_free_internal (be, plan->work);
+  tach_cuda_free_internal (be, plan->partial);
+  if (plan->fused_conv != NULL)
+    (void) cudnnDestroyConvolutionDescriptor (plan->fused_conv);
+  if (plan->relu != NULL)
+    (void) cudnnDestroyActivationDescriptor (plan->relu);
   if (plan->xdesc != NULL)
     (void) cudnnDestroyTensorDescriptor (plan->xdesc);
   if (plan->ydesc != NULL)
@@ -224,47 +337,195 @@ tach_cuda_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   g_free (plan);
 }
 
-void
-tach_cuda_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
-                    const float *b, float *y)
+/* The convolution into @y, plus the bias unless @b is NULL. */
+static gboolean
+conv_forward (TachBackend *be, TachConvPlan *plan, const float *x, const float *w, const float *b,
+              float *y)
 {
   cudnnHandle_t h = TACH_CUDA (be)->cudnn;
   const float one = 1.0f, zero = 0.0f;
 
   TACH_CUDNN_TRY (be, cudnnConvolutionForward (h, &one, plan->xdesc, x, plan->wdesc, w, plan->fwd_conv,
                                                plan->fwd_algo, plan->work, plan->work_bytes,
-                                               /* beta = */ &zero, plan->ydesc, y), return);
+                                               /* beta = */ &zero, plan->ydesc, y), return FALSE);
   if (b != NULL)
     TACH_CUDNN_TRY (be, cudnnAddTensor (h, &one, plan->bdesc, b, /* beta = */ &one, plan->ydesc, y),
-                    return);
+                    return FALSE);
+  return TRUE;
+}
+
+static gboolean
+check_dx (TachBackend *be, TachConvPlan *plan, const float *dx)
+{
+  if (dx == NULL || plan->desc.need_dx)
+    return TRUE;
+  tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
+                     _("convolution backward asked for dx on a plan built without need_dx"));
+  return FALSE;
+}
+
+/* dx (unless NULL), dw and db (unless NULL) from @dy. */
+static gboolean
+conv_backward (TachBackend *be, TachConvPlan *plan, const float *x, const float *w, const float *dy,
+               float *dx, float *dw, float *db)
+{
+  cudnnHandle_t h = TACH_CUDA (be)->cudnn;
+  const float one = 1.0f, zero = 0.0f;
+
+  if (!check_dx (be, plan, dx))
+    return FALSE;
+  if (dx != NULL)
+    TACH_CUDNN_TRY (be, cudnnConvolutionBackwardData (h, &one, plan->wdesc, w, plan->ydesc, dy,
+                                                      plan->bwd_data_conv, plan->bwd_data_algo,
+                                                      plan->work, plan->work_bytes,
+                                                      /* beta = */ &zero, plan->xdesc, dx),
+                    return FALSE);
+  if (dw != NULL)
+    TACH_CUDNN_TRY (be, cudnnConvolutionBackwardFilter (h, &one, plan->xdesc, x, plan->ydesc, dy,
+                                                        plan->bwd_filter_conv, plan->bwd_filter_algo,
+                                                        plan->work, plan->work_bytes,
+                                                        /* beta = */ &zero, plan->wdesc, dw),
+                    return FALSE);
+  if (db != NULL)
+    TACH_CUDNN_TRY (be, cudnnConvolutionBackwardBias (h, &one, plan->ydesc, dy, /* beta = */ &zero,
+                                                      plan->bdesc, db), return FALSE);
+  return TRUE;
+}
+
+void
+tach_cuda_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                    const float *b, float *y)
+{
+  (void) conv_forward (be, plan, x, w, b, y);
 }
 
 void
 tach_cuda_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                     const float *dy, float *dx, float *dw, float *db)
 {
-  cudnnHandle_t h = TACH_CUDA (be)->cudnn;
-  const float one = 1.0f, zero = 0.0f;
+  (void) conv_backward (be, plan, x, w, dy, dx, dw, db);
+}
 
-  if (dx != NULL)
+/* ------------------------------------------------------------ the block */
+
+static gboolean
+check_block (TachBackend *be, TachConvPlan *plan)
+{
+  if (plan->desc.block)
+    return TRUE;
+  tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
+                     _("conv_block_fwd/bwd need a plan made with block set"));
+  return FALSE;
+}
+
+/* The convolution's output size (the pool's input). */
+static void
+out_size (const TachConvDesc *d, int *oh, int *ow)
+{
+  *oh = d->H + 2 * d->pad_h - d->R + 1;
+  *ow = d->W + 2 * d->pad_w - d->S + 1;
+}
+
+/* cuDNN refused the fused call with @status: counted like any call, said
+ * why at info level, and the route moves on for good. */
+static gboolean
+fused_refused (TachBackend *be, TachConvPlan *plan, cudnnStatus_t status)
+{
+  char detail[512] = "";
+  TachCudaConvRoute *r = &plan->route;
+
+  be->api_calls++;
+  cudnnGetLastErrorString (detail, sizeof detail);
+  /* A refusal found by a launch that failed (a bad launch parameter) may
+   * leave that launch's error behind, which the next kernel's check would
+   * take for its own; Tach's own launches are checked as they go, so
+   * nothing else is pending here. */
+  (void) cudaGetLastError ();
+  g_info ("cuDNN refused the fused convolution + bias + ReLU with algorithm %d: %s (%d)%s%s",
+          (int) r->algo[r->fused_at], cudnnGetErrorString (status), (int) status,
+          detail[0] != '\0' ? ": " : "", detail);
+  tach_cuda_conv_route_refused (r);
+  if (r->path == TACH_CUDA_CONV_FUSED)
+    TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fused_conv, r->math[r->fused_at]),
+                    return FALSE);
+  return TRUE;
+}
+
+void
+tach_cuda_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *b, float *act, int32_t *idx, float *y)
+{
+  TachCudaBackend *cb = TACH_CUDA (be);
+  const TachConvDesc *d = &plan->desc;
+  const float one = 1.0f, zero = 0.0f;
+  TachCudaConvRoute *r = &plan->route;
+  gboolean fused;
+  int oh, ow;
+
+  if (!check_block (be, plan))
+    return;
+  out_size (d, &oh, &ow);
+  if (r->path == TACH_CUDA_CONV_PLAIN)
     {
-      if (!plan->desc.need_dx)
-        {
-          tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
-                             _("convolution backward asked for dx on a plan built without need_dx"));
-          return;
-        }
-      TACH_CUDNN_TRY (be, cudnnConvolutionBackwardData (h, &one, plan->wdesc, w, plan->ydesc, dy,
-                                                        plan->bwd_data_conv, plan->bwd_data_algo,
-                                                        plan->work, plan->work_bytes,
-                                                        /* beta = */ &zero, plan->xdesc, dx), return);
+      if (!conv_forward (be, plan, x, w, b, act))
+        return;
+      LAUNCH (be, tach_cuda_launch_relu_fwd (cb->stream, act, act,
+                                             (size_t) d->N * d->K * oh * ow), return);
+      LAUNCH (be, tach_cuda_launch_maxpool_fwd (cb->stream, act, y, idx, d->N, d->K, oh, ow), return);
+      return;
     }
-  if (dw != NULL)
-    TACH_CUDNN_TRY (be, cudnnConvolutionBackwardFilter (h, &one, plan->xdesc, x, plan->ydesc, dy,
-                                                        plan->bwd_filter_conv, plan->bwd_filter_algo,
-                                                        plan->work, plan->work_bytes,
-                                                        /* beta = */ &zero, plan->wdesc, dw), return);
+  /* Without a bias there is nothing to fuse. */
+  while (b != NULL && r->path == TACH_CUDA_CONV_FUSED)
+    {
+      /* act = relu (conv (x) + b); z is act with alpha2 = 0, so unread. */
+      cudnnStatus_t status =
+        cudnnConvolutionBiasActivationForward (cb->cudnn, &one, plan->xdesc, x, plan->wdesc, w,
+                                               plan->fused_conv, r->algo[r->fused_at],
+                                               plan->work, plan->work_bytes,
+                                               /* alpha2 = */ &zero, plan->ydesc, act,
+                                               plan->bdesc, b, plan->relu, plan->ydesc, act);
+
+      if (!tach_cudnn_status_is_refusal (status))
+        {
+          TACH_CUDNN_TRY (be, status, return);
+          break;
+        }
+      if (!fused_refused (be, plan, status))
+        return;
+    }
+  fused = b != NULL && r->path == TACH_CUDA_CONV_FUSED;
+  if (!fused && !conv_forward (be, plan, x, w, NULL, act))
+    return;
+  LAUNCH (be, tach_cuda_launch_conv_pool_fwd (cb->stream, act, fused ? NULL : b, y, idx, d->N,
+                                              d->K, oh, ow), return);
+}
+
+void
+tach_cuda_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                          const float *act, const int32_t *idx, const float *dy, float *dact,
+                          float *dx, float *dw, float *db)
+{
+  TachCudaBackend *cb = TACH_CUDA (be);
+  const TachConvDesc *d = &plan->desc;
+  int oh, ow;
+
+  if (!check_block (be, plan) || !check_dx (be, plan, dx))
+    return;
+  out_size (d, &oh, &ow);
+  if (plan->route.path == TACH_CUDA_CONV_PLAIN)
+    {
+      LAUNCH (be, tach_cuda_launch_maxpool_bwd (cb->stream, dy, idx, dact, d->N, d->K, oh, ow),
+              return);
+      LAUNCH (be, tach_cuda_launch_relu_bwd (cb->stream, act, dact, dact,
+                                             (size_t) d->N * d->K * oh * ow), return);
+      (void) conv_backward (be, plan, x, w, dact, dx, dw, db);
+      return;
+    }
+  LAUNCH (be, tach_cuda_launch_conv_pool_bwd (cb->stream, dy, idx, dact,
+                                              db != NULL ? plan->partial : NULL,
+                                              d->N, d->K, oh, ow), return);
   if (db != NULL)
-    TACH_CUDNN_TRY (be, cudnnConvolutionBackwardBias (h, &one, plan->ydesc, dy, /* beta = */ &zero,
-                                                      plan->bdesc, db), return);
+    LAUNCH (be, tach_cuda_launch_bias_grad (cb->stream, plan->partial, db, d->N, d->K, 0.0f),
+            return);
+  (void) conv_backward (be, plan, x, w, dact, dx, dw, NULL);
 }

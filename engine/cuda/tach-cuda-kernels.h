@@ -57,6 +57,16 @@ cudaError_t tach_cuda_launch_avgpool_fwd (cudaStream_t stream, const float *x, f
 cudaError_t tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, float *dx, int n, int c,
                                           int hw);
 
+/* tach-cuda-conv-kernels.cu: the convolution block's epilogue, in the
+ * layouts of tach-cuda-conv-pool.h.  conv_pool_fwd: y, idx from act (+
+ * bias[k] unless @bias is NULL), ReLU and 2x2 max pool in one pass.
+ * conv_pool_bwd: the whole of dact from dy and idx and, unless @partial is
+ * NULL, partial[n * K + k] = plane (n, k)'s share of db[k]. */
+cudaError_t tach_cuda_launch_conv_pool_fwd (cudaStream_t stream, const float *act, const float *bias,
+                                            float *y, int32_t *idx, int n, int k, int h, int w);
+cudaError_t tach_cuda_launch_conv_pool_bwd (cudaStream_t stream, const float *dy, const int32_t *idx,
+                                            float *dact, float *partial, int n, int k, int h, int w);
+
 /* The counter-taking kernels add *@offset (NULL: 0) to @counter when they
  * run: TachBackend.step_offset. */
 cudaError_t tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,

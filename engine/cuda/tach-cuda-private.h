@@ -147,12 +147,48 @@ void          tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const flo
 const char   *tach_cuda_lstm_plan_algo (TachLstmPlan *plan);
 
 /* tach-cuda-conv.c */
+/* How a plan runs the convolution block (see tach-cuda-conv.c). */
+typedef enum {
+  TACH_CUDA_CONV_BARE,   /* no block: conv_fwd/bwd only */
+  TACH_CUDA_CONV_PLAIN,  /* TACH_CUDA_PLAIN=conv: conv + bias, ReLU, pool as separate passes */
+  TACH_CUDA_CONV_FUSED,  /* cuDNN's conv + bias + ReLU, then the pool kernel */
+  TACH_CUDA_CONV_SPLIT,  /* cuDNN's conv, then bias + ReLU + pool in one kernel */
+} TachCudaConvPath;
+
+#define TACH_CUDA_CONV_FUSED_CANDIDATES 2
+
+typedef struct {
+  TachCudaConvPath           path;
+  /* FUSED: the forward algorithms (and math types) to try in order, the
+   * one in use at fused_at; a refusal of the last one makes the route SPLIT. */
+  cudnnConvolutionFwdAlgo_t  algo[TACH_CUDA_CONV_FUSED_CANDIDATES];
+  cudnnMathType_t            math[TACH_CUDA_CONV_FUSED_CANDIDATES];
+  int                        n_fused, fused_at;
+} TachCudaConvRoute;
+
+/* The route of a plan: BARE without @block, PLAIN unless @lean, else
+ * FUSED with the plan's forward algorithm first and
+ * IMPLICIT_PRECOMP_GEMM (where cuDNN offered it acceptably, @precomp_ok)
+ * second. */
+void          tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean lean,
+                                         cudnnConvolutionFwdAlgo_t fwd_algo,
+                                         cudnnMathType_t fwd_math, gboolean precomp_ok,
+                                         cudnnMathType_t precomp_math);
+/* After cuDNN refused the fused call with the current candidate. */
+void          tach_cuda_conv_route_refused (TachCudaConvRoute *route);
 TachConvPlan *tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc);
 void          tach_cuda_conv_plan_free (TachBackend *be, TachConvPlan *plan);
 void          tach_cuda_conv_fwd (TachBackend *be, TachConvPlan *plan, const float *x,
                                   const float *w, const float *b, float *y);
 void          tach_cuda_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x,
                                   const float *w, const float *dy, float *dx, float *dw, float *db);
+void          tach_cuda_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                        const float *w, const float *b, float *act, int32_t *idx,
+                                        float *y);
+void          tach_cuda_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x,
+                                        const float *w, const float *act, const int32_t *idx,
+                                        const float *dy, float *dact, float *dx, float *dw,
+                                        float *db);
 
 /* tach-cuda-ops.c: the ops built on Tach's kernels, filled into @ops. */
 void          tach_cuda_ops_fill_kernels (TachBackendOps *ops);
