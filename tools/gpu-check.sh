@@ -126,7 +126,7 @@ if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L >
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-check.XXXXXX") || exit 1
-mkdir -p "$work/logs" "$work/cudnn" "$work/tach" "$work/tach-plain"
+mkdir -p "$work/logs" "$work/cudnn" "$work/tach" "$work/tach-plain" "$work/tach-plain-wspace"
 status=0
 packed=0
 # Whatever ends the run (its end, a failure, a signal), the archive is
@@ -343,6 +343,12 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   sweep_env=TACH_CUDA_PLAIN=all sweep_csv=$work/tach-plain \
     sweep_one "$w-$task-tuned-plain" --workload "$w" --task "$task" --preset tuned --steps 150 \
     --warmup 20
+  # And with only the LSTM weights copied per step (the weight-space views off).
+  if [ "$spec" = bilstm:train ] || [ "$spec" = lstm-lm:train ]; then
+    sweep_env=TACH_CUDA_PLAIN=wspace sweep_csv=$work/tach-plain-wspace \
+      sweep_one "$w-$task-tuned-plain-wspace" --workload "$w" --task "$task" --preset tuned \
+      --steps 150 --warmup 20
+  fi
 done
 
 say "== summary"
@@ -401,13 +407,15 @@ print("warm-up; speedup: over the workload's first preset; /torch, /graphs: Tach
 print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default);")
 print("calls: CUDA, cuDNN and cuBLAS calls per step (median), the runner's own included")
 
-# Before and after: tuned with TACH_CUDA_PLAIN=all (every lean path off)
-# against tuned as it is, both fp32.
-plain = rows(os.path.join(work, "tach-plain", "runs.csv"))
-if plain:
+# Before and after: tuned with TACH_CUDA_PLAIN=all (every lean path off),
+# and with only the LSTM weight-space views off (=wspace), against tuned as
+# it is, all fp32.
+for folder, paths in (("tach-plain", "all"), ("tach-plain-wspace", "wspace")):
+  plain = rows(os.path.join(work, folder, "runs.csv"))
+  if plain:
     print()
     print(f"{'workload':9} {'task':8} {'tuned plain':>11} {'tuned':>9} {'lean/plain':>10} "
-          f"{'calls plain':>11} {'calls':>6}   (dev st/s; TACH_CUDA_PLAIN=all vs default)")
+          f"{'calls plain':>11} {'calls':>6}   (dev st/s; TACH_CUDA_PLAIN={paths} vs default)")
     for p in plain:
         w, task = p.get("workload"), p.get("task")
         lean = next((r for r in tach if r.get("workload") == w and r.get("task") == task
