@@ -68,6 +68,9 @@ char        *tach_backend_canonical_id (const char *device_id);
  * "auto", then each backend's ("cpu"; "cuda", "cuda:N" where it numbers its
  * devices) in the order of their names, whether built or not. */
 GStrv        tach_backend_device_ids (void);
+/* The id of the host's device (the CPU row's, in every build): what a
+ * record that names no device ran on. */
+const char  *tach_backend_host_device_id (void);
 
 /* Memory helpers with the sticky-error rule. */
 void   *tach_backend_alloc (TachBackend *be, size_t bytes);

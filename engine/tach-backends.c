@@ -132,6 +132,15 @@ tach_backend_device_ids (void)
   return ids;
 }
 
+const char *
+tach_backend_host_device_id (void)
+{
+  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
+    if (rows[i].kind == TACH_DEVICE_KIND_CPU)
+      return rows[i].prefix;
+  g_return_val_if_reached (NULL);
+}
+
 /* ------------------------------------------------------------- devices */
 
 static const TachBackendProvider *provider = NULL;

@@ -89,7 +89,7 @@ tach_config_init (TachConfig *config, TachWorkload workload)
 
   memset (config, 0, sizeof *config);
   if ((guint) workload >= TACH_WORKLOAD_COUNT)
-    workload = TACH_WORKLOAD_BILSTM;
+    workload = (TachWorkload) 0;
   config->workload = workload;
   apply_defaults (config, FALSE);
   /* The workload's own defaults: W1 and W2 train with Adam at 1e-3, W3

@@ -318,7 +318,8 @@ config_from_row (GHashTable *columns, GPtrArray *fields, TachConfig *config,
   /* Set as recorded, without applying them again: the knobs above are the
    * run's, and its device need not exist here. */
   g_free (config->device);
-  config->device = g_strdup (device != NULL && *device != '\0' ? device : "cpu");
+  config->device = g_strdup (device != NULL && *device != '\0' ? device
+                                                               : tach_backend_host_device_id ());
   g_clear_pointer (&config->preset, g_free);
   if (preset != NULL && *preset != '\0')
     config->preset = g_strdup (preset);

@@ -598,6 +598,14 @@ test_backend_registry (void)
   g_assert_cmpstr (cuda, ==, "cuda:0");
   g_assert_cmpstr (plain, ==, "cpu");
   g_assert_null (bad);
+  g_assert_cmpstr (tach_backend_host_device_id (), ==, "cpu");
+  {
+    g_auto(GStrv) ids = tach_backend_device_ids ();
+    g_autofree char *joined = g_strjoinv (" ", ids);
+
+    /* "auto", then the backends' id forms by name, built or not. */
+    g_assert_cmpstr (joined, ==, "auto cpu cuda cuda:N");
+  }
 }
 
 /* A backend's reason that names the fix is not followed by the same fix
