@@ -3,8 +3,10 @@
  * a backend supports).
  *
  * This is the one file that knows which backends exist and which were
- * built: the only HAVE_CUDA conditional of the C code sits on the CUDA
- * row.  A backend adds its folder, its row here and its build files.
+ * built: the C code's only HAVE_CUDA conditionals are here, around the CUDA
+ * row and its entry points.  A backend adds its folder, its row here and
+ * its build files; the device ids that messages and help list come from
+ * the rows (tach_backend_device_ids).
  */
 #include <stdlib.h>
 #include <string.h>

@@ -113,6 +113,8 @@ struct _TachKnobInfo {
   gboolean            is_mode;   /* an execution-mode knob (changes speed, not math) */
   gboolean            changes_results; /* a mode whose values give different numbers
                                         * (layout=misread, precision) */
+  gboolean            is_shape;  /* a model shape (group MODEL): what a memory
+                                  * error suggests lowering when it was raised */
 
   /*< private >*/
   gsize               size;      /* of the field */

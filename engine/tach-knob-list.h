@@ -48,7 +48,7 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
  *   INTEGER (lo, hi)                    a whole number, guint or guint64
  *   TEXT (parse, format)                its own syntax, read by rules in
  *                                       tach-knobs.c
- * then any other TachKnobInfo fields (.default_value, .is_mode, ...).  A
+ * then any other TachKnobInfo fields (.default_value, .is_mode, .is_shape...).  A
  * knob without a default value takes the workload's (tach_config_init). */
 #define TACH_KNOB_LIST(X) \
   X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
@@ -182,26 +182,26 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
   /* The model's shapes; the defaults are the reports' (workloads.md). */ \
   X (SEQ_LEN, (guint seq_len), seq_len, "seq-len", N_("Sequence length"), \
      N_("Time steps per sample of the bilstm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "10") \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "10", .is_shape = TRUE) \
   X (FEATURES, (guint features), features, "features", N_("Features"), \
      N_("Features per time step of the bilstm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "300") \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "300", .is_shape = TRUE) \
   /* LSTM units per direction: the workload's default, bilstm 40, lstm-lm 100. */ \
   X (HIDDEN, (guint hidden), hidden, "hidden", N_("Hidden units"), \
      N_("LSTM units per direction"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536)) \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .is_shape = TRUE) \
   X (LAYERS, (guint layers), layers, "layers", N_("LSTM layers"), \
      N_("Stacked LSTM layers"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), .default_value = "1") \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), .default_value = "1", .is_shape = TRUE) \
   X (EMBED, (guint embed), embed, "embed", N_("Embedding width"), \
      N_("Embedding width of the lstm-lm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "100") \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "100", .is_shape = TRUE) \
   X (CONTEXT, (guint context), context, "context", N_("Context tokens"), \
      N_("Context tokens of the lstm-lm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "4") \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "4", .is_shape = TRUE) \
   X (FILTERS, (guint filters[2]), filters, "filters", N_("Conv filters"), \
      N_("Filters of the cnn's two convolution blocks, e.g. 32,64"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64") \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64", .is_shape = TRUE) \
   X (DENSE, (guint dense), dense, "dense", N_("Dense units"), \
      N_("Units of the cnn's hidden dense layer"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024")
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024", .is_shape = TRUE)

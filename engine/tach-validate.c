@@ -220,6 +220,22 @@ host_memory_bytes (void)
   return (guint64) pages * (guint64) page_size;
 }
 
+/* The names of the model-shape knobs (is_shape), in table order,
+ * NULL-terminated. */
+static GPtrArray *
+shape_knob_names (void)
+{
+  guint n = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n);
+  GPtrArray *names = g_ptr_array_new ();
+
+  for (guint i = 0; i < n; i++)
+    if (knobs[i].is_shape)
+      g_ptr_array_add (names, (gpointer) knobs[i].name);
+  g_ptr_array_add (names, NULL);
+  return names;
+}
+
 /* The model-shape knobs of @config's workload set away from their
  * defaults, as "--hidden 512 --layers 4" (*what) and "--hidden, --layers"
  * (*names), the first of them *first; FALSE when every shape is the
@@ -227,8 +243,8 @@ host_memory_bytes (void)
 static gboolean
 changed_shapes (const TachConfig *config, char **what, char **names, TachKnobId *first)
 {
-  static const char *const shapes[] = { "seq-len", "features", "hidden", "layers", "embed",
-                                        "context", "filters", "dense", NULL };
+  g_autoptr(GPtrArray) shape_names = shape_knob_names ();
+  const char *const *shapes = (const char *const *) shape_names->pdata;
   TachConfig defaults;
   GString *w = g_string_new (NULL), *n = g_string_new (NULL);
 

@@ -107,6 +107,7 @@ test_knob_table (void)
       g_assert_true (k->changes_results
                      == (k->id == TACH_KNOB_LAYOUT || k->id == TACH_KNOB_PRECISION));
       g_assert_true (k->is_mode == (k->group == TACH_KNOB_GROUP_MODE));
+      g_assert_true (!k->is_shape || k->group == TACH_KNOB_GROUP_MODEL);
       if (k->is_mode)
         g_assert_nonnull (k->default_value);
       if (k->default_value != NULL)
