@@ -115,6 +115,7 @@ struct _TachKnobInfo {
                                         * (layout=misread, precision) */
   gboolean            is_shape;  /* a model shape (group MODEL): what a memory
                                   * error suggests lowering when it was raised */
+  gboolean            trains;    /* matters only to training: not to text generation */
 
   /*< private >*/
   gsize               size;      /* of the field */

@@ -48,7 +48,8 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
  *   INTEGER (lo, hi)                    a whole number, guint or guint64
  *   TEXT (parse, format)                its own syntax, read by rules in
  *                                       tach-knobs.c
- * then any other TachKnobInfo fields (.default_value, .is_mode, .is_shape...).  A
+ * then any other TachKnobInfo fields (.default_value, .is_mode, .is_shape,
+ * .trains, ...).  A
  * knob without a default value takes the workload's (tach_config_init). */
 #define TACH_KNOB_LIST(X) \
   X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
@@ -88,7 +89,7 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
      CHOICES (("host-f64", "host-f32", "prefetch", "resident"), \
               (NC_("knob value", "Host float64"), NC_("knob value", "Host float32"), \
                NC_("knob value", "Prefetch"), NC_("knob value", "Resident"))), \
-     .default_value = "host-f32", .is_mode = TRUE) \
+     .default_value = "host-f32", .is_mode = TRUE, .trains = TRUE) \
   /* 1 = every step, 0 = only at the end */ \
   X (SYNC, (guint sync_every), sync_every, "sync", N_("Sync every"), \
      N_("Synchronise with the device every N steps, or only at the end"), \
@@ -98,7 +99,7 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
      N_("Compute the accuracy metric every step"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("none", "accuracy"), (NC_("knob value", "None"), NC_("knob value", "Accuracy"))), \
-     .default_value = "none", .is_mode = TRUE) \
+     .default_value = "none", .is_mode = TRUE, .trains = TRUE) \
   X (LAUNCH, (TachLaunch launch), launch, "launch", N_("Kernel launch"), \
      N_("Launch each kernel from the host, or replay a captured graph"), \
      TACH_KNOB_GROUP_MODE, \
@@ -137,7 +138,8 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
   /* Dataset size in samples (0 = workload default). */ \
   X (SAMPLES, (guint64 samples), samples, "samples", N_("Dataset size"), \
      N_("Dataset size in samples (auto: 16 batches)"), \
-     TACH_KNOB_GROUP_RUN, TEXT (parse_samples, format_samples), .default_value = "auto") \
+     TACH_KNOB_GROUP_RUN, TEXT (parse_samples, format_samples), .default_value = "auto", \
+     .trains = TRUE) \
   X (SEED, (guint64 seed), seed, "seed", N_("Seed"), \
      N_("Seed of every random number"), \
      TACH_KNOB_GROUP_RUN, INTEGER (0, G_MAXUINT64), .default_value = "1") \
@@ -153,15 +155,16 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
   X (OPTIMIZER, (TachOptimizer optimizer), optimizer, "optimizer", N_("Optimiser"), \
      N_("Optimiser of the training step"), \
      TACH_KNOB_GROUP_MODEL, \
-     CHOICES (("adam", "sgd"), (NC_("knob value", "Adam"), NC_("knob value", "SGD")))) \
+     CHOICES (("adam", "sgd"), (NC_("knob value", "Adam"), NC_("knob value", "SGD"))), \
+     .trains = TRUE) \
   /* 0 = the workload's default */ \
   X (LR, (double lr), lr, "lr", N_("Learning rate"), \
      N_("Learning rate"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr)) \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), .trains = TRUE) \
   /* A data file or folder, or NULL. */ \
   X (DATA, (char *data), data, "data", N_("Data file"), \
      N_("A data file or folder (text corpus or IDX images)"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string)) \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string), .trains = TRUE) \
   /* The cnn's input size. */ \
   X (INPUT, (guint input_h, input_w, input_c), input_h, "input", N_("Input size"), \
      N_("Image size HxWxC of the cnn"), \
@@ -201,7 +204,8 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
      TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "4", .is_shape = TRUE) \
   X (FILTERS, (guint filters[2]), filters, "filters", N_("Conv filters"), \
      N_("Filters of the cnn's two convolution blocks, e.g. 32,64"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64", .is_shape = TRUE) \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64", \
+     .is_shape = TRUE) \
   X (DENSE, (guint dense), dense, "dense", N_("Dense units"), \
      N_("Units of the cnn's hidden dense layer"), \
      TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024", .is_shape = TRUE)

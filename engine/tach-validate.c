@@ -24,10 +24,7 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
     reason = tach_model_knob_unused (config, knob->id);
   if (reason != NULL)
     ;
-  else if (generate
-           && (g_strcmp0 (key, "feed") == 0 || g_strcmp0 (key, "metrics") == 0
-               || g_strcmp0 (key, "samples") == 0 || g_strcmp0 (key, "optimizer") == 0
-               || g_strcmp0 (key, "lr") == 0 || g_strcmp0 (key, "data") == 0))
+  else if (generate && knob != NULL && knob->trains)
     reason = N_("text generation does not train");
   else if (g_strcmp0 (key, "threads") == 0 && config->device != NULL
            && !(caps & TACH_BACKEND_CAP_THREADS))
