@@ -463,6 +463,31 @@ run_conv_block (TachBackend *be, TachPrecision precision)
                                 d_dw, d_db);
       check ("y again", k, be, d_y, y, np, nmse);
       check ("dw again", k, be, d_dw, dw, c.nw, nmse);
+
+      /* Handed a copy of act, backward cannot take it for its forward's,
+       * so it applies the ReLU's derivative un-pooled rather than to the
+       * pooled gradient (the CPU backend): the very same bits. */
+      {
+        g_autofree float *act_host = tach_ops_download_f (be, d_act, c.ny);
+        g_autofree float *dw_1 = tach_ops_download_f (be, d_dw, c.nw);
+        g_autofree float *db_1 = tach_ops_download_f (be, d_db, c.d.K);
+        g_autofree float *dx_1 = c.d.need_dx ? tach_ops_download_f (be, d_dx, c.nx) : NULL;
+        g_autofree float *dw_2 = NULL, *db_2 = NULL, *dx_2 = NULL;
+        float *d_act_copy = tach_ops_upload_f (be, act_host, c.ny);
+
+        tach_conv_block_backward (be, plan, &c.d, d_x, d_w, d_act_copy, d_idx, d_dy, d_dact,
+                                  d_dx, d_dw, d_db);
+        tach_ops_assert_ok (be);
+        dw_2 = tach_ops_download_f (be, d_dw, c.nw);
+        db_2 = tach_ops_download_f (be, d_db, c.d.K);
+        g_assert_cmpmem (dw_2, c.nw * sizeof (float), dw_1, c.nw * sizeof (float));
+        g_assert_cmpmem (db_2, c.d.K * sizeof (float), db_1, c.d.K * sizeof (float));
+        if (c.d.need_dx)
+          {
+            dx_2 = tach_ops_download_f (be, d_dx, c.nx);
+            g_assert_cmpmem (dx_2, c.nx * sizeof (float), dx_1, c.nx * sizeof (float));
+          }
+      }
       tach_conv_plan_free (be, plan);
       conv_case_clear (&c);
     }

@@ -9,7 +9,9 @@
  * block keeps its activations blocked from the convolution to the pool and
  * back: the ReLU is the convolution's post-op, oneDNN pools and un-pools
  * the blocked data, and only the pooled output and the gradients crossing
- * the block's edges are reordered.
+ * the block's edges are reordered.  Backward, the ReLU's derivative is
+ * applied to the pooled gradient, a quarter of the activations, rather
+ * than to the un-pooled one (tach_cpu_conv_block_bwd).
  *
  * bf16 (AVX-512 BF16 processors): data and weights are rounded to bf16 for
  * the primitives, which accumulate in fp32; weight and bias gradients come
@@ -43,6 +45,13 @@ struct _TachConvPlan {
    * handed its act) instead of reordering it again. */
   gboolean     x_shared;
   const float *x_fwd_last;       /* borrowed: the x that x_fwd.inner holds */
+
+  /* block, fp32, the pooled output and its gradient in private copies of
+   * one layout: backward may apply the ReLU's derivative to the pooled
+   * gradient, when handed the act of the forward that filled y.inner. */
+  gboolean     relu_pooled;
+  size_t       pooled_floats;    /* with relu_pooled: floats of y.buf and dy_pool.buf */
+  const float *act_fwd_last;     /* borrowed: the act of the forward that y.inner holds */
 
   float *zero_bias;              /* owned: K zeros, for a NULL bias */
   float *db_scratch;             /* owned: K floats, for a NULL db */
@@ -327,8 +336,15 @@ plan_block (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_d
                                                          /* padding_r = */ zero), out);
   TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&pd, &pool, NULL, engine, pool_pd), out);
   if (!tach_cpu_arg_init (be, &plan->dy_pool, &m->pooled, query_md (pd, dnnl_query_diff_dst_md),
-                          FALSE)
-      || !make_primitive (be, g_steal_pointer (&pd), &plan->pool_bwd)
+                          FALSE))
+    goto out;
+  plan->relu_pooled = m->dt == dnnl_f32 && plan->y.reorder != NULL
+                      && plan->dy_pool.reorder != NULL
+                      && dnnl_memory_desc_equal (query_md (pool_pd, dnnl_query_dst_md),
+                                                 query_md (pd, dnnl_query_diff_dst_md));
+  plan->pooled_floats = dnnl_memory_desc_get_size (query_md (pool_pd, dnnl_query_dst_md))
+                        / sizeof (float);
+  if (!make_primitive (be, g_steal_pointer (&pd), &plan->pool_bwd)
       || !make_primitive (be, g_steal_pointer (&pool_pd), &plan->pool_fwd))
     goto out;
 
@@ -605,6 +621,7 @@ tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, co
   SET_HANDLE (be, plan->act, act, out);
   SET_HANDLE (be, plan->ws, idx, out);
   plan->x_fwd_last = NULL;
+  plan->act_fwd_last = NULL;
   if (!conv_forward (be, plan, x, w, b, plan->act))
     return;
   plan->x_fwd_last = x;
@@ -614,10 +631,50 @@ tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, co
   args[0] = (dnnl_exec_arg_t) { DNNL_ARG_SRC, plan->act };
   args[1] = (dnnl_exec_arg_t) { DNNL_ARG_DST, dst };
   args[2] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
-  if (tach_cpu_execute (be, plan->pool_fwd, 3, args))
-    tach_cpu_arg_finish (be, &plan->y);
+  if (tach_cpu_execute (be, plan->pool_fwd, 3, args) && tach_cpu_arg_finish (be, &plan->y))
+    plan->act_fwd_last = act;
 out:
   return;
+}
+
+/* dy *= (y > 0), as oneDNN's ReLU backward computes it from its output:
+ * the derivative is 1 where y is not <= 0 (NaN included), else alpha = 0,
+ * multiplied in.  The max pool's output is the activation at its argmax
+ * and its backward puts each gradient at the argmax alone (zero
+ * elsewhere, where the ReLU's backward keeps zero), so this on the pooled
+ * gradient gives the very bits of the ReLU's backward after un-pooling. */
+#define RELU_POOLED_BLOCK 16384
+
+/* The comparison is only if-converted, and so vectorised, when GCC may
+ * assume floating-point ops do not trap; Tach never enables FP traps. */
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC push_options
+#pragma GCC optimize ("no-trapping-math")
+#endif
+TACH_CPU_SIMD_BODY void
+relu_bwd_span_body (float *restrict dy, const float *restrict y, size_t i0, size_t i1)
+{
+#pragma omp simd
+  for (size_t i = i0; i < i1; i++)
+    dy[i] *= y[i] <= 0.0f ? 0.0f : 1.0f;
+}
+
+TACH_CPU_SIMD_DISPATCH (static, relu_bwd_span,
+                        (float *restrict dy, const float *restrict y, size_t i0, size_t i1),
+                        (dy, y, i0, i1))
+#if defined(__GNUC__) && !defined(__clang__)
+#pragma GCC pop_options
+#endif
+
+static void
+relu_bwd_pooled (TachBackend *be, float *dy, const float *y, size_t n)
+{
+  size_t blocks = (n + RELU_POOLED_BLOCK - 1) / RELU_POOLED_BLOCK;
+
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if (n >= 4 * RELU_POOLED_BLOCK)
+  for (size_t b = 0; b < blocks; b++)
+    relu_bwd_span (dy, y, b * RELU_POOLED_BLOCK, MIN (n, (b + 1) * RELU_POOLED_BLOCK));
 }
 
 void
@@ -627,6 +684,7 @@ tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, co
 {
   dnnl_exec_arg_t args[3];
   dnnl_memory_t ddst;
+  gboolean pooled;
 
   if (!check_block (be, plan, TRUE) || !check_dx (be, plan, dx))
     return;
@@ -636,11 +694,21 @@ tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, co
   ddst = tach_cpu_arg_bind (be, &plan->dy_pool, dy);
   if (ddst == NULL)
     return;
+  /* The pooled gradient is the plan's copy here and y.inner the forward's
+   * pooled output, in the same layout. */
+  pooled = plan->relu_pooled && act == plan->act_fwd_last;
+  if (pooled)
+    relu_bwd_pooled (be, plan->dy_pool.buf, plan->y.buf, plan->pooled_floats);
   args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, ddst };
   args[1] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
   args[2] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC, plan->dact };
   if (!tach_cpu_execute (be, plan->pool_bwd, 3, args))
     return;
+  if (pooled)
+    {
+      conv_backward (be, plan, x, w, plan->dact, plan->dact, dx, dw, db);
+      return;
+    }
   /* In place: dact = dact * (act > 0). */
   args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DST, plan->act };
   args[1] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, plan->dact };
