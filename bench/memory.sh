@@ -2,32 +2,71 @@
 # bench/memory.sh: the peak resident memory of long runs, measured with
 # /usr/bin/time -v: lstm-lm text generation, one stream (--batch 1), for
 # 1M and 10M steps, without and with --csv (whose samples.csv then holds a
-# row per step).  Targets (issue 14): under 100 MB at 1M steps and under
-# 300 MB at 10M, in the CLI.
+# row per step), in tach-cli and in the desktop app's window.  Targets
+# (issue 14): under 100 MB at 1M steps and under 300 MB at 10M.
+#
+# The window: bench-window (built beside the app when the GUI is) opens the
+# app's window under xvfb-run, sets the panel and starts the run with the
+# window's "run" action, as the GUI tests do, then with "csv" exports the
+# finished run with the window's Export CSV.  GTK draws with cairo
+# (GSK_RENDERER=cairo: under Xvfb the GL renderer is Mesa's llvmpipe, which
+# alone takes some 80 MB more); the idle window's own RSS is printed too,
+# so that what the run adds can be read off.
 #
 # Usage: bench/memory.sh [BUILD_DIR] [STEPS...]   (default: build 1000000 10000000)
-# It prints one line per case: steps, csv or not, peak RSS in MB, wall time.
+#   MEMORY_WHERE="cli window" (default) picks what is measured.
+# It prints one line per case: where, steps, csv or not, peak RSS in MB,
+# wall time (and, for the window, its idle RSS).
 set -eu
 build=${1:-build}
 [ $# -gt 0 ] && shift
 steps=${*:-1000000 10000000}
+where=${MEMORY_WHERE:-cli window}
 cli=$build/app/tach-cli
+win=$build/bench/bench-window
 [ -x "$cli" ] || { echo "memory.sh: no $cli: build first (meson compile -C $build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "memory.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
+case $where in
+  *window*)
+    [ -x "$win" ] || { echo "memory.sh: no $win (a build without the GUI?)" >&2; exit 1; }
+    command -v xvfb-run >/dev/null || { echo "memory.sh: needs xvfb-run (apt-get install xvfb)" >&2; exit 1; } ;;
+esac
 tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT INT TERM
 
+peak_mb () { awk -v k="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$1")" 'BEGIN { printf "%.1f", k / 1024 }'; }
+wall () { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1"; }
+
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-printf '%-10s %-4s %10s %10s\n' steps csv peak_MB wall_s
-for n in $steps; do
-  for csv in no yes; do
-    extra=""
-    if [ "$csv" = yes ]; then rm -rf "$tmp/out"; extra="--csv $tmp/out"; fi
-    # shellcheck disable=SC2086
-    /usr/bin/time -v "$cli" run --workload lstm-lm --task generate --batch 1 --device cpu \
-      --steps "$n" $extra >"$tmp/stdout" 2>"$tmp/time" || { cat "$tmp/time" >&2; exit 1; }
-    kb=$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$tmp/time")
-    wall=$(sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$tmp/time")
-    printf '%-10s %-4s %10.1f %10s\n' "$n" "$csv" "$(awk -v k="$kb" 'BEGIN { print k / 1024 }')" "$wall"
+printf '%-7s %-10s %-4s %10s %10s  %s\n' where steps csv peak_MB wall_s notes
+for w in $where; do
+  for n in $steps; do
+    for csv in no yes; do
+      rm -rf "$tmp/out"
+      if [ "$w" = cli ]; then
+        extra=""
+        [ "$csv" = yes ] && extra="--csv $tmp/out"
+        # shellcheck disable=SC2086
+        /usr/bin/time -v -o "$tmp/time" "$cli" run --workload lstm-lm --task generate --batch 1 \
+          --device cpu --steps "$n" $extra >"$tmp/stdout" 2>&1 || { cat "$tmp/stdout" "$tmp/time" >&2; exit 1; }
+        notes=""
+      else
+        out=""
+        [ "$csv" = yes ] && out="$tmp/out"
+        # shellcheck disable=SC2086
+        GSK_RENDERER=cairo GSETTINGS_BACKEND=memory GSETTINGS_SCHEMA_DIR="$build/resources" \
+          NO_AT_BRIDGE=1 GTK_A11Y=none \
+          xvfb-run -a -s '-screen 0 1600x1000x24' \
+          /usr/bin/time -v -o "$tmp/time" "$win" "$n" $out >"$tmp/stdout" 2>&1 \
+          || { cat "$tmp/stdout" "$tmp/time" >&2; exit 1; }
+        notes="idle $(sed -n 's/.*RSS idle \([0-9.]*\) MB.*/\1/p' "$tmp/stdout") MB"
+      fi
+      if [ "$csv" = yes ]; then
+        rows=$(($(wc -l <"$tmp/out/samples.csv") - 1))
+        [ "$rows" -eq "$n" ] || { echo "memory.sh: samples.csv has $rows rows, not $n" >&2; exit 1; }
+      fi
+      printf '%-7s %-10s %-4s %10s %10s  %s\n' "$w" "$n" "$csv" "$(peak_mb "$tmp/time")" \
+        "$(wall "$tmp/time")" "$notes"
+    done
   done
 done

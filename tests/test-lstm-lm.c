@@ -116,6 +116,37 @@ test_generate_determinism (void)
   g_test_message ("%s", a->text);
 }
 
+/* A long run keeps the end of its text, 10000 steps of each stream, and
+ * says so: the words kept are those a shorter run made at the same steps. */
+static void
+test_generate_text_bounded (void)
+{
+  const char *base = "task=generate batch=2 print-text=true sampling=device sync=100";
+  g_autoptr (TestRunResult) all = run_ok (base, "steps=10000");
+  g_autoptr (TestRunResult) tail = run_ok (base, "steps=10030");
+  g_auto (GStrv) all_lines = g_strsplit (all->text, "\n", -1);
+  g_auto (GStrv) tail_lines = g_strsplit (tail->text, "\n", -1);
+
+  /* Two streams, no note: the whole text. */
+  g_assert_cmpuint (g_strv_length (all_lines), ==, 3);
+  g_assert_cmpuint (g_strv_length (tail_lines), ==, 4);
+  g_assert_cmpstr (tail_lines[0], ==, "(the last 10000 of 10030 words of each stream)");
+  for (guint r = 0; r < 2; r++)
+    {
+      g_auto (GStrv) a = g_strsplit (all_lines[r], " ", -1);
+      g_auto (GStrv) t = g_strsplit (tail_lines[1 + r], " ", -1);
+
+      /* Its 4 starting words, then "…" and the steps 30..10029. */
+      g_assert_cmpuint (g_strv_length (a), ==, 4 + 10000);
+      g_assert_cmpuint (g_strv_length (t), ==, 4 + 1 + 10000);
+      g_assert_cmpstr (t[4], ==, "\u2026");
+      for (guint w = 0; w < 4; w++)
+        g_assert_cmpstr (t[w], ==, a[w]);
+      for (guint s = 30; s < 10000; s++)
+        g_assert_cmpstr (t[5 + s - 30], ==, a[4 + s]);
+    }
+}
+
 /* Two threads that split each LSTM step's hidden units between them (the
  * split forced: where it runs is measured, and a shared machine would
  * measure it slower) draw the same tokens as one thread, at one stream
@@ -240,6 +271,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/lstm-lm/generate/determinism", test_generate_determinism);
   g_test_add_func ("/engine/lstm-lm/generate/split", test_generate_split);
   g_test_add_func ("/engine/lstm-lm/generate/per-call", test_generate_per_call);
+  g_test_add_func ("/engine/lstm-lm/generate/text-bounded", test_generate_text_bounded);
   g_test_add_func ("/engine/lstm-lm/data", test_data);
 
   return g_test_run ();

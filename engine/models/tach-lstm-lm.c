@@ -30,6 +30,11 @@
  * step (the device work, which launch=graph captures: fixed buffers, the
  * sampling counter offset by the backend's step offset) and finish (the
  * copy of the step's tokens into the history, at the step's own place).
+ *
+ * The history (print_text) keeps the last LM_TEXT_STEPS steps' tokens of
+ * each stream (fewer when a batch is wide: at most LM_TEXT_TOKENS in all),
+ * a ring in which step s has slot s % cap: a run of millions of steps keeps
+ * the end of its text, and the text says how much it left out.
  */
 #include <math.h>
 #include <string.h>
@@ -47,6 +52,9 @@
 #include "data/tach-corpus.h"
 
 #define LM_VOCAB 554
+/* What the generated text keeps (see the top of the file). */
+#define LM_TEXT_STEPS 10000
+#define LM_TEXT_TOKENS (1 << 20)
 #define LM_DEFAULT_LR 0.001
 /* The corpus the generate task draws its starting contexts from when no
  * --data is given. */
@@ -92,7 +100,7 @@ typedef struct {
   int32_t        *start_ctx;   /* (N, 4): each stream's first context, for the text */
   float          *logits_host; /* (N, 554) */
   int32_t        *tok_host;
-  int32_t        *history;     /* device (cap, N): tokens kept for print_text */
+  int32_t        *history;     /* device (cap, N): the last cap steps' tokens, print_text */
   guint64         history_cap;
   guint64         generated;
 } TachLstmLm;
@@ -374,7 +382,10 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
       self->tok_host = g_new (int32_t, self->batch);
       if (config->print_text)
         {
-          self->history_cap = config->steps;
+          guint64 per_stream = MIN ((guint64) LM_TEXT_STEPS,
+                                    (guint64) LM_TEXT_TOKENS / (guint64) self->batch);
+
+          self->history_cap = MIN ((guint64) config->steps, MAX (per_stream, (guint64) 1));
           self->history = tach_backend_alloc (be, self->history_cap * self->batch
                                                   * sizeof (int32_t));
         }
@@ -553,9 +564,10 @@ lm_finish (TachModel *model, TachStepCtx *ctx, GError **error)
 {
   TachLstmLm *self = (TachLstmLm *) model;
 
-  if (self->history == NULL || ctx->step >= self->history_cap)
+  if (self->history == NULL)
     return TRUE;
-  tach_backend_copy (self->be, self->history + ctx->step * self->batch, self->tok,
+  tach_backend_copy (self->be, self->history + (ctx->step % self->history_cap) * self->batch,
+                     self->tok,
                      (size_t) self->batch * sizeof (int32_t));
   self->generated = MAX (self->generated, ctx->step + 1);
   return tach_backend_take_error (self->be, error);
@@ -600,18 +612,27 @@ lm_dup_text (TachModel *model)
 {
   TachLstmLm *self = (TachLstmLm *) model;
   g_autofree int32_t *tokens = NULL;
+  guint64 kept, first;
   GString *text;
 
   if (self->history == NULL)
     return NULL;
-  tokens = g_new (int32_t, MAX (self->generated * self->batch, 1));
-  tach_backend_download (self->be, tokens, self->history,
-                         self->generated * self->batch * sizeof (int32_t));
+  kept = MIN (self->generated, self->history_cap);
+  first = self->generated - kept;
+  tokens = g_new (int32_t, MAX (kept * self->batch, 1));
+  tach_backend_download (self->be, tokens, self->history, kept * self->batch * sizeof (int32_t));
   if (!tach_backend_ok (self->be))
     return NULL;
 
-  /* One line per stream: its starting context, then what it generated. */
+  /* One line per stream: its starting context, then what it generated
+   * (after "…" when the start of it was not kept). */
   text = g_string_new (NULL);
+  if (first > 0)
+    {
+      g_string_append_printf (text, _("(the last %" PRIu64 " of %" PRIu64
+                                      " words of each stream)"), kept, self->generated);
+      g_string_append_c (text, '\n');
+    }
   for (int r = 0; r < self->batch; r++)
     {
       g_autofree char *start = tach_corpus_detokenize (self->corpus,
@@ -619,9 +640,11 @@ lm_dup_text (TachModel *model)
                                                        self->context);
 
       g_string_append (text, start);
-      for (guint64 s = 0; s < self->generated; s++)
+      if (first > 0)
+        g_string_append (text, " \u2026");
+      for (guint64 s = first; s < self->generated; s++)
         {
-          int32_t t = tokens[s * self->batch + r];
+          int32_t t = tokens[(s % self->history_cap) * self->batch + r];
 
           g_string_append_c (text, ' ');
           g_string_append (text, t >= 0 && t < LM_VOCAB ? self->corpus->words[t] : "<unk>");
