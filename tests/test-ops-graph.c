@@ -216,6 +216,83 @@ test_graph_step_offset (TachBackend *be)
   tach_graph_free (be, graph);
 }
 
+/* The two losses over rows that a GPU spreads over blocks (lstm-lm
+ * training's thousands of rows of 554, W3's 256 x 10), softmax_ce with its
+ * gradient and the sampler with its loss, captured once: every replay
+ * gives the eager bits, and so does an eager launch after the replays,
+ * with launches of other shapes (through the same block-sum scratch) in
+ * between. */
+static void
+test_graph_loss_wide (TachBackend *be)
+{
+  static const int shapes[][2] = { { 9000, 554 }, { 256, 10 } };
+  const guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 2);
+
+  if (!graphs_or_skip (be))
+    return;
+  for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
+    {
+      int n = shapes[s][0], c = shapes[s][1];
+      size_t nc = (size_t) n * c;
+      g_autofree int32_t *labels = g_new (int32_t, n);
+      g_autofree int32_t *want_tok = NULL;
+      g_autofree float *want_d = NULL;
+      float want_ce, want_nll, got_ce, got_nll, *dz, *ce, *nll, *other, *dl;
+      int32_t *dlab, *tok;
+      TachGraph *graph;
+
+      for (int i = 0; i < n; i++)
+        labels[i] = (int32_t) (tach_rand_bits (SEED, 81, i) % c);
+      dz = upload_normal (be, nc, 80 + s, 3.0);
+      dlab = tach_ops_upload_i (be, labels, n);
+      ce = tach_ops_alloc (be, sizeof (float));
+      nll = tach_ops_alloc (be, sizeof (float));
+      other = tach_ops_alloc (be, sizeof (float));
+      dl = tach_ops_alloc (be, nc * sizeof (float));
+      tok = tach_ops_alloc (be, n * sizeof (int32_t));
+      tach_op (be, softmax_ce, dz, dlab, n, c, ce, dl);
+      tach_backend_sample_tokens (be, dz, n, c, SEED, counter, tok, NULL, 0, nll);
+      want_ce = tach_ops_download_scalar (be, ce);
+      want_nll = tach_ops_download_scalar (be, nll);
+      want_d = tach_ops_download_f (be, dl, nc);
+      want_tok = tach_ops_download_i (be, tok, n);
+
+      tach_graph_begin (be);
+      tach_op (be, softmax_ce, dz, dlab, n, c, ce, dl);
+      tach_backend_sample_tokens (be, dz, n, c, SEED, counter, tok, NULL, 0, nll);
+      graph = tach_graph_end (be);
+      tach_ops_assert_ok (be);
+      g_assert_nonnull (graph);
+      for (int rep = 0; rep < 3; rep++)
+        {
+          g_autofree int32_t *got_tok = NULL;
+          g_autofree float *got_d = NULL;
+
+          tach_backend_zero (be, ce, sizeof (float));
+          tach_backend_zero (be, nll, sizeof (float));
+          tach_backend_zero (be, dl, nc * sizeof (float));
+          tach_graph_launch (be, graph);
+          got_ce = tach_ops_download_scalar (be, ce);
+          got_nll = tach_ops_download_scalar (be, nll);
+          got_d = tach_ops_download_f (be, dl, nc);
+          got_tok = tach_ops_download_i (be, tok, n);
+          g_assert_cmpmem (&got_ce, sizeof got_ce, &want_ce, sizeof want_ce);
+          g_assert_cmpmem (&got_nll, sizeof got_nll, &want_nll, sizeof want_nll);
+          g_assert_cmpmem (got_d, nc * sizeof (float), want_d, nc * sizeof (float));
+          g_assert_cmpmem (got_tok, n * sizeof (int32_t), want_tok, n * sizeof (int32_t));
+          /* Other grids between replays: one block, a third of the rows. */
+          tach_op (be, softmax_ce, dz, dlab, 1, c, other, NULL);
+          tach_op (be, softmax_ce, dz, dlab, n / 3, c, other, NULL);
+        }
+      tach_graph_free (be, graph);
+      tach_op (be, softmax_ce, dz, dlab, n, c, ce, NULL);
+      got_ce = tach_ops_download_scalar (be, ce);
+      tach_ops_assert_ok (be);
+      g_assert_cmpmem (&got_ce, sizeof got_ce, &want_ce, sizeof want_ce);
+      g_assert_cmpfloat (want_nll, >, 0.0f);
+    }
+}
+
 /* More memory than any GPU has: an out-of-memory error, and the backend
  * stays usable once it is taken.  (GPUs only: a host allocator under a
  * sanitizer aborts on such a request instead of failing it.) */
@@ -251,5 +328,6 @@ tach_ops_register_graph (const char *device_id)
   tach_ops_add (device_id, "graph/replay-equals-eager", test_graph_replay);
   tach_ops_add (device_id, "graph/refuses-sync", test_graph_refuses_sync);
   tach_ops_add (device_id, "graph/step-offset", test_graph_step_offset);
+  tach_ops_add (device_id, "graph/loss-replay-wide", test_graph_loss_wide);
   tach_ops_add (device_id, "errors/out-of-memory", test_out_of_memory);
 }

@@ -197,12 +197,16 @@ test_softmax_ce (TachBackend *be)
 
 /* The shapes of the workloads' heads and of a warp-parallel kernel's
  * edges: W3's 256 x 10, W2's 554 classes at batch 1 and 64, fewer classes
- * than a warp, a warp's worth of rows and more, logits up to 3 sigma. */
+ * than a warp, a warp's worth of rows and more, logits up to 3 sigma; and
+ * lstm-lm training's thousands of rows, which a GPU spreads over many
+ * blocks (9000 x 554: more rows than its largest grid takes in one pass).
+ * The loss is summed in a fixed order: a second launch gives its bits. */
 static void
 test_softmax_ce_shapes (TachBackend *be)
 {
   static const int shapes[][2] = {
     { 256, 10 }, { 1, 554 }, { 64, 554 }, { 300, 11 }, { 33, 32 }, { 7, 1 }, { 40, 2000 },
+    { 9000, 554 }, { 4000, 10 }, { 3000, 1 },
   };
 
   for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
@@ -214,10 +218,10 @@ test_softmax_ce_shapes (TachBackend *be)
       g_autofree int32_t *labels = g_new (int32_t, n);
       g_autofree float *got = NULL;
       g_autofree char *what = g_strdup_printf ("softmax_ce %dx%d", n, classes);
-      float *d_logits, *d_loss, *d_loss2, *d_dlogits;
+      float *d_logits, *d_loss, *d_loss2, *d_loss3, *d_dlogits;
       int32_t *d_labels;
       double loss;
-      float got_loss;
+      float got_loss, again;
 
       tach_ref_fill_normal (logits, nc, 725 + s, 1, 3.0);
       tach_ref_round_to_float (logits, nc);
@@ -227,13 +231,17 @@ test_softmax_ce_shapes (TachBackend *be)
       d_labels = tach_ops_upload_i (be, labels, n);
       d_loss = tach_ops_alloc (be, sizeof (float));
       d_loss2 = tach_ops_alloc (be, sizeof (float));
+      d_loss3 = tach_ops_alloc (be, sizeof (float));
       d_dlogits = tach_ops_alloc (be, nc * sizeof (float));
       tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss, d_dlogits);
       tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss2, NULL);
+      tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss3, d_dlogits);
 
       loss = tach_ref_softmax_ce (logits, labels, n, classes, dlogits);
       got_loss = tach_ops_download_scalar (be, d_loss);
       tach_ops_assert_nmse (what, &got_loss, &loss, 1, TACH_OPS_NMSE_SIMPLE);
+      again = tach_ops_download_scalar (be, d_loss3);
+      g_assert_cmpmem (&again, sizeof again, &got_loss, sizeof got_loss);
       got_loss = tach_ops_download_scalar (be, d_loss2);
       tach_ops_assert_nmse (what, &got_loss, &loss, 1, TACH_OPS_NMSE_SIMPLE);
       got = tach_ops_download_f (be, d_dlogits, nc);
@@ -243,38 +251,67 @@ test_softmax_ce_shapes (TachBackend *be)
 
 /* A label out of range fails with the data error on every backend: at the
  * op on the CPU, at the next wait on an asynchronous device; the backend
- * works again once the error is taken. */
+ * works again once the error is taken.  labels[@bad] is set to @wrong,
+ * then back. */
 static void
-test_softmax_ce_bad_label (TachBackend *be)
+assert_bad_label (TachBackend *be, const double *logits, int32_t *labels, int n, int classes,
+                  int bad, int32_t wrong)
 {
-  double logits[SN * SC], dlogits[SN * SC];
-  int32_t labels[SN];
+  size_t nc = (size_t) n * classes;
+  g_autofree double *dlogits = g_new (double, nc);
+  g_autofree char *message = g_strdup_printf ("label %d of row %d is not in [0, %d)", wrong, bad,
+                                              classes);
   g_autoptr(GError) error = NULL;
-  float *d_logits, *d_loss;
+  int32_t right = labels[bad];
+  float *d_logits, *d_loss, got;
   int32_t *d_labels;
+  double want;
 
-  softmax_inputs (logits, labels, 721);
-  labels[2] = SC;
-  d_logits = tach_ops_upload_d (be, logits, SN * SC);
-  d_labels = tach_ops_upload_i (be, labels, SN);
+  labels[bad] = wrong;
+  d_logits = tach_ops_upload_d (be, logits, nc);
+  d_labels = tach_ops_upload_i (be, labels, n);
   d_loss = tach_ops_alloc (be, sizeof (float));
-  tach_op (be, softmax_ce, d_logits, d_labels, SN, SC, d_loss, NULL);
+  tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss, NULL);
   tach_backend_synchronize (be);
   g_assert_false (tach_backend_take_error (be, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
-  g_assert_nonnull (strstr (error->message, "label 10 of row 2 is not in [0, 10)"));
+  g_assert_nonnull (strstr (error->message, message));
 
-  labels[2] = 0;
-  tach_backend_upload (be, d_labels, labels, sizeof labels);
-  tach_op (be, softmax_ce, d_logits, d_labels, SN, SC, d_loss, NULL);
+  labels[bad] = right;
+  tach_backend_upload (be, d_labels, labels, n * sizeof (int32_t));
+  tach_op (be, softmax_ce, d_logits, d_labels, n, classes, d_loss, NULL);
   tach_backend_synchronize (be);
   tach_ops_assert_ok (be);
-  {
-    double want = tach_ref_softmax_ce (logits, labels, SN, SC, dlogits);
-    float got = tach_ops_download_scalar (be, d_loss);
+  want = tach_ref_softmax_ce (logits, labels, n, classes, dlogits);
+  got = tach_ops_download_scalar (be, d_loss);
+  tach_ops_assert_nmse ("softmax_ce loss after the error", &got, &want, 1, TACH_OPS_NMSE_SIMPLE);
+}
 
-    tach_ops_assert_nmse ("softmax_ce loss after the error", &got, &want, 1, TACH_OPS_NMSE_SIMPLE);
-  }
+static void
+test_softmax_ce_bad_label (TachBackend *be)
+{
+  double logits[SN * SC];
+  int32_t labels[SN];
+
+  softmax_inputs (logits, labels, 721);
+  assert_bad_label (be, logits, labels, SN, SC, 2, SC);
+}
+
+/* The same over rows that a GPU spreads over blocks: the bad row is found
+ * in whichever block holds it, and the next loss (whose blocks' sums go
+ * through the same scratch) is right. */
+static void
+test_softmax_ce_bad_label_wide (TachBackend *be)
+{
+  enum { N = 3000, C = 40 };
+  g_autofree double *logits = g_new (double, N * C);
+  g_autofree int32_t *labels = g_new (int32_t, N);
+
+  tach_ref_fill_normal (logits, N * C, 722, 1, 2.0);
+  tach_ref_round_to_float (logits, N * C);
+  for (int i = 0; i < N; i++)
+    labels[i] = (int32_t) (tach_rand_bits (722, 2, i) % C);
+  assert_bad_label (be, logits, labels, N, C, 2345, -1);
 }
 
 static double
@@ -369,5 +406,6 @@ tach_ops_register_loss (const char *device_id)
   tach_ops_add (device_id, "softmax-ce/forward-backward", test_softmax_ce);
   tach_ops_add (device_id, "softmax-ce/shapes", test_softmax_ce_shapes);
   tach_ops_add (device_id, "softmax-ce/label-out-of-range", test_softmax_ce_bad_label);
+  tach_ops_add (device_id, "softmax-ce/label-out-of-range-wide", test_softmax_ce_bad_label_wide);
   tach_ops_add (device_id, "accuracy/binary-and-argmax", test_accuracy);
 }

@@ -236,14 +236,17 @@ test_sample_tokens_nll (TachBackend *be)
 }
 
 /* W2's vocabulary (554) at batch 1 and 64, and other widths, logits up to
- * 3 sigma: the tokens of the double-precision inverse CDF (a backend sums
- * in double as the host does, so only a draw within double rounding of a
- * boundary may move), the context shifted, and with a loss slot the same
- * tokens and the mean -log p of them that the reference gives. */
+ * 3 sigma, and thousands of rows (a GPU spreads them over blocks): the
+ * tokens of the double-precision inverse CDF (a backend sums in double as
+ * the host does, so only a draw within double rounding of a boundary may
+ * move), the context shifted, and with a loss slot the same tokens and the
+ * mean -log p of them that the reference gives: softmax_ce's loss of them,
+ * to the bit. */
 static void
 test_sample_tokens_wide (TachBackend *be)
 {
-  static const int shapes[][2] = { { 64, 554 }, { 1, 554 }, { 37, 300 }, { 5, 3000 }, { 3, 31 } };
+  static const int shapes[][2] = { { 64, 554 }, { 1, 554 }, { 37, 300 }, { 5, 3000 }, { 3, 31 },
+                                   { 9000, 554 }, { 4000, 10 } };
   enum { L = 4 };
 
   for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
@@ -259,10 +262,10 @@ test_sample_tokens_wide (TachBackend *be)
       g_autofree int32_t *tok2 = NULL;
       g_autofree int32_t *out_ctx2 = NULL;
       g_autofree char *what = g_strdup_printf ("sample_tokens %dx%d loss", n, vocab);
-      float *d_logits, *d_loss;
+      float *d_logits, *d_loss, *d_ce;
       int32_t *d_tok, *d_ctx;
       double want_loss;
-      float got_loss;
+      float got_loss, ce;
 
       tach_ref_fill_normal (logits, nv, 1460 + s, 1, 3.0);
       tach_ref_round_to_float (logits, nv);
@@ -290,6 +293,7 @@ test_sample_tokens_wide (TachBackend *be)
       d_tok = tach_ops_alloc (be, n * sizeof (int32_t));
       d_ctx = tach_ops_upload_i (be, ctx, (size_t) n * L);
       d_loss = tach_ops_alloc (be, sizeof (float));
+      d_ce = tach_ops_alloc (be, sizeof (float));
       tach_backend_sample_tokens (be, d_logits, n, vocab, seed, counter, d_tok, d_ctx, L, d_loss);
       tok2 = tach_ops_download_i (be, d_tok, n);
       out_ctx2 = tach_ops_download_i (be, d_ctx, (size_t) n * L);
@@ -298,6 +302,9 @@ test_sample_tokens_wide (TachBackend *be)
       want_loss = tach_ref_softmax_ce (logits, tok, n, vocab, unused);
       got_loss = tach_ops_download_scalar (be, d_loss);
       tach_ops_assert_nmse (what, &got_loss, &want_loss, 1, TACH_OPS_NMSE_SIMPLE);
+      tach_op (be, softmax_ce, d_logits, d_tok, n, vocab, d_ce, NULL);
+      ce = tach_ops_download_scalar (be, d_ce);
+      g_assert_cmpfloat (got_loss, ==, ce);
     }
 }
 

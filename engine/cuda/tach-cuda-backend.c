@@ -538,6 +538,7 @@ cuda_free (TachBackend *be)
   if (cb->stream != NULL)
     (void) cudaStreamSynchronize (cb->stream);
   tach_cuda_host_clear (be);
+  tach_cuda_free_internal (be, cb->rows_scratch);
   if (cb->cublas != NULL)
     (void) cublasDestroy (cb->cublas);
   if (cb->cudnn != NULL)
@@ -724,6 +725,12 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
                                            TACH_CUBLAS_WORKSPACE_BYTES), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreate (&cb->cudnn), goto fail);
   TACH_CUDNN_TRY (be, cudnnSetStream (cb->cudnn, cb->stream), goto fail);
+  /* Allocated here, not at the first loss, which may be inside a capture. */
+  cb->rows_scratch = tach_cuda_alloc_internal (be, TACH_CUDA_ROWS_SCRATCH_BYTES);
+  if (cb->rows_scratch == NULL)
+    goto fail;
+  TACH_CUDA_TRY (be, cudaMemsetAsync (cb->rows_scratch, 0, TACH_CUDA_ROWS_SCRATCH_BYTES, cb->stream),
+                 goto fail);
   if (!tach_cuda_host_init (be))
     goto fail;
   if (!pin_math_mode (be, precision))

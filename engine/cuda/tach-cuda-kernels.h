@@ -41,10 +41,15 @@ cudaError_t tach_cuda_launch_sigmoid_bce (cudaStream_t stream, const float *logi
 /* tach-cuda-softmax.cu.  A label out of [0, classes) makes its row's loss
  * NaN and its dlogits zero, and the first one is written to @fault (row + 1,
  * label, classes): the CPU backend's error, reported when the host next
- * waits. */
+ * waits.  @scratch: TACH_CUDA_ROWS_SCRATCH_BYTES of device memory, zeroed
+ * once before the first launch, through which a launch of several blocks
+ * sums its loss in a fixed order; it is left zeroed again for the next
+ * launch, which must not run at the same time (one stream). */
+#define TACH_CUDA_ROWS_BLOCKS_MAX 1024
+#define TACH_CUDA_ROWS_SCRATCH_BYTES ((TACH_CUDA_ROWS_BLOCKS_MAX + 1) * sizeof (double))
 cudaError_t tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels,
                                          int n, int classes, float *loss, float *dlogits,
-                                         int32_t *fault);
+                                         int32_t *fault, void *scratch);
 cudaError_t tach_cuda_launch_accuracy (cudaStream_t stream, const float *logits, const void *labels,
                                        int n, int classes, float *acc);
 
@@ -82,11 +87,11 @@ cudaError_t tach_cuda_launch_sample_tokens (cudaStream_t stream, const float *lo
                                             int32_t *tok, int32_t *ctx, int len);
 /* tach-cuda-softmax.cu: one warp-parallel kernel that draws the tokens and,
  * with @loss (may be NULL), writes the mean -log p of them: softmax_ce's
- * loss of the drawn tokens, to the bit. */
+ * loss of the drawn tokens, to the bit (@scratch as there). */
 cudaError_t tach_cuda_launch_sample_tokens_nll (cudaStream_t stream, const float *logits, int n,
                                                 int vocab, uint64_t seed, uint64_t counter,
                                                 const uint64_t *offset, int32_t *tok, int32_t *ctx,
-                                                int len, float *loss);
+                                                int len, float *loss, void *scratch);
 
 cudaError_t tach_cuda_launch_adam (cudaStream_t stream, float *param, const float *grad, float *m,
                                    float *v, size_t n, float lr, float beta1, float beta2, float eps,

@@ -76,7 +76,7 @@ cuda_softmax_ce (TachBackend *be, const float *logits, const int32_t *labels, in
                  float *loss, float *dlogits)
 {
   LAUNCH (be, tach_cuda_launch_softmax_ce (STREAM (be), logits, labels, n, classes, loss, dlogits,
-                                           TACH_CUDA (be)->fault_dev));
+                                           TACH_CUDA (be)->fault_dev, TACH_CUDA (be)->rows_scratch));
 }
 
 static void
@@ -146,7 +146,8 @@ cuda_sample_tokens_nll (TachBackend *be, const float *logits, int n, int vocab, 
   if (TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_SAMPLER))
     {
       LAUNCH (be, tach_cuda_launch_sample_tokens_nll (STREAM (be), logits, n, vocab, seed, counter,
-                                                      be->step_offset, tok, ctx, len, loss));
+                                                      be->step_offset, tok, ctx, len, loss,
+                                                      TACH_CUDA (be)->rows_scratch));
       return;
     }
   LAUNCH (be, tach_cuda_launch_sample_tokens (STREAM (be), logits, n, vocab, seed, counter,

@@ -43,6 +43,8 @@ typedef struct {
   guint           stage_next;
   volatile int32_t *fault;       /* owned, mapped pinned: row + 1, label, classes of a bad label */
   int32_t        *fault_dev;     /* the same memory, as kernels see it */
+  void           *rows_scratch;  /* internal, zeroed at init: softmax_ce's and the sampler's
+                                  * block sums (TACH_CUDA_ROWS_SCRATCH_BYTES) */
   guint           plain;         /* TachCudaLean bits turned off by TACH_CUDA_PLAIN */
 } TachCudaBackend;
 

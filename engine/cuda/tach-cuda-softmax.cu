@@ -12,13 +12,20 @@
  * host and device draw the same token unless u lands within ~1e-16 of a
  * boundary.  The row's loss is the host's formula, zmax + log (sum) - z[t].
  *
- * Drawing and the cross-entropy of given labels are one kernel, one block:
- * the same geometry for the same shape, the same sums, rows added in the
- * same fixed order (each group its rows in order, then a fixed tree over
- * the groups), so sample_tokens_nll's loss is softmax_ce's loss of the
- * drawn tokens to the bit, and a step gives the same bits eagerly or
- * replayed from a CUDA graph.  Nothing allocates or waits: the launch is
- * capturable.
+ * The grid comes from the shape alone (rows_grid): rows that fit one block
+ * of ROWS_THREADS lanes (W2's batch-1 token: one warp) run in that block;
+ * more rows spread over blocks of ROWS_THREADS, at most
+ * TACH_CUDA_ROWS_BLOCKS_MAX of them, each looping over its share.  The loss
+ * is summed in a fixed order for a given shape: each group its rows in
+ * order, a fixed tree over the block's groups, and with several blocks each
+ * block's sum goes to the backend's scratch, whose last block (found by a
+ * ticket that wraps back to 0 for the next launch) adds them in index
+ * order.  Drawing and the cross-entropy of given labels are one kernel with
+ * the same geometry for the same shape, so sample_tokens_nll's loss is
+ * softmax_ce's loss of the drawn tokens to the bit, and a step gives the
+ * same bits eagerly or replayed from a CUDA graph.  Nothing allocates or
+ * waits: the launch is capturable.  The backend queues every launch on one
+ * stream, so one scratch serves them all.
  */
 #include <float.h>
 #include <math.h>
@@ -27,8 +34,13 @@
 #include "tach-cuda-device.cuh"
 #include "../tach-rand.h"
 
-#define ROWS_MAX_THREADS 1024
-#define ROWS_CHUNK 8   /* classes per lane, about */
+#define ROWS_THREADS 256   /* a block's lanes */
+#define ROWS_CHUNK 8       /* classes per lane, about */
+
+/* The scratch (TACH_CUDA_ROWS_SCRATCH_BYTES): the ticket, then the blocks'
+ * sums. */
+#define ROWS_TICKET(scratch) ((unsigned int *) (scratch))
+#define ROWS_PARTIAL(scratch) ((double *) (scratch) + 1)
 
 /* The lanes per row: the smallest power of two that gives each lane at
  * most ROWS_CHUNK classes, at most a warp. */
@@ -89,37 +101,42 @@ block_sum_any (double v, double *part)
   return v;
 }
 
-/* Rows r < n of @logits [n, classes], @groups groups of @group lanes, the
- * block rounded up to whole warps (lanes past the groups only join the
- * warp-wide calls).  Every loop below that holds a warp-wide call runs the
- * same number of times in every lane.
+/* Block b's rows: r = (it * blocks + b) * groups + g, it < @iters, for
+ * its @groups groups of @group lanes, the block rounded up to whole warps
+ * (lanes past the groups only join the warp-wide calls).  Every loop below
+ * that holds a warp-wide call runs the same number of times in every lane
+ * of the grid.
  *   tok != NULL: draw tok[r] by inverse CDF with u = tach_rand_uniform
  *     (seed, counter + *offset, r), shift it into ctx[r, :len];
  *   else: the label is labels[r]; one out of [0, classes) makes the row's
  *     loss NaN and its dlogits zero, and the first is written to @fault.
- * loss (may be NULL): mean over the rows of zmax + log (sum) - z[label].
+ * loss (may be NULL): mean over the rows of zmax + log (sum) - z[label];
+ *   with more than one block through @scratch, whose ticket is 0 between
+ *   launches.
  * dlogits (may be NULL): (softmax - onehot (label)) / n.
- * The launch bounds keep it within the registers of a 1024-thread block. */
-__global__ void __launch_bounds__ (ROWS_MAX_THREADS)
+ * The launch bounds keep three blocks an SM at least (ptxas -v: 56
+ * registers on sm_90, 55 on sm_80, no spills: four fit). */
+__global__ void __launch_bounds__ (ROWS_THREADS, 3)
 softmax_rows_kernel (const float *__restrict__ logits, int n, int classes, int group, int groups,
-                     const int32_t *__restrict__ labels, uint64_t seed, uint64_t counter,
+                     int iters, const int32_t *__restrict__ labels, uint64_t seed, uint64_t counter,
                      const uint64_t *offset, int32_t *tok, int32_t *ctx, int len, float *loss,
-                     float *dlogits, int32_t *fault)
+                     float *dlogits, int32_t *fault, void *scratch)
 {
-  __shared__ double part[32];
+  __shared__ double part[ROWS_THREADS / 32];
+  __shared__ bool last;
   const int lane = (int) threadIdx.x % group;
   const int g = (int) threadIdx.x / group;
   const int seg_start = ((int) threadIdx.x & 31) & ~(group - 1);
   const unsigned seg_bits = group == 32 ? TACH_WARP_FULL : (1u << group) - 1u;
   const int chunk = (classes + group - 1) / group;
   const int lo = min (lane * chunk, classes), hi = min (lo + chunk, classes);
-  const int iters = (n + groups - 1) / groups;
+  const int blocks = (int) gridDim.x;
   const uint64_t c = tok != NULL ? effective_counter (counter, offset) : 0;
   double acc = 0.0;
 
   for (int it = 0; it < iters; it++)
     {
-      const int r = it * groups + g;
+      const int r = (it * blocks + (int) blockIdx.x) * groups + g;
       const bool valid = g < groups && r < n;
       const float *row = logits + (size_t) (valid ? r : 0) * classes;
       float mxf = -FLT_MAX;
@@ -204,28 +221,75 @@ softmax_rows_kernel (const float *__restrict__ logits, int n, int classes, int g
         }
     }
 
+  if (loss == NULL)
+    return;
   acc = block_sum_any (lane == 0 && g < groups ? acc : 0.0, part);
-  if (threadIdx.x == 0 && loss != NULL)
+  if (blocks == 1)
+    {
+      if (threadIdx.x == 0)
+        *loss = (float) (acc / n);
+      return;
+    }
+
+  /* Block sums to the scratch; the block that takes the last ticket adds
+   * them.  The fence makes this block's sum visible to every block before
+   * its ticket is; atomicInc wraps the ticket back to 0 for the next
+   * launch (and graph replay). */
+  if (threadIdx.x == 0)
+    {
+      ROWS_PARTIAL (scratch)[blockIdx.x] = acc;
+      __threadfence ();
+      last = atomicInc (ROWS_TICKET (scratch), (unsigned) blocks - 1) == (unsigned) blocks - 1;
+    }
+  __syncthreads ();
+  if (!last)
+    return;
+  __threadfence ();
+  acc = 0.0;
+  for (int b = (int) threadIdx.x; b < blocks; b += (int) blockDim.x)
+    acc += __ldcg (&ROWS_PARTIAL (scratch)[b]);
+  acc = block_sum_any (acc, part);
+  if (threadIdx.x == 0)
     *loss = (float) (acc / n);
 }
 
-/* One block for every shape, so that the loss is summed in one fixed
- * order; the rows beyond its groups loop. */
+/* The launch geometry, from the shape alone (so that the same shape sums
+ * its loss in the same order on any GPU). */
+typedef struct {
+  int group, groups, blocks, threads, iters;
+} RowsGrid;
+
+static RowsGrid
+rows_grid (int n, int classes)
+{
+  RowsGrid grid;
+  int per_block;
+  int64_t per_grid;
+
+  grid.group = rows_group (classes);
+  per_block = ROWS_THREADS / grid.group;
+  grid.blocks = min (n / per_block + (n % per_block != 0), TACH_CUDA_ROWS_BLOCKS_MAX);
+  grid.groups = grid.blocks == 1 ? n : per_block;
+  grid.threads = (grid.groups * grid.group + 31) / 32 * 32;
+  per_grid = (int64_t) grid.groups * grid.blocks;
+  grid.iters = (int) ((n + per_grid - 1) / per_grid);
+  return grid;
+}
+
 static cudaError_t
 launch_rows (cudaStream_t stream, const float *logits, int n, int classes,
              const int32_t *labels, uint64_t seed, uint64_t counter, const uint64_t *offset,
-             int32_t *tok, int32_t *ctx, int len, float *loss, float *dlogits, int32_t *fault)
+             int32_t *tok, int32_t *ctx, int len, float *loss, float *dlogits, int32_t *fault,
+             void *scratch)
 {
-  int group, groups, threads;
+  RowsGrid grid;
 
   if (n <= 0 || classes <= 0)
     return loss != NULL ? cudaMemsetAsync (loss, 0, sizeof (float), stream) : cudaSuccess;
-  group = rows_group (classes);
-  groups = min (n, ROWS_MAX_THREADS / group);
-  threads = (groups * group + 31) / 32 * 32;
-  softmax_rows_kernel<<<1, threads, 0, stream>>> (logits, n, classes, group, groups, labels, seed,
-                                                 counter, offset, tok, ctx, len, loss, dlogits,
-                                                 fault);
+  grid = rows_grid (n, classes);
+  softmax_rows_kernel<<<grid.blocks, grid.threads, 0, stream>>> (
+    logits, n, classes, grid.group, grid.groups, grid.iters, labels, seed, counter, offset, tok,
+    ctx, len, loss, dlogits, fault, scratch);
   return cudaGetLastError ();
 }
 
@@ -233,19 +297,21 @@ extern "C" {
 
 cudaError_t
 tach_cuda_launch_softmax_ce (cudaStream_t stream, const float *logits, const int32_t *labels, int n,
-                             int classes, float *loss, float *dlogits, int32_t *fault)
+                             int classes, float *loss, float *dlogits, int32_t *fault,
+                             void *scratch)
 {
   return launch_rows (stream, logits, n, classes, labels, 0, 0, NULL, NULL, NULL, 0, loss, dlogits,
-                      fault);
+                      fault, scratch);
 }
 
 cudaError_t
 tach_cuda_launch_sample_tokens_nll (cudaStream_t stream, const float *logits, int n, int vocab,
                                     uint64_t seed, uint64_t counter, const uint64_t *offset,
-                                    int32_t *tok, int32_t *ctx, int len, float *loss)
+                                    int32_t *tok, int32_t *ctx, int len, float *loss,
+                                    void *scratch)
 {
   return launch_rows (stream, logits, n, vocab, NULL, seed, counter, offset, tok, ctx, len, loss,
-                      NULL, NULL);
+                      NULL, NULL, scratch);
 }
 
 }
