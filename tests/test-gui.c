@@ -497,6 +497,9 @@ test_run_error (Fixture       *fixture,
   GListModel *runs = tach_window_get_runs (fixture->window);
   g_autoptr(GError) error = NULL;
   AdwMessageDialog *dialog;
+  GtkWidget *row;
+  TachConfig bad;
+  g_autofree char *head = NULL;
 
   g_object_set (panel, "workload", "cnn", NULL);
   g_assert_true (tach_config_panel_set_knob (panel, "input", "1080x1920x3", &error));
@@ -506,8 +509,9 @@ test_run_error (Fixture       *fixture,
   g_assert_nonnull (strstr (error->message, "--head gap"));
   g_clear_error (&error);
 
-  /* Through the action, a dialog says what failed and which rows the
-   * command-line options of the message are. */
+  /* Through the action, a dialog says what failed, the row and the fix
+   * (from the error's hint, not read out of the message); the row is
+   * marked, with the fix as a button, and the dialog offers it too. */
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);
   g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 0);
   g_assert_false (tach_window_get_running (fixture->window));
@@ -515,13 +519,51 @@ test_run_error (Fixture       *fixture,
   g_assert_nonnull (dialog);
   g_assert_cmpstr (adw_message_dialog_get_heading (dialog), ==, "Cannot Start the Run");
   g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--head gap"));
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--head gap: Classifier head → Global average pooling"));
-  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog), "--input: Input size"));
-  gtk_window_destroy (GTK_WINDOW (dialog));
+  g_assert_nonnull (strstr (adw_message_dialog_get_body (dialog),
+                            "In the settings:\nClassifier head → Global average pooling"));
+  g_assert_cmpstr (tach_config_panel_get_marked_knob (panel), ==, "head");
+  row = tach_config_panel_get_row (panel, "head");
+  g_assert_true (gtk_widget_has_css_class (row, "error"));
+  g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (row), "--head gap"));
+  g_assert_true (adw_message_dialog_has_response (dialog, "apply"));
+  g_assert_cmpstr (adw_message_dialog_get_response_label (dialog, "apply"), ==,
+                   "Use Global average pooling");
+  render_window (fixture->window, "gui-hint-marked.png");
 
-  /* A message that names no knob gets no list of rows. */
-  g_assert_null (tach_config_panel_describe_options (panel, "the run failed"));
-  g_assert_null (tach_config_panel_describe_options (panel, "choose another --csv folder"));
+  /* The dialog's button applies the fix: the row is unmarked, and the next
+   * refusal (the images' memory at that batch) marks its own row. */
+  adw_message_dialog_response (dialog, "apply");
+  gtk_window_destroy (GTK_WINDOW (dialog));
+  head = tach_config_panel_get_knob (panel, "head");
+  g_assert_cmpstr (head, ==, "gap");
+  g_assert_null (tach_config_panel_get_marked_knob (panel));
+  g_assert_false (gtk_widget_has_css_class (row, "error"));
+  g_assert_false (tach_window_start_run (fixture->window, &error));
+  g_assert_true (tach_config_panel_mark_error (panel, error));
+  g_assert_cmpstr (tach_config_panel_get_marked_knob (panel), !=, "head");
+  g_assert_true (gtk_widget_has_css_class (tach_config_panel_get_row (
+                   panel, tach_config_panel_get_marked_knob (panel)), "error"));
+  g_clear_error (&error);
+
+  /* The row's own button is the panel's action: a refused layout on the
+   * cnn, fixed from the row. */
+  g_assert_true (tach_config_panel_set_knob (panel, "input", "28x28x1", NULL));
+  g_assert_null (tach_config_panel_get_marked_knob (panel));
+  tach_config_init (&bad, TACH_WORKLOAD_CNN);
+  bad.layout = TACH_LAYOUT_MISREAD;
+  g_assert_false (tach_config_validate (&bad, NULL, &error));
+  tach_config_clear (&bad);
+  g_assert_true (tach_config_panel_mark_error (panel, error));
+  g_clear_error (&error);
+  g_assert_cmpstr (tach_config_panel_get_marked_knob (panel), ==, "layout");
+  g_assert_true (gtk_widget_activate_action (GTK_WIDGET (panel), "panel.apply-fix", NULL));
+  g_assert_null (tach_config_panel_get_marked_knob (panel));
+
+  /* An error that names no knob marks nothing. */
+  g_set_error_literal (&error, TACH_ERROR, TACH_ERROR_IO, "choose another --csv folder");
+  g_assert_false (tach_config_panel_mark_error (panel, error));
+  g_assert_null (tach_config_panel_get_marked_knob (panel));
+  g_clear_error (&error);
 
   g_object_set (panel, "workload", "bilstm", "batch", 16, "steps", 10, NULL);
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);

@@ -6,6 +6,8 @@
  * (a workload or a preset changes many knobs at once).
  */
 #include "tach-config-panel.h"
+#include "tach-knob-mark.h"
+#include "tach-value-factory.h"
 
 #include <glib/gi18n.h>
 #include <string.h>
@@ -33,6 +35,8 @@ struct _TachConfigPanel
   GPtrArray            *device_ids;   /* char*, parallel to device_names */
   GPtrArray            *preset_ids;   /* char*, parallel to preset_names; [0] = NULL */
   guint                 syncing;      /* >0 while rows are set from the config */
+  GtkWidget            *marked_row;   /* the row of marked_error's knob, borrowed */
+  GError               *marked_error; /* why the last run could not start, with its hint */
   GtkFileChooserNative *chooser;
 };
 
@@ -100,6 +104,9 @@ tach_config_panel_set_knob (TachConfigPanel  *self,
     old[p] = prop_value (self, p);
 
   ok = tach_config_set (&self->config, key, value, error);
+  /* A change may have fixed what a run was refused for: the mark goes. */
+  if (ok)
+    tach_config_panel_clear_error (self);
   tach_config_panel_refresh (self);
 
   g_object_freeze_notify (G_OBJECT (self));
@@ -190,72 +197,6 @@ on_device_selected (TachConfigPanel *self)
   apply_from_row (self, "device", g_ptr_array_index (self->device_ids, selected));
 }
 
-/* The combo rows' items: libadwaita's own factory ellipsises the value as
- * soon as the subtitle wants the room, so a row showed "t…" for "Train".
- * These labels always get their whole width and the subtitle wraps; the
- * popup marks the selected item as libadwaita's does. */
-static void
-on_value_item_selected (AdwComboRow *row,
-                        GParamSpec  *pspec,
-                        GtkListItem *item)
-{
-  GtkWidget *check = gtk_widget_get_last_child (gtk_list_item_get_child (item));
-
-  gtk_widget_set_opacity (check, adw_combo_row_get_selected_item (row) == gtk_list_item_get_item (item));
-}
-
-static void
-setup_value_item (GtkSignalListItemFactory *factory,
-                  GtkListItem              *item,
-                  AdwComboRow              *row)
-{
-  GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
-  GtkWidget *label = gtk_label_new (NULL);
-
-  gtk_label_set_xalign (GTK_LABEL (label), 0.0);
-  gtk_widget_set_valign (label, GTK_ALIGN_CENTER);
-  gtk_box_append (GTK_BOX (box), label);
-  gtk_box_append (GTK_BOX (box), gtk_image_new_from_icon_name ("object-select-symbolic"));
-  gtk_list_item_set_child (item, box);
-}
-
-static void
-bind_value_item (GtkSignalListItemFactory *factory,
-                 GtkListItem              *item,
-                 AdwComboRow              *row)
-{
-  GtkWidget *box = gtk_list_item_get_child (item);
-  gboolean in_popup = gtk_widget_get_ancestor (box, GTK_TYPE_POPOVER) != NULL;
-
-  gtk_label_set_label (GTK_LABEL (gtk_widget_get_first_child (box)),
-                       gtk_string_object_get_string (gtk_list_item_get_item (item)));
-  gtk_widget_set_visible (gtk_widget_get_last_child (box), in_popup);
-  if (in_popup)
-    {
-      g_signal_connect (row, "notify::selected-item", G_CALLBACK (on_value_item_selected), item);
-      on_value_item_selected (row, NULL, item);
-    }
-}
-
-static void
-unbind_value_item (GtkSignalListItemFactory *factory,
-                   GtkListItem              *item,
-                   AdwComboRow              *row)
-{
-  g_signal_handlers_disconnect_by_func (row, on_value_item_selected, item);
-}
-
-static void
-set_value_factory (AdwComboRow *row)
-{
-  g_autoptr(GtkListItemFactory) factory = gtk_signal_list_item_factory_new ();
-
-  g_signal_connect (factory, "setup", G_CALLBACK (setup_value_item), row);
-  g_signal_connect (factory, "bind", G_CALLBACK (bind_value_item), row);
-  g_signal_connect (factory, "unbind", G_CALLBACK (unbind_value_item), row);
-  adw_combo_row_set_factory (row, factory);
-}
-
 /* The row shows each value's label; the selected position maps back to the
  * identifier in info->values. */
 static void
@@ -267,7 +208,7 @@ setup_combo (TachConfigPanel    *self,
 
   for (guint i = 0; info->values[i] != NULL; i++)
     gtk_string_list_append (list, tach_knob_value_label (info->name, info->values[i]));
-  set_value_factory (row);
+  tach_value_factory_set (row);
   adw_combo_row_set_model (row, G_LIST_MODEL (list));
   g_object_unref (list);
   g_signal_connect (row, "notify::selected", G_CALLBACK (on_combo_selected), self);
@@ -446,8 +387,12 @@ refresh_row (TachConfigPanel *self,
   GtkSpinButton *spin = g_object_get_data (G_OBJECT (row), "tach-spin");
 
   gtk_widget_set_sensitive (row, applies);
-  /* An insensitive row says why it does not matter here. */
-  gtk_widget_set_tooltip_text (row, applies ? NULL : why);
+  /* A marked row says what is wrong; an insensitive one why it does not
+   * matter here. */
+  if (tach_knob_mark_tooltip (row) != NULL)
+    gtk_widget_set_tooltip_text (row, tach_knob_mark_tooltip (row));
+  else
+    gtk_widget_set_tooltip_text (row, applies ? NULL : why);
   if (applies && row == GTK_WIDGET (self->preset_row))
     set_preset_tooltip (self, row);
 
@@ -553,60 +498,82 @@ tach_config_panel_get_row (TachConfigPanel *self,
   return g_hash_table_lookup (self->rows, key);
 }
 
-/* Appends to @lines the row behind one "--knob [value]" of @message,
- * starting at @p (just after the dashes). */
-static void
-describe_option (const char *p,
-                 GString    *lines,
-                 GHashTable *seen)
+gboolean
+tach_config_panel_mark_error (TachConfigPanel *self,
+                              const GError    *error)
 {
-  g_autofree char *name = NULL;
-  g_autofree char *value = NULL;
-  g_autofree char *line = NULL;
-  const TachKnobInfo *info;
-  const char *end = p;
+  const TachErrorHint *hint = tach_error_get_hint (error);
+  GtkWidget *row = NULL;
 
-  while (g_ascii_isalnum (*end) || *end == '-')
-    end++;
-  name = g_strndup (p, end - p);
-  if ((info = tach_knob_lookup (name)) == NULL)
-    return;
-  if (*end == ' ' && info->values != NULL)
-    {
-      const char *v = end + 1;
+  g_return_val_if_fail (TACH_IS_CONFIG_PANEL (self), FALSE);
 
-      while (g_ascii_isalnum (*v) || *v == '-' || *v == '.')
-        v++;
-      value = g_strndup (end + 1, v - end - 1);
-      if (!g_strv_contains ((const char * const *) info->values, value))
-        g_clear_pointer (&value, g_free);
-    }
-  line = value ? g_strdup_printf ("--%s %s: %s → %s", name, value, knob_title (name),
-                                  tach_knob_value_label (name, value))
-               : g_strdup_printf ("--%s: %s", name, knob_title (name));
-  if (g_hash_table_add (seen, g_strdup (line)))
-    g_string_append_printf (lines, "\n%s", line);
+  tach_config_panel_clear_error (self);
+  if (hint == NULL)
+    return FALSE;
+  row = g_hash_table_lookup (self->rows, tach_knob (hint->knob)->name);
+  if (row == NULL && hint->fix_knob != TACH_KNOB_COUNT)
+    row = g_hash_table_lookup (self->rows, tach_knob (hint->fix_knob)->name);
+  if (row == NULL)
+    return FALSE;
+  self->marked_row = row;
+  self->marked_error = g_error_copy (error);
+  tach_knob_mark_row (row, error, "panel.apply-fix");
+  /* Focus scrolls the panel to the row (its viewport follows the focus). */
+  gtk_widget_grab_focus (row);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "panel.apply-fix", hint->fix_value != NULL);
+  return TRUE;
 }
 
-/* The engine words its messages for the command line ("use --head gap").
- * This names the rows of the panel that those options are, so that a
- * dialog can add it under the message: "--head gap: Classifier head →
- * Global average pooling".  NULL when the message names no knob. */
-char *
-tach_config_panel_describe_options (TachConfigPanel *self,
-                                    const char      *message)
+void
+tach_config_panel_clear_error (TachConfigPanel *self)
 {
-  g_autoptr(GHashTable) seen = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autoptr(GString) lines = g_string_new (NULL);
+  g_return_if_fail (TACH_IS_CONFIG_PANEL (self));
+
+  if (self->marked_row != NULL)
+    tach_knob_unmark_row (self->marked_row);
+  self->marked_row = NULL;
+  g_clear_error (&self->marked_error);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "panel.apply-fix", FALSE);
+}
+
+const char *
+tach_config_panel_get_marked_knob (TachConfigPanel *self)
+{
+  const TachErrorHint *hint;
 
   g_return_val_if_fail (TACH_IS_CONFIG_PANEL (self), NULL);
+  hint = tach_error_get_hint (self->marked_error);
+  return hint != NULL ? tach_knob (hint->knob)->name : NULL;
+}
 
-  for (const char *p = message ? strstr (message, "--") : NULL; p != NULL; p = strstr (p + 2, "--"))
-    if (p == message || !g_ascii_isalnum (p[-1]))
-      describe_option (p + 2, lines, seen);
-  if (lines->len == 0)
-    return NULL;
-  return g_strdup_printf ("%s%s", _("In the settings:"), lines->str);
+gboolean
+tach_config_panel_apply_fix (TachConfigPanel  *self,
+                             GError          **error)
+{
+  const TachErrorHint *hint;
+  g_autofree char *value = NULL;
+  const char *key;
+
+  g_return_val_if_fail (TACH_IS_CONFIG_PANEL (self), FALSE);
+  hint = tach_error_get_hint (self->marked_error);
+  if (hint == NULL || hint->fix_value == NULL)
+    return TRUE;
+  /* Setting the knob clears the mark and the hint with it. */
+  key = tach_knob (hint->fix_knob)->name;
+  value = g_strdup (hint->fix_value);
+  return tach_config_panel_set_knob (self, key, value, error);
+}
+
+static void
+apply_fix_action (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *parameter)
+{
+  TachConfigPanel *self = TACH_CONFIG_PANEL (widget);
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_config_panel_apply_fix (self, &error))
+    g_signal_emit (self, signals[ERROR], 0, error);
 }
 
 static void
@@ -627,6 +594,7 @@ tach_config_panel_finalize (GObject *object)
   TachConfigPanel *self = TACH_CONFIG_PANEL (object);
 
   tach_config_clear (&self->config);
+  g_clear_error (&self->marked_error);
   g_clear_pointer (&self->rows, g_hash_table_unref);
   g_clear_pointer (&self->device_ids, g_ptr_array_unref);
   g_clear_pointer (&self->preset_ids, g_ptr_array_unref);
@@ -737,6 +705,8 @@ tach_config_panel_class_init (TachConfigPanelClass *klass)
 
   gtk_widget_class_install_action (widget_class, "panel.choose-data", NULL, choose_data_action);
   gtk_widget_class_install_action (widget_class, "panel.clear-data", NULL, clear_data_action);
+  /* Applies the fix of the error marked on a row (tach_config_panel_mark_error). */
+  gtk_widget_class_install_action (widget_class, "panel.apply-fix", NULL, apply_fix_action);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/tach/Tach/ui/tach-config-panel.ui");
   gtk_widget_class_bind_template_child (widget_class, TachConfigPanel, scroller);
@@ -766,11 +736,12 @@ tach_config_panel_init (TachConfigPanel *self)
   self->preset_ids = g_ptr_array_new_with_free_func (g_free);
   tach_config_init (&self->config, TACH_WORKLOAD_BILSTM);
 
-  set_value_factory (self->preset_row);
-  set_value_factory (self->device_row);
+  tach_value_factory_set (self->preset_row);
+  tach_value_factory_set (self->device_row);
   tach_config_panel_fill_devices (self);
   tach_config_panel_build_rows (self);
   g_signal_connect_swapped (self->preset_row, "notify::selected", G_CALLBACK (on_preset_selected), self);
   g_signal_connect_swapped (self->device_row, "notify::selected", G_CALLBACK (on_device_selected), self);
   tach_config_panel_refresh (self);
+  gtk_widget_action_set_enabled (GTK_WIDGET (self), "panel.apply-fix", FALSE);
 }

@@ -19,7 +19,19 @@ char             *tach_config_panel_get_knob   (TachConfigPanel  *self,
                                                 const char       *key);
 GtkWidget        *tach_config_panel_get_row    (TachConfigPanel  *self,
                                                 const char       *key);
-char             *tach_config_panel_describe_options (TachConfigPanel *self,
-                                                      const char      *message);
+/* Marks the row of the knob that @error's hint names (the error style, an
+ * icon whose tooltip gives the message and the fix, and a button that
+ * applies the fix where it is a value) until a setting changes; FALSE when
+ * @error names no knob with a row (nothing is marked then). */
+gboolean          tach_config_panel_mark_error (TachConfigPanel *self,
+                                                const GError    *error);
+void              tach_config_panel_clear_error (TachConfigPanel *self);
+/* The knob marked, or NULL. */
+const char       *tach_config_panel_get_marked_knob (TachConfigPanel *self);
+/* Sets the knob of the marked error's fix to the fix's value (nothing
+ * where the fix is no value); the panel's "panel.apply-fix" action does
+ * this. */
+gboolean          tach_config_panel_apply_fix  (TachConfigPanel  *self,
+                                                GError          **error);
 
 G_END_DECLS

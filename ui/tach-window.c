@@ -3,6 +3,7 @@
  * close).  Menu actions and exports are in tach-window-actions.c. */
 #include "tach-window-private.h"
 #include "tach-phase-bar.h"
+#include "tach-knob-mark.h"
 
 #include <glib/gi18n.h>
 
@@ -69,11 +70,24 @@ tach_window_set_busy (TachWindow *self,
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_BUSY]);
 }
 
+static void
+on_error_response (AdwMessageDialog *dialog,
+                   const char       *response,
+                   TachWindow       *self)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (g_strcmp0 (response, "apply") == 0
+      && !tach_config_panel_apply_fix (self->config_panel, &error))
+    tach_window_show_error (self, NULL, error);
+}
+
 /* Errors reach the user as a dialog with a @heading that says what failed
  * (a run that failed or could not start, an export) or as a toast (a
  * setting refused, a preset of a comparison skipped); either way the
- * window stays usable.  The dialog names the rows behind the command-line
- * options that the engine's message mentions. */
+ * window stays usable.  A dialog's error that concerns a knob (its hint)
+ * marks that knob's row, says the row and the fix under the message, and
+ * offers to apply the fix where it is a value. */
 void
 tach_window_show_error (TachWindow   *self,
                         const char   *heading,
@@ -83,12 +97,26 @@ tach_window_show_error (TachWindow   *self,
     return;
   if (heading != NULL)
     {
-      g_autofree char *options = tach_config_panel_describe_options (self->config_panel, error->message);
-      g_autofree char *body = options ? g_strdup_printf ("%s\n\n%s", error->message, options)
-                                      : g_strdup (error->message);
+      const TachErrorHint *hint = tach_error_get_hint (error);
+      g_autofree char *fix = tach_knob_hint_describe (hint);
+      g_autofree char *body = fix ? g_strdup_printf ("%s\n\n%s\n%s", error->message,
+                                                     _("In the settings:"), fix)
+                                  : g_strdup (error->message);
       GtkWidget *dialog = adw_message_dialog_new (GTK_WINDOW (self), heading, body);
 
       adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "close", _("_Close"));
+      if (tach_config_panel_mark_error (self->config_panel, error) && hint->fix_value != NULL)
+        {
+          const TachKnobInfo *knob = tach_knob (hint->fix_knob);
+          g_autofree char *label =
+            g_strdup_printf (_("Use %s"), tach_knob_value_label (knob->name, hint->fix_value));
+
+          adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "apply", label);
+          adw_message_dialog_set_response_appearance (ADW_MESSAGE_DIALOG (dialog), "apply",
+                                                      ADW_RESPONSE_SUGGESTED);
+          adw_message_dialog_set_default_response (ADW_MESSAGE_DIALOG (dialog), "apply");
+        }
+      g_signal_connect_object (dialog, "response", G_CALLBACK (on_error_response), self, 0);
       gtk_window_present (GTK_WINDOW (dialog));
     }
   else
