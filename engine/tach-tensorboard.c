@@ -10,7 +10,8 @@
  * TensorBoard's text plugin shows it); then one event per step holds that
  * step's scalars: steps_per_s, loss, accuracy and the step's time and each
  * phase's, in ms.  A figure the engine did not observe is left out, not
- * written as 0.  Each file is written to a temporary name and renamed.
+ * written as 0.  Each file is written to a temporary name (a megabyte of
+ * events at a time) and renamed.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -18,6 +19,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include <gio/gio.h>
 #include <glib/gi18n-lib.h>
 #include <glib/gstdio.h>
 
@@ -239,20 +241,20 @@ run_folder_name (TachRun *run, const char *run_id)
   return name;
 }
 
-static gboolean
-write_atomic (const char *path, const GByteArray *data, GError **error)
-{
-  g_autoptr(GError) local = NULL;
+/* The events of a run of millions of steps are written out a megabyte at
+ * a time, not gathered whole. */
+#define FLUSH_BYTES (1 << 20)
 
-  /* g_file_set_contents writes a temporary file, syncs and renames it. */
-  if (!g_file_set_contents_full (path, (const char *) data->data, data->len,
-                                 G_FILE_SET_CONTENTS_CONSISTENT, 0644, &local))
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not write %s: %s: choose another --tensorboard folder"),
-                   path, local->message);
-      return FALSE;
-    }
+/* Writes out @data (and empties it) when it holds FLUSH_BYTES, or with
+ * @all whatever it holds. */
+static gboolean
+flush_events (GOutputStream *stream, GByteArray *data, gboolean all, GError **error)
+{
+  if (data->len == 0 || (!all && data->len < FLUSH_BYTES))
+    return TRUE;
+  if (!g_output_stream_write_all (stream, data->data, data->len, NULL, NULL, error))
+    return FALSE;
+  g_byte_array_set_size (data, 0);
   return TRUE;
 }
 
@@ -267,8 +269,13 @@ export_run (const char *dir, TachRun *run, GError **error)
   g_autofree char *path = NULL;
   g_autoptr(GByteArray) out = g_byte_array_new ();
   g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  g_autoptr(GFile) file = NULL;
+  g_autoptr(GFileOutputStream) stream = NULL;
+  g_autoptr(GCancellable) discard = g_cancellable_new ();
+  g_autoptr(GError) local = NULL;
   Tensorboard__Event version = TENSORBOARD__EVENT__INIT;
   double start_s = tach_run_get_start_time (run) / (double) G_USEC_PER_SEC;
+  gboolean ok;
 
   if (g_mkdir_with_parents (folder, 0755) != 0)
     {
@@ -282,6 +289,12 @@ export_run (const char *dir, TachRun *run, GError **error)
   file_name = g_strdup_printf ("events.out.tfevents.%" G_GINT64_FORMAT ".tach",
                                tach_run_get_start_time (run) / G_USEC_PER_SEC);
   path = g_build_filename (folder, file_name, NULL);
+  /* A replacing stream writes a temporary file and renames it when closed
+   * (a close cancelled discards it). */
+  file = g_file_new_for_path (path);
+  stream = g_file_replace (file, NULL, FALSE, G_FILE_CREATE_NONE, NULL, &local);
+  if (stream == NULL)
+    goto fail;
 
   version.wall_time = start_s;
   version.what_case = TENSORBOARD__EVENT__WHAT_FILE_VERSION;
@@ -289,14 +302,28 @@ export_run (const char *dir, TachRun *run, GError **error)
   append_event (out, &version);
   append_knobs (out, run, run_id, start_s);
   /* A bounded range of samples at a time. */
-  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
+  ok = TRUE;
+  for (guint from = 0; ok && tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
        from += samples->len, g_array_set_size (samples, 0))
-    for (guint i = 0; i < samples->len; i++)
-      append_step (out, &g_array_index (samples, TachSample, i), start_s);
+    for (guint i = 0; ok && i < samples->len; i++)
+      {
+        append_step (out, &g_array_index (samples, TachSample, i), start_s);
+        ok = flush_events (G_OUTPUT_STREAM (stream), out, FALSE, &local);
+      }
+  if (ok && flush_events (G_OUTPUT_STREAM (stream), out, TRUE, &local)
+      && g_output_stream_close (G_OUTPUT_STREAM (stream), NULL, &local))
+    return g_steal_pointer (&path);
 
-  if (!write_atomic (path, out, error))
-    return NULL;
-  return g_steal_pointer (&path);
+fail:
+  if (stream != NULL)
+    {
+      g_cancellable_cancel (discard);
+      g_output_stream_close (G_OUTPUT_STREAM (stream), discard, NULL);
+    }
+  g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+               _("could not write %s: %s: choose another --tensorboard folder"),
+               path, local->message);
+  return NULL;
 }
 
 gboolean
