@@ -5,6 +5,8 @@
 #      GPU, a tach-cli and GPU tests that never return, a Python that
 #      hangs): the run keeps to its budget (GPU_CHECK_BUDGET) and still
 #      leaves at most 8 files in $OUT (the log and one archive).
+#   3. A fast fake device: each GPU test binary runs once, then only the
+#      paths that did not pass there, one per process.
 # Usage: test-gpu-check.sh SRCDIR
 set -u
 src=$1
@@ -71,3 +73,53 @@ grep -q "logs/smoke.log" "$tmp/list.txt" || fail "hanging device: the archive la
 grep -q "ldd" "$tmp/out2/gpu-check.log" || fail "hanging device: the log lacks ldd"
 grep -q "library path for Tach" "$tmp/out2/gpu-check.log" || fail "hanging device: no library path"
 echo "ok 2 hanging device: exit $rc after $((t1 - t0)) s of $budget, $n files"
+
+# 3. A fast device whose GPU tests report in TAP: each binary runs once in
+#    one process; only what did not pass there runs again, one path per
+#    process (/gpu/b fails in the whole run and alone, the whole run stops
+#    before /gpu/c, which passes alone).
+fast=$tmp/fast-bin
+build3=$tmp/build3
+mkdir -p "$fast" "$build3/app" "$build3/tests"
+cp "$fake/nvidia-smi" "$fast/nvidia-smi"
+cat > "$fast/python3" << 'SH'
+#!/bin/sh
+exit 1
+SH
+cat > "$build3/app/tach-cli" << 'SH'
+#!/bin/sh
+case "$1" in
+  devices) echo "cuda:0  Fake H200" ;;
+  presets) printf 'bilstm\n  tuned            y\n' ;;
+esac
+exit 0
+SH
+for t in test-ops test-gpu-modes test-cuda-host; do
+  cat > "$build3/tests/$t" << 'SH'
+#!/bin/sh
+echo "$(basename "$0") $*" >> "$FAKE_CALLS"
+for a in "$@"; do [ "$a" = -l ] && { printf '/gpu/a\n/gpu/b\n/gpu/c\n'; exit 0; }; done
+case " $* " in
+  *" -p /gpu/b "*) echo "not ok 1 /gpu/b"; exit 1 ;;
+  *" -p /gpu/c "*) echo "ok 1 /gpu/c"; exit 0 ;;
+  *" -p "*) echo "ok 1 $*"; exit 0 ;;
+esac
+printf 'ok 1 /gpu/a\nnot ok 2 /gpu/b\n'
+exit 1
+SH
+done
+chmod +x "$fast"/* "$build3"/app/* "$build3"/tests/*
+t0=$(date +%s)
+FAKE_CALLS=$tmp/calls OUT=$tmp/out3 GPU_CHECK_BUDGET=60 PYTHON=$fast/python3 PATH=$fast:$PATH \
+  bash "$script" "$build3" > "$tmp/fast.txt" 2>&1
+rc=$?
+t1=$(date +%s)
+[ "$rc" = 1 ] || fail "fast device: exit $rc, expected 1 (a test failed): $(cat "$tmp/fast.txt")"
+for t in test-cuda-host test-ops-cuda test-gpu-modes; do
+  grep -q "^$t: 2 passed, 1 failed or not run" "$tmp/fast.txt" || fail "fast device: no '$t: 2 passed, 1 failed': $(cat "$tmp/fast.txt")"
+  grep -q "^$t /gpu/b: failed in the whole binary's run" "$tmp/fast.txt" || fail "fast device: $t's whole-run failure unreported"
+  grep -q "^$t /gpu/b: FAILED (exit 1)" "$tmp/fast.txt" || fail "fast device: $t /gpu/b alone unreported"
+done
+[ "$(grep -c -- '-p /gpu/a' "$tmp/calls")" = 0 ] || fail "fast device: /gpu/a ran again after passing"
+[ "$(grep -c -- '-p /gpu/c' "$tmp/calls")" = 3 ] || fail "fast device: /gpu/c did not run alone in each binary"
+echo "ok 3 fast device: each binary once, then the paths that did not pass, in $((t1 - t0)) s"
