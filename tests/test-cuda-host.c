@@ -93,7 +93,10 @@ test_plain (void)
   g_assert_true (tach_cuda_parse_plain (" wspace , conv", &plain, NULL));
   g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_CONV);
   g_assert_true (tach_cuda_parse_plain ("all", &plain, NULL));
-  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_SAMPLER | TACH_CUDA_LEAN_CONV);
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_SAMPLER | TACH_CUDA_LEAN_CONV
+                                | TACH_CUDA_LEAN_CONV_FUSE);
+  g_assert_true (tach_cuda_parse_plain ("conv-fuse", &plain, NULL));
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_CONV_FUSE);
   plain = 7;
   g_assert_false (tach_cuda_parse_plain ("sampler,fast", &plain, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
@@ -102,24 +105,25 @@ test_plain (void)
   g_assert_cmpuint (plain, ==, 7);
 }
 
-/* The block's route: plain when TACH_CUDA_PLAIN=conv, else the fused call
- * with the plan's algorithm, then IMPLICIT_PRECOMP_GEMM, then the split
- * path, each refusal moving one step and never back. */
+/* The block's route: plain when TACH_CUDA_PLAIN=conv, split when
+ * conv-fuse, else the fused call with the plan's algorithm, then
+ * IMPLICIT_PRECOMP_GEMM, then the split path, each refusal moving one step
+ * and never back. */
 static void
 test_conv_route (void)
 {
   TachCudaConvRoute r;
 
-  tach_cuda_conv_route_init (&r, FALSE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
+  tach_cuda_conv_route_init (&r, FALSE, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
                              TRUE, CUDNN_FMA_MATH);
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_BARE);
-  tach_cuda_conv_route_init (&r, TRUE, FALSE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
+  tach_cuda_conv_route_init (&r, TRUE, FALSE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
                              TRUE, CUDNN_FMA_MATH);
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_PLAIN);
   tach_cuda_conv_route_refused (&r);
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_PLAIN);
 
-  tach_cuda_conv_route_init (&r, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
+  tach_cuda_conv_route_init (&r, TRUE, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_GEMM,
                              CUDNN_FMA_MATH, TRUE, CUDNN_DEFAULT_MATH);
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_FUSED);
   g_assert_cmpint (r.n_fused, ==, 2);
@@ -137,15 +141,19 @@ test_conv_route (void)
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_SPLIT);
 
   /* Already the documented algorithm, or none offered: one candidate. */
-  tach_cuda_conv_route_init (&r, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
+  tach_cuda_conv_route_init (&r, TRUE, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_IMPLICIT_PRECOMP_GEMM,
                              CUDNN_FMA_MATH, TRUE, CUDNN_FMA_MATH);
   g_assert_cmpint (r.n_fused, ==, 1);
   tach_cuda_conv_route_refused (&r);
   g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_SPLIT);
-  tach_cuda_conv_route_init (&r, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
+  tach_cuda_conv_route_init (&r, TRUE, TRUE, TRUE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM, CUDNN_FMA_MATH,
                              FALSE, CUDNN_FMA_MATH);
   g_assert_cmpint (r.n_fused, ==, 1);
   g_assert_cmpint (r.algo[0], ==, CUDNN_CONVOLUTION_FWD_ALGO_GEMM);
+  /* TACH_CUDA_PLAIN=conv-fuse: the split route from the start. */
+  tach_cuda_conv_route_init (&r, TRUE, TRUE, FALSE, CUDNN_CONVOLUTION_FWD_ALGO_GEMM,
+                             CUDNN_FMA_MATH, TRUE, CUDNN_FMA_MATH);
+  g_assert_cmpint (r.path, ==, TACH_CUDA_CONV_SPLIT);
 }
 
 /* The plain block on the host, as the separate passes compute it:

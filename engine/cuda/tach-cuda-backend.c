@@ -648,6 +648,7 @@ tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
     { "wspace", TACH_CUDA_LEAN_WSPACE },
     { "sampler", TACH_CUDA_LEAN_SAMPLER },
     { "conv", TACH_CUDA_LEAN_CONV },
+    { "conv-fuse", TACH_CUDA_LEAN_CONV_FUSE },
   };
   g_auto (GStrv) parts = g_strsplit (spec != NULL ? spec : "", ",", -1);
   guint bits = 0;
@@ -669,7 +670,7 @@ tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                        _("TACH_CUDA_PLAIN names an unknown path \"%s\": use wspace, sampler, "
-                         "conv or all, separated by commas, or unset it"), name);
+                         "conv, conv-fuse or all, separated by commas, or unset it"), name);
           return FALSE;
         }
     }

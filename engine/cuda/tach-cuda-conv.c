@@ -16,7 +16,8 @@
  *     convolution's epilogue), then one pool pass that records the winner
  *     with the ReLU's mask (tach-cuda-conv-pool.h);
  *   split: where cuDNN refuses that call, cudnnConvolutionForward, then one
- *     pass that adds the bias, applies the ReLU and pools;
+ *     pass that adds the bias, applies the ReLU and pools
+ *     (TACH_CUDA_PLAIN=conv-fuse takes this route from the start);
  *   plain (TACH_CUDA_PLAIN=conv): conv, bias, ReLU and pool as separate
  *     passes, the path the model would take without the block ops.
  * Backward on the fused and split routes: one pass writes the whole of
@@ -60,7 +61,7 @@ struct _TachConvPlan {
 
 void
 tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean lean,
-                           cudnnConvolutionFwdAlgo_t fwd_algo, cudnnMathType_t fwd_math,
+                           gboolean fuse, cudnnConvolutionFwdAlgo_t fwd_algo, cudnnMathType_t fwd_math,
                            gboolean precomp_ok, cudnnMathType_t precomp_math)
 {
   memset (route, 0, sizeof *route);
@@ -72,6 +73,11 @@ tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean le
   if (!lean)
     {
       route->path = TACH_CUDA_CONV_PLAIN;
+      return;
+    }
+  if (!fuse)
+    {
+      route->path = TACH_CUDA_CONV_SPLIT;
       return;
     }
   route->path = TACH_CUDA_CONV_FUSED;
@@ -179,7 +185,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
         return FALSE;
       }
     tach_cuda_conv_route_init (&plan->route, plan->desc.block,
-                               TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_CONV), plan->fwd_algo,
+                               TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_CONV),
+                               TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_CONV_FUSE), plan->fwd_algo,
                                fwd_math, precomp_ok, precomp_math);
   }
   if (plan->desc.need_dx)
@@ -238,11 +245,24 @@ plan_block (TachBackend *be, TachConvPlan *plan)
 {
   const TachConvDesc *d = &plan->desc;
 
-  if (plan->route.path == TACH_CUDA_CONV_PLAIN)
-    g_info ("convolution block %dx%dx%dx%d, %d filters: separate passes (TACH_CUDA_PLAIN=conv)",
-            d->N, d->C, d->H, d->W, d->K);
-  if (plan->route.path != TACH_CUDA_CONV_FUSED)
+  if (plan->route.path == TACH_CUDA_CONV_BARE)
     return TRUE;
+  if (plan->route.path == TACH_CUDA_CONV_PLAIN)
+    {
+      g_info ("convolution block %dx%dx%dx%d, %d filters: separate passes (TACH_CUDA_PLAIN=conv)",
+              d->N, d->C, d->H, d->W, d->K);
+      return TRUE;
+    }
+  /* The backward's shares of db, on the fused and split routes. */
+  plan->partial = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->N * (size_t) d->K);
+  if (plan->partial == NULL)
+    return FALSE;
+  if (plan->route.path == TACH_CUDA_CONV_SPLIT)
+    {
+      g_info ("convolution block %dx%dx%dx%d, %d filters: cuDNN's conv, then bias + ReLU + pool "
+              "(TACH_CUDA_PLAIN=conv-fuse)", d->N, d->C, d->H, d->W, d->K);
+      return TRUE;
+    }
   g_info ("convolution block %dx%dx%dx%d, %d filters: cuDNN's fused conv + bias + ReLU with "
           "algorithm %d%s, then the pool kernel", d->N, d->C, d->H, d->W, d->K,
           (int) plan->route.algo[0], plan->route.n_fused > 1 ? " (else IMPLICIT_PRECOMP_GEMM)" : "");
@@ -254,8 +274,7 @@ plan_block (TachBackend *be, TachConvPlan *plan)
   TACH_CUDNN_TRY (be, cudnnSetActivationDescriptor (plan->relu, CUDNN_ACTIVATION_RELU,
                                                     CUDNN_NOT_PROPAGATE_NAN, /* coef = */ 0.0),
                   return FALSE);
-  plan->partial = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->N * (size_t) d->K);
-  return plan->partial != NULL;
+  return TRUE;
 }
 
 TachConvPlan *

@@ -57,6 +57,8 @@ typedef enum {
   TACH_CUDA_LEAN_WSPACE  = 1 << 0,  /* "wspace": LSTM weights kept in cuDNN's weight space */
   TACH_CUDA_LEAN_SAMPLER = 1 << 1,  /* "sampler": one warp-parallel sample + NLL kernel */
   TACH_CUDA_LEAN_CONV    = 1 << 2,  /* "conv": fused convolution epilogues */
+  TACH_CUDA_LEAN_CONV_FUSE = 1 << 3, /* "conv-fuse": of those, cuDNN's fused conv + bias + ReLU
+                                      * (off: cuDNN's conv, the bias and ReLU in the pool pass) */
 } TachCudaLean;
 
 /* Parses a TACH_CUDA_PLAIN value (NULL or "" = nothing turned off) into
@@ -168,11 +170,12 @@ typedef struct {
   int                        n_fused, fused_at;
 } TachCudaConvRoute;
 
-/* The route of a plan: BARE without @block, PLAIN unless @lean, else
- * FUSED with the plan's forward algorithm first and
+/* The route of a plan: BARE without @block, PLAIN unless @lean, SPLIT
+ * unless @fuse, else FUSED with the plan's forward algorithm first and
  * IMPLICIT_PRECOMP_GEMM (where cuDNN offered it acceptably, @precomp_ok)
  * second. */
 void          tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean lean,
+                                         gboolean fuse,
                                          cudnnConvolutionFwdAlgo_t fwd_algo,
                                          cudnnMathType_t fwd_math, gboolean precomp_ok,
                                          cudnnMathType_t precomp_math);
