@@ -239,6 +239,30 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
   return TRUE;
 }
 
+/* Notes the block's route on the backend (the run's summary, runs.csv and
+ * the tests read it), and says it at info level: a refusal of the fused
+ * call shows as a block that went "split". */
+static void
+note_route (TachBackend *be, TachConvPlan *plan)
+{
+  const TachConvDesc *d = &plan->desc;
+  const TachCudaConvRoute *r = &plan->route;
+  g_autofree char *what = g_strdup_printf ("conv block %dx%dx%dx%d, %d %dx%d filters",
+                                           d->N, d->C, d->H, d->W, d->K, d->R, d->S);
+  g_autofree char *route = NULL;
+
+  if (r->path == TACH_CUDA_CONV_PLAIN)
+    route = g_strdup ("cuDNN conv, then bias, ReLU and pool as separate passes (plain)");
+  else if (r->path == TACH_CUDA_CONV_SPLIT)
+    route = g_strdup_printf ("cuDNN conv algorithm %d, then one bias + ReLU + pool kernel (split)",
+                             (int) plan->fwd_algo);
+  else
+    route = g_strdup_printf ("cuDNN fused conv + bias + ReLU, algorithm %d, then the pool "
+                             "kernel (fused)", (int) r->algo[r->fused_at]);
+  g_info ("%s: %s", what, route);
+  tach_backend_note_algorithm (be, what, route);
+}
+
 /* What the block's fused and split routes need beside a bare plan. */
 static gboolean
 plan_block (TachBackend *be, TachConvPlan *plan)
@@ -249,8 +273,7 @@ plan_block (TachBackend *be, TachConvPlan *plan)
     return TRUE;
   if (plan->route.path == TACH_CUDA_CONV_PLAIN)
     {
-      g_info ("convolution block %dx%dx%dx%d, %d filters: separate passes (TACH_CUDA_PLAIN=conv)",
-              d->N, d->C, d->H, d->W, d->K);
+      note_route (be, plan);
       return TRUE;
     }
   /* The backward's shares of db, on the fused and split routes. */
@@ -259,13 +282,10 @@ plan_block (TachBackend *be, TachConvPlan *plan)
     return FALSE;
   if (plan->route.path == TACH_CUDA_CONV_SPLIT)
     {
-      g_info ("convolution block %dx%dx%dx%d, %d filters: cuDNN's conv, then bias + ReLU + pool "
-              "(TACH_CUDA_PLAIN=conv-fuse)", d->N, d->C, d->H, d->W, d->K);
+      note_route (be, plan);
       return TRUE;
     }
-  g_info ("convolution block %dx%dx%dx%d, %d filters: cuDNN's fused conv + bias + ReLU with "
-          "algorithm %d%s, then the pool kernel", d->N, d->C, d->H, d->W, d->K,
-          (int) plan->route.algo[0], plan->route.n_fused > 1 ? " (else IMPLICIT_PRECOMP_GEMM)" : "");
+  note_route (be, plan);
   if (!new_conv_desc (be, d, &plan->fused_conv))
     return FALSE;
   TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fused_conv, plan->route.math[0]),
@@ -464,6 +484,7 @@ fused_refused (TachBackend *be, TachConvPlan *plan, cudnnStatus_t status)
           (int) r->algo[r->fused_at], cudnnGetErrorString (status), (int) status,
           detail[0] != '\0' ? ": " : "", detail);
   tach_cuda_conv_route_refused (r);
+  note_route (be, plan);
   if (r->path == TACH_CUDA_CONV_FUSED)
     TACH_CUDNN_TRY (be, cudnnSetConvolutionMathType (plan->fused_conv, r->math[r->fused_at]),
                     return FALSE);
