@@ -25,8 +25,6 @@ read_or_empty (const char *path)
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
-  const guint8 *nul = memchr (data, '\0', size);
-  size_t runs_len = nul != NULL ? (size_t) (nul - data) : size;
   g_autofree char *dir = g_build_filename (fuzz_tmp_dir (), "folder", NULL);
   g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
   g_autofree char *samples_path = g_build_filename (dir, "samples.csv", NULL);
@@ -38,13 +36,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   g_autoptr(GDir) listing = NULL;
   const char *name;
 
-  g_mkdir_with_parents (dir, 0755);
-  g_unlink (samples_path);
-  if (!g_file_set_contents (runs_path, (const char *) data, (gssize) runs_len, NULL)
-      || (nul != NULL
-          && !g_file_set_contents (samples_path, (const char *) nul + 1,
-                                   (gssize) (size - runs_len - 1), NULL)))
-    abort ();
+  fuzz_write_folder (dir, runs_path, samples_path, data, size);
   runs_before = read_or_empty (runs_path);
   samples_before = read_or_empty (samples_path);
 

@@ -16,8 +16,6 @@
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
 {
-  const guint8 *nul = memchr (data, '\0', size);
-  size_t runs_len = nul != NULL ? (size_t) (nul - data) : size;
   g_autofree char *dir = g_build_filename (fuzz_tmp_dir (), "results", NULL);
   g_autofree char *out = g_build_filename (fuzz_tmp_dir (), "export", NULL);
   g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
@@ -26,13 +24,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GError) error = NULL;
 
-  g_mkdir_with_parents (dir, 0755);
-  g_unlink (samples_path);
-  if (!g_file_set_contents (runs_path, (const char *) data, (gssize) runs_len, NULL)
-      || (nul != NULL
-          && !g_file_set_contents (samples_path, (const char *) nul + 1,
-                                   (gssize) (size - runs_len - 1), NULL)))
-    abort ();
+  fuzz_write_folder (dir, runs_path, samples_path, data, size);
 
   if (!tach_results_load (dir, runs, problems, &error))
     {

@@ -77,3 +77,19 @@ fuzz_check_error (const GError *error, int code, const char *needle, const char 
       abort ();
     }
 }
+
+void
+fuzz_write_folder (const char *dir, const char *runs_path, const char *samples_path,
+                   const guint8 *data, size_t size)
+{
+  const guint8 *nul = memchr (data, '\0', size);
+  size_t runs_len = nul != NULL ? (size_t) (nul - data) : size;
+
+  g_mkdir_with_parents (dir, 0755);
+  g_unlink (samples_path);
+  if (!g_file_set_contents (runs_path, (const char *) data, (gssize) runs_len, NULL)
+      || (nul != NULL
+          && !g_file_set_contents (samples_path, (const char *) nul + 1,
+                                   (gssize) (size - runs_len - 1), NULL)))
+    abort ();
+}

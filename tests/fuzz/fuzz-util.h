@@ -26,6 +26,11 @@ const char *fuzz_tmp_dir (void);
 /* Writes @size bytes to @name in fuzz_tmp_dir(); returns the path (owned
  * by the caller).  Aborts when the file cannot be written. */
 char       *fuzz_write (const char *name, const guint8 *data, size_t size);
+/* Makes the results folder @dir from one input: the bytes before its first
+ * NUL become runs.csv, those after it samples.csv (no NUL: no samples.csv,
+ * and any earlier one is removed).  Aborts when a file cannot be written. */
+void        fuzz_write_folder (const char *dir, const char *runs_path, const char *samples_path,
+                               const guint8 *data, size_t size);
 /* Aborts with @what and the error unless @error is in TACH_ERROR with
  * @code and its message contains @needle (the file's name; NULL: any). */
 void        fuzz_check_error (const GError *error, int code, const char *needle,
