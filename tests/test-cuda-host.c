@@ -1,11 +1,13 @@
 /* test-cuda-host.c: the CUDA backend's host-side logic, which runs without
- * a GPU: how cuDNN statuses are classified and reported, the convolution
+ * a GPU: how cuDNN statuses are classified and reported, cuBLAS opened on
+ * first use (not at start-up), the convolution
  * block's route, and its epilogue kernels' index math, run here element by
  * element as the kernels run it.
  *
  * cuDNN's descriptor calls and its error strings are host code, so these
  * tests run on any machine where the backend was built.
  */
+#include <dlfcn.h>
 #include <math.h>
 #include <string.h>
 
@@ -58,6 +60,38 @@ test_cudnn_message (void)
   g_assert_nonnull (strstr (be.error->message, "here.c:7: "));
   g_clear_error (&be.error);
   (void) cudnnDestroyTensorDescriptor (desc);
+}
+
+/* cuBLAS is not linked: a process that never asks for a CUDA device does
+ * not load it (libcublasLt's start-up alone is some 150 MB resident);
+ * loading it fills the table, and a cuBLAS failure reads its own words. */
+static void
+test_cublas_on_demand (void)
+{
+  TachBackend be = { 0 };
+  g_autoptr(GError) error = NULL;
+  int major = -1;
+
+  g_assert_null (dlopen (TACH_CUBLAS_SONAME, RTLD_NOW | RTLD_NOLOAD));
+  g_assert_null (tach_cublas.create);
+  g_assert_true (tach_cublas_load (&error));
+  g_assert_no_error (error);
+  g_assert_nonnull (dlopen (TACH_CUBLAS_SONAME, RTLD_NOW | RTLD_NOLOAD));
+  g_assert_nonnull (tach_cublas.create);
+  g_assert_nonnull (tach_cublas.gemm_ex);
+  g_assert_true (tach_cublas_load (NULL));   /* once */
+  g_assert_cmpint (tach_cublas.get_property (MAJOR_VERSION, &major), ==, CUBLAS_STATUS_SUCCESS);
+  g_assert_cmpint (major, ==, CUBLAS_VER_MAJOR);
+
+  g_assert_false (tach_cublas_check (&be, CUBLAS_STATUS_NOT_INITIALIZED, "cublasGemmEx (x)", "here.c", 3));
+  g_assert_nonnull (be.error);
+  g_assert_cmpint (be.error->code, ==, TACH_ERROR_LIBRARY);
+  g_assert_nonnull (strstr (be.error->message, "CUBLAS_STATUS_NOT_INITIALIZED"));
+  g_assert_nonnull (strstr (be.error->message, "cublasGemmEx (x) at here.c:3"));
+  g_clear_error (&be.error);
+  g_assert_false (tach_cublas_check (&be, CUBLAS_STATUS_ALLOC_FAILED, "cublasCreate (h)", "here.c", 4));
+  g_assert_cmpint (be.error->code, ==, TACH_ERROR_OUT_OF_MEMORY);
+  g_clear_error (&be.error);
 }
 
 /* Every checked call counts once, whatever its status: the count per step
@@ -275,6 +309,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/engine/cuda/host/status-refusal", test_refusal);
   g_test_add_func ("/engine/cuda/host/cudnn-message", test_cudnn_message);
+  g_test_add_func ("/engine/cuda/host/cublas-on-demand", test_cublas_on_demand);
   g_test_add_func ("/engine/cuda/host/call-count", test_call_count);
   g_test_add_func ("/engine/cuda/host/plain-paths", test_plain);
   g_test_add_func ("/engine/cuda/host/conv-route", test_conv_route);

@@ -96,8 +96,8 @@ tach_cublas_check (TachBackend *be, cublasStatus_t status, const char *call, con
   if (status == CUBLAS_STATUS_SUCCESS)
     return TRUE;
   tach_backend_fail (be, status == CUBLAS_STATUS_ALLOC_FAILED ? TACH_ERROR_OUT_OF_MEMORY : TACH_ERROR_LIBRARY,
-                     _("cuBLAS failed: %s (%s) in %s at %s:%d"), cublasGetStatusName (status),
-                     cublasGetStatusString (status), call, file, line);
+                     _("cuBLAS failed: %s (%s) in %s at %s:%d"), tach_cublas.get_status_name (status),
+                     tach_cublas.get_status_string (status), call, file, line);
   return FALSE;
 }
 
@@ -390,16 +390,16 @@ cuda_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, float
 {
   TachCudaBackend *cb = TACH_CUDA (be);
 
-  TACH_CUBLAS_TRY (be, cublasGemmEx (cb->cublas,
-                                     /* transa = */ tb ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                     /* transb = */ ta ? CUBLAS_OP_T : CUBLAS_OP_N,
-                                     /* m = */ n, /* n = */ m, /* k = */ k,
-                                     &alpha,
-                                     /* A = */ b, CUDA_R_32F, ldb,
-                                     /* B = */ a, CUDA_R_32F, lda,
-                                     &beta,
-                                     /* C = */ c, CUDA_R_32F, ldc,
-                                     cb->cublas_compute, CUBLAS_GEMM_DEFAULT), return);
+  TACH_CUBLAS_TRY (be, tach_cublas.gemm_ex (cb->cublas,
+                                            /* transa = */ tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            /* transb = */ ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                            /* m = */ n, /* n = */ m, /* k = */ k,
+                                            &alpha,
+                                            /* A = */ b, CUDA_R_32F, ldb,
+                                            /* B = */ a, CUDA_R_32F, lda,
+                                            &beta,
+                                            /* C = */ c, CUDA_R_32F, ldc,
+                                            cb->cublas_compute, CUBLAS_GEMM_DEFAULT), return);
 }
 
 /* --------------------------------------------------------------- devices */
@@ -431,7 +431,7 @@ device_info_for (int ordinal, GError **error)
   int clock_khz = 0, driver = 0, runtime = 0;
   int cublas_major = 0, cublas_minor = 0, cublas_patch = 0;
   size_t cudnn = cudnnGetVersion ();
-  g_autofree char *driver_s = NULL, *runtime_s = NULL;
+  g_autofree char *driver_s = NULL, *runtime_s = NULL, *cublas_s = NULL;
   TachDeviceInfo *info;
   cudaError_t status;
 
@@ -449,9 +449,17 @@ device_info_for (int ordinal, GError **error)
                    _("could not query CUDA device %d: %s"), ordinal, cudaGetErrorName (status));
       return NULL;
     }
-  (void) cublasGetProperty (MAJOR_VERSION, &cublas_major);
-  (void) cublasGetProperty (MINOR_VERSION, &cublas_minor);
-  (void) cublasGetProperty (PATCH_LEVEL, &cublas_patch);
+  /* A GPU without cuBLAS is still listed (its versions say so); opening
+   * it says why it cannot run. */
+  if (tach_cublas_load (NULL))
+    {
+      (void) tach_cublas.get_property (MAJOR_VERSION, &cublas_major);
+      (void) tach_cublas.get_property (MINOR_VERSION, &cublas_minor);
+      (void) tach_cublas.get_property (PATCH_LEVEL, &cublas_patch);
+      cublas_s = g_strdup_printf ("%d.%d.%d", cublas_major, cublas_minor, cublas_patch);
+    }
+  else
+    cublas_s = g_strdup (_("not found"));
   driver_s = version_string (driver);
   runtime_s = version_string (runtime);
 
@@ -463,10 +471,10 @@ device_info_for (int ordinal, GError **error)
   info->peak_flops = (double) prop.multiProcessorCount * fp32_lanes_per_sm (prop.major, prop.minor)
                      * 2.0 * clock_khz * 1e3;
   info->versions = g_strdup_printf ("compute %d.%d, %d SMs, driver %s, runtime %s, cuDNN %zu.%zu.%zu, "
-                                    "cuBLAS %d.%d.%d",
+                                    "cuBLAS %s",
                                     prop.major, prop.minor, prop.multiProcessorCount,
                                     driver_s, runtime_s, cudnn / 10000, (cudnn % 10000) / 100,
-                                    cudnn % 100, cublas_major, cublas_minor, cublas_patch);
+                                    cudnn % 100, cublas_s);
   info->threads = 1;
   return info;
 }
@@ -540,7 +548,7 @@ cuda_free (TachBackend *be)
   tach_cuda_host_clear (be);
   tach_cuda_free_internal (be, cb->rows_scratch);
   if (cb->cublas != NULL)
-    (void) cublasDestroy (cb->cublas);
+    (void) tach_cublas.destroy (cb->cublas);
   if (cb->cudnn != NULL)
     (void) cudnnDestroy (cb->cudnn);
   if (cb->sizes != NULL)
@@ -637,7 +645,7 @@ pin_math_mode (TachBackend *be, TachPrecision precision)
         return FALSE;
       }
     }
-  TACH_CUBLAS_TRY (be, cublasSetMathMode (cb->cublas, math), return FALSE);
+  TACH_CUBLAS_TRY (be, tach_cublas.set_math_mode (cb->cublas, math), return FALSE);
   return TRUE;
 }
 
@@ -713,17 +721,17 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
   cb->ordinal = ordinal;
   cb->sizes = g_hash_table_new (g_direct_hash, g_direct_equal);
   be->device = device_info_for (ordinal, error);
-  if (be->device == NULL)
+  if (be->device == NULL || !tach_cublas_load (error))
     goto fail;
 
   TACH_CUDA_TRY (be, cudaSetDevice (ordinal), goto fail);
   TACH_CUDA_TRY (be, cudaStreamCreateWithFlags (&cb->stream, cudaStreamNonBlocking), goto fail);
   TACH_CUDA_TRY (be, cudaStreamCreateWithFlags (&cb->copy_stream, cudaStreamNonBlocking), goto fail);
-  TACH_CUBLAS_TRY (be, cublasCreate (&cb->cublas), goto fail);
-  TACH_CUBLAS_TRY (be, cublasSetStream (cb->cublas, cb->stream), goto fail);
+  TACH_CUBLAS_TRY (be, tach_cublas.create (&cb->cublas), goto fail);
+  TACH_CUBLAS_TRY (be, tach_cublas.set_stream (cb->cublas, cb->stream), goto fail);
   TACH_CUDA_TRY (be, cudaMalloc (&cb->cublas_workspace, TACH_CUBLAS_WORKSPACE_BYTES), goto fail);
-  TACH_CUBLAS_TRY (be, cublasSetWorkspace (cb->cublas, cb->cublas_workspace,
-                                           TACH_CUBLAS_WORKSPACE_BYTES), goto fail);
+  TACH_CUBLAS_TRY (be, tach_cublas.set_workspace (cb->cublas, cb->cublas_workspace,
+                                                  TACH_CUBLAS_WORKSPACE_BYTES), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreate (&cb->cudnn), goto fail);
   TACH_CUDNN_TRY (be, cudnnSetStream (cb->cudnn, cb->stream), goto fail);
   /* Allocated here, not at the first loss, which may be inside a capture. */

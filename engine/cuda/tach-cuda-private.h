@@ -50,6 +50,29 @@ typedef struct {
 
 #define TACH_CUDA(be) ((TachCudaBackend *) (be))
 
+/* cuBLAS, opened on first use (tach-cuda-cublas.c says why): the entries
+ * the backend calls, typed from cublas_v2.h's own declarations. */
+typedef struct {
+  __typeof__ (cublasCreate_v2)       *create;
+  __typeof__ (cublasDestroy_v2)      *destroy;
+  __typeof__ (cublasSetStream_v2)    *set_stream;
+  __typeof__ (cublasSetWorkspace_v2) *set_workspace;
+  __typeof__ (cublasSetMathMode)     *set_math_mode;
+  __typeof__ (cublasGemmEx)          *gemm_ex;
+  __typeof__ (cublasGetProperty)     *get_property;
+  __typeof__ (cublasGetStatusName)   *get_status_name;
+  __typeof__ (cublasGetStatusString) *get_status_string;
+} TachCublas;
+
+extern TachCublas tach_cublas;
+
+#define TACH_CUBLAS_SONAME "libcublas.so." G_STRINGIFY (CUBLAS_VER_MAJOR)
+
+/* Opens cuBLAS and fills tach_cublas, once; later calls say the same.
+ * FALSE with TACH_ERROR_LIBRARY (the soname and the loader's reason) when
+ * it is not there.  Any thread. */
+gboolean tach_cublas_load (GError **error);
+
 /* The lean paths of the GPU step, each of which can be turned off with
  * TACH_CUDA_PLAIN=name[,name...] (or "all") so that one GPU run measures
  * before and after side by side; the plain path computes the same numbers. */
