@@ -10,6 +10,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
+#include "tach-error-private.h"
 
 /* ------------------------------------------------------------ backends */
 
@@ -138,8 +139,8 @@ tach_backend_alloc (TachBackend *be, size_t bytes)
   ptr = be->ops->alloc (be, bytes);
   if (ptr == NULL && be->error == NULL)
     tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                       _("out of memory on %s: could not allocate %zu"
-                         " bytes; lower --batch or --samples"),
+                       W_("out of memory on %s: could not allocate %zu"
+                         " bytes; lower {batch} or {samples}"),
                        be->device->id, (gsize) bytes);
   if (ptr == NULL)
     hint_out_of_memory (be);
@@ -185,8 +186,8 @@ tach_backend_host_alloc (TachBackend *be, size_t bytes)
   ptr = be->ops->host_alloc != NULL ? be->ops->host_alloc (be, bytes) : g_try_malloc (bytes);
   if (ptr == NULL && be->error == NULL)
     tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                       _("out of host memory: could not allocate %zu"
-                         " bytes; lower --batch or --samples"),
+                       W_("out of host memory: could not allocate %zu"
+                         " bytes; lower {batch} or {samples}"),
                        (gsize) bytes);
   if (ptr == NULL)
     hint_out_of_memory (be);
@@ -343,7 +344,7 @@ check_graphs (TachBackend *be)
   if (!tach_backend_has_graphs (be))
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("--launch graph is not supported on %s: use --launch eager"),
+                         W_("{launch=graph} is not supported on %s: use {launch=eager}"),
                          be->device->id);
       tach_error_add_hint (&be->error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
       return FALSE;
@@ -425,7 +426,7 @@ tach_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   if (be->ops->lstm_plan_new == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("--rnn fused is not supported on %s: use --rnn unrolled"),
+                         W_("{rnn=fused} is not supported on %s: use {rnn=unrolled}"),
                          be->device->id);
       tach_error_add_hint (&be->error, TACH_KNOB_RNN, "fused", TACH_KNOB_RNN, "unrolled", NULL);
       return NULL;
@@ -463,7 +464,7 @@ tach_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   if (be->ops->conv_plan_new == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("%s has no convolution: use another --device"), be->device->id);
+                         W_("%s has no convolution: use another {device}"), be->device->id);
       tach_error_add_hint (&be->error, TACH_KNOB_DEVICE, be->device->id, TACH_KNOB_DEVICE, NULL,
                            NULL);
       return NULL;

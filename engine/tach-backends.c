@@ -14,6 +14,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
+#include "tach-error-private.h"
 #include "cpu/tach-cpu.h"
 #ifdef HAVE_CUDA
 #include "cuda/tach-cuda.h"
@@ -59,10 +60,10 @@ static const TachBackendRow rows[] = {
     .prefix = "cuda", .ordinals = TRUE, .kind = TACH_DEVICE_KIND_GPU,
     .caps = TACH_BACKEND_CAP_GRAPHS,
     .none = N_("no usable CUDA device (the CUDA runtime found none for '%s'): "
-               "install the NVIDIA driver or use --device cpu"),
-    .absent = N_("no CUDA device '%s' on this machine: use --device cuda:0 to cuda:%u, "
-                 "or --device cpu"),
-    .not_built = N_("this build has no CUDA backend: rebuild with -Dcuda=enabled, or use --device cpu"),
+               "install the NVIDIA driver or use {device=cpu}"),
+    .absent = N_("no CUDA device '%s' on this machine: use {device=cuda:0} to cuda:%u, "
+                 "or {device=cpu}"),
+    .not_built = N_("this build has no CUDA backend: rebuild with -Dcuda=enabled, or use {device=cpu}"),
 #ifdef HAVE_CUDA
     .devices = tach_cuda_backend_devices, .open = cuda_open,
     .supports = tach_cuda_backend_supports,
@@ -263,7 +264,7 @@ tach_device_resolve (const char *id, GError **error)
   if (g_strcmp0 (id, "auto") != 0 && (row = row_for_id (id, NULL)) == NULL)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("invalid value '%s' for --device: expected one of auto, cpu, cuda, cuda:N"),
+                   W_("invalid value '%s' for {device}: expected one of auto, cpu, cuda, cuda:N"),
                    id);
       tach_error_add_hint (error, TACH_KNOB_DEVICE, id, TACH_KNOB_COUNT, NULL, NULL);
       return NULL;
@@ -293,11 +294,11 @@ tach_device_resolve (const char *id, GError **error)
     }
 
   if (row->devices == NULL)
-    g_set_error_literal (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->not_built));
+    g_set_error_literal (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, W_(row->not_built));
   else if (n_same == 0 || row->absent == NULL)
-    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->none), id);
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, W_(row->none), id);
   else
-    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, _(row->absent), id, n_same - 1);
+    g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE, W_(row->absent), id, n_same - 1);
   /* The fix: the best device there is (the messages name the CPU). */
   tach_error_add_hint (error, TACH_KNOB_DEVICE, id, TACH_KNOB_DEVICE,
                        devices->len > 0 ? ((const TachDeviceInfo *) devices->pdata[0])->id : NULL,
@@ -436,7 +437,7 @@ tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value, c
   if (row->supports == NULL)
     {
       if (why != NULL)
-        *why = _(row->not_built);
+        *why = W_(row->not_built);
       return FALSE;
     }
   return row->supports (knob, value, why);

@@ -22,6 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-csv-private.h"
+#include "tach-error-private.h"
 
 static const char *const samples_header[] = {
   "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
@@ -277,7 +278,7 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
           return TRUE;
         }
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not read %s: %s: check its permissions or choose another --csv folder"),
+                   W_("could not read %s: %s: check its permissions or choose another {--csv folder|folder}"),
                    path, local->message);
       return FALSE;
     }
@@ -370,7 +371,7 @@ temp_open (TempFile *t, const char *dir, const char *base, GError **error)
       int err = errno;
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("cannot write to the folder %s: %s: choose a writable --csv folder"),
+                   W_("cannot write to the folder %s: %s: choose a writable {--csv folder|folder}"),
                    dir, g_strerror (err));
       return FALSE;
     }
@@ -396,7 +397,7 @@ temp_flush (TempFile *t, GError **error)
           int err = errno;
 
           g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       _("could not write %s: %s: free some disk space or choose another --csv folder"),
+                       W_("could not write %s: %s: free some disk space or choose another {--csv folder|folder}"),
                        t->path, g_strerror (err));
           temp_abort (t);
           return FALSE;
@@ -428,7 +429,7 @@ temp_finish (TempFile *t, GError **error)
 
       g_unlink (t->path);
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not write %s: %s: choose another --csv folder"), t->path,
+                   W_("could not write %s: %s: choose another {--csv folder|folder}"), t->path,
                    g_strerror (err));
       g_clear_pointer (&t->path, g_free);
       return NULL;
@@ -482,7 +483,7 @@ copy_existing (const char *path, const char *header, TempFile *t, gboolean *copi
 
           close (fd);
           g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       _("could not read %s: %s: check its permissions or choose another --csv folder"),
+                       W_("could not read %s: %s: check its permissions or choose another {--csv folder|folder}"),
                        path, g_strerror (err));
           temp_abort (t);
           return FALSE;
@@ -559,7 +560,7 @@ tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
           int err = errno;
 
           g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       _("could not create the folder %s: %s: choose a writable --csv folder"),
+                       W_("could not create the folder %s: %s: choose a writable {--csv folder|folder}"),
                        dir, g_strerror (err));
           return FALSE;
         }
@@ -674,7 +675,7 @@ tach_csv_append_rows (const char *dir, const char *name, const char *header,
       int err = errno;
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not create the folder %s: %s: choose a writable --csv folder"),
+                   W_("could not create the folder %s: %s: choose a writable {--csv folder|folder}"),
                    dir, g_strerror (err));
       return FALSE;
     }

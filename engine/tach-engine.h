@@ -62,8 +62,8 @@ typedef enum {
 /* What an error of TACH_ERROR concerns when a knob is at fault: the knob,
  * its value, and the fix, so that a front end can point at the knob and
  * offer the fix in its own terms without reading the message.  (Messages
- * are worded for the command line and say the fix there: "--input 64x64x1
- * with --head flatten ...: use --head gap ...".) */
+ * say the fix too, naming knobs in the process's wording, below: "--input
+ * 64x64x1 with --head flatten ...: use --head gap ..." on the command line.) */
 typedef struct {
   TachKnobId  knob;       /* the knob at fault */
   const char *value;      /* its value, as tach_config_get() writes it, or NULL */
@@ -76,6 +76,25 @@ typedef struct {
 /* The hint of @error, or NULL when @error concerns no knob (or is not a
  * TACH_ERROR).  It lives as long as @error; g_error_copy() copies it. */
 const TachErrorHint *tach_error_get_hint (const GError *error);
+
+/* The words in which the engine's messages name knobs and their values:
+ * as the command line's options ("use --head gap"), the default, or as a
+ * settings panel shows them ("use Classifier head “Global average
+ * pooling”", with the knob's title and the value's label).  A process
+ * sets it once, before it runs anything, as it sets its locale; the
+ * messages of errors made afterwards follow it. */
+typedef enum {
+  TACH_WORDING_OPTIONS,
+  TACH_WORDING_SETTINGS,
+} TachWording;
+
+void        tach_set_wording (TachWording wording);
+TachWording tach_get_wording (void);
+
+/* @knob named in the current wording, with @value (as tach_config_get()
+ * writes it) when it is not NULL: "--head gap" or "Classifier head
+ * “Global average pooling”".  Free with g_free(). */
+char *tach_knob_mention (TachKnobId knob, const char *value);
 
 /* Where a user interface puts a knob. */
 typedef enum {

@@ -18,4 +18,13 @@ void tach_error_add_hint (GError **error, TachKnobId knob, const char *value,
 void tach_error_add_config_hint (GError **error, const TachConfig *config, TachKnobId knob,
                                  TachKnobId fix_knob, const char *fix_value, const char *fix);
 
+/* @format (a printf format, translated) with the knobs it names put in
+ * the current wording (tach_set_wording): "{head}" names a knob, "{head=gap}"
+ * a knob and its value (which may be a conversion: "{batch=%u}"), and
+ * "{--csv folder|folder}" gives the command line's words, then the
+ * window's.  Other braces stay.  Static (interned). */
+const char *tach_wording_format (const char *format) G_GNUC_FORMAT (1);
+/* Shorthand for messages: _() then tach_wording_format(). */
+#define W_(String) tach_wording_format (_(String))
+
 G_END_DECLS

@@ -8,6 +8,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-csv-private.h"
+#include "tach-error-private.h"
 #include "tach-explain-private.h"
 
 /* The bilstm's sequence length (workloads.md), for the layout sentence. */
@@ -273,7 +274,7 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
   if (!(cost->step_ms > 0))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("the run measured no step: give more --steps than warm-up steps"));
+                   W_("the run measured no step: give more {steps} than warm-up steps"));
       return FALSE;
     }
   return TRUE;

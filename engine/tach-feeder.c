@@ -29,6 +29,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
+#include "tach-error-private.h"
 
 #define NO_BATCH G_MAXUINT64
 
@@ -330,8 +331,8 @@ materialise (TachFeeder *feeder, GError **error)
       g_autofree char *size = g_format_size (saturate (materialised_bytes (ds, feeder->feed)));
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                   _("the dataset of %" PRIu64 " samples needs %s of host memory: "
-                     "lower --samples"), n, size);
+                   W_("the dataset of %" PRIu64 " samples needs %s of host memory: "
+                     "lower {samples}"), n, size);
       return FALSE;
     }
 
@@ -362,15 +363,15 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
   if (feed == TACH_FEED_HOST_F64 && dataset->x_type != TACH_DTYPE_F32)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   _("--feed host-f64 converts float64 features, but this workload feeds "
-                     "token ids: use --feed host-f32"));
+                   W_("{feed=host-f64} converts float64 features, but this workload feeds "
+                     "token ids: use {feed=host-f32}"));
       return NULL;
     }
   if (batch == 0 || dataset->n_samples < batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("the dataset has %" PRIu64 " samples, less than one batch of %u: "
-                     "raise --samples or lower --batch"), dataset->n_samples, batch);
+                   W_("the dataset has %" PRIu64 " samples, less than one batch of %u: "
+                     "raise {samples} or lower {batch}"), dataset->n_samples, batch);
       return NULL;
     }
 
@@ -403,7 +404,7 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
       if (feeder->staging_x == NULL)
         {
           g_set_error (&local, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                       _("out of host memory for one batch: lower --batch"));
+                       W_("out of host memory for one batch: lower {batch}"));
           goto fail;
         }
       G_GNUC_FALLTHROUGH;

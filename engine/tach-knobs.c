@@ -13,6 +13,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
+#include "tach-error-private.h"
 #include "tach-config-private.h"
 
 /* The workload knob's values and labels: the workloads' list. */
@@ -33,9 +34,11 @@ gboolean
 tach_knob_invalid (GError **error, const char *key, const char *value, const char *expected)
 {
   const TachKnobInfo *knob = tach_knob_lookup (key);
+  g_autofree char *named = knob != NULL ? tach_knob_mention (knob->id, NULL)
+                                        : g_strdup_printf ("--%s", key);
 
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-               _("invalid value '%s' for --%s: expected %s"), value, key, expected);
+               _("invalid value '%s' for %s: expected %s"), value, named, expected);
   if (knob != NULL)
     tach_error_add_hint (error, knob->id, value, TACH_KNOB_COUNT, NULL, NULL);
   return FALSE;

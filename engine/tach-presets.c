@@ -13,6 +13,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
+#include "tach-error-private.h"
 #include "tach-config-private.h"
 
 /* Each preset sets every mode knob of its workload, and its rationale says,
@@ -269,7 +270,7 @@ tach_config_apply_preset (TachConfig *config, const char *name, GError **error)
         g_string_append_printf (names, "%s%s", i > 0 ? ", " : "",
                                 ((const TachPreset *) g_ptr_array_index (mine, i))->name);
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("invalid value '%s' for --preset: expected one of %s (the presets of %s)"),
+                   W_("invalid value '%s' for {preset}: expected one of %s (the presets of %s)"),
                    name != NULL ? name : "", names->str,
                    tach_workload_to_string (config->workload));
       tach_error_add_hint (error, TACH_KNOB_PRESET, name, TACH_KNOB_COUNT, NULL, NULL);

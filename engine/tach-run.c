@@ -41,6 +41,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-config-private.h"
+#include "tach-error-private.h"
 #include "tach-model.h"
 #include "tach-run-private.h"
 #include "tach-run-timing.h"
@@ -313,7 +314,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
   if (e->klass == NULL)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   _("the %s workload is not built into this engine: choose another --workload"),
+                   W_("the %s workload is not built into this engine: choose another {workload}"),
                    tach_workload_to_string (config->workload));
       return FALSE;
     }
@@ -358,7 +359,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
   if ((e->loss_dev != NULL && e->loss_host == NULL) || (e->acc_dev != NULL && e->acc_host == NULL))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
-                   _("out of host memory for the losses of %" PRIu64 " steps: lower --steps"),
+                   W_("out of host memory for the losses of %" PRIu64 " steps: lower {steps}"),
                    total);
       tach_error_add_config_hint (error, config, TACH_KNOB_STEPS, TACH_KNOB_STEPS, NULL, NULL);
       return FALSE;
@@ -394,7 +395,7 @@ engine_capture (Engine *e, TachStepCtx *ctx, GError **error)
     return TRUE;
   if (error != NULL && *error == NULL)
     tach_backend_take_error (e->be, error);
-  g_prefix_error (error, _("--launch graph could not capture the %s step (use --launch eager): "),
+  g_prefix_error (error, W_("{launch=graph} could not capture the %s step (use {launch=eager}): "),
                   tach_workload_to_string (e->run->config.workload));
   tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
   return FALSE;

@@ -24,6 +24,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-csv-private.h"
+#include "tach-error-private.h"
 #include "tach-run-private.h"
 #include "tach-event.pb-c.h"
 
@@ -282,7 +283,7 @@ export_run (const char *dir, TachRun *run, GError **error)
       int err = errno;
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("could not create the folder %s: %s: choose a writable --tensorboard folder"),
+                   W_("could not create the folder %s: %s: choose a writable {--tensorboard folder|folder}"),
                    folder, g_strerror (err));
       return NULL;
     }
@@ -321,7 +322,7 @@ fail:
       g_output_stream_close (G_OUTPUT_STREAM (stream), discard, NULL);
     }
   g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-               _("could not write %s: %s: choose another --tensorboard folder"),
+               W_("could not write %s: %s: choose another {--tensorboard folder|folder}"),
                path, local->message);
   return NULL;
 }

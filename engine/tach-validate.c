@@ -8,6 +8,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-backend.h"
+#include "tach-error-private.h"
 #include "tach-config-private.h"
 #include "tach-model.h"
 
@@ -55,7 +56,7 @@ check_others_knobs (const TachConfig *config, const TachModelClass *klass, GErro
       value = tach_config_get (config, knob->name);
       if (g_strcmp0 (value, knob->default_value) != 0)
         {
-          g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, _(owned->misuse));
+          g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, W_(owned->misuse));
           /* The fix: the knob's default, which leaves it unused here. */
           tach_error_add_hint (error, knob->id, value, knob->id, knob->default_value, NULL);
           return FALSE;
@@ -78,34 +79,34 @@ check_consistency (const TachConfig *config, const TachModelClass *klass, GError
     return FALSE;
   if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
     {
-      message = _("--metrics accuracy does not apply to --task generate: use --metrics none");
+      message = W_("{metrics=accuracy} does not apply to {task=generate}: use {metrics=none}");
       knob = fix_knob = TACH_KNOB_METRICS, fix_value = "none";
     }
   else if (config->print_text && config->task != TACH_TASK_GENERATE)
     {
-      message = _("--print-text needs --task generate");
+      message = W_("{print-text} needs {task=generate}");
       knob = fix_knob = TACH_KNOB_PRINT_TEXT, fix_value = "false";
     }
   else if (config->batch == 0)
     {
-      message = _("invalid value '0' for --batch: expected a whole number from 1");
+      message = W_("invalid value '0' for {batch}: expected a whole number from 1");
       default_batch = g_strdup_printf ("%u", tach_config_default_batch (config->workload,
                                                                          config->task));
       knob = fix_knob = TACH_KNOB_BATCH, fix_value = default_batch;
     }
   else if (config->steps == 0)
     {
-      message = _("invalid value '0' for --steps: expected a whole number from 1");
+      message = W_("invalid value '0' for {steps}: expected a whole number from 1");
       knob = fix_knob = TACH_KNOB_STEPS, fix_value = tach_knob (TACH_KNOB_STEPS)->default_value;
     }
   else if (config->input_h == 0 || config->input_w == 0 || config->input_c == 0)
     {
-      message = _("invalid --input: every size must be at least 1");
+      message = W_("invalid {input}: every size must be at least 1");
       knob = fix_knob = TACH_KNOB_INPUT, fix_value = tach_knob (TACH_KNOB_INPUT)->default_value;
     }
   else if (config->device == NULL)
     {
-      message = _("no device set: use --device auto");
+      message = W_("no device set: use {device=auto}");
       knob = fix_knob = TACH_KNOB_DEVICE, fix_value = "auto";
     }
 
@@ -121,8 +122,8 @@ check_consistency (const TachConfig *config, const TachModelClass *klass, GError
       g_autofree char *one_batch = g_strdup_printf ("%u", config->batch);
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--samples %s is less than one batch of %u: "
-                     "raise --samples or lower --batch"),
+                   W_("{samples=%s} is less than one batch of %u: "
+                     "raise {samples} or lower {batch}"),
                    samples, config->batch);
       tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES, one_batch, NULL);
       return FALSE;
@@ -145,7 +146,7 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
   workload_only.device = NULL;
   for (guint i = 0; i < n_knobs; i++)
     {
-      g_autofree char *value = NULL;
+      g_autofree char *value = NULL, *mention = NULL, *named = NULL;
       const char *why = NULL;
       const char *instead = NULL;
       int current;
@@ -165,22 +166,24 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
             instead = knobs[i].values[k];
             break;
           }
-      if (instead != NULL && why != NULL && strstr (why, "--") != NULL)
+      mention = tach_knob_mention (knobs[i].id, value);
+      named = tach_knob_mention (knobs[i].id, NULL);
+      if (instead != NULL && why != NULL && strstr (why, named) != NULL)
         /* The backend's reason already says what to use instead. */
         g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                     _("--%s %s is not supported on %s: %s"),
-                     knobs[i].name, value, device_id, why);
+                     _("%s is not supported on %s: %s"), mention, device_id, why);
       else if (instead != NULL)
-        g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                     _("--%s %s is not supported on %s (%s): use --%s %s"),
-                     knobs[i].name, value, device_id,
-                     why != NULL ? why : _("its backend cannot do this"),
-                     knobs[i].name, instead);
+        {
+          g_autofree char *use = tach_knob_mention (knobs[i].id, instead);
+
+          g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                       _("%s is not supported on %s (%s): use %s"), mention, device_id,
+                       why != NULL ? why : _("its backend cannot do this"), use);
+        }
       else
         g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                     _("--%s %s is not supported on %s (%s): use another --device"),
-                     knobs[i].name, value, device_id,
-                     why != NULL ? why : _("its backend cannot do this"));
+                     W_("%s is not supported on %s (%s): use another {device}"),
+                     mention, device_id, why != NULL ? why : _("its backend cannot do this"));
       /* The fix is the first value the backend can do, else another device. */
       tach_error_add_hint (error, knobs[i].id, value,
                            instead != NULL ? knobs[i].id : TACH_KNOB_DEVICE, instead, NULL);
@@ -199,7 +202,7 @@ check_graph (const TachConfig *config, const TachModelClass *klass, GError **err
   if (klass->supports_graph != NULL && klass->supports_graph (config, &why))
     return TRUE;
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-               _("--launch graph cannot capture the %s step (%s): use --launch eager"),
+               W_("{launch=graph} cannot capture the %s step (%s): use {launch=eager}"),
                tach_workload_to_string (config->workload),
                why != NULL ? why : _("this workload has no graph support"));
   tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
@@ -235,7 +238,7 @@ shape_knob_names (void)
 
 /* The model-shape knobs of @config's workload set away from their
  * defaults, as "--hidden 512 --layers 4" (*what) and "--hidden, --layers"
- * (*names), the first of them *first; FALSE when every shape is the
+ * (*names) in the current wording, the first of them *first; FALSE when every shape is the
  * default. */
 static gboolean
 changed_shapes (const TachConfig *config, char **what, char **names, TachKnobId *first)
@@ -253,10 +256,17 @@ changed_shapes (const TachConfig *config, char **what, char **names, TachKnobId 
 
       if (!tach_config_knob_applies (config, shapes[i], NULL) || g_strcmp0 (now, was) == 0)
         continue;
+      TachKnobId id = tach_knob_lookup (shapes[i])->id;
+      g_autofree char *with_value = tach_knob_mention (id, now);
+      g_autofree char *name = tach_knob_mention (id, NULL);
+
       if (w->len == 0)
-        *first = tach_knob_lookup (shapes[i])->id;
-      g_string_append_printf (w, "%s--%s %s", w->len > 0 ? " " : "", shapes[i], now);
-      g_string_append_printf (n, "%s--%s", n->len > 0 ? ", " : "", shapes[i]);
+        *first = id;
+      /* "--hidden 512 --layers 4" as options, with commas as settings. */
+      if (w->len > 0)
+        g_string_append (w, tach_get_wording () == TACH_WORDING_OPTIONS ? " " : ", ");
+      g_string_append (w, with_value);
+      g_string_append_printf (n, "%s%s", n->len > 0 ? ", " : "", name);
     }
   tach_config_clear (&defaults);
   *what = g_string_free (w, FALSE);
@@ -279,8 +289,8 @@ set_memory_error (const TachConfig *config, const TachModelClass *klass, GError 
 
   if (changed_shapes (config, &shape, &shape_knobs, &knob))
     {
-      what = g_strdup_printf (_("%s with --batch %u"), shape, config->batch);
-      fix_s = g_strdup_printf (_("lower %s or --batch"), shape_knobs);
+      what = g_strdup_printf (W_("%s with {batch=%u}"), shape, config->batch);
+      fix_s = g_strdup_printf (W_("lower %s or {batch}"), shape_knobs);
       fix = fix_s;
     }
   else if (klass->memory_hint != NULL
@@ -288,17 +298,17 @@ set_memory_error (const TachConfig *config, const TachModelClass *klass, GError 
     ;
   else if (config->task == TACH_TASK_TRAIN)
     {
-      what = g_strdup_printf (_("--samples %" PRIu64 " with --batch %u"),
+      what = g_strdup_printf (W_("{samples=%" PRIu64 "} with {batch=%u}"),
                               tach_config_get_samples (config), config->batch);
       if (config->samples > (guint64) TACH_DEFAULT_BATCHES * config->batch)
-        fix = _("lower --samples"), knob = TACH_KNOB_SAMPLES;
+        fix = W_("lower {samples}"), knob = TACH_KNOB_SAMPLES;
       else
-        fix = _("lower --batch");
+        fix = W_("lower {batch}");
     }
   else
     {
-      what = g_strdup_printf (_("--batch %u"), config->batch);
-      fix = _("lower --batch");
+      what = g_strdup_printf (W_("{batch=%u}"), config->batch);
+      fix = W_("lower {batch}");
     }
 
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -357,7 +367,7 @@ check_settings (const TachConfig *config, GError **error)
   klass = tach_model_class_for (config->workload);
   if (klass == NULL)
     g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                 _("the %s workload is not built into this engine: choose another --workload"),
+                 W_("the %s workload is not built into this engine: choose another {workload}"),
                  tach_workload_to_string (config->workload));
   if (klass == NULL)
     tach_error_add_config_hint (error, config, TACH_KNOB_WORKLOAD, TACH_KNOB_WORKLOAD, NULL, NULL);

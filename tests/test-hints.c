@@ -1,6 +1,8 @@
 /* test-hints.c: every kind of engine error that concerns a knob carries
  * its hint (tach_error_get_hint): the knob, its value and the fix, and a
- * fix given as a value is the one the message tells the command line. */
+ * fix given as a value is the one the message says, in either wording:
+ * the command line's options (--head gap) or the settings as the window
+ * shows them (Classifier head “Global average pooling”, no option). */
 #include <locale.h>
 #include <string.h>
 
@@ -13,7 +15,8 @@
 
 /* Asserts that @error's hint names @knob with @value (NULL: any) and the
  * fix @fix_knob = @fix_value (NULL: no value), and that a fix value is
- * the one the message gives, "--KNOB VALUE", where @said. */
+ * the one the message gives, "--KNOB VALUE" or "Title “Label”", where
+ * @said; a message in the settings' wording names no option. */
 static void
 assert_hint (const GError *error, TachKnobId knob, const char *value, TachKnobId fix_knob,
              const char *fix_value, gboolean said)
@@ -22,6 +25,8 @@ assert_hint (const GError *error, TachKnobId knob, const char *value, TachKnobId
 
   g_assert_nonnull (error);
   g_test_message ("%s", error->message);
+  if (tach_get_wording () == TACH_WORDING_SETTINGS && strstr (error->message, "--") != NULL)
+    g_error ("a message for the window names an option: %s", error->message);
   hint = tach_error_get_hint (error);
   g_assert_nonnull (hint);
   g_assert_cmpstr (tach_knob (hint->knob)->name, ==, tach_knob (knob)->name);
@@ -33,7 +38,7 @@ assert_hint (const GError *error, TachKnobId knob, const char *value, TachKnobId
     {
       /* The fix is a value the knob takes, and it is what the message says. */
       TachConfig c;
-      g_autofree char *option = g_strdup_printf ("--%s %s", tach_knob (fix_knob)->name, fix_value);
+      g_autofree char *option = tach_knob_mention (fix_knob, fix_value);
 
       tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
       g_assert_true (tach_config_set (&c, tach_knob (fix_knob)->name, fix_value, NULL));
@@ -118,7 +123,9 @@ test_hint_memory (void)
   g_assert_false (tach_config_validate (&c, "cpu", &error));
   assert_hint (error, TACH_KNOB_SEQ_LEN, "5000", TACH_KNOB_SEQ_LEN, NULL, FALSE);
   hint = tach_error_get_hint (error);
-  g_assert_cmpstr (hint->fix, ==, "lower --seq-len, --hidden or --batch");
+  g_assert_cmpstr (hint->fix, ==, tach_get_wording () == TACH_WORDING_OPTIONS
+                                  ? "lower --seq-len, --hidden or --batch"
+                                  : "lower Sequence length, Hidden units or Batch size");
   g_assert_nonnull (strstr (error->message, hint->fix));
   g_clear_error (&error);
   tach_config_clear (&c);
@@ -127,7 +134,9 @@ test_hint_memory (void)
   test_apply (&c, "samples=100000000000 batch=1024");
   g_assert_false (tach_config_validate (&c, NULL, &error));
   assert_hint (error, TACH_KNOB_SAMPLES, "100000000000", TACH_KNOB_SAMPLES, NULL, FALSE);
-  g_assert_cmpstr (tach_error_get_hint (error)->fix, ==, "lower --samples");
+  g_assert_cmpstr (tach_error_get_hint (error)->fix, ==,
+                   tach_get_wording () == TACH_WORDING_OPTIONS ? "lower --samples"
+                                                               : "lower Dataset size");
   g_clear_error (&error);
   tach_config_clear (&c);
 }
@@ -253,17 +262,68 @@ test_hint_run_failure (void)
   tach_config_clear (&c);
 }
 
+static void
+run_in_options (gconstpointer data)
+{
+  tach_set_wording (TACH_WORDING_OPTIONS);
+  ((GTestFunc) data) ();
+}
+
+static void
+run_in_settings (gconstpointer data)
+{
+  tach_set_wording (TACH_WORDING_SETTINGS);
+  ((GTestFunc) data) ();
+  tach_set_wording (TACH_WORDING_OPTIONS);
+}
+
+/* The mentions themselves, in each wording. */
+static void
+test_hint_mention (void)
+{
+  g_autofree char *option = NULL, *setting = NULL, *named = NULL, *typed = NULL;
+
+  tach_set_wording (TACH_WORDING_OPTIONS);
+  option = tach_knob_mention (TACH_KNOB_HEAD, "gap");
+  g_assert_cmpstr (option, ==, "--head gap");
+  tach_set_wording (TACH_WORDING_SETTINGS);
+  setting = tach_knob_mention (TACH_KNOB_HEAD, "gap");
+  g_assert_cmpstr (setting, ==, "Classifier head “Global average pooling”");
+  named = tach_knob_mention (TACH_KNOB_BATCH, NULL);
+  g_assert_cmpstr (named, ==, "Batch size");
+  typed = tach_knob_mention (TACH_KNOB_INPUT, "28x28x1");
+  g_assert_cmpstr (typed, ==, "Input size 28x28x1");
+  /* A format's own knobs, alternatives and a title with a conversion. */
+  g_assert_cmpstr (tach_wording_format ("{batch=%u} {--csv folder|folder} {nope} {x|y}%%"), ==,
+                   "Batch size %u folder {nope} y%%");
+  tach_set_wording (TACH_WORDING_OPTIONS);
+  g_assert_cmpstr (tach_wording_format ("{batch=%u} {--csv folder|folder} {nope} {x|y}%%"), ==,
+                   "--batch %u --csv folder {nope} x%%");
+}
+
+/* Adds @func twice: in the options' wording and in the settings'. */
+static void
+add_test (const char *name, GTestFunc func)
+{
+  g_autofree char *options = g_strdup_printf ("/engine/hints/%s", name);
+  g_autofree char *settings = g_strdup_printf ("/engine/hints/settings/%s", name);
+
+  g_test_add_data_func (options, func, run_in_options);
+  g_test_add_data_func (settings, func, run_in_settings);
+}
+
 int
 main (int argc, char **argv)
 {
   setlocale (LC_ALL, "");
   g_test_init (&argc, &argv, NULL);
 
-  g_test_add_func ("/engine/hints/validate", test_hint_validate);
-  g_test_add_func ("/engine/hints/memory", test_hint_memory);
-  g_test_add_func ("/engine/hints/backend", test_hint_backend);
-  g_test_add_func ("/engine/hints/set", test_hint_set);
-  g_test_add_func ("/engine/hints/lifetime", test_hint_lifetime);
-  g_test_add_func ("/engine/hints/run-failure", test_hint_run_failure);
+  g_test_add_func ("/engine/hints/mention", test_hint_mention);
+  add_test ("validate", test_hint_validate);
+  add_test ("memory", test_hint_memory);
+  add_test ("backend", test_hint_backend);
+  add_test ("set", test_hint_set);
+  add_test ("lifetime", test_hint_lifetime);
+  add_test ("run-failure", test_hint_run_failure);
   return g_test_run ();
 }

@@ -471,6 +471,11 @@ tach_window_class_init (TachWindowClass *klass)
   const GParamFlags rw = G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
   const GParamFlags ro = G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS;
 
+  /* A process with a window says its settings as the panel shows them:
+   * the engine's messages name "Classifier head “Global average
+   * pooling”", not the command line's --head gap. */
+  tach_set_wording (TACH_WORDING_SETTINGS);
+
   object_class->dispose = tach_window_dispose;
   object_class->get_property = tach_window_get_property;
   object_class->set_property = tach_window_set_property;

@@ -17,6 +17,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cpu-private.h"
+#include "tach-error-private.h"
 
 struct _TachEvent {
   gint64 ns;   /* CLOCK_MONOTONIC */
@@ -30,7 +31,7 @@ tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
 {
   tach_backend_fail (be, status == dnnl_out_of_memory ? TACH_ERROR_OUT_OF_MEMORY
                                                       : TACH_ERROR_LIBRARY,
-                     _("oneDNN failed on the CPU backend; try fewer --threads or a smaller --batch: %s in %s (%s:%d)"),
+                     W_("oneDNN failed on the CPU backend; try fewer {threads} or a smaller {batch}: %s in %s (%s:%d)"),
                      dnnl_status2str (status), call, file, line);
 }
 
@@ -48,8 +49,8 @@ tach_cpu_mem_alloc (TachBackend *be, size_t bytes)
   if (rc != 0 || ptr == NULL)
     {
       tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         _("out of host memory: could not allocate %zu"
-                           " bytes; lower --batch or --samples: posix_memalign: %s"),
+                         W_("out of host memory: could not allocate %zu"
+                           " bytes; lower {batch} or {samples}: posix_memalign: %s"),
                          (gsize) bytes, g_strerror (rc));
       return NULL;
     }
@@ -352,7 +353,7 @@ tach_cpu_backend_supports (TachKnobId knob, int value, const char **why)
   if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH)
     {
       if (why != NULL)
-        *why = _("CUDA graphs need a GPU: use --launch eager");
+        *why = W_("CUDA graphs need a GPU: use {launch=eager}");
       return FALSE;
     }
   if (knob != TACH_KNOB_PRECISION)
@@ -361,11 +362,11 @@ tach_cpu_backend_supports (TachKnobId knob, int value, const char **why)
     {
     case TACH_PRECISION_TF32:
       if (why != NULL)
-        *why = _("tf32 is a GPU tensor-core mode: use --precision fp32 on the CPU");
+        *why = W_("tf32 is a GPU tensor-core mode: use {precision=fp32} on the CPU");
       return FALSE;
     case TACH_PRECISION_FP16:
       if (why != NULL)
-        *why = _("fp16 is not available on the CPU backend: use --precision fp32");
+        *why = W_("fp16 is not available on the CPU backend: use {precision=fp32}");
       return FALSE;
     case TACH_PRECISION_BF16:
       /* oneDNN's effective ISA honours TACH_CPU_ISA and ONEDNN_MAX_CPU_ISA,
@@ -376,11 +377,11 @@ tach_cpu_backend_supports (TachKnobId knob, int value, const char **why)
         {
           if (why != NULL)
             *why = tach_cpu_isa_capped ()
-                     ? _("bf16 on the CPU needs AVX-512 BF16, which TACH_CPU_ISA caps away: "
-                         "unset TACH_CPU_ISA or use --precision fp32")
-                     : _("bf16 on the CPU needs a processor with AVX-512 BF16 (Intel Cooper "
+                     ? W_("bf16 on the CPU needs AVX-512 BF16, which TACH_CPU_ISA caps away: "
+                         "unset TACH_CPU_ISA or use {precision=fp32}")
+                     : W_("bf16 on the CPU needs a processor with AVX-512 BF16 (Intel Cooper "
                          "Lake or Sapphire Rapids, AMD Zen 4 or later), which this one lacks: "
-                         "use --precision fp32");
+                         "use {precision=fp32}");
           return FALSE;
         }
       return TRUE;

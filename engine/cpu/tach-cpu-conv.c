@@ -24,6 +24,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cpu-private.h"
+#include "tach-error-private.h"
 
 struct _TachConvPlan {
   TachConvDesc desc;
@@ -441,15 +442,15 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   if (d->precision != TACH_PRECISION_FP32 && d->precision != TACH_PRECISION_BF16)
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("the CPU backend's convolution runs in fp32 or bf16: use "
-                           "--precision fp32"));
+                         W_("the CPU backend's convolution runs in fp32 or bf16: use "
+                           "{precision=fp32}"));
       return NULL;
     }
   if (d->precision == TACH_PRECISION_BF16
       && !tach_cpu_backend_supports (TACH_KNOB_PRECISION, TACH_PRECISION_BF16, NULL))
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("bf16 needs a processor with AVX-512 BF16: use --precision fp32"));
+                         W_("bf16 needs a processor with AVX-512 BF16: use {precision=fp32}"));
       return NULL;
     }
 

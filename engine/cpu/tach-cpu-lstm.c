@@ -45,6 +45,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cpu-lstm-private.h"
+#include "tach-error-private.h"
 
 
 /* Batches of at least this many samples per thread run in slices. */
@@ -116,7 +117,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   if (d->precision != TACH_PRECISION_FP32)
     {
       tach_backend_fail (be, TACH_ERROR_UNSUPPORTED,
-                         _("the CPU backend's LSTM runs in fp32 only: use --precision fp32"));
+                         W_("the CPU backend's LSTM runs in fp32 only: use {precision=fp32}"));
       return NULL;
     }
 

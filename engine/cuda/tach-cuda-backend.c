@@ -12,6 +12,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cuda-private.h"
+#include "tach-error-private.h"
 
 /* 32 MiB is what cuBLAS asks for on Hopper; giving it up front keeps
  * cuBLAS from allocating inside a graph capture. */
@@ -131,9 +132,9 @@ tach_cuda_alloc_internal (TachBackend *be, size_t bytes)
       (void) cudaGetLastError ();
       (void) cudaMemGetInfo (&free_b, &total_b);
       tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         _("out of GPU memory on cuda:%d: could not allocate %zu"
-                           " bytes (%zu of %zu free); lower --batch "
-                           "or --samples"),
+                         W_("out of GPU memory on cuda:%d: could not allocate %zu"
+                           " bytes (%zu of %zu free); lower {batch} "
+                           "or {samples}"),
                          cb->ordinal, (gsize) bytes, (gsize) free_b, (gsize) total_b);
       return NULL;
     }
@@ -697,7 +698,7 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
     {
       (void) cudaGetLastError ();
       g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
-                   _("no CUDA device cuda:%d: install the NVIDIA driver or use --device cpu"), ordinal);
+                   W_("no CUDA device cuda:%d: install the NVIDIA driver or use {device=cpu}"), ordinal);
       return NULL;
     }
 

@@ -23,6 +23,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cuda-private.h"
+#include "tach-error-private.h"
 
 void *
 tach_cuda_pinned_alloc (TachBackend *be, size_t bytes)
@@ -34,8 +35,8 @@ tach_cuda_pinned_alloc (TachBackend *be, size_t bytes)
     {
       (void) cudaGetLastError ();
       tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         _("out of pinned host memory: could not lock %zu bytes for "
-                           "asynchronous copies; lower --batch or --samples"), (gsize) bytes);
+                         W_("out of pinned host memory: could not lock %zu bytes for "
+                           "asynchronous copies; lower {batch} or {samples}"), (gsize) bytes);
       return NULL;
     }
   TACH_CUDA_TRY (be, status, return NULL);

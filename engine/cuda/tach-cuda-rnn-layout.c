@@ -13,6 +13,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-cuda-private.h"
+#include "tach-error-private.h"
 
 cudnnStatus_t
 tach_cuda_rnn_set (cudnnRNNDescriptor_t rnn, cudnnDropoutDescriptor_t dropout,
@@ -42,9 +43,9 @@ tach_cuda_rnn_fail_standard (TachBackend *be, cudnnStatus_t status, const char *
 {
   if (!tach_cudnn_check (be, status, call, __FILE__, __LINE__)
       && TACH_CUDA (be)->cudnn_math == CUDNN_FMA_MATH)
-    g_prefix_error (&be->error, _("cuDNN refuses this LSTM with FMA-only fp32 math "
+    g_prefix_error (&be->error, W_("cuDNN refuses this LSTM with FMA-only fp32 math "
                                   "(CUDNN_FMA_MATH), and an fp32 run never falls back to "
-                                  "TF32 (--precision tf32 allows it): "));
+                                  "TF32 ({precision=tf32} allows it): "));
 }
 
 /* Whether a cuDNN tensor descriptor's @n dims and strides describe a dense

@@ -23,6 +23,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
+#include "tach-error-private.h"
 #include "tach-lstm-stack.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
@@ -94,24 +95,24 @@ bilstm_check_shape (const TachConfig *config, GError **error)
       || config->hidden == 0 || config->layers == 0)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: --batch, --seq-len, --features, --hidden and --layers must "
+                   W_("bilstm: {batch}, {seq-len}, {features}, {hidden} and {layers} must "
                      "each be at least 1"));
       return FALSE;
     }
   if (per_batch > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: --batch %u x --seq-len %u x --features %u (or 2 x --hidden %u) "
-                     "is %.3g values in one tensor, more than 2^31: lower --batch, --seq-len, "
-                     "--features or --hidden"),
+                   W_("bilstm: {batch=%u} x {seq-len=%u} x {features=%u} (or 2 x {hidden=%u}) "
+                     "is %.3g values in one tensor, more than 2^31: lower {batch}, {seq-len}, "
+                     "{features} or {hidden}"),
                    config->batch, config->seq_len, config->features, config->hidden, per_batch);
       return FALSE;
     }
   if (weights > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: --hidden %u with --features %u gives %.3g weights in one "
-                     "LSTM layer, more than 2^31: lower --hidden or --features"),
+                   W_("bilstm: {hidden=%u} with {features=%u} gives %.3g weights in one "
+                     "LSTM layer, more than 2^31: lower {hidden} or {features}"),
                    config->hidden, config->features, weights);
       return FALSE;
     }
@@ -155,7 +156,7 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (samples < config->batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("bilstm: --samples %" PRIu64 " is smaller than --batch %u: "
+                   W_("bilstm: {samples=%" PRIu64 "} is smaller than {batch=%u}: "
                      "one step needs a whole batch"),
                    samples, config->batch);
       return NULL;
@@ -294,8 +295,8 @@ bilstm_supports_graph (const TachConfig *config, const char **why)
   if (config->call_setup == TACH_CALL_SETUP_PER_CALL)
     {
       if (why != NULL)
-        *why = _("--call-setup per-call rebuilds the LSTM in every step, which a replayed graph "
-                 "cannot do; use --call-setup persistent");
+        *why = W_("{call-setup=per-call} rebuilds the LSTM in every step, which a replayed graph "
+                 "cannot do; use {call-setup=persistent}");
       return FALSE;
     }
   return TRUE;
@@ -344,7 +345,7 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
 /* The knobs only the bilstm uses. */
 static const TachModelKnob bilstm_owns[] = {
   { TACH_KNOB_LAYOUT, N_("the layout misread is the bilstm report's bug"),
-    N_("--layout misread needs --workload bilstm: use --layout batch-major") },
+    N_("{layout=misread} needs {workload=bilstm}: use {layout=batch-major}") },
   { TACH_KNOB_LABELS, N_("only the bilstm has synthetic labels to choose") },
   { TACH_KNOB_SEQ_LEN, N_("only the bilstm reads sequences of feature vectors") },
   { TACH_KNOB_FEATURES, N_("only the bilstm reads sequences of feature vectors") },

@@ -28,6 +28,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-feeder.h"
+#include "tach-error-private.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
 #include "tach-rand.h"
@@ -236,8 +237,8 @@ cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
       && (config->input_h != d->h || config->input_w != d->w || config->input_c != d->c))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--input %ux%ux%u does not match the images of %s (%ux%ux%u): drop --input "
-                     "or --data (without --data, larger images are synthetic)"),
+                   W_("{input=%ux%ux%u} does not match the images of %s (%ux%ux%u): drop {input} "
+                     "or {data} (without {data}, larger images are synthetic)"),
                    config->input_h, config->input_w, config->input_c, path, d->h, d->w, d->c);
       return FALSE;
     }
@@ -356,33 +357,33 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   if (s.h4 < 1 || s.w4 < 1)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("Images of %" PRIu64 "x%" PRIu64 " are too small for "
-                     "two 2x2 max-pools: use at least --input 4x4x1"), s.h, s.w);
+                   W_("Images of %" PRIu64 "x%" PRIu64 " are too small for "
+                     "two 2x2 max-pools: use at least {input=4x4x1}"), s.h, s.w);
       goto fail;
     }
   if (n * MAX (s.k1, s.c) * s.h * s.w > G_MAXINT || n * s.k2 * s.h2 * s.w2 > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--input %" PRIu64 "x%" PRIu64 "x%" PRIu64 " with --batch %u and "
-                     "--filters %u,%u is too large for one step: lower --batch or --filters, "
-                     "or use a smaller --input"),
+                   W_("{input=%" PRIu64 "x%" PRIu64 "x%" PRIu64 "} with {batch=%u} and "
+                     "{filters=%u,%u} is too large for one step: lower {batch} or {filters}, "
+                     "or use a smaller {input}"),
                    s.h, s.w, s.c, config->batch, config->filters[0], config->filters[1]);
       goto fail;
     }
   if ((double) s.dense * s.features > G_MAXINT || n * s.dense > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("--dense %u over %" PRIu64 " features (--input, --filters, --head) with "
-                     "--batch %u is too large for one step: lower --dense or --batch, use "
-                     "--head gap or a smaller --input"),
+                   W_("{dense=%u} over %" PRIu64 " features ({input}, {filters}, {head}) with "
+                     "{batch=%u} is too large for one step: lower {dense} or {batch}, use "
+                     "{head=gap} or a smaller {input}"),
                    config->dense, s.features, config->batch);
       goto fail;
     }
   if (self->data.n_train < config->batch)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("cnn: %" PRIu64 " training images are fewer than one --batch of "
-                     "%u: lower --batch"), self->data.n_train, config->batch);
+                   W_("cnn: %" PRIu64 " training images are fewer than one batch "
+                     "({batch=%u}): lower {batch}"), self->data.n_train, config->batch);
       goto fail;
     }
   self->h = (int) s.h, self->w = (int) s.w, self->c = (int) s.c;
@@ -746,9 +747,9 @@ cnn_memory_hint (const TachConfig *config, char **what, const char **fix, TachKn
 {
   if (config->head != TACH_HEAD_FLATTEN || (guint64) config->input_h * config->input_w <= 28 * 28)
     return FALSE;
-  *what = g_strdup_printf (_("--input %ux%ux%u with --head flatten and --batch %u"),
+  *what = g_strdup_printf (W_("{input=%ux%ux%u} with {head=flatten} and {batch=%u}"),
                            config->input_h, config->input_w, config->input_c, config->batch);
-  *fix = _("use --head gap (global average pooling) or a smaller --input");
+  *fix = W_("use {head=gap}{ (global average pooling)|} or a smaller {input}");
   *knob = TACH_KNOB_HEAD;
   *fix_value = "gap";
   return TRUE;

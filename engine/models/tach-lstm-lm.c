@@ -44,6 +44,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-feeder.h"
+#include "tach-error-private.h"
 #include "tach-lstm-stack.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
@@ -176,24 +177,24 @@ lm_check_shape (const TachConfig *config, GError **error)
       || config->layers == 0)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("lstm-lm: --batch, --embed, --hidden, --context and --layers must each "
+                   W_("lstm-lm: {batch}, {embed}, {hidden}, {context} and {layers} must each "
                      "be at least 1"));
       return FALSE;
     }
   if (per_batch > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("lstm-lm: --batch %u x --context %u x --embed %u (or --hidden %u) is "
-                     "%.3g values in one tensor, more than 2^31: lower --batch, --context, "
-                     "--embed or --hidden"),
+                   W_("lstm-lm: {batch=%u} x {context=%u} x {embed=%u} (or {hidden=%u}) is "
+                     "%.3g values in one tensor, more than 2^31: lower {batch}, {context}, "
+                     "{embed} or {hidden}"),
                    config->batch, config->context, config->embed, config->hidden, per_batch);
       return FALSE;
     }
   if (weights > G_MAXINT || (double) LM_VOCAB * MAX (config->embed, config->hidden) > G_MAXINT)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   _("lstm-lm: --hidden %u with --embed %u gives more than 2^31 weights in "
-                     "one layer: lower --hidden or --embed"),
+                   W_("lstm-lm: {hidden=%u} with {embed=%u} gives more than 2^31 weights in "
+                     "one layer: lower {hidden} or {embed}"),
                    config->hidden, config->embed);
       return FALSE;
     }
@@ -320,8 +321,8 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
       if (self->n_windows < config->batch)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                       _("The corpus gives %" PRIu64 " training windows, fewer than "
-                         "one --batch of %u: lower --batch or give a longer text"),
+                       W_("The corpus gives %" PRIu64 " training windows, fewer than "
+                         "one batch ({batch=%u}): lower {batch} or give a longer text"),
                        self->n_windows, config->batch);
           goto fail;
         }
@@ -579,11 +580,11 @@ lm_supports_graph (const TachConfig *config, const char **why)
   const char *reason = NULL;
 
   if (config->call_setup == TACH_CALL_SETUP_PER_CALL)
-    reason = _("--call-setup per-call rebuilds the LSTM and its buffers in every step, which a "
-               "replayed graph cannot do; use --call-setup persistent");
+    reason = W_("{call-setup=per-call} rebuilds the LSTM and its buffers in every step, which a "
+               "replayed graph cannot do; use {call-setup=persistent}");
   else if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
-    reason = _("--sampling host reads the logits back and draws on the host in every step, "
-               "which a replayed graph cannot do; use --sampling device");
+    reason = W_("{sampling=host} reads the logits back and draws on the host in every step, "
+               "which a replayed graph cannot do; use {sampling=device}");
   if (why != NULL)
     *why = reason;
   return reason == NULL;
@@ -711,7 +712,7 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
 /* The knobs only lstm-lm uses. */
 static const TachModelKnob lm_owns[] = {
   { TACH_KNOB_TASK, N_("only lstm-lm has a generate task"),
-    N_("--task generate needs --workload lstm-lm: only the language model generates text") },
+    N_("{task=generate} needs {workload=lstm-lm}: only the language model generates text") },
   { TACH_KNOB_CALL_SETUP, N_("per-call setup is the Keras predict loop of lstm-lm") },
   { TACH_KNOB_SAMPLING, N_("only lstm-lm text generation samples tokens") },
   { TACH_KNOB_PRINT_TEXT, N_("only lstm-lm text generation produces text") },
@@ -736,8 +737,8 @@ lm_check (const TachConfig *config, GError **error)
   const char *message = NULL;
 
   if (config->feed == TACH_FEED_HOST_F64 && config->task == TACH_TASK_TRAIN)
-    message = _("--feed host-f64 converts float64 features, and lstm-lm's inputs are token ids: "
-                "use --feed host-f32, prefetch or resident");
+    message = W_("{feed=host-f64} converts float64 features, and lstm-lm's inputs are token ids: "
+                "use {feed=host-f32}, {feed=prefetch} or {feed=resident}");
 
   if (message != NULL)
     {
