@@ -18,6 +18,11 @@ void tach_error_add_hint (GError **error, TachKnobId knob, const char *value,
 void tach_error_add_config_hint (GError **error, const TachConfig *config, TachKnobId knob,
                                  TachKnobId fix_knob, const char *fix_value, const char *fix);
 
+/* Attaches to *@error, a shape check's refusal of a zero size, the first
+ * model-shape knob (or the batch) of @config that is 0, with the
+ * workload's default as the fix. */
+void tach_error_add_zero_hint (GError **error, const TachConfig *config);
+
 /* @format (a printf format, translated) with the knobs it names put in
  * the current wording (tach_set_wording): "{head}" names a knob, "{head=gap}"
  * a knob and its value (which may be a conversion: "{batch=%u}"), and

@@ -94,6 +94,32 @@ tach_error_add_config_hint (GError           **error,
   tach_error_add_hint (error, knob, value, fix_knob, fix_value, fix);
 }
 
+void
+tach_error_add_zero_hint (GError **error, const TachConfig *config)
+{
+  guint n = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n);
+  TachConfig defaults;
+
+  tach_config_init (&defaults, config->workload);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autofree char *value = NULL;
+
+      if (!knobs[i].is_shape && knobs[i].id != TACH_KNOB_BATCH)
+        continue;
+      value = tach_config_get (config, knobs[i].name);
+      if (g_strcmp0 (value, "0") == 0)
+        {
+          g_autofree char *fix = tach_config_get (&defaults, knobs[i].name);
+
+          tach_error_add_hint (error, knobs[i].id, value, knobs[i].id, fix, NULL);
+          break;
+        }
+    }
+  tach_config_clear (&defaults);
+}
+
 static gint wording = TACH_WORDING_OPTIONS;
 
 void

@@ -275,6 +275,7 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("the run measured no step: give more {steps} than warm-up steps"));
+      tach_error_add_hint (error, TACH_KNOB_STEPS, NULL, TACH_KNOB_STEPS, NULL, NULL);
       return FALSE;
     }
   return TRUE;

@@ -333,6 +333,11 @@ materialise (TachFeeder *feeder, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
                    W_("the dataset of %" PRIu64 " samples needs %s of host memory: "
                      "lower {samples}"), n, size);
+      {
+        g_autofree char *samples = g_strdup_printf ("%" PRIu64, (guint64) n);
+
+        tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES, NULL, NULL);
+      }
       return FALSE;
     }
 
@@ -372,6 +377,14 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("the dataset has %" PRIu64 " samples, less than one batch of %u: "
                      "raise {samples} or lower {batch}"), dataset->n_samples, batch);
+      {
+        g_autofree char *samples = g_strdup_printf ("%" PRIu64, (guint64) dataset->n_samples);
+        g_autofree char *one_batch = g_strdup_printf ("%u", batch);
+
+        /* The fix: a dataset of one batch. */
+        tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES,
+                             batch > 0 ? one_batch : NULL, NULL);
+      }
       return NULL;
     }
 
@@ -405,6 +418,7 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
         {
           g_set_error (&local, TACH_ERROR, TACH_ERROR_OUT_OF_MEMORY,
                        W_("out of host memory for one batch: lower {batch}"));
+          tach_error_add_hint (&local, TACH_KNOB_BATCH, NULL, TACH_KNOB_BATCH, NULL, NULL);
           goto fail;
         }
       G_GNUC_FALLTHROUGH;

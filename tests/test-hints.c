@@ -262,6 +262,65 @@ test_hint_run_failure (void)
   tach_config_clear (&c);
 }
 
+/* Runs @config on the CPU and returns why it failed. */
+static GError *
+run_error (const TachConfig *config)
+{
+  g_autoptr(TachRun) run = NULL;
+  GError *error = NULL;
+
+  run = tach_run_new (config, &error);
+  if (run == NULL)
+    return error;
+  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+  g_assert_false (tach_run_wait (run, &error));
+  return error;
+}
+
+/* A model's own refusals at run time concern a knob too: a corpus too
+ * short for one window (the data file), or for one batch (the batch, with
+ * the largest that fits, which then runs). */
+static void
+test_hint_model (void)
+{
+  g_autofree char *dir = test_make_tmp_dir ("tach-hints-XXXXXX");
+  g_autofree char *text = test_write_file (dir, "short.txt", "the cat sat on the mat and the dog sat too\n", -1);
+  g_autofree char *settings = g_strdup_printf ("device=cpu threads=1 steps=3 warmup=1 data=%s", text);
+  g_autoptr(GError) error = NULL;
+  const TachErrorHint *hint;
+  TachConfig c;
+
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  test_apply (&c, settings);
+  test_apply (&c, "context=35 batch=4");
+  error = run_error (&c);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  assert_hint (error, TACH_KNOB_DATA, text, TACH_KNOB_DATA, NULL, FALSE);
+  g_clear_error (&error);
+
+  test_apply (&c, "context=4 batch=64");
+  error = run_error (&c);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  hint = tach_error_get_hint (error);
+  g_assert_nonnull (hint);
+  g_assert_nonnull (hint->fix_value);
+  assert_hint (error, TACH_KNOB_BATCH, "64", TACH_KNOB_BATCH, hint->fix_value, FALSE);
+  g_assert_cmpuint (g_ascii_strtoull (hint->fix_value, NULL, 10), <, 64);
+  /* The fix runs. */
+  g_assert_true (tach_config_set (&c, "batch", hint->fix_value, NULL));
+  g_clear_error (&error);
+  {
+    g_autoptr(TachRun) run = tach_run_new (&c, &error);
+
+    g_assert_no_error (error);
+    g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+    g_assert_true (tach_run_wait (run, &error));
+    g_assert_no_error (error);
+  }
+  tach_config_clear (&c);
+  test_remove_tree (dir);
+}
+
 static void
 run_in_options (gconstpointer data)
 {
@@ -325,5 +384,6 @@ main (int argc, char **argv)
   add_test ("set", test_hint_set);
   add_test ("lifetime", test_hint_lifetime);
   add_test ("run-failure", test_hint_run_failure);
+  add_test ("model", test_hint_model);
   return g_test_run ();
 }

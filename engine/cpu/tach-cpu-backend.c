@@ -33,6 +33,8 @@ tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
                                                       : TACH_ERROR_LIBRARY,
                      W_("oneDNN failed on the CPU backend; try fewer {threads} or a smaller {batch}: %s in %s (%s:%d)"),
                      dnnl_status2str (status), call, file, line);
+  /* The message's first advice; a backend's earlier error keeps its own. */
+  tach_error_add_hint (&be->error, TACH_KNOB_BATCH, NULL, TACH_KNOB_BATCH, NULL, NULL);
 }
 
 /* ---------------------------------------------------------------- memory */

@@ -97,6 +97,7 @@ bilstm_check_shape (const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("bilstm: {batch}, {seq-len}, {features}, {hidden} and {layers} must "
                      "each be at least 1"));
+      tach_error_add_zero_hint (error, config);
       return FALSE;
     }
   if (per_batch > G_MAXINT)
@@ -106,6 +107,7 @@ bilstm_check_shape (const TachConfig *config, GError **error)
                      "is %.3g values in one tensor, more than 2^31: lower {batch}, {seq-len}, "
                      "{features} or {hidden}"),
                    config->batch, config->seq_len, config->features, config->hidden, per_batch);
+      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       return FALSE;
     }
   if (weights > G_MAXINT)
@@ -114,6 +116,7 @@ bilstm_check_shape (const TachConfig *config, GError **error)
                    W_("bilstm: {hidden=%u} with {features=%u} gives %.3g weights in one "
                      "LSTM layer, more than 2^31: lower {hidden} or {features}"),
                    config->hidden, config->features, weights);
+      tach_error_add_config_hint (error, config, TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
       return FALSE;
     }
   return TRUE;
@@ -159,6 +162,13 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
                    W_("bilstm: {samples=%" PRIu64 "} is smaller than {batch=%u}: "
                      "one step needs a whole batch"),
                    samples, config->batch);
+      {
+        g_autofree char *one_batch = g_strdup_printf ("%u", config->batch);
+
+        /* The fix: a dataset of one batch. */
+        tach_error_add_config_hint (error, config, TACH_KNOB_SAMPLES, TACH_KNOB_SAMPLES,
+                                    one_batch, NULL);
+      }
       return NULL;
     }
 

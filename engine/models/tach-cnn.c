@@ -227,6 +227,7 @@ cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
                        _("The test images %s (%ux%ux%u) differ in size from the training "
                          "images %s (%ux%ux%u)"), vi, d->test->h, d->test->w, d->test->c,
                        ti, d->train->h, d->train->w, d->train->c);
+          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
           return FALSE;
         }
     }
@@ -240,6 +241,9 @@ cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
                    W_("{input=%ux%ux%u} does not match the images of %s (%ux%ux%u): drop {input} "
                      "or {data} (without {data}, larger images are synthetic)"),
                    config->input_h, config->input_w, config->input_c, path, d->h, d->w, d->c);
+      /* The fix: the default input, which takes the images' size. */
+      tach_error_add_config_hint (error, config, TACH_KNOB_INPUT, TACH_KNOB_INPUT,
+                                  tach_knob (TACH_KNOB_INPUT)->default_value, NULL);
       return FALSE;
     }
   d->n_train = config->samples > 0 ? MIN (config->samples, d->train->n) : d->train->n;
@@ -350,7 +354,11 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   self->head = config->head;
   self->seed = config->seed;
   if (!cnn_data_load (&self->data, config, error))
-    goto fail;
+    {
+      /* A data file that cannot be read or used: choose another. */
+      tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+      goto fail;
+    }
 
   cnn_shape (config, self->data.h, self->data.w, self->data.c, &s);
   n = self->batch;
@@ -359,6 +367,9 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("Images of %" PRIu64 "x%" PRIu64 " are too small for "
                      "two 2x2 max-pools: use at least {input=4x4x1}"), s.h, s.w);
+      tach_error_add_config_hint (error, config, cnn_data_path (config) != NULL ? TACH_KNOB_DATA
+                                                                              : TACH_KNOB_INPUT,
+                                  TACH_KNOB_INPUT, NULL, NULL);
       goto fail;
     }
   if (n * MAX (s.k1, s.c) * s.h * s.w > G_MAXINT || n * s.k2 * s.h2 * s.w2 > G_MAXINT)
@@ -368,6 +379,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
                      "{filters=%u,%u} is too large for one step: lower {batch} or {filters}, "
                      "or use a smaller {input}"),
                    s.h, s.w, s.c, config->batch, config->filters[0], config->filters[1]);
+      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       goto fail;
     }
   if ((double) s.dense * s.features > G_MAXINT || n * s.dense > G_MAXINT)
@@ -377,6 +389,11 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
                      "{batch=%u} is too large for one step: lower {dense} or {batch}, use "
                      "{head=gap} or a smaller {input}"),
                    config->dense, s.features, config->batch);
+      /* The flatten head is what makes the dense layer's input large. */
+      if (config->head == TACH_HEAD_FLATTEN)
+        tach_error_add_config_hint (error, config, TACH_KNOB_DENSE, TACH_KNOB_HEAD, "gap", NULL);
+      else
+        tach_error_add_config_hint (error, config, TACH_KNOB_DENSE, TACH_KNOB_DENSE, NULL, NULL);
       goto fail;
     }
   if (self->data.n_train < config->batch)
@@ -384,6 +401,13 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("cnn: %" PRIu64 " training images are fewer than one batch "
                      "({batch=%u}): lower {batch}"), self->data.n_train, config->batch);
+      {
+        g_autofree char *fits = g_strdup_printf ("%" PRIu64, (guint64) self->data.n_train);
+
+        /* The fix: the largest batch the images fill. */
+        tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH,
+                                    self->data.n_train > 0 ? fits : NULL, NULL);
+      }
       goto fail;
     }
   self->h = (int) s.h, self->w = (int) s.w, self->c = (int) s.c;

@@ -149,12 +149,16 @@ lm_corpus (const TachConfig *config, gsize generated_tokens, GError **error)
     {
       TachCorpus *corpus = tach_corpus_load (config->data, LM_VOCAB, error);
 
+      if (corpus == NULL)
+        tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+
       if (corpus != NULL && corpus->n_tokens <= (gsize) config->context)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
                        _("The text of %s has %zu words; one training window "
                          "needs %d (give a longer text)"),
                        config->data, corpus->n_tokens, (int) config->context + 1);
+          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
           g_clear_pointer (&corpus, tach_corpus_free);
         }
       return corpus;
@@ -179,6 +183,7 @@ lm_check_shape (const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("lstm-lm: {batch}, {embed}, {hidden}, {context} and {layers} must each "
                      "be at least 1"));
+      tach_error_add_zero_hint (error, config);
       return FALSE;
     }
   if (per_batch > G_MAXINT)
@@ -188,6 +193,7 @@ lm_check_shape (const TachConfig *config, GError **error)
                      "%.3g values in one tensor, more than 2^31: lower {batch}, {context}, "
                      "{embed} or {hidden}"),
                    config->batch, config->context, config->embed, config->hidden, per_batch);
+      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       return FALSE;
     }
   if (weights > G_MAXINT || (double) LM_VOCAB * MAX (config->embed, config->hidden) > G_MAXINT)
@@ -196,6 +202,7 @@ lm_check_shape (const TachConfig *config, GError **error)
                    W_("lstm-lm: {hidden=%u} with {embed=%u} gives more than 2^31 weights in "
                      "one layer: lower {hidden} or {embed}"),
                    config->hidden, config->embed);
+      tach_error_add_config_hint (error, config, TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
       return FALSE;
     }
   return TRUE;
@@ -324,6 +331,13 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
                        W_("The corpus gives %" PRIu64 " training windows, fewer than "
                          "one batch ({batch=%u}): lower {batch} or give a longer text"),
                        self->n_windows, config->batch);
+          {
+            g_autofree char *fits = g_strdup_printf ("%" PRIu64, (guint64) self->n_windows);
+
+            /* The fix: the largest batch the corpus fills. */
+            tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH,
+                                        self->n_windows > 0 ? fits : NULL, NULL);
+          }
           goto fail;
         }
       self->stride = window_stride (self->n_windows);
