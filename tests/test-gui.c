@@ -316,6 +316,23 @@ render_window (TachWindow *window,
   g_test_message ("window rendered to %s", path);
 }
 
+/* The label below @widget whose text is @text, or NULL. */
+static GtkWidget *
+find_label (GtkWidget *widget, const char *text)
+{
+  if (GTK_IS_LABEL (widget) && g_strcmp0 (gtk_label_get_label (GTK_LABEL (widget)), text) == 0)
+    return widget;
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_label (child, text);
+
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
 static void
 test_run_export (Fixture       *fixture,
                  gconstpointer  data)
@@ -345,8 +362,12 @@ test_run_export (Fixture       *fixture,
   g_clear_error (&error);
   g_object_set_data (G_OBJECT (window), "test-exported", NULL);
 
+  /* The live figures' captions show from the first run on, not empty. */
+  g_assert_nonnull (find_label (GTK_WIDGET (window), "median steps/s"));
+  g_assert_false (gtk_widget_is_visible (find_label (GTK_WIDGET (window), "median steps/s")));
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
   g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 1);
+  g_assert_true (gtk_widget_is_visible (find_label (GTK_WIDGET (window), "median steps/s")));
   g_assert_true (iterate_until (window_idle, window, 90));
 
   run = g_list_model_get_item (runs, 0);

@@ -26,6 +26,7 @@ struct _TachWindow
   TachScalingView      *scaling_view;
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
+  GtkWidget            *live_figures;  /* the active run's rate and loss */
 
   /* State. */
   GListStore           *runs;          /* TachRunObject, every run */

@@ -207,6 +207,7 @@ tach_window_start_config (TachWindow        *self,
 
   g_set_object (&self->active_run, object);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ACTIVE_RUN]);
+  gtk_widget_set_visible (self->live_figures, TRUE);
 
   if (!tach_run_object_start (object, error))
     {
@@ -517,6 +518,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, explain_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, live_figures);
 
   tach_window_class_init_actions (widget_class);
   tach_window_class_init_open (widget_class);
