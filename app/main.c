@@ -18,6 +18,7 @@ main (int   argc,
   bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
   textdomain (GETTEXT_PACKAGE);
 
+  tach_application_choose_renderer ();
   app = tach_application_new ();
   return g_application_run (G_APPLICATION (app), argc, argv);
 }

@@ -123,6 +123,36 @@ tach_application_init (TachApplication *self)
 {
 }
 
+/* Call before GTK opens its display (main(), before g_application_run).
+ *
+ * The window draws with GSK's cairo renderer and GDK opens no GL at all,
+ * unless the user picked a renderer with GSK_RENDERER (then GTK's choice
+ * stands, GL included).  Why: Tach measures the GPU, and a GL renderer
+ * draws the window on that same GPU, a second context beside the run it
+ * times, every frame a live chart changes; the charts and the phase bar
+ * are cairo drawings (gtk_snapshot_append_cairo) rasterised on the CPU
+ * whichever renderer composites them, so GL buys this window little.  And
+ * memory: on X11 GDK initialises GL when it opens the display, even for
+ * the cairo renderer, to pick its visual; with Mesa's llvmpipe (X without
+ * a GPU driver, Xvfb) that alone is some 58 MB resident (libLLVM, the DRI
+ * driver), more than the 1M steps of a run (issue 14).  GDK's switch for
+ * it is GDK_DEBUG=gl-disable before GTK 4.16 and GDK_DISABLE=gl since. */
+void
+tach_application_choose_renderer (void)
+{
+  const char *var = gtk_get_minor_version () < 16 ? "GDK_DEBUG" : "GDK_DISABLE";
+  const char *flag = gtk_get_minor_version () < 16 ? "gl-disable" : "gl";
+  const char *old;
+  g_autofree char *flags = NULL;
+
+  if (g_getenv ("GSK_RENDERER") != NULL)
+    return;
+  g_setenv ("GSK_RENDERER", "cairo", TRUE);
+  old = g_getenv (var);
+  flags = old != NULL && *old != '\0' ? g_strconcat (old, ",", flag, NULL) : g_strdup (flag);
+  g_setenv (var, flags, TRUE);
+}
+
 TachApplication *
 tach_application_new (void)
 {

@@ -9,5 +9,6 @@ G_BEGIN_DECLS
 G_DECLARE_FINAL_TYPE (TachApplication, tach_application, TACH, APPLICATION, AdwApplication)
 
 TachApplication *tach_application_new (void);
+void             tach_application_choose_renderer (void);
 
 G_END_DECLS

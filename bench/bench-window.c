@@ -6,9 +6,11 @@
  * Usage: bench-window STEPS [CSV_DIR]
  *   lstm-lm generate, batch 1, on the CPU, STEPS steps; then, with
  *   CSV_DIR, the window's Export CSV of the finished run into CSV_DIR.
- * It prints the run's state, steps and median steps/s, and the window's
+ * It prints the run's state, steps and median steps/s, the window's
  * resident memory (VmRSS, /proc/self/status) at its idle start and after
- * the run; exits 1 if the run or the export fails.
+ * the run, and the renderer that drew it (the app's choice unless
+ * GSK_RENDERER says otherwise: tach_application_choose_renderer); exits 1
+ * if the run or the export fails.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -85,6 +87,7 @@ main (int argc, char *argv[])
       fprintf (stderr, "usage: bench-window STEPS [CSV_DIR]\n");
       return 2;
     }
+  tach_application_choose_renderer ();   /* as main() does */
   gtk_init ();
   adw_init ();
   app = tach_application_new ();
@@ -113,10 +116,11 @@ main (int argc, char *argv[])
   iterate_until (is_idle, window);
   run = g_list_model_get_item (tach_window_get_runs (window), 0);
   tach_run_get_summary (tach_run_object_get_run (run), &summary);
-  printf ("window: %s, %u steps, %.1f steps/s median; RSS idle %.1f MB, after the run %.1f MB\n",
+  printf ("window: %s, %u steps, %.1f steps/s median; RSS idle %.1f MB, after the run %.1f MB; "
+          "drawn by %s\n",
           tach_run_object_get_state (run) == TACH_RUN_STATE_FINISHED ? "finished" : "not finished",
           tach_run_get_n_samples (tach_run_object_get_run (run)), summary.steps_per_s_median,
-          idle_mb, rss_mb ());
+          idle_mb, rss_mb (), G_OBJECT_TYPE_NAME (gtk_native_get_renderer (GTK_NATIVE (window))));
   if (tach_run_object_get_state (run) != TACH_RUN_STATE_FINISHED)
     return 1;
 

@@ -8,13 +8,16 @@
 # The window: bench-window (built beside the app when the GUI is) opens the
 # app's window under xvfb-run, sets the panel and starts the run with the
 # window's "run" action, as the GUI tests do, then with "csv" exports the
-# finished run with the window's Export CSV.  GTK draws with cairo
-# (GSK_RENDERER=cairo: under Xvfb the GL renderer is Mesa's llvmpipe, which
-# alone takes some 80 MB more); the idle window's own RSS is printed too,
-# so that what the run adds can be read off.
+# finished run with the window's Export CSV.  It draws as the app does by
+# default (tach_application_choose_renderer: GSK's cairo renderer, no GL
+# opened); "window-gl" measures the same with GSK_RENDERER=gl, what a user
+# who asks for GTK's GL renderer gets (under Xvfb: Mesa's llvmpipe).  The
+# idle window's own RSS is printed too, so that what the run adds can be
+# read off.
 #
 # Usage: bench/memory.sh [BUILD_DIR] [STEPS...]   (default: build 1000000 10000000)
-#   MEMORY_WHERE="cli window" (default) picks what is measured.
+#   MEMORY_WHERE="cli window" (default) picks what is measured, of
+#   cli, window and window-gl.
 # It prints one line per case: where, steps, csv or not, peak RSS in MB,
 # wall time (and, for the window, its idle RSS).
 set -eu
@@ -37,8 +40,9 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 peak_mb () { awk -v k="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$1")" 'BEGIN { printf "%.1f", k / 1024 }'; }
 wall () { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1"; }
 
-echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)"
-printf '%-7s %-10s %-4s %10s %10s  %s\n' where steps csv peak_MB wall_s notes
+echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
+  "(family $(lscpu | sed -n 's/^CPU family: *//p' | head -1), model $(lscpu | sed -n 's/^Model: *//p' | head -1))"
+printf '%-9s %-10s %-4s %10s %10s  %s\n' where steps csv peak_MB wall_s notes
 for w in $where; do
   for n in $steps; do
     for csv in no yes; do
@@ -53,19 +57,22 @@ for w in $where; do
       else
         out=""
         [ "$csv" = yes ] && out="$tmp/out"
+        renderer=""
+        [ "$w" = window-gl ] && renderer=gl
         # shellcheck disable=SC2086
-        GSK_RENDERER=cairo GSETTINGS_BACKEND=memory GSETTINGS_SCHEMA_DIR="$build/resources" \
-          NO_AT_BRIDGE=1 GTK_A11Y=none \
+        env ${renderer:+GSK_RENDERER=$renderer} GSETTINGS_BACKEND=memory \
+          GSETTINGS_SCHEMA_DIR="$build/resources" NO_AT_BRIDGE=1 GTK_A11Y=none \
           xvfb-run -a -s '-screen 0 1600x1000x24' \
           /usr/bin/time -v -o "$tmp/time" "$win" "$n" $out >"$tmp/stdout" 2>&1 \
           || { cat "$tmp/stdout" "$tmp/time" >&2; exit 1; }
-        notes="idle $(sed -n 's/.*RSS idle \([0-9.]*\) MB.*/\1/p' "$tmp/stdout") MB"
+        notes="idle $(sed -n 's/.*RSS idle \([0-9.]*\) MB.*/\1/p' "$tmp/stdout") MB,"
+        notes="$notes $(sed -n 's/.*drawn by \([A-Za-z]*\).*/\1/p' "$tmp/stdout")"
       fi
       if [ "$csv" = yes ]; then
         rows=$(($(wc -l <"$tmp/out/samples.csv") - 1))
         [ "$rows" -eq "$n" ] || { echo "memory.sh: samples.csv has $rows rows, not $n" >&2; exit 1; }
       fi
-      printf '%-7s %-10s %-4s %10s %10s  %s\n' "$w" "$n" "$csv" "$(peak_mb "$tmp/time")" \
+      printf '%-9s %-10s %-4s %10s %10s  %s\n' "$w" "$n" "$csv" "$(peak_mb "$tmp/time")" \
         "$(wall "$tmp/time")" "$notes"
     done
   done
