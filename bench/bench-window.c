@@ -10,7 +10,10 @@
  * resident memory (VmRSS, /proc/self/status) at its idle start and after
  * the run, and the renderer that drew it (the app's choice unless
  * GSK_RENDERER says otherwise: tach_application_choose_renderer); exits 1
- * if the run or the export fails.
+ * if the run or the export fails.  Idle is the window drawn and settled
+ * (its first frames bring in the renderer's surfaces, glyphs and icons).
+ * With BENCH_WINDOW_SMAPS=PREFIX it also copies /proc/self/smaps to
+ * PREFIX.idle and PREFIX.end, to see by mapping where the memory went.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -35,10 +38,42 @@ rss_mb (void)
   return g_ascii_strtod (line + 6, NULL) / 1024.0;
 }
 
+static void
+dump_smaps (const char *what)
+{
+  const char *prefix = g_getenv ("BENCH_WINDOW_SMAPS");
+  g_autofree char *text = NULL, *path = NULL;
+  gsize len;
+
+  if (prefix == NULL || !g_file_get_contents ("/proc/self/smaps", &text, &len, NULL))
+    return;
+  path = g_strconcat (prefix, ".", what, NULL);
+  g_file_set_contents (path, text, len, NULL);
+}
+
 static gboolean
 is_mapped (gpointer window)
 {
   return gtk_widget_get_mapped (window) && gtk_widget_get_width (window) > 0;
+}
+
+/* Drawn and settled: a few frames painted since it was mapped (the first
+ * frames bring in the renderer's surfaces, glyph caches and icons), and
+ * nothing left to dispatch. */
+static gboolean
+has_settled (gpointer window)
+{
+  GdkFrameClock *clock = gtk_widget_get_frame_clock (window);
+  gint64 *first = g_object_get_data (window, "bench-first-frame");
+
+  if (first == NULL)
+    {
+      first = g_new (gint64, 1);
+      *first = gdk_frame_clock_get_frame_counter (clock);
+      g_object_set_data_full (window, "bench-first-frame", first, g_free);
+    }
+  return gdk_frame_clock_get_frame_counter (clock) >= *first + 3
+         && !g_main_context_pending (NULL);
 }
 
 static gboolean
@@ -110,12 +145,15 @@ main (int argc, char *argv[])
       return 1;
     }
   g_object_set (panel, "batch", 1, "steps", steps, NULL);
+  iterate_until (has_settled, window);
   idle_mb = rss_mb ();
+  dump_smaps ("idle");
 
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
   iterate_until (is_idle, window);
   run = g_list_model_get_item (tach_window_get_runs (window), 0);
   tach_run_get_summary (tach_run_object_get_run (run), &summary);
+  dump_smaps ("end");
   printf ("window: %s, %u steps, %.1f steps/s median; RSS idle %.1f MB, after the run %.1f MB; "
           "drawn by %s\n",
           tach_run_object_get_state (run) == TACH_RUN_STATE_FINISHED ? "finished" : "not finished",
