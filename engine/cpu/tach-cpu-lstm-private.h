@@ -32,12 +32,14 @@ struct _TachLstmPlan {
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
-  float *dg_step;        /* [N, 4H] one step's gate gradients, each slice its rows; sliced training */
+  float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
+  float *dwx_sum;        /* [threads][dirs * 4H, I] each thread's dW_x, both directions; sliced training */
   float *dw_part;        /* [threads - 1][dirs * dir_stride] the weight gradients of the
                           * threads after the first; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
+  int      block;        /* samples per block of a slice (tach-cpu-lstm.c) */
   /* Inference of a few streams, which may run split (TACH_CPU_GEMM_SPLIT). */
   gboolean can_split;
 

@@ -19,16 +19,21 @@
  * Large batches run the recurrence in slices of the batch, one per thread
  * of the pool: samples are independent, so each thread runs every time step
  * of its own samples with no barrier between steps, where a pooled GEMM per
- * step would wake and join the pool 2T times per pass.  A slice does all of
- * a step's work on its rows while they are in its cache: forward the input
- * GEMM, the recurrent GEMM and the pointwise pass of the step; backward the
- * pointwise pass into a scratch block of the step's gate gradients, then
- * every product that reads them (dW_x += dG_t^T x_t, dW_h += dG_t^T
- * h_{t-1}, dx_t, dh_{t-1}) and the bias gradient beside the pointwise math.
- * So no pass over the whole sequence's gates or gate gradients is left
- * (13 MB each for W1, which no cache holds); each thread sums into its own
- * copy of the weight gradient (the first thread's is dw itself), added in
- * thread order at the end.
+ * step would wake and join the pool 2T times per pass.  A slice runs in
+ * blocks of LSTM_BLOCK samples whose gates, cell states and gate gradients
+ * over all steps stay in L2 (W1: 64 samples, 0.8 MB of gates): forward,
+ * the block's input side in one GEMM (every step, both directions), then
+ * per step the recurrent GEMM and the pointwise pass; backward, per step
+ * the pointwise pass into the block's gate gradients (the bias gradient
+ * summed beside the math), dW_h += dG_t^T h_{t-1} and dh_{t-1}, then
+ * dW_x += dG^T X (and dx) over the block's steps and both directions in
+ * one GEMM.  So no pass over the whole sequence's gates or gate gradients
+ * is left (13 MB each for W1, which no cache holds), and the products that
+ * carry most of the FLOPs run on 640 rows rather than per step on strided
+ * rows fetched from memory (W1, one thread, loaded Xeon: the input side
+ * 0.87x and dW_x 0.78x their per-step time); each thread sums into its own copy of the
+ * weight gradient (the first thread's is dw itself), added in thread
+ * order at the end.
  *
  * Rows: x, y, the gates and the cell states share one row order, that of
  * the data: row (t, n) is t*N + n time-major and n*T + t batch-major, so
@@ -50,6 +55,12 @@
 
 /* Batches of at least this many samples per thread run in slices. */
 #define LSTM_SLICE_MIN 32
+
+/* Samples per block of a slice.  W1 (H 40) on the Xeon, one thread: 64
+ * and 96 alike, 512 (the whole slice in one block) 10% slower; below 64
+ * the per-step products (64 x 160 x 40) fall under TACH_CPU_SMALL_GEMM
+ * to the kernels made for generation's few rows, 1.5x slower in all. */
+#define LSTM_BLOCK 64
 
 /* The plan whose GEMMs run now on this thread: set on entry to the
  * forward and backward passes, read by sgemm() below. */
@@ -88,7 +99,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->dc);
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
-  tach_cpu_mem_free (be, plan->dg_step);
+  tach_cpu_mem_free (be, plan->dg_block);
+  tach_cpu_mem_free (be, plan->dwx_sum);
   tach_cpu_mem_free (be, plan->dw_part);
   g_free (plan);
 }
@@ -131,11 +143,16 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 
   plan->sliced = d->N >= LSTM_SLICE_MIN * (int) MAX (be->threads, 1);
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
-  if (d->dirs == 2 && !plan->sliced)
+  plan->block = plan->sliced ? LSTM_BLOCK : 0;
+  if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
     {
-      plan->dg_step = tach_cpu_mem_alloc (be, (size_t) d->N * plan->G * sizeof (float));
+      int th = (int) MAX (be->threads, 1);
+
+      plan->dg_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldg
+                                                 * sizeof (float));
+      plan->dwx_sum = tach_cpu_mem_alloc (be, (size_t) th * plan->ldg * d->I * sizeof (float));
       if (be->threads > 1)
         plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (be->threads - 1) * d->dirs
                                                   * plan->dir_stride * sizeof (float));
@@ -231,55 +248,89 @@ run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func, int *thre
   return status == dnnl_success;
 }
 
-/* Every time step of samples [n0, n1) in every direction, on this thread:
- * per step the input side x_t W_x^T, the recurrent h_{t-1} W_h^T added to
- * it, and the pointwise pass, while the step's gates are in cache. */
+/* The rows of block @b's samples [b0, b0 + nb) at every time step: its
+ * input GEMM, both directions at once, into the block's gates.  Batch-major
+ * they are one run of nb * T rows; time-major, one run of nb rows per step. */
+static dnnl_status_t
+block_input_gemm (const LstmPass *pass, const float *wx, int b0, int nb)
+{
+  const TachLstmPlan *plan = pass->plan;
+  const TachLstmDesc *d = &plan->desc;
+  int I = d->I;
+  size_t ldg = plan->ldg;
+
+  if (!d->time_major)
+    return tach_cpu_sgemm_local (FALSE, TRUE, (size_t) nb * d->T, ldg, I, 1.0f,
+                                 pass->x + row_of (d, 0, b0) * I, I, wx, I, 0.0f,
+                                 pass->gates + row_of (d, 0, b0) * ldg, ldg);
+  for (int t = 0; t < d->T; t++)
+    {
+      dnnl_status_t st = tach_cpu_sgemm_local (FALSE, TRUE, nb, ldg, I, 1.0f,
+                                               pass->x + row_of (d, t, b0) * I, I, wx, I, 0.0f,
+                                               pass->gates + row_of (d, t, b0) * ldg, ldg);
+      if (st != dnnl_success)
+        return st;
+    }
+  return dnnl_success;
+}
+
+/* Every time step of samples [n0, n1) in every direction, on this thread,
+ * in blocks of plan->block samples whose gates, cell states and outputs
+ * stay in L2: the block's input side in one GEMM (every step, both
+ * directions), then per direction and step the recurrent h_{t-1} W_h^T
+ * added to it and the pointwise pass. */
 static dnnl_status_t
 forward_slice (const LstmPass *pass, int n0, int n1)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
-  int H = d->H, I = d->I, G = plan->G, count = n1 - n0;
+  int H = d->H, I = d->I, G = plan->G;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+  const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
 
-  for (int dir = 0; dir < d->dirs; dir++)
+  for (int b0 = n0; b0 < n1; b0 += plan->block)
     {
-      const float *wx = pass->w + dir * plan->dir_stride;
-      const float *wh = wx + (size_t) G * I;
-      const float *b = wh + (size_t) G * H;
+      int nb = MIN (plan->block, n1 - b0);
+      dnnl_status_t st = block_input_gemm (pass, wx_all, b0, nb);
 
-      for (int k = 0; k < d->T; k++)
+      if (st != dnnl_success)
+        return st;
+      for (int dir = 0; dir < d->dirs; dir++)
         {
-          int t = time_at (d, dir, k);
-          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-          float *g_t = pass->gates + row_of (d, t, n0) * ldg + dir * G;
-          float *c_t = pass->cells + row_of (d, t, n0) * ldh + dir * H;
-          float *h_t = pass->h + row_of (d, t, n0) * ldh + dir * H;
-          const float *c_p = pass->cells + row_of (d, tp, n0) * ldh + dir * H;
-          const float *h_p = pass->h + row_of (d, tp, n0) * ldh + dir * H;
-          dnnl_status_t st;
+          const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * I;
+          const float *b = wh + (size_t) G * H;
 
-          st = tach_cpu_sgemm_local (FALSE, TRUE, count, G, I, 1.0f,
-                                     pass->x + row_of (d, t, n0) * I, sr * I, wx, I, 0.0f,
-                                     g_t, sr * ldg);
-          if (st == dnnl_success && k > 0)
-            st = tach_cpu_sgemm_local (FALSE, TRUE, count, G, H, 1.0f, h_p, sr * ldh, wh, H,
-                                       1.0f, g_t, sr * ldg);
-          if (st != dnnl_success)
-            return st;
-          for (int n = 0; n < count; n++)
+          for (int k = 0; k < d->T; k++)
             {
-              if (n + LSTM_PREFETCH_AHEAD < count)
-                {
-                  size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+              int t = time_at (d, dir, k);
+              int tp = k > 0 ? time_at (d, dir, k - 1) : t;
+              float *g_t = pass->gates + row_of (d, t, b0) * ldg + dir * G;
+              float *c_t = pass->cells + row_of (d, t, b0) * ldh + dir * H;
+              float *h_t = pass->h + row_of (d, t, b0) * ldh + dir * H;
+              const float *c_p = pass->cells + row_of (d, tp, b0) * ldh + dir * H;
+              const float *h_p = pass->h + row_of (d, tp, b0) * ldh + dir * H;
 
-                  prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
-                  if (k > 0)
-                    prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
+              if (k > 0)
+                {
+                  st = tach_cpu_sgemm_local (FALSE, TRUE, nb, G, H, 1.0f, h_p, sr * ldh, wh, H,
+                                             1.0f, g_t, sr * ldg);
+                  if (st != dnnl_success)
+                    return st;
                 }
-              tach_cpu_lstm_row_forward (H, g_t + n * sr * ldg, b,
-                                         k > 0 ? c_p + n * sr * ldh : NULL, c_t + n * sr * ldh,
-                                         h_t + n * sr * ldh);
+              for (int n = 0; n < nb; n++)
+                {
+                  if (n + LSTM_PREFETCH_AHEAD < nb)
+                    {
+                      size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+
+                      prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
+                      if (k > 0)
+                        prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
+                    }
+                  tach_cpu_lstm_row_forward (H, g_t + n * sr * ldg, b,
+                                           k > 0 ? c_p + n * sr * ldh : NULL, c_t + n * sr * ldh,
+                                             h_t + n * sr * ldh);
+                }
             }
         }
     }
@@ -289,17 +340,24 @@ forward_slice (const LstmPass *pass, int n0, int n1)
 /* The input side of every time step and direction: one GEMM, the two
  * directions' W_x packed side by side (96 K floats for W1, copied once per
  * pass) so that their gates come out of the same product. */
+static void
+pack_wx_both (TachLstmPlan *plan, const float *w)
+{
+  size_t gi = (size_t) plan->G * plan->desc.I;
+
+  for (int dir = 0; dir < 2; dir++)
+    memcpy (plan->wx_both + dir * gi, w + dir * plan->dir_stride, gi * sizeof (float));
+}
+
 static gboolean
 input_gemm (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w, float *gates)
 {
   const TachLstmDesc *d = &plan->desc;
-  size_t gi = (size_t) plan->G * d->I;
 
   if (d->dirs == 1)
     return sgemm (be, 'N', 'T', plan->rows, plan->G, d->I, 1.0f, x, d->I, w, d->I, 0.0f,
                   gates, plan->ldg);
-  for (int dir = 0; dir < d->dirs; dir++)
-    memcpy (plan->wx_both + dir * gi, w + dir * plan->dir_stride, gi * sizeof (float));
+  pack_wx_both (plan, w);
   return sgemm (be, 'N', 'T', plan->rows, plan->ldg, d->I, 1.0f, x, d->I, plan->wx_both, d->I,
                 0.0f, gates, plan->ldg);
 }
@@ -335,6 +393,8 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
     {
       LstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
 
+      if (d->dirs == 2)
+        pack_wx_both (plan, w);
       run_slices (be, &pass, forward_slice, NULL);
       return;
     }
@@ -379,89 +439,119 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
 }
 
 /* Every time step of samples [n0, n1) in every direction, backward, on
- * this thread.  Per step: the pointwise pass writes the step's gate
- * gradients into this slice's rows of plan->dg_step ([count, 4H]) and adds
- * them to the bias gradient; then dW_x += dG_t^T x_t, dx_t (+)= dG_t W_x,
- * dW_h += dG_t^T h_{t-1} and dh_{t-1} = dG_t W_h.  The weight gradient
- * goes to this thread's copy: pass->dw for the first thread, the
+ * this thread, in blocks of plan->block samples.  Per direction and step
+ * the pointwise pass writes the step's gate gradients into the block's
+ * rows of this thread's dG block ([nb * T, dirs * 4H], the rows in the
+ * data's order) and adds them to the bias gradient; dW_h += dG_t^T h_{t-1}
+ * and dh_{t-1} = dG_t W_h follow while they are in cache.  After both
+ * directions, dW_x += dG^T X over the block's steps and both directions
+ * in one GEMM (into this thread's [dirs * 4H, I] sum, copied to each
+ * direction's block at the end), and dx = dG W_x in one.  The weight
+ * gradient goes to this thread's copy: pass->dw for the first thread, the
  * (tid - 1)-th block of plan->dw_part for the others. */
 static dnnl_status_t
 backward_slice (const LstmPass *pass, int n0, int n1)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
-  int N = d->N, H = d->H, I = d->I, G = plan->G, count = n1 - n0;
+  int N = d->N, H = d->H, I = d->I, G = plan->G;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
   int tid = omp_get_thread_num ();
   float *dw_mine = tid == 0 ? pass->dw
                             : plan->dw_part + (size_t) (tid - 1) * d->dirs * plan->dir_stride;
-  float *dg = plan->dg_step + (size_t) n0 * G;
+  float *dg = plan->dg_block + (size_t) tid * plan->block * d->T * ldg;
+  float *dwx_sum = plan->dwx_sum + (size_t) tid * ldg * I;
+  const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
+  gboolean first = TRUE;
+  dnnl_status_t st = dnnl_success;
 
+  if (n0 >= n1)
+    {
+      memset (dw_mine, 0, (size_t) d->dirs * plan->dir_stride * sizeof (float));
+      return dnnl_success;
+    }
   for (int dir = 0; dir < d->dirs; dir++)
     {
-      const float *wx = pass->w + dir * plan->dir_stride;
-      const float *wh = wx + (size_t) G * I;
       float *dwx = dw_mine + dir * plan->dir_stride;
-      float *dwh = dwx + (size_t) G * I;
-      float *db = dwh + (size_t) G * H;
-      float *dh = plan->dh + ((size_t) dir * N + n0) * H;
-      float *dc = plan->dc + ((size_t) dir * N + n0) * H;
 
-      memset (db, 0, (size_t) G * sizeof (float));
+      memset (dwx + (size_t) G * (I + H), 0, (size_t) G * sizeof (float));
       /* One step: h_{-1} = 0 gives dW_h no term at all. */
       if (d->T == 1)
-        memset (dwh, 0, (size_t) G * H * sizeof (float));
-      for (int k = d->T - 1; k >= 0; k--)
+        memset (dwx + (size_t) G * I, 0, (size_t) G * H * sizeof (float));
+    }
+  for (int b0 = n0; b0 < n1; b0 += plan->block, first = FALSE)
+    {
+      int nb = MIN (plan->block, n1 - b0);
+
+      for (int dir = 0; dir < d->dirs; dir++)
         {
-          int t = time_at (d, dir, k);
-          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-          const float *g_t = pass->gates + row_of (d, t, n0) * ldg + dir * G;
-          const float *c_t = pass->cells + row_of (d, t, n0) * ldh + dir * H;
-          const float *c_p = pass->cells + row_of (d, tp, n0) * ldh + dir * H;
-          const float *dy_t = pass->dy + row_of (d, t, n0) * ldh + dir * H;
-          gboolean last = k == d->T - 1;
-          float beta = last ? 0.0f : 1.0f;
-          dnnl_status_t st;
+          const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * I;
+          float *dwh = dw_mine + dir * plan->dir_stride + (size_t) G * I;
+          float *db = dwh + (size_t) G * H;
+          float *dh = plan->dh + ((size_t) dir * N + b0) * H;
+          float *dc = plan->dc + ((size_t) dir * N + b0) * H;
 
-          for (int n = 0; n < count; n++)
+          for (int k = d->T - 1; k >= 0; k--)
             {
-              if (n + LSTM_PREFETCH_AHEAD < count)
-                {
-                  size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+              int t = time_at (d, dir, k);
+              int tp = k > 0 ? time_at (d, dir, k - 1) : t;
+              const float *g_t = pass->gates + row_of (d, t, b0) * ldg + dir * G;
+              const float *c_t = pass->cells + row_of (d, t, b0) * ldh + dir * H;
+              const float *c_p = pass->cells + row_of (d, tp, b0) * ldh + dir * H;
+              const float *dy_t = pass->dy + row_of (d, t, b0) * ldh + dir * H;
+              /* The block's rows in the data's order: n * T + t or t * nb + n. */
+              float *dg_t = dg + (d->time_major ? (size_t) t * nb : (size_t) t) * ldg + dir * G;
+              gboolean last = k == d->T - 1;
 
-                  prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
-                  prefetch_span (c_t + a * ldh, (size_t) H * sizeof (float), FALSE);
-                  prefetch_span (dy_t + a * ldh, (size_t) H * sizeof (float), FALSE);
-                  if (k > 0)
-                    prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
+              for (int n = 0; n < nb; n++)
+                {
+                  if (n + LSTM_PREFETCH_AHEAD < nb)
+                    {
+                      size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+
+                      prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
+                      prefetch_span (c_t + a * ldh, (size_t) H * sizeof (float), FALSE);
+                      prefetch_span (dy_t + a * ldh, (size_t) H * sizeof (float), FALSE);
+                      if (k > 0)
+                        prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
+                    }
+                  tach_cpu_lstm_row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
+                                k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
+                                last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
+                                dg_t + n * sr * ldg, db);
                 }
-              tach_cpu_lstm_row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
-                            k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
-                            last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                            dg + (size_t) n * G, db);
+              if (k == 0)
+                break;
+              /* dW_h += dG_t^T h_{t-1}; dh_{t-1} = dG_t W_h. */
+              st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, nb, 1.0f, dg_t, sr * ldg,
+                                         pass->y + row_of (d, tp, b0) * ldh + dir * H, sr * ldh,
+                                         first && last ? 0.0f : 1.0f, dwh, H);
+              if (st == dnnl_success)
+                st = tach_cpu_sgemm_local (FALSE, FALSE, nb, H, G, 1.0f, dg_t, sr * ldg, wh, H,
+                                           0.0f, dh, H);
+              if (st != dnnl_success)
+                return st;
             }
-          /* dW_x += dG_t^T x_t; dx_t = dG_t W_x, the second direction adding. */
-          st = tach_cpu_sgemm_local (TRUE, FALSE, G, I, count, 1.0f, dg, G,
-                                     pass->x + row_of (d, t, n0) * I, sr * I, beta, dwx, I);
+        }
+      /* dW_x += dG^T X and dx = dG W_x over the block, both directions. */
+      for (int t = 0; t < (d->time_major ? d->T : 1); t++)
+        {
+          size_t rows = d->time_major ? (size_t) nb : (size_t) nb * d->T;
+          const float *dg_r = dg + (d->time_major ? (size_t) t * nb * ldg : 0);
+          size_t xr = row_of (d, t, b0) * I;
+
+          st = tach_cpu_sgemm_local (TRUE, FALSE, ldg, I, rows, 1.0f, dg_r, ldg, pass->x + xr, I,
+                                     first && t == 0 ? 0.0f : 1.0f, dwx_sum, I);
           if (st == dnnl_success && d->need_dx)
-            st = tach_cpu_sgemm_local (FALSE, FALSE, count, I, G, 1.0f, dg, G, wx, I,
-                                       dir == 0 ? 0.0f : 1.0f,
-                                       pass->dx + row_of (d, t, n0) * I, sr * I);
-          if (st != dnnl_success)
-            return st;
-          if (k == 0)
-            break;
-          /* dW_h += dG_t^T h_{t-1}; dh_{t-1} = dG_t W_h. */
-          st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, count, 1.0f, dg, G,
-                                     pass->y + row_of (d, tp, n0) * ldh + dir * H, sr * ldh,
-                                     beta, dwh, H);
-          if (st == dnnl_success)
-            st = tach_cpu_sgemm_local (FALSE, FALSE, count, H, G, 1.0f, dg, G, wh, H, 0.0f,
-                                       dh, H);
+            st = tach_cpu_sgemm_local (FALSE, FALSE, rows, I, ldg, 1.0f, dg_r, ldg, wx_all, I,
+                                       0.0f, pass->dx + xr, I);
           if (st != dnnl_success)
             return st;
         }
     }
+  for (int dir = 0; dir < d->dirs; dir++)
+    memcpy (dw_mine + dir * plan->dir_stride, dwx_sum + (size_t) dir * G * I,
+            (size_t) G * I * sizeof (float));
   return dnnl_success;
 }
 
@@ -570,6 +660,9 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                         .dw = dw };
       size_t nw = (size_t) d->dirs * plan->dir_stride;
       int threads = 1;
+
+      if (d->dirs == 2)
+        pack_wx_both (plan, w);
 
       if (!run_slices (be, &pass, backward_slice, &threads))
         return;
