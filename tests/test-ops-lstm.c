@@ -22,7 +22,9 @@ typedef struct {
 enum { LT = 5, LN = 3, LI = 4, LH = 6 };
 
 /* The wide variants give a batch that a backend may split between its
- * threads (the CPU backend does from 32 samples per thread). */
+ * threads (the CPU backend does from 32 samples per thread); the "blocks"
+ * ones several blocks per thread (the CPU backend's are 64 samples), the
+ * last one partial. */
 static const LstmVariant variants[] = {
   { "uni batch-major dx",  1, FALSE, TRUE,  0 },
   { "bi batch-major dx",   2, FALSE, TRUE,  0 },
@@ -32,6 +34,8 @@ static const LstmVariant variants[] = {
   { "bi batch-major wide", 2, FALSE, FALSE, 75 },
   { "bi batch-major wide dx", 2, FALSE, TRUE, 67 },
   { "uni time-major wide dx", 1, TRUE, TRUE, 71 },
+  { "bi batch-major blocks dx", 2, FALSE, TRUE, 300 },
+  { "bi time-major blocks", 2, TRUE, FALSE, 290 },
 };
 
 static TachLstmDesc

@@ -33,6 +33,7 @@ struct _TachLstmPlan {
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
+  float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dwx_sum;        /* [threads][dirs * 4H, I] each thread's dW_x, both directions; sliced training */
   float *dw_part;        /* [threads - 1][dirs * dir_stride] the weight gradients of the
                           * threads after the first; sliced training */

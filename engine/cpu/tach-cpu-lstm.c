@@ -25,15 +25,15 @@
  * the block's input side in one GEMM (every step, both directions), then
  * per step the recurrent GEMM and the pointwise pass; backward, per step
  * the pointwise pass into the block's gate gradients (the bias gradient
- * summed beside the math), dW_h += dG_t^T h_{t-1} and dh_{t-1}, then
- * dW_x += dG^T X (and dx) over the block's steps and both directions in
- * one GEMM.  So no pass over the whole sequence's gates or gate gradients
- * is left (13 MB each for W1, which no cache holds), and the products that
- * carry most of the FLOPs run on 640 rows rather than per step on strided
- * rows fetched from memory (W1, one thread, loaded Xeon: the input side
- * 0.87x and dW_x 0.78x their per-step time); each thread sums into its own copy of the
- * weight gradient (the first thread's is dw itself), added in thread
- * order at the end.
+ * summed beside the math) and dh_{t-1}, then over the block's steps
+ * dW_x += dG^T X (and dx) for both directions in one GEMM and dW_h +=
+ * dG^T H_prev for each in one.  So no pass over the whole sequence's gates
+ * or gate gradients is left (13 MB each for W1, which no cache holds), and
+ * the products that carry most of the FLOPs run on 640 rows rather than
+ * per step on strided rows fetched from memory (W1, one thread, loaded
+ * Xeon: the input side 0.87x, dW_x 0.78x and dW_h 0.85x their per-step
+ * time); each thread sums into its own copy of the weight gradient (the
+ * first thread's is dw itself), added in thread order at the end.
  *
  * Rows: x, y, the gates and the cell states share one row order, that of
  * the data: row (t, n) is t*N + n time-major and n*T + t batch-major, so
@@ -101,6 +101,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->wx_both);
   tach_cpu_mem_free (be, plan->dg_block);
   tach_cpu_mem_free (be, plan->dwx_sum);
+  tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
   g_free (plan);
 }
@@ -152,6 +153,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 
       plan->dg_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldg
                                                  * sizeof (float));
+      plan->hprev_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldh
+                                                    * sizeof (float));
       plan->dwx_sum = tach_cpu_mem_alloc (be, (size_t) th * plan->ldg * d->I * sizeof (float));
       if (be->threads > 1)
         plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (be->threads - 1) * d->dirs
@@ -442,11 +445,11 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
  * this thread, in blocks of plan->block samples.  Per direction and step
  * the pointwise pass writes the step's gate gradients into the block's
  * rows of this thread's dG block ([nb * T, dirs * 4H], the rows in the
- * data's order) and adds them to the bias gradient; dW_h += dG_t^T h_{t-1}
- * and dh_{t-1} = dG_t W_h follow while they are in cache.  After both
- * directions, dW_x += dG^T X over the block's steps and both directions
- * in one GEMM (into this thread's [dirs * 4H, I] sum, copied to each
- * direction's block at the end), and dx = dG W_x in one.  The weight
+ * data's order) and adds them to the bias gradient; dh_{t-1} = dG_t W_h
+ * follows while they are in cache.  After both directions, dW_x += dG^T X
+ * over the block's steps and both directions in one GEMM (into this
+ * thread's [dirs * 4H, I] sum, copied to each direction's block at the
+ * end), dx = dG W_x in one, and dW_h += dG^T H_prev in one per direction.  The weight
  * gradient goes to this thread's copy: pass->dw for the first thread, the
  * (tid - 1)-th block of plan->dw_part for the others. */
 static dnnl_status_t
@@ -461,6 +464,7 @@ backward_slice (const LstmPass *pass, int n0, int n1)
                             : plan->dw_part + (size_t) (tid - 1) * d->dirs * plan->dir_stride;
   float *dg = plan->dg_block + (size_t) tid * plan->block * d->T * ldg;
   float *dwx_sum = plan->dwx_sum + (size_t) tid * ldg * I;
+  float *hprev = plan->hprev_block + (size_t) tid * plan->block * d->T * ldh;
   const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
   gboolean first = TRUE;
   dnnl_status_t st = dnnl_success;
@@ -475,9 +479,6 @@ backward_slice (const LstmPass *pass, int n0, int n1)
       float *dwx = dw_mine + dir * plan->dir_stride;
 
       memset (dwx + (size_t) G * (I + H), 0, (size_t) G * sizeof (float));
-      /* One step: h_{-1} = 0 gives dW_h no term at all. */
-      if (d->T == 1)
-        memset (dwx + (size_t) G * I, 0, (size_t) G * H * sizeof (float));
     }
   for (int b0 = n0; b0 < n1; b0 += plan->block, first = FALSE)
     {
@@ -522,13 +523,9 @@ backward_slice (const LstmPass *pass, int n0, int n1)
                 }
               if (k == 0)
                 break;
-              /* dW_h += dG_t^T h_{t-1}; dh_{t-1} = dG_t W_h. */
-              st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, nb, 1.0f, dg_t, sr * ldg,
-                                         pass->y + row_of (d, tp, b0) * ldh + dir * H, sr * ldh,
-                                         first && last ? 0.0f : 1.0f, dwh, H);
-              if (st == dnnl_success)
-                st = tach_cpu_sgemm_local (FALSE, FALSE, nb, H, G, 1.0f, dg_t, sr * ldg, wh, H,
-                                           0.0f, dh, H);
+              /* dh_{t-1} = dG_t W_h. */
+              st = tach_cpu_sgemm_local (FALSE, FALSE, nb, H, G, 1.0f, dg_t, sr * ldg, wh, H,
+                                         0.0f, dh, H);
               if (st != dnnl_success)
                 return st;
             }
@@ -545,6 +542,34 @@ backward_slice (const LstmPass *pass, int n0, int n1)
           if (st == dnnl_success && d->need_dx)
             st = tach_cpu_sgemm_local (FALSE, FALSE, rows, I, ldg, 1.0f, dg_r, ldg, wx_all, I,
                                        0.0f, pass->dx + xr, I);
+          if (st != dnnl_success)
+            return st;
+        }
+      /* dW_h += dG^T H_prev per direction over the block: H_prev holds, in
+       * the block's row order, each step's h_{t-1} (dir 0) or h_{t+1}
+       * (dir 1), zero where there is none. */
+      for (int t = 0; t < d->T; t++)
+        for (int dir = 0; dir < d->dirs; dir++)
+          {
+            int ts = dir == 0 ? t - 1 : t + 1;
+
+            for (int n = 0; n < nb; n++)
+              {
+                float *dst = hprev + (d->time_major ? (size_t) t * nb + n
+                                                    : (size_t) n * d->T + t) * ldh + dir * H;
+
+                if (ts < 0 || ts >= d->T)
+                  memset (dst, 0, (size_t) H * sizeof (float));
+                else
+                  memcpy (dst, pass->y + row_of (d, ts, b0 + n) * ldh + dir * H,
+                          (size_t) H * sizeof (float));
+              }
+          }
+      for (int dir = 0; dir < d->dirs; dir++)
+        {
+          st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, (size_t) nb * d->T, 1.0f, dg + dir * G,
+                                     ldg, hprev + dir * H, ldh, first ? 0.0f : 1.0f,
+                                     dw_mine + dir * plan->dir_stride + (size_t) G * I, H);
           if (st != dnnl_success)
             return st;
         }
