@@ -6,12 +6,12 @@
  * that is a channel-blocked layout (nChw16c) and its direct JIT kernels,
  * several times faster than the GEMM path it takes over plain NCHW.  The
  * plan makes the reorders between Tach's plain layouts and those once.  A
- * block keeps its activations blocked from the convolution to the pool and
- * back: the ReLU is the convolution's post-op, oneDNN pools and un-pools
- * the blocked data, and only the pooled output and the gradients crossing
- * the block's edges are reordered.  Backward, the ReLU's derivative is
- * applied to the pooled gradient, a quarter of the activations, rather
- * than to the un-pooled one (tach_cpu_conv_block_bwd).
+ * block keeps its activations in the convolution's layout: the ReLU is the
+ * convolution's post-op, and the block's own pool (tach-cpu-pool.c) reads
+ * them there and writes the pooled output plain, and backward un-pools the
+ * plain pooled gradient straight into that layout, the ReLU's derivative
+ * applied on the way from the pool's codes; only the block's input and its
+ * gradient are reordered.
  *
  * bf16 (AVX-512 BF16 processors): data and weights are rounded to bf16 for
  * the primitives, which accumulate in fp32; weight and bias gradients come
@@ -30,15 +30,14 @@ struct _TachConvPlan {
   TachConvDesc desc;
   int          oh, ow;
 
-  /* All owned; the pool and eltwise primitives only for a block,
-   * bwd_data only with need_dx. */
-  dnnl_primitive_t fwd, bwd_data, bwd_weights, pool_fwd, pool_bwd, relu_bwd;
+  /* All owned; bwd_data only with need_dx. */
+  dnnl_primitive_t fwd, bwd_data, bwd_weights;
   TachCpuArg  x_fwd, w_fwd, x_bwd, dw, w_bwd, dx;
-  TachCpuArg  y;                 /* bare: the conv output; block: the pooled output */
+  TachCpuArg  y;                 /* bare: the conv output */
   TachCpuArg  dy_w, dy_d;        /* bare: dy for each backward primitive */
   gboolean    dy_shared;         /* bare with need_dx: dy_d serves both */
-  TachCpuArg  dy_pool;           /* block: the pooled output's gradient */
-  dnnl_memory_t act, dact, ws;   /* block: over the caller's act, dact, idx */
+  dnnl_memory_t act, dact;       /* block: over the caller's act, dact */
+  TachCpuActLayout act_layout;   /* block: act's and dact's layout, for the pool */
   dnnl_memory_t bias, dbias;     /* plain f32 [K] */
 
   /* block: the backward weights want x in the layout the forward made, so
@@ -47,13 +46,6 @@ struct _TachConvPlan {
   gboolean     x_shared;
   const float *x_fwd_last;       /* borrowed: the x that x_fwd.inner holds */
 
-  /* block, fp32, the pooled output and its gradient in private copies of
-   * one layout: backward may apply the ReLU's derivative to the pooled
-   * gradient, when handed the act of the forward that filled y.inner. */
-  gboolean     relu_pooled;
-  size_t       pooled_floats;    /* with relu_pooled: floats of y.buf and dy_pool.buf */
-  const float *act_fwd_last;     /* borrowed: the act of the forward that y.inner holds */
-
   float *zero_bias;              /* owned: K zeros, for a NULL bias */
   float *db_scratch;             /* owned: K floats, for a NULL db */
 };
@@ -61,19 +53,18 @@ struct _TachConvPlan {
 void
 tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
 {
-  dnnl_primitive_t prims[6];
-  dnnl_memory_t mems[5];
-  TachCpuArg *args[10];
+  dnnl_primitive_t prims[3];
+  dnnl_memory_t mems[4];
+  TachCpuArg *args[9];
 
   if (plan == NULL)
     return;
   prims[0] = plan->fwd, prims[1] = plan->bwd_data, prims[2] = plan->bwd_weights;
-  prims[3] = plan->pool_fwd, prims[4] = plan->pool_bwd, prims[5] = plan->relu_bwd;
-  mems[0] = plan->act, mems[1] = plan->dact, mems[2] = plan->ws;
-  mems[3] = plan->bias, mems[4] = plan->dbias;
+  mems[0] = plan->act, mems[1] = plan->dact;
+  mems[2] = plan->bias, mems[3] = plan->dbias;
   args[0] = &plan->x_fwd, args[1] = &plan->w_fwd, args[2] = &plan->x_bwd;
   args[3] = &plan->dw, args[4] = &plan->w_bwd, args[5] = &plan->dx, args[6] = &plan->y;
-  args[7] = &plan->dy_w, args[8] = &plan->dy_d, args[9] = &plan->dy_pool;
+  args[7] = &plan->dy_w, args[8] = &plan->dy_d;
   for (guint i = 0; i < G_N_ELEMENTS (prims); i++)
     if (prims[i] != NULL)
       dnnl_primitive_destroy (prims[i]);
@@ -112,7 +103,7 @@ query_md (dnnl_primitive_desc_t pd, dnnl_query_t what)
 /* Everything but the primitives' memory: the plain descriptors of the
  * caller's tensors and the conv geometry. */
 typedef struct {
-  dnnl_memory_desc_t x, w, b, y, act_any, pooled;
+  dnnl_memory_desc_t x, w, b, y, act_any;
   dnnl_data_type_t   dt;
   dnnl_dims_t        strides, padding;
 } ConvMds;
@@ -125,7 +116,6 @@ conv_mds_init (TachBackend *be, const TachConvPlan *plan, ConvMds *m)
   dnnl_dims_t w_dims = { d->K, d->C, d->R, d->S };
   dnnl_dims_t b_dims = { d->K };
   dnnl_dims_t y_dims = { d->N, d->K, plan->oh, plan->ow };
-  dnnl_dims_t p_dims = { d->N, d->K, plan->oh / 2, plan->ow / 2 };
 
   m->dt = d->precision == TACH_PRECISION_BF16 ? dnnl_bf16 : dnnl_f32;
   m->strides[0] = m->strides[1] = 1;
@@ -137,8 +127,6 @@ conv_mds_init (TachBackend *be, const TachConvPlan *plan, ConvMds *m)
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->y, 4, y_dims, dnnl_f32, dnnl_nchw), fail);
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->act_any, 4, y_dims, m->dt,
                                                    dnnl_format_tag_any), fail);
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->pooled, 4, p_dims, dnnl_f32, dnnl_nchw),
-                 fail);
   return TRUE;
 fail:
   return FALSE;
@@ -285,107 +273,46 @@ fail:
   return FALSE;
 }
 
-/* A block's pool (forward and backward, blocked, with oneDNN's workspace
- * in the caller's idx) and ReLU backward (from the activations, in place
- * on their gradient). */
+/* A block's activations: their layout for the block's pool, when it is one
+ * the pool reads (a plain or channel-blocked layout without padding), and
+ * the memory objects over the caller's act and dact.  FALSE with no error
+ * set when the pool cannot read the layout. */
 static gboolean
-plan_block (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_desc_t *act)
+plan_block (TachBackend *be, TachConvPlan *plan, const dnnl_memory_desc_t *act)
 {
-  dnnl_engine_t engine = TACH_CPU (be)->engine;
-  const TachConvDesc *d = &plan->desc;
-  dnnl_dims_t kernel = { 2, 2 }, stride = { 2, 2 }, zero = { 0, 0 };
-  dnnl_memory_desc_t p_any;
-  dnnl_pooling_v2_desc_t pool;
-  dnnl_eltwise_desc_t elt;
-  dnnl_primitive_desc_t pool_pd = NULL, pd = NULL, elt_pd = NULL;
-  const dnnl_memory_desc_t *ws_md;
-  size_t idx_bytes = (size_t) d->N * d->K * (plan->oh / 2) * (plan->ow / 2) * sizeof (int32_t);
-  gboolean ok = FALSE;
+  const dnnl_blocking_desc_t *blk = &act->format_desc.blocking;
+  TachCpuActLayout *l = &plan->act_layout;
 
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&p_any, 4, m->pooled.dims, m->dt,
-                                                   dnnl_format_tag_any), out);
-  TACH_DNNL_TRY (be, dnnl_pooling_v2_forward_desc_init (&pool, dnnl_forward_training,
-                                                        dnnl_pooling_max,
-                                                        /* src = */ act, /* dst = */ &p_any,
-                                                        stride, kernel,
-                                                        /* dilation = */ zero,
-                                                        /* padding_l = */ zero,
-                                                        /* padding_r = */ zero), out);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&pool_pd, &pool, NULL, engine, NULL), out);
-  ws_md = query_md (pool_pd, dnnl_query_workspace_md);
-  if (ws_md == NULL || dnnl_memory_desc_get_size (ws_md) > idx_bytes)
-    {
-      tach_backend_fail (be, TACH_ERROR_LIBRARY,
-                         _("oneDNN's max pool wants a larger workspace than the block's "
-                           "indices: %zu bytes for %zu"),
-                         ws_md != NULL ? dnnl_memory_desc_get_size (ws_md) : 0, idx_bytes);
-      goto out;
-    }
-  plan->ws = tach_cpu_memory_new (be, ws_md);
-  if (plan->ws == NULL
-      || !tach_cpu_arg_init (be, &plan->y, &m->pooled, query_md (pool_pd, dnnl_query_dst_md),
-                             TRUE))
-    goto out;
-
-  p_any = *query_md (pool_pd, dnnl_query_dst_md);
-  TACH_DNNL_TRY (be, dnnl_pooling_v2_backward_desc_init (&pool, dnnl_pooling_max,
-                                                         /* diff_src = */ act,
-                                                         /* diff_dst = */ &p_any,
-                                                         stride, kernel,
-                                                         /* dilation = */ zero,
-                                                         /* padding_l = */ zero,
-                                                         /* padding_r = */ zero), out);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&pd, &pool, NULL, engine, pool_pd), out);
-  if (!tach_cpu_arg_init (be, &plan->dy_pool, &m->pooled, query_md (pd, dnnl_query_diff_dst_md),
-                          FALSE))
-    goto out;
-  plan->relu_pooled = m->dt == dnnl_f32 && plan->y.reorder != NULL
-                      && plan->dy_pool.reorder != NULL
-                      && dnnl_memory_desc_equal (query_md (pool_pd, dnnl_query_dst_md),
-                                                 query_md (pd, dnnl_query_diff_dst_md));
-  plan->pooled_floats = dnnl_memory_desc_get_size (query_md (pool_pd, dnnl_query_dst_md))
-                        / sizeof (float);
-  if (!make_primitive (be, g_steal_pointer (&pd), &plan->pool_bwd)
-      || !make_primitive (be, g_steal_pointer (&pool_pd), &plan->pool_fwd))
-    goto out;
-
-  /* The ReLU's backward from its output (y > 0), as the bare relu_bwd op
-   * does; oneDNN wants a forward descriptor as the hint. */
-  TACH_DNNL_TRY (be, dnnl_eltwise_forward_desc_init (&elt, dnnl_forward_training,
-                                                     dnnl_eltwise_relu_use_dst_for_bwd, act,
-                                                     0.0f, 0.0f), out);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&elt_pd, &elt, NULL, engine, NULL), out);
-  TACH_DNNL_TRY (be, dnnl_eltwise_backward_desc_init (&elt, dnnl_eltwise_relu_use_dst_for_bwd,
-                                                      /* diff_data = */ act,
-                                                      /* data = */ act, 0.0f, 0.0f), out);
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&pd, &elt, NULL, engine, elt_pd), out);
-  if (!make_primitive (be, g_steal_pointer (&pd), &plan->relu_bwd))
-    goto out;
-
+  if (act->format_kind != dnnl_blocked || act->offset0 != 0 || act->padded_dims[1] != act->dims[1]
+      || blk->inner_nblks > 1 || (blk->inner_nblks == 1 && blk->inner_idxs[0] != 1))
+    return FALSE;
+  l->k = plan->desc.K;
+  l->cb = blk->inner_nblks == 1 ? (int) blk->inner_blks[0] : 1;
+  l->sn = (size_t) blk->strides[0];
+  l->sc = (size_t) blk->strides[1];
+  l->sh = (size_t) blk->strides[2];
+  l->sw = (size_t) blk->strides[3];
+  l->bf16 = act->data_type == dnnl_bf16;
+  if (l->cb <= 0 || l->k % l->cb != 0 || (act->data_type != dnnl_f32 && !l->bf16))
+    return FALSE;
   plan->act = tach_cpu_memory_new (be, act);
   plan->dact = tach_cpu_memory_new (be, act);
-  ok = plan->act != NULL && plan->dact != NULL;
-out:
-  if (pool_pd != NULL)
-    dnnl_primitive_desc_destroy (pool_pd);
-  if (pd != NULL)
-    dnnl_primitive_desc_destroy (pd);
-  if (elt_pd != NULL)
-    dnnl_primitive_desc_destroy (elt_pd);
-  return ok;
+  return plan->act != NULL && plan->dact != NULL;
 }
 
-/* Plans every primitive; a block's activations in @act_md (may be "any"). */
+/* Plans every primitive; a block's activations in @act_md (may be "any").
+ * *@replan: a block's activations want a layout the caller's buffers or
+ * the block's pool do not take (no error set). */
 static gboolean
 plan_all (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_desc_t *act_md,
-          gboolean *too_big)
+          gboolean *replan)
 {
   dnnl_primitive_desc_t fwd_pd = NULL;
   dnnl_memory_desc_t act, ddst;
   size_t act_bytes = (size_t) plan->desc.N * plan->desc.K * plan->oh * plan->ow * sizeof (float);
   gboolean ok = FALSE;
 
-  *too_big = FALSE;
+  *replan = FALSE;
   if (!plan_forward (be, plan, m, act_md, &fwd_pd))
     return FALSE;
   act = *query_md (fwd_pd, dnnl_query_dst_md);
@@ -393,13 +320,11 @@ plan_all (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_des
     {
       /* The caller's act and dact hold N*K*OH*OW floats: a layout that
        * pads K to its block must not need more. */
-      if (dnnl_memory_desc_get_size (&act) > act_bytes)
+      if (dnnl_memory_desc_get_size (&act) > act_bytes || !plan_block (be, plan, &act))
         {
-          *too_big = TRUE;
+          *replan = tach_backend_ok (be);
           goto out;
         }
-      if (!plan_block (be, plan, m, &act))
-        goto out;
       ddst = act;
     }
   else
@@ -424,7 +349,7 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   const TachConvDesc *d = desc;
   TachConvPlan *plan;
   ConvMds m;
-  gboolean too_big = FALSE;
+  gboolean replan = FALSE;
   int oh = d->H + 2 * d->pad_h - d->R + 1;
   int ow = d->W + 2 * d->pad_w - d->S + 1;
 
@@ -460,13 +385,14 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   plan->oh = oh;
   plan->ow = ow;
   if (!conv_mds_init (be, plan, &m)
-      || (!plan_all (be, plan, &m, &m.act_any, &too_big) && !too_big))
+      || (!plan_all (be, plan, &m, &m.act_any, &replan) && !replan))
     goto fail;
-  if (too_big)
+  if (replan)
     {
       dnnl_memory_desc_t plain;
 
-      /* K is no multiple of the channel block: keep the activations plain. */
+      /* K is no multiple of the channel block, or the layout is none the
+       * block's pool reads: keep the activations plain. */
       TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&plain, 4, m.y.dims, m.dt, dnnl_nchw),
                      fail);
       tach_cpu_conv_plan_free (be, plan);
@@ -474,7 +400,7 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
       plan->desc = *desc;
       plan->oh = oh;
       plan->ow = ow;
-      if (!plan_all (be, plan, &m, &plain, &too_big))
+      if (!plan_all (be, plan, &m, &plain, &replan))
         goto fail;
     }
 
@@ -614,68 +540,17 @@ void
 tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                          const float *b, float *act, int32_t *idx, float *y)
 {
-  dnnl_exec_arg_t args[3];
-  dnnl_memory_t dst;
-
   if (!check_block (be, plan, TRUE))
     return;
   SET_HANDLE (be, plan->act, act, out);
-  SET_HANDLE (be, plan->ws, idx, out);
   plan->x_fwd_last = NULL;
-  plan->act_fwd_last = NULL;
   if (!conv_forward (be, plan, x, w, b, plan->act))
     return;
   plan->x_fwd_last = x;
-  dst = tach_cpu_arg_bind (be, &plan->y, y);
-  if (dst == NULL)
-    return;
-  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_SRC, plan->act };
-  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_DST, dst };
-  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
-  if (tach_cpu_execute (be, plan->pool_fwd, 3, args) && tach_cpu_arg_finish (be, &plan->y))
-    plan->act_fwd_last = act;
+  tach_cpu_block_pool_fwd (be, &plan->act_layout, act, y, (guint8 *) idx, plan->desc.N,
+                           plan->oh, plan->ow);
 out:
   return;
-}
-
-/* dy *= (y > 0), as oneDNN's ReLU backward computes it from its output:
- * the derivative is 1 where y is not <= 0 (NaN included), else alpha = 0,
- * multiplied in.  The max pool's output is the activation at its argmax
- * and its backward puts each gradient at the argmax alone (zero
- * elsewhere, where the ReLU's backward keeps zero), so this on the pooled
- * gradient gives the very bits of the ReLU's backward after un-pooling. */
-#define RELU_POOLED_BLOCK 16384
-
-/* The comparison is only if-converted, and so vectorised, when GCC may
- * assume floating-point ops do not trap; Tach never enables FP traps. */
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC push_options
-#pragma GCC optimize ("no-trapping-math")
-#endif
-TACH_CPU_SIMD_BODY void
-relu_bwd_span_body (float *restrict dy, const float *restrict y, size_t i0, size_t i1)
-{
-#pragma omp simd
-  for (size_t i = i0; i < i1; i++)
-    dy[i] *= y[i] <= 0.0f ? 0.0f : 1.0f;
-}
-
-TACH_CPU_SIMD_DISPATCH (static, relu_bwd_span,
-                        (float *restrict dy, const float *restrict y, size_t i0, size_t i1),
-                        (dy, y, i0, i1))
-#if defined(__GNUC__) && !defined(__clang__)
-#pragma GCC pop_options
-#endif
-
-static void
-relu_bwd_pooled (TachBackend *be, float *dy, const float *y, size_t n)
-{
-  size_t blocks = (n + RELU_POOLED_BLOCK - 1) / RELU_POOLED_BLOCK;
-
-  tach_cpu_bind_threads (be);
-#pragma omp parallel for if (n >= 4 * RELU_POOLED_BLOCK)
-  for (size_t b = 0; b < blocks; b++)
-    relu_bwd_span (dy, y, b * RELU_POOLED_BLOCK, MIN (n, (b + 1) * RELU_POOLED_BLOCK));
 }
 
 void
@@ -683,39 +558,12 @@ tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, co
                          const float *act, const int32_t *idx, const float *dy, float *dact,
                          float *dx, float *dw, float *db)
 {
-  dnnl_exec_arg_t args[3];
-  dnnl_memory_t ddst;
-  gboolean pooled;
-
+  (void) act;  /* the pool's codes in idx carry the ReLU's derivative */
   if (!check_block (be, plan, TRUE) || !check_dx (be, plan, dx))
     return;
-  SET_HANDLE (be, plan->act, act, out);
   SET_HANDLE (be, plan->dact, dact, out);
-  SET_HANDLE (be, plan->ws, idx, out);
-  ddst = tach_cpu_arg_bind (be, &plan->dy_pool, dy);
-  if (ddst == NULL)
-    return;
-  /* The pooled gradient is the plan's copy here and y.inner the forward's
-   * pooled output, in the same layout. */
-  pooled = plan->relu_pooled && act == plan->act_fwd_last;
-  if (pooled)
-    relu_bwd_pooled (be, plan->dy_pool.buf, plan->y.buf, plan->pooled_floats);
-  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, ddst };
-  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_WORKSPACE, plan->ws };
-  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC, plan->dact };
-  if (!tach_cpu_execute (be, plan->pool_bwd, 3, args))
-    return;
-  if (pooled)
-    {
-      conv_backward (be, plan, x, w, plan->dact, plan->dact, dx, dw, db);
-      return;
-    }
-  /* In place: dact = dact * (act > 0). */
-  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DST, plan->act };
-  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, plan->dact };
-  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC, plan->dact };
-  if (!tach_cpu_execute (be, plan->relu_bwd, 3, args))
-    return;
+  tach_cpu_block_pool_bwd (be, &plan->act_layout, dy, (const guint8 *) idx, dact, plan->desc.N,
+                           plan->oh, plan->ow);
   conv_backward (be, plan, x, w, plan->dact, plan->dact, dx, dw, db);
 out:
   return;

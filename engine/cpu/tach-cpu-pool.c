@@ -1,6 +1,6 @@
 /* tach-cpu-pool.c: the 2x2 max pool and the global average pool over plain
- * NCHW data, as loops on the backend's OpenMP pool (the conv block of
- * tach-cpu-conv.c pools blocked data with oneDNN instead).
+ * NCHW data, and the conv block's max pool over its activations in
+ * oneDNN's layout (tach-cpu-conv.c), as loops on the backend's OpenMP pool.
  *
  * Threads: the engine thread.
  */
@@ -111,4 +111,171 @@ tach_cpu_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n, int c,
       for (int i = 0; i < hw; i++)
         dxp[i] = g;
     }
+}
+
+/* ------------------------------------------------- the conv block's pool */
+
+/* The block's pool reads the activations where the convolution left them
+ * (channel-blocked, fp32 or bf16) and writes the pooled output plain, so
+ * that no reorder pass runs on either side; backward reads the plain
+ * pooled gradient and writes every element of the activations' gradient
+ * (the winner's gradient, zero elsewhere), so nothing is zeroed first.
+ *
+ * Each pooled element's code (one byte, in the activations' blocked order)
+ * is the winner's place in its window, 0 to 3 in row-major order, plus
+ * TACH_CPU_POOL_RELU_OFF when the pooled value is <= 0: the ReLU's
+ * derivative from its output, 0 there and 1 elsewhere (NaN included),
+ * multiplied into the gradient as oneDNN's ReLU backward does.  The max
+ * pool's output is the activation at its winner, and the winner alone gets
+ * a gradient, so applying the derivative to the pooled gradient gives the
+ * bits of applying it after un-pooling; backward needs neither the
+ * activations nor the pooled output. */
+#define TACH_CPU_POOL_RELU_OFF 4
+
+static inline float
+act_load (const void *act, size_t i, gboolean bf16)
+{
+  if (bf16)
+    {
+      guint32 bits = (guint32) ((const guint16 *) act)[i] << 16;
+      float v;
+
+      memcpy (&v, &bits, sizeof v);
+      return v;
+    }
+  return ((const float *) act)[i];
+}
+
+/* Round to nearest even, NaN kept quiet: as oneDNN's reorder to bf16. */
+static inline void
+act_store (void *act, size_t i, float v, gboolean bf16)
+{
+  if (bf16)
+    {
+      guint32 bits;
+
+      memcpy (&bits, &v, sizeof bits);
+      bits = (bits & 0x7fffffffu) > 0x7f800000u ? (bits | 0x00400000u)
+                                                : bits + 0x7fffu + ((bits >> 16) & 1u);
+      ((guint16 *) act)[i] = (guint16) (bits >> 16);
+      return;
+    }
+  ((float *) act)[i] = v;
+}
+
+/* One channel block of one image, forward (@y the pooled output, @act the
+ * activations) or backward (@y the pooled gradient, @act the activations'
+ * gradient); @backward, @cb and @bf16 are constants where it is inlined,
+ * so the channel loop vectorises. */
+static inline __attribute__ ((always_inline)) void
+block_pool_unit (const TachCpuActLayout *l, const gboolean backward, void *restrict act,
+                 float *restrict y, guint8 *restrict code, int n, int kb, int h, int w,
+                 const int cb, const gboolean bf16)
+{
+  int oh = h / 2, ow = w / 2;
+  size_t plane = (size_t) oh * ow;
+  size_t base = (size_t) n * l->sn + (size_t) kb * l->sc;
+  float *yb = y + ((size_t) n * l->k + (size_t) kb * cb) * plane;
+  guint8 *cd = code + ((size_t) n * l->k + (size_t) kb * cb) * plane;
+
+  for (int i = 0; i < oh; i++)
+    for (int j = 0; j < ow; j++)
+      {
+        size_t a = base + (size_t) (2 * i) * l->sh + (size_t) (2 * j) * l->sw;
+        size_t o = (size_t) i * ow + j;
+
+        if (backward)
+          {
+#pragma omp simd
+            for (int c = 0; c < cb; c++)
+              {
+                int k = cd[o * cb + c];
+                float g = yb[(size_t) c * plane + o]
+                          * ((k & TACH_CPU_POOL_RELU_OFF) != 0 ? 0.0f : 1.0f);
+
+                k &= 3;
+                act_store (act, a + c, k == 0 ? g : 0.0f, bf16);
+                act_store (act, a + l->sw + c, k == 1 ? g : 0.0f, bf16);
+                act_store (act, a + l->sh + c, k == 2 ? g : 0.0f, bf16);
+                act_store (act, a + l->sh + l->sw + c, k == 3 ? g : 0.0f, bf16);
+              }
+            continue;
+          }
+#pragma omp simd
+        for (int c = 0; c < cb; c++)
+          {
+            float v = act_load (act, a + c, bf16);
+            float v1 = act_load (act, a + l->sw + c, bf16);
+            float v2 = act_load (act, a + l->sh + c, bf16);
+            float v3 = act_load (act, a + l->sh + l->sw + c, bf16);
+            int best = 0;
+
+            /* Ties keep the first in row-major order, as maxpool_fwd. */
+            best = v1 > v ? 1 : best;
+            v = v1 > v ? v1 : v;
+            best = v2 > v ? 2 : best;
+            v = v2 > v ? v2 : v;
+            best = v3 > v ? 3 : best;
+            v = v3 > v ? v3 : v;
+            yb[(size_t) c * plane + o] = v;
+            cd[o * cb + c] = (guint8) (best | (v <= 0.0f ? TACH_CPU_POOL_RELU_OFF : 0));
+          }
+      }
+  /* Backward: the row and column an odd size leaves out of every window. */
+  for (int r = 0; backward && r < h; r++)
+    for (int q = (r < 2 * oh ? 2 * ow : 0); q < w; q++)
+      for (int c = 0; c < cb; c++)
+        act_store (act, base + (size_t) r * l->sh + (size_t) q * l->sw + c, 0.0f, bf16);
+}
+
+#define BLOCK_POOL_UNIT(cb, bf16)                                                          \
+  (backward ? block_pool_unit (l, TRUE, act, y, code, n, kb, h, w, (cb), (bf16))           \
+            : block_pool_unit (l, FALSE, act, y, code, n, kb, h, w, (cb), (bf16)))
+
+TACH_CPU_SIMD_BODY void
+block_pool_one_body (const TachCpuActLayout *l, gboolean backward, void *act, float *y,
+                     guint8 *code, int n, int kb, int h, int w)
+{
+  if (l->cb == 16 && !l->bf16)
+    BLOCK_POOL_UNIT (16, FALSE);
+  else if (l->cb == 16)
+    BLOCK_POOL_UNIT (16, TRUE);
+  else if (l->cb == 8 && !l->bf16)
+    BLOCK_POOL_UNIT (8, FALSE);
+  else
+    BLOCK_POOL_UNIT (l->cb, l->bf16);
+}
+
+TACH_CPU_SIMD_DISPATCH (static, block_pool_one,
+                        (const TachCpuActLayout *l, gboolean backward, void *act, float *y,
+                         guint8 *code, int n, int kb, int h, int w),
+                        (l, backward, act, y, code, n, kb, h, w))
+
+static void
+block_pool (TachBackend *be, const TachCpuActLayout *l, gboolean backward, void *act, float *y,
+            guint8 *code, int n, int h, int w)
+{
+  int blocks = l->k / l->cb;
+  int units = n * blocks;
+
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if ((size_t) units * l->cb * h * w >= TACH_CPU_PARALLEL_MIN)
+  for (int u = 0; u < units; u++)
+    block_pool_one (l, backward, act, y, code, u / blocks, u % blocks, h, w);
+}
+
+void
+tach_cpu_block_pool_fwd (TachBackend *be, const TachCpuActLayout *l, const void *act, float *y,
+                         guint8 *code, int n, int h, int w)
+{
+  block_pool (be, l, FALSE, (void *) act, y, code, n, h, w);
+}
+
+/* The forward's writes are backward's reads and the other way round: one
+ * driver serves both, the casts only for its shared signature. */
+void
+tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, const float *dy,
+                         const guint8 *code, void *dact, int n, int h, int w)
+{
+  block_pool (be, l, TRUE, dact, (float *) dy, (guint8 *) code, n, h, w);
 }

@@ -302,6 +302,24 @@ void   tach_cpu_maxpool_bwd (TachBackend *be, const float *dy, const int32_t *id
 void   tach_cpu_avgpool_fwd (TachBackend *be, const float *x, float *y, int n, int c, int hw);
 void   tach_cpu_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
 
+/* A conv block's activations, [N, K, H, W] in oneDNN's layout: element
+ * (n, c, h, w) at n * sn + (c / cb) * sc + h * sh + w * sw + c % cb (in
+ * elements), fp32 or bf16; cb divides k (1: plain NCHW). */
+typedef struct {
+  int      k, cb;
+  size_t   sn, sc, sh, sw;
+  gboolean bf16;
+} TachCpuActLayout;
+
+/* The block's 2x2 max pool: @act [N, K, H, W] (@l) -> @y [N, K, H/2, W/2]
+ * plain, one byte per pooled element in @code (the winner and the ReLU's
+ * derivative); backward writes all of @dact (@l) from the plain @dy and
+ * @code, the ReLU's derivative applied. */
+void   tach_cpu_block_pool_fwd (TachBackend *be, const TachCpuActLayout *l, const void *act,
+                                float *y, guint8 *code, int n, int h, int w);
+void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, const float *dy,
+                                const guint8 *code, void *dact, int n, int h, int w);
+
 /* tach-cpu-gemm-bf16.c */
 void   tach_cpu_gemm_bf16 (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
                            float alpha, const float *a, int lda, const float *b, int ldb,
