@@ -90,6 +90,13 @@ typedef struct {
   gboolean need_dx;
   TachPrecision precision;
   gboolean block;
+  /* Block plans only, so that two blocks in a row pass their activations
+   * without converting them: with y_native, the pooled output y and its
+   * gradient dy are in a layout of the backend's choosing, which only a
+   * next block planned with x_native (same N and C, H and W) reads; with
+   * x_native, x and dx are in that layout (the pair of one precision).  A
+   * backend that has one layout ignores both. */
+  gboolean y_native, x_native;
 } TachConvDesc;
 
 struct _TachBackendOps {
@@ -223,7 +230,8 @@ struct _TachBackendOps {
   void (*maxpool_bwd) (TachBackend *be, const float *dy, const int32_t *idx, float *dx, int n, int c, int h, int w);
   /* Optional (NULL: see TachConvDesc.block): the convolution block on a
    * plan made with block set, y = maxpool2x2 (relu (conv (x, w) + b)) with y
-   * [N, K, OH/2, OW/2] plain.  act (N*K*OH*OW floats) and idx
+   * [N, K, OH/2, OW/2] plain (or, and x, in the backend's layout: y_native,
+   * x_native).  act (N*K*OH*OW floats) and idx
    * (N*K*(OH/2)*(OW/2) int32) keep what backward needs, in a layout of the
    * backend's choosing: the caller only hands them back to conv_block_bwd
    * after this forward. */

@@ -431,12 +431,137 @@ test_conv_block_plain_same (TachBackend *be)
   tach_backend_free (plain);
 }
 
+/* Two blocks in a row, the first's pooled output the second's input, as
+ * the cnn runs them; with @native the first plans y_native and the second
+ * x_native (TachConvDesc), so the pair may pass its activations in the
+ * backend's layout.  Downloads the second's y, and dw, db and (when
+ * planned) dx of both. */
+typedef struct {
+  float *y, *dw[2], *db[2], *dx;
+} ChainResult;
+
+static void
+chain_run (TachBackend *be, ConvCase *c, const double *dyp, gboolean native, ChainResult *r)
+{
+  g_autoptr(GPtrArray) bufs = g_ptr_array_new ();
+  TachConvDesc d[2] = { c[0].d, c[1].d };
+  TachConvPlan *plan[2];
+  size_t np[2];
+  float *x[3], *w[2], *b[2], *act[2], *dact[2], *dy[2], *dx[2], *dw[2], *db[2];
+  int32_t *idx[2];
+
+  d[0].y_native = native;
+  d[1].x_native = native;
+  x[0] = block_upload (be, bufs, c[0].x, c[0].nx);
+  for (int i = 0; i < 2; i++)
+    {
+      np[i] = (size_t) d[i].N * d[i].K * (c[i].oh / 2) * (c[i].ow / 2);
+      plan[i] = tach_conv_plan_new (be, &d[i]);
+      tach_ops_assert_ok (be);
+      w[i] = block_upload (be, bufs, c[i].w, c[i].nw);
+      b[i] = block_upload (be, bufs, c[i].b, d[i].K);
+      act[i] = block_upload (be, bufs, NULL, c[i].ny);
+      dact[i] = block_upload (be, bufs, NULL, c[i].ny);
+      x[i + 1] = block_upload (be, bufs, NULL, np[i]);
+      dx[i] = d[i].need_dx ? block_upload (be, bufs, NULL, c[i].nx) : NULL;
+      dw[i] = block_upload (be, bufs, NULL, c[i].nw);
+      db[i] = block_upload (be, bufs, NULL, d[i].K);
+      idx[i] = tach_backend_alloc (be, np[i] * sizeof (int32_t));
+      g_ptr_array_add (bufs, idx[i]);
+    }
+  dy[1] = block_upload (be, bufs, dyp, np[1]);
+  dy[0] = dx[1];
+  for (int i = 0; i < 2; i++)
+    tach_conv_block_forward (be, plan[i], &d[i], x[i], w[i], b[i], act[i], idx[i], x[i + 1]);
+  for (int i = 1; i >= 0; i--)
+    tach_conv_block_backward (be, plan[i], &d[i], x[i], w[i], act[i], idx[i], dy[i], dact[i],
+                              dx[i], dw[i], db[i]);
+  tach_ops_assert_ok (be);
+  r->y = block_download (be, x[2], np[1]);
+  r->dx = d[0].need_dx ? block_download (be, dx[0], c[0].nx) : NULL;
+  for (int i = 0; i < 2; i++)
+    {
+      r->dw[i] = block_download (be, dw[i], c[i].nw);
+      r->db[i] = block_download (be, db[i], d[i].K);
+      tach_conv_plan_free (be, plan[i]);
+    }
+  for (guint i = 0; i < bufs->len; i++)
+    tach_backend_dealloc (be, g_ptr_array_index (bufs, i));
+}
+
+static void
+chain_result_clear (ChainResult *r)
+{
+  g_free (r->y);
+  g_free (r->dx);
+  for (int i = 0; i < 2; i++)
+    {
+      g_free (r->dw[i]);
+      g_free (r->db[i]);
+    }
+}
+
+/* The native layouts between two blocks change no bit of anything that
+ * leaves the pair (their own blocked copies are the same values), with
+ * channels the native layout blocks (32) and channels it leaves plain (20,
+ * 12), in each precision the backend has. */
+static void
+test_conv_block_native (TachBackend *be)
+{
+  static const TachConvDesc pairs[][2] = {
+    { {  2, 1, 12, 12, 32, 5, 5, 2, 2, FALSE, TACH_PRECISION_FP32, TRUE },
+      {  2, 32, 6, 6, 16, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE } },
+    { {  3, 2, 10, 9, 20, 3, 3, 1, 1, TRUE, TACH_PRECISION_FP32, TRUE },
+      {  3, 20, 5, 4, 12, 3, 3, 1, 1, TRUE, TACH_PRECISION_FP32, TRUE } },
+  };
+  TachPrecision precisions[] = { TACH_PRECISION_FP32, TACH_PRECISION_BF16 };
+
+  for (guint p = 0; p < G_N_ELEMENTS (precisions); p++)
+    for (guint k = 0; k < G_N_ELEMENTS (pairs); k++)
+      {
+        ConvCase c[2];
+        g_autofree double *dyp = NULL;
+        ChainResult plain = { 0 }, native = { 0 };
+
+        if (precisions[p] == TACH_PRECISION_BF16
+            && !tach_backend_supports (be->device->id, "precision", "bf16", NULL))
+          continue;
+        for (int i = 0; i < 2; i++)
+          {
+            conv_case_init (&c[i], &pairs[k][i], 1300 + 2 * k + i);
+            c[i].d.precision = precisions[p];
+          }
+        dyp = block_dy (&c[1], 1310 + k);
+        chain_run (be, c, dyp, FALSE, &plain);
+        chain_run (be, c, dyp, TRUE, &native);
+        g_assert_cmpmem (native.y, sizeof (float) * c[1].d.N * c[1].d.K * (c[1].oh / 2)
+                                   * (c[1].ow / 2),
+                         plain.y, sizeof (float) * c[1].d.N * c[1].d.K * (c[1].oh / 2)
+                                  * (c[1].ow / 2));
+        for (int i = 0; i < 2; i++)
+          {
+            g_assert_cmpmem (native.dw[i], sizeof (float) * c[i].nw, plain.dw[i],
+                             sizeof (float) * c[i].nw);
+            g_assert_cmpmem (native.db[i], sizeof (float) * c[i].d.K, plain.db[i],
+                             sizeof (float) * c[i].d.K);
+          }
+        if (c[0].d.need_dx)
+          g_assert_cmpmem (native.dx, sizeof (float) * c[0].nx, plain.dx,
+                           sizeof (float) * c[0].nx);
+        chain_result_clear (&plain);
+        chain_result_clear (&native);
+        for (int i = 0; i < 2; i++)
+          conv_case_clear (&c[i]);
+      }
+}
+
 void
 tach_ops_register_conv_block (const char *device_id)
 {
   tach_ops_add (device_id, "conv-block/fp32", test_conv_block_fp32);
   tach_ops_add (device_id, "conv-block/bf16", test_conv_block_bf16);
   tach_ops_add (device_id, "conv-block/graph", test_conv_block_graph);
+  tach_ops_add (device_id, "conv-block/native", test_conv_block_native);
   if (g_str_has_prefix (device_id, "cuda"))
     tach_ops_add (device_id, "conv-block/plain-same", test_conv_block_plain_same);
 }

@@ -100,6 +100,38 @@ query_md (dnnl_primitive_desc_t pd, dnnl_query_t what)
   return dnnl_primitive_desc_query_md (pd, what, 0);
 }
 
+/* The layout blocks pass between them (TachConvDesc.y_native, x_native):
+ * in fp32, channels blocked by the vector width oneDNN's convolutions block
+ * them by at the level the kernels run at (16 on AVX-512, 8 on AVX2),
+ * which they then read and write without a reorder; plain where the
+ * channels are no multiple of the block or the level has none, and in bf16
+ * (where oneDNN's AMX kernels want channels last, and a forced layout
+ * would take other kernels, other bits).  Both blocks derive it from the
+ * shape and precision alone, so a pair of one precision agrees. */
+static int
+native_cb (int channels)
+{
+  TachCpuIsa isa = tach_cpu_isa ();
+  int cb = isa == TACH_CPU_ISA_AVX512 ? 16 : isa == TACH_CPU_ISA_AVX2 ? 8 : 1;
+
+  return channels % cb == 0 ? cb : 1;
+}
+
+static gboolean
+native_applies (const TachConvDesc *d, gboolean x_side)
+{
+  return d->block && d->precision == TACH_PRECISION_FP32 && (x_side ? d->x_native : d->y_native);
+}
+
+static dnnl_status_t
+native_md_init (dnnl_memory_desc_t *md, const dnnl_dims_t dims, dnnl_data_type_t dt)
+{
+  int cb = native_cb ((int) dims[1]);
+
+  return dnnl_memory_desc_init_by_tag (md, 4, dims, dt,
+                                       cb == 16 ? dnnl_aBcd16b : cb == 8 ? dnnl_aBcd8b : dnnl_nchw);
+}
+
 /* Everything but the primitives' memory: the plain descriptors of the
  * caller's tensors and the conv geometry. */
 typedef struct {
@@ -121,12 +153,21 @@ conv_mds_init (TachBackend *be, const TachConvPlan *plan, ConvMds *m)
   m->strides[0] = m->strides[1] = 1;
   m->padding[0] = d->pad_h;
   m->padding[1] = d->pad_w;
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->x, 4, x_dims, dnnl_f32, dnnl_nchw), fail);
+  if (native_applies (d, TRUE))
+    TACH_DNNL_TRY (be, native_md_init (&m->x, x_dims, dnnl_f32), fail);
+  else
+    TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->x, 4, x_dims, dnnl_f32, dnnl_nchw),
+                   fail);
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->w, 4, w_dims, dnnl_f32, dnnl_oihw), fail);
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->b, 1, b_dims, dnnl_f32, dnnl_a), fail);
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->y, 4, y_dims, dnnl_f32, dnnl_nchw), fail);
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->act_any, 4, y_dims, m->dt,
-                                                   dnnl_format_tag_any), fail);
+  /* A pooled output in the native layout is pooled from activations in it
+   * (the block's pool keeps their channel block). */
+  if (native_applies (d, FALSE))
+    TACH_DNNL_TRY (be, native_md_init (&m->act_any, y_dims, m->dt), fail);
+  else
+    TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&m->act_any, 4, y_dims, m->dt,
+                                                     dnnl_format_tag_any), fail);
   return TRUE;
 fail:
   return FALSE;
@@ -287,14 +328,24 @@ plan_block (TachBackend *be, TachConvPlan *plan, const dnnl_memory_desc_t *act)
       || blk->inner_nblks > 1 || (blk->inner_nblks == 1 && blk->inner_idxs[0] != 1))
     return FALSE;
   l->k = plan->desc.K;
-  l->cb = blk->inner_nblks == 1 ? (int) blk->inner_blks[0] : 1;
+  /* Channels last (NHWC) is one block of all K channels. */
+  l->cb = blk->inner_nblks == 1 ? (int) blk->inner_blks[0] : blk->strides[1] == 1 ? l->k : 1;
   l->sn = (size_t) blk->strides[0];
   l->sc = (size_t) blk->strides[1];
   l->sh = (size_t) blk->strides[2];
   l->sw = (size_t) blk->strides[3];
   l->bf16 = act->data_type == dnnl_bf16;
+  l->y_blocked = native_applies (&plan->desc, FALSE) && l->cb > 1;
   if (l->cb <= 0 || l->k % l->cb != 0 || (act->data_type != dnnl_f32 && !l->bf16))
     return FALSE;
+  if (native_applies (&plan->desc, FALSE) && l->cb != native_cb (l->k))
+    {
+      tach_backend_fail (be, TACH_ERROR_LIBRARY,
+                         _("the convolution block's activations came out blocked by %d "
+                           "channels, not the %d its next block reads"),
+                         l->cb, native_cb (l->k));
+      return FALSE;
+    }
   plan->act = tach_cpu_memory_new (be, act);
   plan->dact = tach_cpu_memory_new (be, act);
   return plan->act != NULL && plan->dact != NULL;

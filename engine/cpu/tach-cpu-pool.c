@@ -165,16 +165,18 @@ act_store (void *act, size_t i, float v, gboolean bf16)
 
 /* One channel block of one image, forward (@y the pooled output, @act the
  * activations) or backward (@y the pooled gradient, @act the activations'
- * gradient); @backward, @cb and @bf16 are constants where it is inlined,
- * so the channel loop vectorises. */
+ * gradient); @backward, @cb, @bf16 and @y_blocked are constants where it
+ * is inlined, so the channel loop vectorises. */
 static inline __attribute__ ((always_inline)) void
 block_pool_unit (const TachCpuActLayout *l, const gboolean backward, void *restrict act,
                  float *restrict y, guint8 *restrict code, int n, int kb, int h, int w,
-                 const int cb, const gboolean bf16)
+                 const int cb, const gboolean bf16, const gboolean y_blocked)
 {
   int oh = h / 2, ow = w / 2;
   size_t plane = (size_t) oh * ow;
   size_t base = (size_t) n * l->sn + (size_t) kb * l->sc;
+  /* y's element (c, o) of this block: plain, or blocked as act is. */
+  size_t ysc = y_blocked ? 1 : plane, yso = y_blocked ? (size_t) cb : 1;
   float *yb = y + ((size_t) n * l->k + (size_t) kb * cb) * plane;
   guint8 *cd = code + ((size_t) n * l->k + (size_t) kb * cb) * plane;
 
@@ -190,7 +192,7 @@ block_pool_unit (const TachCpuActLayout *l, const gboolean backward, void *restr
             for (int c = 0; c < cb; c++)
               {
                 int k = cd[o * cb + c];
-                float g = yb[(size_t) c * plane + o]
+                float g = yb[(size_t) c * ysc + o * yso]
                           * ((k & TACH_CPU_POOL_RELU_OFF) != 0 ? 0.0f : 1.0f);
 
                 k &= 3;
@@ -217,7 +219,7 @@ block_pool_unit (const TachCpuActLayout *l, const gboolean backward, void *restr
             v = v2 > v ? v2 : v;
             best = v3 > v ? 3 : best;
             v = v3 > v ? v3 : v;
-            yb[(size_t) c * plane + o] = v;
+            yb[(size_t) c * ysc + o * yso] = v;
             cd[o * cb + c] = (guint8) (best | (v <= 0.0f ? TACH_CPU_POOL_RELU_OFF : 0));
           }
       }
@@ -228,22 +230,26 @@ block_pool_unit (const TachCpuActLayout *l, const gboolean backward, void *restr
         act_store (act, base + (size_t) r * l->sh + (size_t) q * l->sw + c, 0.0f, bf16);
 }
 
-#define BLOCK_POOL_UNIT(cb, bf16)                                                          \
-  (backward ? block_pool_unit (l, TRUE, act, y, code, n, kb, h, w, (cb), (bf16))           \
-            : block_pool_unit (l, FALSE, act, y, code, n, kb, h, w, (cb), (bf16)))
+#define BLOCK_POOL_UNIT(cb, bf16, yb)                                                      \
+  (backward ? block_pool_unit (l, TRUE, act, y, code, n, kb, h, w, (cb), (bf16), (yb))     \
+            : block_pool_unit (l, FALSE, act, y, code, n, kb, h, w, (cb), (bf16), (yb)))
 
 TACH_CPU_SIMD_BODY void
 block_pool_one_body (const TachCpuActLayout *l, gboolean backward, void *act, float *y,
                      guint8 *code, int n, int kb, int h, int w)
 {
-  if (l->cb == 16 && !l->bf16)
-    BLOCK_POOL_UNIT (16, FALSE);
+  if (l->cb == 16 && !l->bf16 && l->y_blocked)
+    BLOCK_POOL_UNIT (16, FALSE, TRUE);
+  else if (l->cb == 16 && !l->bf16)
+    BLOCK_POOL_UNIT (16, FALSE, FALSE);
   else if (l->cb == 16)
-    BLOCK_POOL_UNIT (16, TRUE);
+    BLOCK_POOL_UNIT (16, TRUE, l->y_blocked);
+  else if (l->cb == 8 && !l->bf16 && l->y_blocked)
+    BLOCK_POOL_UNIT (8, FALSE, TRUE);
   else if (l->cb == 8 && !l->bf16)
-    BLOCK_POOL_UNIT (8, FALSE);
+    BLOCK_POOL_UNIT (8, FALSE, FALSE);
   else
-    BLOCK_POOL_UNIT (l->cb, l->bf16);
+    BLOCK_POOL_UNIT (l->cb, l->bf16, l->y_blocked);
 }
 
 TACH_CPU_SIMD_DISPATCH (static, block_pool_one,

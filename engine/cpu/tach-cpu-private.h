@@ -304,17 +304,19 @@ void   tach_cpu_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n,
 
 /* A conv block's activations, [N, K, H, W] in oneDNN's layout: element
  * (n, c, h, w) at n * sn + (c / cb) * sc + h * sh + w * sw + c % cb (in
- * elements), fp32 or bf16; cb divides k (1: plain NCHW). */
+ * elements), fp32 or bf16; cb divides k (1: plain NCHW).  y_blocked: the
+ * pooled output and its gradient are blocked by cb too, dense ([N][K/cb]
+ * [H/2][W/2][cb]), else plain. */
 typedef struct {
   int      k, cb;
   size_t   sn, sc, sh, sw;
-  gboolean bf16;
+  gboolean bf16, y_blocked;
 } TachCpuActLayout;
 
 /* The block's 2x2 max pool: @act [N, K, H, W] (@l) -> @y [N, K, H/2, W/2]
- * plain, one byte per pooled element in @code (the winner and the ReLU's
- * derivative); backward writes all of @dact (@l) from the plain @dy and
- * @code, the ReLU's derivative applied. */
+ * (plain or blocked, @l), one byte per pooled element in @code (the winner
+ * and the ReLU's derivative); backward writes all of @dact (@l) from @dy
+ * (as @y) and @code, the ReLU's derivative applied. */
 void   tach_cpu_block_pool_fwd (TachBackend *be, const TachCpuActLayout *l, const void *act,
                                 float *y, guint8 *code, int n, int h, int w);
 void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, const float *dy,

@@ -71,6 +71,7 @@ typedef struct {
   TachConvPlan  *conv1, *conv2;
 
   /* device activations and gradients */
+  /* p1 and dp1 in the backend's layout (block1.y_native, block2.x_native) */
   float   *y1, *p1, *y2, *p2, *g;  /* conv1 out, pool1, conv2 out, pool2, gap */
   int32_t *idx1, *idx2;
   float   *h1, *d1, *logits;       /* dense1 + ReLU, after dropout, dense2 */
@@ -460,11 +461,13 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   self->block1 = (TachConvDesc) { .N = self->batch, .C = self->c, .H = self->h, .W = self->w,
                               .K = self->k1, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
                               .pad_w = CNN_PAD, .need_dx = FALSE,
-                              .precision = config->precision, .block = TRUE };
+                              .precision = config->precision, .block = TRUE,
+                              .y_native = TRUE };
   self->block2 = (TachConvDesc) { .N = self->batch, .C = self->k1, .H = self->h2, .W = self->w2,
                               .K = self->k2, .R = CNN_KS, .S = CNN_KS, .pad_h = CNN_PAD,
                               .pad_w = CNN_PAD, .need_dx = TRUE,
-                              .precision = config->precision, .block = TRUE };
+                              .precision = config->precision, .block = TRUE,
+                              .x_native = TRUE };
   self->conv1 = tach_conv_plan_new (be, &self->block1);
   self->conv2 = tach_conv_plan_new (be, &self->block2);
 
