@@ -20,6 +20,7 @@
  * Threads: the engine thread.
  */
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gi18n-lib.h>
 
@@ -37,6 +38,14 @@ struct _TachConvPlan {
   TachCpuArg  dy_w, dy_d;        /* bare: dy for each backward primitive */
   gboolean    dy_shared;         /* bare with need_dx: dy_d serves both */
   dnnl_memory_t act, dact;       /* block: over the caller's act, dact */
+  /* block: the forward by chunks of images whose activations stay in the
+   * cores' L2 between the convolution and the pool (0: one pass); the
+   * chunk's x and activations are views of the batch's layouts. */
+  int           chunk;
+  dnnl_primitive_t fwd_chunk;
+  dnnl_memory_t x_chunk, act_chunk;
+  void         *act_scratch;     /* owned: the chunk's activations */
+  size_t        x_image_bytes;   /* one image of x_fwd's layout */
   TachCpuActLayout act_layout;   /* block: act's and dact's layout, for the pool */
   dnnl_memory_t bias, dbias;     /* plain f32 [K] */
 
@@ -53,15 +62,17 @@ struct _TachConvPlan {
 void
 tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
 {
-  dnnl_primitive_t prims[3];
-  dnnl_memory_t mems[4];
+  dnnl_primitive_t prims[4];
+  dnnl_memory_t mems[6];
   TachCpuArg *args[9];
 
   if (plan == NULL)
     return;
   prims[0] = plan->fwd, prims[1] = plan->bwd_data, prims[2] = plan->bwd_weights;
+  prims[3] = plan->fwd_chunk;
   mems[0] = plan->act, mems[1] = plan->dact;
   mems[2] = plan->bias, mems[3] = plan->dbias;
+  mems[4] = plan->x_chunk, mems[5] = plan->act_chunk;
   args[0] = &plan->x_fwd, args[1] = &plan->w_fwd, args[2] = &plan->x_bwd;
   args[3] = &plan->dw, args[4] = &plan->w_bwd, args[5] = &plan->dx, args[6] = &plan->y;
   args[7] = &plan->dy_w, args[8] = &plan->dy_d;
@@ -74,6 +85,7 @@ tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   for (guint i = 0; i < G_N_ELEMENTS (args); i++)
     tach_cpu_arg_clear (be, args[i]);
   tach_cpu_mem_free (be, plan->zero_bias);
+  tach_cpu_mem_free (be, plan->act_scratch);
   tach_cpu_mem_free (be, plan->db_scratch);
   g_free (plan);
 }
@@ -173,30 +185,24 @@ fail:
   return FALSE;
 }
 
-/* The forward primitive (with the ReLU as a post-op for a block) and its
- * operands; *act_md gets the layout oneDNN chose for the output. */
+/* The forward primitive's descriptor over @x, @w and @dst (with the ReLU
+ * as a post-op for a block); @quiet: FALSE without an error where oneDNN
+ * has no kernel for them. */
 static gboolean
-plan_forward (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_desc_t *act,
-              dnnl_primitive_desc_t *fwd_pd)
+forward_pd (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_desc_t *x,
+            const dnnl_memory_desc_t *w, const dnnl_memory_desc_t *dst, gboolean quiet,
+            dnnl_primitive_desc_t *pd)
 {
-  dnnl_engine_t engine = TACH_CPU (be)->engine;
-  dnnl_memory_desc_t x_any, w_any;
   dnnl_convolution_desc_t conv;
   dnnl_primitive_attr_t attr = NULL;
   dnnl_post_ops_t ops = NULL;
-  dnnl_primitive_desc_t pd = NULL;
   gboolean ok = FALSE;
 
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&x_any, 4, m->x.dims, m->dt,
-                                                   dnnl_format_tag_any), out);
-  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&w_any, 4, m->w.dims, m->dt,
-                                                   dnnl_format_tag_any), out);
+  *pd = NULL;
   TACH_DNNL_TRY (be, dnnl_convolution_forward_desc_init (&conv, dnnl_forward_training,
                                                          dnnl_convolution_direct,
-                                                         /* src = */ &x_any,
-                                                         /* weights = */ &w_any,
-                                                         /* bias = */ &m->b,
-                                                         /* dst = */ act,
+                                                         /* src = */ x, /* weights = */ w,
+                                                         /* bias = */ &m->b, /* dst = */ dst,
                                                          m->strides,
                                                          /* padding_l = */ m->padding,
                                                          /* padding_r = */ m->padding), out);
@@ -210,21 +216,111 @@ plan_forward (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory
                                                        /* beta = */ 0.0f), out);
       TACH_DNNL_TRY (be, dnnl_primitive_attr_set_post_ops (attr, ops), out);
     }
-  TACH_DNNL_TRY (be, dnnl_primitive_desc_create (&pd, &conv, attr, engine, NULL), out);
-  if (!tach_cpu_arg_init (be, &plan->x_fwd, &m->x, query_md (pd, dnnl_query_src_md), FALSE)
-      || !tach_cpu_arg_init (be, &plan->w_fwd, &m->w, query_md (pd, dnnl_query_weights_md),
-                             FALSE))
-    goto out;
-  *fwd_pd = g_steal_pointer (&pd);
-  ok = TRUE;
+  if (quiet)
+    ok = dnnl_primitive_desc_create (pd, &conv, attr, TACH_CPU (be)->engine, NULL)
+         == dnnl_success;
+  else
+    {
+      TACH_DNNL_TRY (be, dnnl_primitive_desc_create (pd, &conv, attr, TACH_CPU (be)->engine,
+                                                     NULL), out);
+      ok = TRUE;
+    }
 out:
-  if (pd != NULL)
-    dnnl_primitive_desc_destroy (pd);
   if (ops != NULL)
     dnnl_post_ops_destroy (ops);
   if (attr != NULL)
     dnnl_primitive_attr_destroy (attr);
   return ok;
+}
+
+/* The forward primitive's descriptor and its operands; *@fwd_pd's output
+ * is the layout oneDNN chose for the activations. */
+static gboolean
+plan_forward (TachBackend *be, TachConvPlan *plan, ConvMds *m, const dnnl_memory_desc_t *act,
+              dnnl_primitive_desc_t *fwd_pd)
+{
+  dnnl_memory_desc_t x_any, w_any;
+  dnnl_primitive_desc_t pd = NULL;
+
+  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&x_any, 4, m->x.dims, m->dt,
+                                                   dnnl_format_tag_any), fail);
+  TACH_DNNL_TRY (be, dnnl_memory_desc_init_by_tag (&w_any, 4, m->w.dims, m->dt,
+                                                   dnnl_format_tag_any), fail);
+  if (!forward_pd (be, plan, m, &x_any, &w_any, act, FALSE, &pd)
+      || !tach_cpu_arg_init (be, &plan->x_fwd, &m->x, query_md (pd, dnnl_query_src_md), FALSE)
+      || !tach_cpu_arg_init (be, &plan->w_fwd, &m->w, query_md (pd, dnnl_query_weights_md),
+                             FALSE))
+    goto fail;
+  *fwd_pd = pd;
+  return TRUE;
+fail:
+  if (pd != NULL)
+    dnnl_primitive_desc_destroy (pd);
+  return FALSE;
+}
+
+/* Images per forward chunk: as many as keep half of each core's L2 for
+ * the chunk's activations, a divisor of the batch (the chunks all alike);
+ * 0 (one pass) when that leaves under 4 images a chunk or the whole batch
+ * fits.  From the sizes alone, so the numbers do not depend on the run. */
+static int
+chunk_images (TachBackend *be, const TachConvPlan *plan)
+{
+  const TachConvDesc *d = &plan->desc;
+  long l2 = sysconf (_SC_LEVEL2_CACHE_SIZE);
+  size_t image = (size_t) d->K * plan->oh * plan->ow * sizeof (float);
+  size_t budget = (size_t) (l2 > 0 ? l2 : 1 << 20) / 2 * MAX (be->threads, 1);
+  int target = (int) MIN ((size_t) d->N, budget / MAX (image, 1));
+
+  for (int c = target; c >= 4; c--)
+    if (d->N % c == 0)
+      return c < d->N ? c : 0;
+  return 0;
+}
+
+/* The chunked forward (TachConvPlan.chunk): its primitive over views of
+ * the first chunk of x_fwd's and the activations' layouts, moved along the
+ * batch per chunk.  Leaves chunk 0 where oneDNN takes no such primitive. */
+static gboolean
+plan_chunk (TachBackend *be, TachConvPlan *plan, ConvMds *m)
+{
+  const dnnl_memory_desc_t *x_md, *w_md, *act_md;
+  dnnl_memory_desc_t xc, ac;
+  dnnl_dims_t zero = { 0, 0, 0, 0 };
+  dnnl_dims_t x_dims = { 0, plan->desc.C, plan->desc.H, plan->desc.W };
+  dnnl_dims_t a_dims = { 0, plan->desc.K, plan->oh, plan->ow };
+  dnnl_primitive_desc_t pd = NULL;
+  int chunk = chunk_images (be, plan);
+
+  if (chunk == 0)
+    return TRUE;
+  x_dims[0] = a_dims[0] = chunk;
+  TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->x_fwd.inner != NULL ? plan->x_fwd.inner
+                                                                            : plan->x_fwd.user,
+                                                  &x_md), fail);
+  TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->w_fwd.inner != NULL ? plan->w_fwd.inner
+                                                                            : plan->w_fwd.user,
+                                                  &w_md), fail);
+  TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->act, &act_md), fail);
+  TACH_DNNL_TRY (be, dnnl_memory_desc_init_submemory (&xc, x_md, x_dims, zero), fail);
+  TACH_DNNL_TRY (be, dnnl_memory_desc_init_submemory (&ac, act_md, a_dims, zero), fail);
+  if (!forward_pd (be, plan, m, &xc, w_md, &ac, TRUE, &pd))
+    {
+      /* No kernel for the views: the forward runs in one pass. */
+      if (pd != NULL)
+        dnnl_primitive_desc_destroy (pd);
+      return tach_backend_ok (be);
+    }
+  plan->x_image_bytes = dnnl_memory_desc_get_size (x_md) / plan->desc.N;
+  plan->x_chunk = tach_cpu_memory_new (be, &xc);
+  plan->act_chunk = tach_cpu_memory_new (be, &ac);
+  plan->act_scratch = tach_cpu_mem_alloc (be, dnnl_memory_desc_get_size (&ac));
+  if (!make_primitive (be, g_steal_pointer (&pd), &plan->fwd_chunk) || !tach_backend_ok (be))
+    return FALSE;
+  plan->chunk = chunk;
+  return TRUE;
+fail:
+  return FALSE;
 }
 
 /* Both backward convolutions; @ddst is the layout of the output gradient
@@ -462,6 +558,8 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   if (!tach_backend_ok (be))
     goto fail;
   memset (plan->zero_bias, 0, (size_t) d->K * sizeof (float));
+  if (d->block && !plan_chunk (be, plan, &m))
+    goto fail;
   if (d->block && plan->x_fwd.reorder != NULL && plan->x_bwd.reorder != NULL)
     {
       const dnnl_memory_desc_t *fwd_md, *bwd_md;
@@ -587,14 +685,57 @@ tach_cpu_conv_bwd (TachBackend *be, TachConvPlan *plan, const float *x, const fl
   conv_backward (be, plan, x, w, ddst_w, ddst_d, dx, dw, db);
 }
 
+/* The block's forward by chunks of images: each chunk's convolution into
+ * the plan's scratch, pooled from there while it is in L2 (the caller's
+ * act is left unwritten: backward needs only the pool's codes). */
+static void
+block_fwd_chunked (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                   const float *b, int32_t *idx, float *y)
+{
+  size_t pooled = (size_t) plan->desc.K * (plan->oh / 2) * (plan->ow / 2);
+  dnnl_exec_arg_t args[4];
+  dnnl_memory_t src, wei;
+  char *base = NULL;
+
+  src = tach_cpu_arg_bind (be, &plan->x_fwd, x);
+  wei = src != NULL ? tach_cpu_arg_bind (be, &plan->w_fwd, w) : NULL;
+  if (wei == NULL)
+    return;
+  TACH_DNNL_TRY (be, dnnl_memory_get_data_handle (src, (void **) &base), out);
+  SET_HANDLE (be, plan->bias, b != NULL ? b : plan->zero_bias, out);
+  SET_HANDLE (be, plan->act_chunk, plan->act_scratch, out);
+  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_SRC, plan->x_chunk };
+  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS, wei };
+  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_BIAS, plan->bias };
+  args[3] = (dnnl_exec_arg_t) { DNNL_ARG_DST, plan->act_chunk };
+  for (int n0 = 0; n0 < plan->desc.N; n0 += plan->chunk)
+    {
+      SET_HANDLE (be, plan->x_chunk, base + (size_t) n0 * plan->x_image_bytes, out);
+      if (!tach_cpu_execute (be, plan->fwd_chunk, 4, args))
+        return;
+      tach_cpu_block_pool_fwd (be, &plan->act_layout, plan->act_scratch,
+                               y + (size_t) n0 * pooled, (guint8 *) idx + (size_t) n0 * pooled,
+                               plan->chunk, plan->oh, plan->ow);
+    }
+out:
+  return;
+}
+
 void
 tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                          const float *b, float *act, int32_t *idx, float *y)
 {
   if (!check_block (be, plan, TRUE))
     return;
-  SET_HANDLE (be, plan->act, act, out);
   plan->x_fwd_last = NULL;
+  if (plan->chunk > 0)
+    {
+      block_fwd_chunked (be, plan, x, w, b, idx, y);
+      if (tach_backend_ok (be))
+        plan->x_fwd_last = x;
+      return;
+    }
+  SET_HANDLE (be, plan->act, act, out);
   if (!conv_forward (be, plan, x, w, b, plan->act))
     return;
   plan->x_fwd_last = x;
