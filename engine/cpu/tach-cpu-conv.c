@@ -302,6 +302,17 @@ plan_chunk (TachBackend *be, TachConvPlan *plan, ConvMds *m)
                                                                             : plan->w_fwd.user,
                                                   &w_md), fail);
   TACH_DNNL_TRY (be, dnnl_memory_get_memory_desc (plan->act, &act_md), fail);
+  /* Views along the batch need it outermost and unblocked in both. */
+  for (int i = 0; i < x_md->format_desc.blocking.inner_nblks; i++)
+    if (x_md->format_desc.blocking.inner_idxs[i] == 0)
+      return TRUE;
+  for (int i = 0; i < act_md->format_desc.blocking.inner_nblks; i++)
+    if (act_md->format_desc.blocking.inner_idxs[i] == 0)
+      return TRUE;
+  if (x_md->format_kind != dnnl_blocked || act_md->format_kind != dnnl_blocked
+      || (size_t) x_md->format_desc.blocking.strides[0] * plan->desc.N
+         * (x_md->data_type == dnnl_bf16 ? 2 : 4) != dnnl_memory_desc_get_size (x_md))
+    return TRUE;
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_submemory (&xc, x_md, x_dims, zero), fail);
   TACH_DNNL_TRY (be, dnnl_memory_desc_init_submemory (&ac, act_md, a_dims, zero), fail);
   if (!forward_pd (be, plan, m, &xc, w_md, &ac, TRUE, &pd))
