@@ -6,7 +6,8 @@
 # TensorFlow 2 / Keras 3 (bench/tf_workloads.py: `fit` for training, a
 # tf.function for generation), each peer at its best of 1 and 2 threads,
 # alternating who goes first, for several rounds.  Then it names the CPU,
-# its vector extensions and its sgemm peak, and prints per workload every
+# its vector extensions, the level Tach's kernels run at and the sgemm
+# peak at that level, and prints per workload every
 # side's median, Tach's ratio to the best peer against the target, and
 # Tach's achieved GFLOP/s as a share of the sgemm peak as Tach's device
 # reports it (measured on an idle machine and cached; see `tach-cli
@@ -150,10 +151,25 @@ cpu_model=$(sed -n 's/^model name[[:space:]]*: //p' /proc/cpuinfo | head -n 1)
 cpu_flags=$(sed -n 's/^flags[[:space:]]*: //p' /proc/cpuinfo | head -n 1 | tr ' ' '\n' |
   grep -E '^(sse4_2|avx|avx2|fma|avx512f|avx512bw|avx512vl|avx512_vnni|avx512_bf16|avx_vnni|amx_tile|amx_bf16)$' |
   tr '\n' ' ')
-tach_device=$("$cli" devices 2>/dev/null | sed -n 's/^ *libraries *//p' | head -n 1)
-tach_peak=$("$cli" devices 2>/dev/null | sed -n 's/^ *peak *//p' | head -n 1)
+devices=$("$cli" devices 2>/dev/null)
+tach_device=$(echo "$devices" | sed -n 's/^ *libraries *//p' | head -n 1)
+tach_peak=$(echo "$devices" | sed -n 's/^ *peak *//p' | head -n 1)
+# The level Tach's kernels and oneDNN's run at: the last word of the
+# backend's libraries, "oneDNN X.Y.Z, LEVEL[ (TACH_CPU_ISA)]".
+tach_isa=$(echo "$tach_device" | sed -n 's/.*, \([a-z0-9]*\)\( (TACH_CPU_ISA)\)\{0,1\}$/\1/p')
+case " $cpu_flags " in
+  *" avx512f "*) cpu_isa=avx512 ;;
+  *" avx2 "*) cpu_isa=avx2 ;;
+  *) cpu_isa=baseline ;;
+esac
+if [ -n "$tach_isa" ] && [ "$tach_isa" != "$cpu_isa" ]; then
+  isa_note="$tach_isa, capped by TACH_CPU_ISA below the CPU's $cpu_isa (the peers keep theirs)"
+else
+  isa_note="${tach_isa:-unknown}, the CPU's widest"
+fi
 echo "CPU: ${cpu_model:-unknown}, $(getconf _NPROCESSORS_ONLN) cores; vector extensions: $cpu_flags"
-echo "Tach's CPU backend: $tach_device; sgemm peak $tach_peak"
+echo "Tach's CPU backend: $tach_device; kernels at $isa_note"
+echo "sgemm peak at ${tach_isa:-Tach's level} (all cores, measured by Tach): $tach_peak"
 echo "Tach: $cli"
 echo "PyTorch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"
 case ",$peers," in *,tf,*)
@@ -165,6 +181,7 @@ echo "Output: $out"
   echo "cpu=$cpu_model"
   echo "flags=$cpu_flags"
   echo "tach_device=$tach_device"
+  echo "tach_isa=$tach_isa"
   echo "peak=$tach_peak"
 } >"$out/machine.txt"
 
@@ -184,13 +201,13 @@ while [ "$round" -le "$rounds" ]; do
   round=$((round + 1))
 done
 
-"$python" - "$out" "$cases" <<'EOF'
+"$python" - "$out" "$cases" "${tach_isa:-unknown}" <<'EOF'
 import os
 import sys
 
 import pandas as pd
 
-out, cases = sys.argv[1], sys.argv[2].split(",")
+out, cases, isa = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
 peer_runs = pd.concat([pd.read_csv(os.path.join(out, f"{peer}.csv"))
                        for peer in ("torch", "torch-compile", "tf")
                        if os.path.exists(os.path.join(out, f"{peer}.csv"))],
@@ -238,7 +255,7 @@ for case in cases:
         "target": target,
         "met": "yes" if ratio >= target else "no",
         "Tach GFLOP/s": gflops,
-        "% sgemm peak": 100.0 * share.median(),
+        f"% {isa} sgemm peak": 100.0 * share.median(),
     })
     rows.append(row)
 
@@ -246,8 +263,9 @@ table = pd.DataFrame(rows)
 table.to_csv(os.path.join(out, "summary.csv"), index=False)
 print()
 peak = pd.Series(peaks).median() if peaks else float("nan")
-print(f"sgemm peak: {peak:.1f} GFLOP/s fp32 (Tach's device figure, measured on 1024^3 "
-      "products and cached per CPU model; tach-cli devices)")
+print(f"sgemm peak at {isa}: {peak:.1f} GFLOP/s fp32 (Tach's device figure at the level "
+      "its kernels run at, measured on 1024^3 products and cached per CPU model and level; "
+      "tach-cli devices)")
 pd.set_option("display.width", 250)
 print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
 print()
