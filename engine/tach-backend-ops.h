@@ -133,6 +133,13 @@ struct _TachBackendOps {
   void     (*copy)          (TachBackend *be, void *dst, const void *src, size_t bytes); /* device to device */
   void     (*synchronize)   (TachBackend *be);
   guint64  (*peak_memory)   (TachBackend *be);
+  /* Optional (NULL: nothing to do): the caller promises that
+   * [ptr, ptr + bytes) of an allocation is not changed until it is
+   * written by upload, zero or copy or freed (a generation loop's
+   * weights), so that the backend may keep what it derives from it
+   * (packed copies of weights) across calls.  The results stay those of
+   * the plain ops. */
+  void     (*freeze)        (TachBackend *be, const void *ptr, size_t bytes);
 
   /* --- timing --- */
   TachEvent *(*event_new)   (TachBackend *be);

@@ -255,6 +255,13 @@ tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t bytes)
     be->ops->copy (be, dst, src, bytes);
 }
 
+void
+tach_backend_freeze (TachBackend *be, const void *ptr, size_t bytes)
+{
+  if (be->error == NULL && bytes > 0 && be->ops->freeze != NULL)
+    be->ops->freeze (be, ptr, bytes);
+}
+
 guint64
 tach_backend_peak_memory (TachBackend *be)
 {

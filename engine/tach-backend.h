@@ -94,6 +94,8 @@ void    tach_backend_stream_wait (TachBackend *be, TachEvent *ev);        /* NUL
 void    tach_backend_zero (TachBackend *be, void *ptr, size_t bytes);
 void    tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t bytes);
 guint64 tach_backend_peak_memory (TachBackend *be);                 /* 0 when unknown */
+/* The freeze op (tach-backend-ops.h): @ptr's bytes stay unchanged. */
+void    tach_backend_freeze (TachBackend *be, const void *ptr, size_t bytes);
 
 TachEvent *tach_event_new (TachBackend *be);
 void       tach_event_free (TachBackend *be, TachEvent *ev);

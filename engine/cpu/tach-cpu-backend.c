@@ -71,7 +71,10 @@ tach_cpu_mem_free (TachBackend *be, void *ptr)
   if (ptr == NULL)
     return;
   if (g_hash_table_steal_extended (cpu->sizes, ptr, NULL, &size))
-    cpu->current_bytes -= GPOINTER_TO_SIZE (size);
+    {
+      cpu->current_bytes -= GPOINTER_TO_SIZE (size);
+      tach_cpu_frozen_write (be, ptr, MAX (GPOINTER_TO_SIZE (size), (size_t) 1));
+    }
   free (ptr);
 }
 
@@ -90,6 +93,7 @@ cpu_dealloc (TachBackend *be, void *ptr)
 static void
 cpu_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
+  tach_cpu_frozen_write (be, dst, bytes);
   if (bytes > 0)
     memcpy (dst, src, bytes);
 }
@@ -104,6 +108,7 @@ cpu_download (TachBackend *be, void *dst, const void *src, size_t bytes)
 static void
 cpu_zero (TachBackend *be, void *ptr, size_t bytes)
 {
+  tach_cpu_frozen_write (be, ptr, bytes);
   if (bytes > 0)
     memset (ptr, 0, bytes);
 }
@@ -111,6 +116,7 @@ cpu_zero (TachBackend *be, void *ptr, size_t bytes)
 static void
 cpu_copy (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
+  tach_cpu_frozen_write (be, dst, bytes);
   /* memmove: callers may shift a buffer within itself. */
   if (bytes > 0)
     memmove (dst, src, bytes);
@@ -203,6 +209,7 @@ cpu_free (TachBackend *be)
 
   /* Before the primitives' engine and the allocation table go. */
   tach_cpu_gemm_bf16_clear (be);
+  tach_cpu_frozen_clear (be);
   if (cpu->sizes != NULL)
     {
       GHashTableIter iter;
@@ -245,7 +252,8 @@ static const TachBackendOps cpu_ops = {
   .graph_launch = NULL,
   .graph_free = NULL,
 
-  .gemm = tach_cpu_gemm,
+  .gemm = tach_cpu_gemm_op,
+  .freeze = tach_cpu_freeze,
   .gemm_bf16 = tach_cpu_gemm_bf16,
   .bias_add = tach_cpu_bias_add,
   .bias_grad = tach_cpu_bias_grad,

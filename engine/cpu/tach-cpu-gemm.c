@@ -130,6 +130,12 @@ TACH_CPU_SIMD_DISPATCH (static, small_gemm_xn,
 #endif
 
 gboolean
+tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k)
+{
+  return (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
+}
+
+gboolean
 tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
                 float alpha, const float *a, size_t lda, const float *b, size_t ldb,
                 float beta, float *c, size_t ldc)

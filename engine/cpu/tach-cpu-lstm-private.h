@@ -15,6 +15,7 @@ typedef struct {
   double   other_us;       /* the other path's fastest tuning pass */
   guint    slow_calls;     /* consecutive forward calls far slower than the estimate */
   guint    rechecks;       /* re-tunings so far */
+  gboolean frozen;         /* timed again on frozen weights (tach_cpu_lstm_fwd) */
 } TachCpuLstmTune;
 
 struct _TachLstmPlan {
@@ -48,6 +49,15 @@ struct _TachLstmPlan {
    * (tach-cpu-lstm-tune.c), with what the tuner keeps to re-check it. */
   TachCpuGemmMode gemm_mode;
   TachCpuLstmTune tune;
+
+  /* Inference on frozen weights (tach-cpu-lstm-frozen.c), all
+   * tach_cpu_mem_alloc, owned, made on first use. */
+  float       *packed;       /* [dirs][W_x, W_h packed (tach_cpu_pack_nt)] */
+  const float *packed_for;   /* the weight block they were packed from */
+  guint        packed_epoch; /* tach_cpu_frozen_epoch when they were */
+  float       *memo_x;       /* [rows, I] the last call's input rows */
+  float       *memo_g;       /* [rows, ldg] their input side x W_x^T */
+  size_t       memo_rows;    /* rows of memo_x and memo_g that are current */
 };
 
 /* The row of (time @t, sample @n) in the data's order. */
@@ -71,6 +81,30 @@ time_at (const TachLstmDesc *d, int dir, int k)
   return dir == 0 ? k : d->T - 1 - k;
 }
 
+/* The rows of processing position @k of direction @dir in a forward pass
+ * from sample 0 on: the step's gates, cell and hidden states, and the
+ * previous step's states (the step's own at k = 0, where none is read). */
+typedef struct {
+  float       *g, *c, *h;
+  const float *c_prev, *h_prev;
+} TachLstmStep;
+
+static inline TachLstmStep
+forward_step (const TachLstmDesc *d, int dir, int k, float *gates, float *cells, float *y)
+{
+  size_t ldg = (size_t) d->dirs * 4 * d->H, ldh = (size_t) d->dirs * d->H;
+  int t = time_at (d, dir, k), tp = k > 0 ? time_at (d, dir, k - 1) : t;
+  TachLstmStep s = {
+    gates + row_of (d, t, 0) * ldg + (size_t) dir * 4 * d->H,
+    cells + row_of (d, t, 0) * ldh + (size_t) dir * d->H,
+    y + row_of (d, t, 0) * ldh + (size_t) dir * d->H,
+    cells + row_of (d, tp, 0) * ldh + (size_t) dir * d->H,
+    y + row_of (d, tp, 0) * ldh + (size_t) dir * d->H,
+  };
+
+  return s;
+}
+
 /* Inference of at most this many streams may split its hidden units
  * between the threads. */
 #define TACH_CPU_LSTM_SPLIT_MAX_N 4
@@ -81,6 +115,14 @@ gboolean tach_cpu_lstm_split_wanted (TachBackend *be, const TachLstmDesc *d);
  * @cells are the plan's work space, [T*N, dirs*4H] and [T*N, dirs*H]. */
 void     tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float *x,
                                       const float *w, float *y, float *gates, float *cells);
+
+/* Whether the forward pass of @plan on weights @w runs on frozen weights'
+ * packed copies (tach-cpu-lstm-frozen.c), and that pass: @gates and
+ * @cells as for the split one. */
+gboolean tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan,
+                                      const float *w);
+void     tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *x,
+                                       const float *w, float *y, float *gates, float *cells);
 
 /* Floats of the reserve: activated gates, then cell states. */
 size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);

@@ -92,13 +92,9 @@ tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float
                           gates + dir * G, ldg);
         for (int k = 0; k < T; k++)
           {
-            int t = time_at (d, dir, k);
-            int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-            float *g_t = gates + row_of (d, t, 0) * ldg + dir * G;
-            float *c_t = cells + row_of (d, t, 0) * ldh + dir * H;
-            float *h_t = y + row_of (d, t, 0) * ldh + dir * H;
-            const float *c_p = cells + row_of (d, tp, 0) * ldh + dir * H;
-            const float *h_p = y + row_of (d, tp, 0) * ldh + dir * H;
+            TachLstmStep s = forward_step (d, dir, k, gates, cells, y);
+            float *g_t = s.g, *c_t = s.c, *h_t = s.h;
+            const float *c_p = s.c_prev, *h_p = s.h_prev;
 
             /* Every thread's h_{t-1} (and, before the first step, no
              * one's input side) is complete. */

@@ -63,7 +63,8 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
 {
   g_autofree char *what = tach_lstm_desc_name (&plan->desc);
   g_autofree char *algorithm = NULL;
-  const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL ? "serial GEMM"
+  const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL
+                     ? (plan->tune.frozen ? "serial, frozen weights packed" : "serial GEMM")
                      : plan->gemm_mode == TACH_CPU_GEMM_POOL ? "pool GEMM"
                      : plan->gemm_mode == TACH_CPU_GEMM_SPLIT ? "hidden units split"
                      : "GEMM by size";
@@ -73,9 +74,11 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
   tach_backend_note_algorithm (be, what, algorithm);
 }
 
-/* One forward pass on @mode's path over @scratch, in µs. */
+/* One forward pass on @mode's path over @scratch (and @w, when it is not
+ * NULL, for the weights), in µs. */
 static double
-time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scratch)
+time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scratch,
+           const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
   size_t nx = plan->rows * (size_t) d->I;
@@ -84,8 +87,12 @@ time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scr
   gint64 t0;
 
   plan->gemm_mode = mode;
+  /* Each pass computes every row's input side, as a first call would
+   * (frozen weights: a generation step computes one row, so this is the
+   * pass's upper bound). */
+  plan->memo_rows = 0;
   t0 = now_us (mode);
-  tach_cpu_lstm_forward_pass (be, plan, scratch, scratch + nx, scratch + nx + nw,
+  tach_cpu_lstm_forward_pass (be, plan, scratch, w != NULL ? w : scratch + nx, scratch + nx + nw,
                               d->training ? scratch + nx + nw + ny : NULL);
   return (double) (now_us (mode) - t0);
 }
@@ -103,9 +110,10 @@ split_forced (const TachLstmPlan *plan)
   return plan->can_split && g_strcmp0 (g_getenv ("TACH_CPU_LSTM_SPLIT"), "always") == 0;
 }
 
-/* Times every path, alternating, and keeps the one with the fastest best pass. */
+/* Times every path, alternating, and keeps the one with the fastest best
+ * pass: on scratch weights, or on @w (read only) when it is not NULL. */
 static void
-tune (TachBackend *be, TachLstmPlan *plan)
+tune (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
   static const TachCpuGemmMode modes[3] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_POOL,
@@ -132,7 +140,7 @@ tune (TachBackend *be, TachLstmPlan *plan)
       {
         guint which = (round + k) % paths;
 
-        best[which] = MIN (best[which], time_pass (be, plan, modes[which], scratch));
+        best[which] = MIN (best[which], time_pass (be, plan, modes[which], scratch, w));
       }
   tach_cpu_mem_free (be, scratch);
   if (!tach_backend_ok (be))
@@ -166,7 +174,7 @@ tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
   if (split_forced (plan))
     plan->gemm_mode = TACH_CPU_GEMM_SPLIT;
   else if (flops <= LSTM_TUNE_MAX_FLOPS && be->threads > 1)
-    tune (be, plan);
+    tune (be, plan, NULL);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);
 }
@@ -179,6 +187,17 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   gint64 t0;
   double took;
 
+  /* Frozen weights make the serial path another one (packed weights,
+   * kept rows: tach-cpu-lstm-frozen.c) than the one timed on scratch
+   * weights: the first call on them times the paths again, on them. */
+  if (t->tuned && !t->frozen && !plan->desc.training && !plan->sliced
+      && tach_cpu_frozen_epoch (be, w, plan->desc.dirs * plan->dir_stride * sizeof (float)) != 0)
+    {
+      t->frozen = TRUE;
+      tune (be, plan, w);
+      if (tach_backend_ok (be))
+        note_algorithm (be, plan);
+    }
   if (!t->tuned || t->rechecks >= RECHECK_MAX)
     {
       tach_cpu_lstm_forward_pass (be, plan, x, w, y, reserve);
@@ -193,7 +212,7 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   /* The steps run far slower than the plan measured: whatever the tuning
    * passes saw, measure both paths again, under today's conditions. */
   t->rechecks++;
-  tune (be, plan);
+  tune (be, plan, t->frozen ? w : NULL);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);
 }

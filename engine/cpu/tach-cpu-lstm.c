@@ -103,6 +103,9 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->dwx_sum);
   tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
+  tach_cpu_mem_free (be, plan->packed);
+  tach_cpu_mem_free (be, plan->memo_x);
+  tach_cpu_mem_free (be, plan->memo_g);
   g_free (plan);
 }
 
@@ -392,6 +395,11 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
       tach_cpu_lstm_split_forward (be, d, x, w, y, gates, cells);
       return;
     }
+  if (tach_cpu_lstm_frozen_wanted (be, plan, w))
+    {
+      tach_cpu_lstm_frozen_forward (be, plan, x, w, y, gates, cells);
+      return;
+    }
   if (plan->sliced)
     {
       LstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
@@ -411,13 +419,9 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
 
       for (int k = 0; k < d->T; k++)
         {
-          int t = time_at (d, dir, k);
-          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-          float *g_t = gates + row_of (d, t, 0) * ldg + dir * G;
-          float *c_t = cells + row_of (d, t, 0) * ldh + dir * H;
-          float *h_t = y + row_of (d, t, 0) * ldh + dir * H;
-          const float *c_p = cells + row_of (d, tp, 0) * ldh + dir * H;
-          const float *h_p = y + row_of (d, tp, 0) * ldh + dir * H;
+          TachLstmStep s = forward_step (d, dir, k, gates, cells, y);
+          float *g_t = s.g, *c_t = s.c, *h_t = s.h;
+          const float *c_p = s.c_prev, *h_p = s.h_prev;
 
           if (k > 0 && !sgemm (be, 'N', 'T', N, G, H, 1.0f, h_p, sr * ldh, wh, H, 1.0f,
                                g_t, sr * ldg))

@@ -29,6 +29,11 @@ typedef struct {
   GHashTable    *bf16_gemms;      /* owned: shape -> matmul primitive (gemm_bf16) */
   guint16       *bf16_scratch;    /* owned: gemm_bf16's rounded operands */
   size_t         bf16_scratch_elems;
+  /* Frozen weights (the freeze op, tach-cpu-packed.c): NULL until the
+   * first freeze. */
+  GArray        *frozen;          /* owned: the frozen ranges */
+  GArray        *gemm_packs;      /* owned: the gemm op's packed copies of frozen Bs */
+  guint          frozen_epoch;    /* changes whenever a frozen range is written or freed */
 } TachCpuBackend;
 
 #define TACH_CPU(be) ((TachCpuBackend *) (be))
@@ -240,6 +245,38 @@ gboolean tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta
  * alone (the small kernels, or dnnl_sgemm, which runs serially inside a
  * region), returning oneDNN's status instead of recording a sticky error,
  * which only the engine thread may do. */
+/* Whether tach_cpu_sgemm (and tach_cpu_sgemm_local) runs an m x n x k
+ * product on the calling thread's small kernels by its size. */
+gboolean tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k);
+
+/* tach-cpu-packed.c: small x W^T products on a copy of W [n, k] packed
+ * for them (blocks of 16 rows, a 64-byte line per input), each output the
+ * bits of tach_cpu_sgemm_local's small kernels, where
+ * tach_cpu_packed_nt_usable (n) (the vector kernels at the current ISA). */
+gboolean tach_cpu_packed_nt_usable (size_t n);
+size_t   tach_cpu_packed_nt_floats (size_t n, size_t k);
+void     tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed);
+/* C = alpha A B^T + beta C on B packed by tach_cpu_pack_nt (64-byte aligned). */
+void     tach_cpu_packed_nt (size_t m, size_t n, size_t k, float alpha, const float *a,
+                             size_t lda, const float *packed, float beta, float *c, size_t ldc);
+/* The freeze op: the model promises that [ptr, ptr + bytes) does not
+ * change (generation's weights), so the backend may keep packed copies. */
+void     tach_cpu_freeze (TachBackend *be, const void *ptr, size_t bytes);
+/* Non-zero when [ptr, ptr + bytes) lies in one frozen range: a value that
+ * changes whenever any frozen range is written or freed, so that a copy
+ * made under it is current while it is unchanged. */
+guint    tach_cpu_frozen_epoch (TachBackend *be, const void *ptr, size_t bytes);
+/* [ptr, ptr + bytes) is written or freed: the frozen ranges it touches
+ * thaw (called by the backend's memory ops). */
+void     tach_cpu_frozen_write (TachBackend *be, const void *ptr, size_t bytes);
+/* Frees the frozen ranges and the packed copies (the backend's free). */
+void     tach_cpu_frozen_clear (TachBackend *be);
+/* The gemm op: tach_cpu_gemm, on the packed copy of a frozen B where
+ * tach_cpu_gemm would run the small kernels. */
+void     tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                           float alpha, const float *a, int lda, const float *b, int ldb,
+                           float beta, float *c, int ldc);
+
 dnnl_status_t tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
                                     float alpha, const float *a, size_t lda, const float *b,
                                     size_t ldb, float beta, float *c, size_t ldc);

@@ -374,6 +374,16 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
                      config->seed, self->p_embed);
   tach_params_upload (p);
   tach_params_set_optimizer (p, config->optimizer, config->lr > 0.0 ? config->lr : LM_DEFAULT_LR);
+  /* Generation never changes the weights: the backend may keep its own
+   * copies of them (packed for its kernels) from one token to the next. */
+  if (!train)
+    for (guint i = 0; i < 2; i++)
+      {
+        guint slice = i == 0 ? self->p_lstm : self->p_dense_w;
+
+        tach_backend_freeze (be, tach_params_data (p, slice),
+                             tach_params_count (p, slice) * sizeof (float));
+      }
 
   if (!train)
     {

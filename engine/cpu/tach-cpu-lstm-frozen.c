@@ -1,0 +1,152 @@
+/* tach-cpu-lstm-frozen.c: the inference LSTM of a few streams whose
+ * weights are frozen (tach_backend_freeze: a generation loop), on copies
+ * of its weights packed for the small products and with the input side of
+ * rows already seen kept.
+ *
+ * At batch 1 every product is a matrix-vector product that waits on
+ * moving the weights from L2 (bench/README.md, the bounds).  Here:
+ * - W_x and W_h are packed once per weight block (tach_cpu_pack_nt, 16
+ *   rows to a 64-byte line per input), so that no load of the products
+ *   straddles cache lines and no output pays a horizontal sum;
+ * - the input side x_t W_x^T of each row of x depends on that row alone:
+ *   a generation loop shifts its context by one token per call, so all
+ *   rows but the newest were in the last call's input, and their gates
+ *   are copied from it (rows compared bit for bit) instead of W_x being
+ *   read again for them.
+ * The packed kernels give each output the bits of tach_cpu_sgemm_local's
+ * small kernels, so the results are those of the plain pass on the same
+ * GEMM path, which is the only one this pass stands in for (the serial
+ * one, or the small kernels by size).
+ *
+ * Threads: the engine thread.
+ */
+#include <string.h>
+
+#include "tach-cpu-lstm-private.h"
+
+gboolean
+tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan, const float *w)
+{
+  const TachLstmDesc *d = &plan->desc;
+
+  if (d->training || plan->sliced || d->N > TACH_CPU_LSTM_SPLIT_MAX_N
+      || !tach_cpu_packed_nt_usable ((size_t) plan->G)
+      || tach_cpu_frozen_epoch (be, w, d->dirs * plan->dir_stride * sizeof (float)) == 0)
+    return FALSE;
+  /* The plain pass on the small kernels: serial, or by size. */
+  return plan->gemm_mode == TACH_CPU_GEMM_SERIAL
+         || (plan->gemm_mode == TACH_CPU_GEMM_AUTO
+             && tach_cpu_sgemm_is_small (plan->rows, (size_t) plan->ldg, (size_t) d->I)
+             && tach_cpu_sgemm_is_small ((size_t) d->N, (size_t) plan->G, (size_t) d->H));
+}
+
+/* Floats of one direction's packed W_x, then its packed W_h. */
+static size_t
+packed_wx_floats (const TachLstmPlan *plan)
+{
+  return tach_cpu_packed_nt_floats ((size_t) plan->G, (size_t) plan->desc.I);
+}
+
+static size_t
+packed_dir_floats (const TachLstmPlan *plan)
+{
+  return packed_wx_floats (plan)
+         + tach_cpu_packed_nt_floats ((size_t) plan->G, (size_t) plan->desc.H);
+}
+
+/* Packs @w's W_x and W_h, once per weight block; FALSE on a failed
+ * allocation (sticky error set). */
+static gboolean
+pack (TachBackend *be, TachLstmPlan *plan, const float *w)
+{
+  const TachLstmDesc *d = &plan->desc;
+  size_t G = (size_t) plan->G;
+  guint epoch = tach_cpu_frozen_epoch (be, w, d->dirs * plan->dir_stride * sizeof (float));
+
+  if (plan->packed != NULL && plan->packed_for == w && plan->packed_epoch == epoch)
+    return TRUE;
+  if (plan->packed == NULL)
+    {
+      plan->packed = tach_cpu_mem_alloc (be, d->dirs * packed_dir_floats (plan) * sizeof (float));
+      plan->memo_x = tach_cpu_mem_alloc (be, plan->rows * d->I * sizeof (float));
+      plan->memo_g = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
+      if (!tach_backend_ok (be))
+        return FALSE;
+    }
+  for (int dir = 0; dir < d->dirs; dir++)
+    {
+      const float *wx = w + dir * plan->dir_stride;
+      float *px = plan->packed + dir * packed_dir_floats (plan);
+
+      tach_cpu_pack_nt (G, (size_t) d->I, wx, (size_t) d->I, px);
+      tach_cpu_pack_nt (G, (size_t) d->H, wx + G * d->I, (size_t) d->H,
+                        px + packed_wx_floats (plan));
+    }
+  plan->packed_for = w;
+  plan->packed_epoch = epoch;
+  plan->memo_rows = 0;
+  return TRUE;
+}
+
+/* The input side of every row of @x into @gates: kept rows copied, the
+ * others computed on the packed W_x; then this call's rows kept. */
+static void
+input_side (TachLstmPlan *plan, const float *x, float *gates)
+{
+  const TachLstmDesc *d = &plan->desc;
+  size_t I = (size_t) d->I, ldg = (size_t) plan->ldg;
+
+  for (size_t r = 0; r < plan->rows; r++)
+    {
+      const float *xr = x + r * I;
+      size_t q = 0;
+
+      while (q < plan->memo_rows && memcmp (plan->memo_x + q * I, xr, I * sizeof (float)) != 0)
+        q++;
+      if (q < plan->memo_rows)
+        {
+          memcpy (gates + r * ldg, plan->memo_g + q * ldg, ldg * sizeof (float));
+          continue;
+        }
+      for (int dir = 0; dir < d->dirs; dir++)
+        tach_cpu_packed_nt (1, (size_t) plan->G, I, 1.0f, xr, I,
+                            plan->packed + dir * packed_dir_floats (plan), 0.0f,
+                            gates + r * ldg + dir * plan->G, ldg);
+    }
+  memcpy (plan->memo_x, x, plan->rows * I * sizeof (float));
+  memcpy (plan->memo_g, gates, plan->rows * ldg * sizeof (float));
+  plan->memo_rows = plan->rows;
+}
+
+void
+tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *x,
+                              const float *w, float *y, float *gates, float *cells)
+{
+  const TachLstmDesc *d = &plan->desc;
+  int N = d->N, H = d->H, I = d->I, G = plan->G;
+  size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+
+  if (!pack (be, plan, w))
+    return;
+  input_side (plan, x, gates);
+  for (int dir = 0; dir < d->dirs; dir++)
+    {
+      const float *b = w + dir * plan->dir_stride + (size_t) G * (I + H);
+      const float *pwh = plan->packed + dir * packed_dir_floats (plan) + packed_wx_floats (plan);
+
+      for (int k = 0; k < d->T; k++)
+        {
+          TachLstmStep s = forward_step (d, dir, k, gates, cells, y);
+          float *g_t = s.g, *c_t = s.c, *h_t = s.h;
+          const float *c_p = s.c_prev, *h_p = s.h_prev;
+
+          if (k > 0)
+            tach_cpu_packed_nt ((size_t) N, (size_t) G, (size_t) H, 1.0f, h_p, sr * ldh, pwh,
+                                1.0f, g_t, sr * ldg);
+          for (int n = 0; n < N; n++)
+            tach_cpu_lstm_row_forward (H, g_t + n * sr * ldg, b,
+                                       k > 0 ? c_p + n * sr * ldh : NULL, c_t + n * sr * ldh,
+                                       h_t + n * sr * ldh);
+        }
+    }
+}

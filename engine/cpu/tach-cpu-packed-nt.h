@@ -1,0 +1,90 @@
+/* tach-cpu-packed-nt.h: the small x W^T product on a packed copy of W
+ * (tach_cpu_pack_nt), written once against tach-cpu-vec.h and included by
+ * tach-cpu-packed.c after each width's inclusion of it (TACH_VEC_FN makes
+ * packed_nt_avx512 and packed_nt_avx2).
+ *
+ * The packed copy holds W in blocks of 16 rows, each block one 64-byte
+ * line per p: the 16 rows' values at p.  So the product is "vertical": with
+ * L = TACH_VEC_LANES, accumulator l (of L) holds, for L rows of W at once
+ * (one per lane), the products at p = l (mod L) in increasing p, which is
+ * what lane l of each row's accumulator holds in the row-by-row kernels of
+ * tach-cpu-gemm-nt.h (the k tail there adds a masked 0 x 0 to the lanes
+ * past it, here an add of zero: the same bits); the L accumulators are
+ * then added lane by lane in the tree by which tach_vec_hsum adds the
+ * lanes of one vector.  Every output gets the bits of tach_cpu_sgemm_local
+ * at this width, without the horizontal sums' shuffles, and every load is
+ * one whole aligned line: on the Intel Xeon of bench/README.md a 100-float
+ * row of W straddles lines, and the row-by-row kernel's loads split.
+ */
+
+/* The sum of acc[0..L) lane by lane, in tach_vec_hsum's tree. */
+TACH_VEC_INLINE TachVec
+TACH_VEC_FN (vsum) (const TachVec a[TACH_VEC_LANES])
+{
+#if TACH_VEC_LANES == 16
+  /* hsum16 pairs lanes l and l + 8, then + 4, + 2, + 1. */
+  TachVec e = tach_vec_add (tach_vec_add (tach_vec_add (a[0], a[8]), tach_vec_add (a[4], a[12])),
+                            tach_vec_add (tach_vec_add (a[2], a[10]), tach_vec_add (a[6], a[14])));
+  TachVec o = tach_vec_add (tach_vec_add (tach_vec_add (a[1], a[9]), tach_vec_add (a[5], a[13])),
+                            tach_vec_add (tach_vec_add (a[3], a[11]), tach_vec_add (a[7], a[15])));
+#else
+  /* hsum8 pairs lanes l and l + 1, then + 2, then the halves. */
+  TachVec e = tach_vec_add (tach_vec_add (a[0], a[1]), tach_vec_add (a[2], a[3]));
+  TachVec o = tach_vec_add (tach_vec_add (a[4], a[5]), tach_vec_add (a[6], a[7]));
+#endif
+  return tach_vec_add (e, o);
+}
+
+/* C = alpha A B^T + beta C, B [n, k] packed.  Blocks of 16 rows of B (k
+ * lines) stay in L1 while every row of A passes over them; the pass of
+ * the first row of A, which brings the block from L2, asks for each line
+ * 1 KB ahead. */
+TACH_VEC_TARGET static void
+TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                         const float *packed, float beta, float *c, size_t ldc)
+{
+  const TachVec valpha = tach_vec_set1 (alpha), vbeta = tach_vec_set1 (beta);
+  const size_t rest = k % TACH_VEC_LANES;
+
+  for (size_t j = 0; j < n; j += 16)
+    for (size_t i = 0; i < m; i++)
+      for (size_t h = 0; h < 16 && j + h < n; h += TACH_VEC_LANES)
+        {
+          const float *ar = a + i * lda, *pb = packed + j * k + h;
+          float *cr = c + i * ldc + j + h;
+          TachVecMask store = n - j - h >= TACH_VEC_LANES ? tach_vec_mask_from (0)
+                                                           : tach_vec_mask_below ((int) (n - j - h));
+          gboolean prefetch = i == 0 && h == 0;
+          TachVec acc[TACH_VEC_LANES], sum;
+          size_t p = 0;
+
+#pragma GCC unroll 16
+          for (int l = 0; l < TACH_VEC_LANES; l++)
+            acc[l] = tach_vec_zero ();
+          for (; p + TACH_VEC_LANES <= k; p += TACH_VEC_LANES)
+            {
+#pragma GCC unroll 16
+              for (int l = 0; l < TACH_VEC_LANES; l++)
+                {
+                  const float *line = pb + (p + l) * 16;
+
+                  if (prefetch)
+                    _mm_prefetch ((const char *) line + 1024, _MM_HINT_T0);
+                  acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]), tach_vec_load (line), acc[l]);
+                }
+            }
+          if (rest != 0)
+            {
+#pragma GCC unroll 16
+              for (int l = 0; l < TACH_VEC_LANES; l++)
+                acc[l] = (size_t) l < rest ? tach_vec_fma (tach_vec_set1 (ar[p + l]),
+                                                           tach_vec_load (pb + (p + l) * 16), acc[l])
+                                           : tach_vec_add (acc[l], tach_vec_zero ());
+            }
+          sum = tach_vec_mul (valpha, TACH_VEC_FN (vsum) (acc));
+          /* beta == 0 never reads C, which may hold NaNs. */
+          if (beta != 0.0f)
+            sum = tach_vec_add (sum, tach_vec_mul (vbeta, tach_vec_loadz (store, cr)));
+          tach_vec_storem (cr, store, sum);
+        }
+}

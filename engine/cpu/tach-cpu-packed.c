@@ -1,0 +1,227 @@
+/* tach-cpu-packed.c: small x W^T products on a copy of W packed when a
+ * plan is built (tach-cpu-packed-nt.h), for weights that a plan reads many
+ * times unchanged: one stream's LSTM steps in a generation loop.
+ *
+ * Threads: any; each call touches only its own arguments.
+ */
+#include <string.h>
+
+#include "tach-cpu-private.h"
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)
+#define TACH_CPU_PACKED_KERNELS 1
+#define TACH_VEC 512
+#include "tach-cpu-vec.h"
+#include "tach-cpu-packed-nt.h"
+#undef TACH_VEC
+#define TACH_VEC 256
+#include "tach-cpu-vec.h"
+#include "tach-cpu-packed-nt.h"
+#undef TACH_VEC
+#endif
+
+size_t
+tach_cpu_packed_nt_floats (size_t n, size_t k)
+{
+  return (n + 15) / 16 * 16 * k;
+}
+
+gboolean
+tach_cpu_packed_nt_usable (size_t n)
+{
+#ifdef TACH_CPU_PACKED_KERNELS
+  TachCpuIsa isa = tach_cpu_isa ();
+
+  /* Where tach_cpu_sgemm_local's small kernels are the vector ones. */
+  return (isa == TACH_CPU_ISA_AVX512 && n >= 16) || (isa == TACH_CPU_ISA_AVX2 && n >= 8);
+#else
+  (void) n;
+  return FALSE;
+#endif
+}
+
+void
+tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed)
+{
+  for (size_t j = 0; j < n; j += 16)
+    for (size_t p = 0; p < k; p++)
+      {
+        float *line = packed + j * k + p * 16;
+
+        for (size_t r = 0; r < 16; r++)
+          line[r] = j + r < n ? b[(j + r) * ldb + p] : 0.0f;
+      }
+}
+
+void
+tach_cpu_packed_nt (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
+                    const float *packed, float beta, float *c, size_t ldc)
+{
+#ifdef TACH_CPU_PACKED_KERNELS
+  if (m == 0 || n == 0)
+    return;
+  if (tach_cpu_isa () == TACH_CPU_ISA_AVX512)
+    packed_nt_avx512 (m, n, k, alpha, a, lda, packed, beta, c, ldc);
+  else
+    packed_nt_avx2 (m, n, k, alpha, a, lda, packed, beta, c, ldc);
+#else
+  (void) m, (void) n, (void) k, (void) alpha, (void) a, (void) lda, (void) packed, (void) beta,
+    (void) c, (void) ldc;
+  g_assert_not_reached ();
+#endif
+}
+
+/* ---------------------------------------------------------- frozen weights */
+
+/* A range that the model promised not to change (the freeze op). */
+typedef struct {
+  const char *start;
+  size_t      bytes;
+} FrozenRange;
+
+/* A packed copy of a frozen B of the gemm op. */
+typedef struct {
+  const float *b;
+  size_t       n, k, ldb;
+  float       *packed;
+} GemmPack;
+
+/* More distinct frozen Bs than this run unpacked. */
+#define GEMM_PACKS_MAX 8
+
+void
+tach_cpu_freeze (TachBackend *be, const void *ptr, size_t bytes)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  FrozenRange range = { ptr, bytes };
+
+  if (ptr == NULL || bytes == 0)
+    return;
+  if (cpu->frozen == NULL)
+    {
+      cpu->frozen = g_array_new (FALSE, FALSE, sizeof (FrozenRange));
+      cpu->gemm_packs = g_array_new (FALSE, FALSE, sizeof (GemmPack));
+      cpu->frozen_epoch = 1;
+    }
+  g_array_append_val (cpu->frozen, range);
+}
+
+guint
+tach_cpu_frozen_epoch (TachBackend *be, const void *ptr, size_t bytes)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  const char *p = ptr;
+
+  if (cpu->frozen == NULL)
+    return 0;
+  for (guint i = 0; i < cpu->frozen->len; i++)
+    {
+      const FrozenRange *r = &g_array_index (cpu->frozen, FrozenRange, i);
+
+      if (p >= r->start && bytes <= r->bytes && (size_t) (p - r->start) <= r->bytes - bytes)
+        return cpu->frozen_epoch;
+    }
+  return 0;
+}
+
+static void
+drop_gemm_packs (TachBackend *be)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  GArray *packs = cpu->gemm_packs;
+
+  /* Detached first: freeing a copy comes back through tach_cpu_frozen_write. */
+  cpu->gemm_packs = NULL;
+  for (guint i = 0; i < packs->len; i++)
+    tach_cpu_mem_free (be, g_array_index (packs, GemmPack, i).packed);
+  g_array_set_size (packs, 0);
+  cpu->gemm_packs = packs;
+}
+
+void
+tach_cpu_frozen_write (TachBackend *be, const void *ptr, size_t bytes)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  const char *p = ptr;
+  gboolean dropped = FALSE;
+
+  if (cpu->frozen == NULL || cpu->gemm_packs == NULL)
+    return;
+  for (guint i = cpu->frozen->len; i-- > 0;)
+    {
+      const FrozenRange *r = &g_array_index (cpu->frozen, FrozenRange, i);
+
+      if (r->start < p + bytes && p < r->start + r->bytes)
+        {
+          g_array_remove_index_fast (cpu->frozen, i);
+          dropped = TRUE;
+        }
+    }
+  if (!dropped)
+    return;
+  cpu->frozen_epoch++;
+  drop_gemm_packs (be);
+}
+
+void
+tach_cpu_frozen_clear (TachBackend *be)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+
+  if (cpu->frozen == NULL)
+    return;
+  drop_gemm_packs (be);
+  g_array_unref (cpu->gemm_packs);
+  g_array_unref (cpu->frozen);
+  cpu->gemm_packs = NULL;
+  cpu->frozen = NULL;
+}
+
+/* The packed copy of the frozen @b for the gemm op, made on first use;
+ * NULL: none (too many, or no memory: the plain product runs). */
+static const float *
+gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+  GemmPack pack = { b, n, k, ldb, NULL };
+
+  for (guint i = 0; i < cpu->gemm_packs->len; i++)
+    {
+      const GemmPack *g = &g_array_index (cpu->gemm_packs, GemmPack, i);
+
+      if (g->b == b && g->n == n && g->k == k && g->ldb == ldb)
+        return g->packed;
+    }
+  if (cpu->gemm_packs->len >= GEMM_PACKS_MAX)
+    return NULL;
+  pack.packed = tach_cpu_mem_alloc (be, tach_cpu_packed_nt_floats (n, k) * sizeof (float));
+  if (pack.packed == NULL)
+    return NULL;
+  tach_cpu_pack_nt (n, k, b, ldb, pack.packed);
+  g_array_append_val (cpu->gemm_packs, pack);
+  return pack.packed;
+}
+
+void
+tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, float alpha,
+                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
+                  int ldc)
+{
+  /* Where tach_cpu_gemm runs the small kernels on a frozen B: the same
+   * bits from its packed copy. */
+  if (m > 0 && n > 0 && k > 0 && tb && !ta && TACH_CPU (be)->frozen != NULL
+      && tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k)
+      && tach_cpu_packed_nt_usable ((size_t) n)
+      && tach_cpu_frozen_epoch (be, b, ((size_t) (n - 1) * ldb + k) * sizeof (float)) != 0)
+    {
+      const float *packed = gemm_pack (be, b, (size_t) n, (size_t) k, (size_t) ldb);
+
+      if (packed != NULL)
+        {
+          tach_cpu_packed_nt ((size_t) m, (size_t) n, (size_t) k, alpha, a, (size_t) lda,
+                              packed, beta, c, (size_t) ldc);
+          return;
+        }
+    }
+  tach_cpu_gemm (be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
+}

@@ -1,0 +1,218 @@
+/* test-cpu-frozen.c: the CPU backend's frozen weights (tach_backend_freeze)
+ * give the plain ops' bits: the packed small-product kernel against
+ * tach_cpu_sgemm_local, the gemm op and the inference LSTM of a
+ * generation loop (packed weights, kept input rows) against the same ops
+ * on an unfrozen copy, and a write thaws them.  Run under each
+ * TACH_CPU_ISA cap, so both vector widths are held to their own bits.
+ */
+#include <string.h>
+
+#include "cpu/tach-cpu-lstm-private.h"
+
+static float
+next_value (guint32 *state)
+{
+  *state = *state * 1664525u + 1013904223u;
+  return (float) ((*state >> 8) & 0xffff) / 32768.0f - 1.0f;
+}
+
+static void
+fill (float *v, size_t n, guint32 *state)
+{
+  for (size_t i = 0; i < n; i++)
+    v[i] = next_value (state);
+}
+
+static TachBackend *
+cpu_backend (guint threads)
+{
+  g_autoptr(GError) error = NULL;
+  TachBackend *be = tach_backend_new ("cpu", threads, TACH_PRECISION_FP32, &error);
+
+  g_assert_no_error (error);
+  g_assert_nonnull (be);
+  return be;
+}
+
+/* Every shape where the packed kernel stands in for the small kernels. */
+static void
+test_packed_bits (void)
+{
+  static const size_t ns[] = { 8, 9, 15, 16, 17, 31, 33, 400, 554 };
+  static const size_t ks[] = { 1, 3, 7, 8, 9, 15, 16, 17, 40, 64, 100, 129, 300 };
+  TachBackend *be = cpu_backend (1);
+  guint32 state = 1;
+  guint tried = 0;
+
+  for (guint a = 0; a < G_N_ELEMENTS (ns); a++)
+    for (guint b = 0; b < G_N_ELEMENTS (ks); b++)
+      for (size_t m = 1; m <= 5; m++)
+        for (guint v = 0; v < 3; v++)
+          {
+            size_t n = ns[a], k = ks[b], ldb = k + (v == 2 ? 3 : 0), lda = k + v;
+            float alpha = v == 2 ? 0.5f : 1.0f, beta = v == 0 ? 0.0f : 1.0f;
+            g_autofree float *bm = NULL, *am = NULL, *c1 = NULL, *c2 = NULL;
+            float *packed;
+
+            if (!tach_cpu_packed_nt_usable (n) || !tach_cpu_sgemm_is_small (m, n, k))
+              continue;
+            bm = g_new (float, n * ldb);
+            am = g_new (float, m * lda);
+            c1 = g_new (float, m * n);
+            c2 = g_new (float, m * n);
+            fill (bm, n * ldb, &state);
+            fill (am, m * lda, &state);
+            fill (c1, m * n, &state);
+            memcpy (c2, c1, m * n * sizeof (float));
+            if (v == 1)
+              {
+                /* Signed zeros keep their sign through both. */
+                am[0] = -0.0f;
+                bm[0] = 0.0f;
+              }
+            packed = tach_cpu_mem_alloc (be, tach_cpu_packed_nt_floats (n, k) * sizeof (float));
+            tach_cpu_pack_nt (n, k, bm, ldb, packed);
+            g_assert_cmpint (tach_cpu_sgemm_local (FALSE, TRUE, m, n, k, alpha, am, lda, bm, ldb,
+                                                   beta, c1, n), ==, dnnl_success);
+            tach_cpu_packed_nt (m, n, k, alpha, am, lda, packed, beta, c2, n);
+            tach_cpu_mem_free (be, packed);
+            g_assert_cmpmem (c1, m * n * sizeof (float), c2, m * n * sizeof (float));
+            tried++;
+          }
+  if (tach_cpu_isa () == TACH_CPU_ISA_BASELINE)
+    g_assert_cmpuint (tried, ==, 0);
+  else
+    g_assert_cmpuint (tried, >, 500);
+  tach_backend_free (be);
+}
+
+/* The gemm op on a frozen B against the same B unfrozen, then written. */
+static void
+test_gemm (void)
+{
+  const int m = 1, n = 554, k = 100;
+  TachBackend *be = cpu_backend (1);
+  guint32 state = 7;
+  g_autofree float *host = g_new (float, (size_t) n * k);
+  float *b = tach_backend_alloc (be, (size_t) n * k * sizeof (float));
+  float *b2 = tach_backend_alloc (be, (size_t) n * k * sizeof (float));
+  float *a = tach_backend_alloc (be, (size_t) m * k * sizeof (float));
+  float *c1 = tach_backend_alloc (be, (size_t) m * n * sizeof (float));
+  float *c2 = tach_backend_alloc (be, (size_t) m * n * sizeof (float));
+
+  fill (host, (size_t) n * k, &state);
+  tach_backend_upload (be, b, host, (size_t) n * k * sizeof (float));
+  tach_backend_upload (be, b2, host, (size_t) n * k * sizeof (float));
+  fill (a, (size_t) m * k, &state);
+  tach_backend_freeze (be, b, (size_t) n * k * sizeof (float));
+  for (int round = 0; round < 3; round++)
+    {
+      g_assert_cmpuint (tach_cpu_frozen_epoch (be, b, (size_t) n * k * sizeof (float)), !=, 0);
+      tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
+      tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
+      g_assert_true (tach_backend_ok (be));
+      g_assert_cmpmem (c1, (size_t) n * sizeof (float), c2, (size_t) n * sizeof (float));
+      g_assert_cmpuint (TACH_CPU (be)->gemm_packs->len, ==,
+                        tach_cpu_packed_nt_usable ((size_t) n) ? 1 : 0);
+      a[round] += 0.25f;
+    }
+  /* A write thaws B: the product follows the new values. */
+  host[5] = 3.0f;
+  tach_backend_upload (be, b, host, (size_t) n * k * sizeof (float));
+  tach_backend_upload (be, b2, host, (size_t) n * k * sizeof (float));
+  g_assert_cmpuint (tach_cpu_frozen_epoch (be, b, (size_t) n * k * sizeof (float)), ==, 0);
+  g_assert_cmpuint (TACH_CPU (be)->gemm_packs->len, ==, 0);
+  tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
+  tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
+  g_assert_cmpmem (c1, (size_t) n * sizeof (float), c2, (size_t) n * sizeof (float));
+  tach_backend_free (be);
+}
+
+/* One LSTM (of @desc) over a window that shifts by one row per call, on
+ * frozen weights and on an unfrozen copy: the same outputs every call,
+ * the frozen plan on its packed copies; after a write to its weights, the
+ * plain pass again, and after freezing them anew, new copies. */
+static void
+check_lstm (const TachLstmDesc *desc)
+{
+  TachBackend *be = cpu_backend (1);
+  const TachLstmDesc *d = desc;
+  size_t row = (size_t) d->I, rows = (size_t) d->T * d->N;
+  size_t nw = (size_t) d->dirs * 4 * d->H * ((size_t) d->I + d->H + 1);
+  size_t ny = rows * d->dirs * d->H, stream = rows + 8;
+  guint32 state = 3;
+  g_autofree float *host = g_new (float, nw);
+  g_autofree float *tokens = g_new (float, stream * row);
+  float *w = tach_backend_alloc (be, nw * sizeof (float));
+  float *w2 = tach_backend_alloc (be, nw * sizeof (float));
+  float *x = tach_backend_alloc (be, rows * row * sizeof (float));
+  float *y1 = tach_backend_alloc (be, ny * sizeof (float));
+  float *y2 = tach_backend_alloc (be, ny * sizeof (float));
+  TachLstmPlan *frozen = tach_lstm_plan_new (be, d);
+  TachLstmPlan *plain = tach_lstm_plan_new (be, d);
+  gboolean usable = tach_cpu_packed_nt_usable ((size_t) 4 * d->H);
+
+  g_assert_nonnull (frozen);
+  g_assert_nonnull (plain);
+  fill (host, nw, &state);
+  fill (tokens, stream * row, &state);
+  tach_backend_upload (be, w, host, nw * sizeof (float));
+  tach_backend_upload (be, w2, host, nw * sizeof (float));
+  tach_backend_freeze (be, w, nw * sizeof (float));
+  for (size_t call = 0; call + rows <= stream; call++)
+    {
+      /* Rows of x: a window of the stream, one row further each call. */
+      memcpy (x, tokens + call * row, rows * row * sizeof (float));
+      if (call == 4)
+        x[0] = -0.0f;
+      tach_op (be, lstm_fwd, frozen, x, w, y1, NULL);
+      tach_op (be, lstm_fwd, plain, x, w2, y2, NULL);
+      g_assert_true (tach_backend_ok (be));
+      g_assert_cmpmem (y1, ny * sizeof (float), y2, ny * sizeof (float));
+      g_assert_true (frozen->packed_for == (usable ? w : NULL));
+      g_assert_null (plain->packed);
+    }
+  host[1] = 2.0f;
+  tach_backend_upload (be, w, host, nw * sizeof (float));
+  tach_backend_upload (be, w2, host, nw * sizeof (float));
+  for (int refreeze = 0; refreeze < 2; refreeze++)
+    {
+      guint epoch = frozen->packed_epoch;
+
+      tach_op (be, lstm_fwd, frozen, x, w, y1, NULL);
+      tach_op (be, lstm_fwd, plain, x, w2, y2, NULL);
+      g_assert_cmpmem (y1, ny * sizeof (float), y2, ny * sizeof (float));
+      if (refreeze == 1 && usable)
+        g_assert_cmpuint (frozen->packed_epoch, !=, epoch);
+      tach_backend_freeze (be, w, nw * sizeof (float));
+    }
+  tach_lstm_plan_free (be, frozen);
+  tach_lstm_plan_free (be, plain);
+  tach_backend_free (be);
+}
+
+static void
+test_lstm (void)
+{
+  /* Generation's shape, odd sizes, two directions, a few streams. */
+  static const TachLstmDesc descs[] = {
+    { .T = 4, .N = 1, .I = 100, .H = 100, .dirs = 1, .precision = TACH_PRECISION_FP32 },
+    { .T = 3, .N = 1, .I = 37, .H = 20, .dirs = 1, .precision = TACH_PRECISION_FP32 },
+    { .T = 5, .N = 2, .I = 19, .H = 24, .dirs = 2, .precision = TACH_PRECISION_FP32 },
+    { .T = 4, .N = 3, .I = 64, .H = 40, .dirs = 1, .time_major = TRUE,
+      .precision = TACH_PRECISION_FP32 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (descs); i++)
+    check_lstm (&descs[i]);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/cpu/frozen/packed-bits", test_packed_bits);
+  g_test_add_func ("/cpu/frozen/gemm", test_gemm);
+  g_test_add_func ("/cpu/frozen/lstm", test_lstm);
+  return g_test_run ();
+}
