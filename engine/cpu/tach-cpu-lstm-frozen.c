@@ -29,7 +29,9 @@ tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan, const fl
 {
   const TachLstmDesc *d = &plan->desc;
 
-  if (d->training || plan->sliced || d->N > TACH_CPU_LSTM_SPLIT_MAX_N
+  /* An uncached plan (call-setup=per-call) lives for one call: packing
+   * would cost it more than it saves. */
+  if (d->training || d->uncached || plan->sliced || d->N > TACH_CPU_LSTM_SPLIT_MAX_N
       || !tach_cpu_packed_nt_usable ((size_t) plan->G)
       || tach_cpu_frozen_epoch (be, w, d->dirs * plan->dir_stride * sizeof (float)) == 0)
     return FALSE;

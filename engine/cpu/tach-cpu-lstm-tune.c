@@ -190,7 +190,7 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   /* Frozen weights make the serial path another one (packed weights,
    * kept rows: tach-cpu-lstm-frozen.c) than the one timed on scratch
    * weights: the first call on them times the paths again, on them. */
-  if (t->tuned && !t->frozen && !plan->desc.training && !plan->sliced
+  if (t->tuned && !t->frozen && !plan->desc.training && !plan->desc.uncached && !plan->sliced
       && tach_cpu_frozen_epoch (be, w, plan->desc.dirs * plan->dir_stride * sizeof (float)) != 0)
     {
       t->frozen = TRUE;
