@@ -183,7 +183,7 @@ tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, fl
 {
   if (m == 0 || n == 0)
     return dnnl_success;
-  if ((double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM
+  if (tach_cpu_sgemm_is_small (m, n, k)
       && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return dnnl_success;
   /* Inside a parallel region oneDNN runs the product on this thread. */
@@ -202,7 +202,7 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
   if (m == 0 || n == 0)
     return TRUE;
   if (mode == TACH_CPU_GEMM_AUTO)
-    serial = (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
+    serial = tach_cpu_sgemm_is_small (m, n, k);
   else
     serial = mode == TACH_CPU_GEMM_SERIAL || mode == TACH_CPU_GEMM_SPLIT;
   if (serial && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
