@@ -36,9 +36,10 @@ TACH_VEC_FN (vsum) (const TachVec a[TACH_VEC_LANES])
 }
 
 /* C = alpha A B^T + beta C, B [n, k] packed.  Blocks of 16 rows of B (k
- * lines) stay in L1 while every row of A passes over them; the pass of
- * the first row of A, which brings the block from L2, asks for each line
- * 1 KB ahead. */
+ * lines) stay in L1 while every row of A passes over them.  The packed
+ * copy is one sequential stream, which the hardware prefetchers follow:
+ * asking for each line 1 KB ahead cost about 10% on the Intel Xeon (55
+ * against 50 bytes per TSC tick from L2 at n = 400, k = 100; 64 from L1). */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                          const float *packed, float beta, float *c, size_t ldc)
@@ -54,7 +55,6 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
           float *cr = c + i * ldc + j + h;
           TachVecMask store = n - j - h >= TACH_VEC_LANES ? tach_vec_mask_from (0)
                                                            : tach_vec_mask_below ((int) (n - j - h));
-          gboolean prefetch = i == 0 && h == 0;
           TachVec acc[TACH_VEC_LANES], sum;
           size_t p = 0;
 
@@ -66,11 +66,8 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
 #pragma GCC unroll 16
               for (int l = 0; l < TACH_VEC_LANES; l++)
                 {
-                  const float *line = pb + (p + l) * 16;
-
-                  if (prefetch)
-                    _mm_prefetch ((const char *) line + 1024, _MM_HINT_T0);
-                  acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]), tach_vec_load (line), acc[l]);
+                  acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]), tach_vec_load (pb + (p + l) * 16),
+                                         acc[l]);
                 }
             }
           if (rest != 0)
