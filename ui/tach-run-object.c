@@ -9,7 +9,8 @@ struct _TachRunObject
   GObject          parent_instance;
 
   TachRun         *run;
-  GArray          *scratch;        /* TachSample, reused between drains */
+  GArray          *scratch;        /* TachSample, reused between drains; NULL once
+                                    * finished (up to TACH_RUN_DRAIN_MAX x 96 B) */
   TachChartSeries *rate_series;
   TachChartSeries *loss_series;
   TachSummary      summary;
@@ -162,6 +163,10 @@ tach_run_object_ingest (TachRunObject *self)
   gint64 now;
   guint n = 0, got;
 
+  /* A finished run has handed over every sample. */
+  if (self->scratch == NULL)
+    return;
+
   /* A bounded batch at a time (a run that syncs at its end hands over every
    * step at once). */
   do
@@ -212,6 +217,10 @@ tach_run_object_take_end (TachRunObject *self)
   if (self->finished)
     return;
   self->finished = TRUE;
+  /* Every sample is in by now (each caller ingests first): the drain's
+   * scratch, as large as the largest batch drained, goes, so that a list
+   * of finished runs keeps only their summaries and chart buckets. */
+  g_clear_pointer (&self->scratch, g_array_unref);
   tach_run_object_update_status (self);
   g_signal_emit (self, signals[FINISHED], 0);
 }
