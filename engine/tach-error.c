@@ -159,6 +159,8 @@ append_mention (GString            *out,
 {
   g_autofree char *v = value != NULL ? g_strndup (value, len) : NULL;
   gboolean spec = in_format && v != NULL && strchr (v, '%') != NULL;
+  /* A conversion other than %s stands for a number. */
+  gboolean number = spec && strstr (v, "%s") == NULL;
 
   if (tach_get_wording () == TACH_WORDING_OPTIONS)
     {
@@ -188,7 +190,7 @@ append_mention (GString            *out,
         label_s = g_string_free (g_steal_pointer (&escaped), FALSE);
       }
     /* A number stands as it is ("Batch size 64"), a word is quoted. */
-    if (spec || g_ascii_isdigit (*label_s))
+    if (number || (!spec && g_ascii_isdigit (*label_s)))
       /* Translators: a setting and its value that is a number, in a
        * message: "Batch size 64". */
       mention = g_strdup_printf (C_("knob mention", "%s %s"), _(knob->title), label_s);

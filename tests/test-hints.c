@@ -290,6 +290,14 @@ test_hint_model (void)
   const TachErrorHint *hint;
   TachConfig c;
 
+  /* A data file that is not there. */
+  tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
+  test_apply (&c, "device=cpu threads=1 steps=3 warmup=1 data=/nonexistent/tach.txt");
+  error = run_error (&c);
+  assert_hint (error, TACH_KNOB_DATA, "/nonexistent/tach.txt", TACH_KNOB_DATA, NULL, FALSE);
+  g_clear_error (&error);
+  tach_config_clear (&c);
+
   tach_config_init (&c, TACH_WORKLOAD_LSTM_LM);
   test_apply (&c, settings);
   test_apply (&c, "context=35 batch=4");

@@ -4,6 +4,8 @@
 #include <string.h>
 
 #include "tach-engine.h"
+#include "tach-error-private.h"
+#include <glib/gi18n-lib.h>
 #include "tach-rand.h"
 
 void
@@ -192,7 +194,7 @@ tach_corpus_load (const char *path, guint vocab_size, GError **error)
   if (!g_file_get_contents (path, &text, &length, &local))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                   "Cannot read the text file %s (check the --data path): %s",
+                   W_("Cannot read the text file %s (check the {data} path): %s"),
                    path, local->message);
       return NULL;
     }

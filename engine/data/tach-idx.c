@@ -21,6 +21,8 @@
 #endif
 
 #include "tach-engine.h"
+#include "tach-error-private.h"
+#include <glib/gi18n-lib.h>
 #include "tach-idx-cache.h"
 
 /* A data set bigger than this is taken for a corrupt header rather than
@@ -119,7 +121,7 @@ idx_open (const char *path, TachIdx *idx, gsize *header_len, GError **error)
       if (fd >= 0)
         g_close (fd, NULL);
       g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                   "Cannot open the IDX file %s (check the --data path): %s",
+                   W_("Cannot open the IDX file %s (check the {data} path): %s"),
                    path, g_strerror (saved));
       return NULL;
     }
@@ -457,7 +459,7 @@ tach_idx_resolve_data (const char *data, char **train_images, char **train_label
   if (!g_file_test (data, G_FILE_TEST_EXISTS))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                   "--data %s does not exist: give an MNIST-format folder or images file", data);
+                   W_("{data=%s} does not exist: give an MNIST-format folder or images file"), data);
       return FALSE;
     }
   *train_labels = tach_idx_labels_beside (data);
