@@ -11,6 +11,7 @@
 #include "tach-explain-view.h"
 
 #include "tach-export-chooser.h"
+#include "tach-task-view.h"
 
 #include <glib/gi18n.h>
 #include <math.h>
@@ -42,11 +43,9 @@ struct _TachExplainView
 
 G_DEFINE_FINAL_TYPE (TachExplainView, tach_explain_view, GTK_TYPE_WIDGET)
 
-enum { PROP_0, PROP_RUNNING, N_PROPS };
-static GParamSpec *properties[N_PROPS];
-
-enum { SIGNAL_ERROR, SIGNAL_FINISHED, N_SIGNALS };
-static guint signals[N_SIGNALS];
+enum { PROP_0, PROP_RUNNING };
+static GParamSpec *running_pspec;
+static guint signals[TACH_TASK_VIEW_N_SIGNALS];
 
 gboolean
 tach_explain_view_get_running (TachExplainView *self)
@@ -136,25 +135,12 @@ update_state (TachExplainView *self)
 {
   gboolean running = self->cancellable != NULL;
 
-  gtk_button_set_label (self->button, running ? _("_Stop") : _("_Explain"));
-  /* Through the window's actions, so that Explain waits for a run to end
-   * as Compare does, and Stop stops whatever runs. */
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->button), running ? "win.stop" : "win.explain");
-  if (running)
-    {
-      gtk_widget_remove_css_class (GTK_WIDGET (self->button), "suggested-action");
-      gtk_widget_add_css_class (GTK_WIDGET (self->button), "destructive-action");
-    }
-  else
-    {
-      gtk_widget_remove_css_class (GTK_WIDGET (self->button), "destructive-action");
-      gtk_widget_add_css_class (GTK_WIDGET (self->button), "suggested-action");
-    }
-  gtk_widget_set_visible (GTK_WIDGET (self->progress), running);
+  /* win.explain waits for a run to end, as Compare does. */
+  tach_task_button_update (self->button, self->progress, running, _("_Explain"), "win.explain");
   gtk_widget_set_sensitive (GTK_WIDGET (self->from_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->to_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->explain != NULL);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  g_object_notify_by_pspec (G_OBJECT (self), running_pspec);
 }
 
 /* What the chart shows, in words: the check, the method, and a sentence
@@ -297,9 +283,9 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
       show_result (self);
     }
   else if (!g_error_matches (error, TACH_ERROR, TACH_ERROR_CANCELLED))
-    g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Cannot Explain the Gap"), error);
+    g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_ERROR], 0, _("Cannot Explain the Gap"), error);
   update_state (self);
-  g_signal_emit (self, signals[SIGNAL_FINISHED], 0);
+  g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_FINISHED], 0);
 }
 
 gboolean
@@ -457,19 +443,8 @@ tach_explain_view_class_init (TachExplainViewClass *klass)
   object_class->dispose = tach_explain_view_dispose;
   object_class->get_property = tach_explain_view_get_property;
 
-  properties[PROP_RUNNING] =
-    g_param_spec_boolean ("running", NULL, NULL, FALSE,
-                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
-
-  /* Main thread: (heading, error) of a failure to show. */
-  signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                        0, NULL, NULL, NULL, G_TYPE_NONE, 2,
-                                        G_TYPE_STRING, G_TYPE_ERROR);
-  /* Main thread: an explanation ended (finished, stopped or failed). */
-  signals[SIGNAL_FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass),
-                                           G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                           G_TYPE_NONE, 0);
+  /* "error" gets the heading of an explanation that failed. */
+  running_pspec = tach_task_view_class_install (object_class, signals);
 
   gtk_widget_class_install_action (widget_class, "explain.export", "s", export_action);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
@@ -503,10 +478,7 @@ tach_explain_view_init (TachExplainView *self)
   self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("explain.export", _("Export the explanation")));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
 
-  self->progress = GTK_PROGRESS_BAR (gtk_progress_bar_new ());
-  gtk_progress_bar_set_show_text (self->progress, TRUE);
-  gtk_widget_set_hexpand (GTK_WIDGET (self->progress), TRUE);
-  gtk_widget_set_valign (GTK_WIDGET (self->progress), GTK_ALIGN_CENTER);
+  self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), row);
 

@@ -17,6 +17,7 @@
 #include <string.h>
 
 #include "tach-export-chooser.h"
+#include "tach-task-view.h"
 
 #include <glib/gi18n.h>
 #include <math.h>
@@ -52,11 +53,9 @@ struct _TachScalingView
 
 G_DEFINE_FINAL_TYPE (TachScalingView, tach_scaling_view, GTK_TYPE_WIDGET)
 
-enum { PROP_0, PROP_RUNNING, N_PROPS };
-static GParamSpec *properties[N_PROPS];
-
-enum { SIGNAL_ERROR, SIGNAL_FINISHED, N_SIGNALS };
-static guint signals[N_SIGNALS];
+enum { PROP_0, PROP_RUNNING };
+static GParamSpec *running_pspec;
+static guint signals[TACH_TASK_VIEW_N_SIGNALS];
 
 gboolean
 tach_scaling_view_get_running (TachScalingView *self)
@@ -166,17 +165,11 @@ update_state (TachScalingView *self)
 {
   gboolean running = self->cancellable != NULL;
 
-  gtk_button_set_label (self->button, running ? _("_Stop") : _("_Run Sweep"));
-  /* Through the window's actions: one thing on the engine at a time, and
-   * Stop stops whatever runs. */
-  gtk_actionable_set_action_name (GTK_ACTIONABLE (self->button), running ? "win.stop" : "win.scale");
-  gtk_widget_remove_css_class (GTK_WIDGET (self->button), running ? "suggested-action" : "destructive-action");
-  gtk_widget_add_css_class (GTK_WIDGET (self->button), running ? "destructive-action" : "suggested-action");
-  gtk_widget_set_visible (GTK_WIDGET (self->progress), running);
+  tach_task_button_update (self->button, self->progress, running, _("_Run Sweep"), "win.scale");
   gtk_widget_set_sensitive (GTK_WIDGET (self->knob_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->values_entry), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->axis != NULL);
-  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_RUNNING]);
+  g_object_notify_by_pspec (G_OBJECT (self), running_pspec);
 }
 
 static void
@@ -295,7 +288,7 @@ on_point_done (gpointer data)
       if (done->run != NULL)
         self->runs[done->index] = g_steal_pointer (&done->run);
       if (done->error != NULL && !g_error_matches (done->error, TACH_ERROR, TACH_ERROR_CANCELLED))
-        g_signal_emit (self, signals[SIGNAL_ERROR], 0, NULL, done->error);
+        g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_ERROR], 0, NULL, done->error);
     }
   g_clear_pointer (&done->run, tach_run_unref);
   g_clear_error (&done->error);
@@ -367,7 +360,7 @@ on_swept (GObject *source, GAsyncResult *result, gpointer user_data)
     return;
   g_clear_object (&self->cancellable);
   update_state (self);
-  g_signal_emit (self, signals[SIGNAL_FINISHED], 0);
+  g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_FINISHED], 0);
 }
 
 gboolean
@@ -452,7 +445,7 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
       g_set_error (&warning, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    ngettext ("%u of %u points will not run:%s", "%u of %u points will not run:%s", bad),
                    bad, job->n_points, problems->str);
-      g_signal_emit (self, signals[SIGNAL_ERROR], 0, _("Some Points Will Not Run"), warning);
+      g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_ERROR], 0, _("Some Points Will Not Run"), warning);
     }
 
   grid_clear (self);
@@ -595,19 +588,8 @@ tach_scaling_view_class_init (TachScalingViewClass *klass)
   object_class->dispose = tach_scaling_view_dispose;
   object_class->get_property = tach_scaling_view_get_property;
 
-  properties[PROP_RUNNING] =
-    g_param_spec_boolean ("running", NULL, NULL, FALSE,
-                          G_PARAM_READABLE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);
-  g_object_class_install_properties (object_class, N_PROPS, properties);
-
-  /* Main thread: (heading or NULL for a toast, error) of a failure to show. */
-  signals[SIGNAL_ERROR] = g_signal_new ("error", G_TYPE_FROM_CLASS (klass), G_SIGNAL_RUN_LAST,
-                                        0, NULL, NULL, NULL, G_TYPE_NONE, 2,
-                                        G_TYPE_STRING, G_TYPE_ERROR);
-  /* Main thread: a sweep ended (finished or stopped). */
-  signals[SIGNAL_FINISHED] = g_signal_new ("finished", G_TYPE_FROM_CLASS (klass),
-                                           G_SIGNAL_RUN_LAST, 0, NULL, NULL, NULL,
-                                           G_TYPE_NONE, 0);
+  /* "error" gets a heading, or NULL for a toast (points that will not run). */
+  running_pspec = tach_task_view_class_install (object_class, signals);
 
   gtk_widget_class_install_action (widget_class, "scaling.export", "s", export_action);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BIN_LAYOUT);
@@ -647,10 +629,7 @@ tach_scaling_view_init (TachScalingView *self)
   self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("scaling.export", _("Export the sweep")));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
 
-  self->progress = GTK_PROGRESS_BAR (gtk_progress_bar_new ());
-  gtk_progress_bar_set_show_text (self->progress, TRUE);
-  gtk_widget_set_hexpand (GTK_WIDGET (self->progress), TRUE);
-  gtk_widget_set_valign (GTK_WIDGET (self->progress), GTK_ALIGN_CENTER);
+  self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), row);
 
