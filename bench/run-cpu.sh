@@ -244,9 +244,9 @@ for case in cases:
     peaks.extend((column(all_runs, "achieved_gflops") / share)[share > 0])
     # Tach at its best thread count, as each peer (the share stays of the
     # all-core peak).
-    by_threads = all_runs.groupby(column(all_runs, "threads"))
-    tach_threads = by_threads["median_steps_per_s"].median().idxmax()
-    tach = by_threads.get_group(tach_threads)
+    threads = column(all_runs, "threads")
+    tach_threads = all_runs.groupby(threads)["median_steps_per_s"].median().idxmax()
+    tach = all_runs[threads == tach_threads]
     tach_median = column(tach, "median_steps_per_s").median()
     gflops = column(tach, "achieved_gflops").median()
     share = column(tach, "peak_share")
