@@ -41,6 +41,7 @@ struct _TachRun {
   guint64        items_per_step;  /* under lock, set by the engine thread */
   double         flops_per_step;
   guint64        peak_memory;
+  gsize          pending_bytes;   /* under lock, set as the run ends: tach_run_get_pending_bytes */
   double         test_accuracy;
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
@@ -54,5 +55,12 @@ struct _TachRun {
   TachRunNotify  notify;
   gpointer       user_data;
 };
+
+/* The most host memory the run kept for steps not yet synced (their
+ * records and the loss slots, counted as if the device's were on the host
+ * too), known once it has ended: with sync=end every step is pending until
+ * the end, so this is what such a run costs per step beyond its samples.
+ * For tests and benchmarks. */
+gsize tach_run_get_pending_bytes (TachRun *run);
 
 G_END_DECLS

@@ -152,3 +152,14 @@ tach_run_get_steps_done (TachRun *run)
 {
   return (guint) g_atomic_int_get (&run->steps_done);
 }
+
+gsize
+tach_run_get_pending_bytes (TachRun *run)
+{
+  gsize bytes;
+
+  g_mutex_lock (&run->lock);
+  bytes = run->pending_bytes;
+  g_mutex_unlock (&run->lock);
+  return bytes;
+}

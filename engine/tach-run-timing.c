@@ -8,7 +8,6 @@ tach_step_timer_init (TachStepTimer *timer, TachBackend *be, gboolean host_clock
 {
   timer->be = be;
   timer->host_clock = host_clock;
-  timer->last_slot = TACH_STEP_NO_SLOT;
   for (guint i = 0; i < TACH_STEP_RING && !host_clock; i++)
     {
       timer->start[i] = tach_event_new (be);
@@ -30,11 +29,16 @@ tach_step_timer_clear (TachStepTimer *timer)
 }
 
 void
-tach_step_timer_begin (TachStepTimer *timer, guint64 step, TachStepMarks *marks)
+tach_step_marks_for (guint64 step, TachStepMarks *marks)
 {
   marks->slot = (guint) (step % TACH_STEP_RING);
-  marks->prev_slot = timer->last_slot;
-  timer->last_slot = marks->slot;
+  marks->prev_slot = step > 0 ? (guint) ((step - 1) % TACH_STEP_RING) : TACH_STEP_NO_SLOT;
+}
+
+void
+tach_step_timer_begin (TachStepTimer *timer, guint64 step, TachStepMarks *marks)
+{
+  tach_step_marks_for (step, marks);
   if (!timer->host_clock)
     tach_event_record (timer->be, timer->start[marks->slot]);
 }

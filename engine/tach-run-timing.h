@@ -37,7 +37,6 @@ typedef struct {
   gboolean     host_clock;             /* no events: the runner's clock times steps */
   TachEvent   *start[TACH_STEP_RING];  /* owned */
   TachEvent   *end[TACH_STEP_RING];    /* owned */
-  guint        last_slot;              /* the previous step's, TACH_STEP_NO_SLOT before the first */
 } TachStepTimer;
 
 /* Where one step's events are. */
@@ -60,6 +59,9 @@ tach_now_ns (void)
 /* Makes the events (none with @host_clock); errors go to @be's sticky error. */
 void     tach_step_timer_init (TachStepTimer *timer, TachBackend *be, gboolean host_clock);
 void     tach_step_timer_clear (TachStepTimer *timer);
+/* Where step @step's events are (steps run 0, 1, 2, ...: the previous
+ * step's end event is step - 1's). */
+void     tach_step_marks_for (guint64 step, TachStepMarks *marks);
 /* Records step @step's start event and fills @marks. */
 void     tach_step_timer_begin (TachStepTimer *timer, guint64 step, TachStepMarks *marks);
 void     tach_step_timer_end (TachStepTimer *timer, const TachStepMarks *marks);

@@ -52,11 +52,24 @@
 #define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
 
 
-/* A step executed but not yet read back. */
+/* A step executed but not yet read back.  With sync=end every step of the
+ * run is pending until the end, so this keeps only what cannot be derived,
+ * in the widths the sample store keeps (floats; wall_s a double, as the
+ * store checks chunks against it): 32 bytes, not a 96-byte TachSample and
+ * its marks.  The step number is the first pending step's plus the index
+ * (pending steps are consecutive), warm-up follows from the step, the
+ * events' slots from the step number (tach_step_marks_for), whether the
+ * device times were read from Engine.n_timed, sync_ms is only the last
+ * step's (the one that syncs, published at once), and the loss and the
+ * accuracy are read from the host copies of the loss slots when published. */
 typedef struct {
-  TachSample    sample;
-  TachStepMarks marks;     /* its events */
-  gboolean      timed;     /* compute_ms and device_step_ms read */
+  double wall_s;
+  float  step_ms;
+  float  feed_ms;
+  float  compute_ms;
+  float  host_ms;
+  float  device_step_ms;
+  float  api_calls;
 } Pending;
 
 /* The engine thread's working state. */
@@ -73,7 +86,11 @@ typedef struct {
   float                *acc_host;
   guint64               loss_slots;
   TachStepTimer         timer;
-  GArray               *pending;   /* Pending */
+  GArray               *pending;   /* Pending, steps pending_first.. */
+  guint64               pending_first;
+  guint                 n_timed;   /* pending[0..n_timed) have their device times */
+  guint                 n_losses;  /* pending[0..n_losses) have their losses read back */
+  gsize                 pending_peak;  /* bytes, the most kept for pending steps */
   gint64                t0;        /* monotonic start, ns */
   gint64                t_notify;  /* last notification, ns */
 
@@ -208,14 +225,24 @@ engine_clear (Engine *e)
     g_array_unref (e->pending);
 }
 
-/* Reads one pending step's device times (see tach-run-timing.h). */
+/* Reads the device times of the pending steps up to index @upto (see
+ * tach-run-timing.h), those not read yet, in order. */
 static void
-engine_time (Engine *e, Pending *p)
+engine_time (Engine *e, guint upto)
 {
-  if (p->timed)
-    return;
-  tach_step_timer_read (&e->timer, &p->marks, &p->sample.compute_ms, &p->sample.device_step_ms);
-  p->timed = TRUE;
+  for (; e->n_timed <= upto && e->n_timed < e->pending->len; e->n_timed++)
+    {
+      Pending *p = &g_array_index (e->pending, Pending, e->n_timed);
+      TachStepMarks marks;
+      double compute_ms, device_step_ms;
+
+      if (e->timer.host_clock)
+        continue;   /* the runner's clock timed it already */
+      tach_step_marks_for (e->pending_first + e->n_timed, &marks);
+      tach_step_timer_read (&e->timer, &marks, &compute_ms, &device_step_ms);
+      p->compute_ms = (float) compute_ms;
+      p->device_step_ms = (float) device_step_ms;
+    }
 }
 
 /* Synchronises, downloads the pending steps' losses in one go and
@@ -224,16 +251,13 @@ static gboolean
 engine_sync (Engine *e, double *sync_ms)
 {
   gint64 t = tach_now_ns ();
-  Pending *first, *last;
   guint64 from, count, wrap;
 
   *sync_ms = 0.0;
   if (e->pending->len == 0)
     return tach_backend_ok (e->be);
-  first = &g_array_index (e->pending, Pending, 0);
-  last = &g_array_index (e->pending, Pending, e->pending->len - 1);
-  from = first->sample.step;
-  count = last->sample.step - from + 1;
+  from = e->pending_first;
+  count = e->pending->len;
 
   tach_backend_synchronize (e->be);
   /* The pending steps' slots, in one piece or two where they wrap. */
@@ -257,28 +281,49 @@ engine_sync (Engine *e, double *sync_ms)
   if (!tach_backend_ok (e->be))
     return FALSE;
 
-  for (guint i = 0; i < e->pending->len; i++)
-    {
-      Pending *p = &g_array_index (e->pending, Pending, i);
-      guint64 slot = p->sample.step % e->loss_slots;
-
-      engine_time (e, p);
-      p->sample.loss = e->loss_dev != NULL ? (double) e->loss_host[slot] : NAN;
-      p->sample.accuracy = e->acc_dev != NULL ? (double) e->acc_host[slot] : NAN;
-    }
+  e->n_losses = e->pending->len;
+  engine_time (e, e->pending->len - 1);
   return tach_backend_ok (e->be);
 }
 
+/* Publishes the pending steps' samples; the last one synced for
+ * @last_sync_ms. */
 static void
-engine_publish (Engine *e)
+engine_publish (Engine *e, double last_sync_ms)
 {
   TachRun *run = e->run;
+  guint64 warmup = tach_config_get_warmup (&run->config);
 
   g_mutex_lock (&run->lock);
   for (guint i = 0; i < e->pending->len; i++)
-    tach_sample_store_append (run->samples, &g_array_index (e->pending, Pending, i).sample);
+    {
+      const Pending *p = &g_array_index (e->pending, Pending, i);
+      guint64 step = e->pending_first + i;
+      guint64 slot = step % MAX (e->loss_slots, 1);
+      /* On the host clock the runner timed each step as it ran. */
+      gboolean timed = e->timer.host_clock || i < e->n_timed;
+      TachSample s = {
+        .step = step,
+        /* The step captured pays for the capture: warm-up, whatever the
+         * warm-up count. */
+        .warmup = step < warmup || step == e->capture_step,
+        .wall_s = p->wall_s,
+        .step_ms = p->step_ms,
+        .feed_ms = p->feed_ms,
+        .compute_ms = timed ? p->compute_ms : NAN,
+        .sync_ms = i + 1 == e->pending->len ? last_sync_ms : 0.0,
+        .host_ms = p->host_ms,
+        .loss = e->loss_dev != NULL && i < e->n_losses ? (double) e->loss_host[slot] : NAN,
+        .accuracy = e->acc_dev != NULL && i < e->n_losses ? (double) e->acc_host[slot] : NAN,
+        .device_step_ms = timed ? p->device_step_ms : NAN,
+        .api_calls = p->api_calls,
+      };
+
+      tach_sample_store_append (run->samples, &s);
+    }
   g_mutex_unlock (&run->lock);
   g_array_set_size (e->pending, 0);
+  e->n_timed = e->n_losses = 0;
   schedule_notify (run);
 }
 
@@ -289,9 +334,11 @@ static void
 engine_publish_ended (Engine *e)
 {
   while (e->pending->len > 0
-         && g_array_index (e->pending, Pending, e->pending->len - 1).sample.step_ms <= 0.0)
+         && g_array_index (e->pending, Pending, e->pending->len - 1).step_ms <= 0.0f)
     g_array_set_size (e->pending, e->pending->len - 1);
-  engine_publish (e);
+  e->n_timed = MIN (e->n_timed, e->pending->len);
+  e->n_losses = MIN (e->n_losses, e->pending->len);
+  engine_publish (e, 0.0);
 }
 
 static gboolean
@@ -453,6 +500,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
   for (guint64 i = 0; i < total; i++)
     {
       TachStepCtx ctx = { 0 };
+      TachStepMarks marks;
       Pending p = { 0 };
       Pending *self;
       gint64 t_start, t_model, t_end;
@@ -462,46 +510,40 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
 
       /* The step whose events this one is about to record over is read
        * now: it finished long ago in practice.  Pending holds consecutive
-       * steps, so it is found by its distance from the end (a scan of the
-       * list would make a long unsynced run quadratic). */
-      if (tach_step_timer_due (i, &due) && e->pending->len > 0
-          && g_array_index (e->pending, Pending, 0).sample.step <= due)
-        engine_time (e, &g_array_index (e->pending, Pending, e->pending->len - (i - due)));
+       * steps, so it is found by its distance from the first (a scan of
+       * the list would make a long unsynced run quadratic). */
+      if (tach_step_timer_due (i, &due) && e->pending->len > 0 && e->pending_first <= due)
+        engine_time (e, (guint) (due - e->pending_first));
 
       t_start = t_prev;
-      tach_step_timer_begin (&e->timer, i, &p.marks);
+      tach_step_timer_begin (&e->timer, i, &marks);
       if (!engine_step (e, i, &ctx, error))
         {
           if (error != NULL && *error == NULL)
             tach_backend_take_error (e->be, error);
           return FALSE;
         }
-      tach_step_timer_end (&e->timer, &p.marks);
+      tach_step_timer_end (&e->timer, &marks);
       t_model = tach_now_ns ();
       if (!tach_backend_take_error (e->be, error))
         return FALSE;
 
-      p.sample.step = i;
-      /* The step captured pays for the capture: warm-up, whatever the
-       * warm-up count. */
-      p.sample.warmup = i < warmup || i == e->capture_step;
-      p.sample.feed_ms = ctx.feed_ms;
-      p.sample.host_ms = ctx.host_ms;
-      p.sample.compute_ms = NAN;
-      p.sample.device_step_ms = NAN;
-      p.sample.api_calls = NAN;
+      p.feed_ms = (float) ctx.feed_ms;
+      p.compute_ms = NAN;
+      p.device_step_ms = NAN;
+      p.api_calls = NAN;
       if (e->timer.host_clock)
         {
           /* On the host clock (a backend whose ops finish before they
            * return, TACH_BACKEND_CAP_SYNC_OPS) compute is the model's
            * calls less their feeding and host work. */
-          p.sample.compute_ms = MAX (0.0, (double) (t_model - t_start) / 1e6
-                                          - ctx.feed_ms - ctx.host_ms);
-          p.timed = TRUE;
+          p.compute_ms = (float) MAX (0.0, (double) (t_model - t_start) / 1e6
+                                           - ctx.feed_ms - ctx.host_ms);
         }
-      p.sample.loss = NAN;
-      p.sample.accuracy = NAN;
+      if (e->pending->len == 0)
+        e->pending_first = i;
       g_array_append_val (e->pending, p);
+      e->pending_peak = MAX (e->pending_peak, e->pending->len * sizeof (Pending));
 
       last = i + 1 == total;
       stopping = g_atomic_int_get (&run->stop) != 0;
@@ -520,17 +562,16 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       step_ms = (double) (t_end - t_start) / 1e6;
       model_ms = (double) (t_model - t_start) / 1e6;
       self = &g_array_index (e->pending, Pending, e->pending->len - 1);
-      self->sample.step_ms = step_ms;
-      self->sample.sync_ms = sync_ms;
-      self->sample.host_ms += MAX (0.0, step_ms - model_ms - sync_ms);
-      self->sample.wall_s = (double) (t_end - e->t0) / 1e9;
+      self->step_ms = (float) step_ms;
+      self->host_ms = (float) (ctx.host_ms + MAX (0.0, step_ms - model_ms - sync_ms));
+      self->wall_s = (double) (t_end - e->t0) / 1e9;
       if (e->be->counts_api_calls)
-        self->sample.api_calls = (double) (e->be->api_calls - calls0);
+        self->api_calls = (float) (e->be->api_calls - calls0);
 
       g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)
         {
-          engine_publish (e);
+          engine_publish (e, sync_ms);
           e->t_notify = t_end;
         }
       else if (t_end - e->t_notify >= PROGRESS_NS)
@@ -611,9 +652,12 @@ run_main (gpointer data)
     {
       guint64 peak = tach_backend_peak_memory (e.be);
       char *algorithms = tach_backend_dup_algorithms (e.be);
+      /* The device and host copies of the loss (and accuracy) slots. */
+      gsize slots = ((e.loss_dev != NULL) + (e.acc_dev != NULL)) * 2 * e.loss_slots * sizeof (float);
 
       g_mutex_lock (&run->lock);
       run->peak_memory = peak;
+      run->pending_bytes = e.pending_peak + slots;
       run->algorithms = algorithms;
       g_mutex_unlock (&run->lock);
     }

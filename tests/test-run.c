@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "tach-feeder.h"
+#include "tach-run-private.h"
 #include "test-run-util.h"
 
 typedef struct {
@@ -192,6 +193,37 @@ test_sync_cadence (void)
         }
       if (reference == NULL)
         reference = g_steal_pointer (&samples);
+    }
+}
+
+/* With sync=end every step is pending until the end: what the runner keeps
+ * for each (its record and the loss and accuracy slots) stays a few dozen
+ * bytes, not a sample's hundred; a sync every 10 steps keeps ten. */
+static void
+test_pending_bytes (void)
+{
+  static const struct { const char *sync; double most; } cases[] = {
+    { "end", 48.0 },   /* 32-byte record, 4 float slots */
+    { "10", 48.0 * 10 / 4000 },
+  };
+
+  for (guint k = 0; k < G_N_ELEMENTS (cases); k++)
+    {
+      TachConfig c;
+      g_autoptr(TachRun) run = NULL;
+      g_autofree char *settings = g_strdup_printf ("sync=%s metrics=accuracy batch=1",
+                                                   cases[k].sync);
+      double per_step;
+
+      test_tiny_config (&c, 4000);
+      test_apply (&c, settings);
+      run = test_run_to_end (&c);
+      tach_config_clear (&c);
+      g_assert_cmpuint (tach_run_get_n_samples (run), ==, 4000);
+      per_step = (double) tach_run_get_pending_bytes (run) / 4000;
+      g_test_message ("sync=%s: %.2f bytes pending per step", cases[k].sync, per_step);
+      g_assert_cmpfloat (per_step, >, 0.0);
+      g_assert_cmpfloat (per_step, <=, cases[k].most);
     }
 }
 
@@ -534,6 +566,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/run/lifecycle", test_lifecycle);
   g_test_add_func ("/engine/run/sync-cadence", test_sync_cadence);
   g_test_add_func ("/engine/run/progress", test_progress_between_syncs);
+  g_test_add_func ("/engine/run/pending-bytes", test_pending_bytes);
   g_test_add_func ("/engine/run/stop", test_stop);
   g_test_add_func ("/engine/run/cancel-before-start", test_cancel_before_start);
   g_test_add_func ("/engine/run/unref-running", test_unref_running);
