@@ -97,10 +97,22 @@ typedef struct {
   double     window_wall_s;   /* monotonic time of the last tick, s */
   double     rate;          /* steps/s over the last tick, 0 before the first */
   gint64     started_us;    /* monotonic time the run started */
+
+  /* --csv DIR: samples.csv streams as the runs go; a run is added once it
+   * has samples (so exactly the runs with results get a row). */
+  TachCsvStream *csv;       /* owned, or NULL */
 } TachCliSession;
 
 void      tach_cli_session_init  (TachCliSession *session);
+/* Discards a CSV stream not committed (the folder stays as it was). */
 void      tach_cli_session_clear (TachCliSession *session);
+/* Opens --csv DIR (NULL: none) for the session's runs, locking it; reports
+ * an error itself. */
+gboolean  tach_cli_session_open_csv   (TachCliSession *session, const char *dir);
+/* Writes the session's runs to its CSV folder (runs.csv and the rest of
+ * samples.csv) and renames its files; nothing when no run had results.
+ * Reports an error itself. */
+gboolean  tach_cli_session_commit_csv (TachCliSession *session);
 /* The SIGINT handler of a session (g_unix_signal_add): stops the run in
  * progress after its step and marks the session interrupted. */
 gboolean  tach_cli_on_sigint     (gpointer user_data);

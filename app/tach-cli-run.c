@@ -35,6 +35,19 @@ tach_cli_session_clear (TachCliSession *session)
 {
   g_clear_pointer (&session->loop, g_main_loop_unref);
   g_clear_pointer (&session->scratch, g_array_unref);
+  g_clear_pointer (&session->csv, tach_csv_stream_free);
+}
+
+/* Main thread: writes the rows of the run in progress published so far,
+ * once it has any.  An error is kept by the stream and reported when it is
+ * committed: the run goes on. */
+static void
+tach_cli_stream_csv (TachCliSession *session)
+{
+  if (session->csv == NULL || session->run == NULL || tach_run_get_n_samples (session->run) == 0)
+    return;
+  tach_csv_stream_add_run (session->csv, session->run);
+  tach_csv_stream_write (session->csv, NULL);
 }
 
 static gboolean
@@ -138,6 +151,7 @@ tach_cli_on_tick (gpointer user_data)
 
   if (session->live)
     tach_cli_live_print (session);
+  tach_cli_stream_csv (session);
 
   if (session->run != NULL && tach_cli_run_state_is_final (tach_run_get_state (session->run)))
     g_main_loop_quit (session->loop);
@@ -203,8 +217,9 @@ tach_cli_run_one (TachCliSession   *session,
   g_source_remove (tick_id);
   tach_cli_live_clear (session);
 
-  session->run = NULL;
   tach_run_wait (run, error);
+  tach_cli_stream_csv (session);
+  session->run = NULL;
   return g_steal_pointer (&run);
 }
 
@@ -374,6 +389,44 @@ tach_cli_check_csv_dir (const char *dir, GError **error)
   return TRUE;
 }
 
+gboolean
+tach_cli_session_open_csv (TachCliSession *session, const char *dir)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (dir == NULL)
+    return TRUE;
+  session->csv = tach_csv_stream_open (dir, &error);
+  if (session->csv == NULL)
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+gboolean
+tach_cli_session_commit_csv (TachCliSession *session)
+{
+  g_autoptr(TachCsvStream) csv = g_steal_pointer (&session->csv);
+  g_autoptr(GError) error = NULL;
+
+  if (csv == NULL)
+    return TRUE;
+  /* The last rows of a run are written as it ends (tach_cli_run_one). */
+  if (!tach_csv_stream_write (csv, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return FALSE;
+    }
+  if (tach_csv_stream_get_n_runs (csv) > 0 && !tach_csv_stream_commit (csv, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 /* Writes the runs that produced samples; reports an error itself. */
 gboolean
 tach_cli_write_csv (const char *dir, GPtrArray *runs)
@@ -447,6 +500,12 @@ tach_cli_command_run (const TachCliOptions *options)
     }
 
   tach_cli_session_init (&session);
+  if (!tach_cli_session_open_csv (&session, options->csv_dir))
+    {
+      tach_cli_session_clear (&session);
+      tach_config_clear (&config);
+      return TACH_CLI_EXIT_FAILURE;
+    }
   sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   session.header = 1;
 
@@ -488,7 +547,7 @@ tach_cli_command_run (const TachCliOptions *options)
         g_ptr_array_add (runs, tach_run_ref (run));
     }
 
-  if (!tach_cli_write_csv (options->csv_dir, runs)
+  if (!tach_cli_session_commit_csv (&session)
       | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
     status = TACH_CLI_EXIT_FAILURE;
   if (session.interrupted && status == TACH_CLI_EXIT_OK)
@@ -691,7 +750,7 @@ int
 tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
                        GPtrArray *runs, int status)
 {
-  if (!tach_cli_write_csv (options->csv_dir, runs)
+  if (!tach_cli_session_commit_csv (session)
       | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
     status = MAX (status, TACH_CLI_EXIT_FAILURE);
   if (session->interrupted && status == TACH_CLI_EXIT_OK)
@@ -722,6 +781,8 @@ tach_cli_command_sweep (const TachCliOptions *options)
   tach_cli_session_init (&session);
   sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   session.header = 2;
+  if (!tach_cli_session_open_csv (&session, options->csv_dir))
+    return tach_cli_sweep_finish (options, &session, sigint_id, runs, TACH_CLI_EXIT_FAILURE);
 
   for (guint i = 0; i < n_names; i++)
     {

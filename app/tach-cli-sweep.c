@@ -154,6 +154,7 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   g_autofree TachCliPoint *points = NULL;
   guint n_names, n_values, n_points, bad, sigint_id, done = 0;
+  gboolean csv_ok;
   int status = tach_cli_sweep_start (options, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
@@ -191,8 +192,12 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   tach_cli_session_init (&session);
   sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   session.header = 2;
+  /* A refused folder: nothing runs. */
+  csv_ok = tach_cli_session_open_csv (&session, options->csv_dir);
+  if (!csv_ok)
+    status = TACH_CLI_EXIT_FAILURE;
 
-  for (guint k = 0; k < n_points; k++)
+  for (guint k = 0; csv_ok && k < n_points; k++)
     {
       guint p, v;
       TachCliPoint *point;
@@ -233,7 +238,8 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
         g_ptr_array_add (runs, tach_run_ref (point->run));
     }
 
-  tach_cli_print_vary_table (axis, names, points);
+  if (csv_ok)
+    tach_cli_print_vary_table (axis, names, points);
   status = tach_cli_sweep_finish (options, &session, sigint_id, runs, status);
   for (guint i = 0; i < n_points; i++)
     tach_cli_point_clear (&points[i]);

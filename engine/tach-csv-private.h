@@ -11,10 +11,25 @@ void      tach_csv_add_field  (GString *row, const char *value);
 void      tach_csv_add_double (GString *row, double value);
 void      tach_csv_add_uint   (GString *row, guint64 value);
 void      tach_csv_end_row    (GString *row);
-/* The run's run_id in runs.csv. */
+/* The run's run_id in runs.csv (a run that has started). */
 char     *tach_csv_run_id (TachRun *run);
+/* The header lines (ending in CRLF) of runs.csv and samples.csv. */
+char     *tach_csv_runs_header    (void);
+char     *tach_csv_samples_header (void);
+/* Appends @run's runs.csv row to @out. */
+void      tach_csv_add_run_row    (GString *out, TachRun *run, const char *run_id);
+/* Appends one samples.csv row of @sample to @row (empty, or ending a row). */
+void      tach_csv_add_sample_row (GString *row, const char *run_id, const TachSample *sample);
+/* Appends the file @path to @content (the @header line alone when it is
+ * absent or empty) after checking its header, widened when it is an
+ * earlier version's (tach_csv_widen); adds the run ids it holds to @ids
+ * when not NULL.  A last line cut short gets its CRLF. */
+gboolean  tach_csv_load_existing  (const char *path, const char *header, GString *content,
+                                   GHashTable *ids, GError **error);
 /* Appends @rows (complete CRLF lines) to DIR/@name, made with @header
- * (one CRLF line) when absent, written to a temporary file and renamed.
+ * (one CRLF line) when absent, written to a temporary file and renamed,
+ * with the folder locked as tach_csv_stream_open() locks it
+ * (tach-csv-stream.c).
  * An existing file whose header has a column @header lacks is an error
  * (one with fewer columns is widened: tach_csv_widen()). */
 gboolean  tach_csv_append_rows (const char *dir, const char *name, const char *header,

@@ -1,16 +1,12 @@
-/* tach-csv.c: runs.csv and samples.csv.
+/* tach-csv.c: the rows of runs.csv and samples.csv.
  *
  * RFC 4180 (CRLF line ends, fields quoted when they need it), numbers in
  * the C locale whatever setlocale() says, NaN as an empty field, so both
- * files open in LibreOffice and pandas with no options.
- *
- * Appending rewrites each file: the old content plus the new rows go to a
- * temporary file in the same folder, and only when both temporary files
- * are complete are they renamed over the old ones (samples first, runs.csv,
- * the index, last).  An error leaves the files as they were and no
- * temporary file behind.  A run already in runs.csv is not written twice.
- * A file written by an earlier version, with fewer knob columns, is
- * rewritten under the current header, its rows keeping their values.
+ * files open in LibreOffice and pandas with no options.  Reading an
+ * existing file before an append checks its header; a file written by an
+ * earlier version, with fewer knob columns, is rewritten under the current
+ * header, its rows keeping their values (tach-csv-columns.c).  How the
+ * files are written, atomically and as a run goes, is tach-csv-stream.c.
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -336,300 +332,6 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
   return TRUE;
 }
 
-/* A temporary file beside the one it will replace, written through a
- * bounded buffer: a samples.csv of millions of rows never sits in memory
- * whole. */
-typedef struct {
-  char    *path;   /* owned; NULL once finished or aborted */
-  int      fd;
-  GString *buf;
-} TempFile;
-
-#define TEMP_FLUSH (1 << 20)
-
-static void
-temp_abort (TempFile *t)
-{
-  if (t->path != NULL)
-    {
-      close (t->fd);
-      g_unlink (t->path);
-      g_clear_pointer (&t->path, g_free);
-    }
-  if (t->buf != NULL)
-    g_string_free (g_steal_pointer (&t->buf), TRUE);
-}
-
-static gboolean
-temp_open (TempFile *t, const char *dir, const char *base, GError **error)
-{
-  g_autofree char *tmpl = g_strdup_printf ("%s%c.%s.XXXXXX", dir, G_DIR_SEPARATOR, base);
-
-  t->fd = g_mkstemp_full (tmpl, O_WRONLY, 0644);
-  if (t->fd < 0)
-    {
-      int err = errno;
-
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   W_("cannot write to the folder %s: %s: choose a writable {--csv folder|folder}"),
-                   dir, g_strerror (err));
-      return FALSE;
-    }
-  t->path = g_steal_pointer (&tmpl);
-  t->buf = g_string_sized_new (TEMP_FLUSH + 4096);
-  return TRUE;
-}
-
-/* Writes out the buffer; on failure aborts (the file is gone). */
-static gboolean
-temp_flush (TempFile *t, GError **error)
-{
-  gsize done = 0;
-
-  while (done < t->buf->len)
-    {
-      gssize n = write (t->fd, t->buf->str + done, t->buf->len - done);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n <= 0)
-        {
-          int err = errno;
-
-          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       W_("could not write %s: %s: free some disk space or choose another {--csv folder|folder}"),
-                       t->path, g_strerror (err));
-          temp_abort (t);
-          return FALSE;
-        }
-      done += (gsize) n;
-    }
-  g_string_truncate (t->buf, 0);
-  return TRUE;
-}
-
-/* Flushes when the buffer is full. */
-static gboolean
-temp_maybe_flush (TempFile *t, GError **error)
-{
-  return t->buf->len < TEMP_FLUSH || temp_flush (t, error);
-}
-
-/* Flushes, syncs and closes; returns the file's name (owned by @t until
- * renamed), or NULL with the file gone. */
-static const char *
-temp_finish (TempFile *t, GError **error)
-{
-  if (!temp_flush (t, error))
-    return NULL;
-  /* The data must be on disk before the rename makes it the real file. */
-  if (fsync (t->fd) != 0 || close (t->fd) != 0)
-    {
-      int err = errno;
-
-      g_unlink (t->path);
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   W_("could not write %s: %s: choose another {--csv folder|folder}"), t->path,
-                   g_strerror (err));
-      g_clear_pointer (&t->path, g_free);
-      return NULL;
-    }
-  t->fd = -1;
-  g_string_free (g_steal_pointer (&t->buf), TRUE);
-  return t->path;
-}
-
-/* Writes @content to a new temporary file in @dir; returns its name. */
-static char *
-write_temp (const char *dir, const char *base, const GString *content, GError **error)
-{
-  TempFile t = { 0 };
-
-  if (!temp_open (&t, dir, base, error))
-    return NULL;
-  g_string_append_len (t.buf, content->str, content->len);
-  if (temp_finish (&t, error) == NULL)
-    return NULL;
-  return t.path;
-}
-
-/* Copies the existing @path into @t when its header is @header exactly,
- * block by block; *copied says whether it did (FALSE: absent, empty or
- * another header, for load_existing to judge).  FALSE on a read or write
- * error. */
-static gboolean
-copy_existing (const char *path, const char *header, TempFile *t, gboolean *copied,
-               GError **error)
-{
-  gsize header_len = strlen (header) - 2;  /* without CRLF */
-  g_autofree char *block = g_malloc (TEMP_FLUSH);
-  gboolean first = TRUE;
-  char last = '\n';
-  int fd;
-
-  *copied = FALSE;
-  fd = g_open (path, O_RDONLY, 0);
-  if (fd < 0)
-    return TRUE;
-  for (;;)
-    {
-      gssize n = read (fd, block, TEMP_FLUSH);
-
-      if (n < 0 && errno == EINTR)
-        continue;
-      if (n < 0)
-        {
-          int err = errno;
-
-          close (fd);
-          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       W_("could not read %s: %s: check its permissions or choose another {--csv folder|folder}"),
-                       path, g_strerror (err));
-          temp_abort (t);
-          return FALSE;
-        }
-      if (first)
-        {
-          const char *eol = memchr (block, '\n', (gsize) n);
-          gsize line = eol != NULL ? (gsize) (eol - block) : 0;
-
-          /* Only the header this version writes is copied as it is. */
-          if (eol == NULL || strncmp (block, header, header_len) != 0
-              || !(line == header_len || (line == header_len + 1 && block[header_len] == '\r')))
-            {
-              close (fd);
-              return TRUE;
-            }
-          first = FALSE;
-        }
-      if (n == 0)
-        break;
-      g_string_append_len (t->buf, block, n);
-      last = block[n - 1];
-      if (!temp_maybe_flush (t, error))
-        {
-          close (fd);
-          return FALSE;
-        }
-    }
-  close (fd);
-  /* A file cut short by another program gets its last line ended. */
-  if (last != '\n')
-    g_string_append (t->buf, "\r\n");
-  *copied = TRUE;
-  return TRUE;
-}
-
-/* Writes @run's sample rows to @t, a bounded range of samples at a time. */
-static gboolean
-append_sample_rows (TempFile *t, TachRun *run, const char *run_id, GError **error)
-{
-  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
-
-  for (guint from = 0; tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
-       from += samples->len, g_array_set_size (samples, 0))
-    for (guint i = 0; i < samples->len; i++)
-      {
-        add_sample_row (t->buf, run_id, &g_array_index (samples, TachSample, i));
-        if (!temp_maybe_flush (t, error))
-          return FALSE;
-      }
-  return TRUE;
-}
-
-gboolean
-tach_csv_append (const char *dir, GPtrArray *runs, GError **error)
-{
-  g_autofree char *runs_path = g_build_filename (dir, "runs.csv", NULL);
-  g_autofree char *samples_path = g_build_filename (dir, "samples.csv", NULL);
-  g_autofree char *rheader = runs_header ();
-  g_autofree char *sheader = samples_header_line ();
-  g_autoptr(GString) runs_out = g_string_new (NULL);
-  TempFile samples = { 0 };
-  g_autoptr(GHashTable) ids = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  g_autofree char *runs_tmp = NULL;
-  g_autofree char *samples_tmp = NULL;
-  gboolean created = FALSE, copied;
-
-  g_return_val_if_fail (dir != NULL, FALSE);
-
-  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
-    {
-      if (g_mkdir_with_parents (dir, 0755) != 0)
-        {
-          int err = errno;
-
-          g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                       W_("could not create the folder %s: %s: choose a writable {--csv folder|folder}"),
-                       dir, g_strerror (err));
-          return FALSE;
-        }
-      created = TRUE;
-    }
-
-  /* samples.csv streams into its temporary file: its earlier rows copied
-   * block by block (or, from an earlier version, widened in memory), then
-   * each run's rows. */
-  if (!load_existing (runs_path, rheader, runs_out, ids, error)
-      || !temp_open (&samples, dir, "samples.csv", error)
-      || !copy_existing (samples_path, sheader, &samples, &copied, error)
-      || (!copied && !load_existing (samples_path, sheader, samples.buf, NULL, error)))
-    goto fail;
-
-  for (guint i = 0; runs != NULL && i < runs->len; i++)
-    {
-      TachRun *run = g_ptr_array_index (runs, i);
-      TachRunState state = tach_run_get_state (run);
-      g_autofree char *run_id = NULL;
-
-      /* Only ended runs have figures to export. */
-      if (state == TACH_RUN_STATE_READY || state == TACH_RUN_STATE_RUNNING)
-        continue;
-      run_id = run_id_for (run);
-      if (g_hash_table_contains (ids, run_id))
-        continue;
-      append_run_row (runs_out, run, run_id);
-      if (!append_sample_rows (&samples, run, run_id, error))
-        goto fail;
-      g_hash_table_add (ids, g_steal_pointer (&run_id));
-    }
-
-  if (temp_finish (&samples, error) == NULL)
-    goto fail;
-  samples_tmp = g_steal_pointer (&samples.path);
-  runs_tmp = write_temp (dir, "runs.csv", runs_out, error);
-  if (runs_tmp == NULL)
-    goto fail;
-  if (g_rename (samples_tmp, samples_path) != 0)
-    {
-      int err = errno;
-
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
-                   samples_path, g_strerror (err));
-      goto fail;
-    }
-  g_clear_pointer (&samples_tmp, g_free);
-  if (g_rename (runs_tmp, runs_path) != 0)
-    {
-      int err = errno;
-
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
-                   runs_path, g_strerror (err));
-      goto fail;
-    }
-  return TRUE;
-
-fail:
-  temp_abort (&samples);
-  if (samples_tmp != NULL)
-    g_unlink (samples_tmp);
-  if (runs_tmp != NULL)
-    g_unlink (runs_tmp);
-  if (created)
-    g_rmdir (dir);
-  return FALSE;
-}
-
 /* ------------------------------------------- shared with other CSV files */
 
 void
@@ -662,37 +364,33 @@ tach_csv_run_id (TachRun *run)
   return run_id_for (run);
 }
 
-gboolean
-tach_csv_append_rows (const char *dir, const char *name, const char *header,
-                      const char *rows, GError **error)
+char *
+tach_csv_runs_header (void)
 {
-  g_autofree char *path = g_build_filename (dir, name, NULL);
-  g_autoptr(GString) out = g_string_new (NULL);
-  g_autofree char *tmp = NULL;
+  return runs_header ();
+}
 
-  if (!g_file_test (dir, G_FILE_TEST_IS_DIR) && g_mkdir_with_parents (dir, 0755) != 0)
-    {
-      int err = errno;
+char *
+tach_csv_samples_header (void)
+{
+  return samples_header_line ();
+}
 
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   W_("could not create the folder %s: %s: choose a writable {--csv folder|folder}"),
-                   dir, g_strerror (err));
-      return FALSE;
-    }
-  if (!load_existing (path, header, out, NULL, error))
-    return FALSE;
-  g_string_append (out, rows);
-  tmp = write_temp (dir, name, out, error);
-  if (tmp == NULL)
-    return FALSE;
-  if (g_rename (tmp, path) != 0)
-    {
-      int err = errno;
+void
+tach_csv_add_run_row (GString *out, TachRun *run, const char *run_id)
+{
+  append_run_row (out, run, run_id);
+}
 
-      g_unlink (tmp);
-      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("could not replace %s: %s"),
-                   path, g_strerror (err));
-      return FALSE;
-    }
-  return TRUE;
+void
+tach_csv_add_sample_row (GString *row, const char *run_id, const TachSample *sample)
+{
+  add_sample_row (row, run_id, sample);
+}
+
+gboolean
+tach_csv_load_existing (const char *path, const char *header, GString *content, GHashTable *ids,
+                        GError **error)
+{
+  return load_existing (path, header, content, ids, error);
 }

@@ -396,8 +396,42 @@ void          tach_summary_compute (const TachSample *samples, guint n,
 /* Appends finished runs to DIR/runs.csv and DIR/samples.csv (creating DIR
  * and the files with headers), RFC 4180, C-locale numbers.  Each file is
  * written to a temporary name and renamed: an error leaves both as they
- * were.  Element type of @runs: TachRun*. */
+ * were.  A run already in runs.csv is not written again.  Another process
+ * writing DIR (its folder lock, below) makes this fail with TACH_ERROR_IO.
+ * Element type of @runs: TachRun*. */
 gboolean tach_csv_append (const char *dir, GPtrArray *runs, GError **error);
+
+/* The same append, with samples.csv written as the runs go (and the
+ * number of runs added so far), so that a run
+ * ends with its rows already on disk (tach-csv-stream.c):
+ *   open    locks DIR (created when absent) against other writers, checks
+ *           its files' headers and starts a temporary samples.csv with the
+ *           rows it holds.  A DIR another process is writing is refused
+ *           (TACH_ERROR_IO, naming the folder);
+ *   add_run adds a started run: FALSE when DIR's runs.csv holds it already
+ *           (it is then not written);
+ *   write   writes the rows of the added runs' samples published since the
+ *           last call (any thread that owns the stream; the runs may be
+ *           running).  After an error (a full disk) the stream is failed:
+ *           every later call returns that error and the folder stays as it
+ *           was;
+ *   commit  writes the remaining rows and a runs.csv row per added run, as
+ *           it is then (an ended run), and renames the temporary files over
+ *           the old ones.  The stream is done after it, committed or not;
+ *   free    discards what was not committed (the folder as it was) and
+ *           unlocks DIR.
+ * A process killed at any moment leaves DIR's files as they were or as
+ * committed, never a partial row; the next writer removes the temporary
+ * files it left. */
+typedef struct _TachCsvStream TachCsvStream;
+
+TachCsvStream *tach_csv_stream_open    (const char *dir, GError **error);
+gboolean       tach_csv_stream_add_run (TachCsvStream *stream, TachRun *run);
+guint          tach_csv_stream_get_n_runs (TachCsvStream *stream);
+gboolean       tach_csv_stream_write   (TachCsvStream *stream, GError **error);
+gboolean       tach_csv_stream_commit  (TachCsvStream *stream, GError **error);
+void           tach_csv_stream_free    (TachCsvStream *stream);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachCsvStream, tach_csv_stream_free)
 
 /* --------------------------------------------------------- results folders */
 

@@ -7,6 +7,15 @@ rows): never a partial row, never a lost one.  Some kills must land while a
 file is being written (a temporary file is left then), or the test proves
 nothing, so samples.csv is made large enough that writing it takes a while.
 
+samples.csv streams to its temporary file as a run goes, so the kills
+land in two kinds of command: short runs whose kills mostly hit the copy
+and the renames, and a longer generation run whose kills hit the
+streaming itself (some must find rows of that run already on disk in the
+temporary file).  A temporary file a kill leaves is removed by the next
+command that writes the folder.  Last, a second command writing the folder
+while a run streams into it is refused (exit 1, a message naming the
+folder), and the first still writes its rows.
+
 Usage: test-csv-kill.py PATH/TO/tach-cli [KILLS]
 Exit status: 0 passed, 1 failed, 77 no tach-cli.
 """
@@ -23,6 +32,9 @@ import time
 
 RUN = ["run", "--workload", "bilstm", "--device", "cpu", "--batch", "4", "--steps", "6",
        "--warmup", "1", "--threads", "1"]
+# A run long enough (seconds) that kills land while its rows stream.
+STREAM = ["run", "--workload", "lstm-lm", "--task", "generate", "--device", "cpu", "--batch", "1",
+          "--steps", "40000", "--warmup", "1", "--threads", "1"]
 # Rows added to samples.csv before the kills, so that rewriting it takes
 # long enough (tens of ms) for random kills to land inside the write.
 FILLER_ROWS = 400_000
@@ -53,6 +65,84 @@ def check_file(path, before):
     return "new"
 
 
+def leftovers_of(folder):
+    """The files besides the two; fails on any but a writer's temporary files."""
+    names = [n for n in os.listdir(folder) if n not in ("runs.csv", "samples.csv")]
+    for n in names:
+        if not n.startswith((".runs.csv.", ".samples.csv.")):
+            raise AssertionError(f"unexpected file {n} in the folder")
+    return names
+
+
+def kill_rounds(cli, cmd, folder, kills, rng, counts):
+    """Runs `cmd` `kills` times, each killed at a random moment of its usual
+    length; checks the folder after each kill.  Returns how many kills found
+    the command's own rows in its temporary samples file (streamed)."""
+    runs = os.path.join(folder, "runs.csv")
+    samples = os.path.join(folder, "samples.csv")
+    t = time.monotonic()
+    subprocess.run([cli] + cmd + ["--csv", folder], check=True, capture_output=True)
+    whole = time.monotonic() - t
+    streamed = 0
+    for k in range(kills):
+        with open(runs, newline="") as f:
+            runs_before = f.read()
+        with open(samples, newline="") as f:
+            samples_before = f.read()
+        stale = set(leftovers_of(folder))
+        proc = subprocess.Popen([cli] + cmd + ["--csv", folder],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        time.sleep(rng.uniform(0.2, 1.0) * whole)
+        proc.send_signal(signal.SIGKILL)
+        proc.wait()
+        leftovers = leftovers_of(folder)
+        if leftovers:
+            counts["in-write"] += 1
+            # The command removed what earlier kills left (when it got as
+            # far as opening the folder); only its own file counts.
+            for n in set(leftovers) - stale:
+                if (n.startswith(".samples.csv.")
+                        and os.path.getsize(os.path.join(folder, n)) > len(samples_before.encode())):
+                    streamed += 1
+        r = check_file(runs, runs_before)
+        s = check_file(samples, samples_before)
+        # Both or neither: samples.csv is renamed first, so a kill between
+        # the renames leaves new samples with the old runs.csv, whose
+        # run then has no row: that is the only mixed state allowed.
+        if r == "new" and s == "old":
+            raise AssertionError("runs.csv names a run whose samples are missing")
+        counts[r] += 1
+    return streamed
+
+
+def refused_while_streaming(cli, folder):
+    """A second writer while a run streams into the folder is refused."""
+    runs = os.path.join(folder, "runs.csv")
+    with open(runs, newline="") as f:
+        n_runs = len(rows_of(f.read(), runs))
+    stale = set(leftovers_of(folder))
+    first = subprocess.Popen([cli] + STREAM + ["--csv", folder],
+                             stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 30
+    # Its own temporary file shows that it holds the folder.
+    while not any(n.startswith(".samples.csv.") for n in set(os.listdir(folder)) - stale):
+        if time.monotonic() > deadline or first.poll() is not None:
+            raise AssertionError("the streaming run made no temporary file")
+        time.sleep(0.01)
+    second = subprocess.run([cli] + RUN + ["--csv", folder], capture_output=True, text=True,
+                            timeout=60)
+    if second.returncode != 1 or folder not in second.stderr or "another" not in second.stderr:
+        raise AssertionError(f"a second writer was not refused: exit {second.returncode}, "
+                             f"{second.stderr!r}")
+    if first.wait(timeout=120) != 0:
+        raise AssertionError(f"the streaming run failed: {first.stderr.read()!r}")
+    with open(runs, newline="") as f:
+        if len(rows_of(f.read(), runs)) != n_runs + 1:
+            raise AssertionError("the streaming run's row is missing")
+    if leftovers_of(folder):
+        raise AssertionError("a temporary file stayed after a whole command")
+
+
 def main():
     cli = sys.argv[1] if len(sys.argv) > 1 else ""
     kills = int(sys.argv[2]) if len(sys.argv) > 2 else 40
@@ -75,42 +165,17 @@ def main():
             for i in range(FILLER_ROWS):
                 f.write(f"filler-{i // 1000},{rest}\r\n")
 
-        # How long a whole command takes here, to spread the kills over it.
-        t = time.monotonic()
-        subprocess.run([cli] + RUN + ["--csv", folder], check=True, capture_output=True)
-        whole = time.monotonic() - t
-
         counts = {"old": 0, "new": 0, "in-write": 0}
-        for k in range(kills):
-            with open(runs, newline="") as f:
-                runs_before = f.read()
-            with open(samples, newline="") as f:
-                samples_before = f.read()
-            proc = subprocess.Popen([cli] + RUN + ["--csv", folder],
-                                    stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-            time.sleep(rng.uniform(0.3, 1.0) * whole)
-            proc.send_signal(signal.SIGKILL)
-            proc.wait()
-            leftovers = [n for n in os.listdir(folder) if n not in ("runs.csv", "samples.csv")]
-            if leftovers:
-                counts["in-write"] += 1
-                # The temporary files of a killed writer: never the real names.
-                for n in leftovers:
-                    if not n.startswith((".runs.csv.", ".samples.csv.")):
-                        raise AssertionError(f"unexpected file {n} in the folder")
-                    os.unlink(os.path.join(folder, n))
-            r = check_file(runs, runs_before)
-            s = check_file(samples, samples_before)
-            # Both or neither: samples.csv is renamed first, so a kill between
-            # the renames leaves new samples with the old runs.csv, whose
-            # run then has no row: that is the only mixed state allowed.
-            if r == "new" and s == "old":
-                raise AssertionError("runs.csv names a run whose samples are missing")
-            counts[r] += 1
-        print(f"{kills} kills: runs.csv old {counts['old']}, new {counts['new']}; "
-              f"{counts['in-write']} landed while a file was written")
-        if counts["in-write"] == 0:
-            print("no kill landed inside a write: the test proved nothing", file=sys.stderr)
+        kill_rounds(cli, RUN, folder, kills, rng, counts)
+        stream_kills = max(6, kills // 4)
+        streamed = kill_rounds(cli, STREAM, folder, stream_kills, rng, counts)
+        refused_while_streaming(cli, folder)
+        print(f"{kills + stream_kills} kills: runs.csv old {counts['old']}, new {counts['new']}; "
+              f"{counts['in-write']} landed while a file was written, {streamed} with the run's "
+              f"rows streamed")
+        if counts["in-write"] == 0 or streamed == 0:
+            print("no kill landed inside a write or the streaming: the test proved nothing",
+                  file=sys.stderr)
             return 1
         return 0
     except AssertionError as e:

@@ -1,5 +1,7 @@
 /* test-csv.c: runs.csv and samples.csv: RFC 4180 quoting, C-locale
- * numbers, appending, header checks, unwritable folders, read-back. */
+ * numbers, appending, header checks, unwritable folders, read-back; the
+ * streamed append (a run written as it goes), the folder lock and the
+ * removal of temporary files a killed writer left. */
 #include <locale.h>
 #include <math.h>
 #include <string.h>
@@ -7,6 +9,7 @@
 
 #include <glib/gstdio.h>
 
+#include "tach-csv-private.h"
 #include "test-run-util.h"
 
 /* A small RFC 4180 reader: rows of fields, quotes undone. */
@@ -440,6 +443,176 @@ test_locale (Fixture *f, gconstpointer data)
     g_assert_cmpuint (((GPtrArray *) samples->pdata[i])->len, ==, 13);
 }
 
+static char *
+read_file (const char *dir, const char *name)
+{
+  g_autofree char *path = g_build_filename (dir, name, NULL);
+  char *text = NULL;
+
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  return text;
+}
+
+/* samples.csv streams while a run goes: the folder's files stay as they
+ * were until the commit, which leaves exactly what appending the ended
+ * run at once leaves (same bytes: streaming changes when rows are
+ * written, not what they say). */
+static void
+test_stream_running (Fixture *f, gconstpointer data)
+{
+  g_autofree char *at_once = g_build_filename (f->dir, "at-once", NULL);
+  g_autofree char *streamed = g_build_filename (f->dir, "streamed", NULL);
+  g_autofree char *runs_before = NULL, *samples_before = NULL;
+  g_autoptr(TachCsvStream) stream = NULL;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  TachConfig c;
+  guint writes_running = 0;
+
+  g_assert_true (append_one (at_once, f->b, NULL));
+  g_assert_true (append_one (streamed, f->b, NULL));
+  runs_before = read_file (streamed, "runs.csv");
+  samples_before = read_file (streamed, "samples.csv");
+
+  stream = tach_csv_stream_open (streamed, &error);
+  g_assert_no_error (error);
+  test_tiny_config (&c, 3000);
+  test_apply (&c, "batch=1 sync=1");
+  run = tach_run_new (&c, &error);
+  tach_config_clear (&c);
+  g_assert_no_error (error);
+  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+  while (tach_run_get_state (run) == TACH_RUN_STATE_RUNNING)
+    {
+      if (tach_run_get_n_samples (run) > 0)
+        {
+          g_autofree char *runs_now = NULL, *samples_now = NULL;
+
+          g_assert_true (tach_csv_stream_add_run (stream, run));
+          g_assert_true (tach_csv_stream_write (stream, &error));
+          g_assert_no_error (error);
+          writes_running++;
+          runs_now = read_file (streamed, "runs.csv");
+          samples_now = read_file (streamed, "samples.csv");
+          g_assert_cmpstr (runs_now, ==, runs_before);
+          g_assert_cmpstr (samples_now, ==, samples_before);
+        }
+      g_usleep (20 * 1000);
+    }
+  g_assert_true (tach_run_wait (run, &error));
+  g_assert_cmpuint (writes_running, >=, 1);
+  g_assert_cmpuint (tach_csv_stream_get_n_runs (stream), ==, 1);
+  g_assert_true (tach_csv_stream_commit (stream, &error));
+  g_assert_no_error (error);
+  /* Done: a second commit is refused, and writes nothing. */
+  g_assert_false (tach_csv_stream_commit (stream, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_clear_error (&error);
+  g_clear_pointer (&stream, tach_csv_stream_free);
+
+  g_assert_true (append_one (at_once, run, NULL));
+  {
+    g_autofree char *runs_a = read_file (at_once, "runs.csv");
+    g_autofree char *runs_s = read_file (streamed, "runs.csv");
+    g_autofree char *samples_a = read_file (at_once, "samples.csv");
+    g_autofree char *samples_s = read_file (streamed, "samples.csv");
+
+    g_assert_cmpstr (runs_s, ==, runs_a);
+    g_assert_cmpstr (samples_s, ==, samples_a);
+  }
+  g_assert_cmpuint (count_entries (streamed), ==, 2);
+}
+
+/* A folder being written is locked: a second writer (another stream, an
+ * export, explain.csv's rows) is refused at once with a message naming the
+ * folder, and the folder is left as the first writer makes it. */
+static void
+test_stream_lock (Fixture *f, gconstpointer data)
+{
+  g_autoptr(TachCsvStream) first = NULL;
+  g_autoptr(TachCsvStream) second = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *samples_before = NULL, *samples_after = NULL;
+
+  g_assert_true (append_one (f->dir, f->b, NULL));
+  samples_before = read_file (f->dir, "samples.csv");
+  first = tach_csv_stream_open (f->dir, &error);
+  g_assert_no_error (error);
+  g_assert_true (tach_csv_stream_add_run (first, f->a));
+  /* f->b is in runs.csv already: not added again. */
+  g_assert_false (tach_csv_stream_add_run (first, f->b));
+
+  second = tach_csv_stream_open (f->dir, &error);
+  g_assert_null (second);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_assert_nonnull (strstr (error->message, f->dir));
+  g_assert_nonnull (strstr (error->message, "another"));
+  g_clear_error (&error);
+  g_assert_false (append_one (f->dir, f->a, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_clear_error (&error);
+  g_assert_false (tach_csv_append_rows (f->dir, "explain.csv", "a,b\r\n", "1,2\r\n", &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
+  g_clear_error (&error);
+  samples_after = read_file (f->dir, "samples.csv");
+  g_assert_cmpstr (samples_after, ==, samples_before);
+
+  g_assert_true (tach_csv_stream_commit (first, &error));
+  g_assert_no_error (error);
+  g_clear_pointer (&first, tach_csv_stream_free);
+  /* Unlocked once the first is freed. */
+  g_assert_true (append_one (f->dir, f->a, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count_entries (f->dir), ==, 2);
+}
+
+/* A stream freed without a commit leaves the folder as it was (and one it
+ * made is gone); temporary files a killed writer left are removed by the
+ * next writer, and nothing else is. */
+static void
+test_stream_discard (Fixture *f, gconstpointer data)
+{
+  g_autofree char *made = g_build_filename (f->dir, "made", NULL);
+  g_autofree char *samples_before = NULL, *samples_after = NULL;
+  g_autoptr(GError) error = NULL;
+  TachCsvStream *stream;
+  static const char *const stale[] = { ".samples.csv.Ab12Cd", ".runs.csv.XXXXXX",
+                                       ".explain.csv.q1w2e3", NULL };
+  static const char *const kept[] = { ".samples.csv.toolong", "notes.txt", ".samples.csv",
+                                      NULL };
+
+  stream = tach_csv_stream_open (made, &error);
+  g_assert_no_error (error);
+  g_assert_true (tach_csv_stream_add_run (stream, f->a));
+  g_assert_true (tach_csv_stream_write (stream, &error));
+  tach_csv_stream_free (stream);
+  g_assert_false (g_file_test (made, G_FILE_TEST_EXISTS));
+
+  g_assert_true (append_one (f->dir, f->b, NULL));
+  samples_before = read_file (f->dir, "samples.csv");
+  stream = tach_csv_stream_open (f->dir, &error);
+  g_assert_true (tach_csv_stream_add_run (stream, f->a));
+  g_assert_true (tach_csv_stream_write (stream, &error));
+  tach_csv_stream_free (stream);
+  samples_after = read_file (f->dir, "samples.csv");
+  g_assert_cmpstr (samples_after, ==, samples_before);
+  g_assert_cmpuint (count_entries (f->dir), ==, 2);
+
+  for (guint i = 0; stale[i] != NULL; i++)
+    g_free (test_write_file (f->dir, stale[i], "partial,row", -1));
+  for (guint i = 0; kept[i] != NULL; i++)
+    g_free (test_write_file (f->dir, kept[i], "x", -1));
+  g_assert_true (append_one (f->dir, f->a, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (count_entries (f->dir), ==, 2 + 3);
+  for (guint i = 0; kept[i] != NULL; i++)
+    {
+      g_autofree char *path = g_build_filename (f->dir, kept[i], NULL);
+
+      g_assert_true (g_file_test (path, G_FILE_TEST_EXISTS));
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -454,6 +627,9 @@ main (int argc, char **argv)
   ADD ("/engine/csv/append-older", test_append_older);
   ADD ("/engine/csv/unwritable", test_unwritable);
   ADD ("/engine/csv/locale", test_locale);
+  ADD ("/engine/csv/stream-running", test_stream_running);
+  ADD ("/engine/csv/stream-lock", test_stream_lock);
+  ADD ("/engine/csv/stream-discard", test_stream_discard);
 #undef ADD
   return g_test_run ();
 }
