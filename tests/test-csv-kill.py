@@ -34,7 +34,7 @@ RUN = ["run", "--workload", "bilstm", "--device", "cpu", "--batch", "4", "--step
        "--warmup", "1", "--threads", "1"]
 # A run long enough (seconds) that kills land while its rows stream.
 STREAM = ["run", "--workload", "lstm-lm", "--task", "generate", "--device", "cpu", "--batch", "1",
-          "--steps", "40000", "--warmup", "1", "--threads", "1"]
+          "--steps", "20000", "--warmup", "1", "--threads", "1"]
 # Rows added to samples.csv before the kills, so that rewriting it takes
 # long enough (tens of ms) for random kills to land inside the write.
 FILLER_ROWS = 400_000
@@ -74,9 +74,10 @@ def leftovers_of(folder):
     return names
 
 
-def kill_rounds(cli, cmd, folder, kills, rng, counts):
-    """Runs `cmd` `kills` times, each killed at a random moment of its usual
-    length; checks the folder after each kill.  Returns how many kills found
+def kill_rounds(cli, cmd, folder, kills, rng, counts, earliest):
+    """Runs `cmd` `kills` times, each killed at a random moment from
+    `earliest` of its usual length to its end; checks the folder after each
+    kill.  Returns how many kills found
     the command's own rows in its temporary samples file (streamed)."""
     runs = os.path.join(folder, "runs.csv")
     samples = os.path.join(folder, "samples.csv")
@@ -92,7 +93,7 @@ def kill_rounds(cli, cmd, folder, kills, rng, counts):
         stale = set(leftovers_of(folder))
         proc = subprocess.Popen([cli] + cmd + ["--csv", folder],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(0.2, 1.0) * whole)
+        time.sleep(rng.uniform(earliest, 1.0) * whole)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
         leftovers = leftovers_of(folder)
@@ -166,9 +167,11 @@ def main():
                 f.write(f"filler-{i // 1000},{rest}\r\n")
 
         counts = {"old": 0, "new": 0, "in-write": 0}
-        kill_rounds(cli, RUN, folder, kills, rng, counts)
-        stream_kills = max(6, kills // 4)
-        streamed = kill_rounds(cli, STREAM, folder, stream_kills, rng, counts)
+        kill_rounds(cli, RUN, folder, kills, rng, counts, 0.2)
+        # In the second half of the run, by when rows have reached the disk
+        # (the first megabyte of them).
+        stream_kills = max(5, kills // 6)
+        streamed = kill_rounds(cli, STREAM, folder, stream_kills, rng, counts, 0.5)
         refused_while_streaming(cli, folder)
         print(f"{kills + stream_kills} kills: runs.csv old {counts['old']}, new {counts['new']}; "
               f"{counts['in-write']} landed while a file was written, {streamed} with the run's "
