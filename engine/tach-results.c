@@ -7,14 +7,19 @@
  * knob without a column is unknown, not silently the default.  A row that
  * cannot be read is reported with its file and line and skipped; the other
  * rows still load.  Only a folder without a readable runs.csv fails as a
- * whole.
+ * whole.  samples.csv is read a block at a time into each run's compact
+ * store: opening a folder of ten million steps costs the store's few bytes
+ * a step, not the file.
  */
 #include <errno.h>
+#include <fcntl.h>
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gi18n-lib.h>
+#include <glib/gstdio.h>
 
 #include "tach-backend.h"
 #include "tach-run-private.h"
@@ -25,6 +30,8 @@ typedef struct {
   const char *p;
   const char *end;
   guint       line;      /* of p, 1-based */
+  gboolean    at_end;    /* the last record read reached end: where more of
+                          * the file follows, it may not be what it seemed */
 } Reader;
 
 static gboolean reader_record (Reader *r, GPtrArray *fields, gboolean *bad);
@@ -36,6 +43,7 @@ reader_resync (Reader *r, const char *start, guint line)
 {
   const char *eol = memchr (start, '\n', r->end - start);
 
+  r->at_end |= eol == NULL;
   r->p = eol != NULL ? eol + 1 : r->end;
   r->line = line + 1;
 }
@@ -52,6 +60,7 @@ reader_next (Reader *r, GPtrArray *fields, guint n_fields, guint *line, gboolean
   const char *start = r->p;
 
   *line = r->line;
+  r->at_end = FALSE;
   if (reader_record (r, fields, bad)
       && (n_fields == 0 || fields->len == n_fields
           || (fields->len == 1 && *(char *) fields->pdata[0] == '\0')))
@@ -72,7 +81,10 @@ reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
   g_ptr_array_set_size (fields, 0);
   *bad = FALSE;
   if (r->p >= r->end)
-    return FALSE;
+    {
+      r->at_end = TRUE;
+      return FALSE;
+    }
 
   for (;;)
     {
@@ -88,10 +100,12 @@ reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
               if (r->p >= r->end)
                 {
                   *bad = TRUE;  /* a quote never closed */
+                  r->at_end = TRUE;
                   return FALSE;
                 }
               if (*r->p == '"')
                 {
+                  r->at_end |= r->p + 1 >= r->end;
                   if (r->p + 1 < r->end && r->p[1] == '"')
                     {
                       g_string_append_c (field, '"');
@@ -119,18 +133,99 @@ reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
         }
       g_ptr_array_add (fields, g_strndup (field->str, field->len));
       if (r->p >= r->end)
-        return TRUE;
+        {
+          r->at_end = TRUE;
+          return TRUE;
+        }
       if (*r->p == ',')
         {
           r->p++;
           continue;
         }
-      if (*r->p == '\r')
-        r->p++;
+      if (*r->p == '\r' && ++r->p >= r->end)
+        r->at_end = TRUE;   /* its LF may follow */
       if (r->p < r->end && *r->p == '\n')
         r->p++;
       r->line++;
       return TRUE;
+    }
+}
+
+/* ------------------------------------------------- a file read in blocks */
+
+/* samples.csv (millions of rows) is read a block at a time, never whole:
+ * the reader parses the bytes read so far, and a record that reaches their
+ * end (it may go on in the next block) is read again once the next block
+ * is there, so records are the same as over the whole file, whatever the
+ * block size.  A record of more than RECORD_MAX bytes (a quote never
+ * closed, say) is read as if the file ended there: malformed, so skipped
+ * to the next line.  Memory stays a block and a record, whatever the file. */
+#define RECORD_MAX (1 << 20)
+
+static guint block_size = 1 << 20;
+
+guint
+tach_results_set_block_size (guint bytes)
+{
+  guint old = block_size;
+
+  block_size = MAX (bytes, 1);
+  return old;
+}
+
+typedef struct {
+  int      fd;
+  char    *buf;
+  gsize    len;
+  gsize    cap;
+  gboolean eof;
+  int      read_errno;   /* a read error, which ends the file there */
+} Blocks;
+
+/* Keeps the bytes from r->p on and reads the next block after them. */
+static void
+blocks_fill (Blocks *b, Reader *r)
+{
+  gsize keep = b->len - (gsize) (r->p - b->buf);
+  gssize n;
+
+  if (keep > 0)
+    memmove (b->buf, r->p, keep);
+  if (keep + block_size > b->cap)
+    {
+      b->cap = keep + block_size;
+      b->buf = g_realloc (b->buf, b->cap);
+    }
+  do
+    n = read (b->fd, b->buf + keep, block_size);
+  while (n < 0 && errno == EINTR);
+  if (n <= 0)
+    {
+      b->eof = TRUE;
+      b->read_errno = n < 0 ? errno : 0;
+      n = 0;
+    }
+  b->len = keep + (gsize) n;
+  r->p = b->buf;
+  r->end = b->buf + b->len;
+}
+
+/* reader_next() over @b. */
+static gboolean
+blocks_next (Blocks *b, Reader *r, GPtrArray *fields, guint n_fields, guint *line,
+             gboolean *bad)
+{
+  for (;;)
+    {
+      const char *start = r->p;
+      guint start_line = r->line;
+      gboolean more = reader_next (r, fields, n_fields, line, bad);
+
+      if (!r->at_end || b->eof || (gsize) (r->end - start) > RECORD_MAX)
+        return more;
+      r->p = start;
+      r->line = start_line;
+      blocks_fill (b, r);
     }
 }
 
@@ -459,29 +554,19 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
   return TRUE;
 }
 
+/* The rows of samples.csv (@b open on it, @path) into the runs of @by_id. */
 static void
-load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
+load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *problems)
 {
-  g_autofree char *text = NULL;
-  g_autoptr(GError) local = NULL;
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
   g_autoptr(GHashTable) columns = NULL;
   g_autoptr(GHashTable) strays = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-  gsize len = 0;
   guint n_columns;
-  Reader r;
+  Reader r = { NULL, NULL, 1, FALSE };
   guint line;
   gboolean bad;
 
-  if (!g_file_get_contents (path, &text, &len, &local))
-    {
-      if (problems != NULL)
-        g_ptr_array_add (problems, g_strdup_printf (_("%s: %s: the runs load without their "
-                                                      "per-step samples"), path, local->message));
-      return;
-    }
-  r = (Reader) { text, text + len, 1 };
-  if (!reader_next (&r, fields, 0, &line, &bad)
+  if (!blocks_next (b, &r, fields, 0, &line, &bad)
       || field (columns = columns_from_header (fields), fields, "run_id") == NULL)
     {
       add_problem (problems, path, 1, _("not a samples.csv header (no run_id column): "
@@ -498,7 +583,7 @@ load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
 
   for (;;)
     {
-      gboolean more = reader_next (&r, fields, n_columns, &line, &bad);
+      gboolean more = blocks_next (b, &r, fields, n_columns, &line, &bad);
       const char *what = NULL;
       const char *run_id;
       TachRun *run;
@@ -537,6 +622,30 @@ load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
         }
       tach_sample_store_append (run->samples, &s);
     }
+}
+
+/* Reads @path's rows into the runs of @by_id, a block at a time. */
+static void
+load_samples (const char *path, GHashTable *by_id, GPtrArray *problems)
+{
+  Blocks b = { .fd = g_open (path, O_RDONLY | O_CLOEXEC, 0) };
+
+  if (b.fd < 0)
+    {
+      int err = errno;
+
+      if (problems != NULL)
+        g_ptr_array_add (problems, g_strdup_printf (_("%s: %s: the runs load without their "
+                                                      "per-step samples"), path,
+                                                    g_strerror (err)));
+      return;
+    }
+  load_sample_rows (path, &b, by_id, problems);
+  if (b.read_errno != 0 && problems != NULL)
+    g_ptr_array_add (problems, g_strdup_printf (_("%s: %s: the samples after it are not "
+                                                  "loaded"), path, g_strerror (b.read_errno)));
+  close (b.fd);
+  g_free (b.buf);
 }
 
 /* ------------------------------------------------------------ the folder */

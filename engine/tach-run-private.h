@@ -63,4 +63,9 @@ struct _TachRun {
  * For tests and benchmarks. */
 gsize tach_run_get_pending_bytes (TachRun *run);
 
+/* The size of the blocks tach_results_load() reads samples.csv in (1 MB);
+ * tests lower it to hold every block size to the same load.  Returns the
+ * previous size. */
+guint tach_results_set_block_size (guint bytes);
+
 G_END_DECLS

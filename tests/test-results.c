@@ -1,12 +1,14 @@
 /* test-results.c: reading results folders back (tach_results_load): the
  * same runs, summaries and samples as were written, a folder from an older
  * version with fewer knob columns, and malformed files, whose bad rows are
- * reported by file and line while the rest loads. */
+ * reported by file and line while the rest loads; samples.csv read in
+ * blocks of any size loads as it does whole. */
 #include <math.h>
 #include <string.h>
 
 #include <glib/gstdio.h>
 
+#include "tach-run-private.h"
 #include "test-run-util.h"
 
 typedef struct {
@@ -315,6 +317,75 @@ test_malformed (Fixture *f, gconstpointer data)
   g_assert_cmpuint (runs->len, ==, 0);
 }
 
+/* Everything a load gives: each run's id and samples, and the problems. */
+static char *
+load_digest (const char *dir)
+{
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  g_autoptr(GPtrArray) problems = g_ptr_array_new_with_free_func (g_free);
+  g_autoptr(GError) error = NULL;
+  GString *out = g_string_new (NULL);
+
+  g_assert_true (tach_results_load (dir, runs, problems, &error));
+  g_assert_no_error (error);
+  for (guint i = 0; i < runs->len; i++)
+    {
+      g_autoptr(GArray) samples = tach_run_dup_samples (runs->pdata[i]);
+
+      g_string_append_printf (out, "run %s: %u samples\n",
+                              tach_run_get_record_id (runs->pdata[i]), samples->len);
+      for (guint k = 0; k < samples->len; k++)
+        {
+          const TachSample *s = &g_array_index (samples, TachSample, k);
+
+          g_string_append_printf (out, "%" G_GUINT64_FORMAT " %d %.17g %.9g %.9g %.9g %.9g\n",
+                                  s->step, s->warmup, s->wall_s, s->step_ms, s->host_ms,
+                                  s->loss, s->accuracy);
+        }
+    }
+  for (guint i = 0; i < problems->len; i++)
+    g_string_append_printf (out, "problem %s\n", (char *) problems->pdata[i]);
+  return g_string_free (out, FALSE);
+}
+
+/* samples.csv is read a block at a time: whatever the block size, so
+ * wherever a block ends (inside a quoted field with a line break, between
+ * CR and LF, in a malformed row, in a file whose last row has no line
+ * end), the load is the one of the whole file. */
+static void
+test_blocks (Fixture *f, gconstpointer data)
+{
+  g_autofree char *samples_text = file_text (f->dir, "samples.csv");
+  g_autofree char *expected = NULL;
+  g_autoptr(GString) text = g_string_new (samples_text);
+  g_auto(GStrv) lines = g_strsplit (samples_text, "\r\n", -1);
+  static const guint sizes[] = { 1, 2, 3, 7, 64, 1000 };
+  guint old;
+
+  /* A stray run whose quoted id holds a line break and a quote, a row
+   * with a stray quote, an LF line end, one of a's rows again after them,
+   * and a last row without a line end. */
+  g_string_append (text, "\"stray\r\n\"\"id\"\"\",0,0,1,1,,,,,,,,\r\n");
+  g_string_append (text, "bad\"quote,1,0,1,1,,,,,,,,\r\n");
+  g_string_append_printf (text, "%s\n", lines[2]);
+  g_string_append (text, lines[3]);
+  g_free (test_write_file (f->dir, "samples.csv", text->str, text->len));
+
+  old = tach_results_set_block_size (1 << 20);
+  expected = load_digest (f->dir);
+  g_test_message ("%s", expected);
+  g_assert_nonnull (strstr (expected, "problem "));
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      g_autofree char *got = NULL;
+
+      tach_results_set_block_size (sizes[i]);
+      got = load_digest (f->dir);
+      g_assert_cmpstr (got, ==, expected);
+    }
+  tach_results_set_block_size (old);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -322,5 +393,6 @@ main (int argc, char **argv)
   g_test_add ("/engine/results/roundtrip", Fixture, NULL, fixture_set_up, test_roundtrip, fixture_tear_down);
   g_test_add ("/engine/results/older-columns", Fixture, NULL, fixture_set_up, test_older_columns, fixture_tear_down);
   g_test_add ("/engine/results/malformed", Fixture, NULL, fixture_set_up, test_malformed, fixture_tear_down);
+  g_test_add ("/engine/results/blocks", Fixture, NULL, fixture_set_up, test_blocks, fixture_tear_down);
   return g_test_run ();
 }
