@@ -1,9 +1,15 @@
 #!/bin/sh
 # bench/memory.sh: the peak resident memory of long runs, measured with
 # /usr/bin/time -v: lstm-lm text generation, one stream (--batch 1), for
-# 1M and 10M steps, without and with --csv (whose samples.csv then holds a
-# row per step), in tach-cli and in the desktop app's window.  Targets
+# 1M and 10M steps, in tach-cli and in the desktop app's window.  Targets
 # (issue 14): under 100 MB at 1M steps and under 300 MB at 10M.
+#
+# tach-cli, three ways per step count: plain; with --csv (samples.csv then
+# holds a row per step, streamed to its temporary file as the run goes);
+# and with --sync end (every step pending until the one sync at the end).
+# After the --csv case, the folder it wrote is opened as the window's
+# Results Open does (bench-open: tach_results_load, samples.csv read a
+# block at a time into the compact store): the "open" row.
 #
 # The window: bench-window (built beside the app when the GUI is) opens the
 # app's window under xvfb-run, sets the panel and starts the run with the
@@ -18,14 +24,17 @@
 # Usage: bench/memory.sh [BUILD_DIR] [STEPS...]   (default: build 1000000 10000000)
 #   MEMORY_WHERE="cli window" (default) picks what is measured, of
 #   cli, window and window-gl.
-# It prints one line per case: where, steps, csv or not, peak RSS in MB,
-# wall time (and, for the window, its idle RSS).
+#   MEMORY_KEEP=DIR keeps each --csv folder the CLI wrote as DIR/STEPS.
+# It prints one line per case: where, steps, mode, peak RSS in MB, wall
+# time (and, for the window, its idle RSS).  The figures measured, with the
+# machine, are in bench/README.md ("Memory of long runs").
 set -eu
 build=${1:-build}
 [ $# -gt 0 ] && shift
 steps=${*:-1000000 10000000}
 where=${MEMORY_WHERE:-cli window}
 cli=$build/app/tach-cli
+open=$build/bench/bench-open
 win=$build/bench/bench-window
 [ -x "$cli" ] || { echo "memory.sh: no $cli: build first (meson compile -C $build)" >&2; exit 1; }
 [ -x /usr/bin/time ] || { echo "memory.sh: needs /usr/bin/time (apt-get install time)" >&2; exit 1; }
@@ -39,24 +48,31 @@ trap 'rm -rf "$tmp"' EXIT INT TERM
 
 peak_mb () { awk -v k="$(sed -n 's/.*Maximum resident set size (kbytes): //p' "$1")" 'BEGIN { printf "%.1f", k / 1024 }'; }
 wall () { sed -n 's/.*Elapsed (wall clock) time (h:mm:ss or m:ss): //p' "$1"; }
+row () { printf '%-9s %-10s %-8s %10s %10s  %s\n' "$@"; }
 
 echo "cpu: $(lscpu | sed -n 's/^Model name: *//p' | head -1)" \
   "(family $(lscpu | sed -n 's/^CPU family: *//p' | head -1), model $(lscpu | sed -n 's/^Model: *//p' | head -1))"
-printf '%-9s %-10s %-4s %10s %10s  %s\n' where steps csv peak_MB wall_s notes
+row where steps mode peak_MB wall_s notes
 for w in $where; do
   for n in $steps; do
-    for csv in no yes; do
+    if [ "$w" = cli ]; then
+      modes="plain csv sync-end"
+    else
+      modes="plain csv"
+    fi
+    for mode in $modes; do
       rm -rf "$tmp/out"
       if [ "$w" = cli ]; then
         extra=""
-        [ "$csv" = yes ] && extra="--csv $tmp/out"
+        [ "$mode" = csv ] && extra="--csv $tmp/out"
+        [ "$mode" = sync-end ] && extra="--sync end"
         # shellcheck disable=SC2086
         /usr/bin/time -v -o "$tmp/time" "$cli" run --workload lstm-lm --task generate --batch 1 \
           --device cpu --steps "$n" $extra >"$tmp/stdout" 2>&1 || { cat "$tmp/stdout" "$tmp/time" >&2; exit 1; }
         notes=""
       else
         out=""
-        [ "$csv" = yes ] && out="$tmp/out"
+        [ "$mode" = csv ] && out="$tmp/out"
         renderer=""
         [ "$w" = window-gl ] && renderer=gl
         # shellcheck disable=SC2086
@@ -68,12 +84,24 @@ for w in $where; do
         notes="idle $(sed -n 's/.*RSS idle \([0-9.]*\) MB.*/\1/p' "$tmp/stdout") MB,"
         notes="$notes $(sed -n 's/.*drawn by \([A-Za-z]*\).*/\1/p' "$tmp/stdout")"
       fi
-      if [ "$csv" = yes ]; then
+      if [ "$mode" = csv ]; then
         rows=$(($(wc -l <"$tmp/out/samples.csv") - 1))
         [ "$rows" -eq "$n" ] || { echo "memory.sh: samples.csv has $rows rows, not $n" >&2; exit 1; }
       fi
-      printf '%-9s %-10s %-4s %10s %10s  %s\n' "$w" "$n" "$csv" "$(peak_mb "$tmp/time")" \
-        "$(wall "$tmp/time")" "$notes"
+      row "$w" "$n" "$mode" "$(peak_mb "$tmp/time")" "$(wall "$tmp/time")" "$notes"
+      if [ "$w" = cli ] && [ "$mode" = csv ]; then
+        if [ -x "$open" ]; then
+          /usr/bin/time -v -o "$tmp/time" "$open" "$tmp/out" >"$tmp/stdout" 2>&1 \
+            || { cat "$tmp/stdout" "$tmp/time" >&2; exit 1; }
+          grep -q "samples $n\$" "$tmp/stdout" || { cat "$tmp/stdout" >&2; exit 1; }
+          row open "$n" csv "$(peak_mb "$tmp/time")" "$(wall "$tmp/time")" "tach_results_load"
+        fi
+        if [ -n "${MEMORY_KEEP:-}" ]; then
+          mkdir -p "$MEMORY_KEEP"
+          rm -rf "${MEMORY_KEEP:?}/$n"
+          mv "$tmp/out" "$MEMORY_KEEP/$n"
+        fi
+      fi
     done
   done
 done
