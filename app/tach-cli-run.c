@@ -500,13 +500,16 @@ tach_cli_command_run (const TachCliOptions *options)
     }
 
   tach_cli_session_init (&session);
+  /* Before the folder is opened: a Ctrl-C while the folder's rows are
+   * copied stops the run as it starts, instead of killing the command. */
+  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   if (!tach_cli_session_open_csv (&session, options->csv_dir))
     {
+      g_source_remove (sigint_id);
       tach_cli_session_clear (&session);
       tach_config_clear (&config);
       return TACH_CLI_EXIT_FAILURE;
     }
-  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   session.header = 1;
 
   run = tach_cli_run_one (&session, &config, &error);

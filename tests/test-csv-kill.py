@@ -7,14 +7,16 @@ rows): never a partial row, never a lost one.  Some kills must land while a
 file is being written (a temporary file is left then), or the test proves
 nothing, so samples.csv is made large enough that writing it takes a while.
 
-samples.csv streams to its temporary file as a run goes, so the kills
-land in two kinds of command: short runs whose kills mostly hit the copy
-and the renames, and a longer generation run whose kills hit the
-streaming itself (some must find rows of that run already on disk in the
-temporary file).  A temporary file a kill leaves is removed by the next
-command that writes the folder.  Last, a second command writing the folder
-while a run streams into it is refused (exit 1, a message naming the
-folder), and the first still writes its rows.
+samples.csv streams to its temporary file as a run goes (once a second),
+so the kills land in two kinds of command: short runs whose kills mostly
+hit the copy and the renames, and a long generation run killed while it
+streams: each of those kills waits until rows of that run are on disk in
+its temporary file, then lands a random moment later (a fixed length of
+run would stream or not depending on the machine's speed).  A temporary
+file a kill leaves is removed by the next command that writes the folder.
+Last, a second command writing the folder while a run streams into it is
+refused (exit 1, a message naming the folder), and the first, stopped by
+SIGINT, still writes its rows.
 
 Usage: test-csv-kill.py PATH/TO/tach-cli [KILLS]
 Exit status: 0 passed, 1 failed, 77 no tach-cli.
@@ -32,9 +34,12 @@ import time
 
 RUN = ["run", "--workload", "bilstm", "--device", "cpu", "--batch", "4", "--steps", "6",
        "--warmup", "1", "--threads", "1"]
-# A run long enough (seconds) that kills land while its rows stream.
+# A run far longer than any wait here (minutes even on a fast machine): it
+# is killed, or stopped by SIGINT, once its rows stream.
 STREAM = ["run", "--workload", "lstm-lm", "--task", "generate", "--device", "cpu", "--batch", "1",
-          "--steps", "20000", "--warmup", "1", "--threads", "1"]
+          "--steps", "20000000", "--warmup", "1", "--threads", "1"]
+# How long a streaming run may take to get its first rows to the disk.
+STREAM_DEADLINE_S = 120
 # Rows added to samples.csv before the kills, so that rewriting it takes
 # long enough (tens of ms) for random kills to land inside the write.
 FILLER_ROWS = 400_000
@@ -74,69 +79,122 @@ def leftovers_of(folder):
     return names
 
 
-def kill_rounds(cli, cmd, folder, kills, rng, counts, earliest):
-    """Runs `cmd` `kills` times, each killed at a random moment from
-    `earliest` of its usual length to its end; checks the folder after each
-    kill.  Returns how many kills found
-    the command's own rows in its temporary samples file (streamed)."""
-    runs = os.path.join(folder, "runs.csv")
-    samples = os.path.join(folder, "samples.csv")
+def folder_state(folder):
+    """What the folder holds before a command: the two files' texts and the
+    temporary files earlier kills left."""
+    with open(os.path.join(folder, "runs.csv"), newline="") as f:
+        runs_before = f.read()
+    with open(os.path.join(folder, "samples.csv"), newline="") as f:
+        samples_before = f.read()
+    return runs_before, samples_before, set(leftovers_of(folder))
+
+
+def check_after_kill(folder, runs_before, samples_before, counts):
+    """Checks the folder after a kill; returns the temporary files it left."""
+    leftovers = leftovers_of(folder)
+    if leftovers:
+        counts["in-write"] += 1
+    r = check_file(os.path.join(folder, "runs.csv"), runs_before)
+    s = check_file(os.path.join(folder, "samples.csv"), samples_before)
+    # Both or neither: samples.csv is renamed first, so a kill between the
+    # renames leaves new samples with the old runs.csv, whose run then has
+    # no row: that is the only mixed state allowed.
+    if r == "new" and s == "old":
+        raise AssertionError("runs.csv names a run whose samples are missing")
+    counts[r] += 1
+    return leftovers
+
+
+def kill_rounds(cli, cmd, folder, kills, rng, counts):
+    """Runs `cmd` `kills` times, each killed at a random moment from a fifth
+    of its usual length to its end; checks the folder after each kill."""
     t = time.monotonic()
     subprocess.run([cli] + cmd + ["--csv", folder], check=True, capture_output=True)
     whole = time.monotonic() - t
-    streamed = 0
     for k in range(kills):
-        with open(runs, newline="") as f:
-            runs_before = f.read()
-        with open(samples, newline="") as f:
-            samples_before = f.read()
-        stale = set(leftovers_of(folder))
+        runs_before, samples_before, _ = folder_state(folder)
         proc = subprocess.Popen([cli] + cmd + ["--csv", folder],
                                 stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
-        time.sleep(rng.uniform(earliest, 1.0) * whole)
+        time.sleep(rng.uniform(0.2, 1.0) * whole)
         proc.send_signal(signal.SIGKILL)
         proc.wait()
-        leftovers = leftovers_of(folder)
-        if leftovers:
-            counts["in-write"] += 1
-            # The command removed what earlier kills left (when it got as
-            # far as opening the folder); only its own file counts.
-            for n in set(leftovers) - stale:
-                if (n.startswith(".samples.csv.")
-                        and os.path.getsize(os.path.join(folder, n)) > len(samples_before.encode())):
-                    streamed += 1
-        r = check_file(runs, runs_before)
-        s = check_file(samples, samples_before)
-        # Both or neither: samples.csv is renamed first, so a kill between
-        # the renames leaves new samples with the old runs.csv, whose
-        # run then has no row: that is the only mixed state allowed.
-        if r == "new" and s == "old":
-            raise AssertionError("runs.csv names a run whose samples are missing")
-        counts[r] += 1
+        check_after_kill(folder, runs_before, samples_before, counts)
+
+
+def wait_streaming(proc, folder, stale, size_before):
+    """Waits until `proc`'s own temporary samples file holds more than the
+    folder's rows (its run's rows reached the disk); returns its name."""
+    deadline = time.monotonic() + STREAM_DEADLINE_S
+    while True:
+        for n in set(os.listdir(folder)) - stale:
+            if n.startswith(".samples.csv."):
+                try:
+                    if os.path.getsize(os.path.join(folder, n)) > size_before:
+                        return n
+                except FileNotFoundError:
+                    pass
+        if proc.poll() is not None:
+            raise AssertionError(f"the streaming run ended (exit {proc.returncode}) before "
+                                 "its rows reached the disk")
+        if time.monotonic() > deadline:
+            raise AssertionError(f"no rows of the streaming run on disk after "
+                                 f"{STREAM_DEADLINE_S} s")
+        time.sleep(0.005)
+
+
+def stream_kill_rounds(cli, folder, kills, rng, counts):
+    """Kills the streaming run `kills` times, each a random moment (up to
+    1.5 s: a tick or two) after its rows first reached the disk; each kill
+    must leave those rows in its temporary file and the two files whole.
+    Returns how many kills found the run's rows streamed."""
+    streamed = 0
+    for k in range(kills):
+        runs_before, samples_before, stale = folder_state(folder)
+        proc = subprocess.Popen([cli] + STREAM + ["--csv", folder],
+                                stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+        try:
+            own = wait_streaming(proc, folder, stale, len(samples_before.encode()))
+            time.sleep(rng.uniform(0.0, 1.5))
+        finally:
+            proc.send_signal(signal.SIGKILL)
+            proc.wait()
+        leftovers = check_after_kill(folder, runs_before, samples_before, counts)
+        if (own in leftovers
+                and os.path.getsize(os.path.join(folder, own)) > len(samples_before.encode())):
+            streamed += 1
     return streamed
 
 
 def refused_while_streaming(cli, folder):
-    """A second writer while a run streams into the folder is refused."""
+    """A second writer while a run streams into the folder is refused; the
+    first, stopped by SIGINT, writes its row."""
     runs = os.path.join(folder, "runs.csv")
     with open(runs, newline="") as f:
         n_runs = len(rows_of(f.read(), runs))
     stale = set(leftovers_of(folder))
     first = subprocess.Popen([cli] + STREAM + ["--csv", folder],
                              stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, text=True)
-    deadline = time.monotonic() + 30
-    # Its own temporary file shows that it holds the folder.
-    while not any(n.startswith(".samples.csv.") for n in set(os.listdir(folder)) - stale):
-        if time.monotonic() > deadline or first.poll() is not None:
-            raise AssertionError("the streaming run made no temporary file")
-        time.sleep(0.01)
-    second = subprocess.run([cli] + RUN + ["--csv", folder], capture_output=True, text=True,
-                            timeout=60)
+    try:
+        # Its rows on disk show that it holds the folder and has steps to
+        # keep when it is stopped.
+        with open(os.path.join(folder, "samples.csv"), "rb") as f:
+            wait_streaming(first, folder, stale, len(f.read()))
+        second = subprocess.run([cli] + RUN + ["--csv", folder], capture_output=True, text=True,
+                                timeout=60)
+        if first.poll() is not None:
+            raise AssertionError(f"the streaming run ended early (exit {first.returncode})")
+    except BaseException:
+        first.kill()
+        first.wait()
+        raise
+    # Stopped as a user stops it: its steps so far are kept and written.
+    first.send_signal(signal.SIGINT)
     if second.returncode != 1 or folder not in second.stderr or "another" not in second.stderr:
         raise AssertionError(f"a second writer was not refused: exit {second.returncode}, "
                              f"{second.stderr!r}")
-    if first.wait(timeout=120) != 0:
-        raise AssertionError(f"the streaming run failed: {first.stderr.read()!r}")
+    if first.wait(timeout=120) != 130:
+        raise AssertionError(f"the streaming run, stopped by SIGINT, did not exit 130: "
+                             f"exit {first.returncode}, {first.stderr.read()!r}")
     with open(runs, newline="") as f:
         if len(rows_of(f.read(), runs)) != n_runs + 1:
             raise AssertionError("the streaming run's row is missing")
@@ -167,18 +225,19 @@ def main():
                 f.write(f"filler-{i // 1000},{rest}\r\n")
 
         counts = {"old": 0, "new": 0, "in-write": 0}
-        kill_rounds(cli, RUN, folder, kills, rng, counts, 0.2)
-        # In the second half of the run, by when rows have reached the disk
-        # (the first megabyte of them).
+        kill_rounds(cli, RUN, folder, kills, rng, counts)
         stream_kills = max(5, kills // 6)
-        streamed = kill_rounds(cli, STREAM, folder, stream_kills, rng, counts, 0.5)
+        streamed = stream_kill_rounds(cli, folder, stream_kills, rng, counts)
         refused_while_streaming(cli, folder)
         print(f"{kills + stream_kills} kills: runs.csv old {counts['old']}, new {counts['new']}; "
               f"{counts['in-write']} landed while a file was written, {streamed} with the run's "
               f"rows streamed")
-        if counts["in-write"] == 0 or streamed == 0:
-            print("no kill landed inside a write or the streaming: the test proved nothing",
-                  file=sys.stderr)
+        if counts["in-write"] == 0:
+            print("no kill landed inside a write: the test proved nothing", file=sys.stderr)
+            return 1
+        if streamed < stream_kills:
+            print(f"only {streamed} of {stream_kills} streaming kills left the run's rows in its "
+                  "temporary file", file=sys.stderr)
             return 1
         return 0
     except AssertionError as e:
