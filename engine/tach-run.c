@@ -52,16 +52,20 @@
 #define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
 
 
-/* A step executed but not yet read back.  With sync=end every step of the
- * run is pending until the end, so this keeps only what cannot be derived,
- * in the widths the sample store keeps (floats; wall_s a double, as the
- * store checks chunks against it): 32 bytes, not a 96-byte TachSample and
- * its marks.  The step number is the first pending step's plus the index
- * (pending steps are consecutive), warm-up follows from the step, the
- * events' slots from the step number (tach_step_marks_for), whether the
- * device times were read from Engine.n_timed, sync_ms is only the last
- * step's (the one that syncs, published at once), and the loss and the
- * accuracy are read from the host copies of the loss slots when published. */
+/* A step executed but not yet read back, kept in the widths the sample
+ * store keeps (floats; wall_s a double, as the store checks chunks against
+ * it): 40 bytes, not a 96-byte TachSample and its marks.  The step number
+ * is the first pending step's plus the index (pending steps are
+ * consecutive), warm-up follows from the step, the events' slots from the
+ * step number (tach_step_marks_for), whether the device times were read
+ * from Engine.n_timed, and sync_ms is only the last step's (the one that
+ * syncs, published at once).  The loss and the accuracy are NaN until the
+ * sync reads them back.
+ *
+ * With sync=end every step of the run waits for the end, so once HOLD_MIN
+ * steps have their times they move on to a sample store of their own
+ * (Engine.held, a dozen bytes a step instead of 40), which gets their
+ * losses at the sync and then joins the run's store whole. */
 typedef struct {
   double wall_s;
   float  step_ms;
@@ -70,7 +74,16 @@ typedef struct {
   float  host_ms;
   float  device_step_ms;
   float  api_calls;
+  float  loss;
+  float  accuracy;
 } Pending;
+
+/* Timed pending steps move to the held store in batches of at least this
+ * many (at most that many records, 40 KiB, wait as Pending). */
+#define HOLD_MIN 1024
+/* The losses of a sync are read back this many at a time (1 MiB of host
+ * staging with the accuracy), not into host copies of every slot. */
+#define LOSS_PIECE 131072
 
 /* The engine thread's working state. */
 typedef struct {
@@ -79,17 +92,21 @@ typedef struct {
   const TachModelClass *klass;
   TachModel            *model;
   /* One float per step not yet read back, step i in slot i % loss_slots:
-   * a sync every N steps needs N slots, not one per step of the run. */
+   * a sync every N steps needs N slots, not one per step of the run.  The
+   * host reads them through staging buffers of MIN (loss_slots, LOSS_PIECE). */
   float                *loss_dev;
   float                *acc_dev;
   float                *loss_host;
   float                *acc_host;
   guint64               loss_slots;
+  guint64               loss_staging;
   TachStepTimer         timer;
+  TachSampleStore      *held;      /* timed pending steps held_first..pending_first */
+  guint64               held_first;
+  gsize                 held_bytes;
   GArray               *pending;   /* Pending, steps pending_first.. */
   guint64               pending_first;
   guint                 n_timed;   /* pending[0..n_timed) have their device times */
-  guint                 n_losses;  /* pending[0..n_losses) have their losses read back */
   gsize                 pending_peak;  /* bytes, the most kept for pending steps */
   gint64                t0;        /* monotonic start, ns */
   gint64                t_notify;  /* last notification, ns */
@@ -221,8 +238,74 @@ engine_clear (Engine *e)
   tach_backend_free (e->be);
   g_free (e->loss_host);
   g_free (e->acc_host);
+  tach_sample_store_free (e->held);
   if (e->pending != NULL)
     g_array_unref (e->pending);
+}
+
+/* The steps held or pending, from the first held. */
+static guint64
+engine_first_waiting (const Engine *e)
+{
+  return tach_sample_store_get_length (e->held) > 0 ? e->held_first : e->pending_first;
+}
+
+/* Notes the bytes kept for the steps not yet synced. */
+static void
+engine_note_pending_bytes (Engine *e)
+{
+  e->pending_peak = MAX (e->pending_peak, e->held_bytes + e->pending->len * sizeof (Pending));
+}
+
+/* Pending step @i's sample, with @sync_ms. */
+static void
+engine_sample (const Engine *e, guint i, double sync_ms, TachSample *out)
+{
+  const Pending *p = &g_array_index (e->pending, Pending, i);
+  guint64 step = e->pending_first + i;
+  /* On the host clock the runner timed each step as it ran. */
+  gboolean timed = e->timer.host_clock || i < e->n_timed;
+
+  *out = (TachSample) {
+    .step = step,
+    /* The step captured pays for the capture: warm-up, whatever the
+     * warm-up count. */
+    .warmup = step < tach_config_get_warmup (&e->run->config) || step == e->capture_step,
+    .wall_s = p->wall_s,
+    .step_ms = p->step_ms,
+    .feed_ms = p->feed_ms,
+    .compute_ms = timed ? p->compute_ms : NAN,
+    .sync_ms = sync_ms,
+    .host_ms = p->host_ms,
+    .loss = p->loss,
+    .accuracy = p->accuracy,
+    .device_step_ms = timed ? p->device_step_ms : NAN,
+    .api_calls = p->api_calls,
+  };
+}
+
+/* Between steps (every pending step has ended): moves the timed pending
+ * steps to the held store once there are HOLD_MIN of them. */
+static void
+engine_hold (Engine *e)
+{
+  guint n = e->timer.host_clock ? e->pending->len : e->n_timed;
+
+  if (n < HOLD_MIN)
+    return;
+  if (tach_sample_store_get_length (e->held) == 0)
+    e->held_first = e->pending_first;
+  for (guint i = 0; i < n; i++)
+    {
+      TachSample s;
+
+      engine_sample (e, i, 0.0, &s);
+      tach_sample_store_append (e->held, &s);
+    }
+  g_array_remove_range (e->pending, 0, n);
+  e->pending_first += n;
+  e->n_timed = e->n_timed > n ? e->n_timed - n : 0;
+  e->held_bytes = tach_sample_store_get_bytes (e->held);
 }
 
 /* Reads the device times of the pending steps up to index @upto (see
@@ -245,85 +328,78 @@ engine_time (Engine *e, guint upto)
     }
 }
 
-/* Synchronises, downloads the pending steps' losses in one go and
- * publishes their samples.  Returns the time spent waiting, in ms. */
+/* Synchronises and reads the waiting steps' losses back, a staging
+ * buffer at a time (one download each for a sync every N steps), into the
+ * held store and the pending records.  Returns the time spent, in ms. */
 static gboolean
 engine_sync (Engine *e, double *sync_ms)
 {
   gint64 t = tach_now_ns ();
-  guint64 from, count, wrap;
+  guint64 first = engine_first_waiting (e);
+  guint64 count = e->pending_first + e->pending->len - first;
+  guint64 held = tach_sample_store_get_length (e->held);
 
   *sync_ms = 0.0;
-  if (e->pending->len == 0)
+  if (count == 0)
     return tach_backend_ok (e->be);
-  from = e->pending_first;
-  count = e->pending->len;
 
   tach_backend_synchronize (e->be);
-  /* The pending steps' slots, in one piece or two where they wrap. */
-  from %= e->loss_slots;
-  wrap = from + count > e->loss_slots ? from + count - e->loss_slots : 0;
-  if (e->loss_dev != NULL)
+  for (guint64 done = 0; e->loss_dev != NULL && done < count && tach_backend_ok (e->be);)
     {
-      tach_backend_download (e->be, e->loss_host + from, e->loss_dev + from,
-                             (count - wrap) * sizeof (float));
-      if (wrap > 0)
-        tach_backend_download (e->be, e->loss_host, e->loss_dev, wrap * sizeof (float));
-    }
-  if (e->acc_dev != NULL)
-    {
-      tach_backend_download (e->be, e->acc_host + from, e->acc_dev + from,
-                             (count - wrap) * sizeof (float));
-      if (wrap > 0)
-        tach_backend_download (e->be, e->acc_host, e->acc_dev, wrap * sizeof (float));
+      /* A piece of consecutive slots: up to the staging size and the end
+       * of the ring. */
+      guint64 slot = (first + done) % e->loss_slots;
+      guint64 n = MIN (MIN (count - done, e->loss_staging), e->loss_slots - slot);
+
+      tach_backend_download (e->be, e->loss_host, e->loss_dev + slot, n * sizeof (float));
+      if (e->acc_dev != NULL)
+        tach_backend_download (e->be, e->acc_host, e->acc_dev + slot, n * sizeof (float));
+      if (!tach_backend_ok (e->be))
+        break;
+      for (guint64 j = 0; j < n; j++)
+        {
+          guint64 k = done + j;
+
+          if (k < held)
+            continue;
+          g_array_index (e->pending, Pending, k - held).loss = e->loss_host[j];
+          if (e->acc_dev != NULL)
+            g_array_index (e->pending, Pending, k - held).accuracy = e->acc_host[j];
+        }
+      if (done < held)
+        tach_sample_store_set_losses (e->held, (guint) done, (guint) MIN (n, held - done),
+                                      e->loss_host, e->acc_dev != NULL ? e->acc_host : NULL);
+      done += n;
     }
   *sync_ms = (double) (tach_now_ns () - t) / 1e6;
   if (!tach_backend_ok (e->be))
     return FALSE;
 
-  e->n_losses = e->pending->len;
-  engine_time (e, e->pending->len - 1);
+  if (e->pending->len > 0)
+    engine_time (e, e->pending->len - 1);
   return tach_backend_ok (e->be);
 }
 
-/* Publishes the pending steps' samples; the last one synced for
+/* Publishes the waiting steps' samples; the last one synced for
  * @last_sync_ms. */
 static void
 engine_publish (Engine *e, double last_sync_ms)
 {
   TachRun *run = e->run;
-  guint64 warmup = tach_config_get_warmup (&run->config);
 
   g_mutex_lock (&run->lock);
+  tach_sample_store_move (run->samples, e->held);
   for (guint i = 0; i < e->pending->len; i++)
     {
-      const Pending *p = &g_array_index (e->pending, Pending, i);
-      guint64 step = e->pending_first + i;
-      guint64 slot = step % MAX (e->loss_slots, 1);
-      /* On the host clock the runner timed each step as it ran. */
-      gboolean timed = e->timer.host_clock || i < e->n_timed;
-      TachSample s = {
-        .step = step,
-        /* The step captured pays for the capture: warm-up, whatever the
-         * warm-up count. */
-        .warmup = step < warmup || step == e->capture_step,
-        .wall_s = p->wall_s,
-        .step_ms = p->step_ms,
-        .feed_ms = p->feed_ms,
-        .compute_ms = timed ? p->compute_ms : NAN,
-        .sync_ms = i + 1 == e->pending->len ? last_sync_ms : 0.0,
-        .host_ms = p->host_ms,
-        .loss = e->loss_dev != NULL && i < e->n_losses ? (double) e->loss_host[slot] : NAN,
-        .accuracy = e->acc_dev != NULL && i < e->n_losses ? (double) e->acc_host[slot] : NAN,
-        .device_step_ms = timed ? p->device_step_ms : NAN,
-        .api_calls = p->api_calls,
-      };
+      TachSample s;
 
+      engine_sample (e, i, i + 1 == e->pending->len ? last_sync_ms : 0.0, &s);
       tach_sample_store_append (run->samples, &s);
     }
   g_mutex_unlock (&run->lock);
   g_array_set_size (e->pending, 0);
-  e->n_timed = e->n_losses = 0;
+  e->n_timed = 0;
+  e->held_bytes = 0;
   schedule_notify (run);
 }
 
@@ -337,7 +413,6 @@ engine_publish_ended (Engine *e)
          && g_array_index (e->pending, Pending, e->pending->len - 1).step_ms <= 0.0f)
     g_array_set_size (e->pending, e->pending->len - 1);
   e->n_timed = MIN (e->n_timed, e->pending->len);
-  e->n_losses = MIN (e->n_losses, e->pending->len);
   engine_publish (e, 0.0);
 }
 
@@ -382,12 +457,13 @@ engine_setup (Engine *e, guint64 total, GError **error)
    * most sync_every steps are pending at once (every multiple of it is a
    * sync point). */
   e->loss_slots = config->sync_every > 0 ? MIN (total, (guint64) config->sync_every) : total;
+  e->loss_staging = MIN (e->loss_slots, LOSS_PIECE);
   e->loss_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
-  e->loss_host = g_try_new (float, e->loss_slots);
+  e->loss_host = g_try_new (float, e->loss_staging);
   if (config->metrics == TACH_METRICS_ACCURACY)
     {
       e->acc_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
-      e->acc_host = g_try_new (float, e->loss_slots);
+      e->acc_host = g_try_new (float, e->loss_staging);
     }
   /* Where ops finish before they return, events would be host timestamps:
    * such a backend's steps use the runner's clock. */
@@ -514,6 +590,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
        * the list would make a long unsynced run quadratic). */
       if (tach_step_timer_due (i, &due) && e->pending->len > 0 && e->pending_first <= due)
         engine_time (e, (guint) (due - e->pending_first));
+      engine_hold (e);
 
       t_start = t_prev;
       tach_step_timer_begin (&e->timer, i, &marks);
@@ -532,6 +609,8 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       p.compute_ms = NAN;
       p.device_step_ms = NAN;
       p.api_calls = NAN;
+      p.loss = NAN;
+      p.accuracy = NAN;
       if (e->timer.host_clock)
         {
           /* On the host clock (a backend whose ops finish before they
@@ -543,7 +622,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       if (e->pending->len == 0)
         e->pending_first = i;
       g_array_append_val (e->pending, p);
-      e->pending_peak = MAX (e->pending_peak, e->pending->len * sizeof (Pending));
+      engine_note_pending_bytes (e);
 
       last = i + 1 == total;
       stopping = g_atomic_int_get (&run->stop) != 0;
@@ -614,6 +693,7 @@ run_main (gpointer data)
 
   e.run = run;
   e.pending = g_array_new (FALSE, FALSE, sizeof (Pending));
+  e.held = tach_sample_store_new ();
 
   ok = engine_setup (&e, total, &error);
   /* Wall time counts from the first step: building the model and its data
@@ -652,8 +732,9 @@ run_main (gpointer data)
     {
       guint64 peak = tach_backend_peak_memory (e.be);
       char *algorithms = tach_backend_dup_algorithms (e.be);
-      /* The device and host copies of the loss (and accuracy) slots. */
-      gsize slots = ((e.loss_dev != NULL) + (e.acc_dev != NULL)) * 2 * e.loss_slots * sizeof (float);
+      /* The loss (and accuracy) slots and their host staging. */
+      gsize slots = ((e.loss_dev != NULL) + (e.acc_dev != NULL))
+                    * (e.loss_slots + e.loss_staging) * sizeof (float);
 
       g_mutex_lock (&run->lock);
       run->peak_memory = peak;

@@ -174,6 +174,8 @@ chunk_free (gpointer data)
 {
   Chunk *c = data;
 
+  if (c == NULL)
+    return;
   for (guint k = 0; k < N_COLS; k++)
     g_free (c->col[k]);
   g_free (c->warmup);
@@ -199,6 +201,8 @@ wall_next (double wall, double step_ms)
 {
   return wall + step_ms / 1000.0;
 }
+
+static guint chunk_for (const TachSampleStore *store, guint index);
 
 /* ------------------------------------------------------------- store */
 
@@ -287,6 +291,46 @@ tach_sample_store_append (TachSampleStore *store, const TachSample *s)
   if (s->warmup)
     c->warmup[i / 8] |= (guint8) (1u << (i % 8));
   store->length++;
+}
+
+void
+tach_sample_store_set_losses (TachSampleStore *store, guint from, guint n, const float *loss,
+                              const float *accuracy)
+{
+  guint done = 0;
+
+  g_return_if_fail (from <= store->length && n <= store->length - from);
+  while (done < n)
+    {
+      guint index = from + done;
+      Chunk *c = store->chunks->pdata[chunk_for (store, index)];
+      guint i = index - c->first;
+      guint span = MIN (n - done, c->len - i);
+
+      for (guint j = 0; j < span; j++)
+        {
+          column_set (c, COL_LOSS, i + j, (double) loss[done + j]);
+          if (accuracy != NULL)
+            column_set (c, COL_ACCURACY, i + j, (double) accuracy[done + j]);
+        }
+      done += span;
+    }
+}
+
+void
+tach_sample_store_move (TachSampleStore *dst, TachSampleStore *src)
+{
+  for (guint i = 0; i < src->chunks->len; i++)
+    {
+      Chunk *c = src->chunks->pdata[i];
+
+      c->first = dst->length;
+      dst->length += c->len;
+      g_ptr_array_add (dst->chunks, c);
+      src->chunks->pdata[i] = NULL;
+    }
+  g_ptr_array_set_size (src->chunks, 0);
+  src->length = 0;
 }
 
 /* ---------------------------------------------------------- reading */

@@ -47,6 +47,15 @@ gsize            tach_sample_store_get_bytes  (const TachSampleStore *store);
 guint            tach_sample_store_copy       (const TachSampleStore *store, guint from, guint n,
                                                GArray *out);
 
+/* Sets the loss (and, where @accuracy is not NULL, the accuracy) of
+ * samples [@from, @from + @n), which exist, to @loss[0..n) (@accuracy[0..n)),
+ * rounded as appending them would. */
+void             tach_sample_store_set_losses (TachSampleStore *store, guint from, guint n,
+                                               const float *loss, const float *accuracy);
+/* Moves every sample of @src to the end of @dst, as kept (no copy: the
+ * chunks change hands), leaving @src empty. */
+void             tach_sample_store_move       (TachSampleStore *dst, TachSampleStore *src);
+
 /* Reads the samples in order from some index on, without copying them all. */
 typedef struct {
   const TachSampleStore *store;  /* borrowed */

@@ -163,48 +163,67 @@ static void
 test_sync_cadence (void)
 {
   static const char *const cadences[] = { "1", "3", "end" };
-  g_autoptr(GArray) reference = NULL;
+  /* 7 steps; and 2500 at batch 1, so that sync=end's steps move to the
+   * held store (in batches of 1024) before their losses are read. */
+  static const struct { guint steps; const char *batch; } lengths[] = { { 7, "8" },
+                                                                         { 2500, "1" } };
 
-  for (guint k = 0; k < G_N_ELEMENTS (cadences); k++)
+  for (guint n = 0; n < G_N_ELEMENTS (lengths); n++)
     {
-      TachConfig c;
-      g_autoptr(TachRun) run = NULL;
-      g_autoptr(GArray) samples = NULL;
-      g_autofree char *settings = g_strdup_printf ("sync=%s metrics=accuracy", cadences[k]);
+      g_autoptr(GArray) reference = NULL;
 
-      test_tiny_config (&c, 7);
-      test_apply (&c, settings);
-      run = test_run_to_end (&c);
-      tach_config_clear (&c);
-      samples = tach_run_dup_samples (run);
-      g_assert_cmpuint (samples->len, ==, 7);
-      for (guint i = 0; i < samples->len; i++)
+      for (guint k = 0; k < G_N_ELEMENTS (cadences); k++)
         {
-          const TachSample *sm = &g_array_index (samples, TachSample, i);
+          TachConfig c;
+          g_autoptr(TachRun) run = NULL;
+          g_autoptr(GArray) samples = NULL;
+          g_autofree char *settings = g_strdup_printf ("sync=%s metrics=accuracy batch=%s",
+                                                       cadences[k], lengths[n].batch);
 
-          g_assert_true (isfinite (sm->loss));
-          g_assert_true (sm->accuracy >= 0.0 && sm->accuracy <= 1.0);
-          /* Only sync points wait: with sync=end that is the last step
-           * and the last warm-up step (2 warm-up steps). */
-          if (g_str_equal (cadences[k], "end") && i + 1 < samples->len && i != 1)
-            g_assert_cmpfloat (sm->sync_ms, ==, 0.0);
-          if (reference != NULL)
-            g_assert_cmpfloat (sm->loss, ==, g_array_index (reference, TachSample, i).loss);
+          test_tiny_config (&c, lengths[n].steps);
+          test_apply (&c, settings);
+          run = test_run_to_end (&c);
+          tach_config_clear (&c);
+          samples = tach_run_dup_samples (run);
+          g_assert_cmpuint (samples->len, ==, lengths[n].steps);
+          for (guint i = 0; i < samples->len; i++)
+            {
+              const TachSample *sm = &g_array_index (samples, TachSample, i);
+
+              g_assert_cmpuint (sm->step, ==, i);
+              g_assert_cmpint (sm->warmup, ==, i < 2);
+              g_assert_true (isfinite (sm->loss));
+              g_assert_true (sm->accuracy >= 0.0 && sm->accuracy <= 1.0);
+              g_assert_true (sm->step_ms > 0.0 && isfinite (sm->compute_ms));
+              /* Only sync points wait: with sync=end that is the last step
+               * and the last warm-up step (2 warm-up steps). */
+              if (g_str_equal (cadences[k], "end") && i + 1 < samples->len && i != 1)
+                g_assert_cmpfloat (sm->sync_ms, ==, 0.0);
+              if (reference != NULL)
+                {
+                  const TachSample *r = &g_array_index (reference, TachSample, i);
+
+                  g_assert_cmpfloat (sm->loss, ==, r->loss);
+                  g_assert_cmpfloat (sm->accuracy, ==, r->accuracy);
+                }
+            }
+          if (reference == NULL)
+            reference = g_steal_pointer (&samples);
         }
-      if (reference == NULL)
-        reference = g_steal_pointer (&samples);
     }
 }
 
-/* With sync=end every step is pending until the end: what the runner keeps
- * for each (its record and the loss and accuracy slots) stays a few dozen
- * bytes, not a sample's hundred; a sync every 10 steps keeps ten. */
+/* With sync=end every step waits for the end: what the runner keeps for
+ * each (its times in the held store, and the loss and accuracy slots)
+ * stays a few dozen bytes, not a sample's hundred, and less than a
+ * pending record (40 bytes) and the slots (8 bytes); a sync every 10 steps
+ * keeps ten records, their slots and the slots' staging. */
 static void
 test_pending_bytes (void)
 {
-  static const struct { const char *sync; double most; } cases[] = {
-    { "end", 48.0 },   /* 32-byte record, 4 float slots */
-    { "10", 48.0 * 10 / 4000 },
+  static const struct { const char *sync; guint steps; double most; } cases[] = {
+    { "end", 16000, 36.0 },
+    { "10", 4000, (40.0 + 16.0) * 10 / 4000 },
   };
 
   for (guint k = 0; k < G_N_ELEMENTS (cases); k++)
@@ -215,12 +234,12 @@ test_pending_bytes (void)
                                                    cases[k].sync);
       double per_step;
 
-      test_tiny_config (&c, 4000);
+      test_tiny_config (&c, cases[k].steps);
       test_apply (&c, settings);
       run = test_run_to_end (&c);
       tach_config_clear (&c);
-      g_assert_cmpuint (tach_run_get_n_samples (run), ==, 4000);
-      per_step = (double) tach_run_get_pending_bytes (run) / 4000;
+      g_assert_cmpuint (tach_run_get_n_samples (run), ==, cases[k].steps);
+      per_step = (double) tach_run_get_pending_bytes (run) / cases[k].steps;
       g_test_message ("sync=%s: %.2f bytes pending per step", cases[k].sync, per_step);
       g_assert_cmpfloat (per_step, >, 0.0);
       g_assert_cmpfloat (per_step, <=, cases[k].most);
