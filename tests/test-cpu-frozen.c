@@ -128,10 +128,19 @@ test_gemm (void)
   tach_backend_free (be);
 }
 
+/* Rows of the stream drawn from a vocabulary of VOCAB rows (as a
+ * generation loop's embeddings are), then FRESH rows never seen, more than
+ * the frozen plan keeps, so that it forgets them and starts again. */
+#define VOCAB 30
+#define VOCAB_ROWS 300
+#define FRESH 1200
+
 /* One LSTM (of @desc) over a window that shifts by one row per call, on
  * frozen weights and on an unfrozen copy: the same outputs every call,
- * the frozen plan on its packed copies; after a write to its weights, the
- * plain pass again, and after freezing them anew, new copies. */
+ * the frozen plan on its packed copies, each row's input side kept once
+ * (rows seen long ago found again, the table forgotten when full); after
+ * a write to its weights, the plain pass again, and after freezing them
+ * anew, new copies. */
 static void
 check_lstm (const TachLstmDesc *desc)
 {
@@ -139,10 +148,13 @@ check_lstm (const TachLstmDesc *desc)
   const TachLstmDesc *d = desc;
   size_t row = (size_t) d->I, rows = (size_t) d->T * d->N;
   size_t nw = (size_t) d->dirs * 4 * d->H * ((size_t) d->I + d->H + 1);
-  size_t ny = rows * d->dirs * d->H, stream = rows + 8;
+  size_t ny = rows * d->dirs * d->H, stream = VOCAB_ROWS + FRESH;
   guint32 state = 3;
   g_autofree float *host = g_new (float, nw);
+  g_autofree float *vocab = g_new (float, VOCAB * row);
   g_autofree float *tokens = g_new (float, stream * row);
+  gboolean forgot = FALSE;
+  size_t kept = 0;
   float *w = tach_backend_alloc (be, nw * sizeof (float));
   float *w2 = tach_backend_alloc (be, nw * sizeof (float));
   float *x = tach_backend_alloc (be, rows * row * sizeof (float));
@@ -155,7 +167,10 @@ check_lstm (const TachLstmDesc *desc)
   g_assert_nonnull (frozen);
   g_assert_nonnull (plain);
   fill (host, nw, &state);
+  fill (vocab, VOCAB * row, &state);
   fill (tokens, stream * row, &state);
+  for (size_t j = 0; j < VOCAB_ROWS; j++)
+    memcpy (tokens + j * row, vocab + (j * 7 + j * j / 5) % VOCAB * row, row * sizeof (float));
   tach_backend_upload (be, w, host, nw * sizeof (float));
   tach_backend_upload (be, w2, host, nw * sizeof (float));
   tach_backend_freeze (be, w, nw * sizeof (float));
@@ -171,7 +186,14 @@ check_lstm (const TachLstmDesc *desc)
       g_assert_cmpmem (y1, ny * sizeof (float), y2, ny * sizeof (float));
       g_assert_true (frozen->packed_for == (usable ? w : NULL));
       g_assert_null (plain->packed);
+      /* The vocabulary's rows (and the one with -0.0) are kept once. */
+      if (usable && call + rows <= VOCAB_ROWS)
+        g_assert_cmpuint (frozen->memo_rows, <=, VOCAB + 1);
+      forgot |= frozen->memo_rows < kept;
+      kept = frozen->memo_rows;
     }
+  /* Forgotten when the distinct rows were more than it keeps. */
+  g_assert_true (forgot == (usable && frozen->memo_cap < VOCAB + 1 + FRESH));
   host[1] = 2.0f;
   tach_backend_upload (be, w, host, nw * sizeof (float));
   tach_backend_upload (be, w2, host, nw * sizeof (float));

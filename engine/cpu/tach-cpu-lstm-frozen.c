@@ -8,11 +8,13 @@
  * - W_x and W_h are packed once per weight block (tach_cpu_pack_nt, 16
  *   rows to a 64-byte line per input), so that no load of the products
  *   straddles cache lines and no output pays a horizontal sum;
- * - the input side x_t W_x^T of each row of x depends on that row alone:
- *   a generation loop shifts its context by one token per call, so all
- *   rows but the newest were in the last call's input, and their gates
- *   are copied from it (rows compared bit for bit) instead of W_x being
- *   read again for them.
+ * - the input side x_t W_x^T of each row of x depends on that row alone,
+ *   so it is kept for every row seen on these weights (up to MEMO_BYTES of
+ *   rows, found by a hash of the row's bits and compared bit for bit) and
+ *   copied instead of W_x being read again: a generation loop shifts its
+ *   context by one token per call, so all rows but the newest were in the
+ *   last call's input, and the newest is a token's embedding, seen before
+ *   once the vocabulary's tokens have come up (554 of them for lstm-lm).
  * The packed kernels give each output the bits of tach_cpu_sgemm_local's
  * small kernels, so the results are those of the plain pass on the same
  * GEMM path, which is the only one this pass stands in for (the serial
@@ -56,6 +58,18 @@ packed_dir_floats (const TachLstmPlan *plan)
          + tach_cpu_packed_nt_floats ((size_t) plan->G, (size_t) plan->desc.H);
 }
 
+/* The most bytes of input rows and their input side kept (2 MiB: 1048
+ * rows of lstm-lm's 100 inputs and 400 gates); at least a call's rows. */
+#define MEMO_BYTES (2u << 20)
+
+void
+tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
+{
+  plan->memo_rows = 0;
+  if (plan->memo_slot != NULL)
+    memset (plan->memo_slot, 0, plan->memo_slots * sizeof (guint32));
+}
+
 /* Packs @w's W_x and W_h, once per weight block; FALSE on a failed
  * allocation (sticky error set). */
 static gboolean
@@ -69,9 +83,16 @@ pack (TachBackend *be, TachLstmPlan *plan, const float *w)
     return TRUE;
   if (plan->packed == NULL)
     {
+      size_t row_bytes = ((size_t) d->I + plan->ldg) * sizeof (float);
+
+      plan->memo_cap = MAX (plan->rows, MEMO_BYTES / row_bytes);
+      plan->memo_slots = 1;
+      while (plan->memo_slots < 2 * plan->memo_cap)
+        plan->memo_slots *= 2;
       plan->packed = tach_cpu_mem_alloc (be, d->dirs * packed_dir_floats (plan) * sizeof (float));
-      plan->memo_x = tach_cpu_mem_alloc (be, plan->rows * d->I * sizeof (float));
-      plan->memo_g = tach_cpu_mem_alloc (be, plan->rows * plan->ldg * sizeof (float));
+      plan->memo_x = tach_cpu_mem_alloc (be, plan->memo_cap * d->I * sizeof (float));
+      plan->memo_g = tach_cpu_mem_alloc (be, plan->memo_cap * plan->ldg * sizeof (float));
+      plan->memo_slot = tach_cpu_mem_alloc (be, plan->memo_slots * sizeof (guint32));
       if (!tach_backend_ok (be))
         return FALSE;
     }
@@ -86,12 +107,43 @@ pack (TachBackend *be, TachLstmPlan *plan, const float *w)
     }
   plan->packed_for = w;
   plan->packed_epoch = epoch;
-  plan->memo_rows = 0;
+  tach_cpu_lstm_frozen_forget (plan);
   return TRUE;
 }
 
-/* The input side of every row of @x into @gates: kept rows copied, the
- * others computed on the packed W_x; then this call's rows kept. */
+/* A hash of the @n floats' bits (FNV-1a over 32-bit words). */
+static guint32
+row_hash (const float *x, size_t n)
+{
+  guint32 h = 2166136261u;
+
+  for (size_t i = 0; i < n; i++)
+    {
+      guint32 u;
+
+      memcpy (&u, x + i, sizeof u);
+      h = (h ^ u) * 16777619u;
+    }
+  return h ^ (h >> 15);
+}
+
+/* The slot of row @x: the one that holds it, or the free one where it
+ * goes. */
+static size_t
+memo_slot_of (const TachLstmPlan *plan, const float *x)
+{
+  size_t I = (size_t) plan->desc.I, mask = plan->memo_slots - 1;
+  size_t slot = row_hash (x, I) & mask;
+
+  while (plan->memo_slot[slot] != 0
+         && memcmp (plan->memo_x + (plan->memo_slot[slot] - 1) * I, x, I * sizeof (float)) != 0)
+    slot = (slot + 1) & mask;
+  return slot;
+}
+
+/* The input side of every row of @x into @gates: rows kept copied, the
+ * others computed on the packed W_x and kept (all forgotten first when
+ * the table is full). */
 static void
 input_side (TachLstmPlan *plan, const float *x, float *gates)
 {
@@ -101,23 +153,27 @@ input_side (TachLstmPlan *plan, const float *x, float *gates)
   for (size_t r = 0; r < plan->rows; r++)
     {
       const float *xr = x + r * I;
-      size_t q = 0;
+      float *gr = gates + r * ldg;
+      size_t slot = memo_slot_of (plan, xr);
 
-      while (q < plan->memo_rows && memcmp (plan->memo_x + q * I, xr, I * sizeof (float)) != 0)
-        q++;
-      if (q < plan->memo_rows)
+      if (plan->memo_slot[slot] != 0)
         {
-          memcpy (gates + r * ldg, plan->memo_g + q * ldg, ldg * sizeof (float));
+          memcpy (gr, plan->memo_g + (plan->memo_slot[slot] - 1) * ldg, ldg * sizeof (float));
           continue;
         }
       for (int dir = 0; dir < d->dirs; dir++)
         tach_cpu_packed_nt (1, (size_t) plan->G, I, 1.0f, xr, I,
                             plan->packed + dir * packed_dir_floats (plan), 0.0f,
-                            gates + r * ldg + dir * plan->G, ldg);
+                            gr + dir * plan->G, ldg);
+      if (plan->memo_rows == plan->memo_cap)
+        {
+          tach_cpu_lstm_frozen_forget (plan);
+          slot = memo_slot_of (plan, xr);
+        }
+      memcpy (plan->memo_x + plan->memo_rows * I, xr, I * sizeof (float));
+      memcpy (plan->memo_g + plan->memo_rows * ldg, gr, ldg * sizeof (float));
+      plan->memo_slot[slot] = (guint32) ++plan->memo_rows;
     }
-  memcpy (plan->memo_x, x, plan->rows * I * sizeof (float));
-  memcpy (plan->memo_g, gates, plan->rows * ldg * sizeof (float));
-  plan->memo_rows = plan->rows;
 }
 
 void

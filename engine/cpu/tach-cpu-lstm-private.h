@@ -55,8 +55,12 @@ struct _TachLstmPlan {
   float       *packed;       /* [dirs][W_x, W_h packed (tach_cpu_pack_nt)] */
   const float *packed_for;   /* the weight block they were packed from */
   guint        packed_epoch; /* tach_cpu_frozen_epoch when they were */
-  float       *memo_x;       /* [rows, I] the last call's input rows */
-  float       *memo_g;       /* [rows, ldg] their input side x W_x^T */
+  /* The input rows seen on these weights and their input side, found by
+   * a hash of the row's bits (tach-cpu-lstm-frozen.c). */
+  float       *memo_x;       /* [memo_cap, I] input rows */
+  float       *memo_g;       /* [memo_cap, ldg] their input side x W_x^T */
+  guint32     *memo_slot;    /* [memo_slots] a row's index + 1, or 0: free */
+  size_t       memo_cap, memo_slots;
   size_t       memo_rows;    /* rows of memo_x and memo_g that are current */
 };
 
@@ -123,6 +127,9 @@ gboolean tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan,
                                       const float *w);
 void     tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *x,
                                        const float *w, float *y, float *gates, float *cells);
+/* Forgets the input rows kept: the next pass computes every row's input
+ * side, as a first call does. */
+void     tach_cpu_lstm_frozen_forget (TachLstmPlan *plan);
 
 /* Floats of the reserve: activated gates, then cell states. */
 size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);

@@ -90,7 +90,7 @@ time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scr
   /* Each pass computes every row's input side, as a first call would
    * (frozen weights: a generation step computes one row, so this is the
    * pass's upper bound). */
-  plan->memo_rows = 0;
+  tach_cpu_lstm_frozen_forget (plan);
   t0 = now_us (mode);
   tach_cpu_lstm_forward_pass (be, plan, scratch, w != NULL ? w : scratch + nx, scratch + nx + nw,
                               d->training ? scratch + nx + nw + ny : NULL);

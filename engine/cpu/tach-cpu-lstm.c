@@ -106,6 +106,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->packed);
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
+  tach_cpu_mem_free (be, plan->memo_slot);
   g_free (plan);
 }
 
