@@ -62,6 +62,10 @@ struct _TachRun {
  * the end, so this is what such a run costs per step beyond its samples.
  * For tests and benchmarks. */
 gsize tach_run_get_pending_bytes (TachRun *run);
+/* How many timed steps wait as pending records before they move to the
+ * held store (1024); tests lower it so that short runs move them too.  Set
+ * it before starting a run.  Returns the previous count. */
+guint tach_run_set_hold_min (guint steps);
 
 /* The size of the blocks tach_results_load() reads samples.csv in (1 MB);
  * tests lower it to hold every block size to the same load.  Returns the

@@ -62,7 +62,7 @@
  * syncs, published at once).  The loss and the accuracy are NaN until the
  * sync reads them back.
  *
- * With sync=end every step of the run waits for the end, so once HOLD_MIN
+ * With sync=end every step of the run waits for the end, so once hold_min (1024)
  * steps have their times they move on to a sample store of their own
  * (Engine.held, a dozen bytes a step instead of 40), which gets their
  * losses at the sync and then joins the run's store whole. */
@@ -80,7 +80,16 @@ typedef struct {
 
 /* Timed pending steps move to the held store in batches of at least this
  * many (at most that many records, 40 KiB, wait as Pending). */
-#define HOLD_MIN 1024
+static guint hold_min = 1024;
+
+guint
+tach_run_set_hold_min (guint steps)
+{
+  guint previous = hold_min;
+
+  hold_min = MAX (steps, 1);
+  return previous;
+}
 /* The losses of a sync are read back this many at a time (1 MiB of host
  * staging with the accuracy), not into host copies of every slot. */
 #define LOSS_PIECE 131072
@@ -285,13 +294,13 @@ engine_sample (const Engine *e, guint i, double sync_ms, TachSample *out)
 }
 
 /* Between steps (every pending step has ended): moves the timed pending
- * steps to the held store once there are HOLD_MIN of them. */
+ * steps to the held store once there are hold_min of them. */
 static void
 engine_hold (Engine *e)
 {
   guint n = e->timer.host_clock ? e->pending->len : e->n_timed;
 
-  if (n < HOLD_MIN)
+  if (n < hold_min)
     return;
   if (tach_sample_store_get_length (e->held) == 0)
     e->held_first = e->pending_first;
