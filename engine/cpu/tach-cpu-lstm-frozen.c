@@ -111,19 +111,30 @@ pack (TachBackend *be, TachLstmPlan *plan, const float *w)
   return TRUE;
 }
 
-/* A hash of the @n floats' bits (FNV-1a over 32-bit words). */
+/* A hash of the @n floats' bits: FNV-1a over 32-bit words in eight
+ * independent lanes (one chain of multiplies would take ~1600 cycles for
+ * a generation step's four rows of 100), then the lanes folded. */
 static guint32
 row_hash (const float *x, size_t n)
 {
-  guint32 h = 2166136261u;
+  guint32 lane[8] = { 2166136261u, 2166136261u, 2166136261u, 2166136261u,
+                      2166136261u, 2166136261u, 2166136261u, 2166136261u };
+  guint32 h = (guint32) n, u[8];
+  size_t i = 0;
 
-  for (size_t i = 0; i < n; i++)
+  for (; i + 8 <= n; i += 8)
     {
-      guint32 u;
-
-      memcpy (&u, x + i, sizeof u);
-      h = (h ^ u) * 16777619u;
+      memcpy (u, x + i, sizeof u);
+      for (guint l = 0; l < 8; l++)
+        lane[l] = (lane[l] ^ u[l]) * 16777619u;
     }
+  for (; i < n; i++)
+    {
+      memcpy (u, x + i, sizeof u[0]);
+      lane[i % 8] = (lane[i % 8] ^ u[0]) * 16777619u;
+    }
+  for (guint l = 0; l < 8; l++)
+    h = (h ^ lane[l]) * 16777619u;
   return h ^ (h >> 15);
 }
 
