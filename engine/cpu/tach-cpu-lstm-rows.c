@@ -30,8 +30,9 @@ fast_tanhf (float x)
 /* One forward step of units [0, @units) of one row whose gates are @h
  * apart: bias, activations in place, c and h. */
 TACH_CPU_SIMD_BODY void
-span_forward_loop (int units, int h, float *restrict g, const float *restrict b,
-                   const float *restrict cp, float *restrict c, float *restrict hy)
+tach_cpu_lstm_span_forward_body (int units, int h, float *restrict g, const float *restrict b,
+                                 const float *restrict cp, float *restrict c,
+                                 float *restrict hy)
 {
   if (cp != NULL)
     {
@@ -70,44 +71,6 @@ span_forward_loop (int units, int h, float *restrict g, const float *restrict b,
           c[j] = cv;
           hy[j] = o * fast_tanhf (cv);
         }
-    }
-}
-
-/* Units past the last whole TAIL_UNITS run through the same loop on a
- * padded copy of TAIL_UNITS, so that every unit takes the vector code (a
- * whole number of vectors at every width) instead of the scalar remainder
- * GCC would run: faster (H = 100 left 4 units of 5 exponentials each
- * scalar), and a unit's bits never depend on where a span starts. */
-#define TAIL_UNITS 16
-
-TACH_CPU_SIMD_BODY void
-tach_cpu_lstm_span_forward_body (int units, int h, float *restrict g, const float *restrict b,
-                                 const float *restrict cp, float *restrict c,
-                                 float *restrict hy)
-{
-  int whole = units - units % TAIL_UNITS, tail = units - whole;
-  float tg[4 * TAIL_UNITS] = { 0 }, tb[4 * TAIL_UNITS] = { 0 }, tcp[TAIL_UNITS] = { 0 };
-  float tc[TAIL_UNITS], thy[TAIL_UNITS];
-
-  span_forward_loop (whole, h, g, b, cp, c, hy);
-  if (tail == 0)
-    return;
-  for (int q = 0; q < 4; q++)
-    for (int j = 0; j < tail; j++)
-      {
-        tg[q * TAIL_UNITS + j] = g[q * h + whole + j];
-        tb[q * TAIL_UNITS + j] = b[q * h + whole + j];
-      }
-  for (int j = 0; cp != NULL && j < tail; j++)
-    tcp[j] = cp[whole + j];
-  span_forward_loop (TAIL_UNITS, TAIL_UNITS, tg, tb, cp != NULL ? tcp : NULL, tc, thy);
-  for (int q = 0; q < 4; q++)
-    for (int j = 0; j < tail; j++)
-      g[q * h + whole + j] = tg[q * TAIL_UNITS + j];
-  for (int j = 0; j < tail; j++)
-    {
-      c[whole + j] = tc[j];
-      hy[whole + j] = thy[j];
     }
 }
 
