@@ -197,23 +197,31 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
                      size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                      const float *b, size_t ldb, float beta, float *c, size_t ldc)
 {
-  gboolean serial;
+  gboolean alone = mode == TACH_CPU_GEMM_SERIAL || mode == TACH_CPU_GEMM_SPLIT;
 
   if (m == 0 || n == 0)
     return TRUE;
-  if (mode == TACH_CPU_GEMM_AUTO)
-    serial = tach_cpu_sgemm_is_small (m, n, k);
-  else
-    serial = mode == TACH_CPU_GEMM_SERIAL || mode == TACH_CPU_GEMM_SPLIT;
-  if (serial && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
+  /* The size picks the kernel on every path, so that every path gives
+   * each output the same bits (dnnl_sgemm's do not depend on its thread
+   * count: measured for the LSTMs' shapes, 1 and 2 threads, AVX-512 and
+   * AVX2); the mode only picks where dnnl_sgemm runs. */
+  if (tach_cpu_sgemm_is_small (m, n, k)
+      && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return TRUE;
-  tach_cpu_bind_threads (be);
+  if (alone)
+    omp_set_num_threads (1);
+  else
+    tach_cpu_bind_threads (be);
   /* dnnl_sgemm is row-major, like Tach's contract. */
   TACH_DNNL_TRY (be, dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) m, (dnnl_dim_t) n,
                                  (dnnl_dim_t) k, alpha, a, (dnnl_dim_t) lda, b, (dnnl_dim_t) ldb,
                                  beta, c, (dnnl_dim_t) ldc), fail);
+  if (alone)
+    tach_cpu_bind_threads (be);
   return TRUE;
 fail:
+  if (alone)
+    tach_cpu_bind_threads (be);
   return FALSE;
 }
 

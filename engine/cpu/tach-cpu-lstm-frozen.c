@@ -16,9 +16,9 @@
  *   last call's input, and the newest is a token's embedding, seen before
  *   once the vocabulary's tokens have come up (554 of them for lstm-lm).
  * The packed kernels give each output the bits of tach_cpu_sgemm_local's
- * small kernels, so the results are those of the plain pass on the same
- * GEMM path, which is the only one this pass stands in for (the serial
- * one, or the small kernels by size).
+ * small kernels, so the results are those of the plain pass, which runs
+ * its products on the small kernels too (tach_cpu_lstm_forward_small) on
+ * every GEMM path.
  *
  * Threads: the engine thread.
  */
@@ -37,11 +37,9 @@ tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan, const fl
       || !tach_cpu_packed_nt_usable ((size_t) plan->G)
       || tach_cpu_frozen_epoch (be, w, d->dirs * plan->dir_stride * sizeof (float)) == 0)
     return FALSE;
-  /* The plain pass on the small kernels: serial, or by size. */
-  return plan->gemm_mode == TACH_CPU_GEMM_SERIAL
-         || (plan->gemm_mode == TACH_CPU_GEMM_AUTO
-             && tach_cpu_sgemm_is_small (plan->rows, (size_t) plan->ldg, (size_t) d->I)
-             && tach_cpu_sgemm_is_small ((size_t) d->N, (size_t) plan->G, (size_t) d->H));
+  /* The plain pass on the small kernels, which every GEMM path gives
+   * these sizes. */
+  return tach_cpu_lstm_forward_small (d);
 }
 
 /* Floats of one direction's packed W_x, then its packed W_h. */

@@ -36,8 +36,8 @@ struct _TachLstmPlan {
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
   float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dwx_sum;        /* [threads][dirs * 4H, I] each thread's dW_x, both directions; sliced training */
-  float *dw_part;        /* [threads - 1][dirs * dir_stride] the weight gradients of the
-                          * threads after the first; sliced training */
+  float *dw_part;        /* [blocks - 1][dirs * dir_stride] the weight gradients of the
+                          * blocks after the first; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
@@ -107,6 +107,18 @@ forward_step (const TachLstmDesc *d, int dir, int k, float *gates, float *cells,
   };
 
   return s;
+}
+
+/* Whether both products of @d's forward pass, its input side and a time
+ * step's recurrent one, run on the small kernels (on every GEMM path:
+ * tach_cpu_sgemm_mode), so that the passes which stand in for the plain
+ * one (split, frozen) on the same kernels give its bits. */
+static inline gboolean
+tach_cpu_lstm_forward_small (const TachLstmDesc *d)
+{
+  return tach_cpu_sgemm_is_small ((size_t) d->T * d->N, (size_t) d->dirs * 4 * d->H,
+                                  (size_t) d->I)
+         && tach_cpu_sgemm_is_small ((size_t) d->N, (size_t) 4 * d->H, (size_t) d->H);
 }
 
 /* Inference of at most this many streams may split its hidden units

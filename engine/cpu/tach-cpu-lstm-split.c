@@ -58,8 +58,11 @@ span_gemm (size_t m, int h, int u0, int u1, size_t k, const float *a, size_t lda
 gboolean
 tach_cpu_lstm_split_wanted (TachBackend *be, const TachLstmDesc *d)
 {
+  /* The spans' products are small whenever the whole pass's are: on the
+   * small kernels, whose outputs' bits do not depend on the columns
+   * computed with them, as the plain pass runs them. */
   return !d->training && be->threads >= 2 && d->N <= TACH_CPU_LSTM_SPLIT_MAX_N
-         && d->H >= 2 * SPLIT_ALIGN;
+         && d->H >= 2 * SPLIT_ALIGN && tach_cpu_lstm_forward_small (d);
 }
 
 void

@@ -1,13 +1,23 @@
-/* tach-cpu-lstm-tune.c: where a CPU LSTM plan's GEMMs run.
+/* tach-cpu-lstm-tune.c: how a CPU LSTM plan runs its forward pass.
  *
- * A plan chooses between its GEMMs on the calling thread alone (serial)
- * and dnnl_sgemm on the thread pool, and for inference of a few streams
- * also its hidden units split between the threads (TACH_CPU_GEMM_SPLIT,
+ * A plan for inference of a few streams chooses between its pass on the
+ * calling thread (serial; on frozen weights, tach-cpu-lstm-frozen.c) and
+ * its hidden units split between the threads (TACH_CPU_GEMM_SPLIT,
  * tach-cpu-lstm-split.c: its barriers need the other cores free, which a
  * shared machine does not give), by timing its own forward pass each way
  * on scratch data when it is built, as cuDNN's and oneDNN's planners
  * measure or JIT at plan time: the work a persistent plan pays once and a
  * per-call plan pays on every call.
+ *
+ * Both paths run every product on the small kernels (a plan may split
+ * only where its products are all small: tach_cpu_lstm_forward_small),
+ * whose outputs' bits do not depend on the columns computed with them, so
+ * both give the bits of the plan that is not timed (one thread): the
+ * timing, the load of the machine and --threads change a run's speed,
+ * never its numbers.  (There is no pool path for the plain pass: on the
+ * pool, dnnl_sgemm's bits depend on its thread count for some of the
+ * LSTM's shapes, so its products run on the calling thread, as they do
+ * in a sliced pass: tach-cpu-lstm.c.)
  *
  * Load from another process only ever adds time, and a burst of it during
  * those passes must not lock a whole run into the slower path.  So the
@@ -65,7 +75,6 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
   g_autofree char *algorithm = NULL;
   const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL
                      ? (plan->tune.frozen ? "serial, frozen weights packed" : "serial GEMM")
-                     : plan->gemm_mode == TACH_CPU_GEMM_POOL ? "pool GEMM"
                      : plan->gemm_mode == TACH_CPU_GEMM_SPLIT ? "hidden units split"
                      : "GEMM by size";
 
@@ -116,17 +125,18 @@ static void
 tune (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
-  static const TachCpuGemmMode modes[3] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_POOL,
-                                            TACH_CPU_GEMM_SPLIT };
-  guint paths = split_allowed (plan) ? 3 : 2;
+  static const TachCpuGemmMode modes[2] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_SPLIT };
+  const guint paths = G_N_ELEMENTS (modes);
   size_t n = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride
              + plan->rows * (size_t) plan->ldh
              + (d->training ? tach_cpu_lstm_reserve_floats (plan) : 0);
   size_t n_init = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride;
-  double best[3] = { G_MAXDOUBLE, G_MAXDOUBLE, G_MAXDOUBLE };
+  double best[2] = { G_MAXDOUBLE, G_MAXDOUBLE };
   TachCpuGemmMode before = plan->gemm_mode;
-  float *scratch = tach_cpu_mem_alloc (be, n * sizeof (float));
+  float *scratch;
   guint fast, other;
+
+  scratch = tach_cpu_mem_alloc (be, n * sizeof (float));
 
   if (scratch == NULL)
     return;
@@ -148,14 +158,8 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
       plan->gemm_mode = before;
       return;
     }
-  fast = 0;
-  for (guint i = 1; i < paths; i++)
-    if (best[i] < best[fast])
-      fast = i;
-  other = fast == 0 ? 1 : 0;
-  for (guint i = 0; i < paths; i++)
-    if (i != fast && best[i] < best[other])
-      other = i;
+  fast = best[1] < best[0] ? 1 : 0;
+  other = 1 - fast;
   plan->gemm_mode = modes[fast];
   plan->tune.tuned = TRUE;
   plan->tune.estimate_us = best[fast];
@@ -173,7 +177,7 @@ tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
   memset (&plan->tune, 0, sizeof plan->tune);
   if (split_forced (plan))
     plan->gemm_mode = TACH_CPU_GEMM_SPLIT;
-  else if (flops <= LSTM_TUNE_MAX_FLOPS && be->threads > 1)
+  else if (flops <= LSTM_TUNE_MAX_FLOPS && split_allowed (plan))
     tune (be, plan, NULL);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);

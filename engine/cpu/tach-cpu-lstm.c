@@ -32,8 +32,10 @@
  * the products that carry most of the FLOPs run on 640 rows rather than
  * per step on strided rows fetched from memory (W1, one thread, loaded
  * Xeon: the input side 0.87x, dW_x 0.78x and dW_h 0.85x their per-step
- * time); each thread sums into its own copy of the weight gradient (the
- * first thread's is dw itself), added in thread order at the end.
+ * time); each block sums into its own copy of the weight gradient (the
+ * first block's is dw itself), added in block order at the end, and the
+ * slices are whole blocks, so that the number of threads changes no bit
+ * of the result.
  *
  * Rows: x, y, the gates and the cell states share one row order, that of
  * the data: row (t, n) is t*N + n time-major and n*T + t batch-major, so
@@ -53,8 +55,11 @@
 #include "tach-error-private.h"
 
 
-/* Batches of at least this many samples per thread run in slices. */
-#define LSTM_SLICE_MIN 32
+/* Batches of at least this many samples run in slices, whatever the
+ * number of threads: sliced and plain passes sum the weight gradient in
+ * another order, so the choice must not depend on --threads (this was 32
+ * per thread: on two threads, the same 64). */
+#define LSTM_SLICE_MIN 64
 
 /* Samples per block of a slice.  W1 (H 40) on the Xeon, one thread: 64
  * and 96 alike, 512 (the whole slice in one block) 10% slower; below 64
@@ -62,9 +67,17 @@
  * to the kernels made for generation's few rows, 1.5x slower in all. */
 #define LSTM_BLOCK 64
 
-/* The plan whose GEMMs run now on this thread: set on entry to the
- * forward and backward passes, read by sgemm() below. */
-static __thread TachCpuGemmMode lstm_gemm_mode;
+/* Floats of the weight gradient each thread of the sum of the blocks'
+ * copies adds at a time, over every block. */
+#define LSTM_SUM_SPAN 4096
+
+
+/* The blocks of a sliced plan's batch. */
+static inline int
+blocks_of (const TachLstmPlan *plan)
+{
+  return plan->block > 0 ? (plan->desc.N + plan->block - 1) / plan->block : 0;
+}
 
 /* Rows of one time step lie T rows apart batch-major (12.8 KB of gates
  * for W1), too far apart for the hardware prefetchers, and the pointwise
@@ -146,7 +159,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->ldg = d->dirs * plan->G;
   plan->ldh = d->dirs * d->H;
 
-  plan->sliced = d->N >= LSTM_SLICE_MIN * (int) MAX (be->threads, 1);
+  plan->sliced = d->N >= LSTM_SLICE_MIN;
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
   plan->block = plan->sliced ? LSTM_BLOCK : 0;
   if (d->dirs == 2)
@@ -160,8 +173,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
       plan->hprev_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldh
                                                     * sizeof (float));
       plan->dwx_sum = tach_cpu_mem_alloc (be, (size_t) th * plan->ldg * d->I * sizeof (float));
-      if (be->threads > 1)
-        plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (be->threads - 1) * d->dirs
+      if (blocks_of (plan) > 1)
+        plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (blocks_of (plan) - 1) * d->dirs
                                                   * plan->dir_stride * sizeof (float));
     }
   if (!d->training)
@@ -196,13 +209,19 @@ tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 
 /* ------------------------------------------------------------ execution */
 
+/* The plain passes' products: the small ones on the small kernels, the
+ * others on dnnl_sgemm on this thread alone, as a sliced pass runs its
+ * blocks' (tach_cpu_sgemm_local).  On the pool, dnnl_sgemm's bits depend
+ * on its thread count for some of the LSTM's shapes (1 x 400 x 1024, the
+ * bias gradient of 256 four-step samples, at 1 and 2 threads; with AVX2
+ * also 42 x 50 x 280 and 280 x 50 x 42): --threads would change results. */
 static inline gboolean
 sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float alpha,
        const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
        size_t ldc)
 {
-  return tach_cpu_sgemm_mode (be, lstm_gemm_mode, ta == 'T', tb == 'T', m, n, k, alpha, a, lda,
-                              b, ldb, beta, c, ldc);
+  return tach_cpu_sgemm_mode (be, TACH_CPU_GEMM_SERIAL, ta == 'T', tb == 'T', m, n, k, alpha, a,
+                              lda, b, ldb, beta, c, ldc);
 }
 
 /* What the slices of one pass share (all borrowed). */
@@ -222,24 +241,21 @@ typedef struct {
 typedef dnnl_status_t (*LstmSliceFunc) (const LstmPass *pass, int n0, int n1);
 
 /* Runs @func on slices of the batch, one per thread of the pool (at most
- * be->threads, every one called, an empty slice too), and says how many
- * threads ran in @threads.  Only the engine thread records errors, so the
- * threads hand back a status. */
+ * be->threads, every one called, an empty slice too): whole blocks of
+ * plan->block samples, the same blocks whatever the number of threads, so
+ * that it changes no result.  Only the engine thread records errors, so
+ * the threads hand back a status. */
 static gboolean
-run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func, int *threads)
+run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func)
 {
-  int N = pass->plan->desc.N;
+  int N = pass->plan->desc.N, block = pass->plan->block, blocks = blocks_of (pass->plan);
   dnnl_status_t status = dnnl_success;
-  int used = 1;
 
 #pragma omp parallel num_threads (MAX (be->threads, 1))
   {
     int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
-    int n0 = (int) ((gint64) N * tid / nth), n1 = (int) ((gint64) N * (tid + 1) / nth);
-    dnnl_status_t st = func (pass, n0, n1);
-
-    if (tid == 0)
-      used = nth;
+    int b0 = (int) ((gint64) blocks * tid / nth), b1 = (int) ((gint64) blocks * (tid + 1) / nth);
+    dnnl_status_t st = func (pass, MIN (b0 * block, N), MIN (b1 * block, N));
 
     if (st != dnnl_success)
       {
@@ -250,8 +266,6 @@ run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func, int *thre
   if (status != dnnl_success)
     tach_cpu_dnnl_fail (be, status, "dnnl_sgemm (a slice of the LSTM's time steps)",
                         __FILE__, __LINE__);
-  if (threads != NULL)
-    *threads = used;
   return status == dnnl_success;
 }
 
@@ -379,7 +393,6 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
   float *gates, *cells;
   gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
 
-  lstm_gemm_mode = plan->gemm_mode;
   tach_cpu_bind_threads (be);
   if (d->training && reserve == NULL)
     {
@@ -407,7 +420,7 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
 
       if (d->dirs == 2)
         pack_wx_both (plan, w);
-      run_slices (be, &pass, forward_slice, NULL);
+      run_slices (be, &pass, forward_slice);
       return;
     }
   if (!input_gemm (be, plan, x, w, gates))
@@ -465,29 +478,21 @@ backward_slice (const LstmPass *pass, int n0, int n1)
   int N = d->N, H = d->H, I = d->I, G = plan->G;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
   int tid = omp_get_thread_num ();
-  float *dw_mine = tid == 0 ? pass->dw
-                            : plan->dw_part + (size_t) (tid - 1) * d->dirs * plan->dir_stride;
   float *dg = plan->dg_block + (size_t) tid * plan->block * d->T * ldg;
   float *dwx_sum = plan->dwx_sum + (size_t) tid * ldg * I;
   float *hprev = plan->hprev_block + (size_t) tid * plan->block * d->T * ldh;
   const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
-  gboolean first = TRUE;
   dnnl_status_t st = dnnl_success;
 
-  if (n0 >= n1)
+  for (int b0 = n0; b0 < n1; b0 += plan->block)
     {
-      memset (dw_mine, 0, (size_t) d->dirs * plan->dir_stride * sizeof (float));
-      return dnnl_success;
-    }
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      float *dwx = dw_mine + dir * plan->dir_stride;
+      int nb = MIN (plan->block, n1 - b0), blk = b0 / plan->block;
+      float *dw_mine = blk == 0 ? pass->dw
+                                : plan->dw_part + (size_t) (blk - 1) * d->dirs * plan->dir_stride;
 
-      memset (dwx + (size_t) G * (I + H), 0, (size_t) G * sizeof (float));
-    }
-  for (int b0 = n0; b0 < n1; b0 += plan->block, first = FALSE)
-    {
-      int nb = MIN (plan->block, n1 - b0);
+      for (int dir = 0; dir < d->dirs; dir++)
+        memset (dw_mine + dir * plan->dir_stride + (size_t) G * (I + H), 0,
+                (size_t) G * sizeof (float));
 
       for (int dir = 0; dir < d->dirs; dir++)
         {
@@ -543,7 +548,7 @@ backward_slice (const LstmPass *pass, int n0, int n1)
           size_t xr = row_of (d, t, b0) * I;
 
           st = tach_cpu_sgemm_local (TRUE, FALSE, ldg, I, rows, 1.0f, dg_r, ldg, pass->x + xr, I,
-                                     first && t == 0 ? 0.0f : 1.0f, dwx_sum, I);
+                                     t == 0 ? 0.0f : 1.0f, dwx_sum, I);
           if (st == dnnl_success && d->need_dx)
             st = tach_cpu_sgemm_local (FALSE, FALSE, rows, I, ldg, 1.0f, dg_r, ldg, wx_all, I,
                                        0.0f, pass->dx + xr, I);
@@ -573,15 +578,15 @@ backward_slice (const LstmPass *pass, int n0, int n1)
       for (int dir = 0; dir < d->dirs; dir++)
         {
           st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, (size_t) nb * d->T, 1.0f, dg + dir * G,
-                                     ldg, hprev + dir * H, ldh, first ? 0.0f : 1.0f,
+                                     ldg, hprev + dir * H, ldh, 0.0f,
                                      dw_mine + dir * plan->dir_stride + (size_t) G * I, H);
           if (st != dnnl_success)
             return st;
         }
+      for (int dir = 0; dir < d->dirs; dir++)
+        memcpy (dw_mine + dir * plan->dir_stride, dwx_sum + (size_t) dir * G * I,
+                (size_t) G * I * sizeof (float));
     }
-  for (int dir = 0; dir < d->dirs; dir++)
-    memcpy (dw_mine + dir * plan->dir_stride, dwx_sum + (size_t) dir * G * I,
-            (size_t) G * I * sizeof (float));
   return dnnl_success;
 }
 
@@ -661,7 +666,6 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
   const float *gates = reserve;
   const float *cells;
 
-  lstm_gemm_mode = plan->gemm_mode;
   tach_cpu_bind_threads (be);
   if (!d->training)
     {
@@ -689,22 +693,26 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                         .gates = (float *) gates, .cells = (float *) cells, .dx = dx,
                         .dw = dw };
       size_t nw = (size_t) d->dirs * plan->dir_stride;
-      int threads = 1;
+      int blocks = blocks_of (plan);
 
       if (d->dirs == 2)
         pack_wx_both (plan, w);
 
-      if (!run_slices (be, &pass, backward_slice, &threads))
+      if (!run_slices (be, &pass, backward_slice))
         return;
-      /* The other threads' weight gradients, added in thread order. */
-      for (int th = 1; th < threads; th++)
-        {
-          const float *part = plan->dw_part + (size_t) (th - 1) * nw;
+      /* The other blocks' weight gradients, added in block order: each
+       * element's sum is the same whatever thread computed which block. */
+#pragma omp parallel for if (nw * (size_t) (blocks - 1) >= TACH_CPU_PARALLEL_MIN)
+      for (size_t i0 = 0; i0 < nw; i0 += LSTM_SUM_SPAN)
+        for (int blk = 1; blk < blocks; blk++)
+          {
+            const float *part = plan->dw_part + (size_t) (blk - 1) * nw;
+            size_t i1 = MIN (i0 + LSTM_SUM_SPAN, nw);
 
 #pragma omp simd
-          for (size_t i = 0; i < nw; i++)
-            dw[i] += part[i];
-        }
+            for (size_t i = i0; i < i1; i++)
+              dw[i] += part[i];
+          }
       return;
     }
   if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))

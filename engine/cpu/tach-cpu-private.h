@@ -214,12 +214,14 @@ gboolean tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, si
                          size_t k, float alpha, const float *a, size_t lda, const float *b,
                          size_t ldb, float beta, float *c, size_t ldc);
 
-/* Where a GEMM runs: chosen by size (AUTO), or forced by a plan that
- * measured which is faster for its shapes. */
+/* Where a GEMM runs: on the pool (AUTO), or on the calling thread alone
+ * (SERIAL); and the path of an LSTM plan, which only SPLIT changes.
+ * Never which kernel computes it: the size gives the small products
+ * (tach_cpu_sgemm_is_small) to the small kernels on the calling thread and
+ * the others to dnnl_sgemm. */
 typedef enum {
-  TACH_CPU_GEMM_AUTO,
-  TACH_CPU_GEMM_SERIAL,   /* plain loops on the calling thread */
-  TACH_CPU_GEMM_POOL,     /* dnnl_sgemm on the OpenMP pool */
+  TACH_CPU_GEMM_AUTO,     /* dnnl_sgemm on the OpenMP pool; a plan not timed */
+  TACH_CPU_GEMM_SERIAL,   /* dnnl_sgemm on the calling thread alone */
   /* A path of an LSTM plan, not of a lone GEMM: the pass's hidden units
    * split between the pool's threads, each product of a span on its own
    * thread (tach-cpu-lstm-split.c); for tach_cpu_sgemm_mode(), SERIAL. */
