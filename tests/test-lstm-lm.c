@@ -8,12 +8,15 @@
  *   /engine/lstm-lm/generate/determinism  a seed fixes the text; words come
  *                                      from the vocabulary
  *   /engine/lstm-lm/generate/per-call  per-call setup is reported as host time
+ *   /engine/lstm-lm/threads            two threads, on any GEMM path: one thread's
+ *                                      losses and tokens, bit for bit
  *   /engine/lstm-lm/data               a text file trains; bad texts fail clearly
  */
 #include <math.h>
 #include <string.h>
 
 
+#include "cpu/tach-cpu-private.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4
@@ -175,6 +178,57 @@ test_generate_split (void)
     }
 }
 
+/* A clock under which the path it is given runs its passes in 500 µs
+ * and every other in 50: the plans a run builds take another path. */
+static gint64
+slow_clock (TachCpuGemmMode mode, gpointer data)
+{
+  static gint64 now;
+
+  now += mode == *(const TachCpuGemmMode *) data ? 250 : 25;
+  return now;
+}
+
+/* Two threads give one thread's losses and tokens, bit for bit, whichever
+ * path their plans' timing picks: forced here, by the path made slow and
+ * TACH_CPU_LSTM_SPLIT. */
+static void
+test_threads (void)
+{
+  static const char *runs[] = {
+    TRAIN_BASE, "task=train batch=256 samples=1024 steps=6", GEN_BASE,
+    "task=generate batch=1 steps=40 print-text=true",
+  };
+  static const struct {
+    TachCpuGemmMode slow;
+    const char     *split;
+  } paths[] = {
+    { TACH_CPU_GEMM_SPLIT, "never" }, { TACH_CPU_GEMM_SERIAL, "never" },
+    { TACH_CPU_GEMM_SERIAL, "auto" }, { TACH_CPU_GEMM_AUTO, "always" },
+  };
+
+  for (guint r = 0; r < G_N_ELEMENTS (runs); r++)
+    {
+      g_autoptr (TestRunResult) ref = run_ok (runs[r], "");
+
+      for (guint p = 0; p < G_N_ELEMENTS (paths); p++)
+        {
+          g_autoptr (TestRunResult) other = NULL;
+          g_autofree char *what = g_strdup_printf ("%s, threads=2, slow path %d, split %s",
+                                                   runs[r], paths[p].slow, paths[p].split);
+
+          g_setenv ("TACH_CPU_LSTM_SPLIT", paths[p].split, TRUE);
+          tach_cpu_lstm_set_tune_clock (slow_clock, (gpointer) &paths[p].slow);
+          other = run_ok (runs[r], "threads=2");
+          tach_cpu_lstm_set_tune_clock (NULL, NULL);
+          g_unsetenv ("TACH_CPU_LSTM_SPLIT");
+          g_test_message ("%s", what);
+          g_assert_cmpstr (other->text, ==, ref->text);
+          test_assert_same_losses (ref->losses, other->losses, 0.0, what);
+        }
+    }
+}
+
 static double
 total_host_ms (const TestRunResult *r)
 {
@@ -270,6 +324,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/lstm-lm/generate/modes", test_generate_modes);
   g_test_add_func ("/engine/lstm-lm/generate/determinism", test_generate_determinism);
   g_test_add_func ("/engine/lstm-lm/generate/split", test_generate_split);
+  g_test_add_func ("/engine/lstm-lm/threads", test_threads);
   g_test_add_func ("/engine/lstm-lm/generate/per-call", test_generate_per_call);
   g_test_add_func ("/engine/lstm-lm/generate/text-bounded", test_generate_text_bounded);
   g_test_add_func ("/engine/lstm-lm/data", test_data);
