@@ -180,6 +180,28 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   fi
 fi
 
+# --threads changes a run's speed, never its numbers: one and two threads
+# give the same per-step losses (samples.csv's loss column, as written)
+# and the same generated text, training and generation alike.
+for task in "train --batch 256 --steps 4" "generate --batch 1 --steps 200 --print-text"; do
+  name="lstm-lm $task: --threads 1 and 2 give the same losses"
+  for t in 1 2; do
+    rm -rf "$tmp/threads$t"
+    # shellcheck disable=SC2086
+    "$cli" run --workload lstm-lm --task $task --device cpu --warmup 0 --seed 3 \
+      --threads $t --csv "$tmp/threads$t" >"$tmp/threads$t.out" 2>&1
+  done
+  losses1=$(cut -d, -f10 "$tmp/threads1/samples.csv" 2>/dev/null)
+  losses2=$(cut -d, -f10 "$tmp/threads2/samples.csv" 2>/dev/null)
+  text1=$(grep "^  text " "$tmp/threads1.out")
+  text2=$(grep "^  text " "$tmp/threads2.out")
+  if [ -n "$losses1" ] && [ "$losses1" = "$losses2" ] && [ "$text1" = "$text2" ]; then
+    pass "$name"
+  else
+    fail "$name" "losses or text differ: $tmp/threads1.out, $tmp/threads2.out"
+  fi
+done
+
 # A locale with a decimal comma: use de_DE.UTF-8, or build it here when the
 # system has the definition but not the compiled locale.
 locale_env=
