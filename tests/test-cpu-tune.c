@@ -40,7 +40,7 @@ fake_clock (TachCpuGemmMode mode, gpointer data)
 }
 
 /* Generation's LSTM: one stream, which may run split, small enough to be
- * tuned (under 64 MFLOP a pass). */
+ * tuned. */
 static const TachLstmDesc desc = {
   .T = 4, .N = 1, .I = 100, .H = 100, .dirs = 1, .precision = TACH_PRECISION_FP32,
 };

@@ -9,7 +9,7 @@ G_BEGIN_DECLS
 
 /* What the tuner measured and how the plan's forward passes compare. */
 typedef struct {
-  gboolean tuned;          /* both paths were timed; FALSE: the GEMMs choose by size */
+  gboolean tuned;          /* both paths were timed (serial, split); FALSE: the plain pass */
   gboolean busy;           /* inside a tuning pass: not a step to re-check */
   double   estimate_us;    /* the chosen path's fastest tuning pass */
   double   other_us;       /* the other path's fastest tuning pass */

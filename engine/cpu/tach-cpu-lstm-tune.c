@@ -38,9 +38,6 @@
 
 #include "tach-cpu-lstm-private.h"
 
-/* Forward passes above this many FLOPs clearly want the thread pool, and
- * timing them would make building the plan slow. */
-#define LSTM_TUNE_MAX_FLOPS 64e6
 #define TUNE_ROUNDS 5
 #define RECHECK_RATIO 3.0
 #define RECHECK_CALLS 8
@@ -170,14 +167,13 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
 void
 tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
 {
-  const TachLstmDesc *d = &plan->desc;
-  double flops = 2.0 * plan->rows * plan->ldg * ((double) d->I + d->H);
-
   plan->gemm_mode = TACH_CPU_GEMM_AUTO;
   memset (&plan->tune, 0, sizeof plan->tune);
   if (split_forced (plan))
     plan->gemm_mode = TACH_CPU_GEMM_SPLIT;
-  else if (flops <= LSTM_TUNE_MAX_FLOPS && split_allowed (plan))
+  /* Only a plan that may split has two paths, and its pass is small
+   * (tach_cpu_lstm_forward_small): quick to time. */
+  else if (split_allowed (plan))
     tune (be, plan, NULL);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);
