@@ -35,9 +35,8 @@ struct _TachLstmPlan {
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
   float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
-  float *dwx_sum;        /* [threads][dirs * 4H, I] each thread's dW_x, both directions; sliced training */
-  float *dw_part;        /* [blocks - 1][dirs * dir_stride] the weight gradients of the
-                          * blocks after the first; sliced training */
+  float *dw_part;        /* [blocks][dirs * dir_stride] each block's weight gradient
+                          * (tach-cpu-lstm.c: part_dwh); sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;

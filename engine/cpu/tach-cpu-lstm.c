@@ -32,8 +32,8 @@
  * the products that carry most of the FLOPs run on 640 rows rather than
  * per step on strided rows fetched from memory (W1, one thread, loaded
  * Xeon: the input side 0.87x, dW_x 0.78x and dW_h 0.85x their per-step
- * time); each block sums into its own copy of the weight gradient (the
- * first block's is dw itself), added in block order at the end, and the
+ * time); each block sums into its own copy of the weight gradient, the
+ * copies added in block order at the end, and the
  * slices are whole blocks, so that the number of threads changes no bit
  * of the result.
  *
@@ -113,7 +113,6 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
   tach_cpu_mem_free (be, plan->dg_block);
-  tach_cpu_mem_free (be, plan->dwx_sum);
   tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
   tach_cpu_mem_free (be, plan->packed);
@@ -172,10 +171,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
                                                  * sizeof (float));
       plan->hprev_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldh
                                                     * sizeof (float));
-      plan->dwx_sum = tach_cpu_mem_alloc (be, (size_t) th * plan->ldg * d->I * sizeof (float));
-      if (blocks_of (plan) > 1)
-        plan->dw_part = tach_cpu_mem_alloc (be, (size_t) (blocks_of (plan) - 1) * d->dirs
-                                                  * plan->dir_stride * sizeof (float));
+      plan->dw_part = tach_cpu_mem_alloc (be, (size_t) blocks_of (plan) * d->dirs
+                                                * plan->dir_stride * sizeof (float));
     }
   if (!d->training)
     plan->work = tach_cpu_mem_alloc (be, tach_cpu_lstm_reserve_floats (plan) * sizeof (float));
@@ -459,17 +456,66 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
     }
 }
 
+/* A block's copy of the weight gradient (in plan->dw_part), laid out for
+ * its products: dW_x of both directions as one [dirs * 4H, I] matrix,
+ * then per direction dW_h [4H, H] and the bias gradient [4H]; this is
+ * direction @dir's dW_h. */
+static inline float *
+part_dwh (const TachLstmPlan *plan, float *part, int dir)
+{
+  const TachLstmDesc *d = &plan->desc;
+
+  return part + (size_t) d->dirs * plan->G * d->I + (size_t) dir * plan->G * (d->H + 1);
+}
+
+/* dw: the blocks' copies added in block order, into dw's layout: each
+ * element's sum is the same whatever thread computed which block. */
+static void
+sum_parts (const TachLstmPlan *plan, float *dw)
+{
+  const TachLstmDesc *d = &plan->desc;
+  size_t nw = (size_t) d->dirs * plan->dir_stride, gi = (size_t) plan->G * d->I;
+  int blocks = blocks_of (plan);
+
+#pragma omp parallel for collapse (2) if (nw * (size_t) blocks >= TACH_CPU_PARALLEL_MIN)
+  for (int seg = 0; seg < 2 * d->dirs; seg++)
+    for (size_t i0 = 0; i0 < plan->dir_stride; i0 += LSTM_SUM_SPAN)
+      {
+        int dir = seg / 2;
+        /* W_x, then W_h and the bias. */
+        size_t len = seg % 2 == 0 ? gi : plan->dir_stride - gi;
+        size_t from = seg % 2 == 0 ? dir * gi
+                                   : (size_t) (part_dwh (plan, plan->dw_part, dir) - plan->dw_part);
+        float *out = dw + dir * plan->dir_stride + (seg % 2 == 0 ? 0 : gi);
+        const float *first = plan->dw_part + from;
+        size_t i1 = MIN (i0 + LSTM_SUM_SPAN, len);
+
+        if (i0 >= len)
+          continue;
+#pragma omp simd
+        for (size_t i = i0; i < i1; i++)
+          out[i] = first[i];
+        for (int blk = 1; blk < blocks; blk++)
+          {
+            const float *p = first + (size_t) blk * nw;
+
+#pragma omp simd
+            for (size_t i = i0; i < i1; i++)
+              out[i] += p[i];
+          }
+      }
+}
+
 /* Every time step of samples [n0, n1) in every direction, backward, on
  * this thread, in blocks of plan->block samples.  Per direction and step
  * the pointwise pass writes the step's gate gradients into the block's
  * rows of this thread's dG block ([nb * T, dirs * 4H], the rows in the
  * data's order) and adds them to the bias gradient; dh_{t-1} = dG_t W_h
- * follows while they are in cache.  After both directions, dW_x += dG^T X
- * over the block's steps and both directions in one GEMM (into this
- * thread's [dirs * 4H, I] sum, copied to each direction's block at the
- * end), dx = dG W_x in one, and dW_h += dG^T H_prev in one per direction.  The weight
- * gradient goes to this thread's copy: pass->dw for the first thread, the
- * (tid - 1)-th block of plan->dw_part for the others. */
+ * follows while they are in cache.  After both directions, dW_x = dG^T X
+ * over the block's steps and both directions in one GEMM, dx = dG W_x in
+ * one, and dW_h = dG^T H_prev in one per direction.  The weight gradient
+ * goes to the block's copy in plan->dw_part, laid out for these products
+ * (part_dwh), which lstm_bwd adds up in block order. */
 static dnnl_status_t
 backward_slice (const LstmPass *pass, int n0, int n1)
 {
@@ -479,26 +525,22 @@ backward_slice (const LstmPass *pass, int n0, int n1)
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
   int tid = omp_get_thread_num ();
   float *dg = plan->dg_block + (size_t) tid * plan->block * d->T * ldg;
-  float *dwx_sum = plan->dwx_sum + (size_t) tid * ldg * I;
   float *hprev = plan->hprev_block + (size_t) tid * plan->block * d->T * ldh;
   const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
   dnnl_status_t st = dnnl_success;
 
   for (int b0 = n0; b0 < n1; b0 += plan->block)
     {
-      int nb = MIN (plan->block, n1 - b0), blk = b0 / plan->block;
-      float *dw_mine = blk == 0 ? pass->dw
-                                : plan->dw_part + (size_t) (blk - 1) * d->dirs * plan->dir_stride;
+      int nb = MIN (plan->block, n1 - b0);
+      float *part = plan->dw_part + (size_t) (b0 / plan->block) * d->dirs * plan->dir_stride;
 
       for (int dir = 0; dir < d->dirs; dir++)
-        memset (dw_mine + dir * plan->dir_stride + (size_t) G * (I + H), 0,
-                (size_t) G * sizeof (float));
+        memset (part_dwh (plan, part, dir) + (size_t) G * H, 0, (size_t) G * sizeof (float));
 
       for (int dir = 0; dir < d->dirs; dir++)
         {
           const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * I;
-          float *dwh = dw_mine + dir * plan->dir_stride + (size_t) G * I;
-          float *db = dwh + (size_t) G * H;
+          float *db = part_dwh (plan, part, dir) + (size_t) G * H;
           float *dh = plan->dh + ((size_t) dir * N + b0) * H;
           float *dc = plan->dc + ((size_t) dir * N + b0) * H;
 
@@ -548,7 +590,7 @@ backward_slice (const LstmPass *pass, int n0, int n1)
           size_t xr = row_of (d, t, b0) * I;
 
           st = tach_cpu_sgemm_local (TRUE, FALSE, ldg, I, rows, 1.0f, dg_r, ldg, pass->x + xr, I,
-                                     t == 0 ? 0.0f : 1.0f, dwx_sum, I);
+                                     t == 0 ? 0.0f : 1.0f, part, I);
           if (st == dnnl_success && d->need_dx)
             st = tach_cpu_sgemm_local (FALSE, FALSE, rows, I, ldg, 1.0f, dg_r, ldg, wx_all, I,
                                        0.0f, pass->dx + xr, I);
@@ -578,14 +620,11 @@ backward_slice (const LstmPass *pass, int n0, int n1)
       for (int dir = 0; dir < d->dirs; dir++)
         {
           st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, (size_t) nb * d->T, 1.0f, dg + dir * G,
-                                     ldg, hprev + dir * H, ldh, 0.0f,
-                                     dw_mine + dir * plan->dir_stride + (size_t) G * I, H);
+                                     ldg, hprev + dir * H, ldh, 0.0f, part_dwh (plan, part, dir),
+                                     H);
           if (st != dnnl_success)
             return st;
         }
-      for (int dir = 0; dir < d->dirs; dir++)
-        memcpy (dw_mine + dir * plan->dir_stride, dwx_sum + (size_t) dir * G * I,
-                (size_t) G * I * sizeof (float));
     }
   return dnnl_success;
 }
@@ -692,27 +731,11 @@ tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       LstmPass pass = { .plan = plan, .x = x, .w = w, .y = y, .dy = dy,
                         .gates = (float *) gates, .cells = (float *) cells, .dx = dx,
                         .dw = dw };
-      size_t nw = (size_t) d->dirs * plan->dir_stride;
-      int blocks = blocks_of (plan);
-
       if (d->dirs == 2)
         pack_wx_both (plan, w);
 
-      if (!run_slices (be, &pass, backward_slice))
-        return;
-      /* The other blocks' weight gradients, added in block order: each
-       * element's sum is the same whatever thread computed which block. */
-#pragma omp parallel for if (nw * (size_t) (blocks - 1) >= TACH_CPU_PARALLEL_MIN)
-      for (size_t i0 = 0; i0 < nw; i0 += LSTM_SUM_SPAN)
-        for (int blk = 1; blk < blocks; blk++)
-          {
-            const float *part = plan->dw_part + (size_t) (blk - 1) * nw;
-            size_t i1 = MIN (i0 + LSTM_SUM_SPAN, nw);
-
-#pragma omp simd
-            for (size_t i = i0; i < i1; i++)
-              dw[i] += part[i];
-          }
+      if (run_slices (be, &pass, backward_slice))
+        sum_parts (plan, dw);
       return;
     }
   if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))
