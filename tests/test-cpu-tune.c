@@ -113,6 +113,28 @@ test_noisy_choice (void)
     }
 }
 
+/* The split is kept only when it is clearly faster: a fifth under the
+ * serial pass's time, not a tenth. */
+static void
+test_split_margin (void)
+{
+  static const struct { double split, serial; TachCpuGemmMode chosen; } cases[] = {
+    { 100.0, 110.0, TACH_CPU_GEMM_SERIAL },
+    { 100.0, 124.0, TACH_CPU_GEMM_SERIAL },
+    { 100.0, 126.0, TACH_CPU_GEMM_SPLIT },
+    { 100.0, 90.0, TACH_CPU_GEMM_SERIAL },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      FakeClock clock = { 0 };
+
+      clock.cost[TACH_CPU_GEMM_SPLIT] = cases[i].split;
+      clock.cost[TACH_CPU_GEMM_SERIAL] = cases[i].serial;
+      g_assert_cmpint (tuned_mode (&clock), ==, cases[i].chosen);
+    }
+}
+
 /* Forward calls that run far slower than the plan's estimate make it
  * measure both paths again, and it moves to the path that is faster now;
  * the note on the backend says which path the plan runs. */
@@ -350,6 +372,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cpu/lstm-tune/noisy-choice", test_noisy_choice);
+  g_test_add_func ("/cpu/lstm-tune/split-margin", test_split_margin);
   g_test_add_func ("/cpu/lstm-tune/recheck", test_recheck);
   g_test_add_func ("/cpu/lstm-tune/same-bits", test_same_bits);
   return g_test_run ();
