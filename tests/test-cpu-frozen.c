@@ -186,6 +186,13 @@ check_lstm (const TachLstmDesc *desc)
       g_assert_cmpmem (y1, ny * sizeof (float), y2, ny * sizeof (float));
       g_assert_true (frozen->packed_for == (usable ? w : NULL));
       g_assert_null (plain->packed);
+      /* What the plan runs is what the backend notes for runs.csv. */
+      if (call == 0)
+        {
+          g_autofree char *algorithms = tach_backend_dup_algorithms (be);
+
+          g_assert_true ((strstr (algorithms, "frozen weights packed") != NULL) == usable);
+        }
       /* The vocabulary's rows (and the one with -0.0) are kept once. */
       if (usable && call + rows <= VOCAB_ROWS)
         g_assert_cmpuint (frozen->memo_rows, <=, VOCAB + 1);

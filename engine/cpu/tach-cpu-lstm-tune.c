@@ -80,6 +80,7 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
   const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL
                      ? (plan->tune.frozen ? "serial, frozen weights packed" : "serial GEMM")
                      : plan->gemm_mode == TACH_CPU_GEMM_SPLIT ? "hidden units split"
+                     : plan->tune.frozen ? "GEMM by size, frozen weights packed"
                      : "GEMM by size";
 
   algorithm = g_strdup_printf ("%s%s%s", path, plan->sliced ? ", batch slices" : "",
@@ -205,6 +206,13 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
       tune (be, plan, w);
       if (tach_backend_ok (be))
         note_algorithm (be, plan);
+    }
+  /* A plan that is not timed takes the frozen pass by size: noted once,
+   * on its first call on frozen weights. */
+  if (!t->tuned && !t->frozen && tach_cpu_lstm_frozen_wanted (be, plan, w))
+    {
+      t->frozen = TRUE;
+      note_algorithm (be, plan);
     }
   if (!t->tuned || t->rechecks >= RECHECK_MAX)
     {
