@@ -110,8 +110,7 @@ typedef struct {
   guint64               loss_slots;
   guint64               loss_staging;
   TachStepTimer         timer;
-  TachSampleStore      *held;      /* timed pending steps held_first..pending_first */
-  guint64               held_first;
+  TachSampleStore      *held;      /* timed pending steps, the ones before pending_first */
   gsize                 held_bytes;
   GArray               *pending;   /* Pending, steps pending_first.. */
   guint64               pending_first;
@@ -256,7 +255,7 @@ engine_clear (Engine *e)
 static guint64
 engine_first_waiting (const Engine *e)
 {
-  return tach_sample_store_get_length (e->held) > 0 ? e->held_first : e->pending_first;
+  return e->pending_first - tach_sample_store_get_length (e->held);
 }
 
 /* Notes the bytes kept for the steps not yet synced. */
@@ -302,8 +301,6 @@ engine_hold (Engine *e)
 
   if (n < hold_min)
     return;
-  if (tach_sample_store_get_length (e->held) == 0)
-    e->held_first = e->pending_first;
   for (guint i = 0; i < n; i++)
     {
       TachSample s;
