@@ -184,14 +184,15 @@ print_table (TachExplain *explain)
 
     tach_cli_pad (line, "", label_width, FALSE);
     g_string_append (line, "  ");
-    tach_cli_pad (line, _("from -> to"), change_width, FALSE);
-    tach_cli_pad (line, _("ms/step"), 9, TRUE);
-    tach_cli_pad (line, _("share"), 7, TRUE);
-    tach_cli_pad (line, _("spread"), 7, TRUE);
-    tach_cli_pad (line, _("feed"), 8, TRUE);
-    tach_cli_pad (line, _("compute"), 8, TRUE);
-    tach_cli_pad (line, _("sync"), 8, TRUE);
-    tach_cli_pad (line, _("host"), 8, TRUE);
+    {
+      const TachCliCell head[] = {
+        { _("from -> to"), change_width, FALSE }, { _("ms/step"), 9, TRUE },
+        { _("share"), 7, TRUE }, { _("spread"), 7, TRUE }, { _("feed"), 8, TRUE },
+        { _("compute"), 8, TRUE }, { _("sync"), 8, TRUE }, { _("host"), 8, TRUE },
+      };
+
+      tach_cli_pad_cells (line, head, G_N_ELEMENTS (head));
+    }
     printf ("\n%s\n", line->str);
   }
 

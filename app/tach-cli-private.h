@@ -67,6 +67,14 @@ void     tach_cli_print_header (const TachConfig     *config,
 /* Appends @text to @line padded to @width characters (not bytes); a
  * right-aligned column also gets a two-space gutter before it. */
 void     tach_cli_pad (GString *line, const char *text, int width, gboolean right);
+/* One column of a table row, for tach_cli_pad_cells(). */
+typedef struct {
+  const char *text;
+  int         width;
+  gboolean    right;
+} TachCliCell;
+/* tach_cli_pad() over @n_cells cells in order. */
+void     tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_cells);
 /* Whether --csv DIR can be written (or created), before anything runs. */
 gboolean tach_cli_check_csv_dir (const char *dir, GError **error);
 /* Appends @runs to DIR/runs.csv and samples.csv; reports an error itself. */
@@ -134,6 +142,19 @@ int       tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *wor
  * session's SIGINT handler and the session itself.  Returns the status. */
 int       tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session,
                                  guint sigint_id, GPtrArray *runs, int status);
+/* A summary's numbers as the run report and the sweep table both show
+ * them: one place for their formats. */
+typedef struct {
+  char *median, *p10, *p90;      /* steps/s */
+  char *items;                   /* items/s */
+  char *first, *final;           /* losses */
+  char *feed, *compute, *sync, *host, *peak;  /* shares */
+} TachCliSummaryText;
+void     tach_cli_summary_text_init  (TachCliSummaryText *text, const TachSummary *s);
+void     tach_cli_summary_text_clear (TachCliSummaryText *text);
+G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TachCliSummaryText, tach_cli_summary_text_clear)
+/* Writes the runs as TensorBoard event files; reports an error itself. */
+gboolean tach_cli_write_tensorboard (const char *dir, GPtrArray *runs);
 /* @value in @format, or "–" when it is not a finite number. */
 char     *tach_cli_format_number (double value, const char *format);
 

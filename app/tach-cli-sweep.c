@@ -1,5 +1,6 @@
-/* tach-cli-sweep.c: sweep --vary KNOB=VALUES, the grid of presets x one
- * knob's values.
+/* tach-cli-sweep.c: the sweep command: every preset of a workload in
+ * turn, one table row each, and sweep --vary KNOB=VALUES, the grid of
+ * presets x one knob's values.
  *
  * Every point is built and validated (memory included) before the first
  * runs, and the points that cannot run are listed then, not discovered
@@ -244,4 +245,285 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   for (guint i = 0; i < n_points; i++)
     tach_cli_point_clear (&points[i]);
   return status;
+}
+
+/* ----------------------------------------------------------------- sweep */
+
+typedef struct {
+  char    *name;       /* owned */
+  TachRun *run;        /* owned, or NULL when it did not start */
+  const char *outcome; /* borrowed, translated: NULL when it finished */
+} TachCliSweepRow;
+
+static void
+tach_cli_sweep_row_clear (gpointer data)
+{
+  TachCliSweepRow *row = data;
+
+  g_clear_pointer (&row->name, g_free);
+  g_clear_pointer (&row->run, tach_run_unref);
+}
+
+/* Appends @text to @line padded to @width characters (not bytes); a
+ * right-aligned column also gets a two-space gutter before it. */
+void
+tach_cli_pad (GString *line, const char *text, int width, gboolean right)
+{
+  int len = (int) g_utf8_strlen (text, -1);
+  int pad = MAX (width - len, 0);
+
+  if (right)
+    g_string_append_printf (line, "  %*s%s", pad, "", text);
+  else
+    g_string_append_printf (line, "%s%*s", text, pad, "");
+}
+
+void
+tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_cells)
+{
+  for (guint i = 0; i < n_cells; i++)
+    tach_cli_pad (line, cells[i].text, cells[i].width, cells[i].right);
+}
+
+static void
+tach_cli_print_sweep_table (GArray *rows)
+{
+  g_autoptr(GString) line = g_string_new (NULL);
+  const char *unit = NULL;
+  double baseline = NAN;
+  int name_width = (int) g_utf8_strlen (_("preset"), -1);
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+
+      name_width = MAX (name_width, (int) g_utf8_strlen (row->name, -1));
+      if (row->outcome == NULL && isnan (baseline))
+        {
+          TachSummary s;
+
+          tach_run_get_summary (row->run, &s);
+          baseline = s.steps_per_s_median;
+          unit = s.items_unit;
+        }
+    }
+
+  {
+    const TachCliCell head[] = {
+      { _("preset"), name_width, FALSE }, { _("steps/s"), 8, TRUE },
+      { "p10–p90", 15, TRUE }, { unit != NULL ? unit : _("items/s"), 10, TRUE },
+      { _("final loss"), 10, TRUE }, { _("feed"), 6, TRUE }, { _("compute"), 7, TRUE },
+      { _("sync"), 6, TRUE }, { _("host"), 6, TRUE }, { _("speed-up"), 8, TRUE },
+    };
+
+    tach_cli_pad_cells (line, head, G_N_ELEMENTS (head));
+  }
+  printf ("\n%s\n", line->str);
+
+  for (guint i = 0; i < rows->len; i++)
+    {
+      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+      TachSummary s;
+      g_auto(TachCliSummaryText) t = { 0 };
+      g_autofree char *spread = NULL, *speedup = NULL;
+
+      g_string_truncate (line, 0);
+      tach_cli_pad (line, row->name, name_width, FALSE);
+      if (row->outcome != NULL)
+        {
+          g_string_append_printf (line, "  %s", row->outcome);
+          printf ("%s\n", line->str);
+          continue;
+        }
+
+      tach_run_get_summary (row->run, &s);
+      tach_cli_summary_text_init (&t, &s);
+      spread = g_strdup_printf ("%s–%s", t.p10, t.p90);
+      speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
+
+      tach_cli_pad (line, t.median, 8, TRUE);
+      tach_cli_pad (line, spread, 15, TRUE);
+      tach_cli_pad (line, t.items, 10, TRUE);
+      tach_cli_pad (line, t.final, 10, TRUE);
+      tach_cli_pad (line, t.feed, 6, TRUE);
+      tach_cli_pad (line, t.compute, 7, TRUE);
+      tach_cli_pad (line, t.sync, 6, TRUE);
+      tach_cli_pad (line, t.host, 6, TRUE);
+      tach_cli_pad (line, speedup, 8, TRUE);
+      if (tach_run_get_state (row->run) == TACH_RUN_STATE_CANCELLED)
+        g_string_append_printf (line, "  %s", _("(stopped)"));
+      printf ("%s\n", line->str);
+    }
+  fflush (stdout);
+}
+
+/* The preset names of a sweep: the workload's own for "all", else the
+ * comma-separated list.  NULL after printing a usage error. */
+static GStrv
+tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
+{
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) names = NULL;
+  guint n = 0;
+
+  if (g_str_equal (list, "all"))
+    {
+      g_autoptr(GPtrArray) presets = tach_presets_for_workload (workload);
+
+      for (guint i = 0; i < presets->len; i++)
+        {
+          const TachPreset *preset = g_ptr_array_index (presets, i);
+
+          g_strv_builder_add (builder, preset->name);
+          n++;
+        }
+    }
+  else
+    {
+      g_auto(GStrv) parts = g_strsplit (list, ",", -1);
+
+      for (guint i = 0; parts[i] != NULL; i++)
+        {
+          g_strstrip (parts[i]);
+          if (*parts[i] == '\0')
+            continue;
+          g_strv_builder_add (builder, parts[i]);
+          n++;
+        }
+    }
+
+  if (n == 0)
+    {
+      tach_cli_usage_error (_("'--presets %s' names no preset of %s"), list,
+                            tach_workload_to_string (workload));
+      return NULL;
+    }
+  names = g_strv_builder_end (builder);
+  /* A name that is no preset of the workload is bad input: said before
+   * anything runs, in the engine's words (the name and the valid ones). */
+  for (guint i = 0; names[i] != NULL; i++)
+    {
+      g_autoptr(GError) error = NULL;
+      TachConfig config;
+      gboolean ok;
+
+      tach_config_init (&config, workload);
+      ok = tach_config_apply_preset (&config, names[i], &error);
+      tach_config_clear (&config);
+      if (!ok)
+        {
+          tach_cli_usage_error ("%s", error->message);
+          return NULL;
+        }
+    }
+  return g_steal_pointer (&names);
+}
+
+int
+tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GStrv *names)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (!tach_workload_from_string (options->workload, workload, &error))
+    {
+      tach_cli_usage_error ("%s", error->message);
+      return tach_cli_exit_code_for_error (error);
+    }
+  *names = tach_cli_sweep_preset_names (options->presets, *workload);
+  if (*names == NULL)
+    return TACH_CLI_EXIT_USAGE;
+  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+    {
+      fprintf (stderr, "tach-cli: %s\n", error->message);
+      g_clear_pointer (names, g_strfreev);
+      return TACH_CLI_EXIT_FAILURE;
+    }
+  return TACH_CLI_EXIT_OK;
+}
+
+int
+tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
+                       GPtrArray *runs, int status)
+{
+  if (!tach_cli_session_commit_csv (session)
+      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
+    status = MAX (status, TACH_CLI_EXIT_FAILURE);
+  if (session->interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+  g_source_remove (sigint_id);
+  tach_cli_session_clear (session);
+  return status;
+}
+
+int
+tach_cli_command_sweep (const TachCliOptions *options)
+{
+  TachCliSession session;
+  TachWorkload workload;
+  g_auto(GStrv) names = NULL;
+  g_autoptr(GArray) rows = NULL;
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  guint n_names, sigint_id;
+  int status = tach_cli_sweep_start (options, &workload, &names);
+
+  if (status != TACH_CLI_EXIT_OK)
+    return status;
+
+  n_names = g_strv_length (names);
+  rows = g_array_sized_new (FALSE, TRUE, sizeof (TachCliSweepRow), n_names);
+  g_array_set_clear_func (rows, tach_cli_sweep_row_clear);
+
+  tach_cli_session_init (&session);
+  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
+  session.header = 2;
+  if (!tach_cli_session_open_csv (&session, options->csv_dir))
+    return tach_cli_sweep_finish (options, &session, sigint_id, runs, TACH_CLI_EXIT_FAILURE);
+
+  for (guint i = 0; i < n_names; i++)
+    {
+      TachCliSweepRow row = { g_strdup (names[i]), NULL, NULL };
+      TachConfig config = { 0 };
+      g_autoptr(GError) run_error = NULL;
+      g_autofree char *label = g_strdup_printf ("%s %u/%u", names[i], i + 1, n_names);
+      int row_status = TACH_CLI_EXIT_OK;
+
+      if (session.interrupted)
+        row.outcome = _("not run (interrupted)");
+      else if (!tach_cli_build_config (options, names[i], &config, &run_error))
+        row_status = TACH_CLI_EXIT_USAGE;
+      else
+        {
+          session.label = label;
+          row.run = tach_cli_run_one (&session, &config, &run_error);
+          session.label = NULL;
+          if (row.run == NULL)
+            row_status = tach_cli_exit_code_for_error (run_error);
+          else if (tach_run_get_state (row.run) == TACH_RUN_STATE_FAILED)
+            row_status = TACH_CLI_EXIT_FAILURE;
+          if (row.run != NULL && tach_cli_run_has_results (row.run))
+            g_ptr_array_add (runs, tach_run_ref (row.run));
+        }
+
+      if (row_status != TACH_CLI_EXIT_OK)
+        {
+          /* One preset's error is reported now; the sweep goes on and the
+           * command fails at the end. */
+          fprintf (stderr, _("tach-cli: preset %s: %s\n"), names[i],
+                   run_error != NULL ? run_error->message : _("the run failed"));
+          row.outcome = row_status == TACH_CLI_EXIT_USAGE ? _("invalid (see above)")
+                                                          : _("failed (see above)");
+          status = MAX (status, row_status);
+        }
+      else if (row.outcome == NULL && !session.live)
+        {
+          /* Without a live line, say where a long sweep is. */
+          fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), names[i], i + 1, n_names);
+        }
+
+      g_array_append_val (rows, row);
+      tach_config_clear (&config);
+    }
+
+  tach_cli_print_sweep_table (rows);
+  return tach_cli_sweep_finish (options, &session, sigint_id, runs, status);
 }
