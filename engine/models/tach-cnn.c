@@ -32,27 +32,12 @@
 #include "tach-model-util.h"
 #include "tach-model.h"
 #include "tach-rand.h"
-#include "data/tach-idx.h"
+#include "tach-cnn-data.h"
 
-#define CNN_FASHION_MNIST "/usr/share/datasets/fashion-mnist"
 #define CNN_KS 5
 #define CNN_PAD 2
-#define CNN_CLASSES 10
 #define CNN_DROPOUT 0.4f
 #define CNN_DEFAULT_LR 0.001
-/* Synthetic images: blobs per class prototype, and the noise amplitude. */
-#define CNN_BLOBS 4
-#define CNN_NOISE 0.3
-
-/* Where the images come from and what they look like. */
-typedef struct {
-  guint32        h, w, c;
-  guint64        n_train;
-  TachImageSet  *train;      /* owned, NULL for synthetic */
-  TachImageSet  *test;       /* owned, NULL when there is no test split */
-  float         *prototypes; /* owned, synthetic: [10][C][H][W] */
-  guint64        seed;
-} CnnData;
 
 typedef struct {
   TachBackend   *be;          /* borrowed */
@@ -60,7 +45,7 @@ typedef struct {
   int            k1, k2, dense;  /* --filters and --dense */
   TachHead       head;
   guint64        seed;
-  CnnData        data;
+  TachCnnData        data;
   TachDataset    dataset;
   TachFeeder    *feeder;
   const float   *x;             /* this step's batch (device, borrowed from the feeder) */
@@ -81,175 +66,6 @@ typedef struct {
   int32_t *eval_labels;
   float   *eval_x;
 } TachCnn;
-
-/* ------------------------------------------------------------------ data */
-
-static void
-cnn_data_clear (CnnData *d)
-{
-  g_clear_pointer (&d->train, tach_image_set_free);
-  g_clear_pointer (&d->test, tach_image_set_free);
-  g_clear_pointer (&d->prototypes, g_free);
-}
-
-/* Whether this configuration reads real images, and from where. */
-static const char *
-cnn_data_path (const TachConfig *config)
-{
-  if (config->data != NULL && config->data[0] != '\0')
-    return config->data;
-  if (config->input_h == 28 && config->input_w == 28 && config->input_c == 1
-      && g_file_test (CNN_FASHION_MNIST, G_FILE_TEST_IS_DIR))
-    {
-      g_autofree char *i = NULL, *l = NULL;
-
-      if (tach_idx_find_split (CNN_FASHION_MNIST, "train", &i, &l))
-        return CNN_FASHION_MNIST;
-    }
-  return NULL;
-}
-
-/* Smooth class prototypes: a few seeded Gaussian blobs per channel. */
-static float *
-make_prototypes (guint64 seed, guint32 h, guint32 w, guint32 c)
-{
-  size_t plane = (size_t) h * w;
-  float *protos = g_new0 (float, CNN_CLASSES * c * plane);
-  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, 0x7072);
-
-  for (guint k = 0; k < CNN_CLASSES; k++)
-    for (guint ch = 0; ch < c; ch++)
-      {
-        float *p = protos + ((size_t) k * c + ch) * plane;
-
-        for (guint b = 0; b < CNN_BLOBS; b++)
-          {
-            guint64 e = (((guint64) k * c + ch) * CNN_BLOBS + b) * 4;
-            double cy = tach_rand_uniform (seed, counter, e) * h;
-            double cx = tach_rand_uniform (seed, counter, e + 1) * w;
-            double r = (0.08 + 0.15 * tach_rand_uniform (seed, counter, e + 2)) * MAX (h, w);
-            double amp = 0.5 + 0.5 * tach_rand_uniform (seed, counter, e + 3);
-
-            for (guint y = 0; y < h; y++)
-              for (guint x = 0; x < w; x++)
-                {
-                  double d2 = ((y - cy) * (y - cy) + (x - cx) * (x - cx)) / (r * r);
-
-                  p[(size_t) y * w + x] += (float) (amp * exp (-d2));
-                }
-          }
-      }
-  return protos;
-}
-
-static void
-fill_synthetic (gpointer user, guint64 i, double *x, void *y)
-{
-  const CnnData *d = user;
-  size_t n = (size_t) d->c * d->h * d->w;
-  int label = (int) (tach_rand_bits (d->seed, TACH_RAND_COUNTER (TACH_RAND_STREAM_LABELS, 0), i)
-                     % CNN_CLASSES);
-  const float *proto = d->prototypes + (size_t) label * n;
-  guint64 counter = TACH_RAND_COUNTER (TACH_RAND_STREAM_DATA, i);
-
-  for (size_t e = 0; e < n; e++)
-    {
-      double v = proto[e] + CNN_NOISE * (tach_rand_uniform (d->seed, counter, e) - 0.5);
-
-      x[e] = CLAMP (v, 0.0, 1.0);
-    }
-  *(int32_t *) y = label;
-}
-
-/* Sample @i of @set as float32-exact values in [0, 1], NCHW. */
-static void
-image_to_chw (const TachImageSet *set, guint64 i, double *x)
-{
-  size_t plane = (size_t) set->h * set->w;
-  const guint8 *px = set->pixels + i * plane * set->c;
-
-  for (size_t p = 0; p < plane; p++)
-    for (guint ch = 0; ch < set->c; ch++)
-      x[ch * plane + p] = (double) (float) (px[p * set->c + ch] / 255.0f);
-}
-
-static void
-fill_images (gpointer user, guint64 i, double *x, void *y)
-{
-  const CnnData *d = user;
-
-  image_to_chw (d->train, i, x);
-  *(int32_t *) y = d->train->labels[i];
-}
-
-static gboolean
-check_labels (const TachImageSet *set, const char *path, GError **error)
-{
-  if (set->n_classes > CNN_CLASSES)
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                   _("The labels of %s go up to %u; the cnn has %d classes (0 to 9)"),
-                   path, set->n_classes - 1, CNN_CLASSES);
-      return FALSE;
-    }
-  return TRUE;
-}
-
-static gboolean
-cnn_data_load (CnnData *d, const TachConfig *config, GError **error)
-{
-  const char *path = cnn_data_path (config);
-  g_autofree char *ti = NULL, *tl = NULL, *vi = NULL, *vl = NULL;
-
-  d->seed = config->seed;
-  if (path == NULL)
-    {
-      d->h = config->input_h;
-      d->w = config->input_w;
-      d->c = config->input_c;
-      d->n_train = tach_config_get_samples (config);
-      d->prototypes = make_prototypes (config->seed, d->h, d->w, d->c);
-      return TRUE;
-    }
-
-  if (!tach_idx_resolve_data (path, &ti, &tl, &vi, &vl, error))
-    return FALSE;
-  d->train = tach_image_set_load (ti, tl, error);
-  if (d->train == NULL || !check_labels (d->train, tl, error))
-    return FALSE;
-  if (vi != NULL)
-    {
-      d->test = tach_image_set_load (vi, vl, error);
-      if (d->test == NULL || !check_labels (d->test, vl, error))
-        return FALSE;
-      if (d->test->h != d->train->h || d->test->w != d->train->w || d->test->c != d->train->c)
-        {
-          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                       _("The test images %s (%ux%ux%u) differ in size from the training "
-                         "images %s (%ux%ux%u)"), vi, d->test->h, d->test->w, d->test->c,
-                       ti, d->train->h, d->train->w, d->train->c);
-          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
-          return FALSE;
-        }
-    }
-  d->h = d->train->h;
-  d->w = d->train->w;
-  d->c = d->train->c;
-  if ((config->input_h != 28 || config->input_w != 28 || config->input_c != 1)
-      && (config->input_h != d->h || config->input_w != d->w || config->input_c != d->c))
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   W_("{input=%ux%ux%u} does not match the images of %s (%ux%ux%u): drop {input} "
-                     "or {data} (without {data}, larger images are synthetic)"),
-                   config->input_h, config->input_w, config->input_c, path, d->h, d->w, d->c);
-      /* The fix: the default input, which takes the images' size. */
-      tach_error_add_config_hint (error, config, TACH_KNOB_INPUT, TACH_KNOB_INPUT,
-                                  tach_knob (TACH_KNOB_INPUT)->default_value, NULL);
-      return FALSE;
-    }
-  d->n_train = config->samples > 0 ? MIN (config->samples, d->train->n) : d->train->n;
-  return TRUE;
-}
 
 /* --------------------------------------------------------------- shapes */
 
@@ -321,7 +137,7 @@ cnn_free (TachModel *model)
   tach_conv_plan_free (be, self->conv2);
   tach_params_free (self->params);
   tach_feeder_free (self->feeder);
-  cnn_data_clear (&self->data);
+  tach_cnn_data_clear (&self->data);
   g_free (self);
 }
 
@@ -354,7 +170,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   self->batch = (int) config->batch;
   self->head = config->head;
   self->seed = config->seed;
-  if (!cnn_data_load (&self->data, config, error))
+  if (!tach_cnn_data_load (&self->data, config, error))
     {
       /* A data file that cannot be read or used: choose another. */
       tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
@@ -368,7 +184,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("Images of %" PRIu64 "x%" PRIu64 " are too small for "
                      "two 2x2 max-pools: use at least {input=4x4x1}"), s.h, s.w);
-      tach_error_add_config_hint (error, config, cnn_data_path (config) != NULL ? TACH_KNOB_DATA
+      tach_error_add_config_hint (error, config, tach_cnn_data_path (config) != NULL ? TACH_KNOB_DATA
                                                                               : TACH_KNOB_INPUT,
                                   TACH_KNOB_INPUT, NULL, NULL);
       goto fail;
@@ -422,7 +238,7 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
     .x_type = TACH_DTYPE_F32,
     .y_elems = 1,
     .y_type = TACH_DTYPE_I32,
-    .fill = self->data.train != NULL ? fill_images : fill_synthetic,
+    .fill = self->data.train != NULL ? tach_cnn_fill_images : tach_cnn_fill_synthetic,
     .data = &self->data,
   };
   self->feeder = tach_feeder_new (be, &self->dataset, config->feed, config->batch, error);
@@ -628,7 +444,7 @@ cnn_evaluate (TachModel *model, GError **error)
         {
           size_t i = start + (r < rows ? r : 0);
 
-          image_to_chw (test, i, xd);
+          tach_cnn_image_to_chw (test, i, xd);
           for (size_t e = 0; e < x_elems; e++)
             xf[r * x_elems + e] = (float) xd[e];
           yl[r] = test->labels[i];
@@ -677,7 +493,7 @@ cnn_flops_per_step (TachModel *model)
 static void
 cnn_peek_size (const TachConfig *config, guint64 *h, guint64 *w, guint64 *c, guint64 *n)
 {
-  const char *path = cnn_data_path (config);
+  const char *path = tach_cnn_data_path (config);
   g_autofree char *ti = NULL, *tl = NULL, *vi = NULL, *vl = NULL;
   TachIdx header;
 
@@ -731,7 +547,7 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   dev += (double) feed_dev;
   host = (double) feed_host;
   /* The decoded uint8 images, or the synthetic class prototypes. */
-  host += cnn_data_path (config) != NULL ? (double) n_train * c * h * w
+  host += tach_cnn_data_path (config) != NULL ? (double) n_train * c * h * w
                                          : (double) CNN_CLASSES * c * h * w * sizeof (float);
 
   if (device_bytes != NULL)
