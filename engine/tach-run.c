@@ -1,4 +1,5 @@
-/* tach-run.c: a run, its engine thread and the sample hand-off.
+/* tach-run.c: a run, its engine thread and the sample hand-off (the steps
+ * not yet published are tach-run-pending.c's).
  *
  * The engine thread ("tach-engine") creates the backend and the model, so
  * that every backend call happens on that one thread.  Each step's loss
@@ -43,89 +44,14 @@
 #include "tach-config-private.h"
 #include "tach-error-private.h"
 #include "tach-model.h"
-#include "tach-run-private.h"
-#include "tach-run-timing.h"
-/* No capture: every step runs eagerly. */
-#define NO_CAPTURE G_MAXUINT64
+#include "tach-run-engine-private.h"
 
 /* How often a run between sync points tells its front end it progresses. */
 #define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
 
-
-/* A step executed but not yet read back, kept in the widths the sample
- * store keeps (floats; wall_s a double, as the store checks chunks against
- * it): 40 bytes, not a 96-byte TachSample and its marks.  The step number
- * is the first pending step's plus the index (pending steps are
- * consecutive), warm-up follows from the step, the events' slots from the
- * step number (tach_step_marks_for), whether the device times were read
- * from Engine.n_timed, and sync_ms is only the last step's (the one that
- * syncs, published at once).  The loss and the accuracy are NaN until the
- * sync reads them back.
- *
- * With sync=end every step of the run waits for the end, so once hold_min (1024)
- * steps have their times they move on to a sample store of their own
- * (Engine.held, a dozen bytes a step instead of 40), which gets their
- * losses at the sync and then joins the run's store whole. */
-typedef struct {
-  double wall_s;
-  float  step_ms;
-  float  feed_ms;
-  float  compute_ms;
-  float  host_ms;
-  float  device_step_ms;
-  float  api_calls;
-  float  loss;
-  float  accuracy;
-} Pending;
-
-/* Timed pending steps move to the held store in batches of at least this
- * many (at most that many records, 40 KiB, wait as Pending). */
-static guint hold_min = 1024;
-
-guint
-tach_run_set_hold_min (guint steps)
-{
-  guint previous = hold_min;
-
-  hold_min = MAX (steps, 1);
-  return previous;
-}
 /* The losses of a sync are read back this many at a time (1 MiB of host
  * staging with the accuracy), not into host copies of every slot. */
 #define LOSS_PIECE 131072
-
-/* The engine thread's working state. */
-typedef struct {
-  TachRun              *run;       /* borrowed */
-  TachBackend          *be;
-  const TachModelClass *klass;
-  TachModel            *model;
-  /* One float per step not yet read back, step i in slot i % loss_slots:
-   * a sync every N steps needs N slots, not one per step of the run.  The
-   * host reads them through staging buffers of MIN (loss_slots, LOSS_PIECE). */
-  float                *loss_dev;
-  float                *acc_dev;
-  float                *loss_host;
-  float                *acc_host;
-  guint64               loss_slots;
-  guint64               loss_staging;
-  TachStepTimer         timer;
-  TachSampleStore      *held;      /* timed pending steps, the ones before pending_first */
-  gsize                 held_bytes;
-  GArray               *pending;   /* Pending, steps pending_first.. */
-  guint64               pending_first;
-  guint                 n_timed;   /* pending[0..n_timed) have their device times */
-  gsize                 pending_peak;  /* bytes, the most kept for pending steps */
-  gint64                t0;        /* monotonic start, ns */
-  gint64                t_notify;  /* last notification, ns */
-
-  /* launch=graph (see the top of the file) */
-  guint64               capture_step;  /* NO_CAPTURE when eager */
-  TachGraph            *graph;         /* from capture_step on */
-  uint64_t             *step_offset;   /* device: steps since capture_step */
-  float                *loss_fixed;    /* device: the captured step's slots */
-  float                *acc_fixed;
-} Engine;
 
 static gint next_run_id = 0;
 
@@ -194,37 +120,6 @@ tach_run_unref (TachRun *run)
   g_free (run);
 }
 
-/* ------------------------------------------------------------ hand-off */
-
-static gboolean
-notify_dispatch (gpointer data)
-{
-  TachRun *run = data;
-
-  /* Cleared before the callback drains, so samples published while it
-   * runs schedule a new call instead of being stranded. */
-  g_atomic_int_set (&run->notify_pending, 0);
-  run->notify (run, run->user_data);
-  return G_SOURCE_REMOVE;
-}
-
-/* Engine thread: schedules a notification unless one is pending. */
-static void
-schedule_notify (TachRun *run)
-{
-  GSource *source;
-
-  if (run->notify == NULL || !g_atomic_int_compare_and_exchange (&run->notify_pending, 0, 1))
-    return;
-  source = g_idle_source_new ();
-  g_source_set_priority (source, G_PRIORITY_DEFAULT);
-  g_source_set_static_name (source, "[tach] run notify");
-  g_source_set_callback (source, notify_dispatch, tach_run_ref (run),
-                         (GDestroyNotify) tach_run_unref);
-  g_source_attach (source, run->context);
-  g_source_unref (source);
-}
-
 /* ------------------------------------------------------------- engine */
 
 static void
@@ -249,177 +144,6 @@ engine_clear (Engine *e)
   tach_sample_store_free (e->held);
   if (e->pending != NULL)
     g_array_unref (e->pending);
-}
-
-/* The steps held or pending, from the first held. */
-static guint64
-engine_first_waiting (const Engine *e)
-{
-  return e->pending_first - tach_sample_store_get_length (e->held);
-}
-
-/* Notes the bytes kept for the steps not yet synced. */
-static void
-engine_note_pending_bytes (Engine *e)
-{
-  e->pending_peak = MAX (e->pending_peak, e->held_bytes + e->pending->len * sizeof (Pending));
-}
-
-/* Pending step @i's sample, with @sync_ms. */
-static void
-engine_sample (const Engine *e, guint i, double sync_ms, TachSample *out)
-{
-  const Pending *p = &g_array_index (e->pending, Pending, i);
-  guint64 step = e->pending_first + i;
-  /* On the host clock the runner timed each step as it ran. */
-  gboolean timed = e->timer.host_clock || i < e->n_timed;
-
-  *out = (TachSample) {
-    .step = step,
-    /* The step captured pays for the capture: warm-up, whatever the
-     * warm-up count. */
-    .warmup = step < tach_config_get_warmup (&e->run->config) || step == e->capture_step,
-    .wall_s = p->wall_s,
-    .step_ms = p->step_ms,
-    .feed_ms = p->feed_ms,
-    .compute_ms = timed ? p->compute_ms : NAN,
-    .sync_ms = sync_ms,
-    .host_ms = p->host_ms,
-    .loss = p->loss,
-    .accuracy = p->accuracy,
-    .device_step_ms = timed ? p->device_step_ms : NAN,
-    .api_calls = p->api_calls,
-  };
-}
-
-/* Between steps (every pending step has ended): moves the timed pending
- * steps to the held store once there are hold_min of them. */
-static void
-engine_hold (Engine *e)
-{
-  guint n = e->timer.host_clock ? e->pending->len : e->n_timed;
-
-  if (n < hold_min)
-    return;
-  for (guint i = 0; i < n; i++)
-    {
-      TachSample s;
-
-      engine_sample (e, i, 0.0, &s);
-      tach_sample_store_append (e->held, &s);
-    }
-  g_array_remove_range (e->pending, 0, n);
-  e->pending_first += n;
-  e->n_timed = e->n_timed > n ? e->n_timed - n : 0;
-  e->held_bytes = tach_sample_store_get_bytes (e->held);
-}
-
-/* Reads the device times of the pending steps up to index @upto (see
- * tach-run-timing.h), those not read yet, in order. */
-static void
-engine_time (Engine *e, guint upto)
-{
-  for (; e->n_timed <= upto && e->n_timed < e->pending->len; e->n_timed++)
-    {
-      Pending *p = &g_array_index (e->pending, Pending, e->n_timed);
-      TachStepMarks marks;
-      double compute_ms, device_step_ms;
-
-      if (e->timer.host_clock)
-        continue;   /* the runner's clock timed it already */
-      tach_step_marks_for (e->pending_first + e->n_timed, &marks);
-      tach_step_timer_read (&e->timer, &marks, &compute_ms, &device_step_ms);
-      p->compute_ms = (float) compute_ms;
-      p->device_step_ms = (float) device_step_ms;
-    }
-}
-
-/* Synchronises and reads the waiting steps' losses back, a staging
- * buffer at a time (one download each for a sync every N steps), into the
- * held store and the pending records.  Returns the time spent, in ms. */
-static gboolean
-engine_sync (Engine *e, double *sync_ms)
-{
-  gint64 t = tach_now_ns ();
-  guint64 first = engine_first_waiting (e);
-  guint64 count = e->pending_first + e->pending->len - first;
-  guint64 held = tach_sample_store_get_length (e->held);
-
-  *sync_ms = 0.0;
-  if (count == 0)
-    return tach_backend_ok (e->be);
-
-  tach_backend_synchronize (e->be);
-  for (guint64 done = 0; e->loss_dev != NULL && done < count && tach_backend_ok (e->be);)
-    {
-      /* A piece of consecutive slots: up to the staging size and the end
-       * of the ring. */
-      guint64 slot = (first + done) % e->loss_slots;
-      guint64 n = MIN (MIN (count - done, e->loss_staging), e->loss_slots - slot);
-
-      tach_backend_download (e->be, e->loss_host, e->loss_dev + slot, n * sizeof (float));
-      if (e->acc_dev != NULL)
-        tach_backend_download (e->be, e->acc_host, e->acc_dev + slot, n * sizeof (float));
-      if (!tach_backend_ok (e->be))
-        break;
-      for (guint64 j = 0; j < n; j++)
-        {
-          guint64 k = done + j;
-
-          if (k < held)
-            continue;
-          g_array_index (e->pending, Pending, k - held).loss = e->loss_host[j];
-          if (e->acc_dev != NULL)
-            g_array_index (e->pending, Pending, k - held).accuracy = e->acc_host[j];
-        }
-      if (done < held)
-        tach_sample_store_set_losses (e->held, (guint) done, (guint) MIN (n, held - done),
-                                      e->loss_host, e->acc_dev != NULL ? e->acc_host : NULL);
-      done += n;
-    }
-  *sync_ms = (double) (tach_now_ns () - t) / 1e6;
-  if (!tach_backend_ok (e->be))
-    return FALSE;
-
-  if (e->pending->len > 0)
-    engine_time (e, e->pending->len - 1);
-  return tach_backend_ok (e->be);
-}
-
-/* Publishes the waiting steps' samples; the last one synced for
- * @last_sync_ms. */
-static void
-engine_publish (Engine *e, double last_sync_ms)
-{
-  TachRun *run = e->run;
-
-  g_mutex_lock (&run->lock);
-  tach_sample_store_move (run->samples, e->held);
-  for (guint i = 0; i < e->pending->len; i++)
-    {
-      TachSample s;
-
-      engine_sample (e, i, i + 1 == e->pending->len ? last_sync_ms : 0.0, &s);
-      tach_sample_store_append (run->samples, &s);
-    }
-  g_mutex_unlock (&run->lock);
-  g_array_set_size (e->pending, 0);
-  e->n_timed = 0;
-  e->held_bytes = 0;
-  schedule_notify (run);
-}
-
-/* After a failure: publishes the steps that ended before it (their times
- * were measured; losses never read back stay missing), not the one that
- * failed. */
-static void
-engine_publish_ended (Engine *e)
-{
-  while (e->pending->len > 0
-         && g_array_index (e->pending, Pending, e->pending->len - 1).step_ms <= 0.0f)
-    g_array_set_size (e->pending, e->pending->len - 1);
-  e->n_timed = MIN (e->n_timed, e->pending->len);
-  engine_publish (e, 0.0);
 }
 
 static gboolean
@@ -595,8 +319,8 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
        * steps, so it is found by its distance from the first (a scan of
        * the list would make a long unsynced run quadratic). */
       if (tach_step_timer_due (i, &due) && e->pending->len > 0 && e->pending_first <= due)
-        engine_time (e, (guint) (due - e->pending_first));
-      engine_hold (e);
+        tach_engine_time (e, (guint) (due - e->pending_first));
+      tach_engine_hold (e);
 
       t_start = t_prev;
       tach_step_timer_begin (&e->timer, i, &marks);
@@ -628,14 +352,14 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       if (e->pending->len == 0)
         e->pending_first = i;
       g_array_append_val (e->pending, p);
-      engine_note_pending_bytes (e);
+      tach_engine_note_pending_bytes (e);
 
       last = i + 1 == total;
       stopping = g_atomic_int_get (&run->stop) != 0;
       /* And the end of warm-up, where the end-to-end clock starts. */
       sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0)
                    || i + 1 == warmup || i == e->capture_step;
-      if (sync_point && !engine_sync (e, &sync_ms))
+      if (sync_point && !tach_engine_sync (e, &sync_ms))
         {
           tach_backend_take_error (e->be, error);
           return FALSE;
@@ -656,13 +380,13 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)
         {
-          engine_publish (e, sync_ms);
+          tach_engine_publish (e, sync_ms);
           e->t_notify = t_end;
         }
       else if (t_end - e->t_notify >= PROGRESS_NS)
         {
           /* Nothing to publish between sync points, but progress to tell. */
-          schedule_notify (run);
+          tach_run_schedule_notify (run);
           e->t_notify = t_end;
         }
       if (stopping && !last)
@@ -684,7 +408,7 @@ run_finish (TachRun *run, TachRunState state, GError *error)
   g_cond_broadcast (&run->cond);
   g_mutex_unlock (&run->lock);
   /* The last notification: the callback sees the final state. */
-  schedule_notify (run);
+  tach_run_schedule_notify (run);
 }
 
 static gpointer
@@ -712,7 +436,7 @@ run_main (gpointer data)
     {
       ok = engine_loop (&e, total, &cancelled, &error);
       if (!ok)
-        engine_publish_ended (&e);
+        tach_engine_publish_ended (&e);
     }
 
   if (ok && !cancelled)
