@@ -16,7 +16,7 @@
 G_BEGIN_DECLS
 
 /* No capture: every step runs eagerly. */
-#define NO_CAPTURE G_MAXUINT64
+#define TACH_RUN_NO_CAPTURE G_MAXUINT64
 
 /* A step executed but not yet read back, kept in the widths the sample
  * store keeps (floats; wall_s a double, as the store checks chunks against
@@ -24,13 +24,13 @@ G_BEGIN_DECLS
  * is the first pending step's plus the index (pending steps are
  * consecutive), warm-up follows from the step, the events' slots from the
  * step number (tach_step_marks_for), whether the device times were read
- * from Engine.n_timed, and sync_ms is only the last step's (the one that
+ * from TachRunEngine.n_timed, and sync_ms is only the last step's (the one that
  * syncs, published at once).  The loss and the accuracy are NaN until the
  * sync reads them back.
  *
  * With sync=end every step of the run waits for the end, so once hold_min (1024)
  * steps have their times they move on to a sample store of their own
- * (Engine.held, a dozen bytes a step instead of 40), which gets their
+ * (TachRunEngine.held, a dozen bytes a step instead of 40), which gets their
  * losses at the sync and then joins the run's store whole. */
 typedef struct {
   double wall_s;
@@ -42,7 +42,7 @@ typedef struct {
   float  api_calls;
   float  loss;
   float  accuracy;
-} Pending;
+} TachRunPending;
 
 /* The engine thread's working state. */
 typedef struct {
@@ -62,7 +62,7 @@ typedef struct {
   TachStepTimer         timer;
   TachSampleStore      *held;      /* timed pending steps, the ones before pending_first */
   gsize                 held_bytes;
-  GArray               *pending;   /* Pending, steps pending_first.. */
+  GArray               *pending;   /* TachRunPending, steps pending_first.. */
   guint64               pending_first;
   guint                 n_timed;   /* pending[0..n_timed) have their device times */
   gsize                 pending_peak;  /* bytes, the most kept for pending steps */
@@ -70,29 +70,29 @@ typedef struct {
   gint64                t_notify;  /* last notification, ns */
 
   /* launch=graph (see the top of tach-run.c) */
-  guint64               capture_step;  /* NO_CAPTURE when eager */
+  guint64               capture_step;  /* TACH_RUN_NO_CAPTURE when eager */
   TachGraph            *graph;         /* from capture_step on */
   uint64_t             *step_offset;   /* device: steps since capture_step */
   float                *loss_fixed;    /* device: the captured step's slots */
   float                *acc_fixed;
-} Engine;
+} TachRunEngine;
 
-/* Engine thread: schedules a notification unless one is pending. */
+/* TachRunEngine thread: schedules a notification unless one is pending. */
 void     tach_run_schedule_notify       (TachRun *run);
 /* Notes the bytes kept for the steps not yet synced. */
-void     tach_engine_note_pending_bytes (Engine *e);
+void     tach_engine_note_pending_bytes (TachRunEngine *e);
 /* Between steps: moves the timed pending steps to the held store once
  * there are enough of them (tach_run_set_hold_min). */
-void     tach_engine_hold               (Engine *e);
+void     tach_engine_hold               (TachRunEngine *e);
 /* Reads the device times of the pending steps up to index @upto. */
-void     tach_engine_time               (Engine *e, guint upto);
+void     tach_engine_time               (TachRunEngine *e, guint upto);
 /* Synchronises and reads the waiting steps' losses back; *sync_ms is the
  * time spent.  FALSE when the backend failed. */
-gboolean tach_engine_sync               (Engine *e, double *sync_ms);
+gboolean tach_engine_sync               (TachRunEngine *e, double *sync_ms);
 /* Publishes the waiting steps' samples; the last one synced for
  * @last_sync_ms. */
-void     tach_engine_publish            (Engine *e, double last_sync_ms);
+void     tach_engine_publish            (TachRunEngine *e, double last_sync_ms);
 /* After a failure: publishes the steps that ended before it. */
-void     tach_engine_publish_ended      (Engine *e);
+void     tach_engine_publish_ended      (TachRunEngine *e);
 
 G_END_DECLS

@@ -1,7 +1,7 @@
 /* tach-run-pending.c: a run's steps between their execution and their
  * samples' publication (see tach-run.c's top for the scheme).
  *
- * A step executed but not synced waits as a Pending record; its device
+ * A step executed but not synced waits as a TachRunPending record; its device
  * times are read when due (tach-run-timing.h), and with sync=end the timed
  * ones move in batches to a held sample store.  At a sync point the losses
  * come back through a staging buffer, and the held and pending steps join
@@ -15,7 +15,7 @@
 #include "tach-run-engine-private.h"
 
 /* Timed pending steps move to the held store in batches of at least this
- * many (at most that many records, 40 KiB, wait as Pending). */
+ * many (at most that many records, 40 KiB, wait as TachRunPending). */
 static guint hold_min = 1024;
 
 guint
@@ -40,7 +40,7 @@ notify_dispatch (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* Engine thread: schedules a notification unless one is pending. */
+/* TachRunEngine thread: schedules a notification unless one is pending. */
 void
 tach_run_schedule_notify (TachRun *run)
 {
@@ -59,23 +59,24 @@ tach_run_schedule_notify (TachRun *run)
 
 /* The steps held or pending, from the first held. */
 static guint64
-engine_first_waiting (const Engine *e)
+engine_first_waiting (const TachRunEngine *e)
 {
   return e->pending_first - tach_sample_store_get_length (e->held);
 }
 
 /* Notes the bytes kept for the steps not yet synced. */
 void
-tach_engine_note_pending_bytes (Engine *e)
+tach_engine_note_pending_bytes (TachRunEngine *e)
 {
-  e->pending_peak = MAX (e->pending_peak, e->held_bytes + e->pending->len * sizeof (Pending));
+  e->pending_peak = MAX (e->pending_peak,
+                        e->held_bytes + e->pending->len * sizeof (TachRunPending));
 }
 
-/* Pending step @i's sample, with @sync_ms. */
+/* The pending step @i's sample, with @sync_ms. */
 static void
-engine_sample (const Engine *e, guint i, double sync_ms, TachSample *out)
+engine_sample (const TachRunEngine *e, guint i, double sync_ms, TachSample *out)
 {
-  const Pending *p = &g_array_index (e->pending, Pending, i);
+  const TachRunPending *p = &g_array_index (e->pending, TachRunPending, i);
   guint64 step = e->pending_first + i;
   /* On the host clock the runner timed each step as it ran. */
   gboolean timed = e->timer.host_clock || i < e->n_timed;
@@ -101,7 +102,7 @@ engine_sample (const Engine *e, guint i, double sync_ms, TachSample *out)
 /* Between steps (every pending step has ended): moves the timed pending
  * steps to the held store once there are hold_min of them. */
 void
-tach_engine_hold (Engine *e)
+tach_engine_hold (TachRunEngine *e)
 {
   guint n = e->timer.host_clock ? e->pending->len : e->n_timed;
 
@@ -123,11 +124,11 @@ tach_engine_hold (Engine *e)
 /* Reads the device times of the pending steps up to index @upto (see
  * tach-run-timing.h), those not read yet, in order. */
 void
-tach_engine_time (Engine *e, guint upto)
+tach_engine_time (TachRunEngine *e, guint upto)
 {
   for (; e->n_timed <= upto && e->n_timed < e->pending->len; e->n_timed++)
     {
-      Pending *p = &g_array_index (e->pending, Pending, e->n_timed);
+      TachRunPending *p = &g_array_index (e->pending, TachRunPending, e->n_timed);
       TachStepMarks marks;
       double compute_ms, device_step_ms;
 
@@ -144,7 +145,7 @@ tach_engine_time (Engine *e, guint upto)
  * buffer at a time (one download each for a sync every N steps), into the
  * held store and the pending records.  Returns the time spent, in ms. */
 gboolean
-tach_engine_sync (Engine *e, double *sync_ms)
+tach_engine_sync (TachRunEngine *e, double *sync_ms)
 {
   gint64 t = tach_now_ns ();
   guint64 first = engine_first_waiting (e);
@@ -174,9 +175,9 @@ tach_engine_sync (Engine *e, double *sync_ms)
 
           if (k < held)
             continue;
-          g_array_index (e->pending, Pending, k - held).loss = e->loss_host[j];
+          g_array_index (e->pending, TachRunPending, k - held).loss = e->loss_host[j];
           if (e->acc_dev != NULL)
-            g_array_index (e->pending, Pending, k - held).accuracy = e->acc_host[j];
+            g_array_index (e->pending, TachRunPending, k - held).accuracy = e->acc_host[j];
         }
       if (done < held)
         tach_sample_store_set_losses (e->held, (guint) done, (guint) MIN (n, held - done),
@@ -195,7 +196,7 @@ tach_engine_sync (Engine *e, double *sync_ms)
 /* Publishes the waiting steps' samples; the last one synced for
  * @last_sync_ms. */
 void
-tach_engine_publish (Engine *e, double last_sync_ms)
+tach_engine_publish (TachRunEngine *e, double last_sync_ms)
 {
   TachRun *run = e->run;
 
@@ -219,10 +220,10 @@ tach_engine_publish (Engine *e, double last_sync_ms)
  * were measured; losses never read back stay missing), not the one that
  * failed. */
 void
-tach_engine_publish_ended (Engine *e)
+tach_engine_publish_ended (TachRunEngine *e)
 {
   while (e->pending->len > 0
-         && g_array_index (e->pending, Pending, e->pending->len - 1).step_ms <= 0.0f)
+         && g_array_index (e->pending, TachRunPending, e->pending->len - 1).step_ms <= 0.0f)
     g_array_set_size (e->pending, e->pending->len - 1);
   e->n_timed = MIN (e->n_timed, e->pending->len);
   tach_engine_publish (e, 0.0);

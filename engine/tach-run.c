@@ -123,7 +123,7 @@ tach_run_unref (TachRun *run)
 /* ------------------------------------------------------------- engine */
 
 static void
-engine_clear (Engine *e)
+engine_clear (TachRunEngine *e)
 {
   if (e->be != NULL)
     {
@@ -147,7 +147,7 @@ engine_clear (Engine *e)
 }
 
 static gboolean
-engine_setup (Engine *e, guint64 total, GError **error)
+engine_setup (TachRunEngine *e, guint64 total, GError **error)
 {
   TachRun *run = e->run;
   const TachConfig *config = &run->config;
@@ -198,7 +198,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
   /* Where ops finish before they return, events would be host timestamps:
    * such a backend's steps use the runner's clock. */
   tach_step_timer_init (&e->timer, e->be, (e->be->caps & TACH_BACKEND_CAP_SYNC_OPS) != 0);
-  e->capture_step = NO_CAPTURE;
+  e->capture_step = TACH_RUN_NO_CAPTURE;
   if (config->launch == TACH_LAUNCH_GRAPH)
     {
       /* At least one eager step first, when there is a second step to
@@ -223,7 +223,7 @@ engine_setup (Engine *e, guint64 total, GError **error)
 /* Captures step @ctx->step's compute as the run's graph, with the fixed
  * loss slots and the step offset.  Nothing of it runs yet. */
 static gboolean
-engine_capture (Engine *e, TachStepCtx *ctx, GError **error)
+engine_capture (TachRunEngine *e, TachStepCtx *ctx, GError **error)
 {
   TachStepCtx captured = *ctx;
   gboolean ok;
@@ -257,7 +257,7 @@ engine_capture (Engine *e, TachStepCtx *ctx, GError **error)
 /* Queues step @i: prepare, the compute (eagerly, or the graph's replay and
  * the copies out of its fixed slots) and finish. */
 static gboolean
-engine_step (Engine *e, guint64 i, TachStepCtx *ctx, GError **error)
+engine_step (TachRunEngine *e, guint64 i, TachStepCtx *ctx, GError **error)
 {
   const TachModelClass *klass = e->klass;
 
@@ -289,7 +289,7 @@ engine_step (Engine *e, guint64 i, TachStepCtx *ctx, GError **error)
  * so that the step it interrupts becomes the last one and is still synced
  * and published. */
 static gboolean
-engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
+engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **error)
 {
   TachRun *run = e->run;
   guint sync_every = run->config.sync_every;
@@ -307,15 +307,15 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
     {
       TachStepCtx ctx = { 0 };
       TachStepMarks marks;
-      Pending p = { 0 };
-      Pending *self;
+      TachRunPending p = { 0 };
+      TachRunPending *self;
       gint64 t_start, t_model, t_end;
       double sync_ms = 0.0, step_ms, model_ms;
       gboolean last, stopping, sync_point;
       guint64 due, calls0 = e->be->api_calls;
 
       /* The step whose events this one is about to record over is read
-       * now: it finished long ago in practice.  Pending holds consecutive
+       * now: it finished long ago in practice.  TachRunPending holds consecutive
        * steps, so it is found by its distance from the first (a scan of
        * the list would make a long unsynced run quadratic). */
       if (tach_step_timer_due (i, &due) && e->pending->len > 0 && e->pending_first <= due)
@@ -370,7 +370,7 @@ engine_loop (Engine *e, guint64 total, gboolean *cancelled, GError **error)
       t_end = t_prev = tach_now_ns ();
       step_ms = (double) (t_end - t_start) / 1e6;
       model_ms = (double) (t_model - t_start) / 1e6;
-      self = &g_array_index (e->pending, Pending, e->pending->len - 1);
+      self = &g_array_index (e->pending, TachRunPending, e->pending->len - 1);
       self->step_ms = (float) step_ms;
       self->host_ms = (float) (ctx.host_ms + MAX (0.0, step_ms - model_ms - sync_ms));
       self->wall_s = (double) (t_end - e->t0) / 1e9;
@@ -415,14 +415,14 @@ static gpointer
 run_main (gpointer data)
 {
   TachRun *run = data;
-  Engine e = { 0 };
+  TachRunEngine e = { 0 };
   g_autoptr(GError) error = NULL;
   guint64 total = run->config.steps;
   gboolean cancelled = FALSE;
   gboolean ok;
 
   e.run = run;
-  e.pending = g_array_new (FALSE, FALSE, sizeof (Pending));
+  e.pending = g_array_new (FALSE, FALSE, sizeof (TachRunPending));
   e.held = tach_sample_store_new ();
 
   ok = engine_setup (&e, total, &error);

@@ -14,6 +14,7 @@
 #include "tach-error-private.h"
 #include "tach-rand.h"
 
+#define CNN_FASHION_MNIST "/usr/share/datasets/fashion-mnist"
 /* Synthetic images: blobs per class prototype, and the noise amplitude. */
 #define CNN_BLOBS 4
 #define CNN_NOISE 0.3

@@ -12,7 +12,6 @@
 
 G_BEGIN_DECLS
 
-#define CNN_FASHION_MNIST "/usr/share/datasets/fashion-mnist"
 #define CNN_CLASSES 10
 
 /* Where the images come from and what they look like. */
