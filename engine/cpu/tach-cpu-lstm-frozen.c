@@ -68,10 +68,8 @@ tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
     memset (plan->memo_slot, 0, plan->memo_slots * sizeof (guint32));
 }
 
-/* Packs @w's W_x and W_h, once per weight block; FALSE on a failed
- * allocation (sticky error set). */
-static gboolean
-pack (TachBackend *be, TachLstmPlan *plan, const float *w)
+gboolean
+tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
   size_t G = (size_t) plan->G;
@@ -105,6 +103,7 @@ pack (TachBackend *be, TachLstmPlan *plan, const float *w)
     }
   plan->packed_for = w;
   plan->packed_epoch = epoch;
+  plan->spans_stale = TRUE;
   tach_cpu_lstm_frozen_forget (plan);
   return TRUE;
 }
@@ -150,11 +149,10 @@ memo_slot_of (const TachLstmPlan *plan, const float *x)
   return slot;
 }
 
-/* The input side of every row of @x into @gates: rows kept copied, the
- * others computed on the packed W_x and kept (all forgotten first when
- * the table is full). */
-static void
-input_side (TachLstmPlan *plan, const float *x, float *gates)
+/* Rows kept are copied, the others computed on the packed W_x and kept
+ * (all forgotten first when the table is full). */
+void
+tach_cpu_lstm_frozen_input_side (TachLstmPlan *plan, const float *x, float *gates)
 {
   const TachLstmDesc *d = &plan->desc;
   size_t I = (size_t) d->I, ldg = (size_t) plan->ldg;
@@ -193,9 +191,9 @@ tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *
   int N = d->N, H = d->H, I = d->I, G = plan->G;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
 
-  if (!pack (be, plan, w))
+  if (!tach_cpu_lstm_frozen_pack (be, plan, w))
     return;
-  input_side (plan, x, gates);
+  tach_cpu_lstm_frozen_input_side (plan, x, gates);
   for (int dir = 0; dir < d->dirs; dir++)
     {
       const float *b = w + dir * plan->dir_stride + (size_t) G * (I + H);

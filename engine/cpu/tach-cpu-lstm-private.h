@@ -61,6 +61,14 @@ struct _TachLstmPlan {
   guint32     *memo_slot;    /* [memo_slots] a row's index + 1, or 0: free */
   size_t       memo_cap, memo_slots;
   size_t       memo_rows;    /* rows of memo_x and memo_g that are current */
+  /* The split pass on frozen weights (tach-cpu-lstm-split.c): for each
+   * direction and span of hidden units, the rows of W_h that feed the
+   * span's four gates, gathered and packed; made beside the packed copies
+   * above, for the spans of the backend's threads. */
+  float       *span_packed;  /* [dirs][spans] gathered W_h rows, packed */
+  float       *span_g;       /* [N * 4H] the spans' gates, gathered */
+  int          spans;        /* spans span_packed was made for; 0: none */
+  gboolean     spans_stale;  /* the packed copies changed since */
 };
 
 /* The row of (time @t, sample @n) in the data's order. */
@@ -138,6 +146,18 @@ gboolean tach_cpu_lstm_frozen_wanted (TachBackend *be, const TachLstmPlan *plan,
                                       const float *w);
 void     tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *x,
                                        const float *w, float *y, float *gates, float *cells);
+/* Packs @w's W_x and W_h for the frozen passes, once per weight block;
+ * FALSE on a failed allocation (sticky error set). */
+gboolean tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w);
+/* The input side of every row of @x into @gates, from the rows kept or
+ * the packed W_x (tach_cpu_lstm_frozen_pack first). */
+void     tach_cpu_lstm_frozen_input_side (TachLstmPlan *plan, const float *x, float *gates);
+/* The frozen pass split: its input side on the calling thread, then each
+ * step's recurrent products and pointwise math by span of hidden units on
+ * the pool, from each span's own packed rows of W_h. */
+void     tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan,
+                                             const float *x, const float *w, float *y,
+                                             float *gates, float *cells);
 /* Forgets the input rows kept: the next pass computes every row's input
  * side, as a first call does. */
 void     tach_cpu_lstm_frozen_forget (TachLstmPlan *plan);

@@ -14,9 +14,56 @@
  * serial path's (the kernels' sums depend only on k, the pointwise math
  * only on the element), so the split changes no result.
  *
+ * On frozen weights (a generation loop: tach-cpu-lstm-frozen.c) the split
+ * runs on packed copies too: the input side of every row comes from the
+ * rows kept (or the packed W_x) on the calling thread, then each span's
+ * recurrent product reads its own packed copy of the rows of W_h that
+ * feed it (its units' four gates gathered, so that no block of 16 rows
+ * straddles two spans), into its gates gathered and put back.  The packed
+ * kernels' outputs do not depend on which rows share a block, so this
+ * too gives the serial pass's bits.
+ *
  * Threads: the engine thread; the region runs on the backend's OpenMP pool.
  */
+#include <sched.h>
+#include <string.h>
+
 #include "tach-cpu-lstm-private.h"
+
+/* A barrier of the region's threads that spins on one cache line: the
+ * split waits once per time step, a few microseconds apart, and
+ * libgomp's barrier took 0.53 us on the 2-core AMD EPYC of bench/README.md
+ * where this one takes 0.09 us.  A waiter that has spun SPIN_YIELD times
+ * yields its core, so that a partner preempted by other work is not held
+ * off it. */
+#define SPIN_YIELD 4096
+
+typedef struct {
+  _Alignas (64) int arrived;  /* threads at the barrier, this phase */
+  _Alignas (64) int phase;     /* flips when the last one arrives */
+} SpinBarrier;
+
+static void
+spin_barrier_wait (SpinBarrier *b, int nth, int *phase)
+{
+  int next = !*phase;
+
+  *phase = next;
+  if (__atomic_add_fetch (&b->arrived, 1, __ATOMIC_ACQ_REL) == nth)
+    {
+      __atomic_store_n (&b->arrived, 0, __ATOMIC_RELAXED);
+      __atomic_store_n (&b->phase, next, __ATOMIC_RELEASE);
+      return;
+    }
+  for (guint spins = 0; __atomic_load_n (&b->phase, __ATOMIC_ACQUIRE) != next; spins++)
+    {
+      if (spins >= SPIN_YIELD)
+        sched_yield ();
+#if defined(__x86_64__) || defined(__i386__)
+      __builtin_ia32_pause ();
+#endif
+    }
+}
 
 /* Spans start at multiples of this: each unit keeps its place modulo
  * the vector width (16 floats on AVX-512, 8 on AVX2), so that the
@@ -74,11 +121,12 @@ tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float
   const size_t dir_stride = (size_t) G * ((size_t) I + H + 1);
   const size_t sr = step_rows (d);
   dnnl_status_t status = dnnl_success;
+  SpinBarrier barrier = { 0, 0 };
 
   tach_cpu_bind_threads (be);
 #pragma omp parallel
   {
-    int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
+    int nth = omp_get_num_threads (), tid = omp_get_thread_num (), phase = 0;
     int u0 = span_start (H, tid, nth), u1 = span_start (H, tid + 1, nth);
     dnnl_status_t st = dnnl_success;
 
@@ -102,9 +150,7 @@ tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float
             /* Every thread's h_{t-1} (and, before the first step, no
              * one's input side) is complete. */
             if (k > 0)
-              {
-#pragma omp barrier
-              }
+              spin_barrier_wait (&barrier, nth, &phase);
             if (u1 <= u0 || st != dnnl_success)
               continue;
             if (k > 0)
@@ -127,4 +173,143 @@ tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float
   if (status != dnnl_success)
     tach_cpu_dnnl_fail (be, status, "dnnl_sgemm (a span of the LSTM's hidden units)",
                         __FILE__, __LINE__);
+}
+
+/* ------------------------------------------------------ on frozen weights */
+
+/* Floats of span @s's packed rows of W_h (its units' four gates). */
+static size_t
+span_packed_floats (const TachLstmPlan *plan, int s, int spans)
+{
+  int H = plan->desc.H, nu = span_start (H, s + 1, spans) - span_start (H, s, spans);
+
+  return tach_cpu_packed_nt_floats ((size_t) 4 * nu, (size_t) H);
+}
+
+/* Packs, for each direction and span, the rows of W_h that feed the
+ * span's units, gathered gate by gate (i, f, z, o: 4 x nu rows); once per
+ * packing of the frozen copies and per thread count.  FALSE on a failed
+ * allocation (sticky error set). */
+static gboolean
+pack_spans (TachBackend *be, TachLstmPlan *plan, const float *w, int spans)
+{
+  const TachLstmDesc *d = &plan->desc;
+  const int H = d->H, I = d->I, G = plan->G;
+  size_t per_dir = 0;
+  float *rows, *out;
+
+  if (plan->span_packed != NULL && plan->spans == spans && !plan->spans_stale)
+    return TRUE;
+  for (int s = 0; s < spans; s++)
+    per_dir += span_packed_floats (plan, s, spans);
+  tach_cpu_mem_free (be, plan->span_packed);
+  plan->span_packed = tach_cpu_mem_alloc (be, d->dirs * per_dir * sizeof (float));
+  if (plan->span_g == NULL)
+    plan->span_g = tach_cpu_mem_alloc (be, (size_t) d->N * G * sizeof (float));
+  rows = g_new (float, (size_t) G * H);
+  plan->spans = 0;
+  if (!tach_backend_ok (be))
+    {
+      g_free (rows);
+      return FALSE;
+    }
+  out = plan->span_packed;
+  for (int dir = 0; dir < d->dirs; dir++)
+    {
+      const float *wh = w + dir * plan->dir_stride + (size_t) G * I;
+
+      for (int s = 0; s < spans; s++)
+        {
+          int u0 = span_start (H, s, spans), nu = span_start (H, s + 1, spans) - u0;
+
+          for (int q = 0; q < 4; q++)
+            memcpy (rows + (size_t) q * nu * H, wh + ((size_t) q * H + u0) * H,
+                    (size_t) nu * H * sizeof (float));
+          tach_cpu_pack_nt ((size_t) 4 * nu, (size_t) H, rows, (size_t) H, out);
+          out += span_packed_floats (plan, s, spans);
+        }
+    }
+  g_free (rows);
+  plan->spans = spans;
+  plan->spans_stale = FALSE;
+  return TRUE;
+}
+
+/* One step's recurrent product and pointwise math for span @s: the
+ * span's gates gathered from @g_t (the input side there), h_{t-1} times
+ * the span's packed rows added, put back, then activated. */
+static void
+span_step (const TachLstmPlan *plan, int s, int spans, const float *packed, float *span_g,
+           const TachLstmStep *st, const float *b, gboolean first)
+{
+  const TachLstmDesc *d = &plan->desc;
+  const int H = d->H, N = d->N;
+  const int u0 = span_start (H, s, spans), nu = span_start (H, s + 1, spans) - u0;
+  const size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d), gn = (size_t) 4 * nu;
+
+  if (nu <= 0)
+    return;
+  if (!first)
+    {
+      for (int n = 0; n < N; n++)
+        for (int q = 0; q < 4; q++)
+          memcpy (span_g + n * gn + (size_t) q * nu, st->g + n * sr * ldg + (size_t) q * H + u0,
+                  (size_t) nu * sizeof (float));
+      tach_cpu_packed_nt ((size_t) N, gn, (size_t) H, 1.0f, st->h_prev, sr * ldh, packed, 1.0f,
+                          span_g, gn);
+      for (int n = 0; n < N; n++)
+        for (int q = 0; q < 4; q++)
+          memcpy (st->g + n * sr * ldg + (size_t) q * H + u0, span_g + n * gn + (size_t) q * nu,
+                  (size_t) nu * sizeof (float));
+    }
+  for (int n = 0; n < N; n++)
+    tach_cpu_lstm_span_forward (nu, H, st->g + n * sr * ldg + u0, b + u0,
+                                first ? NULL : st->c_prev + n * sr * ldh + u0,
+                                st->c + n * sr * ldh + u0, st->h + n * sr * ldh + u0);
+}
+
+void
+tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *x,
+                                    const float *w, float *y, float *gates, float *cells)
+{
+  const TachLstmDesc *d = &plan->desc;
+  const int H = d->H, I = d->I, G = plan->G;
+  const int spans = MAX (1, MIN ((int) be->threads, H / SPLIT_ALIGN));
+  SpinBarrier barrier = { 0, 0 };
+
+  if (!tach_cpu_lstm_frozen_pack (be, plan, w) || !pack_spans (be, plan, w, spans))
+    return;
+  /* The input side of every row: a row seen before is a copy. */
+  tach_cpu_lstm_frozen_input_side (plan, x, gates);
+  tach_cpu_bind_threads (be);
+#pragma omp parallel num_threads (spans)
+  {
+    int nth = omp_get_num_threads (), tid = omp_get_thread_num (), phase = 0;
+
+    for (int dir = 0; dir < d->dirs; dir++)
+      {
+        const float *b = w + dir * plan->dir_stride + (size_t) G * (I + H);
+        const float *dir_packed = plan->span_packed;
+
+        for (int s = 0; s < dir * spans; s++)
+          dir_packed += span_packed_floats (plan, s % spans, spans);
+        for (int k = 0; k < d->T; k++)
+          {
+            TachLstmStep st = forward_step (d, dir, k, gates, cells, y);
+            const float *packed = dir_packed;
+
+            /* Every span's h_{t-1} is complete. */
+            if (k > 0)
+              spin_barrier_wait (&barrier, nth, &phase);
+            for (int s = 0; s < spans; s++)
+              {
+                if (s % nth == tid)
+                  span_step (plan, s, spans, packed, plan->span_g + (size_t) d->N * 4
+                                                                    * span_start (H, s, spans),
+                             &st, b, k == 0);
+                packed += span_packed_floats (plan, s, spans);
+              }
+          }
+      }
+  }
 }

@@ -41,6 +41,7 @@
  * Threads: the engine thread.
  */
 #include <string.h>
+#include <time.h>
 
 #include "tach-cpu-lstm-private.h"
 
@@ -60,10 +61,17 @@ tach_cpu_lstm_set_tune_clock (TachCpuTuneClock clock, gpointer data)
   tune_clock_data = data;
 }
 
-static gint64
+/* In µs: the test's clock, or the monotonic clock to the nanosecond (a
+ * frozen generation pass takes a few µs). */
+static double
 now_us (TachCpuGemmMode mode)
 {
-  return tune_clock != NULL ? tune_clock (mode, tune_clock_data) : g_get_monotonic_time ();
+  struct timespec ts;
+
+  if (tune_clock != NULL)
+    return (double) tune_clock (mode, tune_clock_data);
+  clock_gettime (CLOCK_MONOTONIC, &ts);
+  return (double) ts.tv_sec * 1e6 + (double) ts.tv_nsec * 1e-3;
 }
 
 TachCpuGemmMode
@@ -98,17 +106,13 @@ time_pass (TachBackend *be, TachLstmPlan *plan, TachCpuGemmMode mode, float *scr
   size_t nx = plan->rows * (size_t) d->I;
   size_t nw = (size_t) d->dirs * plan->dir_stride;
   size_t ny = plan->rows * (size_t) plan->ldh;
-  gint64 t0;
+  double t0;
 
   plan->gemm_mode = mode;
-  /* Each pass computes every row's input side, as a first call would
-   * (frozen weights: a generation step computes one row, so this is the
-   * pass's upper bound). */
-  tach_cpu_lstm_frozen_forget (plan);
   t0 = now_us (mode);
   tach_cpu_lstm_forward_pass (be, plan, scratch, w != NULL ? w : scratch + nx, scratch + nx + nw,
                               d->training ? scratch + nx + nw + ny : NULL);
-  return (double) (now_us (mode) - t0);
+  return now_us (mode) - t0;
 }
 
 /* Whether the plan may be timed split, and whether it must run split. */
@@ -150,6 +154,12 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
   for (size_t i = 0; i < n_init; i++)
     scratch[i] = (float) (((guint32) i * 2654435761u) >> 8) * (0.1f / 16777216.0f) - 0.05f;
 
+  /* On frozen weights the passes keep the input rows they have seen, as
+   * a generation loop does from one token to the next (all rows but the
+   * newest were the last call's): the first pass computes every row's
+   * input side, the others copy it, and each path counts its fastest
+   * pass, a generation step's.  The rows are forgotten after. */
+  tach_cpu_lstm_frozen_forget (plan);
   for (guint round = 0; round < TUNE_ROUNDS && tach_backend_ok (be); round++)
     for (guint k = 0; k < paths; k++)
       {
@@ -158,6 +168,7 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
         best[which] = MIN (best[which], time_pass (be, plan, modes[which], scratch, w));
       }
   tach_cpu_mem_free (be, scratch);
+  tach_cpu_lstm_frozen_forget (plan);
   if (!tach_backend_ok (be))
     {
       plan->gemm_mode = before;
@@ -193,7 +204,7 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
                    float *y, void *reserve)
 {
   TachCpuLstmTune *t = &plan->tune;
-  gint64 t0;
+  double t0;
   double took;
 
   /* Frozen weights make the serial path another one (packed weights,
@@ -221,7 +232,7 @@ tach_cpu_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const fl
     }
   t0 = now_us (plan->gemm_mode);
   tach_cpu_lstm_forward_pass (be, plan, x, w, y, reserve);
-  took = (double) (now_us (plan->gemm_mode) - t0);
+  took = now_us (plan->gemm_mode) - t0;
   t->slow_calls = took > RECHECK_RATIO * t->estimate_us ? t->slow_calls + 1 : 0;
   if (t->slow_calls < RECHECK_CALLS || !tach_backend_ok (be))
     return;

@@ -119,6 +119,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
   tach_cpu_mem_free (be, plan->memo_slot);
+  tach_cpu_mem_free (be, plan->span_packed);
+  tach_cpu_mem_free (be, plan->span_g);
   g_free (plan);
 }
 
@@ -403,7 +405,10 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
 
   if (plan->gemm_mode == TACH_CPU_GEMM_SPLIT)
     {
-      tach_cpu_lstm_split_forward (be, d, x, w, y, gates, cells);
+      if (tach_cpu_lstm_frozen_wanted (be, plan, w))
+        tach_cpu_lstm_split_frozen_forward (be, plan, x, w, y, gates, cells);
+      else
+        tach_cpu_lstm_split_forward (be, d, x, w, y, gates, cells);
       return;
     }
   if (tach_cpu_lstm_frozen_wanted (be, plan, w))
