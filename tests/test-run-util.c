@@ -70,6 +70,7 @@ test_run_result_free (TestRunResult *result)
   g_clear_pointer (&result->samples, g_array_unref);
   g_clear_pointer (&result->losses, g_array_unref);
   g_clear_pointer (&result->text, g_free);
+  g_clear_pointer (&result->algorithms, g_free);
   g_free (result);
 }
 
@@ -97,6 +98,7 @@ run_valist (TachWorkload workload, GError **error, const char *settings, va_list
   for (guint i = 0; i < r->samples->len; i++)
     g_array_append_val (r->losses, g_array_index (r->samples, TachSample, i).loss);
   r->text = tach_run_dup_text (run);
+  r->algorithms = tach_run_dup_algorithms (run);
   tach_run_get_summary (run, &r->summary);
   return r;
 }

@@ -29,6 +29,7 @@ typedef struct {
   GArray      *samples;  /* TachSample per step, warm-up included */
   GArray      *losses;   /* double per step: the samples' losses */
   char        *text;     /* generated text, or NULL */
+  char        *algorithms; /* what the backend's plans ran (tach_run_dup_algorithms) */
   TachSummary  summary;
 } TestRunResult;
 

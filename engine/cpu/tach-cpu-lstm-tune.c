@@ -87,7 +87,9 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
   g_autofree char *algorithm = NULL;
   const char *path = plan->gemm_mode == TACH_CPU_GEMM_SERIAL
                      ? (plan->tune.frozen ? "serial, frozen weights packed" : "serial GEMM")
-                     : plan->gemm_mode == TACH_CPU_GEMM_SPLIT ? "hidden units split"
+                     : plan->gemm_mode == TACH_CPU_GEMM_SPLIT
+                     ? (plan->tune.frozen ? "hidden units split, frozen weights packed"
+                                          : "hidden units split")
                      : plan->tune.frozen ? "GEMM by size, frozen weights packed"
                      : "GEMM by size";
 
