@@ -23,7 +23,7 @@ enum { LT = 5, LN = 3, LI = 4, LH = 6 };
 
 /* The wide variants give a batch that a backend may split between its
  * threads (the CPU backend does from 32 samples per thread); the "blocks"
- * ones several blocks per thread (the CPU backend's are 64 samples), the
+ * ones several blocks (the CPU backend's are 64 samples or more, by shape), the
  * last one partial. */
 static const LstmVariant variants[] = {
   { "uni batch-major dx",  1, FALSE, TRUE,  0 },

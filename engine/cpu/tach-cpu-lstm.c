@@ -61,11 +61,31 @@
  * per thread: on two threads, the same 64). */
 #define LSTM_SLICE_MIN 64
 
-/* Samples per block of a slice.  W1 (H 40) on the Xeon, one thread: 64
- * and 96 alike, 512 (the whole slice in one block) 10% slower; below 64
- * the per-step products (64 x 160 x 40) fall under TACH_CPU_SMALL_GEMM
- * to the kernels made for generation's few rows, 1.5x slower in all. */
+/* Samples per block of a slice: LSTM_BLOCK, doubled while the block's
+ * gates over all its steps stay within LSTM_BLOCK_BYTES and the batch
+ * keeps two blocks, from the shape alone (the blocks' copies of the
+ * weight gradient are added in block order, so the block sets the bits;
+ * --threads must not).  W1 (H 40, 12.8 KB of gates a sample) on the Xeon,
+ * one thread: 64 and 96 alike, 512 (the whole slice in one block) 10%
+ * slower; below 64 the per-step products (64 x 160 x 40) fall under
+ * TACH_CPU_SMALL_GEMM to the kernels made for generation's few rows, 1.5x
+ * slower in all.  W2's training (H 100, T 4: 6.4 KB a sample) takes 128,
+ * its per-step products twice as tall: on the AMD EPYC of bench/README.md,
+ * two threads, five interleaved pairs, 2-15% faster than 64 (median 5%),
+ * W1 unchanged. */
 #define LSTM_BLOCK 64
+#define LSTM_BLOCK_BYTES (800u << 10)
+
+static int
+block_for (const TachLstmDesc *d)
+{
+  size_t sample = (size_t) d->T * d->dirs * 4 * d->H * sizeof (float);
+  int block = LSTM_BLOCK;
+
+  while ((size_t) 2 * block * sample <= LSTM_BLOCK_BYTES && 4 * block <= d->N)
+    block *= 2;
+  return block;
+}
 
 /* Floats of the weight gradient each thread of the sum of the blocks'
  * copies adds at a time, over every block. */
@@ -162,7 +182,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
 
   plan->sliced = d->N >= LSTM_SLICE_MIN;
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
-  plan->block = plan->sliced ? LSTM_BLOCK : 0;
+  plan->block = plan->sliced ? block_for (d) : 0;
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (d->training && plan->sliced)
