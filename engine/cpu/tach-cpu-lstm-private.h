@@ -33,6 +33,8 @@ struct _TachLstmPlan {
   float *dc;             /* [dirs][N, H] cell-state gradient; training only */
   float *ones;           /* [T*N] ones: the bias gradient as a GEMM; unsliced training */
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
+  float *wx_k;           /* [I, dirs * 4H] every direction's W_x transposed, K-major for
+                          * the forward's input side; sliced */
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
   float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dw_part;        /* [blocks][dirs * dir_stride] each block's weight gradient
