@@ -35,6 +35,8 @@ struct _TachLstmPlan {
   float *wx_both;        /* [2 * 4H, I] both directions' W_x; unsliced, two directions */
   float *wx_k;           /* [I, dirs * 4H] every direction's W_x transposed, K-major for
                           * the forward's input side; sliced */
+  float *wh_k;           /* [dirs][H, 4H] each direction's W_h transposed, for the
+                          * forward's recurrent products; sliced */
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
   float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dw_part;        /* [blocks][dirs * dir_stride] each block's weight gradient

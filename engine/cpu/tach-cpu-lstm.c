@@ -133,6 +133,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->ones);
   tach_cpu_mem_free (be, plan->wx_both);
   tach_cpu_mem_free (be, plan->wx_k);
+  tach_cpu_mem_free (be, plan->wh_k);
   tach_cpu_mem_free (be, plan->dg_block);
   tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
@@ -187,7 +188,10 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (plan->sliced)
-    plan->wx_k = tach_cpu_mem_alloc (be, (size_t) d->I * plan->ldg * sizeof (float));
+    {
+      plan->wx_k = tach_cpu_mem_alloc (be, (size_t) d->I * plan->ldg * sizeof (float));
+      plan->wh_k = tach_cpu_mem_alloc (be, (size_t) d->dirs * d->H * plan->G * sizeof (float));
+    }
   if (d->training && plan->sliced)
     {
       int th = (int) MAX (be->threads, 1);
@@ -317,27 +321,38 @@ block_input_gemm (const LstmPass *pass, const float *wx, int b0, int nb)
   return dnnl_success;
 }
 
-/* Every direction's W_x transposed into plan->wx_k, [I, dirs * 4H]: the
- * forward's input side x W_x^T reads it as a K-major B ('N', 'N'), which
- * dnnl_sgemm runs 7% faster than W_x itself as B^T ('N', 'T') at W1's
- * block (640 x 320 x 300, one thread on the AMD EPYC of bench/README.md:
- * 108.8 against 115.3-116.8 GFLOP/s).  By tiles of 16 x 16, so that both
- * sides move whole lines. */
+/* @rows x @cols of @src (@lds apart) transposed into @dst (@ldd apart), by
+ * tiles of 16 x 16 so that both sides move whole lines. */
 static void
-pack_wx_k (TachLstmPlan *plan, const float *w)
+transpose (size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd)
 {
-  const size_t I = (size_t) plan->desc.I, G = (size_t) plan->G, ldg = (size_t) plan->ldg;
+  for (size_t r0 = 0; r0 < rows; r0 += 16)
+    for (size_t c0 = 0; c0 < cols; c0 += 16)
+      for (size_t r = r0; r < MIN (r0 + 16, rows); r++)
+        for (size_t c = c0; c < MIN (c0 + 16, cols); c++)
+          dst[c * ldd + r] = src[r * lds + c];
+}
+
+/* The weights of a sliced forward, K-major: every direction's W_x into
+ * plan->wx_k [I, dirs * 4H] and each one's W_h into plan->wh_k [H, 4H],
+ * so that the input side and the recurrent products read B untransposed
+ * ('N', 'N'), which dnnl_sgemm runs 4-7% faster than the weights' own
+ * rows as B^T ('N', 'T') at these sizes (one thread on the AMD EPYC of
+ * bench/README.md: W1's block input side 640 x 320 x 300, 108.8 against
+ * 115.3-116.8 GFLOP/s; its recurrent 64 x 160 x 40, 98.2 against 104.9;
+ * W2's 128 x 400 x 100, 105.8-109.9 against 109.9-113.7).  Copied per
+ * pass: 0.5 MB for W1. */
+static void
+pack_k (TachLstmPlan *plan, const float *w)
+{
+  const size_t I = (size_t) plan->desc.I, H = (size_t) plan->desc.H, G = (size_t) plan->G;
 
   for (int dir = 0; dir < plan->desc.dirs; dir++)
     {
       const float *wx = w + dir * plan->dir_stride;
-      float *out = plan->wx_k + (size_t) dir * G;
 
-      for (size_t g0 = 0; g0 < G; g0 += 16)
-        for (size_t p0 = 0; p0 < I; p0 += 16)
-          for (size_t g = g0; g < MIN (g0 + 16, G); g++)
-            for (size_t p = p0; p < MIN (p0 + 16, I); p++)
-              out[p * ldg + g] = wx[g * I + p];
+      transpose (G, I, wx, I, plan->wx_k + (size_t) dir * G, (size_t) plan->ldg);
+      transpose (G, H, wx + G * I, H, plan->wh_k + (size_t) dir * H * G, G);
     }
 }
 
@@ -362,8 +377,8 @@ forward_slice (const LstmPass *pass, int n0, int n1)
         return st;
       for (int dir = 0; dir < d->dirs; dir++)
         {
-          const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * I;
-          const float *b = wh + (size_t) G * H;
+          const float *wh_k = plan->wh_k + (size_t) dir * H * G;
+          const float *b = pass->w + dir * plan->dir_stride + (size_t) G * (I + H);
 
           for (int k = 0; k < d->T; k++)
             {
@@ -377,8 +392,8 @@ forward_slice (const LstmPass *pass, int n0, int n1)
 
               if (k > 0)
                 {
-                  st = tach_cpu_sgemm_local (FALSE, TRUE, nb, G, H, 1.0f, h_p, sr * ldh, wh, H,
-                                             1.0f, g_t, sr * ldg);
+                  st = tach_cpu_sgemm_local (FALSE, FALSE, nb, G, H, 1.0f, h_p, sr * ldh, wh_k,
+                                             G, 1.0f, g_t, sr * ldg);
                   if (st != dnnl_success)
                     return st;
                 }
@@ -465,7 +480,7 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
     {
       LstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
 
-      pack_wx_k (plan, w);
+      pack_k (plan, w);
       run_slices (be, &pass, forward_slice);
       return;
     }
