@@ -1,6 +1,7 @@
 /* tach-cpu-lstm-private.h: the CPU LSTM plan, shared by the fused op
- * (tach-cpu-lstm.c), its tuner (tach-cpu-lstm-tune.c) and its split
- * inference pass (tach-cpu-lstm-split.c). */
+ * (tach-cpu-lstm.c forward, tach-cpu-lstm-bwd.c backward), its tuner
+ * (tach-cpu-lstm-tune.c) and its split inference pass
+ * (tach-cpu-lstm-split.c). */
 #pragma once
 
 #include "tach-cpu-private.h"
@@ -131,6 +132,74 @@ tach_cpu_lstm_forward_small (const TachLstmDesc *d)
                                   (size_t) d->I)
          && tach_cpu_sgemm_is_small ((size_t) d->N, (size_t) 4 * d->H, (size_t) d->H);
 }
+
+/* ------------------------------ the fused op, forward (tach-cpu-lstm.c) and
+ * backward (tach-cpu-lstm-bwd.c) */
+
+/* The blocks of a sliced plan's batch. */
+static inline int
+tach_cpu_lstm_blocks (const TachLstmPlan *plan)
+{
+  return plan->block > 0 ? (plan->desc.N + plan->block - 1) / plan->block : 0;
+}
+
+/* Rows of one time step lie T rows apart batch-major (12.8 KB of gates
+ * for W1), too far apart for the hardware prefetchers, and the pointwise
+ * passes stall on every row's first load: each pass asks for the rows a
+ * few samples ahead, and backward also for the gate-gradient rows it is
+ * about to write (W1 on two cores: 2 ahead beat 4 and 8). */
+#define TACH_CPU_LSTM_PREFETCH_AHEAD 2
+
+static inline void
+tach_cpu_lstm_prefetch (const void *p, size_t bytes, gboolean write)
+{
+  const char *c = p;
+
+  if (write)
+    for (size_t o = 0; o < bytes; o += 64)
+      __builtin_prefetch (c + o, 1, 3);
+  else
+    for (size_t o = 0; o < bytes; o += 64)
+      __builtin_prefetch (c + o, 0, 3);
+}
+
+/* The plain passes' products: the small ones on the small kernels, the
+ * others on dnnl_sgemm on this thread alone, as a sliced pass runs its
+ * blocks' (tach_cpu_sgemm_local).  On the pool, dnnl_sgemm's bits depend
+ * on its thread count for some of the LSTM's shapes (1 x 400 x 1024, the
+ * bias gradient of 256 four-step samples, at 1 and 2 threads; with AVX2
+ * also 42 x 50 x 280 and 280 x 50 x 42): --threads would change results. */
+static inline gboolean
+tach_cpu_lstm_sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k,
+                     float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                     float beta, float *c, size_t ldc)
+{
+  return tach_cpu_sgemm_mode (be, TACH_CPU_GEMM_SERIAL, ta == 'T', tb == 'T', m, n, k, alpha, a,
+                              lda, b, ldb, beta, c, ldc);
+}
+
+/* What the slices of one pass share (all borrowed). */
+typedef struct {
+  const TachLstmPlan *plan;
+  const float        *x;
+  const float        *w;
+  const float        *y;
+  const float        *dy;
+  float              *h;        /* forward: y, written */
+  float              *gates;    /* forward: written; backward: read */
+  float              *cells;
+  float              *dx;       /* backward: written when the plan needs dx */
+  float              *dw;       /* backward: the first thread's weight gradient */
+} TachLstmPass;
+
+typedef dnnl_status_t (*TachLstmSliceFunc) (const TachLstmPass *pass, int n0, int n1);
+
+/* Runs @func on slices of the batch, one per thread of the pool
+ * (tach-cpu-lstm.c); FALSE with the error set when a slice failed. */
+gboolean tach_cpu_lstm_run_slices (TachBackend *be, const TachLstmPass *pass,
+                                   TachLstmSliceFunc func);
+/* Both directions' W_x side by side in plan->wx_both. */
+void     tach_cpu_lstm_pack_wx_both (TachLstmPlan *plan, const float *w);
 
 /* Inference of at most this many streams may split its hidden units
  * between the threads. */

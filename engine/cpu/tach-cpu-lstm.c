@@ -44,6 +44,8 @@
  * [T*N, dirs*4H] and the cell states [T*N, dirs*H].  The pointwise math
  * of one row is in tach-cpu-lstm-rows.c.
  *
+ * The backward pass is in tach-cpu-lstm-bwd.c.
+ *
  * Threads: the engine thread; the loops run on the backend's OpenMP pool.
  */
 #include <math.h>
@@ -53,7 +55,6 @@
 
 #include "tach-cpu-lstm-private.h"
 #include "tach-error-private.h"
-
 
 /* Batches of at least this many samples run in slices, whatever the
  * number of threads: sliced and plain passes sum the weight gradient in
@@ -85,38 +86,6 @@ block_for (const TachLstmDesc *d)
   while ((size_t) 2 * block * sample <= LSTM_BLOCK_BYTES && 4 * block <= d->N)
     block *= 2;
   return block;
-}
-
-/* Floats of the weight gradient each thread of the sum of the blocks'
- * copies adds at a time, over every block. */
-#define LSTM_SUM_SPAN 4096
-
-
-/* The blocks of a sliced plan's batch. */
-static inline int
-blocks_of (const TachLstmPlan *plan)
-{
-  return plan->block > 0 ? (plan->desc.N + plan->block - 1) / plan->block : 0;
-}
-
-/* Rows of one time step lie T rows apart batch-major (12.8 KB of gates
- * for W1), too far apart for the hardware prefetchers, and the pointwise
- * passes stall on every row's first load: each pass asks for the rows a
- * few samples ahead, and backward also for the gate-gradient rows it is
- * about to write (W1 on two cores: 2 ahead beat 4 and 8). */
-#define LSTM_PREFETCH_AHEAD 2
-
-static inline void
-prefetch_span (const void *p, size_t bytes, gboolean write)
-{
-  const char *c = p;
-
-  if (write)
-    for (size_t o = 0; o < bytes; o += 64)
-      __builtin_prefetch (c + o, 1, 3);
-  else
-    for (size_t o = 0; o < bytes; o += 64)
-      __builtin_prefetch (c + o, 0, 3);
 }
 
 /* ------------------------------------------------------------- planning */
@@ -200,7 +169,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
                                                  * sizeof (float));
       plan->hprev_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldh
                                                     * sizeof (float));
-      plan->dw_part = tach_cpu_mem_alloc (be, (size_t) blocks_of (plan) * d->dirs
+      plan->dw_part = tach_cpu_mem_alloc (be, (size_t) tach_cpu_lstm_blocks (plan) * d->dirs
                                                 * plan->dir_stride * sizeof (float));
     }
   if (!d->training)
@@ -235,46 +204,16 @@ tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 
 /* ------------------------------------------------------------ execution */
 
-/* The plain passes' products: the small ones on the small kernels, the
- * others on dnnl_sgemm on this thread alone, as a sliced pass runs its
- * blocks' (tach_cpu_sgemm_local).  On the pool, dnnl_sgemm's bits depend
- * on its thread count for some of the LSTM's shapes (1 x 400 x 1024, the
- * bias gradient of 256 four-step samples, at 1 and 2 threads; with AVX2
- * also 42 x 50 x 280 and 280 x 50 x 42): --threads would change results. */
-static inline gboolean
-sgemm (TachBackend *be, char ta, char tb, size_t m, size_t n, size_t k, float alpha,
-       const float *a, size_t lda, const float *b, size_t ldb, float beta, float *c,
-       size_t ldc)
-{
-  return tach_cpu_sgemm_mode (be, TACH_CPU_GEMM_SERIAL, ta == 'T', tb == 'T', m, n, k, alpha, a,
-                              lda, b, ldb, beta, c, ldc);
-}
-
-/* What the slices of one pass share (all borrowed). */
-typedef struct {
-  const TachLstmPlan *plan;
-  const float        *x;
-  const float        *w;
-  const float        *y;
-  const float        *dy;
-  float              *h;        /* forward: y, written */
-  float              *gates;    /* forward: written; backward: read */
-  float              *cells;
-  float              *dx;       /* backward: written when the plan needs dx */
-  float              *dw;       /* backward: the first thread's weight gradient */
-} LstmPass;
-
-typedef dnnl_status_t (*LstmSliceFunc) (const LstmPass *pass, int n0, int n1);
-
 /* Runs @func on slices of the batch, one per thread of the pool (at most
  * be->threads, every one called, an empty slice too): whole blocks of
  * plan->block samples, the same blocks whatever the number of threads, so
  * that it changes no result.  Only the engine thread records errors, so
  * the threads hand back a status. */
-static gboolean
-run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func)
+gboolean
+tach_cpu_lstm_run_slices (TachBackend *be, const TachLstmPass *pass, TachLstmSliceFunc func)
 {
-  int N = pass->plan->desc.N, block = pass->plan->block, blocks = blocks_of (pass->plan);
+  int N = pass->plan->desc.N, block = pass->plan->block;
+  int blocks = tach_cpu_lstm_blocks (pass->plan);
   dnnl_status_t status = dnnl_success;
 
 #pragma omp parallel num_threads (MAX (be->threads, 1))
@@ -299,7 +238,7 @@ run_slices (TachBackend *be, const LstmPass *pass, LstmSliceFunc func)
  * input GEMM, both directions at once, into the block's gates.  Batch-major
  * they are one run of nb * T rows; time-major, one run of nb rows per step. */
 static dnnl_status_t
-block_input_gemm (const LstmPass *pass, const float *wx, int b0, int nb)
+block_input_gemm (const TachLstmPass *pass, const float *wx, int b0, int nb)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
@@ -362,7 +301,7 @@ pack_k (TachLstmPlan *plan, const float *w)
  * directions), then per direction and step the recurrent h_{t-1} W_h^T
  * added to it and the pointwise pass. */
 static dnnl_status_t
-forward_slice (const LstmPass *pass, int n0, int n1)
+forward_slice (const TachLstmPass *pass, int n0, int n1)
 {
   const TachLstmPlan *plan = pass->plan;
   const TachLstmDesc *d = &plan->desc;
@@ -399,13 +338,13 @@ forward_slice (const LstmPass *pass, int n0, int n1)
                 }
               for (int n = 0; n < nb; n++)
                 {
-                  if (n + LSTM_PREFETCH_AHEAD < nb)
+                  if (n + TACH_CPU_LSTM_PREFETCH_AHEAD < nb)
                     {
-                      size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
+                      size_t a = (size_t) (n + TACH_CPU_LSTM_PREFETCH_AHEAD) * sr;
 
-                      prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
+                      tach_cpu_lstm_prefetch (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
                       if (k > 0)
-                        prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
+                        tach_cpu_lstm_prefetch (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
                     }
                   tach_cpu_lstm_row_forward (H, g_t + n * sr * ldg, b,
                                            k > 0 ? c_p + n * sr * ldh : NULL, c_t + n * sr * ldh,
@@ -420,8 +359,8 @@ forward_slice (const LstmPass *pass, int n0, int n1)
 /* The input side of every time step and direction: one GEMM, the two
  * directions' W_x packed side by side (96 K floats for W1, copied once per
  * pass) so that their gates come out of the same product. */
-static void
-pack_wx_both (TachLstmPlan *plan, const float *w)
+void
+tach_cpu_lstm_pack_wx_both (TachLstmPlan *plan, const float *w)
 {
   size_t gi = (size_t) plan->G * plan->desc.I;
 
@@ -435,11 +374,11 @@ input_gemm (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
   const TachLstmDesc *d = &plan->desc;
 
   if (d->dirs == 1)
-    return sgemm (be, 'N', 'T', plan->rows, plan->G, d->I, 1.0f, x, d->I, w, d->I, 0.0f,
-                  gates, plan->ldg);
-  pack_wx_both (plan, w);
-  return sgemm (be, 'N', 'T', plan->rows, plan->ldg, d->I, 1.0f, x, d->I, plan->wx_both, d->I,
-                0.0f, gates, plan->ldg);
+    return tach_cpu_lstm_sgemm (be, 'N', 'T', plan->rows, plan->G, d->I, 1.0f, x, d->I, w, d->I,
+                                0.0f, gates, plan->ldg);
+  tach_cpu_lstm_pack_wx_both (plan, w);
+  return tach_cpu_lstm_sgemm (be, 'N', 'T', plan->rows, plan->ldg, d->I, 1.0f, x, d->I,
+                              plan->wx_both, d->I, 0.0f, gates, plan->ldg);
 }
 
 void
@@ -478,10 +417,10 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
     }
   if (plan->sliced)
     {
-      LstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
+      TachLstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
 
       pack_k (plan, w);
-      run_slices (be, &pass, forward_slice);
+      tach_cpu_lstm_run_slices (be, &pass, forward_slice);
       return;
     }
   if (!input_gemm (be, plan, x, w, gates))
@@ -498,8 +437,8 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
           float *g_t = s.g, *c_t = s.c, *h_t = s.h;
           const float *c_p = s.c_prev, *h_p = s.h_prev;
 
-          if (k > 0 && !sgemm (be, 'N', 'T', N, G, H, 1.0f, h_p, sr * ldh, wh, H, 1.0f,
-                               g_t, sr * ldg))
+          if (k > 0 && !tach_cpu_lstm_sgemm (be, 'N', 'T', N, G, H, 1.0f, h_p, sr * ldh, wh, H,
+                                             1.0f, g_t, sr * ldg))
             return;
           /* A region with a false if clause still costs a call into the
            * OpenMP runtime: small batches loop here instead. */
@@ -517,323 +456,5 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
                                          k > 0 ? c_p + n * sr * ldh : NULL, c_t + n * sr * ldh,
                                          h_t + n * sr * ldh);
         }
-    }
-}
-
-/* A block's copy of the weight gradient (in plan->dw_part), laid out for
- * its products: dW_x of both directions as one [dirs * 4H, I] matrix,
- * then per direction dW_h [4H, H] and the bias gradient [4H]; this is
- * direction @dir's dW_h. */
-static inline float *
-part_dwh (const TachLstmPlan *plan, float *part, int dir)
-{
-  const TachLstmDesc *d = &plan->desc;
-
-  return part + (size_t) d->dirs * plan->G * d->I + (size_t) dir * plan->G * (d->H + 1);
-}
-
-/* dw: the blocks' copies added in block order, into dw's layout: each
- * element's sum is the same whatever thread computed which block. */
-static void
-sum_parts (const TachLstmPlan *plan, float *dw)
-{
-  const TachLstmDesc *d = &plan->desc;
-  size_t nw = (size_t) d->dirs * plan->dir_stride, gi = (size_t) plan->G * d->I;
-  int blocks = blocks_of (plan);
-
-#pragma omp parallel for collapse (2) if (nw * (size_t) blocks >= TACH_CPU_PARALLEL_MIN)
-  for (int seg = 0; seg < 2 * d->dirs; seg++)
-    for (size_t i0 = 0; i0 < plan->dir_stride; i0 += LSTM_SUM_SPAN)
-      {
-        int dir = seg / 2;
-        /* W_x, then W_h and the bias. */
-        size_t len = seg % 2 == 0 ? gi : plan->dir_stride - gi;
-        size_t from = seg % 2 == 0 ? dir * gi
-                                   : (size_t) (part_dwh (plan, plan->dw_part, dir) - plan->dw_part);
-        float *out = dw + dir * plan->dir_stride + (seg % 2 == 0 ? 0 : gi);
-        const float *first = plan->dw_part + from;
-        size_t i1 = MIN (i0 + LSTM_SUM_SPAN, len);
-
-        if (i0 >= len)
-          continue;
-#pragma omp simd
-        for (size_t i = i0; i < i1; i++)
-          out[i] = first[i];
-        for (int blk = 1; blk < blocks; blk++)
-          {
-            const float *p = first + (size_t) blk * nw;
-
-#pragma omp simd
-            for (size_t i = i0; i < i1; i++)
-              out[i] += p[i];
-          }
-      }
-}
-
-/* Every time step of samples [n0, n1) in every direction, backward, on
- * this thread, in blocks of plan->block samples.  Per direction and step
- * the pointwise pass writes the step's gate gradients into the block's
- * rows of this thread's dG block ([nb * T, dirs * 4H], the rows in the
- * data's order) and adds them to the bias gradient; dh_{t-1} = dG_t W_h
- * follows while they are in cache.  After both directions, dW_x = dG^T X
- * over the block's steps and both directions in one GEMM, dx = dG W_x in
- * one, and dW_h = dG^T H_prev in one per direction.  The weight gradient
- * goes to the block's copy in plan->dw_part, laid out for these products
- * (part_dwh), which lstm_bwd adds up in block order. */
-static dnnl_status_t
-backward_slice (const LstmPass *pass, int n0, int n1)
-{
-  const TachLstmPlan *plan = pass->plan;
-  const TachLstmDesc *d = &plan->desc;
-  int N = d->N, H = d->H, I = d->I, G = plan->G;
-  size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
-  int tid = omp_get_thread_num ();
-  float *dg = plan->dg_block + (size_t) tid * plan->block * d->T * ldg;
-  float *hprev = plan->hprev_block + (size_t) tid * plan->block * d->T * ldh;
-  const float *wx_all = d->dirs == 2 ? plan->wx_both : pass->w;
-  dnnl_status_t st = dnnl_success;
-
-  for (int b0 = n0; b0 < n1; b0 += plan->block)
-    {
-      int nb = MIN (plan->block, n1 - b0);
-      float *part = plan->dw_part + (size_t) (b0 / plan->block) * d->dirs * plan->dir_stride;
-
-      for (int dir = 0; dir < d->dirs; dir++)
-        memset (part_dwh (plan, part, dir) + (size_t) G * H, 0, (size_t) G * sizeof (float));
-
-      for (int dir = 0; dir < d->dirs; dir++)
-        {
-          const float *wh = pass->w + dir * plan->dir_stride + (size_t) G * I;
-          float *db = part_dwh (plan, part, dir) + (size_t) G * H;
-          float *dh = plan->dh + ((size_t) dir * N + b0) * H;
-          float *dc = plan->dc + ((size_t) dir * N + b0) * H;
-
-          for (int k = d->T - 1; k >= 0; k--)
-            {
-              int t = time_at (d, dir, k);
-              int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-              const float *g_t = pass->gates + row_of (d, t, b0) * ldg + dir * G;
-              const float *c_t = pass->cells + row_of (d, t, b0) * ldh + dir * H;
-              const float *c_p = pass->cells + row_of (d, tp, b0) * ldh + dir * H;
-              const float *dy_t = pass->dy + row_of (d, t, b0) * ldh + dir * H;
-              /* The block's rows in the data's order: n * T + t or t * nb + n. */
-              float *dg_t = dg + (d->time_major ? (size_t) t * nb : (size_t) t) * ldg + dir * G;
-              gboolean last = k == d->T - 1;
-
-              for (int n = 0; n < nb; n++)
-                {
-                  if (n + LSTM_PREFETCH_AHEAD < nb)
-                    {
-                      size_t a = (size_t) (n + LSTM_PREFETCH_AHEAD) * sr;
-
-                      prefetch_span (g_t + a * ldg, (size_t) G * sizeof (float), FALSE);
-                      prefetch_span (c_t + a * ldh, (size_t) H * sizeof (float), FALSE);
-                      prefetch_span (dy_t + a * ldh, (size_t) H * sizeof (float), FALSE);
-                      if (k > 0)
-                        prefetch_span (c_p + a * ldh, (size_t) H * sizeof (float), FALSE);
-                    }
-                  tach_cpu_lstm_row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
-                                k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
-                                last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                                dg_t + n * sr * ldg, db);
-                }
-              if (k == 0)
-                break;
-              /* dh_{t-1} = dG_t W_h. */
-              st = tach_cpu_sgemm_local (FALSE, FALSE, nb, H, G, 1.0f, dg_t, sr * ldg, wh, H,
-                                         0.0f, dh, H);
-              if (st != dnnl_success)
-                return st;
-            }
-        }
-      /* dW_x += dG^T X and dx = dG W_x over the block, both directions. */
-      for (int t = 0; t < (d->time_major ? d->T : 1); t++)
-        {
-          size_t rows = d->time_major ? (size_t) nb : (size_t) nb * d->T;
-          const float *dg_r = dg + (d->time_major ? (size_t) t * nb * ldg : 0);
-          size_t xr = row_of (d, t, b0) * I;
-
-          st = tach_cpu_sgemm_local (TRUE, FALSE, ldg, I, rows, 1.0f, dg_r, ldg, pass->x + xr, I,
-                                     t == 0 ? 0.0f : 1.0f, part, I);
-          if (st == dnnl_success && d->need_dx)
-            st = tach_cpu_sgemm_local (FALSE, FALSE, rows, I, ldg, 1.0f, dg_r, ldg, wx_all, I,
-                                       0.0f, pass->dx + xr, I);
-          if (st != dnnl_success)
-            return st;
-        }
-      /* dW_h += dG^T H_prev per direction over the block: H_prev holds, in
-       * the block's row order, each step's h_{t-1} (dir 0) or h_{t+1}
-       * (dir 1), zero where there is none. */
-      for (int t = 0; t < d->T; t++)
-        for (int dir = 0; dir < d->dirs; dir++)
-          {
-            int ts = dir == 0 ? t - 1 : t + 1;
-
-            for (int n = 0; n < nb; n++)
-              {
-                float *dst = hprev + (d->time_major ? (size_t) t * nb + n
-                                                    : (size_t) n * d->T + t) * ldh + dir * H;
-
-                if (ts < 0 || ts >= d->T)
-                  memset (dst, 0, (size_t) H * sizeof (float));
-                else
-                  memcpy (dst, pass->y + row_of (d, ts, b0 + n) * ldh + dir * H,
-                          (size_t) H * sizeof (float));
-              }
-          }
-      for (int dir = 0; dir < d->dirs; dir++)
-        {
-          st = tach_cpu_sgemm_local (TRUE, FALSE, G, H, (size_t) nb * d->T, 1.0f, dg + dir * G,
-                                     ldg, hprev + dir * H, ldh, 0.0f, part_dwh (plan, part, dir),
-                                     H);
-          if (st != dnnl_success)
-            return st;
-        }
-    }
-  return dnnl_success;
-}
-
-/* The per-step part of backward, step by step over the whole batch (small
- * batches): gate gradients, the recurrent dh and, batch-major, dW_h. */
-static gboolean
-backward_steps (TachBackend *be, TachLstmPlan *plan, const float *w, const float *y,
-                const float *dy, const float *gates, const float *cells, float *dw)
-{
-  const TachLstmDesc *d = &plan->desc;
-  int N = d->N, H = d->H, I = d->I, G = plan->G;
-  size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
-  gboolean parallel = (size_t) N * H >= TACH_CPU_PARALLEL_MIN / 4;
-
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      const float *wh = w + dir * plan->dir_stride + (size_t) G * I;
-      float *dwh = dw + dir * plan->dir_stride + (size_t) G * I;
-      float *dh = plan->dh + (size_t) dir * N * H;
-      float *dc = plan->dc + (size_t) dir * N * H;
-
-      /* Batch-major, the recurrent weight gradient is summed step by step
-       * below; time-major, it is one GEMM after the loop. */
-      if (!d->time_major || d->T == 1)
-        memset (dwh, 0, (size_t) G * H * sizeof (float));
-
-      for (int k = d->T - 1; k >= 0; k--)
-        {
-          int t = time_at (d, dir, k);
-          int tp = k > 0 ? time_at (d, dir, k - 1) : t;
-          const float *g_t = gates + row_of (d, t, 0) * ldg + dir * G;
-          const float *c_t = cells + row_of (d, t, 0) * ldh + dir * H;
-          const float *c_p = cells + row_of (d, tp, 0) * ldh + dir * H;
-          const float *dy_t = dy + row_of (d, t, 0) * ldh + dir * H;
-          float *dg_t = plan->dgates + row_of (d, t, 0) * ldg + dir * G;
-          gboolean last = k == d->T - 1;
-
-#pragma omp parallel for if (parallel)
-          for (int n = 0; n < N; n++)
-            tach_cpu_lstm_row_backward (H, g_t + n * sr * ldg, c_t + n * sr * ldh,
-                          k > 0 ? c_p + n * sr * ldh : NULL, dy_t + n * sr * ldh,
-                          last ? NULL : dh + (size_t) n * H, dc + (size_t) n * H, !last,
-                          dg_t + n * sr * ldg, NULL);
-          if (k == 0)
-            break;
-          /* dh_{t-1} = dG_t W_h, and (batch-major) dW_h += dG_t^T h_{t-1}. */
-          if (!sgemm (be, 'N', 'N', N, H, G, 1.0f, dg_t, sr * ldg, wh, H, 0.0f, dh, H))
-            return FALSE;
-          if (!d->time_major
-              && !sgemm (be, 'T', 'N', G, H, N, 1.0f, dg_t, sr * ldg,
-                         y + row_of (d, tp, 0) * ldh + dir * H, sr * ldh, 1.0f, dwh, H))
-            return FALSE;
-        }
-
-      /* Time-major, h_{t-1} of every step but the first is one block of
-       * rows shifted by one step (N rows) from the gate gradients. */
-      if (d->time_major && d->T > 1)
-        {
-          const float *dg_from = plan->dgates + (dir == 0 ? (size_t) N * ldg : 0) + dir * G;
-          const float *h_from = y + (dir == 0 ? 0 : (size_t) N * ldh) + dir * H;
-
-          if (!sgemm (be, 'T', 'N', G, H, (size_t) (d->T - 1) * N, 1.0f, dg_from, ldg,
-                      h_from, ldh, 0.0f, dwh, H))
-            return FALSE;
-        }
-    }
-  return TRUE;
-}
-
-void
-tach_cpu_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
-                   const float *y, const float *dy, void *reserve, float *dx, float *dw)
-{
-  const TachLstmDesc *d = &plan->desc;
-  int H = d->H, I = d->I, G = plan->G;
-  size_t ldg = plan->ldg;
-  const float *gates = reserve;
-  const float *cells;
-
-  tach_cpu_bind_threads (be);
-  if (!d->training)
-    {
-      tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
-                         _("LSTM backward needs a plan made for training: set training in the TachLstmDesc"));
-      return;
-    }
-  if (d->need_dx && dx == NULL)
-    {
-      tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
-                         _("LSTM backward was planned with need_dx but given no dx buffer"));
-      return;
-    }
-  if (reserve == NULL)
-    {
-      tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
-                         _("LSTM backward needs the reserve space its forward filled"));
-      return;
-    }
-  cells = gates + plan->rows * ldg;
-
-  if (plan->sliced)
-    {
-      LstmPass pass = { .plan = plan, .x = x, .w = w, .y = y, .dy = dy,
-                        .gates = (float *) gates, .cells = (float *) cells, .dx = dx,
-                        .dw = dw };
-      if (d->dirs == 2)
-        pack_wx_both (plan, w);
-
-      if (run_slices (be, &pass, backward_slice))
-        sum_parts (plan, dw);
-      return;
-    }
-  if (!backward_steps (be, plan, w, y, dy, gates, cells, dw))
-    return;
-
-  /* dW_x = dG^T X over all time steps, both directions in one GEMM (into
-   * wx_both, then to each direction's block): one product of 2 * 4H rows
-   * runs about a fifth faster than two of 4H (W1 on two cores). */
-  if (d->dirs == 2)
-    {
-      size_t gi = (size_t) G * I;
-
-      if (!sgemm (be, 'T', 'N', 2 * G, I, plan->rows, 1.0f, plan->dgates, ldg, x, I, 0.0f,
-                  plan->wx_both, I))
-        return;
-      for (int dir = 0; dir < 2; dir++)
-        memcpy (dw + dir * plan->dir_stride, plan->wx_both + dir * gi, gi * sizeof (float));
-    }
-  else if (!sgemm (be, 'T', 'N', G, I, plan->rows, 1.0f, plan->dgates, ldg, x, I, 0.0f, dw, I))
-    return;
-
-  for (int dir = 0; dir < d->dirs; dir++)
-    {
-      float *dwx = dw + dir * plan->dir_stride;
-      float *db = dwx + (size_t) G * (I + H);
-      const float *dg = plan->dgates + dir * G;
-
-      /* db = 1^T dG in one product (dW_h is summed in backward_steps). */
-      if (!sgemm (be, 'N', 'N', 1, G, plan->rows, 1.0f, plan->ones, plan->rows, dg, ldg, 0.0f,
-                  db, G))
-        return;
-      if (d->need_dx
-          && !sgemm (be, 'N', 'N', plan->rows, I, G, 1.0f, dg, ldg, w + dir * plan->dir_stride,
-                     I, dir == 0 ? 0.0f : 1.0f, dx, I))
-        return;
     }
 }
