@@ -128,9 +128,14 @@ test_plain (void)
   g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_CONV);
   g_assert_true (tach_cuda_parse_plain ("all", &plain, NULL));
   g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_SAMPLER | TACH_CUDA_LEAN_CONV
-                                | TACH_CUDA_LEAN_CONV_FUSE);
+                                | TACH_CUDA_LEAN_CONV_FUSE | TACH_CUDA_LEAN_WGRAD);
   g_assert_true (tach_cuda_parse_plain ("conv-fuse", &plain, NULL));
   g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_CONV_FUSE);
+  /* "persist" is named alone: "all" is the step before the lean paths. */
+  g_assert_true (tach_cuda_parse_plain ("all,persist", &plain, NULL));
+  g_assert_cmpuint (plain, ==, TACH_CUDA_LEAN_WSPACE | TACH_CUDA_LEAN_SAMPLER | TACH_CUDA_LEAN_CONV
+                                | TACH_CUDA_LEAN_CONV_FUSE | TACH_CUDA_LEAN_WGRAD
+                                | TACH_CUDA_LEAN_PERSIST);
   plain = 7;
   g_assert_false (tach_cuda_parse_plain ("sampler,fast", &plain, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);

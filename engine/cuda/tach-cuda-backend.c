@@ -653,11 +653,13 @@ pin_math_mode (TachBackend *be, TachPrecision precision)
 gboolean
 tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
 {
-  static const struct { const char *name; guint bit; } names[] = {
-    { "wspace", TACH_CUDA_LEAN_WSPACE },
-    { "sampler", TACH_CUDA_LEAN_SAMPLER },
-    { "conv", TACH_CUDA_LEAN_CONV },
-    { "conv-fuse", TACH_CUDA_LEAN_CONV_FUSE },
+  static const struct { const char *name; guint bit; gboolean in_all; } names[] = {
+    { "wspace", TACH_CUDA_LEAN_WSPACE, TRUE },
+    { "sampler", TACH_CUDA_LEAN_SAMPLER, TRUE },
+    { "conv", TACH_CUDA_LEAN_CONV, TRUE },
+    { "conv-fuse", TACH_CUDA_LEAN_CONV_FUSE, TRUE },
+    { "wgrad", TACH_CUDA_LEAN_WGRAD, TRUE },
+    { "persist", TACH_CUDA_LEAN_PERSIST, FALSE },
   };
   g_auto (GStrv) parts = g_strsplit (spec != NULL ? spec : "", ",", -1);
   guint bits = 0;
@@ -670,7 +672,7 @@ tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
       if (*name == '\0')
         continue;
       for (guint j = 0; j < G_N_ELEMENTS (names); j++)
-        if (g_str_equal (name, names[j].name) || g_str_equal (name, "all"))
+        if (g_str_equal (name, names[j].name) || (names[j].in_all && g_str_equal (name, "all")))
           {
             bits |= names[j].bit;
             known = TRUE;
@@ -679,7 +681,7 @@ tach_cuda_parse_plain (const char *spec, guint *plain, GError **error)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                        _("TACH_CUDA_PLAIN names an unknown path \"%s\": use wspace, sampler, "
-                         "conv, conv-fuse or all, separated by commas, or unset it"), name);
+                         "conv, conv-fuse, wgrad, persist or all, separated by commas, or unset it"), name);
           return FALSE;
         }
     }

@@ -95,3 +95,43 @@ tach_cuda_launch_conv_pool_bwd (cudaStream_t stream, const float *dy, const int3
     (dy, idx, dact, partial, h, w);
   return cudaGetLastError ();
 }
+
+/* col[(c, r, s)][(n, y, x)] = x[n][c][y + r - pad_h][x + s - pad_w], zero
+ * outside the image: a stride-1 cross-correlation's patches, tap by tap,
+ * one thread per element of col (neighbouring threads read neighbouring
+ * pixels and write neighbouring floats). */
+__global__ void
+im2col_kernel (const float *x, float *col, size_t total, int c, int h, int w, int r, int s,
+               int pad_h, int pad_w, int oh, int ow, size_t rows)
+{
+  for (size_t e = (size_t) blockIdx.x * blockDim.x + threadIdx.x; e < total;
+       e += (size_t) blockDim.x * gridDim.x)
+    {
+      int q = (int) (e / rows);
+      size_t row = e % rows;
+      int ox = (int) (row % ow), oy = (int) ((row / ow) % oh);
+      size_t n = row / ((size_t) oh * ow);
+      int ci = q / (r * s), ry = (q / s) % r, sx = q % s;
+      int iy = oy + ry - pad_h, ix = ox + sx - pad_w;
+
+      col[e] = iy >= 0 && iy < h && ix >= 0 && ix < w
+               ? x[((n * c + ci) * h + iy) * (size_t) w + ix] : 0.0f;
+    }
+}
+
+cudaError_t
+tach_cuda_launch_im2col (cudaStream_t stream, const float *x, float *col, int n, int c, int h, int w,
+                         int r, int s, int pad_h, int pad_w, int oh, int ow)
+{
+  size_t rows = (size_t) n * oh * ow, total = rows * c * r * s;
+  size_t blocks = (total + POOL_THREADS - 1) / POOL_THREADS;
+
+  if (total == 0)
+    return cudaSuccess;
+  /* The loop strides over whatever a capped grid leaves. */
+  if (blocks > 65535u * 16u)
+    blocks = 65535u * 16u;
+  im2col_kernel<<<(unsigned int) blocks, POOL_THREADS, 0, stream>>> (x, col, total, c, h, w, r, s,
+                                                                     pad_h, pad_w, oh, ow, rows);
+  return cudaGetLastError ();
+}

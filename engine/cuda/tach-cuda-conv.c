@@ -45,6 +45,7 @@ struct _TachConvPlan {
   cudnnConvolutionFwdAlgo_t     fwd_algo;
   cudnnConvolutionBwdDataAlgo_t bwd_data_algo;
   cudnnConvolutionBwdFilterAlgo_t bwd_filter_algo;
+  gboolean                      gemm_wgrad;           /* dw as im2col + one GEMM, not cuDNN's */
   size_t                        work_bytes;
   void                         *work;                 /* owned, device */
   /* block plans only */
@@ -111,10 +112,30 @@ math_allowed (TachBackend *be, cudnnMathType_t math)
 
 static gboolean
 acceptable (TachBackend *be, cudnnStatus_t status, cudnnDeterminism_t det, size_t memory,
-            cudnnMathType_t math)
+            cudnnMathType_t math, gboolean transform)
 {
+  /* fp32 also keeps fp32's accuracy where the sums are long: the backward
+   * filter sums over N x OH x OW products, and FFT and Winograd round in
+   * the transformed domain.  On an H200 a 24x1x28x28 backward filter
+   * through one of them came out with an NMSE of 6e-7 against the double
+   * reference, where the GEMM-based one gives 1e-14.  The forward and
+   * backward-data sums run over C x R x S taps only, and
+   * /engine/cuda/conv-block/w3 holds the algorithms cuDNN picks for W3's
+   * sizes to fp32's limit.  Other precisions round more than that anyway. */
+  if (transform && TACH_CUDA (be)->cudnn_math == CUDNN_FMA_MATH)
+    return FALSE;
   return status == CUDNN_STATUS_SUCCESS && det == CUDNN_DETERMINISTIC
          && memory <= TACH_CONV_WORKSPACE_LIMIT && math_allowed (be, math);
+}
+
+/* Whether a backward-filter algorithm computes in a transformed domain
+ * (FFT, Winograd). */
+static gboolean
+bwd_filter_transform (cudnnConvolutionBwdFilterAlgo_t algo)
+{
+  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT
+         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
+         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
 }
 
 static gboolean
@@ -141,6 +162,14 @@ fail_no_algo (TachBackend *be, const char *which, const TachConvDesc *d)
                      d->S);
 }
 
+/* The convolution's output size (the pool's input). */
+static void
+out_size (const TachConvDesc *d, int *oh, int *ow)
+{
+  *oh = d->H + 2 * d->pad_h - d->R + 1;
+  *ow = d->W + 2 * d->pad_w - d->S + 1;
+}
+
 static gboolean
 pick_algorithms (TachBackend *be, TachConvPlan *plan)
 {
@@ -158,7 +187,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                 &n, perf), return FALSE);
     found = FALSE;
     for (int i = 0; i < n; i++)
-      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
+      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
+                      FALSE))
         {
           if (!found)
             {
@@ -199,7 +229,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                        &n, perf), return FALSE);
       found = FALSE;
       for (int i = 0; i < n && !found; i++)
-        if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
+        if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
+                        FALSE))
           {
             plan->bwd_data_algo = perf[i].algo;
             plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
@@ -222,7 +253,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                        &n, perf), return FALSE);
     found = FALSE;
     for (int i = 0; i < n && !found; i++)
-      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
+      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
+                        bwd_filter_transform (perf[i].algo)))
         {
           plan->bwd_filter_algo = perf[i].algo;
           plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
@@ -236,6 +268,25 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
         return FALSE;
       }
   }
+  /* fp32 leaves cuDNN one accurate deterministic backward filter, algorithm
+   * 1, which took 470 us a step for each of W3's layers on an H200.  As
+   * one GEMM instead, dw[K][CRS] = dy'[K][N*OH*OW] . col[CRS][N*OH*OW]^T
+   * (dy with its outer axes swapped, x's patches in col), in the
+   * workspace, unless that outgrows the workspace limit. */
+  if (TACH_CUDA (be)->cudnn_math == CUDNN_FMA_MATH && TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_WGRAD))
+    {
+      const TachConvDesc *d = &plan->desc;
+      size_t bytes;
+      int oh, ow;
+
+      out_size (d, &oh, &ow);
+      bytes = sizeof (float) * (size_t) d->N * oh * ow * ((size_t) d->C * d->R * d->S + (size_t) d->K);
+      if (bytes <= TACH_CONV_WORKSPACE_LIMIT && (size_t) d->N * oh * ow <= G_MAXINT)
+        {
+          plan->gemm_wgrad = TRUE;
+          plan->work_bytes = MAX (plan->work_bytes, bytes);
+        }
+    }
   return TRUE;
 }
 
@@ -259,6 +310,19 @@ note_route (TachBackend *be, TachConvPlan *plan)
   else
     route = g_strdup_printf ("cuDNN fused conv + bias + ReLU, algorithm %d, then the pool "
                              "kernel (fused)", (int) r->algo[r->fused_at]);
+  {
+    /* The backward algorithms too: each may trade speed for accuracy. */
+    g_autofree char *filter = plan->gemm_wgrad
+                              ? g_strdup ("filter im2col + GEMM")
+                              : g_strdup_printf ("filter algorithm %d", (int) plan->bwd_filter_algo);
+    char *with = d->need_dx
+                 ? g_strdup_printf ("%s; backward data algorithm %d, %s", route,
+                                    (int) plan->bwd_data_algo, filter)
+                 : g_strdup_printf ("%s; backward %s", route, filter);
+
+    g_free (route);
+    route = with;
+  }
   g_info ("%s: %s", what, route);
   tach_backend_note_algorithm (be, what, route);
 }
@@ -419,7 +483,24 @@ conv_backward (TachBackend *be, TachConvPlan *plan, const float *x, const float 
                                                       plan->work, plan->work_bytes,
                                                       /* beta = */ &zero, plan->xdesc, dx),
                     return FALSE);
-  if (dw != NULL)
+  if (dw != NULL && plan->gemm_wgrad)
+    {
+      const TachConvDesc *d = &plan->desc;
+      cudaStream_t stream = TACH_CUDA (be)->stream;
+      int oh, ow, taps = d->C * d->R * d->S, rows;
+      float *col = plan->work, *dyt;
+
+      out_size (d, &oh, &ow);
+      rows = d->N * oh * ow;
+      dyt = col + (size_t) rows * taps;
+      LAUNCH (be, tach_cuda_launch_im2col (stream, x, col, d->N, d->C, d->H, d->W, d->R, d->S,
+                                           d->pad_h, d->pad_w, oh, ow), return FALSE);
+      LAUNCH (be, tach_cuda_launch_swap_outer (stream, dy, dyt, d->N, d->K, oh * ow), return FALSE);
+      tach_op (be, gemm, FALSE, TRUE, d->K, taps, rows, 1.0f, dyt, rows, col, rows, 0.0f, dw, taps);
+      if (be->error != NULL)
+        return FALSE;
+    }
+  else if (dw != NULL)
     TACH_CUDNN_TRY (be, cudnnConvolutionBackwardFilter (h, &one, plan->xdesc, x, plan->ydesc, dy,
                                                         plan->bwd_filter_conv, plan->bwd_filter_algo,
                                                         plan->work, plan->work_bytes,
@@ -455,14 +536,6 @@ check_block (TachBackend *be, TachConvPlan *plan)
   tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
                      _("conv_block_fwd/bwd need a plan made with block set"));
   return FALSE;
-}
-
-/* The convolution's output size (the pool's input). */
-static void
-out_size (const TachConvDesc *d, int *oh, int *ow)
-{
-  *oh = d->H + 2 * d->pad_h - d->R + 1;
-  *ow = d->W + 2 * d->pad_w - d->S + 1;
 }
 
 /* cuDNN refused the fused call with @status: counted like any call, said

@@ -178,6 +178,23 @@ lstm_cell_bwd_kernel (int n, int h, const float *gates, const float *c_prev, con
     }
 }
 
+/* --------------------------------------------- swapping the outer axes */
+
+/* dst[j][i][:] = src[i][j][:] for src [a][b][w]: batch-major sequences to
+ * time-major and back.  T is float4 where the rows allow it. */
+template <typename T>
+__global__ void
+swap_outer_kernel (const T *src, T *dst, int a, int b, int w)
+{
+  GRID_STRIDE (e, (size_t) a * b * w)
+    {
+      size_t k = e % w, row = e / w;
+      size_t i = row / b, j = row % b;
+
+      dst[((size_t) j * a + i) * w + k] = src[e];
+    }
+}
+
 /* ------------------------------------------------------ max over time */
 
 __global__ void
@@ -531,6 +548,19 @@ tach_cuda_launch_lstm_cell_bwd (cudaStream_t stream, int n, int h, const float *
 {
   lstm_cell_bwd_kernel<<<grid_for ((size_t) n * h), TACH_THREADS, 0, stream>>>
     (n, h, gates, c_prev, c, dh, lddh, dc, dgates, dc_prev);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+tach_cuda_launch_swap_outer (cudaStream_t stream, const float *src, float *dst, int a, int b, int w)
+{
+  size_t rows = (size_t) a * b;
+
+  if (w % 4 == 0 && ((uintptr_t) src | (uintptr_t) dst) % 16 == 0)
+    swap_outer_kernel<float4><<<grid_for (rows * (w / 4)), TACH_THREADS, 0, stream>>> (
+      (const float4 *) src, (float4 *) dst, a, b, w / 4);
+  else
+    swap_outer_kernel<float><<<grid_for (rows * w), TACH_THREADS, 0, stream>>> (src, dst, a, b, w);
   return cudaGetLastError ();
 }
 

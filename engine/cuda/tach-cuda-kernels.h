@@ -31,6 +31,12 @@ cudaError_t tach_cuda_launch_lstm_cell_bwd (cudaStream_t stream, int n, int h, c
                                             const float *c_prev, const float *c, const float *dh,
                                             int lddh, const float *dc, float *dgates, float *dc_prev);
 
+/* dst[j][i][:] = src[i][j][:] for src [a][b][w] (not in place): the
+ * fused LSTM's batch-major data to the time-major layout cuDNN reads
+ * without rearranging, and back. */
+cudaError_t tach_cuda_launch_swap_outer (cudaStream_t stream, const float *src, float *dst, int a,
+                                         int b, int w);
+
 cudaError_t tach_cuda_launch_max_over_time_fwd (cudaStream_t stream, const float *x, float *y,
                                                 int32_t *idx, int n, int t, int c);
 cudaError_t tach_cuda_launch_max_over_time_bwd (cudaStream_t stream, const float *dy,
@@ -69,6 +75,11 @@ cudaError_t tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, 
  * NULL, partial[n * K + k] = plane (n, k)'s share of db[k]. */
 cudaError_t tach_cuda_launch_conv_pool_fwd (cudaStream_t stream, const float *act, const float *bias,
                                             float *y, int32_t *idx, int n, int k, int h, int w);
+/* col[(c, r, s)][(n, y, x)]: x's patches under each output position of a
+ * stride-1 convolution, tap by tap, zero in the padding (row-major,
+ * [C*R*S][N*OH*OW]): the weight gradient as one GEMM (tach-cuda-conv.c). */
+cudaError_t tach_cuda_launch_im2col (cudaStream_t stream, const float *x, float *col, int n, int c,
+                                     int h, int w, int r, int s, int pad_h, int pad_w, int oh, int ow);
 cudaError_t tach_cuda_launch_conv_pool_bwd (cudaStream_t stream, const float *dy, const int32_t *idx,
                                             float *dact, float *partial, int n, int k, int h, int w);
 

@@ -82,6 +82,12 @@ typedef enum {
   TACH_CUDA_LEAN_CONV    = 1 << 2,  /* "conv": fused convolution epilogues */
   TACH_CUDA_LEAN_CONV_FUSE = 1 << 3, /* "conv-fuse": of those, cuDNN's fused conv + bias + ReLU
                                       * (off: cuDNN's conv, the bias and ReLU in the pool pass) */
+  TACH_CUDA_LEAN_WGRAD   = 1 << 5,  /* "wgrad": fp32 convolutions' weight gradient as im2col
+                                      * + one cuBLAS GEMM (off: cuDNN's backward filter) */
+  TACH_CUDA_LEAN_PERSIST = 1 << 4,  /* "persist": cuDNN's persistent small-hidden LSTM algorithm
+                                      * (off: the standard one, whose sums may round in
+                                      * another order); not part of "all", which is the
+                                      * step before the lean paths, and had it */
 } TachCudaLean;
 
 /* Parses a TACH_CUDA_PLAIN value (NULL or "" = nothing turned off) into

@@ -33,7 +33,7 @@ tach_cuda_rnn_set (cudnnRNNDescriptor_t rnn, cudnnDropoutDescriptor_t dropout,
                                    /* projSize = */ d->H,
                                    /* numLayers = */ 1,
                                    /* dropoutDesc = */ dropout,
-                                   /* auxFlags = */ CUDNN_RNN_PADDED_IO_ENABLED);
+                                   /* auxFlags = */ CUDNN_RNN_PADDED_IO_DISABLED);
 }
 
 /* Records a refusal of the standard algorithm, which every LSTM falls back

@@ -1,11 +1,17 @@
 /* tach-cuda-rnn.c: the fused LSTM on cuDNN's v8 RNN API.
  *
- * Layout: batch-major data ([N, T, I]) is described to cuDNN as
- * CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED; a time-major plan (and so the
- * BiLSTM report's misread, which is a time-major plan over batch-major
- * memory) as SEQ_MAJOR_UNPACKED over the same memory.  cuDNN takes the
- * unpacked layouts only with CUDNN_RNN_PADDED_IO_ENABLED in auxFlags
- * (cudnn_adv.h; PyTorch and TensorFlow set it for any unpacked input).
+ * Layout: cuDNN reads every plan's data as CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED
+ * ([T, N, I]; every sequence is T long, so packed and unpacked are the same
+ * memory), with CUDNN_RNN_PADDED_IO_DISABLED, as PyTorch does.  A time-major
+ * plan (and so the BiLSTM report's misread, which is a time-major plan over
+ * batch-major memory) hands cuDNN the caller's buffers.  A batch-major plan
+ * ([N, T, I]) swaps the two outer axes in Tach's own kernel on the way in
+ * and out: x and y into time-major copies kept in the caller's reserve
+ * (after cuDNN's part, so that the backward pass reads its own forward's),
+ * dy into and dx out of the plan's scratch.  On an H200 (cuDNN 9.19) the
+ * batch-major unpacked layout made cuDNN rearrange x, y and dy in every
+ * pass: six RNNInputRearrangement kernels of 57 us a step at W1's shape,
+ * where the four swaps move the same bytes in a few microseconds.
  *
  * Weights: the model keeps the LSTM's parameters and their gradient in
  * cuDNN's own weight-space layout (tach_cuda_lstm_layout, the ops'
@@ -19,7 +25,10 @@
  * Tach's one bias to the input bias; the recurrent biases are holes of the
  * layout, zero from initialisation, and their gradient, which cuDNN does
  * compute, is zeroed after every backward pass so that the optimiser
- * leaves them zero.  cuDNN's weight gradient ADDS into the gradient block,
+ * leaves them zero.  (With CUDNN_RNN_SINGLE_INP_BIAS instead, on an H200,
+ * cuDNN 9.19 refused its persistent algorithm, and W1 ran 3% slower and
+ * its misread 20 times slower.)  cuDNN's weight gradient ADDS into the
+ * gradient block,
  * which is therefore zeroed before (the model's gradients are overwritten
  * each step, not zeroed).
  *
@@ -32,7 +41,8 @@
  * either way, only the copies differ.
  *
  * Algorithm: CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H where cuDNN accepts the
- * shape, else CUDNN_RNN_ALGO_STANDARD.  A refusal at plan time or at the
+ * shape and the math is not fp16/bf16 conversion, else
+ * CUDNN_RNN_ALGO_STANDARD.  A refusal at plan time or at the
  * first call switches the plan to the standard algorithm; the reserve size
  * given to the model covers both, so a switch never outgrows it.  Only a
  * refusal of the shape switches (tach_cudnn_status_is_refusal): a missing
@@ -72,10 +82,15 @@ struct _TachLstmPlan {
   float                    *dwspace;   /* owned, device, copies only: cuDNN's weight gradient */
   size_t                    work_bytes;
   void                     *work;      /* owned, device */
-  size_t                    reserve_bytes; /* the larger of both algorithms' */
+  size_t                    reserve_bytes; /* the caller's: cudnn_reserve, then the swapped x, y */
+  size_t                    cudnn_reserve; /* the larger of both algorithms', 256-byte aligned */
+  gboolean                  swap;      /* batch-major data, swapped to time-major around cuDNN */
   int32_t                  *dev_seq;   /* owned, device: N sequence lengths, all T */
   int                      *host_seq;  /* owned */
-  float                    *y_scratch; /* owned, device: dx when the caller wants none */
+  float                    *y_scratch; /* owned, device, T x N x I: dx when the caller wants none,
+                                        * or cuDNN's time-major dx (swap); swap: x in inference */
+  float                    *dy_scratch; /* owned, device, swap only, T x N x dirs x H: dy swapped;
+                                         * y in inference */
   GArray                   *segments;  /* TachWeightSegment, copies only */
 };
 
@@ -257,6 +272,7 @@ note_algorithm (TachBackend *be, TachLstmPlan *plan)
                                                 plan->views ? "weights in place"
                                                             : "weights copied per step");
 
+  g_info ("%s: %s", what, algorithm);
   tach_backend_note_algorithm (be, what, algorithm);
 }
 
@@ -273,12 +289,12 @@ fall_back (TachBackend *be, TachLstmPlan *plan, const char *where)
     return FALSE;
   plan->algo = CUDNN_RNN_ALGO_STANDARD;
   TACH_CUDNN_TRY (be, try_algo (be, plan, plan->algo, &work, &reserve), return FALSE);
-  if (reserve > plan->reserve_bytes)
+  if (reserve > plan->cudnn_reserve)
     {
       tach_backend_fail (be, TACH_ERROR_LIBRARY,
                          _("cuDNN's standard LSTM algorithm needs a larger reserve space (%zu bytes) "
                            "than it reported when the plan was built (%zu)"),
-                         reserve, plan->reserve_bytes);
+                         reserve, plan->cudnn_reserve);
       return FALSE;
     }
   if (!realize (be, plan, work))
@@ -340,9 +356,9 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   TACH_CUDA_TRY (be, cudaMemcpyAsync (plan->dev_seq, plan->host_seq, sizeof (int32_t) * desc->N,
                                       cudaMemcpyHostToDevice, cb->stream), goto fail);
 
+  plan->swap = !desc->time_major;
   {
-    cudnnRNNDataLayout_t layout = desc->time_major ? CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_UNPACKED
-                                                   : CUDNN_RNN_DATA_LAYOUT_BATCH_MAJOR_UNPACKED;
+    cudnnRNNDataLayout_t layout = CUDNN_RNN_DATA_LAYOUT_SEQ_MAJOR_PACKED;
 
     TACH_CUDNN_TRY (be, cudnnSetRNNDataDescriptor (plan->xdesc, CUDNN_DATA_FLOAT, layout,
                                                    /* maxSeqLength = */ desc->T,
@@ -364,9 +380,15 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   TACH_CUDNN_TRY (be, cudnnSetTensorNdDescriptor (plan->hdesc, CUDNN_DATA_FLOAT, 3, state_dims,
                                                   state_strides), goto fail);
 
-  /* Ask both algorithms, so that the reserve size covers a later switch. */
-  small_ok = try_algo (be, plan, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, &work_small,
-                       &reserve_small) == CUDNN_STATUS_SUCCESS;
+  /* Ask both algorithms, so that the reserve size covers a later switch.
+   * The persistent one is left out under TACH_CUDA_PLAIN=persist, and with
+   * fp16/bf16 conversion math: on an H200 (cuDNN 9.19) it returned wrong
+   * numbers there for W1's layer batch-major (NMSE 0.15 against the
+   * double reference, where fp32 math gives 1e-14). */
+  small_ok = TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_PERSIST)
+             && plan->math != CUDNN_TENSOR_OP_MATH_ALLOW_CONVERSION
+             && try_algo (be, plan, CUDNN_RNN_ALGO_PERSIST_STATIC_SMALL_H, &work_small,
+                          &reserve_small) == CUDNN_STATUS_SUCCESS;
   {
     cudnnStatus_t status = try_algo (be, plan, CUDNN_RNN_ALGO_STANDARD, &work_std, &reserve_std);
 
@@ -376,7 +398,11 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
         goto fail;
       }
   }
-  plan->reserve_bytes = desc->training ? MAX (reserve_small, reserve_std) : 0;
+  plan->cudnn_reserve = desc->training ? (MAX (reserve_small, reserve_std) + 255) & ~(size_t) 255 : 0;
+  plan->reserve_bytes = plan->cudnn_reserve;
+  if (desc->training && plan->swap)
+    plan->reserve_bytes += sizeof (float) * (size_t) desc->T * desc->N
+                           * ((size_t) desc->I + (size_t) desc->dirs * desc->H);
   plan->algo = CUDNN_RNN_ALGO_STANDARD;
   if (small_ok)
     {
@@ -391,12 +417,20 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
     goto fail;
   /* cuDNN always writes the input gradient; a plan whose caller wants none
    * gets a scratch for it now, so that no step allocates (a captured one
-   * could not). */
-  if (desc->training && !desc->need_dx)
+   * could not).  A swapping plan has both scratches whatever it does: its
+   * time-major x, y in inference, and dx, dy in training. */
+  if ((desc->training && !desc->need_dx) || plan->swap)
     {
       plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) desc->T * desc->N
                                                       * desc->I);
       if (plan->y_scratch == NULL)
+        goto fail;
+    }
+  if (plan->swap)
+    {
+      plan->dy_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) desc->T * desc->N
+                                                       * desc->dirs * desc->H);
+      if (plan->dy_scratch == NULL)
         goto fail;
     }
   note_algorithm (be, plan);
@@ -415,6 +449,7 @@ tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   release_buffers (be, plan);
   tach_cuda_free_internal (be, plan->dev_seq);
   tach_cuda_free_internal (be, plan->y_scratch);
+  tach_cuda_free_internal (be, plan->dy_scratch);
   if (plan->rnn != NULL)
     (void) cudnnDestroyRNNDescriptor (plan->rnn);
   if (plan->xdesc != NULL)
@@ -490,28 +525,77 @@ run_forward (TachBackend *be, TachLstmPlan *plan, const float *space, const floa
                           plan->hdesc, /* cx = */ NULL, /* cy = */ NULL,
                           plan->weight_bytes, space,
                           plan->work_bytes, plan->work,
-                          plan->desc.training ? plan->reserve_bytes : 0,
+                          plan->desc.training ? plan->cudnn_reserve : 0,
                           plan->desc.training ? reserve : NULL);
+}
+
+/* A swapping plan's time-major x and y: in the caller's reserve after
+ * cuDNN's part when training (the backward pass reads its own forward's),
+ * else in the plan's scratch. */
+static float *
+swapped_x (TachLstmPlan *plan, void *reserve)
+{
+  if (!plan->desc.training)
+    return plan->y_scratch;
+  return (float *) (void *) ((char *) reserve + plan->cudnn_reserve);
+}
+
+static float *
+swapped_y (TachLstmPlan *plan, void *reserve)
+{
+  const TachLstmDesc *d = &plan->desc;
+
+  if (!d->training)
+    return plan->dy_scratch;
+  return swapped_x (plan, reserve) + (size_t) d->T * d->N * d->I;
+}
+
+/* dst[j][i][:] = src[i][j][:] for src [a][b][w]. */
+static gboolean
+swap_outer (TachBackend *be, const float *src, float *dst, int a, int b, int w)
+{
+  be->api_calls++;
+  TACH_CUDA_TRY (be, tach_cuda_launch_swap_outer (TACH_CUDA (be)->stream, src, dst, a, b, w),
+                 return FALSE);
+  return TRUE;
 }
 
 void
 tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w, float *y,
                     void *reserve)
 {
+  const TachLstmDesc *d = &plan->desc;
   const float *space = load_weights (be, plan, w);
+  const float *x_run = x;
+  float *y_run = y;
   cudnnStatus_t status;
 
   if (space == NULL)
     return;
-  status = run_forward (be, plan, space, x, y, reserve);
+  if (plan->swap)
+    {
+      if (d->training && reserve == NULL)
+        {
+          tach_backend_fail (be, TACH_ERROR_INVALID_CONFIG,
+                             _("LSTM forward in training needs its reserve space"));
+          return;
+        }
+      x_run = swapped_x (plan, reserve);
+      y_run = swapped_y (plan, reserve);
+      if (!swap_outer (be, x, (float *) x_run, d->N, d->T, d->I))
+        return;
+    }
+  status = run_forward (be, plan, space, x_run, y_run, reserve);
   if (tach_cudnn_status_is_refusal (status) && plan->algo != CUDNN_RNN_ALGO_STANDARD)
     {
       if (!fall_back (be, plan, "the forward pass")
           || (space = load_weights (be, plan, w)) == NULL)
         return;
-      status = run_forward (be, plan, space, x, y, reserve);
+      status = run_forward (be, plan, space, x_run, y_run, reserve);
     }
   TACH_CUDNN_TRY (be, status, return);
+  if (plan->swap)
+    (void) swap_outer (be, y_run, y, d->T, d->N, d->dirs * d->H);
 }
 
 static cudnnStatus_t
@@ -525,7 +609,7 @@ run_backward_data (TachBackend *be, TachLstmPlan *plan, const float *space, cons
                                   plan->hdesc, /* cx = */ NULL, /* dcy = */ NULL, /* dcx = */ NULL,
                                   plan->weight_bytes, space,
                                   plan->work_bytes, plan->work,
-                                  plan->reserve_bytes, reserve);
+                                  plan->cudnn_reserve, reserve);
 }
 
 void
@@ -547,8 +631,19 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
       return;
     }
   /* cuDNN always computes the data gradient, which the weight gradient
-   * depends on; without need_dx it goes to the workspace-sized scratch. */
-  if (dx_buf == NULL)
+   * depends on; without need_dx it goes to the workspace-sized scratch.
+   * A swapping plan reads its forward's time-major x and y, and takes dy
+   * and gives dx time-major too. */
+  if (plan->swap)
+    {
+      x = swapped_x (plan, reserve);
+      y = swapped_y (plan, reserve);
+      if (!swap_outer (be, dy, plan->dy_scratch, d->N, d->T, d->dirs * d->H))
+        return;
+      dy = plan->dy_scratch;
+      dx_buf = plan->y_scratch;
+    }
+  else if (dx_buf == NULL)
     {
       if (plan->y_scratch == NULL)
         {
@@ -585,6 +680,8 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
       y = y_again;
     }
   TACH_CUDNN_TRY (be, status, goto out);
+  if (plan->swap && dx != NULL && !swap_outer (be, dx_buf, dx, d->T, d->N, d->I))
+    goto out;
 
   /* cuDNN adds the weight gradient to dweightSpace; Tach's contract
    * overwrites dw, so start from zero. */
@@ -598,7 +695,7 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
                                                   plan->ydesc, y,
                                                   plan->weight_bytes, dspace,
                                                   plan->work_bytes, plan->work,
-                                                  plan->reserve_bytes, reserve), goto out);
+                                                  plan->cudnn_reserve, reserve), goto out);
   if (!plan->views && !convert_weights (be, plan, dw, plan->dwspace, FALSE))
     goto out;
   /* The floats of the block that no view covers (the recurrent biases,
