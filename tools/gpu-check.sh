@@ -37,7 +37,9 @@
 #   6. the short table, last: per workload, task and preset, steps/s from
 #      the device timeline, end-to-end steps/s, the speed-up over the
 #      workload's first preset, the ratios to PyTorch and the CUDA API calls
-#      per step; then tuned against tuned with TACH_CUDA_PLAIN=all.
+#      per step; then tuned against tuned with TACH_CUDA_PLAIN=all, =wspace
+#      =persist (cuDNN's standard LSTM algorithm) and =wgrad (cuDNN's
+#      backward filter for the cnn).
 # cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
 # per process under cudnn/ in the archive.
 # Without a GPU it says "no GPU" and exits 77 within seconds.
@@ -128,7 +130,8 @@ if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L >
 fi
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-check.XXXXXX") || exit 1
-mkdir -p "$work/logs" "$work/cudnn" "$work/tach" "$work/tach-plain" "$work/tach-plain-wspace"
+mkdir -p "$work/logs" "$work/cudnn" "$work/tach" "$work/tach-plain" "$work/tach-plain-wspace" \
+  "$work/tach-plain-persist" "$work/tach-plain-wgrad"
 status=0
 packed=0
 # Whatever ends the run (its end, a failure, a signal), the archive is
@@ -320,14 +323,14 @@ for spec in $gpu_tests; do
 done
 
 say "== Tach presets (each stopped at its cap with SIGINT)"
-sweep_end=$(( $(date +%s) + 110 ))
+sweep_end=$(( $(date +%s) + 130 ))
 # sweep_one NAME ARGS...; sweep_env (an environment entry) and sweep_csv (the
 # results folder, default tach/) may be set for one call.
 sweep_one() {
   local name=$1 cap
   shift
   if [ "$(date +%s)" -ge "$sweep_end" ]; then
-    say "run $name: NOT RUN (the sweep's 110 s are spent)"
+    say "run $name: NOT RUN (the sweep's 130 s are spent)"
     status=1
     return
   fi
@@ -366,6 +369,15 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
       sweep_one "$w-$task-tuned-plain-wspace" --workload "$w" --task "$task" --preset tuned \
       --steps 150 --warmup 20
   fi
+  # And with one lean path off at a time: the LSTM's persistent algorithm;
+  # the cnn's weight gradient as a GEMM.
+  ones=persist
+  [ "$w" = cnn ] && ones=wgrad
+  for one in $ones; do
+    sweep_env=TACH_CUDA_PLAIN=$one sweep_csv=$work/tach-plain-$one \
+      sweep_one "$w-$task-tuned-plain-$one" --workload "$w" --task "$task" --preset tuned \
+      --steps 150 --warmup 20
+  done
 done
 
 say "== summary"
@@ -425,9 +437,11 @@ print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf
 print("calls: CUDA, cuDNN and cuBLAS calls per step (median), the runner's own included")
 
 # Before and after: tuned with TACH_CUDA_PLAIN=all (every lean path off),
-# and with only the LSTM weight-space views off (=wspace), against tuned as
-# it is, all fp32.
-for folder, paths in (("tach-plain", "all"), ("tach-plain-wspace", "wspace")):
+# with only the LSTM weight-space views off (=wspace), with cuDNN's
+# standard LSTM algorithm (=persist) and with cuDNN's backward filter
+# (=wgrad), against tuned as it is, all fp32.
+for folder, paths in (("tach-plain", "all"), ("tach-plain-wspace", "wspace"),
+                      ("tach-plain-persist", "persist"), ("tach-plain-wgrad", "wgrad")):
   plain = rows(os.path.join(work, folder, "runs.csv"))
   if plain:
     print()
