@@ -379,6 +379,8 @@ test_run_export (Fixture       *fixture,
   g_assert_cmpstr (status, ==, "Finished");
   /* The first run is its own baseline. */
   g_assert_cmpfloat_with_epsilon (tach_run_object_get_speedup (run), 1.0, 1e-9);
+  g_assert_cmpstr (speedup, ==, "1.00×");
+
 
   /* The table shows the row; the charts hold every step. */
   view = GTK_COLUMN_VIEW (gtk_widget_get_first_child (gtk_widget_get_last_child (GTK_WIDGET (tach_window_get_run_table (window)))));
@@ -430,6 +432,47 @@ sweep_done (gpointer data)
   g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
 
   return g_list_model_get_n_items (sweep) == presets->len && !tach_window_get_running (window);
+}
+
+/* A run of other work than the baseline's has no speed-up over it: a
+ * dash, not 0.00×; picked as the baseline, it is its own 1.00×. */
+static void
+test_speedup_other_work (Fixture       *fixture,
+                         gconstpointer  data)
+{
+  TachWindow *window = fixture->window;
+  GListModel *runs = tach_window_get_runs (window);
+  TachConfigPanel *panel = tach_window_get_config_panel (window);
+  TachRunTable *table = tach_window_get_run_table (window);
+  g_autoptr(TachRunObject) first = NULL;
+  g_autoptr(TachRunObject) other = NULL;
+  g_autoptr(GError) error = NULL;
+  g_autofree char *first_text = NULL;
+  g_autofree char *other_text = NULL;
+
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
+  g_assert_true (iterate_until (window_idle, window, 90));
+  g_object_set (panel, "workload", "lstm-lm", NULL);
+  g_assert_true (tach_config_panel_set_knob (panel, "task", "generate", &error));
+  g_assert_no_error (error);
+  g_object_set (panel, "steps", 30, NULL);
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
+  g_assert_true (iterate_until (window_idle, window, 90));
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 2);
+  first = g_list_model_get_item (runs, 0);
+  other = g_list_model_get_item (runs, 1);
+  g_assert_cmpint (tach_run_object_get_state (other), ==, TACH_RUN_STATE_FINISHED);
+
+  g_assert_cmpfloat_with_epsilon (tach_run_object_get_speedup (first), 1.0, 1e-9);
+  g_object_get (first, "speedup-text", &first_text, NULL);
+  g_assert_cmpstr (first_text, ==, "1.00×");
+  g_object_get (other, "speedup-text", &other_text, NULL);
+  g_assert_cmpstr (other_text, ==, "—");
+  g_assert_true (isnan (tach_run_object_get_speedup (other)));
+
+  tach_run_table_set_baseline (table, 1);
+  g_assert_cmpfloat_with_epsilon (tach_run_object_get_speedup (other), 1.0, 1e-9);
+  g_assert_true (isnan (tach_run_object_get_speedup (first)));
 }
 
 static void
@@ -727,6 +770,8 @@ main (int   argc,
   g_test_add_func ("/gui/config/value-labels", test_value_labels);
   g_test_add ("/gui/config/knobs", Fixture, NULL, fixture_setup, test_config_knobs, fixture_teardown);
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
+  g_test_add ("/gui/run/speedup-other-work", Fixture, NULL, fixture_setup, test_speedup_other_work,
+              fixture_teardown);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);

@@ -69,6 +69,19 @@ tach_run_table_set_baseline (TachRunTable *self,
   gtk_drop_down_set_selected (self->baseline_dropdown, position);
 }
 
+/* Whether a ratio of @a's and @b's steps/s means anything: the same
+ * workload and task (a training step and a generated token are not the
+ * same work, nor are two workloads' steps). */
+static gboolean
+same_work (TachRunObject *a,
+           TachRunObject *b)
+{
+  const TachConfig *ca = tach_run_get_config (tach_run_object_get_run (a));
+  const TachConfig *cb = tach_run_get_config (tach_run_object_get_run (b));
+
+  return ca->workload == cb->workload && ca->task == cb->task;
+}
+
 void
 tach_run_table_update_speedups (TachRunTable *self)
 {
@@ -87,7 +100,9 @@ tach_run_table_update_speedups (TachRunTable *self)
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
 
-      tach_run_object_set_baseline_rate (run, rate);
+      /* Other work than the baseline's has no speed-up over it: a dash. */
+      tach_run_object_set_baseline_rate (run, baseline != NULL && same_work (run, baseline)
+                                              ? rate : 0.0);
     }
 }
 
