@@ -37,9 +37,10 @@
 #   6. the short table, last: per workload, task and preset, steps/s from
 #      the device timeline, end-to-end steps/s, the speed-up over the
 #      workload's first preset, the ratios to PyTorch and the CUDA API calls
-#      per step; then tuned against tuned with TACH_CUDA_PLAIN=all, =wspace
+#      per step; then tuned against tuned with TACH_CUDA_PLAIN=all, =wspace,
 #      =persist (cuDNN's standard LSTM algorithm) and =wgrad (cuDNN's
-#      backward filter for the cnn).
+#      backward filter for the cnn); then each GPU target of the CUDA
+#      issues, met or NOT MET (tools/gpu-check-summary.py).
 # cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
 # per process under cudnn/ in the archive.
 # Without a GPU it says "no GPU" and exits 77 within seconds.
@@ -382,80 +383,7 @@ done
 
 say "== summary"
 deadline=$(( start + budget ))
-within 20 "$PYTHON" - "$work" << 'EOF' 2>&1 | tee "$work/table.txt" | tee -a "$log"
-import csv, os, sys
-work = sys.argv[1]
-
-def rows(path):
-    try:
-        with open(path, newline="") as f:
-            return list(csv.DictReader(f))
-    except OSError:
-        return []
-
-def num(r, key):
-    try:
-        return float(r.get(key) or "nan")
-    except ValueError:
-        return float("nan")
-
-torch = {}
-for mode in ("eager", "graphs"):
-    for r in rows(os.path.join(work, f"torch-{mode}.csv")):
-        torch[(r.get("case"), mode, r.get("precision"))] = num(r, "items_per_s")
-
-def case_of(w, task):
-    return "lstm-lm-" + task if w == "lstm-lm" else w
-
-tach = rows(os.path.join(work, "tach", "runs.csv"))
-base = {}
-for r in tach:
-    key = (r.get("workload"), r.get("task"))
-    base.setdefault(key, num(r, "median_steps_per_s"))
-
-def f(v, width, fmt="{:.1f}"):
-    return (fmt.format(v) if v == v else "-").rjust(width)
-
-print(f"{'workload':9} {'task':8} {'preset':14} {'prec':4} {'dev st/s':>9} {'e2e st/s':>9} "
-      f"{'clock':6} {'speedup':>7} {'items/s':>10} {'/torch':>7} {'/graphs':>7} {'calls':>6}")
-for r in tach:
-    w, task, preset, prec = r.get("workload"), r.get("task"), r.get("preset"), r.get("precision")
-    med, e2e, items = num(r, "median_steps_per_s"), num(r, "e2e_steps_per_s"), num(r, "items_per_s")
-    b = base.get((w, task), float("nan"))
-    tp = "default" if prec == "tf32" else "fp32"
-    te = torch.get((case_of(w, task), "eager", tp), float("nan"))
-    tg = torch.get((case_of(w, task), "graphs", tp), float("nan"))
-    state = r.get("state")
-    print(f"{w:9} {task:8} {preset:14} {prec:4} {f(med, 9)} {f(e2e, 9)} {r.get('rate_clock') or '-':6} "
-          f"{f(med / b if b else float('nan'), 7, '{:.2f}x')} {f(items, 10)} "
-          f"{f(items / te if te else float('nan'), 7, '{:.2f}')} "
-          f"{f(items / tg if tg else float('nan'), 7, '{:.2f}')} "
-          f"{f(num(r, 'api_calls_per_step'), 6, '{:.0f}')}" + ("" if state == "finished" else f"  ({state})"))
-print("dev st/s: median steps/s on the device timeline; e2e: measured steps over the wall time after")
-print("warm-up; speedup: over the workload's first preset; /torch, /graphs: Tach's items/s over")
-print("PyTorch eager and CUDA-graphed at the same precision (fp32 = TF32 off; tf32 = PyTorch's default);")
-print("calls: CUDA, cuDNN and cuBLAS calls per step (median), the runner's own included")
-
-# Before and after: tuned with TACH_CUDA_PLAIN=all (every lean path off),
-# with only the LSTM weight-space views off (=wspace), with cuDNN's
-# standard LSTM algorithm (=persist) and with cuDNN's backward filter
-# (=wgrad), against tuned as it is, all fp32.
-for folder, paths in (("tach-plain", "all"), ("tach-plain-wspace", "wspace"),
-                      ("tach-plain-persist", "persist"), ("tach-plain-wgrad", "wgrad")):
-  plain = rows(os.path.join(work, folder, "runs.csv"))
-  if plain:
-    print()
-    print(f"{'workload':9} {'task':8} {'tuned plain':>11} {'tuned':>9} {'lean/plain':>10} "
-          f"{'calls plain':>11} {'calls':>6}   (dev st/s; TACH_CUDA_PLAIN={paths} vs default)")
-    for p in plain:
-        w, task = p.get("workload"), p.get("task")
-        lean = next((r for r in tach if r.get("workload") == w and r.get("task") == task
-                     and r.get("preset") == "tuned" and r.get("precision") == p.get("precision")),
-                    {})
-        a, b = num(p, "median_steps_per_s"), num(lean, "median_steps_per_s")
-        print(f"{w:9} {task:8} {f(a, 11)} {f(b, 9)} {f(b / a if a else float('nan'), 10, '{:.2f}x')} "
-              f"{f(num(p, 'api_calls_per_step'), 11, '{:.0f}')} "
-              f"{f(num(lean, 'api_calls_per_step'), 6, '{:.0f}')}")
-EOF
+within 20 "$PYTHON" "$root/tools/gpu-check-summary.py" "$work" 2>&1 | tee "$work/table.txt" |
+  tee -a "$log"
 say "gpu-check: done in $(( $(date +%s) - start )) s, status $status; everything else is in $out/gpu-check.tar.gz"
 exit $status
