@@ -47,6 +47,7 @@
 set -u -o pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tools/gpu-lib.sh"
 bundle_mode=0
 if [ "${1:-}" = "--bundle" ]; then
   bundle_mode=1
@@ -125,7 +126,7 @@ log=$out/gpu-check.log
 say() { printf '%s\n' "$*" | tee -a "$log"; }
 
 # A quick "no GPU" before anything slow.
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L > /dev/null 2>&1; then
+if ! gpu_present; then
   say "gpu-check: no GPU (nvidia-smi finds no device); nothing to check"
   exit 77
 fi
@@ -207,14 +208,7 @@ cli=$(bin app/tach-cli)
 
 # The library path: the bundle, the CUDA toolkit, then PyTorch's wheels
 # (cuDNN 9 and cuBLAS 13 as nvidia/*/lib), then what the caller had.
-tachlib=${bundle_dir:+$bundle_dir/lib}
-[ -d /usr/local/cuda/lib64 ] && tachlib=${tachlib:+$tachlib:}/usr/local/cuda/lib64
-for d in $(within 15 "$PYTHON" -c 'import site; print(" ".join(site.getsitepackages() + [site.getusersitepackages()]))' 2> /dev/null); do
-  for lib in "$d"/nvidia/*/lib; do
-    [ -d "$lib" ] && tachlib=${tachlib:+$tachlib:}$lib
-  done
-done
-tachlib=$tachlib${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+tachlib=$(gpu_library_path "$bundle_dir" "$(within 15 "$PYTHON" -c "$gpu_site_py" 2> /dev/null)")
 say "library path for Tach: $tachlib"
 for b in $binaries; do
   f=$(bin "$b")
@@ -370,15 +364,13 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
       sweep_one "$w-$task-tuned-plain-wspace" --workload "$w" --task "$task" --preset tuned \
       --steps 150 --warmup 20
   fi
-  # And with one lean path off at a time: the LSTM's persistent algorithm;
-  # the cnn's weight gradient as a GEMM.
-  ones=persist
-  [ "$w" = cnn ] && ones=wgrad
-  for one in $ones; do
-    sweep_env=TACH_CUDA_PLAIN=$one sweep_csv=$work/tach-plain-$one \
-      sweep_one "$w-$task-tuned-plain-$one" --workload "$w" --task "$task" --preset tuned \
-      --steps 150 --warmup 20
-  done
+  # And with one more lean path off: the LSTM's persistent algorithm; the
+  # cnn's weight gradient as a GEMM.
+  one=persist
+  [ "$w" = cnn ] && one=wgrad
+  sweep_env=TACH_CUDA_PLAIN=$one sweep_csv=$work/tach-plain-$one \
+    sweep_one "$w-$task-tuned-plain-$one" --workload "$w" --task "$task" --preset tuned \
+    --steps 150 --warmup 20
 done
 
 say "== summary"

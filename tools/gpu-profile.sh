@@ -9,8 +9,9 @@
 # when it is there); WORKLOAD defaults to bilstm (bilstm, lstm-lm or cnn;
 # lstm-lm trains).  Tach's tuned preset runs under Nsight Compute, which
 # times each kernel alone (gpu__time_duration, clocks left alone), once as
-# it is and once with TACH_CUDA_PLAIN=persist (cuDNN's standard LSTM
-# algorithm); PyTorch's eager step runs under torch.profiler.  Both at fp32
+# it is and, for the LSTM workloads, once with TACH_CUDA_PLAIN=persist
+# (cuDNN's standard LSTM algorithm); PyTorch's eager step runs under
+# torch.profiler.  Both at fp32
 # (TF32 off).  Each table lists the kernels by device time per step; the
 # per-step figure is the window's sum over the number of steps in it (the
 # count of the kernel seen least often, once a step).  Writes
@@ -18,6 +19,7 @@
 set -u -o pipefail
 
 root=$(cd "$(dirname "$0")/.." && pwd)
+. "$root/tools/gpu-lib.sh"
 build=${1:-build}
 workload=${2:-bilstm}
 case $build in
@@ -38,7 +40,7 @@ case $workload in
   *) echo "gpu-profile: unknown workload '$workload': use bilstm, lstm-lm or cnn" >&2; exit 2 ;;
 esac
 
-if ! command -v nvidia-smi > /dev/null 2>&1 || ! timeout -k 2 15 nvidia-smi -L > /dev/null 2>&1; then
+if ! gpu_present; then
   say "gpu-profile: no GPU (nvidia-smi finds no device); nothing to profile"
   exit 77
 fi
@@ -46,19 +48,13 @@ ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/
 
 work=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-profile.XXXXXX") || exit 1
 trap 'rm -rf "$work"' EXIT
-bindir=$build
-if [ -f "$build/gpu-bundle.tar.gz" ]; then
-  tar -xzf "$build/gpu-bundle.tar.gz" -C "$work" && bindir=$work
+bundle_dir=
+cli=$build/app/tach-cli
+if [ -f "$build/gpu-bundle.tar.gz" ] && tar -xzf "$build/gpu-bundle.tar.gz" -C "$work"; then
+  bundle_dir=$work
+  cli=$work/bin/tach-cli
 fi
-cli=$bindir/bin/tach-cli
-[ -x "$cli" ] || cli=$build/app/tach-cli
-tachlib=$work/lib
-[ -d /usr/local/cuda/lib64 ] && tachlib=$tachlib:/usr/local/cuda/lib64
-for d in $(timeout 15 "$PYTHON" -c 'import site; print(" ".join(site.getsitepackages()))' 2> /dev/null); do
-  for lib in "$d"/nvidia/*/lib; do
-    [ -d "$lib" ] && tachlib=$tachlib:$lib
-  done
-done
+tachlib=$(gpu_library_path "$bundle_dir" "$(timeout -k 2 15 "$PYTHON" -c "$gpu_site_py" 2> /dev/null)")
 
 # The kernels of a CSV from ncu (one row per kernel launch) by name: count,
 # mean and total microseconds, and the share of the window.
@@ -92,7 +88,10 @@ EOF
 
 start=$(date +%s)
 say "== gpu-profile $workload $(date -u '+%Y-%m-%d %H:%M:%S UTC'), ncu: ${ncu:-none}"
-for plain in "" persist; do
+# TACH_CUDA_PLAIN=persist changes only the LSTM workloads.
+plains=("" persist)
+[ "$workload" = cnn ] && plains=("")
+for plain in "${plains[@]}"; do
   say "== Tach tuned fp32${plain:+, TACH_CUDA_PLAIN=$plain}: kernels of a window of steps after warm-up"
   if [ -z "$ncu" ]; then
     say "  Nsight Compute (ncu) is not installed here"
@@ -128,7 +127,6 @@ with profile(activities=[ProfilerActivity.CUDA]) as prof:
     for _ in range(steps):
         step()
     torch.cuda.synchronize()
-events = [e for e in prof.key_averages() if e.device_type.name == "CUDA" or getattr(e, "self_device_time_total", 0) > 0]
 def dev(e):
     return getattr(e, "self_device_time_total", None) or getattr(e, "self_cuda_time_total", 0)
 events = [e for e in prof.key_averages() if dev(e) > 0]

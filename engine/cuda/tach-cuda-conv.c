@@ -55,10 +55,7 @@ struct _TachConvPlan {
   float                        *partial;              /* owned, device: [N, K] shares of db */
 };
 
-/* Wraps a launcher call like tach-cuda-ops.c: the launch and the
- * cudaGetLastError() it returns count as two calls. */
-#define LAUNCH(be, call, on_error) \
-  G_STMT_START { (be)->api_calls++; TACH_CUDA_TRY (be, call, on_error); } G_STMT_END
+#define LAUNCH TACH_CUDA_LAUNCH
 
 void
 tach_cuda_conv_route_init (TachCudaConvRoute *route, gboolean block, gboolean lean,
@@ -112,30 +109,28 @@ math_allowed (TachBackend *be, cudnnMathType_t math)
 
 static gboolean
 acceptable (TachBackend *be, cudnnStatus_t status, cudnnDeterminism_t det, size_t memory,
-            cudnnMathType_t math, gboolean transform)
+            cudnnMathType_t math)
 {
-  /* fp32 also keeps fp32's accuracy where the sums are long: the backward
-   * filter sums over N x OH x OW products, and FFT and Winograd round in
-   * the transformed domain.  On an H200 a 24x1x28x28 backward filter
-   * through one of them came out with an NMSE of 6e-7 against the double
-   * reference, where the GEMM-based one gives 1e-14.  The forward and
-   * backward-data sums run over C x R x S taps only, and
-   * /engine/cuda/conv-block/w3 holds the algorithms cuDNN picks for W3's
-   * sizes to fp32's limit.  Other precisions round more than that anyway. */
-  if (transform && TACH_CUDA (be)->cudnn_math == CUDNN_FMA_MATH)
-    return FALSE;
   return status == CUDNN_STATUS_SUCCESS && det == CUDNN_DETERMINISTIC
          && memory <= TACH_CONV_WORKSPACE_LIMIT && math_allowed (be, math);
 }
 
-/* Whether a backward-filter algorithm computes in a transformed domain
- * (FFT, Winograd). */
+/* Whether fp32 refuses backward-filter algorithm @algo to keep fp32's
+ * accuracy: the backward filter sums over N x OH x OW products, and FFT
+ * and Winograd round in the transformed domain.  On an H200 a 24x1x28x28
+ * backward filter through one of them came out with an NMSE of 6e-7
+ * against the double reference, where the GEMM-based one gives 1e-14.
+ * The forward and backward-data sums run over C x R x S taps only and
+ * keep cuDNN's choice (at W3's batch of 256 an FFT forward for its second
+ * layer; /engine/cuda/conv-block/w3, at batch 64, got GEMM-based ones).
+ * Other precisions round more than that anyway. */
 static gboolean
-bwd_filter_transform (cudnnConvolutionBwdFilterAlgo_t algo)
+fp32_refuses_filter_algo (TachBackend *be, cudnnConvolutionBwdFilterAlgo_t algo)
 {
-  return algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT
-         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
-         || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED;
+  return TACH_CUDA (be)->cudnn_math == CUDNN_FMA_MATH
+         && (algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT
+             || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_FFT_TILING
+             || algo == CUDNN_CONVOLUTION_BWD_FILTER_ALGO_WINOGRAD_NONFUSED);
 }
 
 static gboolean
@@ -187,8 +182,7 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                 &n, perf), return FALSE);
     found = FALSE;
     for (int i = 0; i < n; i++)
-      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
-                      FALSE))
+      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
         {
           if (!found)
             {
@@ -229,8 +223,7 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                        &n, perf), return FALSE);
       found = FALSE;
       for (int i = 0; i < n && !found; i++)
-        if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
-                        FALSE))
+        if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType))
           {
             plan->bwd_data_algo = perf[i].algo;
             plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
@@ -253,8 +246,8 @@ pick_algorithms (TachBackend *be, TachConvPlan *plan)
                                                                        &n, perf), return FALSE);
     found = FALSE;
     for (int i = 0; i < n && !found; i++)
-      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType,
-                        bwd_filter_transform (perf[i].algo)))
+      if (acceptable (be, perf[i].status, perf[i].determinism, perf[i].memory, perf[i].mathType)
+          && !fp32_refuses_filter_algo (be, perf[i].algo))
         {
           plan->bwd_filter_algo = perf[i].algo;
           plan->work_bytes = MAX (plan->work_bytes, perf[i].memory);
@@ -365,9 +358,9 @@ TachConvPlan *
 tach_cuda_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
 {
   TachConvPlan *plan;
-  int oh = desc->H + 2 * desc->pad_h - desc->R + 1;
-  int ow = desc->W + 2 * desc->pad_w - desc->S + 1;
+  int oh, ow;
 
+  out_size (desc, &oh, &ow);
   if (desc->N <= 0 || desc->C <= 0 || desc->K <= 0 || oh <= 0 || ow <= 0
       || (desc->block && (oh < 2 || ow < 2)))
     {

@@ -6,10 +6,8 @@
 
 #define STREAM(be) (TACH_CUDA (be)->stream)
 
-/* Wraps a launcher call: it returns cudaGetLastError() after the launch,
- * which the TRY counts; the launch is one call more. */
-#define LAUNCH(be, call) \
-  G_STMT_START { (be)->api_calls++; TACH_CUDA_TRY (be, call, return); } G_STMT_END
+/* Every launcher here returns from its op on failure. */
+#define LAUNCH(be, call) TACH_CUDA_LAUNCH (be, call, return)
 
 static void
 cuda_bias_add (TachBackend *be, float *y, const float *bias, int m, int n)

@@ -82,12 +82,12 @@ typedef enum {
   TACH_CUDA_LEAN_CONV    = 1 << 2,  /* "conv": fused convolution epilogues */
   TACH_CUDA_LEAN_CONV_FUSE = 1 << 3, /* "conv-fuse": of those, cuDNN's fused conv + bias + ReLU
                                       * (off: cuDNN's conv, the bias and ReLU in the pool pass) */
-  TACH_CUDA_LEAN_WGRAD   = 1 << 5,  /* "wgrad": fp32 convolutions' weight gradient as im2col
-                                      * + one cuBLAS GEMM (off: cuDNN's backward filter) */
   TACH_CUDA_LEAN_PERSIST = 1 << 4,  /* "persist": cuDNN's persistent small-hidden LSTM algorithm
                                       * (off: the standard one, whose sums may round in
                                       * another order); not part of "all", which is the
                                       * step before the lean paths, and had it */
+  TACH_CUDA_LEAN_WGRAD   = 1 << 5,  /* "wgrad": fp32 convolutions' weight gradient as im2col
+                                      * + one cuBLAS GEMM (off: cuDNN's backward filter) */
 } TachCudaLean;
 
 /* Parses a TACH_CUDA_PLAIN value (NULL or "" = nothing turned off) into
@@ -125,6 +125,11 @@ gboolean tach_cublas_check (TachBackend *be, cublasStatus_t status, const char *
   G_STMT_START { \
     if (!tach_cublas_check ((be), (call), #call, __FILE__, __LINE__)) { on_error; } \
   } G_STMT_END
+/* A TRY around one of tach-cuda-kernels.h's launchers: the launch counts
+ * as one API call, the cudaGetLastError() it returns (counted by the TRY)
+ * as another. */
+#define TACH_CUDA_LAUNCH(be, call, on_error) \
+  G_STMT_START { (be)->api_calls++; TACH_CUDA_TRY (be, call, on_error); } G_STMT_END
 
 /* Device memory for the backend's own buffers (plans, workspaces), counted
  * in the peak like model tensors.  NULL + sticky error on failure. */

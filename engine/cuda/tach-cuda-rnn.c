@@ -87,12 +87,28 @@ struct _TachLstmPlan {
   gboolean                  swap;      /* batch-major data, swapped to time-major around cuDNN */
   int32_t                  *dev_seq;   /* owned, device: N sequence lengths, all T */
   int                      *host_seq;  /* owned */
-  float                    *y_scratch; /* owned, device, T x N x I: dx when the caller wants none,
-                                        * or cuDNN's time-major dx (swap); swap: x in inference */
-  float                    *dy_scratch; /* owned, device, swap only, T x N x dirs x H: dy swapped;
-                                         * y in inference */
+  float                    *x_scratch; /* owned, device, x's shape (T x N x I): dx when the
+                                        * caller wants none; swapping plans: x time-major in
+                                        * inference, cuDNN's time-major dx in training */
+  float                    *y_scratch; /* owned, device, swapping plans only, y's shape
+                                        * (T x N x dirs x H): y time-major in inference, dy
+                                        * swapped in training */
   GArray                   *segments;  /* TachWeightSegment, copies only */
 };
+
+/* Floats in an x ([T, N, I]) and a y ([T, N, dirs * H]) of @d, either
+ * order. */
+static size_t
+x_floats (const TachLstmDesc *d)
+{
+  return (size_t) d->T * d->N * d->I;
+}
+
+static size_t
+y_floats (const TachLstmDesc *d)
+{
+  return (size_t) d->T * d->N * d->dirs * d->H;
+}
 
 static cudnnStatus_t
 set_rnn_descriptor (TachLstmPlan *plan, cudnnRNNAlgo_t algo, cudnnMathType_t math)
@@ -403,8 +419,7 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->cudnn_reserve = desc->training ? (MAX (reserve_small, reserve_std) + 255) & ~(size_t) 255 : 0;
   plan->reserve_bytes = plan->cudnn_reserve;
   if (desc->training && plan->swap)
-    plan->reserve_bytes += sizeof (float) * (size_t) desc->T * desc->N
-                           * ((size_t) desc->I + (size_t) desc->dirs * desc->H);
+    plan->reserve_bytes += sizeof (float) * (x_floats (desc) + y_floats (desc));
   plan->algo = CUDNN_RNN_ALGO_STANDARD;
   if (small_ok)
     {
@@ -423,16 +438,14 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
    * time-major x, y in inference, and dx, dy in training. */
   if ((desc->training && !desc->need_dx) || plan->swap)
     {
-      plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) desc->T * desc->N
-                                                      * desc->I);
-      if (plan->y_scratch == NULL)
+      plan->x_scratch = tach_cuda_alloc_internal (be, sizeof (float) * x_floats (desc));
+      if (plan->x_scratch == NULL)
         goto fail;
     }
   if (plan->swap)
     {
-      plan->dy_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) desc->T * desc->N
-                                                       * desc->dirs * desc->H);
-      if (plan->dy_scratch == NULL)
+      plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * y_floats (desc));
+      if (plan->y_scratch == NULL)
         goto fail;
     }
   note_algorithm (be, plan);
@@ -450,8 +463,8 @@ tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
     return;
   release_buffers (be, plan);
   tach_cuda_free_internal (be, plan->dev_seq);
+  tach_cuda_free_internal (be, plan->x_scratch);
   tach_cuda_free_internal (be, plan->y_scratch);
-  tach_cuda_free_internal (be, plan->dy_scratch);
   if (plan->rnn != NULL)
     (void) cudnnDestroyRNNDescriptor (plan->rnn);
   if (plan->xdesc != NULL)
@@ -538,7 +551,7 @@ static float *
 swapped_x (TachLstmPlan *plan, void *reserve)
 {
   if (!plan->desc.training)
-    return plan->y_scratch;
+    return plan->x_scratch;
   return (float *) (void *) ((char *) reserve + plan->cudnn_reserve);
 }
 
@@ -548,17 +561,16 @@ swapped_y (TachLstmPlan *plan, void *reserve)
   const TachLstmDesc *d = &plan->desc;
 
   if (!d->training)
-    return plan->dy_scratch;
-  return swapped_x (plan, reserve) + (size_t) d->T * d->N * d->I;
+    return plan->y_scratch;
+  return swapped_x (plan, reserve) + x_floats (d);
 }
 
 /* dst[j][i][:] = src[i][j][:] for src [a][b][w]. */
 static gboolean
 swap_outer (TachBackend *be, const float *src, float *dst, int a, int b, int w)
 {
-  be->api_calls++;
-  TACH_CUDA_TRY (be, tach_cuda_launch_swap_outer (TACH_CUDA (be)->stream, src, dst, a, b, w),
-                 return FALSE);
+  TACH_CUDA_LAUNCH (be, tach_cuda_launch_swap_outer (TACH_CUDA (be)->stream, src, dst, a, b, w),
+                    return FALSE);
   return TRUE;
 }
 
@@ -640,23 +652,22 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
     {
       x = swapped_x (plan, reserve);
       y = swapped_y (plan, reserve);
-      if (!swap_outer (be, dy, plan->dy_scratch, d->N, d->T, d->dirs * d->H))
+      if (!swap_outer (be, dy, plan->y_scratch, d->N, d->T, d->dirs * d->H))
         return;
-      dy = plan->dy_scratch;
-      dx_buf = plan->y_scratch;
+      dy = plan->y_scratch;
+      dx_buf = plan->x_scratch;
     }
   else if (dx_buf == NULL)
     {
-      if (plan->y_scratch == NULL)
+      if (plan->x_scratch == NULL)
         {
           if (!tach_cuda_not_capturing (be, "allocating the LSTM's input-gradient scratch"))
             return;
-          plan->y_scratch = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->T * d->N
-                                                          * d->I);
-          if (plan->y_scratch == NULL)
+          plan->x_scratch = tach_cuda_alloc_internal (be, sizeof (float) * x_floats (d));
+          if (plan->x_scratch == NULL)
             return;
         }
-      dx_buf = plan->y_scratch;
+      dx_buf = plan->x_scratch;
     }
 
   /* The forward pass left the block in the plan's weight space when it
@@ -673,7 +684,7 @@ tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const f
        * weight gradient has read it. */
       if (!fall_back (be, plan, "the backward pass") || (space = load_weights (be, plan, w)) == NULL)
         return;
-      y_again = tach_cuda_alloc_internal (be, sizeof (float) * (size_t) d->T * d->N * d->dirs * d->H);
+      y_again = tach_cuda_alloc_internal (be, sizeof (float) * y_floats (d));
       if (y_again == NULL)
         return;
       status = run_forward (be, plan, space, x, y_again, reserve);
