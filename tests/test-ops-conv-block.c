@@ -34,6 +34,20 @@ static const TachConvDesc w3_descs[] = {
   { 64, 32, 14, 14, 64, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },
 };
 
+/* Shapes the CPU backend runs by Winograd's F(2x2, 5x5) (5x5 filters, C
+ * and K multiples of 16): partial tiles (odd outputs), every padding it
+ * takes, a batch that splits unevenly over threads, images whose tiles
+ * take several chunks (28x28), x plain and need_dx either way. */
+static const TachConvDesc wino_descs[] = {
+  /* N  C   H   W   K   R  S  pad_h pad_w need_dx */
+  {  3, 16,  7,  9, 32, 5, 5, 2, 2, TRUE,  TACH_PRECISION_FP32, TRUE },
+  {  2, 32, 14, 14, 64, 5, 5, 2, 2, TRUE,  TACH_PRECISION_FP32, TRUE },  /* the cnn's conv2 */
+  {  5, 16, 10,  8, 16, 5, 5, 1, 1, TRUE,  TACH_PRECISION_FP32, TRUE },
+  {  2, 16,  8,  9, 48, 5, 5, 0, 0, FALSE, TACH_PRECISION_FP32, TRUE },
+  {  1, 32,  5,  5, 16, 5, 5, 4, 3, TRUE,  TACH_PRECISION_FP32, TRUE },
+  {  2, 16, 28, 28, 16, 5, 5, 2, 2, TRUE,  TACH_PRECISION_FP32, TRUE },
+};
+
 /* The block in double: act = relu (conv (x)), y = maxpool (act); backward
  * through the pool, the ReLU's mask and the convolution. */
 static void
@@ -574,6 +588,46 @@ test_conv_block_native (TachBackend *be)
       }
 }
 
+/* Winograd against the reference in double (fp32's bound), and against
+ * oneDNN's direct convolution (TACH_CPU_CONV=direct): the same numbers
+ * within that bound, and where the backend has vector kernels (not under
+ * TACH_CPU_ISA=baseline, which has no Winograd) other bits, so that the
+ * Winograd path did run. */
+static void
+test_conv_block_winograd (TachBackend *be)
+{
+  run_conv_block (be, TACH_PRECISION_FP32, wino_descs, G_N_ELEMENTS (wino_descs));
+  for (guint k = 0; k < G_N_ELEMENTS (wino_descs); k++)
+    {
+      ConvCase c;
+      g_autofree double *dyp = NULL, *y = NULL, *dw = NULL;
+      BlockResult wino = { 0 }, direct = { 0 };
+      size_t np;
+
+      conv_case_init (&c, &wino_descs[k], 1400 + k);
+      np = (size_t) c.d.N * c.d.K * (c.oh / 2) * (c.ow / 2);
+      dyp = block_dy (&c, 1420 + k);
+      block_run (be, &c, dyp, FALSE, &wino);
+      g_setenv ("TACH_CPU_CONV", "direct", TRUE);
+      block_run (be, &c, dyp, FALSE, &direct);
+      g_unsetenv ("TACH_CPU_CONV");
+      if (strstr (be->device->versions, "avx") != NULL)
+        g_assert_true (memcmp (wino.y, direct.y, np * sizeof (float)) != 0
+                       || memcmp (wino.dw, direct.dw, c.nw * sizeof (float)) != 0);
+      y = g_new (double, np);
+      dw = g_new (double, c.nw);
+      for (size_t i = 0; i < np; i++)
+        y[i] = direct.y[i];
+      for (size_t i = 0; i < c.nw; i++)
+        dw[i] = direct.dw[i];
+      tach_ops_assert_nmse ("winograd y", wino.y, y, np, TACH_OPS_NMSE_DEEP);
+      tach_ops_assert_nmse ("winograd dw", wino.dw, dw, c.nw, TACH_OPS_NMSE_DEEP);
+      block_result_clear (&wino);
+      block_result_clear (&direct);
+      conv_case_clear (&c);
+    }
+}
+
 void
 tach_ops_register_conv_block (const char *device_id)
 {
@@ -581,6 +635,8 @@ tach_ops_register_conv_block (const char *device_id)
   tach_ops_add (device_id, "conv-block/bf16", test_conv_block_bf16);
   tach_ops_add (device_id, "conv-block/graph", test_conv_block_graph);
   tach_ops_add (device_id, "conv-block/native", test_conv_block_native);
+  if (g_str_equal (device_id, "cpu"))
+    tach_ops_add (device_id, "conv-block/winograd", test_conv_block_winograd);
   if (g_str_has_prefix (device_id, "cuda"))
     {
       tach_ops_add (device_id, "conv-block/plain-same", test_conv_block_plain_same);

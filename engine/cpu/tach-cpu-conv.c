@@ -55,6 +55,12 @@ struct _TachConvPlan {
   gboolean     x_shared;
   const float *x_fwd_last;       /* borrowed: the x that x_fwd.inner holds */
 
+  /* block: the convolution by Winograd's F(2x2, 5x5) where it applies
+   * (tach-cpu-winograd.c), else NULL and oneDNN's primitives run; the
+   * chunked forward's chunks and scratch serve it too. */
+  TachCpuWino *wino;
+  TachCpuArg   wino_x, wino_dx;  /* x and dx blocked as it reads them */
+
   float *zero_bias;              /* owned: K zeros, for a NULL bias */
   float *db_scratch;             /* owned: K floats, for a NULL db */
 };
@@ -76,6 +82,8 @@ tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   args[0] = &plan->x_fwd, args[1] = &plan->w_fwd, args[2] = &plan->x_bwd;
   args[3] = &plan->dw, args[4] = &plan->w_bwd, args[5] = &plan->dx, args[6] = &plan->y;
   args[7] = &plan->dy_w, args[8] = &plan->dy_d;
+  tach_cpu_arg_clear (be, &plan->wino_x);
+  tach_cpu_arg_clear (be, &plan->wino_dx);
   for (guint i = 0; i < G_N_ELEMENTS (prims); i++)
     if (prims[i] != NULL)
       dnnl_primitive_destroy (prims[i]);
@@ -84,6 +92,7 @@ tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
       dnnl_memory_destroy (mems[i]);
   for (guint i = 0; i < G_N_ELEMENTS (args); i++)
     tach_cpu_arg_clear (be, args[i]);
+  tach_cpu_wino_free (be, plan->wino);
   tach_cpu_mem_free (be, plan->zero_bias);
   tach_cpu_mem_free (be, plan->act_scratch);
   tach_cpu_mem_free (be, plan->db_scratch);
@@ -571,6 +580,18 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   memset (plan->zero_bias, 0, (size_t) d->K * sizeof (float));
   if (d->block && !plan_chunk (be, plan, &m))
     goto fail;
+  if (d->block && tach_cpu_wino_applies (d, &plan->act_layout))
+    {
+      dnnl_memory_desc_t blocked;
+
+      /* C is a multiple of the vector width: native_md_init blocks by it. */
+      TACH_DNNL_TRY (be, native_md_init (&blocked, m.x.dims, dnnl_f32), fail);
+      plan->wino = tach_cpu_wino_new (be, d);
+      if (plan->wino == NULL
+          || !tach_cpu_arg_init (be, &plan->wino_x, &m.x, &blocked, FALSE)
+          || (d->need_dx && !tach_cpu_arg_init (be, &plan->wino_dx, &m.x, &blocked, TRUE)))
+        goto fail;
+    }
   if (d->block && plan->x_fwd.reorder != NULL && plan->x_bwd.reorder != NULL)
     {
       const dnnl_memory_desc_t *fwd_md, *bwd_md;
@@ -732,6 +753,47 @@ out:
   return;
 }
 
+/* The block's forward by Winograd (TachConvPlan.wino): by the chunked
+ * forward's chunks into its scratch where it has them, else in one pass
+ * into @act; each pooled as it comes. */
+static float *
+bind_ptr (TachBackend *be, TachCpuArg *arg, const float *ptr)
+{
+  dnnl_memory_t mem = tach_cpu_arg_bind (be, arg, ptr);
+  void *handle = NULL;
+
+  if (mem == NULL)
+    return NULL;
+  TACH_DNNL_TRY (be, dnnl_memory_get_data_handle (mem, &handle), fail);
+  return handle;
+fail:
+  return NULL;
+}
+
+static void
+block_fwd_wino (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
+                const float *b, float *act, int32_t *idx, float *y)
+{
+  const TachConvDesc *d = &plan->desc;
+  size_t pooled = (size_t) d->K * (plan->oh / 2) * (plan->ow / 2);
+  int step = plan->chunk > 0 ? plan->chunk : d->N;
+  float *dst = plan->chunk > 0 ? plan->act_scratch : act;
+  const float *xb = bind_ptr (be, &plan->wino_x, x);
+
+  if (xb == NULL)
+    return;
+  plan->x_fwd_last = x;
+  tach_cpu_wino_filters (be, plan->wino, w);
+  for (int n0 = 0; n0 < d->N; n0 += step)
+    {
+      int count = MIN (step, d->N - n0);
+
+      tach_cpu_wino_forward (be, plan->wino, xb, b != NULL ? b : plan->zero_bias, n0, count, dst);
+      tach_cpu_block_pool_fwd (be, &plan->act_layout, dst, y + (size_t) n0 * pooled,
+                               (guint8 *) idx + (size_t) n0 * pooled, count, plan->oh, plan->ow);
+    }
+}
+
 void
 tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, const float *w,
                          const float *b, float *act, int32_t *idx, float *y)
@@ -739,6 +801,11 @@ tach_cpu_conv_block_fwd (TachBackend *be, TachConvPlan *plan, const float *x, co
   if (!check_block (be, plan, TRUE))
     return;
   plan->x_fwd_last = NULL;
+  if (plan->wino != NULL)
+    {
+      block_fwd_wino (be, plan, x, w, b, act, idx, y);
+      return;
+    }
   if (plan->chunk > 0)
     {
       block_fwd_chunked (be, plan, x, w, b, idx, y);
@@ -767,6 +834,23 @@ tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, co
   SET_HANDLE (be, plan->dact, dact, out);
   tach_cpu_block_pool_bwd (be, &plan->act_layout, dy, (const guint8 *) idx, dact, plan->desc.N,
                            plan->oh, plan->ow);
+  if (plan->wino != NULL)
+    {
+      /* x as the forward blocked it, when it was this x; the filters
+       * again: the caller may have changed them since. */
+      const float *xb = plan->wino_x.reorder != NULL && x == plan->x_fwd_last
+                        ? plan->wino_x.buf : bind_ptr (be, &plan->wino_x, x);
+      float *dxb = dx != NULL ? bind_ptr (be, &plan->wino_dx, dx) : NULL;
+
+      if (xb == NULL || (dx != NULL && dxb == NULL))
+        return;
+      tach_cpu_wino_filters (be, plan->wino, w);
+      tach_cpu_wino_backward (be, plan->wino, xb, dact, plan->desc.N, dxb, dw,
+                              db != NULL ? db : plan->db_scratch);
+      if (dx != NULL)
+        tach_cpu_arg_finish (be, &plan->wino_dx);
+      return;
+    }
   conv_backward (be, plan, x, w, plan->dact, plan->dact, dx, dw, db);
 out:
   return;

@@ -361,6 +361,26 @@ void   tach_cpu_block_pool_fwd (TachBackend *be, const TachCpuActLayout *l, cons
 void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, const float *dy,
                                 const guint8 *code, void *dact, int n, int h, int w);
 
+/* tach-cpu-winograd.c: a conv block's 5x5 convolution by Winograd's
+ * F(2x2, 5x5) in fp32, where C and K are multiples of the vector width and
+ * the activations (@act) are blocked by it; TACH_CPU_CONV=direct turns it
+ * off.  x and dx are blocked by it too ([N][C/L][H][W][L]: the caller
+ * reorders a plain x).  tach_cpu_wino_filters transforms the filters (K x
+ * C x 5 x 5, plain) for the passes that follow; forward writes images
+ * [n0, n0 + count) of x into @act from its start, bias added and ReLU
+ * applied; backward writes all of @dx (NULL: none), @dw and @db from the
+ * activations' gradient. */
+typedef struct _TachCpuWino TachCpuWino;
+gboolean     tach_cpu_wino_applies (const TachConvDesc *d, const TachCpuActLayout *act);
+TachCpuWino *tach_cpu_wino_new (TachBackend *be, const TachConvDesc *d);
+void         tach_cpu_wino_free (TachBackend *be, TachCpuWino *wg);
+void         tach_cpu_wino_filters (TachBackend *be, TachCpuWino *wg, const float *w);
+void         tach_cpu_wino_forward (TachBackend *be, TachCpuWino *wg, const float *x,
+                                    const float *b, int n0, int count, float *act);
+void         tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x,
+                                     const float *dact, int count, float *dx, float *dw,
+                                     float *db);
+
 /* tach-cpu-gemm-bf16.c */
 void   tach_cpu_gemm_bf16 (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
                            float alpha, const float *a, int lda, const float *b, int ldb,

@@ -19,8 +19,8 @@
  *                        the 32 AVX-512 registers, 4 of AVX2's 16)
  *   TachVec, TachVecMask, TachVecHalfMask: a vector of floats, a lane mask,
  *                        a mask of the lower half's lanes
- *   tach_vec_zero(), _set1(x), _load(p), _fma(a, b, c) (a b + c, one
- *   rounding), _mul(a, b), _add(a, b)
+ *   tach_vec_zero(), _set1(x), _load(p), _store(p, v), _fma(a, b, c) (a b + c,
+ *   one rounding), _mul(a, b), _add(a, b), _sub(a, b), _max(a, b)
  *   tach_vec_loadz(mask, p), _storem(p, mask, v): masked load (zeros in the
  *                        lanes left out, which are never read) and store
  *   tach_vec_mask_below(n), _mask_from(n): lanes < n, lanes >= n
@@ -50,9 +50,12 @@
 #undef tach_vec_zero
 #undef tach_vec_set1
 #undef tach_vec_load
+#undef tach_vec_store
 #undef tach_vec_fma
 #undef tach_vec_mul
 #undef tach_vec_add
+#undef tach_vec_sub
+#undef tach_vec_max
 #undef tach_vec_loadz
 #undef tach_vec_storem
 #undef tach_vec_mask_below
@@ -81,9 +84,12 @@
 #define tach_vec_zero() _mm512_setzero_ps ()
 #define tach_vec_set1(x) _mm512_set1_ps (x)
 #define tach_vec_load(p) _mm512_loadu_ps (p)
+#define tach_vec_store(p, v) _mm512_storeu_ps ((p), (v))
 #define tach_vec_fma(a, b, c) _mm512_fmadd_ps ((a), (b), (c))
 #define tach_vec_mul(a, b) _mm512_mul_ps ((a), (b))
 #define tach_vec_add(a, b) _mm512_add_ps ((a), (b))
+#define tach_vec_sub(a, b) _mm512_sub_ps ((a), (b))
+#define tach_vec_max(a, b) _mm512_max_ps ((a), (b))
 #define tach_vec_loadz(mask, p) _mm512_maskz_loadu_ps ((mask), (p))
 #define tach_vec_storem(p, mask, v) _mm512_mask_storeu_ps ((p), (mask), (v))
 #define tach_vec_mask_below(n) ((__mmask16) ((1u << (n)) - 1u))
@@ -145,9 +151,12 @@ tach_vec_hsum_avx512 (const __m512 v[16])
 #define tach_vec_zero() _mm256_setzero_ps ()
 #define tach_vec_set1(x) _mm256_set1_ps (x)
 #define tach_vec_load(p) _mm256_loadu_ps (p)
+#define tach_vec_store(p, v) _mm256_storeu_ps ((p), (v))
 #define tach_vec_fma(a, b, c) _mm256_fmadd_ps ((a), (b), (c))
 #define tach_vec_mul(a, b) _mm256_mul_ps ((a), (b))
 #define tach_vec_add(a, b) _mm256_add_ps ((a), (b))
+#define tach_vec_sub(a, b) _mm256_sub_ps ((a), (b))
+#define tach_vec_max(a, b) _mm256_max_ps ((a), (b))
 /* maskload and maskstore read each lane's sign bit. */
 #define tach_vec_loadz(mask, p) _mm256_maskload_ps ((p), (mask))
 #define tach_vec_storem(p, mask, v) _mm256_maskstore_ps ((p), (mask), (v))
