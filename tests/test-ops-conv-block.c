@@ -34,7 +34,7 @@ static const TachConvDesc w3_descs[] = {
   { 64, 32, 14, 14, 64, 5, 5, 2, 2, TRUE, TACH_PRECISION_FP32, TRUE },
 };
 
-/* Shapes the CPU backend runs by Winograd's F(2x2, 5x5) (5x5 filters, C
+/* Shapes the CPU backend runs by Winograd's F(4x4, 5x5) (5x5 filters, C
  * and K multiples of 16): partial tiles (odd outputs), every padding it
  * takes, a batch that splits unevenly over threads, images whose tiles
  * take several chunks (28x28), x plain and need_dx either way. */

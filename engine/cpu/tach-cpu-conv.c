@@ -55,7 +55,7 @@ struct _TachConvPlan {
   gboolean     x_shared;
   const float *x_fwd_last;       /* borrowed: the x that x_fwd.inner holds */
 
-  /* block: the convolution by Winograd's F(2x2, 5x5) where it applies
+  /* block: the convolution by Winograd's F(4x4, 5x5) where it applies
    * (tach-cpu-winograd.c), else NULL and oneDNN's primitives run; the
    * chunked forward's chunks and scratch serve it too. */
   TachCpuWino *wino;

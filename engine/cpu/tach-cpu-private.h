@@ -362,7 +362,7 @@ void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, cons
                                 const guint8 *code, void *dact, int n, int h, int w);
 
 /* tach-cpu-winograd.c: a conv block's 5x5 convolution by Winograd's
- * F(2x2, 5x5) in fp32, where C and K are multiples of the vector width and
+ * F(4x4, 5x5) in fp32, where C and K are multiples of the vector width and
  * the activations (@act) are blocked by it; TACH_CPU_CONV=direct turns it
  * off.  x and dx are blocked by it too ([N][C/L][H][W][L]: the caller
  * reorders a plain x).  tach_cpu_wino_filters transforms the filters (K x

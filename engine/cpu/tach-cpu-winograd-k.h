@@ -1,150 +1,80 @@
-/* tach-cpu-winograd-k.h: the kernels of the Winograd F(2x2, 5x5)
- * convolution (tach-cpu-winograd.c), written once against tach-cpu-vec.h
- * and included after each width's inclusion of it (TACH_VEC_FN makes
- * wino_forward_avx512 and wino_forward_avx2, ...).
+/* tach-cpu-winograd-k.h: the kernels of the Winograd convolution
+ * (tach-cpu-winograd.c, which defines the tile size WINO_M, the input
+ * tile's WINO_A and the points WINO_P = WINO_A^2, and the transforms'
+ * tables), written once against tach-cpu-vec.h and included after each
+ * width's inclusion of it (TACH_VEC_FN makes wino_forward_images_avx512
+ * and wino_forward_images_avx2, ...).
  *
  * Every transform works on one vector of L = TACH_VEC_LANES channels: x,
  * the activations and their gradients are blocked by exactly L channels
- * ([N][C/L][H][W][L]), so one channel block of a tile is 36 vector loads.
- * With the points 0, 1, -1, 2, -2 and infinity, a 6x6 input tile d, a 5x5
- * filter g and the 2x2 output tile Y,
+ * ([N][C/L][H][W][L]), so one channel block of a tile is WINO_P vector
+ * loads.  With d an input tile, g a 5x5 filter and Y the output tile,
  *   Y = A^T [(G g G^T) . (B^T d B)] A,
- * where B^T is 6x6, G 6x5 and A^T 2x6; the sums over channels at each of
- * the 36 points are GEMMs (wino_gemm).  Backward runs the same algebra
- * transposed: the output gradient's tiles through A, the input gradient's
- * back through B (added into the overlapping input tiles), the filter
- * gradient's through G^T.
+ * and the sums over channels at each of the WINO_P points are GEMMs
+ * (wino_gemm).  Backward runs the same algebra transposed: the output
+ * gradient's tiles through A, the input gradient's back through B (added
+ * into the overlapping input tiles), the filter gradient's through G^T.
  */
 
-/* ------------------------------------------------ one-dimensional steps */
+/* ------------------------------------------------------ the transforms */
 
-/* out = B^T d (6 -> 6). */
+/* out[i] = sum_k S(i, k) in[k] for i < @ro, k < @ri, where S(i, k) is
+ * mat[i][k] (mat @ro x @ri, row length @ld) or, @transposed, mat[k][i]
+ * (mat @ri x @ro): the matrices are constant tables and every index a
+ * constant once inlined and unrolled, so the zeros drop out and the ones
+ * become adds. */
 TACH_VEC_INLINE void
-TACH_VEC_FN (wino_bt) (const TachVec d[6], TachVec out[6])
+TACH_VEC_FN (wino_step) (const float *mat, int ld, gboolean transposed, int ri, int ro,
+                         const TachVec *in, TachVec *out)
 {
-  const TachVec four = tach_vec_set1 (4.0f), m4 = tach_vec_set1 (-4.0f);
-  const TachVec m5 = tach_vec_set1 (-5.0f), two = tach_vec_set1 (2.0f);
-  TachVec p = tach_vec_fma (m4, d[2], d[4]);              /* d4 - 4 d2 */
-  TachVec q = tach_vec_fma (m4, d[1], d[3]);              /* d3 - 4 d1 */
-  TachVec r = tach_vec_sub (d[4], d[2]);
-  TachVec s = tach_vec_mul (two, tach_vec_sub (d[3], d[1]));
+#pragma GCC unroll 8
+  for (int i = 0; i < ro; i++)
+    {
+      TachVec acc = tach_vec_zero ();
+      gboolean first = TRUE;
 
-  out[0] = tach_vec_fma (four, d[0], tach_vec_fma (m5, d[2], d[4]));
-  out[1] = tach_vec_add (p, q);
-  out[2] = tach_vec_sub (p, q);
-  out[3] = tach_vec_add (r, s);
-  out[4] = tach_vec_sub (r, s);
-  out[5] = tach_vec_fma (four, d[1], tach_vec_fma (m5, d[3], d[5]));
+#pragma GCC unroll 8
+      for (int k = 0; k < ri; k++)
+        {
+          float c = transposed ? mat[k * ld + i] : mat[i * ld + k];
+
+          if (c == 0.0f)
+            continue;
+          if (first)
+            acc = c == 1.0f ? in[k] : tach_vec_mul (tach_vec_set1 (c), in[k]);
+          else
+            acc = c == 1.0f ? tach_vec_add (acc, in[k])
+                            : tach_vec_fma (tach_vec_set1 (c), in[k], acc);
+          first = FALSE;
+        }
+      out[i] = acc;
+    }
 }
 
-/* out = B v (6 -> 6): the input gradient's step. */
-TACH_VEC_INLINE void
-TACH_VEC_FN (wino_b) (const TachVec v[6], TachVec out[6])
-{
-  const TachVec two = tach_vec_set1 (2.0f), four = tach_vec_set1 (4.0f);
-  const TachVec m4 = tach_vec_set1 (-4.0f), m5 = tach_vec_set1 (-5.0f);
-  TachVec d12 = tach_vec_sub (v[2], v[1]), s12 = tach_vec_add (v[1], v[2]);
-  TachVec d34 = tach_vec_sub (v[3], v[4]), s34 = tach_vec_add (v[3], v[4]);
-
-  out[0] = tach_vec_mul (four, v[0]);
-  out[1] = tach_vec_sub (tach_vec_mul (four, tach_vec_add (d12, v[5])), tach_vec_mul (two, d34));
-  out[2] = tach_vec_fma (m5, v[0], tach_vec_fma (m4, s12, tach_vec_sub (tach_vec_zero (), s34)));
-  out[3] = tach_vec_sub (tach_vec_fma (two, d34, tach_vec_mul (m5, v[5])), d12);
-  out[4] = tach_vec_add (v[0], tach_vec_add (s12, s34));
-  out[5] = v[5];
-}
-
-/* out = A^T m (6 -> 2). */
-TACH_VEC_INLINE void
-TACH_VEC_FN (wino_at) (const TachVec m[6], TachVec out[2])
-{
-  const TachVec two = tach_vec_set1 (2.0f);
-
-  out[0] = tach_vec_add (tach_vec_add (m[0], tach_vec_add (m[1], m[2])),
-                         tach_vec_add (m[3], m[4]));
-  out[1] = tach_vec_add (tach_vec_fma (two, tach_vec_sub (m[3], m[4]), tach_vec_sub (m[1], m[2])),
-                         m[5]);
-}
-
-/* out = A y (2 -> 6): the output gradient's step. */
-TACH_VEC_INLINE void
-TACH_VEC_FN (wino_a) (const TachVec y[2], TachVec out[6])
-{
-  const TachVec two = tach_vec_set1 (2.0f), m2 = tach_vec_set1 (-2.0f);
-  const TachVec y0 = y[0], y1 = y[1];
-
-  out[0] = y0;
-  out[1] = tach_vec_add (y0, y1);
-  out[2] = tach_vec_sub (y0, y1);
-  out[3] = tach_vec_fma (two, y1, y0);
-  out[4] = tach_vec_fma (m2, y1, y0);
-  out[5] = y1;
-}
-
-/* out = G g (5 -> 6): the filter's step. */
-TACH_VEC_INLINE void
-TACH_VEC_FN (wino_g) (const TachVec g[5], TachVec out[6])
-{
-  const TachVec m6 = tach_vec_set1 (-1.0f / 6.0f);
-  TachVec even = tach_vec_add (tach_vec_add (g[0], g[2]), g[4]);
-  TachVec odd = tach_vec_add (g[1], g[3]);
-  TachVec e2 = tach_vec_fma (tach_vec_set1 (2.0f / 3.0f), g[4],
-                             tach_vec_fma (tach_vec_set1 (1.0f / 6.0f), g[2],
-                                           tach_vec_mul (tach_vec_set1 (1.0f / 24.0f), g[0])));
-  TachVec o2 = tach_vec_fma (tach_vec_set1 (1.0f / 3.0f), g[3],
-                             tach_vec_mul (tach_vec_set1 (1.0f / 12.0f), g[1]));
-
-  out[0] = tach_vec_mul (tach_vec_set1 (1.0f / 4.0f), g[0]);
-  out[1] = tach_vec_mul (m6, tach_vec_add (even, odd));
-  out[2] = tach_vec_mul (m6, tach_vec_sub (even, odd));
-  out[3] = tach_vec_add (e2, o2);
-  out[4] = tach_vec_sub (e2, o2);
-  out[5] = g[4];
-}
-
-/* out = G^T u (6 -> 5): the filter gradient's step. */
-TACH_VEC_INLINE void
-TACH_VEC_FN (wino_gt) (const TachVec u[6], TachVec out[5])
-{
-  const TachVec c6 = tach_vec_set1 (1.0f / 6.0f);
-  TachVec s12 = tach_vec_mul (c6, tach_vec_add (u[1], u[2]));   /* (u1 + u2) / 6 */
-  TachVec d12 = tach_vec_mul (c6, tach_vec_sub (u[2], u[1]));   /* (u2 - u1) / 6 */
-  TachVec s34 = tach_vec_add (u[3], u[4]), d34 = tach_vec_sub (u[3], u[4]);
-
-  out[0] = tach_vec_fma (tach_vec_set1 (1.0f / 4.0f), u[0],
-                         tach_vec_fma (tach_vec_set1 (1.0f / 24.0f), s34, tach_vec_sub (tach_vec_zero (), s12)));
-  out[1] = tach_vec_fma (tach_vec_set1 (1.0f / 12.0f), d34, d12);
-  out[2] = tach_vec_fma (c6, s34, tach_vec_sub (tach_vec_zero (), s12));
-  out[3] = tach_vec_fma (tach_vec_set1 (1.0f / 3.0f), d34, d12);
-  out[4] = tach_vec_add (tach_vec_fma (tach_vec_set1 (2.0f / 3.0f), s34,
-                                       tach_vec_sub (tach_vec_zero (), s12)), u[5]);
-}
-
-/* @out = S @in S'^T for a step S (@ri -> @ro values) and S' (@ci -> @co):
- * each column of @in (@ri x @ci) through @step, then each row of that
- * through it.  Inlined with the step: every shape is a constant. */
-#define WINO_2D(step, ri, ci, ro, co, in, out)                \
-  do {                                                        \
-    TachVec col_[6], res_[6], mid_[6][6];                     \
-    _Pragma ("GCC unroll 6")                                  \
-    for (int j_ = 0; j_ < (ci); j_++)                         \
-      {                                                       \
-        _Pragma ("GCC unroll 6")                              \
-        for (int i_ = 0; i_ < (ri); i_++)                     \
-          col_[i_] = (in)[i_][j_];                            \
-        step (col_, res_);                                    \
-        _Pragma ("GCC unroll 6")                              \
-        for (int i_ = 0; i_ < (ro); i_++)                     \
-          mid_[i_][j_] = res_[i_];                            \
-      }                                                       \
-    _Pragma ("GCC unroll 6")                                  \
-    for (int i_ = 0; i_ < (ro); i_++)                         \
-      {                                                       \
-        step (mid_[i_], res_);                                \
-        _Pragma ("GCC unroll 6")                              \
-        for (int j_ = 0; j_ < (co); j_++)                     \
-          (out)[i_][j_] = res_[j_];                           \
-      }                                                       \
+/* @out = S @in S^T for the step S above (@ri -> @ro values): each column
+ * of @in (@ri x @ri) through it, then each row of that. */
+#define WINO_2D(mat, ld, transposed, ri, ro, in, out)                             \
+  do {                                                                            \
+    TachVec col_[WINO_A], res_[WINO_A], mid_[WINO_A][WINO_A];                     \
+    _Pragma ("GCC unroll 8")                                                      \
+    for (int j_ = 0; j_ < (ri); j_++)                                             \
+      {                                                                           \
+        _Pragma ("GCC unroll 8")                                                  \
+        for (int i_ = 0; i_ < (ri); i_++)                                         \
+          col_[i_] = (in)[i_][j_];                                                \
+        TACH_VEC_FN (wino_step) ((mat), (ld), (transposed), (ri), (ro), col_, res_); \
+        _Pragma ("GCC unroll 8")                                                  \
+        for (int i_ = 0; i_ < (ro); i_++)                                         \
+          mid_[i_][j_] = res_[i_];                                                \
+      }                                                                           \
+    _Pragma ("GCC unroll 8")                                                      \
+    for (int i_ = 0; i_ < (ro); i_++)                                             \
+      {                                                                           \
+        TACH_VEC_FN (wino_step) ((mat), (ld), (transposed), (ri), (ro), mid_[i_], res_); \
+        _Pragma ("GCC unroll 8")                                                  \
+        for (int j_ = 0; j_ < (ro); j_++)                                         \
+          (out)[i_][j_] = res_[j_];                                               \
+      }                                                                           \
   } while (0)
 
 /* ---------------------------------------------------------------- GEMM */
@@ -233,19 +163,41 @@ TACH_VEC_FN (wino_gemm) (int m, int n, int kd, const float *a, size_t sai, size_
 
 /* ------------------------------------------------------------ the tiles */
 
-/* The 36 points of input tile (ty, tx) of one channel block (@plane:
+/* Loads the points of one tile's vector from @p (point q at p + q
+ * stride) into @g. */
+#define WINO_LOAD_POINTS(g, p, stride)                                     \
+  do {                                                                     \
+    _Pragma ("GCC unroll 8")                                               \
+    for (int i_ = 0; i_ < WINO_A; i_++)                                    \
+      _Pragma ("GCC unroll 8")                                             \
+      for (int j_ = 0; j_ < WINO_A; j_++)                                  \
+        (g)[i_][j_] = tach_vec_load ((p) + (size_t) (i_ * WINO_A + j_) * (stride)); \
+  } while (0)
+
+/* Stores @g's points of one tile's vector to @p (point q at p + q
+ * stride). */
+#define WINO_STORE_POINTS(p, stride, g)                                     \
+  do {                                                                     \
+    _Pragma ("GCC unroll 8")                                               \
+    for (int i_ = 0; i_ < WINO_A; i_++)                                    \
+      _Pragma ("GCC unroll 8")                                             \
+      for (int j_ = 0; j_ < WINO_A; j_++)                                  \
+        tach_vec_store ((p) + (size_t) (i_ * WINO_A + j_) * (stride), (g)[i_][j_]); \
+  } while (0)
+
+/* The points of input tile (ty, tx) of one channel block (@plane:
  * [H][W][L]) to @v, point q at v + q vstride. */
 TACH_VEC_INLINE void
 TACH_VEC_FN (wino_in_tile) (const TachCpuWino *wg, const float *plane, int ty, int tx, float *v,
                             size_t vstride)
 {
-  const int oy = 2 * ty - wg->pad_h, ox = 2 * tx - wg->pad_w;
-  TachVec d[6][6], out[6][6];
+  const int oy = WINO_M * ty - wg->pad_h, ox = WINO_M * tx - wg->pad_w;
+  TachVec d[WINO_A][WINO_A], out[WINO_A][WINO_A];
 
-#pragma GCC unroll 6
-  for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; j++)
+#pragma GCC unroll 8
+  for (int i = 0; i < WINO_A; i++)
+#pragma GCC unroll 8
+    for (int j = 0; j < WINO_A; j++)
       {
         int y = oy + i, x = ox + j;
 
@@ -253,16 +205,12 @@ TACH_VEC_FN (wino_in_tile) (const TachCpuWino *wg, const float *plane, int ty, i
                   ? tach_vec_load (plane + ((size_t) y * wg->w + x) * TACH_VEC_LANES)
                   : tach_vec_zero ();
       }
-  WINO_2D (TACH_VEC_FN (wino_bt), 6, 6, 6, 6, d, out);
-#pragma GCC unroll 6
-  for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-    for (int j = 0; j < 6; j++)
-      tach_vec_store (v + (size_t) (i * 6 + j) * vstride, out[i][j]);
+  WINO_2D (wino_bt_mat, WINO_A, FALSE, WINO_A, WINO_A, d, out);
+  WINO_STORE_POINTS (v, vstride, out);
 }
 
 /* Input tiles [t0, t0 + nt) of one image (@x: [C/L][H][W][L]) to @v
- * ([36][nt][C]). */
+ * ([P][nt][C]). */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_in_tiles) (const TachCpuWino *wg, const float *x, int t0, int nt, float *v)
 {
@@ -273,32 +221,25 @@ TACH_VEC_FN (wino_in_tiles) (const TachCpuWino *wg, const float *x, int t0, int 
                                   (size_t) nt * wg->c);
 }
 
-/* Output tiles [t0, t0 + nt) from @m ([36][nt][K]) into one image of the
+/* Output tiles [t0, t0 + nt) from @m ([P][nt][K]) into one image of the
  * activations (@act: [K/L][OH][OW][L]), bias added and ReLU applied. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_out_tiles) (const TachCpuWino *wg, const float *m, const float *bias, int t0,
                               int nt, float *act)
 {
-  const size_t mstride = (size_t) nt * wg->k;
-
   for (int t = 0; t < nt; t++)
     for (int kb = 0; kb < wg->k; kb += TACH_VEC_LANES)
       {
-        const float *mp = m + (size_t) t * wg->k + kb;
         float *plane = act + (size_t) kb * wg->oh * wg->ow;
-        const int y0 = 2 * ((t0 + t) / wg->tw), x0 = 2 * ((t0 + t) % wg->tw);
-        TachVec in[6][6], out[2][2], vb = tach_vec_load (bias + kb);
+        const int y0 = WINO_M * ((t0 + t) / wg->tw), x0 = WINO_M * ((t0 + t) % wg->tw);
+        TachVec in[WINO_A][WINO_A], out[WINO_A][WINO_A], vb = tach_vec_load (bias + kb);
 
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-          for (int j = 0; j < 6; j++)
-            in[i][j] = tach_vec_load (mp + (size_t) (i * 6 + j) * mstride);
-        WINO_2D (TACH_VEC_FN (wino_at), 6, 6, 2, 2, in, out);
-#pragma GCC unroll 2
-        for (int i = 0; i < 2; i++)
-#pragma GCC unroll 2
-          for (int j = 0; j < 2; j++)
+        WINO_LOAD_POINTS (in, m + (size_t) t * wg->k + kb, (size_t) nt * wg->k);
+        WINO_2D (wino_at_mat, WINO_A, FALSE, WINO_A, WINO_M, in, out);
+#pragma GCC unroll 4
+        for (int i = 0; i < WINO_M; i++)
+#pragma GCC unroll 4
+          for (int j = 0; j < WINO_M; j++)
             if (y0 + i < wg->oh && x0 + j < wg->ow)
               tach_vec_store (plane + ((size_t) (y0 + i) * wg->ow + x0 + j) * TACH_VEC_LANES,
                               tach_vec_max (tach_vec_add (out[i][j], vb), tach_vec_zero ()));
@@ -306,7 +247,7 @@ TACH_VEC_FN (wino_out_tiles) (const TachCpuWino *wg, const float *m, const float
 }
 
 /* The output gradient's tiles [t0, t0 + nt) of one image (@dact: [K/L]
- * [OH][OW][L]) through A to @m ([36][nt][K]); their sums into @db (K). */
+ * [OH][OW][L]) through A to @m ([P][nt][K]); their sums into @db (K). */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_dy_tiles) (const TachCpuWino *wg, const float *dact, int t0, int nt, float *m,
                              float *db)
@@ -320,14 +261,14 @@ TACH_VEC_FN (wino_dy_tiles) (const TachCpuWino *wg, const float *dact, int t0, i
 
       for (int t = 0; t < nt; t++)
         {
-          const int y0 = 2 * ((t0 + t) / wg->tw), x0 = 2 * ((t0 + t) % wg->tw);
+          const int y0 = WINO_M * ((t0 + t) / wg->tw), x0 = WINO_M * ((t0 + t) % wg->tw);
           float *mp = m + (size_t) t * wg->k + kb;
-          TachVec dy[2][2], out[6][6];
+          TachVec dy[WINO_A][WINO_A], out[WINO_A][WINO_A];
 
-#pragma GCC unroll 2
-          for (int i = 0; i < 2; i++)
-#pragma GCC unroll 2
-            for (int j = 0; j < 2; j++)
+#pragma GCC unroll 4
+          for (int i = 0; i < WINO_M; i++)
+#pragma GCC unroll 4
+            for (int j = 0; j < WINO_M; j++)
               {
                 dy[i][j] = y0 + i < wg->oh && x0 + j < wg->ow
                            ? tach_vec_load (plane + ((size_t) (y0 + i) * wg->ow + x0 + j)
@@ -336,43 +277,32 @@ TACH_VEC_FN (wino_dy_tiles) (const TachCpuWino *wg, const float *dact, int t0, i
                 sum = tach_vec_add (sum, dy[i][j]);
               }
           /* M = A dY A^T */
-          WINO_2D (TACH_VEC_FN (wino_a), 2, 2, 6, 6, dy, out);
-#pragma GCC unroll 6
-          for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-            for (int j = 0; j < 6; j++)
-              tach_vec_store (mp + (size_t) (i * 6 + j) * mstride, out[i][j]);
+          WINO_2D (wino_at_mat, WINO_A, TRUE, WINO_M, WINO_A, dy, out);
+          WINO_STORE_POINTS (mp, mstride, out);
         }
       tach_vec_store (db + kb, sum);
     }
 }
 
-/* The input gradient's tiles [t0, t0 + nt) from @v ([36][nt][C]) through
+/* The input gradient's tiles [t0, t0 + nt) from @v ([P][nt][C]) through
  * B, added into one image of @dx ([C/L][H][W][L]) where they fall inside. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_dx_tiles) (const TachCpuWino *wg, const float *v, int t0, int nt, float *dx)
 {
-  const size_t vstride = (size_t) nt * wg->c;
-
   for (int t = 0; t < nt; t++)
     for (int cb = 0; cb < wg->c; cb += TACH_VEC_LANES)
       {
-        const float *vp = v + (size_t) t * wg->c + cb;
         float *plane = dx + (size_t) cb * wg->h * wg->w;
-        const int oy = 2 * ((t0 + t) / wg->tw) - wg->pad_h;
-        const int ox = 2 * ((t0 + t) % wg->tw) - wg->pad_w;
-        TachVec in[6][6], out[6][6];
+        const int oy = WINO_M * ((t0 + t) / wg->tw) - wg->pad_h;
+        const int ox = WINO_M * ((t0 + t) % wg->tw) - wg->pad_w;
+        TachVec in[WINO_A][WINO_A], out[WINO_A][WINO_A];
 
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-          for (int j = 0; j < 6; j++)
-            in[i][j] = tach_vec_load (vp + (size_t) (i * 6 + j) * vstride);
-        WINO_2D (TACH_VEC_FN (wino_b), 6, 6, 6, 6, in, out);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-          for (int j = 0; j < 6; j++)
+        WINO_LOAD_POINTS (in, v + (size_t) t * wg->c + cb, (size_t) nt * wg->c);
+        WINO_2D (wino_bt_mat, WINO_A, TRUE, WINO_A, WINO_A, in, out);
+#pragma GCC unroll 8
+        for (int i = 0; i < WINO_A; i++)
+#pragma GCC unroll 8
+          for (int j = 0; j < WINO_A; j++)
             {
               int y = oy + i, x = ox + j;
               float *p = plane + ((size_t) y * wg->w + x) * TACH_VEC_LANES;
@@ -385,8 +315,8 @@ TACH_VEC_FN (wino_dx_tiles) (const TachCpuWino *wg, const float *v, int t0, int 
 
 /* ------------------------------------------------------------ filters */
 
-/* The filters @w (K x C x 5 x 5, plain) to U ([36][C][K]) and U^T
- * ([36][K][C]); @gather: scratch of 25 L floats. */
+/* The filters @w (K x C x 5 x 5, plain) to U ([P][C][K]) and U^T
+ * ([P][K][C]); @gather: scratch of 25 L floats. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_filters) (const TachCpuWino *wg, const float *w, float *u, float *ut,
                             float *gather)
@@ -396,7 +326,7 @@ TACH_VEC_FN (wino_filters) (const TachCpuWino *wg, const float *w, float *u, flo
   for (int c = 0; c < wg->c; c++)
     for (int kb = 0; kb < wg->k; kb += TACH_VEC_LANES)
       {
-        TachVec g[5][5], out[6][6];
+        TachVec g[5][5], out[WINO_A][WINO_A];
 
         for (int l = 0; l < TACH_VEC_LANES; l++)
           for (int q = 0; q < 25; q++)
@@ -406,20 +336,16 @@ TACH_VEC_FN (wino_filters) (const TachCpuWino *wg, const float *w, float *u, flo
 #pragma GCC unroll 5
           for (int j = 0; j < 5; j++)
             g[i][j] = tach_vec_load (gather + (i * 5 + j) * TACH_VEC_LANES);
-        WINO_2D (TACH_VEC_FN (wino_g), 5, 5, 6, 6, g, out);
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-          for (int j = 0; j < 6; j++)
-            tach_vec_store (u + (size_t) (i * 6 + j) * ck + (size_t) c * wg->k + kb, out[i][j]);
+        WINO_2D (wino_g_mat, 5, FALSE, 5, WINO_A, g, out);
+        WINO_STORE_POINTS (u + (size_t) c * wg->k + kb, ck, out);
       }
-  for (int q = 0; q < 36; q++)
+  for (int q = 0; q < WINO_P; q++)
     for (int c = 0; c < wg->c; c++)
       for (int k = 0; k < wg->k; k++)
         ut[q * ck + (size_t) k * wg->c + c] = u[q * ck + (size_t) c * wg->k + k];
 }
 
-/* The filter gradient from its transform @du ([36][C][K]) into @dw (K x C
+/* The filter gradient from its transform @du ([P][C][K]) into @dw (K x C
  * x 5 x 5, plain); @gather: scratch of 25 L floats. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_dfilters) (const TachCpuWino *wg, const float *du, float *dw, float *gather)
@@ -429,14 +355,10 @@ TACH_VEC_FN (wino_dfilters) (const TachCpuWino *wg, const float *du, float *dw, 
   for (int c = 0; c < wg->c; c++)
     for (int kb = 0; kb < wg->k; kb += TACH_VEC_LANES)
       {
-        TachVec in[6][6], out[5][5];
+        TachVec in[WINO_A][WINO_A], out[WINO_A][WINO_A];
 
-#pragma GCC unroll 6
-        for (int i = 0; i < 6; i++)
-#pragma GCC unroll 6
-          for (int j = 0; j < 6; j++)
-            in[i][j] = tach_vec_load (du + (size_t) (i * 6 + j) * ck + (size_t) c * wg->k + kb);
-        WINO_2D (TACH_VEC_FN (wino_gt), 6, 6, 5, 5, in, out);
+        WINO_LOAD_POINTS (in, du + (size_t) c * wg->k + kb, ck);
+        WINO_2D (wino_g_mat, 5, TRUE, WINO_A, 5, in, out);
 #pragma GCC unroll 5
         for (int i = 0; i < 5; i++)
 #pragma GCC unroll 5
@@ -466,7 +388,7 @@ TACH_VEC_FN (wino_forward_images) (const TachCpuWino *wg, const float *x, const 
         int nt = MIN (wg->chunk, wg->tiles - t0);
 
         TACH_VEC_FN (wino_in_tiles) (wg, x + (size_t) n * x_image, t0, nt, v);
-        for (int q = 0; q < 36; q++)
+        for (int q = 0; q < WINO_P; q++)
           TACH_VEC_FN (wino_gemm) (nt, wg->k, wg->c, v + (size_t) q * nt * wg->c, wg->c, 1,
                                    wg->u + q * ck, wg->k, m + (size_t) q * nt * wg->k, wg->k,
                                    FALSE);
@@ -476,7 +398,7 @@ TACH_VEC_FN (wino_forward_images) (const TachCpuWino *wg, const float *x, const 
 
 /* Backward over images [n0, n0 + count): the input gradient into @dx
  * (NULL: none; the images' part is overwritten), the filter gradient's
- * transform added into @du ([36][C][K]) and the bias gradient into @db
+ * transform added into @du ([P][C][K]) and the bias gradient into @db
  * (K), all this thread's; scratch @v, @m. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (wino_backward_images) (const TachCpuWino *wg, const float *x, const float *dact,
@@ -498,7 +420,7 @@ TACH_VEC_FN (wino_backward_images) (const TachCpuWino *wg, const float *x, const
           TACH_VEC_FN (wino_dy_tiles) (wg, dact + (size_t) n * act_image, t0, nt, m, db);
           if (dx != NULL)
             {
-              for (int q = 0; q < 36; q++)
+              for (int q = 0; q < WINO_P; q++)
                 TACH_VEC_FN (wino_gemm) (nt, wg->c, wg->k, m + (size_t) q * nt * wg->k, wg->k, 1,
                                          wg->ut + q * ck, wg->c, v + (size_t) q * nt * wg->c,
                                          wg->c, FALSE);
@@ -506,7 +428,7 @@ TACH_VEC_FN (wino_backward_images) (const TachCpuWino *wg, const float *x, const
             }
           TACH_VEC_FN (wino_in_tiles) (wg, x + (size_t) n * x_image, t0, nt, v);
           /* dU[q] (C x K) += V[q]^T (C x nt) M[q] (nt x K) */
-          for (int q = 0; q < 36; q++)
+          for (int q = 0; q < WINO_P; q++)
             TACH_VEC_FN (wino_gemm) (wg->c, wg->k, nt, v + (size_t) q * nt * wg->c, 1, wg->c,
                                      m + (size_t) q * nt * wg->k, wg->k, du + q * ck, wg->k,
                                      TRUE);
@@ -516,3 +438,5 @@ TACH_VEC_FN (wino_backward_images) (const TachCpuWino *wg, const float *x, const
 
 #undef WINO_NV
 #undef WINO_2D
+#undef WINO_LOAD_POINTS
+#undef WINO_STORE_POINTS

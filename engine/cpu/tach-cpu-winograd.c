@@ -1,16 +1,18 @@
 /* tach-cpu-winograd.c: the conv block's 5x5 convolution by Winograd's
- * F(2x2, 5x5), forward, backward data and backward weights, for fp32
+ * F(4x4, 5x5), forward, backward data and backward weights, for fp32
  * blocks whose channels are multiples of the vector width, on x, dx and
  * activations blocked by it (tach-cpu-conv.c reorders a plain x and dx).
  *
- * A direct 5x5 convolution does 25 multiplies per output and channel; F(2x2,
- * 5x5) does 36 per 2x2 outputs, 9 per output: 2.78x fewer, in 36 GEMMs per
- * pass, plus the tiles' transforms (bench/README.md, "cnn").  oneDNN 2.6
- * has no Winograd for 5x5 filters (its own is F(4x4, 3x3)), and the cnn's
- * conv2 ran at the FMA peak on its direct kernels, so fewer multiplies was
- * the one way left to speed it up.  The transforms' points are small
- * (0, +-1, +-2): the results differ from a direct convolution's by a few
- * units of the last place (the fp32 tests' NMSE bound holds them).
+ * A direct 5x5 convolution does 25 multiplies per output and channel pair;
+ * F(4x4, 5x5) does 64 per 4x4 outputs, 4 per output: 6.25x fewer (4.8x on
+ * the cnn's 14x14 outputs, whose 4x4 tiles overhang by two), in 64 GEMMs
+ * per pass, plus the tiles' transforms (bench/README.md, "cnn").  oneDNN
+ * 2.6 has no Winograd for 5x5 filters (its own is F(4x4, 3x3)), and the
+ * cnn's conv2 ran at the FMA peak on its direct kernels, so fewer
+ * multiplies was the one way left to speed it up.  In fp32 the results
+ * differ from a direct convolution's by about 1e-6 relative (NMSE about
+ * 1e-11 in /engine/cpu/conv-block/winograd, against the fp32 bound of
+ * 1e-8); F(2x2, 5x5), with half the error, ran the cnn 15% slower.
  *
  * The work is split by images over the backend's threads, each with its
  * own scratch; within an image, a chunk of tile rows at a time, so that
@@ -33,10 +35,46 @@ struct _TachCpuWino {
   int tw, tiles;        /* tiles per row, per image */
   int chunk;            /* tiles per chunk: whole tile rows */
   int threads;
-  float *u, *ut;        /* [36][C][K], [36][K][C] */
-  float *scratch;       /* per thread: v [36][chunk][C], m [36][chunk][K], du [36][C][K], db [K] */
+  float *u, *ut;        /* [P][C][K], [P][K][C] */
+  float *scratch;       /* per thread: v [P][chunk][C], m [P][chunk][K], du [P][C][K], db [K] */
   size_t per_thread;    /* floats */
   float gather[25 * 16];
+};
+
+/* F(4x4, 5x5): 4x4 output tiles from 8x8 input tiles, 64 points. */
+#define WINO_M 4
+#define WINO_A 8
+#define WINO_P (WINO_A * WINO_A)
+
+/* The transforms by Toom-Cook at the points 0, 1, -1, 2, -2, 1/2, -1/2
+ * and infinity (Lavin and Gray's construction): Y = A^T [(G g G^T) . (B^T
+ * d B)] A for a 5x5 filter g and an 8x8 input tile d.  B^T is 8x8, G 8x5,
+ * A^T 4x8, row-major. */
+static const float wino_bt_mat[WINO_A * WINO_A] = {
+  -1.0f, 0.0f, 5.25f, 0.0f, -5.25f, 0.0f, 1.0f, 0.0f,
+  0.0f, 1.0f, 1.0f, -4.25f, -4.25f, 1.0f, 1.0f, 0.0f,
+  0.0f, -1.0f, 1.0f, 4.25f, -4.25f, -1.0f, 1.0f, 0.0f,
+  0.0f, 0.5f, 0.25f, -2.5f, -1.25f, 2.0f, 1.0f, 0.0f,
+  0.0f, -0.5f, 0.25f, 2.5f, -1.25f, -2.0f, 1.0f, 0.0f,
+  0.0f, 2.0f, 4.0f, -2.5f, -5.0f, 0.5f, 1.0f, 0.0f,
+  0.0f, -2.0f, 4.0f, 2.5f, -5.0f, -0.5f, 1.0f, 0.0f,
+  0.0f, -1.0f, 0.0f, 5.25f, 0.0f, -5.25f, 0.0f, 1.0f,
+};
+static const float wino_g_mat[WINO_A * 5] = {
+  -1.0f, 0.0f, 0.0f, 0.0f, 0.0f,
+  -2.0f / 9, -2.0f / 9, -2.0f / 9, -2.0f / 9, -2.0f / 9,
+  -2.0f / 9, 2.0f / 9, -2.0f / 9, 2.0f / 9, -2.0f / 9,
+  1.0f / 90, 1.0f / 45, 2.0f / 45, 4.0f / 45, 8.0f / 45,
+  1.0f / 90, -1.0f / 45, 2.0f / 45, -4.0f / 45, 8.0f / 45,
+  32.0f / 45, 16.0f / 45, 8.0f / 45, 4.0f / 45, 2.0f / 45,
+  32.0f / 45, -16.0f / 45, 8.0f / 45, -4.0f / 45, 2.0f / 45,
+  0.0f, 0.0f, 0.0f, 0.0f, 1.0f,
+};
+static const float wino_at_mat[WINO_M * WINO_A] = {
+  1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 1.0f, 0.0f,
+  0.0f, 1.0f, -1.0f, 2.0f, -2.0f, 0.5f, -0.5f, 0.0f,
+  0.0f, 1.0f, 1.0f, 4.0f, 4.0f, 0.25f, 0.25f, 0.0f,
+  0.0f, 1.0f, -1.0f, 8.0f, -8.0f, 0.125f, -0.125f, 1.0f,
 };
 
 #define TACH_VEC 512
@@ -101,20 +139,20 @@ tach_cpu_wino_new (TachBackend *be, const TachConvDesc *d)
   wg->pad_w = d->pad_w;
   wg->oh = d->H + 2 * d->pad_h - 4;
   wg->ow = d->W + 2 * d->pad_w - 4;
-  th = (wg->oh + 1) / 2;
-  wg->tw = (wg->ow + 1) / 2;
+  th = (wg->oh + WINO_M - 1) / WINO_M;
+  wg->tw = (wg->ow + WINO_M - 1) / WINO_M;
   wg->tiles = th * wg->tw;
   /* As many tile rows a chunk as keep its two transforms in 3/8 of L2. */
-  tile_bytes = (size_t) 36 * (d->C + d->K) * sizeof (float);
+  tile_bytes = (size_t) WINO_P * (d->C + d->K) * sizeof (float);
   rows = (int) CLAMP (budget / (tile_bytes * wg->tw), 1, (size_t) th);
   wg->chunk = rows * wg->tw;
   wg->threads = MAX ((int) be->threads, 1);
   ck = (size_t) d->C * d->K;
-  wg->per_thread = (size_t) 36 * wg->chunk * (d->C + d->K) + 36 * ck + (size_t) d->K;
+  wg->per_thread = (size_t) WINO_P * wg->chunk * (d->C + d->K) + WINO_P * ck + (size_t) d->K;
   /* Whole cache lines per thread. */
   wg->per_thread = (wg->per_thread + 15) / 16 * 16;
-  wg->u = tach_cpu_mem_alloc (be, 36 * ck * sizeof (float));
-  wg->ut = tach_cpu_mem_alloc (be, 36 * ck * sizeof (float));
+  wg->u = tach_cpu_mem_alloc (be, WINO_P * ck * sizeof (float));
+  wg->ut = tach_cpu_mem_alloc (be, WINO_P * ck * sizeof (float));
   wg->scratch = tach_cpu_mem_alloc (be, wg->per_thread * wg->threads * sizeof (float));
   if (!tach_backend_ok (be))
     {
@@ -131,9 +169,9 @@ thread_scratch (const TachCpuWino *wg, int t, float **v, float **m, float **du, 
   float *base = wg->scratch + (size_t) t * wg->per_thread;
 
   *v = base;
-  *m = *v + (size_t) 36 * wg->chunk * wg->c;
-  *du = *m + (size_t) 36 * wg->chunk * wg->k;
-  *db = *du + (size_t) 36 * wg->c * wg->k;
+  *m = *v + (size_t) WINO_P * wg->chunk * wg->c;
+  *du = *m + (size_t) WINO_P * wg->chunk * wg->k;
+  *db = *du + (size_t) WINO_P * wg->c * wg->k;
 }
 
 /* This thread's share of the images [0, count), one of wg->threads
@@ -194,7 +232,7 @@ tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x, const 
     float *v, *m, *du, *dbt;
     gboolean some = thread_part (wg, count, &first, &n, &v, &m, &du, &dbt);
 
-    memset (du, 0, 36 * ck * sizeof (float));
+    memset (du, 0, WINO_P * ck * sizeof (float));
     memset (dbt, 0, (size_t) wg->k * sizeof (float));
     if (some)
       (wide ? wino_backward_images_avx512 : wino_backward_images_avx2) (
@@ -204,7 +242,7 @@ tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x, const 
      * slice of the elements. */
     {
       float *sum, *dbs, *sv, *sm;
-      size_t total = 36 * ck, per = (total / wg->threads + 15) / 16 * 16;
+      size_t total = WINO_P * ck, per = (total / wg->threads + 15) / 16 * 16;
       size_t lo = MIN (total, (size_t) t * per), hi = MIN (total, lo + per);
 
       thread_scratch (wg, 0, &sv, &sm, &sum, &dbs);
