@@ -315,7 +315,14 @@ tach_cli_print_summary (TachRun *run)
   printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"),
           t.feed, t.compute, t.sync, t.host);
   if (!isnan (s.achieved_flops) && s.achieved_flops > 0)
-    printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, t.peak);
+    {
+      printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, t.peak);
+      /* The count is the same for every backend and peer, so that rates
+       * compare: a fast algorithm can beat the peak by it. */
+      if (s.peak_share > 1.0)
+        printf (_("               above the peak: FLOPs are counted as a direct algorithm does "
+                  "them, and the backend does fewer (Winograd convolution)\n"));
+    }
   if (s.peak_memory_bytes > 0)
     {
       g_autofree char *memory = g_format_size_full (s.peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);

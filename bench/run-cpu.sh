@@ -286,5 +286,7 @@ print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
 print()
 print("Steps/s, each side's median over rounds of each run's median; each side (Tach too) at "
       "its best of 1 and 2 threads (thr).\nTach/best: Tach over the fastest peer; target: "
-      "issue 17's.")
+      "issue 17's.\nGFLOP/s count every side's work as a direct algorithm does it: Tach's "
+      "cnn runs conv2 by Winograd's F(4x4, 5x5)\n(4 multiplies an output, not 25), so its "
+      "share of the peak can pass 100%.")
 EOF

@@ -479,7 +479,10 @@ cnn_flops_per_step (TachModel *model)
   TachCnn *self = (TachCnn *) model;
   double n = self->batch;
   /* Conv forward, then backward: conv1 its weight gradient only, conv2 its
-   * weight and input gradients. */
+   * weight and input gradients.  Counted as a direct convolution does them
+   * (every tap, the padding's included), as the peers' are in bench/: the
+   * CPU backend's Winograd conv2 does fewer, so its rate can pass the
+   * device's peak. */
   double c1 = conv_flops (n, self->c, self->k1, self->h, self->w);
   double c2 = conv_flops (n, self->k1, self->k2, self->h2, self->w2);
 
