@@ -257,17 +257,41 @@ TACH_CPU_SIMD_DISPATCH (static, block_pool_one,
                          guint8 *code, int n, int kb, int h, int w),
                         (l, backward, act, y, code, n, kb, h, w))
 
+#if defined(__x86_64__) && defined(__GNUC__)
+#define TACH_VEC 512
+#include "tach-cpu-vec.h"
+#include "tach-cpu-pool-k.h"
+#undef TACH_VEC
+#define TACH_VEC 256
+#include "tach-cpu-vec.h"
+#include "tach-cpu-pool-k.h"
+#undef TACH_VEC
+#define BLOCK_POOL_VEC 1
+#endif
+
 static void
 block_pool (TachBackend *be, const TachCpuActLayout *l, gboolean backward, void *act, float *y,
             guint8 *code, int n, int h, int w)
 {
   int blocks = l->k / l->cb;
   int units = n * blocks;
+  /* fp32 blocked by the vector width: the explicit vector kernel. */
+  void (*vec) (const TachCpuActLayout *, gboolean, float *, float *, guint8 *, int, int, int,
+               int) = NULL;
 
+#ifdef BLOCK_POOL_VEC
+  if (!l->bf16 && l->cb == 16 && tach_cpu_isa () == TACH_CPU_ISA_AVX512)
+    vec = block_pool_vec_avx512;
+  else if (!l->bf16 && l->cb == 8 && tach_cpu_isa () >= TACH_CPU_ISA_AVX2)
+    vec = block_pool_vec_avx2;
+#endif
   tach_cpu_bind_threads (be);
 #pragma omp parallel for if ((size_t) units * l->cb * h * w >= TACH_CPU_PARALLEL_MIN)
   for (int u = 0; u < units; u++)
-    block_pool_one (l, backward, act, y, code, u / blocks, u % blocks, h, w);
+    if (vec != NULL)
+      vec (l, backward, act, y, code, u / blocks, u % blocks, h, w);
+    else
+      block_pool_one (l, backward, act, y, code, u / blocks, u % blocks, h, w);
 }
 
 void

@@ -21,6 +21,11 @@
  *                        a mask of the lower half's lanes
  *   tach_vec_zero(), _set1(x), _load(p), _store(p, v), _fma(a, b, c) (a b + c,
  *   one rounding), _mul(a, b), _add(a, b), _sub(a, b), _max(a, b)
+ *   tach_vec_gt(a, b), _le(a, b), _eq(a, b): lane masks of a > b, a <= b,
+ *                        a == b (ordered: false where either is NaN)
+ *   tach_vec_blend(mask, a, b): b in the mask's lanes, a elsewhere
+ *   tach_vec_load_u8(p), _store_u8(p, v): TACH_VEC_LANES bytes to floats,
+ *                        and floats holding small whole numbers to bytes
  *   tach_vec_loadz(mask, p), _storem(p, mask, v): masked load (zeros in the
  *                        lanes left out, which are never read) and store
  *   tach_vec_mask_below(n), _mask_from(n): lanes < n, lanes >= n
@@ -57,6 +62,12 @@
 #undef tach_vec_sub
 #undef tach_vec_max
 #undef tach_vec_loadz
+#undef tach_vec_gt
+#undef tach_vec_le
+#undef tach_vec_eq
+#undef tach_vec_blend
+#undef tach_vec_load_u8
+#undef tach_vec_store_u8
 #undef tach_vec_storem
 #undef tach_vec_mask_below
 #undef tach_vec_mask_from
@@ -91,6 +102,14 @@
 #define tach_vec_sub(a, b) _mm512_sub_ps ((a), (b))
 #define tach_vec_max(a, b) _mm512_max_ps ((a), (b))
 #define tach_vec_loadz(mask, p) _mm512_maskz_loadu_ps ((mask), (p))
+#define tach_vec_gt(a, b) _mm512_cmp_ps_mask ((a), (b), _CMP_GT_OQ)
+#define tach_vec_le(a, b) _mm512_cmp_ps_mask ((a), (b), _CMP_LE_OQ)
+#define tach_vec_eq(a, b) _mm512_cmp_ps_mask ((a), (b), _CMP_EQ_OQ)
+#define tach_vec_blend(mask, a, b) _mm512_mask_blend_ps ((mask), (a), (b))
+#define tach_vec_load_u8(p) \
+  _mm512_cvtepi32_ps (_mm512_cvtepu8_epi32 (_mm_loadu_si128 ((const __m128i *) (p))))
+#define tach_vec_store_u8(p, v) \
+  _mm_storeu_si128 ((__m128i *) (p), _mm512_cvtepi32_epi8 (_mm512_cvttps_epi32 (v)))
 #define tach_vec_storem(p, mask, v) _mm512_mask_storeu_ps ((p), (mask), (v))
 #define tach_vec_mask_below(n) ((__mmask16) ((1u << (n)) - 1u))
 #define tach_vec_mask_from(n) ((__mmask16) (0xffffu << (n)))
@@ -159,6 +178,20 @@ tach_vec_hsum_avx512 (const __m512 v[16])
 #define tach_vec_max(a, b) _mm256_max_ps ((a), (b))
 /* maskload and maskstore read each lane's sign bit. */
 #define tach_vec_loadz(mask, p) _mm256_maskload_ps ((p), (mask))
+#define tach_vec_gt(a, b) _mm256_castps_si256 (_mm256_cmp_ps ((a), (b), _CMP_GT_OQ))
+#define tach_vec_le(a, b) _mm256_castps_si256 (_mm256_cmp_ps ((a), (b), _CMP_LE_OQ))
+#define tach_vec_eq(a, b) _mm256_castps_si256 (_mm256_cmp_ps ((a), (b), _CMP_EQ_OQ))
+#define tach_vec_blend(mask, a, b) _mm256_blendv_ps ((a), (b), _mm256_castsi256_ps (mask))
+#define tach_vec_load_u8(p) \
+  _mm256_cvtepi32_ps (_mm256_cvtepu8_epi32 (_mm_loadl_epi64 ((const __m128i *) (p))))
+/* 8 whole numbers 0..255: to 32-bit, then two unsigned-saturating packs. */
+#define tach_vec_store_u8(p, v)                                                      \
+  do {                                                                               \
+    __m256i i_ = _mm256_cvttps_epi32 (v);                                            \
+    __m128i w_ = _mm_packus_epi32 (_mm256_castsi256_si128 (i_),                      \
+                                   _mm256_extracti128_si256 (i_, 1));                \
+    _mm_storel_epi64 ((__m128i *) (p), _mm_packus_epi16 (w_, w_));                   \
+  } while (0)
 #define tach_vec_storem(p, mask, v) _mm256_maskstore_ps ((p), (mask), (v))
 #define tach_vec_mask_below(n) \
   _mm256_cmpgt_epi32 (_mm256_set1_epi32 (n), _mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7))
