@@ -445,8 +445,11 @@ int
 tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
                        GPtrArray *runs, int status)
 {
-  if (!tach_cli_session_commit_csv (session)
-      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
+  /* Both outputs are written whatever became of the other. */
+  gboolean csv_ok = tach_cli_session_commit_csv (session);
+  gboolean tensorboard_ok = tach_cli_write_tensorboard (options->tensorboard_dir, runs);
+
+  if (!csv_ok || !tensorboard_ok)
     status = MAX (status, TACH_CLI_EXIT_FAILURE);
   if (session->interrupted && status == TACH_CLI_EXIT_OK)
     status = TACH_CLI_EXIT_INTERRUPTED;
