@@ -3,10 +3,11 @@
  * tach-cpu-packed.c after each width's inclusion of it (TACH_VEC_FN makes
  * packed_nt_avx512 and packed_nt_avx2).
  *
- * The packed copy holds W in blocks of 16 rows, each block one 64-byte
- * line per p: the 16 rows' values at p.  So the product is "vertical": with
- * L = TACH_VEC_LANES, accumulator l (of L) holds, for L rows of W at once
- * (one per lane), the products at p = l (mod L) in increasing p, which is
+ * The packed copy holds W in blocks of L = TACH_VEC_LANES rows, each block
+ * one vector per p: the L rows' values at p (a 64-byte line at AVX-512, two
+ * p a line at AVX2).  So the product is "vertical": accumulator l (of L)
+ * holds, for the L rows of a block (one per lane), the products at p = l
+ * (mod L) in increasing p, which is
  * what lane l of each row's accumulator holds in the row-by-row kernels of
  * tach-cpu-gemm-nt.h (the k tail there adds a masked 0 x 0 to the lanes
  * past it, here an add of zero: the same bits); the L accumulators are
@@ -35,8 +36,8 @@ TACH_VEC_FN (vsum) (const TachVec a[TACH_VEC_LANES])
   return tach_vec_add (e, o);
 }
 
-/* C = alpha A B^T + beta C, B [n, k] packed.  Blocks of 16 rows of B (k
- * lines) stay in L1 while every row of A passes over them.  The packed
+/* C = alpha A B^T + beta C, B [n, k] packed.  Blocks of L rows of B (k
+ * vectors) stay in L1 while every row of A passes over them.  The packed
  * copy is one sequential stream, which the hardware prefetchers follow:
  * asking for each line 1 KB ahead cost about 10% on the Intel Xeon (55
  * against 50 bytes per TSC tick from L2 at n = 400, k = 100; 64 from L1). */
@@ -47,41 +48,39 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
   const TachVec valpha = tach_vec_set1 (alpha), vbeta = tach_vec_set1 (beta);
   const size_t rest = k % TACH_VEC_LANES;
 
-  for (size_t j = 0; j < n; j += 16)
+  for (size_t j = 0; j < n; j += TACH_VEC_LANES)
     for (size_t i = 0; i < m; i++)
-      for (size_t h = 0; h < 16 && j + h < n; h += TACH_VEC_LANES)
-        {
-          const float *ar = a + i * lda, *pb = packed + j * k + h;
-          float *cr = c + i * ldc + j + h;
-          TachVecMask store = n - j - h >= TACH_VEC_LANES ? tach_vec_mask_from (0)
-                                                           : tach_vec_mask_below ((int) (n - j - h));
-          TachVec acc[TACH_VEC_LANES], sum;
-          size_t p = 0;
+      {
+        const float *ar = a + i * lda, *pb = packed + j * k;
+        float *cr = c + i * ldc + j;
+        TachVecMask store = n - j >= TACH_VEC_LANES ? tach_vec_mask_from (0)
+                                                    : tach_vec_mask_below ((int) (n - j));
+        TachVec acc[TACH_VEC_LANES], sum;
+        size_t p = 0;
 
 #pragma GCC unroll 16
-          for (int l = 0; l < TACH_VEC_LANES; l++)
-            acc[l] = tach_vec_zero ();
-          for (; p + TACH_VEC_LANES <= k; p += TACH_VEC_LANES)
-            {
+        for (int l = 0; l < TACH_VEC_LANES; l++)
+          acc[l] = tach_vec_zero ();
+        for (; p + TACH_VEC_LANES <= k; p += TACH_VEC_LANES)
+          {
 #pragma GCC unroll 16
-              for (int l = 0; l < TACH_VEC_LANES; l++)
-                {
-                  acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]), tach_vec_load (pb + (p + l) * 16),
-                                         acc[l]);
-                }
-            }
-          if (rest != 0)
-            {
+            for (int l = 0; l < TACH_VEC_LANES; l++)
+              acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]),
+                                     tach_vec_load (pb + (p + l) * TACH_VEC_LANES), acc[l]);
+          }
+        if (rest != 0)
+          {
 #pragma GCC unroll 16
-              for (int l = 0; l < TACH_VEC_LANES; l++)
-                acc[l] = (size_t) l < rest ? tach_vec_fma (tach_vec_set1 (ar[p + l]),
-                                                           tach_vec_load (pb + (p + l) * 16), acc[l])
-                                           : tach_vec_add (acc[l], tach_vec_zero ());
-            }
-          sum = tach_vec_mul (valpha, TACH_VEC_FN (vsum) (acc));
-          /* beta == 0 never reads C, which may hold NaNs. */
-          if (beta != 0.0f)
-            sum = tach_vec_add (sum, tach_vec_mul (vbeta, tach_vec_loadz (store, cr)));
-          tach_vec_storem (cr, store, sum);
-        }
+            for (int l = 0; l < TACH_VEC_LANES; l++)
+              acc[l] = (size_t) l < rest
+                         ? tach_vec_fma (tach_vec_set1 (ar[p + l]),
+                                         tach_vec_load (pb + (p + l) * TACH_VEC_LANES), acc[l])
+                         : tach_vec_add (acc[l], tach_vec_zero ());
+          }
+        sum = tach_vec_mul (valpha, TACH_VEC_FN (vsum) (acc));
+        /* beta == 0 never reads C, which may hold NaNs. */
+        if (beta != 0.0f)
+          sum = tach_vec_add (sum, tach_vec_mul (vbeta, tach_vec_loadz (store, cr)));
+        tach_vec_storem (cr, store, sum);
+      }
 }

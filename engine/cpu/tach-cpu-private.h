@@ -252,7 +252,7 @@ gboolean tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta
 gboolean tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k);
 
 /* tach-cpu-packed.c: small x W^T products on a copy of W [n, k] packed
- * for them (blocks of 16 rows, a 64-byte line per input), each output the
+ * for them (blocks of one vector's rows, 16 or 8, a vector per input), each output the
  * bits of tach_cpu_sgemm_local's small kernels, where
  * tach_cpu_packed_nt_usable (n) (the vector kernels at the current ISA). */
 gboolean tach_cpu_packed_nt_usable (size_t n);
