@@ -13,17 +13,21 @@
 # reports it (measured on an idle machine and cached; see `tach-cli
 # devices`).
 #
-# Usage: bench/run-cpu.sh [--rounds N] [--quick] [--cases LIST] [--peers LIST] [--out DIR]
+# Usage: bench/run-cpu.sh [--rounds N] [--quick] [--cases LIST] [--peers LIST] [--isa avx2]
+#                         [--out DIR]
 #   --rounds N    rounds of alternating runs (default 3)
 #   --quick       fewer steps per run, for a check in a few minutes
 #   --cases LIST  comma-separated: bilstm, lstm-lm-generate, lstm-lm-train, cnn,
 #                 cnn-bf16 (every side in bf16; needs AVX-512 BF16)
 #   --peers LIST  comma-separated: torch, torch-compile, tf (default: all three;
 #                 tf is left out, with a note, where TensorFlow is not installed)
+#   --isa avx2    every side at AVX2 on an AVX-512 machine, as on an AVX2-only
+#                 CPU: Tach by TACH_CPU_ISA, the peers by oneDNN's, ATen's
+#                 (eager and torch.compile's code) and MKL's own caps
 #   --out DIR     keep the CSVs and logs there (default: a new temporary folder)
 # Environment: TACH_CLI (default build/app/tach-cli), PYTHON (default
-# bench/.venv/bin/python, else python3); TACH_CPU_ISA=avx2 times Tach's
-# AVX2 path on an AVX-512 machine (the peers keep theirs).
+# bench/.venv/bin/python, else python3); TACH_CPU_ISA=avx2 alone times
+# Tach's AVX2 path on an AVX-512 machine (the peers keep theirs).
 set -eu
 
 here=$(cd "$(dirname "$0")" && pwd)
@@ -34,6 +38,7 @@ quick=no
 cases="bilstm,lstm-lm-generate,lstm-lm-train,cnn"
 peers="torch,torch-compile,tf"
 peers_given=no
+isa_cap=
 out=
 
 while [ $# -gt 0 ]; do
@@ -42,11 +47,31 @@ while [ $# -gt 0 ]; do
     --quick) quick=yes; shift ;;
     --cases) cases=$2; shift 2 ;;
     --peers) peers=$2; peers_given=yes; shift 2 ;;
+    --isa) isa_cap=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
     *) echo "run-cpu.sh: unknown argument '$1' (try --help)" >&2; exit 2 ;;
   esac
 done
+
+case $isa_cap in
+  '') ;;
+  avx2)
+    if ! grep -q -w avx2 /proc/cpuinfo; then
+      echo "run-cpu.sh: --isa avx2: this CPU has no AVX2" >&2
+      exit 2
+    fi
+    # Each library's own cap: Tach's kernels and its oneDNN; the peers'
+    # oneDNN (TensorFlow's and PyTorch's), ATen's kernels and the C++ that
+    # torch.compile generates, MKL's sgemm in PyTorch.
+    export TACH_CPU_ISA=avx2 ONEDNN_MAX_CPU_ISA=AVX2 DNNL_MAX_CPU_ISA=AVX2 \
+      ATEN_CPU_CAPABILITY=avx2 MKL_ENABLE_INSTRUCTIONS=AVX2
+    # torch.compile's cache of its compiled kernels does not tell the
+    # capped code from the AVX-512 code: reusing the default cache, the
+    # bilstm's backward failed ("returned a result with an exception set").
+    export TORCHINDUCTOR_CACHE_DIR="${TMPDIR:-/tmp}/torchinductor-$(id -u)-avx2" ;;
+  *) echo "run-cpu.sh: --isa takes avx2 (to run every side at AVX2), not '$isa_cap'" >&2; exit 2 ;;
+esac
 
 if [ -n "${PYTHON:-}" ]; then
   python=$PYTHON
@@ -170,7 +195,9 @@ case " $cpu_flags " in
   *" avx2 "*) cpu_isa=avx2 ;;
   *) cpu_isa=baseline ;;
 esac
-if [ -n "$tach_isa" ] && [ "$tach_isa" != "$cpu_isa" ]; then
+if [ -n "$isa_cap" ]; then
+  isa_note="$tach_isa, every side capped below the CPU's $cpu_isa by --isa $isa_cap"
+elif [ -n "$tach_isa" ] && [ "$tach_isa" != "$cpu_isa" ]; then
   isa_note="$tach_isa, capped by TACH_CPU_ISA below the CPU's $cpu_isa (the peers keep theirs)"
 else
   isa_note="${tach_isa:-unknown}, the CPU's widest"
@@ -179,7 +206,7 @@ echo "CPU: ${cpu_model:-unknown}, $(getconf _NPROCESSORS_ONLN) cores; vector ext
 echo "Tach's CPU backend: $tach_device; kernels at $isa_note"
 echo "sgemm peak at ${tach_isa:-Tach's level} (all cores, measured by Tach): $tach_peak"
 echo "Tach: $cli"
-echo "PyTorch: $("$python" -c 'import torch; print(torch.__version__)') ($python)"
+echo "PyTorch: $("$python" -c 'import torch; print(torch.__version__, "at", torch.backends.cpu.get_cpu_capability())') ($python)"
 case ",$peers," in *,tf,*)
   echo "TensorFlow: $("$python" -c 'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"; import tensorflow as tf, keras; print(tf.__version__, "keras", keras.__version__)' 2>/dev/null)" ;;
 esac
@@ -190,6 +217,7 @@ echo "Output: $out"
   echo "flags=$cpu_flags"
   echo "tach_device=$tach_device"
   echo "tach_isa=$tach_isa"
+  echo "isa_cap=${isa_cap:-none}"
   echo "peak=$tach_peak"
 } >"$out/machine.txt"
 
