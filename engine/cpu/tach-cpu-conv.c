@@ -13,6 +13,10 @@
  * applied on the way from the pool's codes; only the block's input and its
  * gradient are reordered.
  *
+ * A block's own paths take over where they apply: the 5x5 convolution by
+ * Winograd (tach-cpu-winograd.c), and the filter and bias gradients of one
+ * input channel (tach-cpu-dw1.c), oneDNN's backward data beside them.
+ *
  * bf16 (AVX-512 BF16 processors): data and weights are rounded to bf16 for
  * the primitives, which accumulate in fp32; weight and bias gradients come
  * out in fp32, and the fp32 master weights stay the caller's.
@@ -60,6 +64,9 @@ struct _TachConvPlan {
    * chunked forward's chunks and scratch serve it too. */
   TachCpuWino *wino;
   TachCpuArg   wino_x, wino_dx;  /* x and dx blocked as it reads them */
+  /* block: the filter and bias gradients of one input channel's
+   * convolution (tach-cpu-dw1.c) where it applies, else NULL. */
+  TachCpuDw1  *dw1;
 
   float *zero_bias;              /* owned: K zeros, for a NULL bias */
   float *db_scratch;             /* owned: K floats, for a NULL db */
@@ -93,10 +100,17 @@ tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   for (guint i = 0; i < G_N_ELEMENTS (args); i++)
     tach_cpu_arg_clear (be, args[i]);
   tach_cpu_wino_free (be, plan->wino);
+  tach_cpu_dw1_free (be, plan->dw1);
   tach_cpu_mem_free (be, plan->zero_bias);
   tach_cpu_mem_free (be, plan->act_scratch);
   tach_cpu_mem_free (be, plan->db_scratch);
   g_free (plan);
+}
+
+gboolean
+tach_cpu_conv_own_paths (void)
+{
+  return g_strcmp0 (g_getenv ("TACH_CPU_CONV"), "direct") != 0;
 }
 
 /* Creates the primitive of @pd (which it then destroys) in *@prim. */
@@ -132,8 +146,7 @@ query_md (dnnl_primitive_desc_t pd, dnnl_query_t what)
 static int
 native_cb (int channels)
 {
-  TachCpuIsa isa = tach_cpu_isa ();
-  int cb = isa == TACH_CPU_ISA_AVX512 ? 16 : isa == TACH_CPU_ISA_AVX2 ? 8 : 1;
+  int cb = MAX (tach_cpu_isa_lanes (), 1);
 
   return channels % cb == 0 ? cb : 1;
 }
@@ -592,6 +605,9 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
           || (d->need_dx && !tach_cpu_arg_init (be, &plan->wino_dx, &m.x, &blocked, TRUE)))
         goto fail;
     }
+  if (d->block && tach_cpu_dw1_applies (d, &plan->act_layout)
+      && (plan->dw1 = tach_cpu_dw1_new (be, d)) == NULL)
+    goto fail;
   if (d->block && plan->x_fwd.reorder != NULL && plan->x_bwd.reorder != NULL)
     {
       const dnnl_memory_desc_t *fwd_md, *bwd_md;
@@ -643,6 +659,23 @@ fail:
   return FALSE;
 }
 
+/* The backward data convolution from the output gradient in @ddst_d. */
+static gboolean
+conv_backward_data (TachBackend *be, TachConvPlan *plan, const float *w, dnnl_memory_t ddst_d,
+                    float *dx)
+{
+  dnnl_exec_arg_t args[3];
+  dnnl_memory_t wei = tach_cpu_arg_bind (be, &plan->w_bwd, w);
+  dnnl_memory_t dsrc = wei != NULL ? tach_cpu_arg_bind (be, &plan->dx, dx) : NULL;
+
+  if (dsrc == NULL || ddst_d == NULL)
+    return FALSE;
+  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC, dsrc };
+  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS, wei };
+  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, ddst_d };
+  return tach_cpu_execute (be, plan->bwd_data, 3, args) && tach_cpu_arg_finish (be, &plan->dx);
+}
+
 /* Both backward convolutions from the output gradient in @ddst_w (for the
  * weights) and @ddst_d (for the data). */
 static gboolean
@@ -650,7 +683,7 @@ conv_backward (TachBackend *be, TachConvPlan *plan, const float *x, const float 
                dnnl_memory_t ddst_w, dnnl_memory_t ddst_d, float *dx, float *dw, float *db)
 {
   dnnl_exec_arg_t args[4];
-  dnnl_memory_t src, dwei, wei, dsrc;
+  dnnl_memory_t src, dwei;
 
   if (plan->x_shared && x == plan->x_fwd_last)
     src = plan->x_fwd.inner;
@@ -667,17 +700,7 @@ conv_backward (TachBackend *be, TachConvPlan *plan, const float *x, const float 
   if (!tach_cpu_execute (be, plan->bwd_weights, 4, args)
       || !tach_cpu_arg_finish (be, &plan->dw))
     return FALSE;
-  if (dx == NULL)
-    return TRUE;
-
-  wei = tach_cpu_arg_bind (be, &plan->w_bwd, w);
-  dsrc = wei != NULL ? tach_cpu_arg_bind (be, &plan->dx, dx) : NULL;
-  if (dsrc == NULL || ddst_d == NULL)
-    return FALSE;
-  args[0] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_SRC, dsrc };
-  args[1] = (dnnl_exec_arg_t) { DNNL_ARG_WEIGHTS, wei };
-  args[2] = (dnnl_exec_arg_t) { DNNL_ARG_DIFF_DST, ddst_d };
-  return tach_cpu_execute (be, plan->bwd_data, 3, args) && tach_cpu_arg_finish (be, &plan->dx);
+  return dx == NULL || conv_backward_data (be, plan, w, ddst_d, dx);
 fail:
   return FALSE;
 }
@@ -849,6 +872,14 @@ tach_cpu_conv_block_bwd (TachBackend *be, TachConvPlan *plan, const float *x, co
                               db != NULL ? db : plan->db_scratch);
       if (dx != NULL)
         tach_cpu_arg_finish (be, &plan->wino_dx);
+      return;
+    }
+  if (plan->dw1 != NULL)
+    {
+      tach_cpu_dw1_backward (be, plan->dw1, &plan->act_layout, x, dact, plan->desc.N, dw,
+                             db != NULL ? db : plan->db_scratch);
+      if (dx != NULL)
+        conv_backward_data (be, plan, w, plan->dact, dx);
       return;
     }
   conv_backward (be, plan, x, w, plan->dact, plan->dact, dx, dw, db);

@@ -28,7 +28,7 @@
 static size_t
 packed_rows (void)
 {
-  return tach_cpu_isa () == TACH_CPU_ISA_AVX512 ? 16 : 8;
+  return MAX (tach_cpu_isa_lanes (), 8);
 }
 
 size_t

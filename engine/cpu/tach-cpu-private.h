@@ -91,6 +91,16 @@ tach_cpu_isa (void)
   return G_LIKELY (level >= 0) ? (TachCpuIsa) level : tach_cpu_isa_init (NULL);
 }
 
+/* Floats in a vector of the level the kernels run at: 16 (AVX-512), 8
+ * (AVX2), 0 at the baseline, which has no hand-written vector kernels. */
+static inline int
+tach_cpu_isa_lanes (void)
+{
+  TachCpuIsa isa = tach_cpu_isa ();
+
+  return isa == TACH_CPU_ISA_AVX512 ? 16 : isa == TACH_CPU_ISA_AVX2 ? 8 : 0;
+}
+
 /* Hot pointwise kernels are compiled for AVX-512, AVX2 and the baseline
  * and picked per call by tach_cpu_isa(), so that one build runs everywhere,
  * uses the widest vectors the CPU has, and tests the narrower ones on
@@ -372,6 +382,9 @@ void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, cons
  * activations' gradient. */
 typedef struct _TachCpuWino TachCpuWino;
 gboolean     tach_cpu_wino_applies (const TachConvDesc *d, const TachCpuActLayout *act);
+/* FALSE under TACH_CPU_CONV=direct: a conv block's own paths (Winograd,
+ * one channel's gradients) step aside for oneDNN's direct kernels. */
+gboolean     tach_cpu_conv_own_paths (void);
 TachCpuWino *tach_cpu_wino_new (TachBackend *be, const TachConvDesc *d);
 void         tach_cpu_wino_free (TachBackend *be, TachCpuWino *wg);
 void         tach_cpu_wino_filters (TachBackend *be, TachCpuWino *wg, const float *w);
@@ -380,6 +393,19 @@ void         tach_cpu_wino_forward (TachBackend *be, TachCpuWino *wg, const floa
 void         tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x,
                                      const float *dact, int count, float *dx, float *dw,
                                      float *db);
+
+/* tach-cpu-dw1.c: a conv block's filter and bias gradients (dw [K][1][R]
+ * [5], db [K]) where it has one input channel, fp32, 5-wide filters and
+ * activations blocked by the vector width; x plain [N][1][H][W], @dact in
+ * the block's layout @l; TACH_CPU_CONV=direct turns it off. */
+typedef struct _TachCpuDw1 TachCpuDw1;
+
+gboolean    tach_cpu_dw1_applies (const TachConvDesc *d, const TachCpuActLayout *act);
+TachCpuDw1 *tach_cpu_dw1_new (TachBackend *be, const TachConvDesc *d);
+void        tach_cpu_dw1_free (TachBackend *be, TachCpuDw1 *p);
+void        tach_cpu_dw1_backward (TachBackend *be, TachCpuDw1 *p, const TachCpuActLayout *l,
+                                   const float *x, const float *dact, int count, float *dw,
+                                   float *db);
 
 /* tach-cpu-gemm-bf16.c */
 void   tach_cpu_gemm_bf16 (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,

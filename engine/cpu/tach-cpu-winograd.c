@@ -86,24 +86,14 @@ static const float wino_at_mat[WINO_M * WINO_A] = {
 #include "tach-cpu-winograd-k.h"
 #undef TACH_VEC
 
-static int
-lanes (void)
-{
-  TachCpuIsa isa = tach_cpu_isa ();
-
-  return isa == TACH_CPU_ISA_AVX512 ? 16 : isa == TACH_CPU_ISA_AVX2 ? 8 : 0;
-}
-
 gboolean
 tach_cpu_wino_applies (const TachConvDesc *d, const TachCpuActLayout *act)
 {
-  const char *env = g_getenv ("TACH_CPU_CONV");
-  int l = lanes ();
+  int l = tach_cpu_isa_lanes ();
   int oh = d->H + 2 * d->pad_h - 4, ow = d->W + 2 * d->pad_w - 4;
 
-  if (env != NULL && g_strcmp0 (env, "direct") == 0)
-    return FALSE;
-  return l > 0 && d->block && d->precision == TACH_PRECISION_FP32
+  return tach_cpu_conv_own_paths () && l > 0 && d->block
+         && d->precision == TACH_PRECISION_FP32
          && d->R == 5 && d->S == 5 && d->pad_h <= 4 && d->pad_w <= 4 && oh > 0 && ow > 0
          && d->C % l == 0 && d->K % l == 0
          && act->cb == l && !act->bf16 && act->sw == (size_t) l
@@ -193,7 +183,7 @@ void
 tach_cpu_wino_filters (TachBackend *be, TachCpuWino *wg, const float *w)
 {
   (void) be;
-  if (lanes () == 16)
+  if (tach_cpu_isa_lanes () == 16)
     wino_filters_avx512 (wg, w, wg->u, wg->ut, wg->gather);
   else
     wino_filters_avx2 (wg, w, wg->u, wg->ut, wg->gather);
@@ -203,7 +193,7 @@ void
 tach_cpu_wino_forward (TachBackend *be, TachCpuWino *wg, const float *x, const float *b,
                        int n0, int count, float *act)
 {
-  const gboolean wide = lanes () == 16;
+  const gboolean wide = tach_cpu_isa_lanes () == 16;
 
   tach_cpu_bind_threads (be);
 #pragma omp parallel num_threads (wg->threads)
@@ -221,7 +211,7 @@ void
 tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x, const float *dact,
                         int count, float *dx, float *dw, float *db)
 {
-  const gboolean wide = lanes () == 16;
+  const gboolean wide = tach_cpu_isa_lanes () == 16;
   const size_t ck = (size_t) wg->c * wg->k;
   float *du0, *db0, *unused_v, *unused_m;
 
