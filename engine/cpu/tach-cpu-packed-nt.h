@@ -61,6 +61,25 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
 #pragma GCC unroll 16
         for (int l = 0; l < TACH_VEC_LANES; l++)
           acc[l] = tach_vec_zero ();
+#if TACH_VEC_LANES == 8
+        /* AVX2: the eight inputs in one load, each spread to every lane by
+         * shuffles, where a broadcast per input was a second load per FMA
+         * and the loads bound the kernel (two a cycle). */
+        for (; p + 8 <= k; p += 8)
+          {
+            __m256 av = _mm256_loadu_ps (ar + p);
+            __m256 half[2] = { _mm256_permute2f128_ps (av, av, 0x00),
+                               _mm256_permute2f128_ps (av, av, 0x11) };
+
+#define PACKED_LANE(l, imm)                                                        \
+            acc[l] = tach_vec_fma (_mm256_permute_ps (half[(l) / 4], (imm)),         \
+                                   tach_vec_load (pb + (p + (l)) * 8), acc[l])
+            PACKED_LANE (0, 0x00); PACKED_LANE (1, 0x55); PACKED_LANE (2, 0xaa);
+            PACKED_LANE (3, 0xff); PACKED_LANE (4, 0x00); PACKED_LANE (5, 0x55);
+            PACKED_LANE (6, 0xaa); PACKED_LANE (7, 0xff);
+#undef PACKED_LANE
+          }
+#else
         for (; p + TACH_VEC_LANES <= k; p += TACH_VEC_LANES)
           {
 #pragma GCC unroll 16
@@ -68,6 +87,7 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
               acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]),
                                      tach_vec_load (pb + (p + l) * TACH_VEC_LANES), acc[l]);
           }
+#endif
         if (rest != 0)
           {
 #pragma GCC unroll 16
