@@ -138,10 +138,11 @@ gboolean  tach_cli_run_has_results (TachRun *run);
  * TACH_CLI_EXIT_OK and sets *names, or reports and returns the exit status. */
 int       tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload,
                                 GStrv *names);
-/* What both sweeps do last: the CSV of @runs, the interrupted status, the
+/* What `run` and both sweeps do last: the CSV and TensorBoard logs of
+ * @runs (both, whatever became of the other), the interrupted status, the
  * session's SIGINT handler and the session itself.  Returns the status. */
-int       tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session,
-                                 guint sigint_id, GPtrArray *runs, int status);
+int       tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session,
+                                   guint sigint_id, GPtrArray *runs, int status);
 /* A summary's numbers as the run report and the sweep table both show
  * them: one place for their formats. */
 typedef struct {

@@ -424,6 +424,23 @@ tach_cli_session_commit_csv (TachCliSession *session)
   return TRUE;
 }
 
+int
+tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
+                         GPtrArray *runs, int status)
+{
+  /* Both outputs are written whatever became of the other. */
+  gboolean csv_ok = tach_cli_session_commit_csv (session);
+  gboolean tensorboard_ok = tach_cli_write_tensorboard (options->tensorboard_dir, runs);
+
+  if (!csv_ok || !tensorboard_ok)
+    status = MAX (status, TACH_CLI_EXIT_FAILURE);
+  if (session->interrupted && status == TACH_CLI_EXIT_OK)
+    status = TACH_CLI_EXIT_INTERRUPTED;
+  g_source_remove (sigint_id);
+  tach_cli_session_clear (session);
+  return status;
+}
+
 /* Writes the runs that produced samples; reports an error itself. */
 gboolean
 tach_cli_write_csv (const char *dir, GPtrArray *runs)
@@ -547,14 +564,7 @@ tach_cli_command_run (const TachCliOptions *options)
         g_ptr_array_add (runs, tach_run_ref (run));
     }
 
-  if (!tach_cli_session_commit_csv (&session)
-      | !tach_cli_write_tensorboard (options->tensorboard_dir, runs))
-    status = TACH_CLI_EXIT_FAILURE;
-  if (session.interrupted && status == TACH_CLI_EXIT_OK)
-    status = TACH_CLI_EXIT_INTERRUPTED;
-
-  g_source_remove (sigint_id);
-  tach_cli_session_clear (&session);
+  status = tach_cli_session_finish (options, &session, sigint_id, runs, status);
   tach_config_clear (&config);
   return status;
 }

@@ -241,7 +241,7 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
 
   if (csv_ok)
     tach_cli_print_vary_table (axis, names, points);
-  status = tach_cli_sweep_finish (options, &session, sigint_id, runs, status);
+  status = tach_cli_session_finish (options, &session, sigint_id, runs, status);
   for (guint i = 0; i < n_points; i++)
     tach_cli_point_clear (&points[i]);
   return status;
@@ -442,23 +442,6 @@ tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GSt
 }
 
 int
-tach_cli_sweep_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
-                       GPtrArray *runs, int status)
-{
-  /* Both outputs are written whatever became of the other. */
-  gboolean csv_ok = tach_cli_session_commit_csv (session);
-  gboolean tensorboard_ok = tach_cli_write_tensorboard (options->tensorboard_dir, runs);
-
-  if (!csv_ok || !tensorboard_ok)
-    status = MAX (status, TACH_CLI_EXIT_FAILURE);
-  if (session->interrupted && status == TACH_CLI_EXIT_OK)
-    status = TACH_CLI_EXIT_INTERRUPTED;
-  g_source_remove (sigint_id);
-  tach_cli_session_clear (session);
-  return status;
-}
-
-int
 tach_cli_command_sweep (const TachCliOptions *options)
 {
   TachCliSession session;
@@ -480,7 +463,7 @@ tach_cli_command_sweep (const TachCliOptions *options)
   sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
   session.header = 2;
   if (!tach_cli_session_open_csv (&session, options->csv_dir))
-    return tach_cli_sweep_finish (options, &session, sigint_id, runs, TACH_CLI_EXIT_FAILURE);
+    return tach_cli_session_finish (options, &session, sigint_id, runs, TACH_CLI_EXIT_FAILURE);
 
   for (guint i = 0; i < n_names; i++)
     {
@@ -528,5 +511,5 @@ tach_cli_command_sweep (const TachCliOptions *options)
     }
 
   tach_cli_print_sweep_table (rows);
-  return tach_cli_sweep_finish (options, &session, sigint_id, runs, status);
+  return tach_cli_session_finish (options, &session, sigint_id, runs, status);
 }

@@ -232,7 +232,6 @@ test_idx_cache_same (Fixture *f, gconstpointer data)
   g_autoptr(GByteArray) labels = make_idx (0x08, 1, ldims, 0);
   g_autofree char *ipath = write_images_gz (f->dir, "c-images-idx3-ubyte.gz", 50, 3);
   g_autofree char *lpath = test_write_file (f->dir, "c-labels-idx1-ubyte", labels->data, labels->len);
-  g_autofree char *relative = NULL;
   g_autofree char *cwd = g_get_current_dir ();
   g_autoptr(TachIdx) a = NULL, b = NULL, c = NULL, fresh = NULL;
   g_autoptr(TachImageSet) s1 = NULL, s2 = NULL;

@@ -344,7 +344,6 @@ test_run_export (Fixture       *fixture,
   g_autoptr(TachRunObject) run = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GFile) folder = g_file_new_for_path (fixture->tmpdir);
-  g_autoptr(GdkTexture) png = NULL;
   g_autofree char *runs_csv = g_build_filename (fixture->tmpdir, "runs.csv", NULL);
   g_autofree char *samples_csv = g_build_filename (fixture->tmpdir, "samples.csv", NULL);
   g_autofree char *png_path = g_build_filename (fixture->tmpdir, "charts.png", NULL);

@@ -44,7 +44,6 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
   for (guint i = 0; i < runs->len; i++)
     {
       TachRun *run = g_ptr_array_index (runs, i);
-      g_autoptr(GArray) samples = tach_run_dup_samples (run);
       TachSummary summary;
       TachRunState state = tach_run_get_state (run);
 
@@ -54,6 +53,7 @@ LLVMFuzzerTestOneInput (const guint8 *data, size_t size)
           abort ();
         }
       tach_run_get_summary (run, &summary);
+      g_array_unref (tach_run_dup_samples (run));
       g_free (tach_run_dup_text (run));
       if (tach_run_get_record_id (run) == NULL || tach_run_get_source (run) == NULL)
         abort ();
