@@ -113,7 +113,7 @@ tach_cpu_dw1_backward (TachBackend *be, TachCpuDw1 *p, const TachCpuActLayout *l
 {
   const TachCpuDw1Shape *s = &p->shape;
   int chunks = MIN (p->chunks, (count + DW1_CHUNK - 1) / DW1_CHUNK);
-  size_t rs = (size_t) s->r * 5, nw = (size_t) s->k * rs;
+  size_t nw = (size_t) s->k * s->r * 5;  /* dw: K x R x the 5 taps of a row */
   gboolean wide = tach_cpu_isa_lanes () == 16;
 
   tach_cpu_bind_threads (be);
