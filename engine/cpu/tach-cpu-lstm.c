@@ -260,16 +260,58 @@ block_input_gemm (const TachLstmPass *pass, const float *wx, int b0, int nb)
   return dnnl_success;
 }
 
-/* @rows x @cols of @src (@lds apart) transposed into @dst (@ldd apart), by
- * tiles of 16 x 16 so that both sides move whole lines. */
-static void
-transpose (size_t rows, size_t cols, const float *src, size_t lds, float *dst, size_t ldd)
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__))
+#include <immintrin.h>
+#define LSTM_AVX_TRANSPOSE 1
+
+/* The 8 x 8 floats at @src (@lds apart) transposed into @dst (@ldd
+ * apart): each pair of rows interleaved, then pairs of pairs, then the
+ * 128-bit halves swapped, eight loads and eight stores of whole rows. */
+__attribute__ ((target ("avx"))) static void
+transpose8 (const float *src, size_t lds, float *dst, size_t ldd)
 {
-  for (size_t r0 = 0; r0 < rows; r0 += 16)
-    for (size_t c0 = 0; c0 < cols; c0 += 16)
-      for (size_t r = r0; r < MIN (r0 + 16, rows); r++)
-        for (size_t c = c0; c < MIN (c0 + 16, cols); c++)
-          dst[c * ldd + r] = src[r * lds + c];
+  __m256 r[8], t[8], u[8];
+
+  for (int i = 0; i < 8; i++)
+    r[i] = _mm256_loadu_ps (src + (size_t) i * lds);
+  for (int i = 0; i < 8; i += 2)
+    {
+      t[i] = _mm256_unpacklo_ps (r[i], r[i + 1]);
+      t[i + 1] = _mm256_unpackhi_ps (r[i], r[i + 1]);
+    }
+  for (int i = 0; i < 8; i += 4)
+    {
+      u[i] = _mm256_shuffle_ps (t[i], t[i + 2], 0x44);
+      u[i + 1] = _mm256_shuffle_ps (t[i], t[i + 2], 0xee);
+      u[i + 2] = _mm256_shuffle_ps (t[i + 1], t[i + 3], 0x44);
+      u[i + 3] = _mm256_shuffle_ps (t[i + 1], t[i + 3], 0xee);
+    }
+  for (int i = 0; i < 4; i++)
+    {
+      _mm256_storeu_ps (dst + (size_t) i * ldd, _mm256_permute2f128_ps (u[i], u[i + 4], 0x20));
+      _mm256_storeu_ps (dst + (size_t) (i + 4) * ldd,
+                        _mm256_permute2f128_ps (u[i], u[i + 4], 0x31));
+    }
+}
+#endif
+
+/* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
+ * same columns of @dst (@ldd apart): by 8 x 8 blocks where the CPU runs
+ * AVX, the rest element by element. */
+static void
+transpose_rows (size_t r0, size_t r1, size_t cols, const float *src, size_t lds, float *dst,
+                size_t ldd)
+{
+  size_t c0 = 0;
+
+#ifdef LSTM_AVX_TRANSPOSE
+  if (r1 - r0 == 8 && tach_cpu_isa () != TACH_CPU_ISA_BASELINE)
+    for (; c0 + 8 <= cols; c0 += 8)
+      transpose8 (src + r0 * lds + c0, lds, dst + c0 * ldd + r0, ldd);
+#endif
+  for (size_t c = c0; c < cols; c++)
+    for (size_t r = r0; r < r1; r++)
+      dst[c * ldd + r] = src[r * lds + c];
 }
 
 /* The weights of a sliced forward, K-major: every direction's W_x into
@@ -280,18 +322,29 @@ transpose (size_t rows, size_t cols, const float *src, size_t lds, float *dst, s
  * bench/README.md: W1's block input side 640 x 320 x 300, 108.8 against
  * 115.3-116.8 GFLOP/s; its recurrent 64 x 160 x 40, 98.2 against 104.9;
  * W2's 128 x 400 x 100, 105.8-109.9 against 109.9-113.7).  Copied per
- * pass: 0.5 MB for W1. */
+ * pass (0.5 MB for W1) by every thread of the pool, eight rows of W at a
+ * time: element by element on the engine thread alone, W2's copy was 7% of
+ * that thread's time in training (about 70 us a step on the Intel Xeon of
+ * bench/README.md), the other thread waiting. */
 static void
-pack_k (TachLstmPlan *plan, const float *w)
+pack_k (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const size_t I = (size_t) plan->desc.I, H = (size_t) plan->desc.H, G = (size_t) plan->G;
+  const size_t strips = (G + 7) / 8;
+  const long tasks = (long) (2 * strips * (size_t) plan->desc.dirs);
 
-  for (int dir = 0; dir < plan->desc.dirs; dir++)
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for schedule (static)
+  for (long task = 0; task < tasks; task++)
     {
+      size_t dir = (size_t) task / (2 * strips), m = (size_t) task / strips % 2;
+      size_t r0 = (size_t) task % strips * 8, r1 = MIN (r0 + 8, G);
       const float *wx = w + dir * plan->dir_stride;
 
-      transpose (G, I, wx, I, plan->wx_k + (size_t) dir * G, (size_t) plan->ldg);
-      transpose (G, H, wx + G * I, H, plan->wh_k + (size_t) dir * H * G, G);
+      if (m == 0)
+        transpose_rows (r0, r1, I, wx, I, plan->wx_k + dir * G, (size_t) plan->ldg);
+      else
+        transpose_rows (r0, r1, H, wx + G * I, H, plan->wh_k + dir * H * G, G);
     }
 }
 
@@ -419,7 +472,7 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
     {
       TachLstmPass pass = { .plan = plan, .x = x, .w = w, .h = y, .gates = gates, .cells = cells };
 
-      pack_k (plan, w);
+      pack_k (be, plan, w);
       tach_cpu_lstm_run_slices (be, &pass, forward_slice);
       return;
     }

@@ -416,17 +416,20 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
                     int n, int dim)
 {
   for (int i = 0; i < n; i++)
-    {
-      if (idx[i] < 0)
-        {
-          tach_backend_fail (be, TACH_ERROR_DATA,
-                             _("a token index is negative; check the corpus: index %d at %d"),
-                             idx[i], i);
-          return;
-        }
-      memcpy (out + (size_t) i * (size_t) dim, table + (size_t) idx[i] * (size_t) dim,
-              sizeof (float) * (size_t) dim);
-    }
+    if (idx[i] < 0)
+      {
+        tach_backend_fail (be, TACH_ERROR_DATA,
+                           _("a token index is negative; check the corpus: index %d at %d"),
+                           idx[i], i);
+        return;
+      }
+  /* Split between the threads: alone on the engine thread, W2's training
+   * gather (1024 rows of 400 bytes) was 1.3% of its step. */
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for if ((size_t) n * (size_t) dim >= TACH_CPU_PARALLEL_MIN)
+  for (int i = 0; i < n; i++)
+    memcpy (out + (size_t) i * (size_t) dim, table + (size_t) idx[i] * (size_t) dim,
+            sizeof (float) * (size_t) dim);
 }
 
 /* sample_tokens, and with @loss the mean -log p of the drawn tokens in
