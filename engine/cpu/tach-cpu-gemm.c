@@ -192,6 +192,53 @@ tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, fl
                      (dnnl_dim_t) ldc);
 }
 
+/* Products of at least GEMM_ROWS_MIN rows and at most GEMM_ROWS_MAX_MACS
+ * multiply-adds (W2's output layer in training: 256 x 554 x 100 and its
+ * two gradients) run as GEMM_ROW_CHUNKS runs of whole rows, each by
+ * dnnl_sgemm alone on a thread of the pool: its own threading of these
+ * shapes on two threads took 86, 106 and 117 us where a thread's half of
+ * the rows alone takes 84-91 (the Intel Xeon of bench/README.md; lstm-lm
+ * train, interleaved pairs: +1.5%).  Always the same chunks, whatever the
+ * number of threads: at AVX2 dnnl_sgemm gives these shapes other bits
+ * when the rows come in other runs. */
+#define GEMM_ROW_CHUNKS 4
+#define GEMM_ROWS_MIN 256
+#define GEMM_ROWS_MAX_MACS (32.0 * 1024 * 1024)
+
+static gboolean
+gemm_row_chunks (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
+                 float alpha, const float *a, size_t lda, const float *b, size_t ldb,
+                 float beta, float *c, size_t ldc)
+{
+  size_t rows = (m + GEMM_ROW_CHUNKS - 1) / GEMM_ROW_CHUNKS;
+  dnnl_status_t status = dnnl_success;
+
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for schedule (static)
+  for (int h = 0; h < GEMM_ROW_CHUNKS; h++)
+    {
+      size_t i0 = (size_t) h * rows, mi = MIN (rows, m - MIN (i0, m));
+      dnnl_status_t st = mi == 0 ? dnnl_success
+                                 : dnnl_sgemm (ta ? 'T' : 'N', tb ? 'T' : 'N', (dnnl_dim_t) mi,
+                                               (dnnl_dim_t) n, (dnnl_dim_t) k, alpha,
+                                               ta ? a + i0 : a + i0 * lda, (dnnl_dim_t) lda, b,
+                                               (dnnl_dim_t) ldb, beta, c + i0 * ldc,
+                                               (dnnl_dim_t) ldc);
+
+      if (st != dnnl_success)
+        {
+#pragma omp atomic write
+          status = st;
+        }
+    }
+  if (status != dnnl_success)
+    {
+      tach_cpu_dnnl_fail (be, status, "dnnl_sgemm (a run of rows)", __FILE__, __LINE__);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolean tb,
                      size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
@@ -208,6 +255,9 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
   if (tach_cpu_sgemm_is_small (m, n, k)
       && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return TRUE;
+  if (mode == TACH_CPU_GEMM_AUTO && m >= GEMM_ROWS_MIN
+      && (double) m * (double) n * (double) k <= GEMM_ROWS_MAX_MACS)
+    return gemm_row_chunks (be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
   if (alone)
     omp_set_num_threads (1);
   else
