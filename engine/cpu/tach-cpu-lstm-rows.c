@@ -86,25 +86,26 @@ tach_cpu_lstm_row_forward (int h, float *restrict g, const float *restrict b,
   tach_cpu_lstm_span_forward (h, h, g, b, cp, c, hy);
 }
 
-/* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
- * dc holds the incoming cell gradient (ignored when !have_dc) and receives
- * the outgoing one; cp NULL means c_{-1} = 0.  When @db is not NULL the
- * gate gradients are also added to it: the bias gradient summed while the
- * row is in registers, where a pass of its own reads all of dG again. */
-TACH_CPU_SIMD_BODY void
-tach_cpu_lstm_row_backward_body (int h, const float *restrict g, const float *restrict c,
-                                 const float *restrict cp, const float *restrict dy,
-                                 const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
-                                 float *restrict dg, float *restrict db)
+/* One backward step of one row, for one combination of the optional
+ * inputs, each a constant once inlined: a loop that tests a NULL pointer
+ * per element becomes a masked load (vmaskmovps at AVX2), and a masked
+ * load from an unmapped address costs a microcode assist even when its
+ * mask is all zero, as cp and dh_rec are on the first and last steps. */
+static inline __attribute__ ((always_inline)) void
+row_backward_k (int h, const float *restrict g, const float *restrict c,
+                const float *restrict cp, const float *restrict dy,
+                const float *restrict dh_rec, float *restrict dc, float *restrict dg,
+                float *restrict db, const gboolean has_rec, const gboolean has_dc,
+                const gboolean has_cp)
 {
 #pragma omp simd
   for (int j = 0; j < h; j++)
     {
       float i = g[j], f = g[h + j], z = g[2 * h + j], o = g[3 * h + j];
       float tc = fast_tanhf (c[j]);
-      float dhv = dy[j] + (dh_rec != NULL ? dh_rec[j] : 0.0f);
-      float dct = (have_dc ? dc[j] : 0.0f) + dhv * o * (1.0f - tc * tc);
-      float cpv = cp != NULL ? cp[j] : 0.0f;
+      float dhv = has_rec ? dy[j] + dh_rec[j] : dy[j];
+      float dct = (has_dc ? dc[j] : 0.0f) + dhv * o * (1.0f - tc * tc);
+      float cpv = has_cp ? cp[j] : 0.0f;
       float di = dct * z * i * (1.0f - i);
       float df = dct * cpv * f * (1.0f - f);
       float dz = dct * i * (1.0f - z * z);
@@ -123,6 +124,33 @@ tach_cpu_lstm_row_backward_body (int h, const float *restrict g, const float *re
           db[3 * h + j] += dout;
         }
     }
+}
+
+/* One backward step of one row.  dh = dy + dh_rec (dh_rec may be NULL);
+ * dc holds the incoming cell gradient (ignored when !have_dc) and receives
+ * the outgoing one; cp NULL means c_{-1} = 0.  When @db is not NULL the
+ * gate gradients are also added to it: the bias gradient summed while the
+ * row is in registers, where a pass of its own reads all of dG again. */
+TACH_CPU_SIMD_BODY void
+tach_cpu_lstm_row_backward_body (int h, const float *restrict g, const float *restrict c,
+                                 const float *restrict cp, const float *restrict dy,
+                                 const float *restrict dh_rec, float *restrict dc, gboolean have_dc,
+                                 float *restrict dg, float *restrict db)
+{
+#define ROW_BACKWARD(rec, dcin, cpin) \
+  row_backward_k (h, g, c, cp, dy, dh_rec, dc, dg, db, rec, dcin, cpin)
+  switch ((dh_rec != NULL) << 2 | (have_dc != FALSE) << 1 | (cp != NULL))
+    {
+    case 0: ROW_BACKWARD (FALSE, FALSE, FALSE); break;
+    case 1: ROW_BACKWARD (FALSE, FALSE, TRUE); break;
+    case 2: ROW_BACKWARD (FALSE, TRUE, FALSE); break;
+    case 3: ROW_BACKWARD (FALSE, TRUE, TRUE); break;
+    case 4: ROW_BACKWARD (TRUE, FALSE, FALSE); break;
+    case 5: ROW_BACKWARD (TRUE, FALSE, TRUE); break;
+    case 6: ROW_BACKWARD (TRUE, TRUE, FALSE); break;
+    default: ROW_BACKWARD (TRUE, TRUE, TRUE); break;
+    }
+#undef ROW_BACKWARD
 }
 
 TACH_CPU_SIMD_DISPATCH (, tach_cpu_lstm_row_backward,
