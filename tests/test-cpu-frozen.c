@@ -140,7 +140,8 @@ test_gemm (void)
  * the frozen plan on its packed copies, each row's input side kept once
  * (rows seen long ago found again, the table forgotten when full); after
  * a write to its weights, the plain pass again, and after freezing them
- * anew, new copies. */
+ * anew, new copies.  One direction's windows (tach-cpu-lstm-frozen.c)
+ * resume call after call. */
 static void
 check_lstm (const TachLstmDesc *desc)
 {
@@ -199,6 +200,14 @@ check_lstm (const TachLstmDesc *desc)
       forgot |= frozen->memo_rows < kept;
       kept = frozen->memo_rows;
     }
+  /* One direction, batch-major: each stream's rows shift by one a call,
+   * so every call but four ran one step on the windows it kept (not the
+   * first; not the second, which computed them; not call 4, whose first
+   * row changed; not call 5, which computed them again). */
+  if (usable && d->dirs == 1 && !d->time_major)
+    g_assert_cmpuint (frozen->win_resumed, ==, stream - rows + 1 - 4);
+  else
+    g_assert_cmpuint (frozen->win_resumed, ==, 0);
   /* Forgotten when the distinct rows were more than it keeps. */
   g_assert_true (forgot == (usable && frozen->memo_cap < VOCAB + 1 + FRESH));
   host[1] = 2.0f;
@@ -228,6 +237,7 @@ test_lstm (void)
     { .T = 4, .N = 1, .I = 100, .H = 100, .dirs = 1, .precision = TACH_PRECISION_FP32 },
     { .T = 3, .N = 1, .I = 37, .H = 20, .dirs = 1, .precision = TACH_PRECISION_FP32 },
     { .T = 5, .N = 2, .I = 19, .H = 24, .dirs = 2, .precision = TACH_PRECISION_FP32 },
+    { .T = 4, .N = 2, .I = 24, .H = 16, .dirs = 1, .precision = TACH_PRECISION_FP32 },
     { .T = 4, .N = 3, .I = 64, .H = 40, .dirs = 1, .time_major = TRUE,
       .precision = TACH_PRECISION_FP32 },
   };

@@ -14,7 +14,10 @@
  *   copied instead of W_x being read again: a generation loop shifts its
  *   context by one token per call, so all rows but the newest were in the
  *   last call's input, and the newest is a token's embedding, seen before
- *   once the vocabulary's tokens have come up (554 of them for lstm-lm).
+ *   once the vocabulary's tokens have come up (554 of them for lstm-lm);
+ * - the same shift means that the next calls' windows start at this
+ *   call's later rows: each call advances them all by its newest row, so
+ *   that a call runs one step (forward_windows), not T.
  * The packed kernels give each output the bits of tach_cpu_sgemm_local's
  * small kernels, so the results are those of the plain pass, which runs
  * its products on the small kernels too (tach_cpu_lstm_forward_small) on
@@ -60,12 +63,19 @@ packed_dir_floats (const TachLstmPlan *plan)
  * rows of lstm-lm's 100 inputs and 400 gates); at least a call's rows. */
 #define MEMO_BYTES (2u << 20)
 
-void
-tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
+static void
+memo_forget (TachLstmPlan *plan)
 {
   plan->memo_rows = 0;
   if (plan->memo_slot != NULL)
     memset (plan->memo_slot, 0, plan->memo_slots * sizeof (guint32));
+}
+
+void
+tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
+{
+  memo_forget (plan);
+  plan->win_kept = FALSE;
 }
 
 gboolean
@@ -89,6 +99,9 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
       plan->memo_x = tach_cpu_mem_alloc (be, plan->memo_cap * d->I * sizeof (float));
       plan->memo_g = tach_cpu_mem_alloc (be, plan->memo_cap * plan->ldg * sizeof (float));
       plan->memo_slot = tach_cpu_mem_alloc (be, plan->memo_slots * sizeof (guint32));
+      plan->win_x = tach_cpu_mem_alloc (be, plan->rows * d->I * sizeof (float));
+      plan->win_h = tach_cpu_mem_alloc (be, plan->rows * d->T * d->H * sizeof (float));
+      plan->win_c = tach_cpu_mem_alloc (be, plan->rows * d->T * d->H * sizeof (float));
       if (!tach_backend_ok (be))
         return FALSE;
     }
@@ -149,38 +162,115 @@ memo_slot_of (const TachLstmPlan *plan, const float *x)
   return slot;
 }
 
-/* Rows kept are copied, the others computed on the packed W_x and kept
- * (all forgotten first when the table is full). */
-void
-tach_cpu_lstm_frozen_input_side (TachLstmPlan *plan, const float *x, float *gates)
+/* The input side of row @xr into @gr: a copy if the row is kept, else
+ * computed on the packed W_x and kept (all forgotten first when the
+ * table is full). */
+static void
+input_row (TachLstmPlan *plan, const float *xr, float *gr)
 {
   const TachLstmDesc *d = &plan->desc;
   size_t I = (size_t) d->I, ldg = (size_t) plan->ldg;
+  size_t slot = memo_slot_of (plan, xr);
 
-  for (size_t r = 0; r < plan->rows; r++)
+  if (plan->memo_slot[slot] != 0)
     {
-      const float *xr = x + r * I;
-      float *gr = gates + r * ldg;
-      size_t slot = memo_slot_of (plan, xr);
-
-      if (plan->memo_slot[slot] != 0)
-        {
-          memcpy (gr, plan->memo_g + (plan->memo_slot[slot] - 1) * ldg, ldg * sizeof (float));
-          continue;
-        }
-      for (int dir = 0; dir < d->dirs; dir++)
-        tach_cpu_packed_nt (1, (size_t) plan->G, I, 1.0f, xr, I,
-                            plan->packed + dir * packed_dir_floats (plan), 0.0f,
-                            gr + dir * plan->G, ldg);
-      if (plan->memo_rows == plan->memo_cap)
-        {
-          tach_cpu_lstm_frozen_forget (plan);
-          slot = memo_slot_of (plan, xr);
-        }
-      memcpy (plan->memo_x + plan->memo_rows * I, xr, I * sizeof (float));
-      memcpy (plan->memo_g + plan->memo_rows * ldg, gr, ldg * sizeof (float));
-      plan->memo_slot[slot] = (guint32) ++plan->memo_rows;
+      memcpy (gr, plan->memo_g + (plan->memo_slot[slot] - 1) * ldg, ldg * sizeof (float));
+      return;
     }
+  for (int dir = 0; dir < d->dirs; dir++)
+    tach_cpu_packed_nt (1, (size_t) plan->G, I, 1.0f, xr, I,
+                        plan->packed + dir * packed_dir_floats (plan), 0.0f, gr + dir * plan->G,
+                        ldg);
+  if (plan->memo_rows == plan->memo_cap)
+    {
+      memo_forget (plan);
+      slot = memo_slot_of (plan, xr);
+    }
+  memcpy (plan->memo_x + plan->memo_rows * I, xr, I * sizeof (float));
+  memcpy (plan->memo_g + plan->memo_rows * ldg, gr, ldg * sizeof (float));
+  plan->memo_slot[slot] = (guint32) ++plan->memo_rows;
+}
+
+void
+tach_cpu_lstm_frozen_input_side (TachLstmPlan *plan, const float *x, float *gates)
+{
+  for (size_t r = 0; r < plan->rows; r++)
+    input_row (plan, x + r * plan->desc.I, gates + r * plan->ldg);
+}
+
+/* Whether every stream's rows 0..T-2 of @x are its rows 1..T-1 of the
+ * last call's (plan->win_x): a generation loop's context, shifted by the
+ * token it drew. */
+static gboolean
+window_shifted (const TachLstmPlan *plan, const float *x)
+{
+  const TachLstmDesc *d = &plan->desc;
+  size_t I = (size_t) d->I;
+
+  for (int n = 0; n < d->N; n++)
+    for (int t = 0; t + 1 < d->T; t++)
+      if (memcmp (x + row_of (d, t, n) * I, plan->win_x + ((size_t) n * d->T + t + 1) * I,
+                  I * sizeof (float))
+          != 0)
+        return FALSE;
+  return TRUE;
+}
+
+/* One direction's pass as windows: each stream's window of this call
+ * (window 0) and the windows that start at its later rows (window j at
+ * row j), which the next calls of a generation loop will be, the context
+ * shifted by a token each call.  Window j's state after its step s is
+ * plan->win_h/win_c [n][j][s]; the states of window j + 1 become window
+ * j's for the next call.  So a call that resumes (plan->win_kept and
+ * the rows shifted) runs one step: the newest row into every window at
+ * once, its input side looked up once and the recurrent products of the
+ * windows in one call of the packed kernel (rows of h_prev (T - 1) * H
+ * apart), where the plain pass runs T steps, each reading W_h from L2.
+ * Every state gets the bits of the plain pass: the same input side, the
+ * product of the same row (the packed kernel's outputs do not depend on
+ * the rows beside them) and the same pointwise math. */
+static void
+forward_windows (TachLstmPlan *plan, const float *x, const float *w, float *y, float *gates,
+                 gboolean resume)
+{
+  const TachLstmDesc *d = &plan->desc;
+  const int N = d->N, T = d->T, H = d->H, I = d->I, G = plan->G;
+  const size_t ldg = plan->ldg, win = (size_t) T * H, stream = (size_t) T * win;
+  const float *b = w + (size_t) G * (I + H);
+  const float *pwh = plan->packed + packed_wx_floats (plan);
+
+  for (int k = resume ? T - 1 : 0; k < T; k++)
+    for (int n = 0; n < N; n++)
+      {
+        float *hh = plan->win_h + n * stream, *hc = plan->win_c + n * stream;
+        float *g = gates + (size_t) n * T * ldg;
+
+        /* Window j takes row k as its step k - j. */
+        input_row (plan, x + row_of (d, k, n) * I, g + (size_t) k * ldg);
+        for (int j = 0; j < k; j++)
+          memcpy (g + (size_t) j * ldg, g + (size_t) k * ldg, (size_t) G * sizeof (float));
+        if (k > 0)
+          tach_cpu_packed_nt ((size_t) k, (size_t) G, (size_t) H, 1.0f, hh + (size_t) (k - 1) * H,
+                              (size_t) (T - 1) * H, pwh, 1.0f, g, ldg);
+        for (int j = 0; j <= k; j++)
+          {
+            size_t at = (size_t) j * win + (size_t) (k - j) * H;
+
+            tach_cpu_lstm_row_forward (H, g + (size_t) j * ldg, b, k > j ? hc + at - H : NULL,
+                                       hc + at, hh + at);
+          }
+      }
+  for (int n = 0; n < N; n++)
+    {
+      float *hh = plan->win_h + n * stream, *hc = plan->win_c + n * stream;
+
+      for (int t = 0; t < T; t++)
+        memcpy (y + row_of (d, t, n) * plan->ldh, hh + (size_t) t * H, (size_t) H * sizeof (float));
+      memmove (hh, hh + win, (stream - win) * sizeof (float));
+      memmove (hc, hc + win, (stream - win) * sizeof (float));
+    }
+  plan->win_kept = TRUE;
+  plan->win_resumed += resume;
 }
 
 void
@@ -190,9 +280,24 @@ tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *
   const TachLstmDesc *d = &plan->desc;
   int N = d->N, H = d->H, I = d->I, G = plan->G;
   size_t ldg = plan->ldg, ldh = plan->ldh, sr = step_rows (d);
+  gboolean shifted;
 
   if (!tach_cpu_lstm_frozen_pack (be, plan, w))
     return;
+  /* One direction whose rows shifted since the last call: windows (the
+   * first such call computes them all, 1 + 2 + ... + T steps; the next
+   * ones resume).  Otherwise the plain pass, on the packed copies. */
+  shifted = d->dirs == 1 && d->T > 1 && window_shifted (plan, x);
+  for (int n = 0; n < N; n++)
+    for (int t = 0; t < d->T; t++)
+      memcpy (plan->win_x + ((size_t) n * d->T + t) * I, x + row_of (d, t, n) * I,
+              (size_t) I * sizeof (float));
+  if (shifted)
+    {
+      forward_windows (plan, x, w, y, gates, plan->win_kept);
+      return;
+    }
+  plan->win_kept = FALSE;
   tach_cpu_lstm_frozen_input_side (plan, x, gates);
   for (int dir = 0; dir < d->dirs; dir++)
     {

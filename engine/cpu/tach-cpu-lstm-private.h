@@ -66,6 +66,14 @@ struct _TachLstmPlan {
   guint32     *memo_slot;    /* [memo_slots] a row's index + 1, or 0: free */
   size_t       memo_cap, memo_slots;
   size_t       memo_rows;    /* rows of memo_x and memo_g that are current */
+  /* One direction's windows (tach-cpu-lstm-frozen.c: forward_windows):
+   * the last call's rows and, per stream, the states of the windows that
+   * start at each of its rows, for a next call whose rows have shifted. */
+  float       *win_x;        /* [N][T, I] the last call's rows, in time order */
+  float       *win_h;        /* [N][T windows][T steps, H] */
+  float       *win_c;        /* the same, cell states */
+  gboolean     win_kept;     /* win_h and win_c hold win_x's windows */
+  guint64      win_resumed;  /* calls that ran one step on the kept windows */
   /* The split pass on frozen weights (tach-cpu-lstm-split.c): for each
    * direction and span of hidden units, the rows of W_h that feed the
    * span's four gates, gathered and packed; made beside the packed copies

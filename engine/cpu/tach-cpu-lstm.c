@@ -110,6 +110,9 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
   tach_cpu_mem_free (be, plan->memo_slot);
+  tach_cpu_mem_free (be, plan->win_x);
+  tach_cpu_mem_free (be, plan->win_h);
+  tach_cpu_mem_free (be, plan->win_c);
   tach_cpu_mem_free (be, plan->span_packed);
   tach_cpu_mem_free (be, plan->span_g);
   g_free (plan);

@@ -60,8 +60,8 @@ TACH_VEC_FN (packed_out) (const TachVec acc[TACH_VEC_LANES], TachVec valpha, flo
  * accumulator l of each row still takes the products at p = l (mod L) in
  * increasing p, but PACKED_Q residues at a time, so that each load of B
  * serves every row (the one-row kernel keeps all L accumulators of its
- * row in registers, which R rows would overflow): a generation loop of
- * several streams. */
+ * row in registers, which R rows would overflow): a generation loop's
+ * windows (tach-cpu-lstm-frozen.c) and its streams. */
 TACH_VEC_INLINE void
 TACH_VEC_FN (packed_rows) (const int R, size_t k, const float *a, size_t lda, const float *pb,
                            TachVec acc[3][TACH_VEC_LANES])
