@@ -42,10 +42,15 @@ struct _TachLstmPlan {
   float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dw_part;        /* [blocks][dirs * dir_stride] each block's weight gradient
                           * (tach-cpu-lstm.c: part_dwh); sliced training */
+  float *dw_sum;         /* [dirs * dir_stride] the blocks' copies added, in their layout,
+                          * before the transposes into dw; sliced training */
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
   int      block;        /* samples per block of a slice (tach-cpu-lstm.c) */
+  /* A block's dW_x in dw_part transposed, as its dW_h always is
+   * (tach-cpu-lstm-bwd.c). */
+  gboolean dwx_t;
   /* Inference of a few streams, which may run split (TACH_CPU_GEMM_SPLIT). */
   gboolean can_split;
 
@@ -242,6 +247,11 @@ void     tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan
 /* Forgets the input rows kept: the next pass computes every row's input
  * side, as a first call does. */
 void     tach_cpu_lstm_frozen_forget (TachLstmPlan *plan);
+
+/* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
+ * same columns of @dst (@ldd apart): dst[c * ldd + r] = src[r * lds + c]. */
+void   tach_cpu_lstm_transpose_rows (size_t r0, size_t r1, size_t cols, const float *src,
+                                     size_t lds, float *dst, size_t ldd);
 
 /* Floats of the reserve: activated gates, then cell states. */
 size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);

@@ -106,6 +106,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->dg_block);
   tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
+  tach_cpu_mem_free (be, plan->dw_sum);
   tach_cpu_mem_free (be, plan->packed);
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
@@ -157,6 +158,12 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->sliced = d->N >= LSTM_SLICE_MIN;
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
   plan->block = plan->sliced ? block_for (d) : 0;
+  /* dnnl_sgemm runs a block's weight gradients faster as the products
+   * into their transposes where dG has at least twice the other's
+   * columns: dW_h always (4H against H), dW_x for lstm-lm (400 against
+   * I = 100) but not the bilstm (320 against 300: transposed, 2-7%
+   * slower in place at AVX-512, though faster alone; tach-cpu-lstm-bwd.c). */
+  plan->dwx_t = plan->ldg >= 2 * d->I;
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));
   if (plan->sliced)
@@ -174,6 +181,7 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
                                                     * sizeof (float));
       plan->dw_part = tach_cpu_mem_alloc (be, (size_t) tach_cpu_lstm_blocks (plan) * d->dirs
                                                 * plan->dir_stride * sizeof (float));
+      plan->dw_sum = tach_cpu_mem_alloc (be, (size_t) d->dirs * plan->dir_stride * sizeof (float));
     }
   if (!d->training)
     plan->work = tach_cpu_mem_alloc (be, tach_cpu_lstm_reserve_floats (plan) * sizeof (float));
@@ -301,9 +309,9 @@ transpose8 (const float *src, size_t lds, float *dst, size_t ldd)
 /* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
  * same columns of @dst (@ldd apart): by 8 x 8 blocks where the CPU runs
  * AVX, the rest element by element. */
-static void
-transpose_rows (size_t r0, size_t r1, size_t cols, const float *src, size_t lds, float *dst,
-                size_t ldd)
+void
+tach_cpu_lstm_transpose_rows (size_t r0, size_t r1, size_t cols, const float *src, size_t lds,
+                              float *dst, size_t ldd)
 {
   size_t c0 = 0;
 
@@ -345,9 +353,9 @@ pack_k (TachBackend *be, TachLstmPlan *plan, const float *w)
       const float *wx = w + dir * plan->dir_stride;
 
       if (m == 0)
-        transpose_rows (r0, r1, I, wx, I, plan->wx_k + dir * G, (size_t) plan->ldg);
+        tach_cpu_lstm_transpose_rows (r0, r1, I, wx, I, plan->wx_k + dir * G, (size_t) plan->ldg);
       else
-        transpose_rows (r0, r1, H, wx + G * I, H, plan->wh_k + dir * H * G, G);
+        tach_cpu_lstm_transpose_rows (r0, r1, H, wx + G * I, H, plan->wh_k + dir * H * G, G);
     }
 }
 
