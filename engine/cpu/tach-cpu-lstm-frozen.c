@@ -104,6 +104,8 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
       plan->win_c = tach_cpu_mem_alloc (be, plan->rows * d->T * d->H * sizeof (float));
       if (!tach_backend_ok (be))
         return FALSE;
+      /* Defined bits for the first call's comparison (window_shifted). */
+      memset (plan->win_x, 0, plan->rows * d->I * sizeof (float));
     }
   for (int dir = 0; dir < d->dirs; dir++)
     {
