@@ -26,7 +26,9 @@
  * wider (one thread, Intel Xeon model 167, at AVX-512 and AVX2: lstm-lm's
  * 400 x 100 x 256, 117 against 141 and 86 against 95 GFLOP/s; the
  * bilstm's dW_h 160 x 40 x 640, 118-125 against 144-157 at AVX-512).
- * In place, lstm-lm training gains 3-5% at both widths. */
+ * In place, lstm-lm training gains 2-4% at AVX-512, within noise at AVX2.
+ * The bilstm's dW_x keeps dG^T X: transposed, it was faster alone but
+ * 2-7% slower in place at AVX-512. */
 static inline float *
 part_dwh (const TachLstmPlan *plan, float *part, int dir)
 {
@@ -58,22 +60,16 @@ sum_rows (const TachLstmPlan *plan, size_t off, size_t r0, size_t r1, size_t col
     }
 }
 
-/* Rows [@r0, @r1) of the [rows, @cols] matrix at @off of the blocks'
- * copies, added (sum_rows); into @dst (@ldd apart) as they are, or, when
- * @transposed, into plan->dw_sum and then transposed, columns [c0, c0 +
- * @n) of them at a time into @dst's rows from (c - c0) on, @dstride apart
- * per @n columns. */
+/* Rows [@r0, @r1) of the transposed [rows, @cols] matrix at @off of the
+ * blocks' copies, added (sum_rows) into plan->dw_sum at the same place,
+ * then transposed back @n columns at a time: columns [c0, c0 + @n) into
+ * the matrix at @dst + c0 / @n * @dstride, rows @ldd apart. */
 static void
-sum_strip (const TachLstmPlan *plan, size_t off, size_t r0, size_t r1, size_t cols,
-           gboolean transposed, size_t n, float *dst, size_t ldd, size_t dstride)
+sum_transposed (const TachLstmPlan *plan, size_t off, size_t r0, size_t r1, size_t cols,
+                size_t n, float *dst, size_t ldd, size_t dstride)
 {
   float *sum = plan->dw_sum + off;
 
-  if (!transposed)
-    {
-      sum_rows (plan, off, r0, r1, cols, dst + r0 * ldd);
-      return;
-    }
   sum_rows (plan, off, r0, r1, cols, sum + r0 * cols);
   for (size_t c0 = 0; c0 < cols; c0 += n)
     tach_cpu_lstm_transpose_rows (r0, r1, n, sum + c0, cols, dst + c0 / n * dstride, ldd);
@@ -103,15 +99,14 @@ sum_parts (const TachLstmPlan *plan, float *dw)
         {
           size_t r0 = (size_t) task * LSTM_SUM_ROWS, r1 = MIN (r0 + LSTM_SUM_ROWS, I);
 
-          sum_strip (plan, 0, r0, r1, ldg, TRUE, G, dw, I, ds);
+          sum_transposed (plan, 0, r0, r1, ldg, G, dw, I, ds);
           continue;
         }
       if (task < xs)
         {
           size_t dir = (size_t) (task / gs), r0 = (size_t) (task % gs) * LSTM_SUM_ROWS;
 
-          sum_strip (plan, dir * gi, r0, MIN (r0 + LSTM_SUM_ROWS, G), I, FALSE, 0, dw + dir * ds,
-                     I, 0);
+          sum_rows (plan, dir * gi, r0, MIN (r0 + LSTM_SUM_ROWS, G), I, dw + dir * ds + r0 * I);
           continue;
         }
       int dir = (int) ((task - xs) / (hs + 1)), strip = (int) ((task - xs) % (hs + 1));
@@ -122,7 +117,7 @@ sum_parts (const TachLstmPlan *plan, float *dw)
         {
           size_t r0 = (size_t) strip * LSTM_SUM_ROWS, r1 = MIN (r0 + LSTM_SUM_ROWS, H);
 
-          sum_strip (plan, off, r0, r1, G, TRUE, G, out, H, 0);
+          sum_transposed (plan, off, r0, r1, G, G, out, H, 0);
         }
       else
         sum_rows (plan, off + G * H, 0, 1, G, out + G * H);

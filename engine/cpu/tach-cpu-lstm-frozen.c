@@ -289,11 +289,16 @@ tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *
   /* One direction whose rows shifted since the last call: windows (the
    * first such call computes them all, 1 + 2 + ... + T steps; the next
    * ones resume).  Otherwise the plain pass, on the packed copies. */
-  shifted = d->dirs == 1 && d->T > 1 && window_shifted (plan, x);
-  for (int n = 0; n < N; n++)
-    for (int t = 0; t < d->T; t++)
-      memcpy (plan->win_x + ((size_t) n * d->T + t) * I, x + row_of (d, t, n) * I,
-              (size_t) I * sizeof (float));
+  if (d->dirs == 1 && d->T > 1)
+    {
+      shifted = window_shifted (plan, x);
+      for (int n = 0; n < N; n++)
+        for (int t = 0; t < d->T; t++)
+          memcpy (plan->win_x + ((size_t) n * d->T + t) * I, x + row_of (d, t, n) * I,
+                  (size_t) I * sizeof (float));
+    }
+  else
+    shifted = FALSE;
   if (shifted)
     {
       forward_windows (plan, x, w, y, gates, plan->win_kept);

@@ -244,8 +244,8 @@ void     tach_cpu_lstm_frozen_input_side (TachLstmPlan *plan, const float *x, fl
 void     tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan,
                                              const float *x, const float *w, float *y,
                                              float *gates, float *cells);
-/* Forgets the input rows kept: the next pass computes every row's input
- * side, as a first call does. */
+/* Forgets the input rows and the windows kept: the next pass computes
+ * every row's input side and every step, as a first call does. */
 void     tach_cpu_lstm_frozen_forget (TachLstmPlan *plan);
 
 /* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the

@@ -158,11 +158,8 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->sliced = d->N >= LSTM_SLICE_MIN;
   plan->can_split = !plan->sliced && tach_cpu_lstm_split_wanted (be, d);
   plan->block = plan->sliced ? block_for (d) : 0;
-  /* dnnl_sgemm runs a block's weight gradients faster as the products
-   * into their transposes where dG has at least twice the other's
-   * columns: dW_h always (4H against H), dW_x for lstm-lm (400 against
-   * I = 100) but not the bilstm (320 against 300: transposed, 2-7%
-   * slower in place at AVX-512, though faster alone; tach-cpu-lstm-bwd.c). */
+  /* dW_x as its transpose where dG has at least twice X's columns, as
+   * dW_h always is (tach-cpu-lstm-bwd.c: part_dwh, with the figures). */
   plan->dwx_t = plan->ldg >= 2 * d->I;
   if (d->dirs == 2)
     plan->wx_both = tach_cpu_mem_alloc (be, (size_t) 2 * plan->G * d->I * sizeof (float));

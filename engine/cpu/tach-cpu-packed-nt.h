@@ -96,16 +96,14 @@ TACH_VEC_FN (packed_rows) (const int R, size_t k, const float *a, size_t lda, co
         {
           size_t l = (size_t) (l0 + q);
 
-          if (rest == 0)
-            ;
-          else if (l < rest)
+          if (l < rest)
             {
               TachVec bv = tach_vec_load (pb + (full + l) * TACH_VEC_LANES);
 
               for (int r = 0; r < R; r++)
                 part[r][q] = tach_vec_fma (tach_vec_set1 (a[r * lda + full + l]), bv, part[r][q]);
             }
-          else
+          else if (rest != 0)
             for (int r = 0; r < R; r++)
               part[r][q] = tach_vec_add (part[r][q], tach_vec_zero ());
           for (int r = 0; r < R; r++)
