@@ -21,22 +21,29 @@
 #endif
 
 /* Rows of W in a block of the packed copy: one vector of the level the
- * kernels run at (decided once per process), so that the kernel takes
- * each line whole: at AVX2 blocks of 16 rows had each pass read half of
- * every 64-byte line, the other half a second pass, and the generation
- * loop's products took 1.65x their AVX-512 time. */
+ * kernels run at (decided once per process).  At AVX-512 a block holds
+ * the rows' values at each p in one line (vertical); at AVX2 each row's
+ * values eight at a time, k padded to a whole vector (horizontal): see
+ * tach-cpu-packed-nt.h. */
 static size_t
 packed_rows (void)
 {
   return MAX (tach_cpu_isa_lanes (), 8);
 }
 
+static gboolean
+packed_vertical (void)
+{
+  return packed_rows () > 8;
+}
+
 size_t
 tach_cpu_packed_nt_floats (size_t n, size_t k)
 {
   size_t rows = packed_rows ();
+  size_t kp = packed_vertical () ? k : (k + 7) / 8 * 8;
 
-  return (n + rows - 1) / rows * rows * k;
+  return (n + rows - 1) / rows * rows * kp;
 }
 
 gboolean
@@ -58,14 +65,25 @@ tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed)
 {
   size_t rows = packed_rows ();
 
-  for (size_t j = 0; j < n; j += rows)
-    for (size_t p = 0; p < k; p++)
-      {
-        float *line = packed + j * k + p * rows;
+  if (packed_vertical ())
+    for (size_t j = 0; j < n; j += rows)
+      for (size_t p = 0; p < k; p++)
+        {
+          float *line = packed + j * k + p * rows;
 
+          for (size_t r = 0; r < rows; r++)
+            line[r] = j + r < n ? b[(j + r) * ldb + p] : 0.0f;
+        }
+  else
+    for (size_t j = 0; j < n; j += rows)
+      for (size_t p0 = 0; p0 < k; p0 += 8)
         for (size_t r = 0; r < rows; r++)
-          line[r] = j + r < n ? b[(j + r) * ldb + p] : 0.0f;
-      }
+          {
+            float *vec = packed + j * ((k + 7) / 8 * 8) + (p0 + r) * 8;
+
+            for (size_t q = 0; q < 8; q++)
+              vec[q] = j + r < n && p0 + q < k ? b[(j + r) * ldb + p0 + q] : 0.0f;
+          }
 }
 
 void

@@ -217,14 +217,28 @@ tach_vec_hsum_avx512 (const __m512 v[16])
 
 #ifndef TACH_CPU_VEC_256_DONE
 #define TACH_CPU_VEC_256_DONE
+/* The tree in two parts, so that a kernel can reduce its first four
+ * vectors before it computes the other four: tach_vec_hsum4_avx2 adds
+ * lanes l and l + 1, then + 2, within each 128-bit half (vector q's sums
+ * in lanes q and 4 + q); tach_vec_hsum_join_avx2 adds the halves. */
+TACH_VEC_INLINE __m256
+tach_vec_hsum4_avx2 (__m256 v0, __m256 v1, __m256 v2, __m256 v3)
+{
+  return _mm256_hadd_ps (_mm256_hadd_ps (v0, v1), _mm256_hadd_ps (v2, v3));
+}
+
+TACH_VEC_INLINE __m256
+tach_vec_hsum_join_avx2 (__m256 u0, __m256 u1)
+{
+  return _mm256_add_ps (_mm256_permute2f128_ps (u0, u1, 0x20),
+                        _mm256_permute2f128_ps (u0, u1, 0x31));
+}
+
 TACH_VEC_INLINE __m256
 tach_vec_hsum_avx2 (const __m256 v[8])
 {
-  __m256 u0 = _mm256_hadd_ps (_mm256_hadd_ps (v[0], v[1]), _mm256_hadd_ps (v[2], v[3]));
-  __m256 u1 = _mm256_hadd_ps (_mm256_hadd_ps (v[4], v[5]), _mm256_hadd_ps (v[6], v[7]));
-
-  return _mm256_add_ps (_mm256_permute2f128_ps (u0, u1, 0x20),
-                        _mm256_permute2f128_ps (u0, u1, 0x31));
+  return tach_vec_hsum_join_avx2 (tach_vec_hsum4_avx2 (v[0], v[1], v[2], v[3]),
+                                  tach_vec_hsum4_avx2 (v[4], v[5], v[6], v[7]));
 }
 #endif
 
