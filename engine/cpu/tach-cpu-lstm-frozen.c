@@ -5,9 +5,10 @@
  *
  * At batch 1 every product is a matrix-vector product that waits on
  * moving the weights from L2 (bench/README.md, the bounds).  Here:
- * - W_x and W_h are packed once per weight block (tach_cpu_pack_nt, one
- *   vector's rows, 16 or 8, to a vector per input), so that no load of the
- *   products straddles cache lines and no output pays a horizontal sum;
+ * - W_x and W_h are packed once per weight block (tach_cpu_pack_nt:
+ *   blocks of a vector's rows, 16 or 8, read as one sequential stream of
+ *   aligned vectors), so that no load of the products straddles cache
+ *   lines;
  * - the input side x_t W_x^T of each row of x depends on that row alone,
  *   so it is kept for every row seen on these weights (up to MEMO_BYTES of
  *   rows, found by a hash of the row's bits and compared bit for bit) and

@@ -6,28 +6,31 @@
  * sums the products at p = l (mod L) in increasing p (L =
  * TACH_VEC_LANES), the k tail adds zero (a masked 0 x 0 there, a padded
  * 0 x 0 or an add of zero here: the same bits), and the L lanes are added
- * in tach_vec_hsum's tree.  The two widths pack W differently.
+ * in tach_vec_hsum's tree.
  *
- * AVX-512, "vertical": blocks of 16 rows, each block one vector per p: the
- * 16 rows' values at p (a 64-byte line).  Accumulator l (of 16) holds, for
- * the block's rows (one per lane), the products at p = l (mod 16), and the
- * 16 accumulators are added lane by lane in hsum's tree, without its
- * shuffles.  Every load is one whole aligned line: on the Intel Xeon of
- * bench/README.md a 100-float row of W straddles lines, and the row-by-row
- * kernel's loads split.
+ * The packed copy is "horizontal": blocks of L rows, each block the rows'
+ * k values L at a time (vector v of the block: row 0's p = L v .. L v +
+ * L - 1, then row 1's, ... row L - 1's; zeros past k and past n), one
+ * sequential stream that the hardware prefetchers follow, every load one
+ * aligned vector.  Each row of A is held a vector at a time and multiplies
+ * the block's L rows into L accumulators (or, for 2-3 rows of A, half the
+ * block at a time, each load of B serving every row), which hsum's tree
+ * then adds.
  *
- * AVX2, "horizontal": blocks of 8 rows, each block the rows' k values
- * eight at a time (vector v of the block: row 0's p = 8v..8v+7, then row
- * 1's, ... row 7's, zeros past k), one sequential stream.  Each row of A
- * is held a vector at a time and multiplies the block's 8 rows into 8
- * accumulators (or, for 2-3 rows of A, 4 rows of B at a time), which
- * hsum's tree then adds.  The vertical form needs a broadcast of A's
- * values per product, which bound it at AVX2 (shuffles on one port or a
- * second load per FMA): on the Intel Xeon model 167 under the AVX2 cap
- * this form takes 1.99-2.01 us against 2.31-2.36 for one row by 554 x 100
- * and 2.80-2.81 against 3.86-3.88 for three rows by 400 x 100 (B in L2;
- * one thread), and generation of one stream runs at 111-112 k tokens/s
- * against 89-95 k.
+ * Until 2026-12-06 the copy was "vertical" (each block one vector per p,
+ * the L rows' values at p; accumulator l the products at p = l mod L for
+ * every row at once, added lane by lane without hsum's shuffles).  That
+ * needs a broadcast of A's value per product, which bound it at AVX2
+ * (shuffles on one port, or a second load per FMA).  On the Intel Xeon
+ * model 167, one thread, B in L2, the horizontal form against the
+ * vertical one:
+ *   AVX2     one row by 554 x 100   1.99-2.01 against 2.31-2.36 us
+ *            three rows by 400 x 100  2.80-2.81 against 3.86-3.88 us
+ *   AVX-512  one row by 554 x 100   1.84-1.86 against 1.65-1.69 us
+ *            three rows by 400 x 100  2.49-2.57 against 2.91 us
+ * and generation of one stream 111-112 k against 89-95 k tokens/s at
+ * AVX2, 120-125 k against 124-125 k at AVX-512 (alike: the last row's
+ * shuffles are a larger share of 16 lanes by 7 vectors of k).
  */
 
 /* One output vector of C: alpha @sum plus beta C, under @store's lanes. */
@@ -42,80 +45,16 @@ TACH_VEC_FN (packed_out) (TachVec sum, TachVec valpha, float beta, TachVec vbeta
   tach_vec_storem (cr, store, sum);
 }
 
-#if TACH_VEC_LANES == 16
-/* The sum of acc[0..16) lane by lane, in tach_vec_hsum's tree: pairs
- * lanes l and l + 8, then + 4, + 2, + 1. */
-TACH_VEC_INLINE TachVec
-TACH_VEC_FN (vsum) (const TachVec a[TACH_VEC_LANES])
-{
-  TachVec e = tach_vec_add (tach_vec_add (tach_vec_add (a[0], a[8]), tach_vec_add (a[4], a[12])),
-                            tach_vec_add (tach_vec_add (a[2], a[10]), tach_vec_add (a[6], a[14])));
-  TachVec o = tach_vec_add (tach_vec_add (tach_vec_add (a[1], a[9]), tach_vec_add (a[5], a[13])),
-                            tach_vec_add (tach_vec_add (a[3], a[11]), tach_vec_add (a[7], a[15])));
-
-  return tach_vec_add (e, o);
-}
-
-/* C = alpha A B^T + beta C, B [n, k] packed vertically.  Blocks of 16
- * rows of B (k vectors) stay in L1 while every row of A passes over them
- * (faster here than several rows of A per load of B: 3 rows of W_h at
- * n = 400, k = 100, 3.1-3.2 us against 3.4-3.6).  The packed copy is one
- * sequential stream, which the hardware prefetchers follow: asking for
- * each line 1 KB ahead cost about 10% on the Intel Xeon (55 against 50
- * bytes per TSC tick from L2 at n = 400, k = 100; 64 from L1). */
-TACH_VEC_TARGET static void
-TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
-                         const float *packed, float beta, float *c, size_t ldc)
-{
-  const TachVec valpha = tach_vec_set1 (alpha), vbeta = tach_vec_set1 (beta);
-  const size_t rest = k % TACH_VEC_LANES;
-
-  for (size_t j = 0; j < n; j += TACH_VEC_LANES)
-    {
-      const float *pb = packed + j * k;
-      TachVecMask store = n - j >= TACH_VEC_LANES ? tach_vec_mask_from (0)
-                                                  : tach_vec_mask_below ((int) (n - j));
-
-      for (size_t i = 0; i < m; i++)
-        {
-          const float *ar = a + i * lda;
-          TachVec acc[TACH_VEC_LANES];
-          size_t p = 0;
-
-#pragma GCC unroll 16
-          for (int l = 0; l < TACH_VEC_LANES; l++)
-            acc[l] = tach_vec_zero ();
-          for (; p + TACH_VEC_LANES <= k; p += TACH_VEC_LANES)
-            {
-#pragma GCC unroll 16
-              for (int l = 0; l < TACH_VEC_LANES; l++)
-                acc[l] = tach_vec_fma (tach_vec_set1 (ar[p + l]),
-                                       tach_vec_load (pb + (p + l) * TACH_VEC_LANES), acc[l]);
-            }
-          if (rest != 0)
-            {
-#pragma GCC unroll 16
-              for (int l = 0; l < TACH_VEC_LANES; l++)
-                acc[l] = (size_t) l < rest
-                           ? tach_vec_fma (tach_vec_set1 (ar[p + l]),
-                                           tach_vec_load (pb + (p + l) * TACH_VEC_LANES), acc[l])
-                           : tach_vec_add (acc[l], tach_vec_zero ());
-            }
-          TACH_VEC_FN (packed_out) (TACH_VEC_FN (vsum) (acc), valpha, beta, vbeta, store,
-                                    c + i * ldc + j);
-        }
-    }
-}
-
-#else
-
-/* Vector @v of row @r of A (@kv vectors, the last masked by @tail where
- * k is not a whole number of vectors): lanes past k read as zero. */
-#define PACKED_A(ar, v, kv, tail, ragged)                                      \
-  ((ragged) && (v) + 1 == (kv) ? tach_vec_loadz ((tail), (ar) + (v) * TACH_VEC_LANES) \
+/* Vector @v of the row of A at @ar (@kv vectors, the last masked by
+ * @tail where k is not a whole number of vectors): lanes past k read as
+ * zero. */
+#define PACKED_A(ar, v, kv, tail, ragged)                                                  \
+  ((ragged) && (v) + 1 == (kv) ? tach_vec_loadz ((tail), (ar) + (v) * TACH_VEC_LANES)   \
                                : tach_vec_load ((ar) + (v) * TACH_VEC_LANES))
+/* Rows of B a pass of the several-row kernel takes: half a block. */
+#define PACKED_HALF (TACH_VEC_LANES / 2)
 
-/* One row of A against a block of 8 rows of B: the 8 outputs. */
+/* One row of A against a block of L rows of B: the L outputs. */
 TACH_VEC_INLINE TachVec
 TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMask tail,
                           gboolean ragged)
@@ -123,14 +62,14 @@ TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMa
   TachVec acc[TACH_VEC_LANES];
   size_t v = 0;
 
-#pragma GCC unroll 8
+#pragma GCC unroll 16
   for (int r = 0; r < TACH_VEC_LANES; r++)
     acc[r] = tach_vec_zero ();
   for (; v + 1 < kv; v++)
     {
       TachVec x = tach_vec_load (ar + v * TACH_VEC_LANES);
 
-#pragma GCC unroll 8
+#pragma GCC unroll 16
       for (int r = 0; r < TACH_VEC_LANES; r++)
         acc[r] = tach_vec_fma (x, tach_vec_load (pb + (v * TACH_VEC_LANES + r) * TACH_VEC_LANES),
                                acc[r]);
@@ -138,7 +77,7 @@ TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMa
   {
     TachVec x = PACKED_A (ar, v, kv, tail, ragged);
 
-#pragma GCC unroll 8
+#pragma GCC unroll 16
     for (int r = 0; r < TACH_VEC_LANES; r++)
       acc[r] = tach_vec_fma (x, tach_vec_load (pb + (v * TACH_VEC_LANES + r) * TACH_VEC_LANES),
                              acc[r]);
@@ -147,15 +86,17 @@ TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMa
 }
 
 /* acc[r][q] += row r of A's vector x[r] times B's vector @v of block row
- * 4 @half + q, for @R rows of A: each load of B serves every row. */
+ * PACKED_HALF @half + q, for @R rows of A: each load of B serves every
+ * row. */
 TACH_VEC_INLINE void
-TACH_VEC_FN (packed_rows_step) (const int R, TachVec acc[3][4], const TachVec x[3],
+TACH_VEC_FN (packed_rows_step) (const int R, TachVec acc[3][PACKED_HALF], const TachVec x[3],
                                 const float *pb, size_t v, int half)
 {
-#pragma GCC unroll 4
-  for (int q = 0; q < 4; q++)
+#pragma GCC unroll 8
+  for (int q = 0; q < PACKED_HALF; q++)
     {
-      TachVec bv = tach_vec_load (pb + (v * TACH_VEC_LANES + 4 * half + q) * TACH_VEC_LANES);
+      TachVec bv = tach_vec_load (pb + (v * TACH_VEC_LANES + PACKED_HALF * half + q)
+                                       * TACH_VEC_LANES);
 
       /* One load of B for every row: GCC would fold it into each FMA as a
        * memory operand, a load per row. */
@@ -166,22 +107,22 @@ TACH_VEC_FN (packed_rows_step) (const int R, TachVec acc[3][4], const TachVec x[
     }
 }
 
-/* @R rows of A (2 or 3) against rows 4 @half .. 4 @half + 3 of a block:
- * the 12 accumulators of three rows fill AVX2's registers with A's
- * vectors and B's.  u[r] gets row r's first step of hsum's tree
- * (tach_vec_hsum4_avx2). */
+/* @R rows of A (2 or 3) against half @half of a block (PACKED_HALF rows
+ * of B): three rows' accumulators, their vectors of A and one of B fill
+ * the registers (12 + 3 + 1 of AVX2's 16, 24 + 3 + 1 of AVX-512's 32).
+ * u[r] gets row r's half of hsum's tree (tach_vec_hsum_half). */
 TACH_VEC_INLINE void
 TACH_VEC_FN (packed_rows_half) (const int R, size_t kv, const float *a, size_t lda,
                                 const float *pb, int half, TachVecMask tail, gboolean ragged,
                                 TachVec u[3])
 {
-  TachVec acc[3][4], x[3];
+  TachVec acc[3][PACKED_HALF], x[3];
   size_t v = 0;
 
 #pragma GCC unroll 3
   for (int r = 0; r < R; r++)
-#pragma GCC unroll 4
-    for (int q = 0; q < 4; q++)
+#pragma GCC unroll 8
+    for (int q = 0; q < PACKED_HALF; q++)
       acc[r][q] = tach_vec_zero ();
   for (; v + 1 < kv; v++)
     {
@@ -196,12 +137,11 @@ TACH_VEC_FN (packed_rows_half) (const int R, size_t kv, const float *a, size_t l
   TACH_VEC_FN (packed_rows_step) (R, acc, x, pb, v, half);
 #pragma GCC unroll 3
   for (int r = 0; r < R; r++)
-    u[r] = tach_vec_hsum4_avx2 (acc[r][0], acc[r][1], acc[r][2], acc[r][3]);
+    u[r] = tach_vec_hsum_half (acc[r]);
 }
 
-/* C = alpha A B^T + beta C, B [n, k] packed horizontally.  Each block of
- * B stays in L1 while the rows of A pass over it, three at a time (then
- * two, or one). */
+/* C = alpha A B^T + beta C, B [n, k] packed.  Each block of B stays in L1
+ * while the rows of A pass over it, three at a time (then two, or one). */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float *a, size_t lda,
                          const float *packed, float beta, float *c, size_t ldc)
@@ -234,7 +174,7 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
               TACH_VEC_FN (packed_rows_half) (2, kv, a + i * lda, lda, pb, 1, tail, ragged, u1);
             }
           for (int r = 0; r < R; r++)
-            TACH_VEC_FN (packed_out) (tach_vec_hsum_join_avx2 (u0[r], u1[r]), valpha, beta, vbeta,
+            TACH_VEC_FN (packed_out) (tach_vec_hsum_join (u0[r], u1[r]), valpha, beta, vbeta,
                                       store, c + (i + r) * ldc + j);
         }
       if (i < m)
@@ -244,4 +184,4 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
 }
 
 #undef PACKED_A
-#endif
+#undef PACKED_HALF

@@ -20,30 +20,21 @@
 #undef TACH_VEC
 #endif
 
-/* Rows of W in a block of the packed copy: one vector of the level the
- * kernels run at (decided once per process).  At AVX-512 a block holds
- * the rows' values at each p in one line (vertical); at AVX2 each row's
- * values eight at a time, k padded to a whole vector (horizontal): see
- * tach-cpu-packed-nt.h. */
+/* Rows of W in a block of the packed copy, and k's values in one of its
+ * vectors: one vector of the level the kernels run at (decided once per
+ * process); k padded to a whole vector (tach-cpu-packed-nt.h). */
 static size_t
 packed_rows (void)
 {
   return MAX (tach_cpu_isa_lanes (), 8);
 }
 
-static gboolean
-packed_vertical (void)
-{
-  return packed_rows () > 8;
-}
-
 size_t
 tach_cpu_packed_nt_floats (size_t n, size_t k)
 {
   size_t rows = packed_rows ();
-  size_t kp = packed_vertical () ? k : (k + 7) / 8 * 8;
 
-  return (n + rows - 1) / rows * rows * kp;
+  return (n + rows - 1) / rows * rows * ((k + rows - 1) / rows * rows);
 }
 
 gboolean
@@ -63,27 +54,18 @@ tach_cpu_packed_nt_usable (size_t n)
 void
 tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed)
 {
-  size_t rows = packed_rows ();
+  size_t rows = packed_rows (), kp = (k + rows - 1) / rows * rows;
 
-  if (packed_vertical ())
-    for (size_t j = 0; j < n; j += rows)
-      for (size_t p = 0; p < k; p++)
+  /* Block j's vector v: its rows' values at p = v L .. v L + L - 1. */
+  for (size_t j = 0; j < n; j += rows)
+    for (size_t p0 = 0; p0 < kp; p0 += rows)
+      for (size_t r = 0; r < rows; r++)
         {
-          float *line = packed + j * k + p * rows;
+          float *vec = packed + j * kp + (p0 + r) * rows;
 
-          for (size_t r = 0; r < rows; r++)
-            line[r] = j + r < n ? b[(j + r) * ldb + p] : 0.0f;
+          for (size_t q = 0; q < rows; q++)
+            vec[q] = j + r < n && p0 + q < k ? b[(j + r) * ldb + p0 + q] : 0.0f;
         }
-  else
-    for (size_t j = 0; j < n; j += rows)
-      for (size_t p0 = 0; p0 < k; p0 += 8)
-        for (size_t r = 0; r < rows; r++)
-          {
-            float *vec = packed + j * ((k + 7) / 8 * 8) + (p0 + r) * 8;
-
-            for (size_t q = 0; q < 8; q++)
-              vec[q] = j + r < n && p0 + q < k ? b[(j + r) * ldb + p0 + q] : 0.0f;
-          }
 }
 
 void

@@ -31,7 +31,9 @@
  *   tach_vec_mask_below(n), _mask_from(n): lanes < n, lanes >= n
  *                        (0 <= n < TACH_VEC_LANES)
  *   tach_vec_hsum(v[TACH_VEC_LANES]): lane o is the sum of v[o]'s lanes,
- *                        every lane by the same tree of adds
+ *                        every lane by the same tree of adds; the same as
+ *                        tach_vec_hsum_join(tach_vec_hsum_half(v),
+ *                        tach_vec_hsum_half(v + TACH_VEC_LANES / 2))
  *   tach_vec_half_mask(mask, h): half h (0 lower, 1 upper) of @mask, as a
  *                        mask of a half vector
  *   tach_vec_load_halves(hmask, p0, p1): a vector whose lower half is the
@@ -72,6 +74,8 @@
 #undef tach_vec_mask_below
 #undef tach_vec_mask_from
 #undef tach_vec_hsum
+#undef tach_vec_hsum_half
+#undef tach_vec_hsum_join
 #undef tach_vec_half_mask
 #undef tach_vec_load_halves
 #undef tach_vec_store_halves
@@ -114,6 +118,8 @@
 #define tach_vec_mask_below(n) ((__mmask16) ((1u << (n)) - 1u))
 #define tach_vec_mask_from(n) ((__mmask16) (0xffffu << (n)))
 #define tach_vec_hsum tach_vec_hsum_avx512
+#define tach_vec_hsum_half tach_vec_hsum_half_avx512
+#define tach_vec_hsum_join tach_vec_hsum_join_avx512
 #define tach_vec_half_mask(mask, h) ((__mmask16) (((mask) >> (8 * (h))) & 0xffu))
 #define tach_vec_load_halves(hmask, p0, p1) \
   _mm512_shuffle_f32x4 (_mm512_maskz_loadu_ps ((hmask), (p0)), \
@@ -132,29 +138,41 @@
 #ifndef TACH_CPU_VEC_512_DONE
 #define TACH_CPU_VEC_512_DONE
 /* Four levels of shuffle-and-add halve the vectors (16 -> 8 -> 4 -> 2 ->
- * 1), then one permute puts the sums in order. */
+ * 1), then one permute puts the sums in order.  In two parts, so that a
+ * kernel can reduce its first eight vectors before it computes the
+ * others: tach_vec_hsum_half_avx512 takes eight to one (the first three
+ * levels), tach_vec_hsum_join_avx512 the two halves' to the sums. */
 TACH_VEC_INLINE __m512
-tach_vec_hsum_avx512 (const __m512 v[16])
+tach_vec_hsum_half_avx512 (const __m512 v[8])
 {
-  __m512 r[8], s[4], u[2], f;
+  __m512 r[4], s[2];
 
-#pragma GCC unroll 8
-  for (int i = 0; i < 8; i++)
-    r[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0x44),
-                          _mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0xee));
 #pragma GCC unroll 4
   for (int i = 0; i < 4; i++)
-    s[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0x88),
-                          _mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0xdd));
+    r[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0x44),
+                          _mm512_shuffle_f32x4 (v[2 * i], v[2 * i + 1], 0xee));
 #pragma GCC unroll 2
   for (int i = 0; i < 2; i++)
-    u[i] = _mm512_add_ps (_mm512_shuffle_ps (s[2 * i], s[2 * i + 1], 0x44),
-                          _mm512_shuffle_ps (s[2 * i], s[2 * i + 1], 0xee));
-  f = _mm512_add_ps (_mm512_shuffle_ps (u[0], u[1], 0x88),
-                     _mm512_shuffle_ps (u[0], u[1], 0xdd));
+    s[i] = _mm512_add_ps (_mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0x88),
+                          _mm512_shuffle_f32x4 (r[2 * i], r[2 * i + 1], 0xdd));
+  return _mm512_add_ps (_mm512_shuffle_ps (s[0], s[1], 0x44), _mm512_shuffle_ps (s[0], s[1], 0xee));
+}
+
+TACH_VEC_INLINE __m512
+tach_vec_hsum_join_avx512 (__m512 u0, __m512 u1)
+{
+  __m512 f = _mm512_add_ps (_mm512_shuffle_ps (u0, u1, 0x88), _mm512_shuffle_ps (u0, u1, 0xdd));
+
   /* Lane 4 L + q of f holds the sum of v[4 q + L]. */
   return _mm512_permutexvar_ps (_mm512_set_epi32 (15, 11, 7, 3, 14, 10, 6, 2,
                                                   13, 9, 5, 1, 12, 8, 4, 0), f);
+}
+
+TACH_VEC_INLINE __m512
+tach_vec_hsum_avx512 (const __m512 v[16])
+{
+  return tach_vec_hsum_join_avx512 (tach_vec_hsum_half_avx512 (v),
+                                    tach_vec_hsum_half_avx512 (v + 8));
 }
 #endif
 
@@ -198,6 +216,8 @@ tach_vec_hsum_avx512 (const __m512 v[16])
 #define tach_vec_mask_from(n) \
   _mm256_cmpgt_epi32 (_mm256_setr_epi32 (0, 1, 2, 3, 4, 5, 6, 7), _mm256_set1_epi32 ((n) - 1))
 #define tach_vec_hsum tach_vec_hsum_avx2
+#define tach_vec_hsum_half tach_vec_hsum_half_avx2
+#define tach_vec_hsum_join tach_vec_hsum_join_avx2
 #define tach_vec_half_mask(mask, h) \
   ((h) ? _mm256_extracti128_si256 ((mask), 1) : _mm256_castsi256_si128 (mask))
 #define tach_vec_load_halves(hmask, p0, p1) \
@@ -218,13 +238,13 @@ tach_vec_hsum_avx512 (const __m512 v[16])
 #ifndef TACH_CPU_VEC_256_DONE
 #define TACH_CPU_VEC_256_DONE
 /* The tree in two parts, so that a kernel can reduce its first four
- * vectors before it computes the other four: tach_vec_hsum4_avx2 adds
+ * vectors before it computes the other four: tach_vec_hsum_half_avx2 adds
  * lanes l and l + 1, then + 2, within each 128-bit half (vector q's sums
  * in lanes q and 4 + q); tach_vec_hsum_join_avx2 adds the halves. */
 TACH_VEC_INLINE __m256
-tach_vec_hsum4_avx2 (__m256 v0, __m256 v1, __m256 v2, __m256 v3)
+tach_vec_hsum_half_avx2 (const __m256 v[4])
 {
-  return _mm256_hadd_ps (_mm256_hadd_ps (v0, v1), _mm256_hadd_ps (v2, v3));
+  return _mm256_hadd_ps (_mm256_hadd_ps (v[0], v[1]), _mm256_hadd_ps (v[2], v[3]));
 }
 
 TACH_VEC_INLINE __m256
@@ -237,8 +257,7 @@ tach_vec_hsum_join_avx2 (__m256 u0, __m256 u1)
 TACH_VEC_INLINE __m256
 tach_vec_hsum_avx2 (const __m256 v[8])
 {
-  return tach_vec_hsum_join_avx2 (tach_vec_hsum4_avx2 (v[0], v[1], v[2], v[3]),
-                                  tach_vec_hsum4_avx2 (v[4], v[5], v[6], v[7]));
+  return tach_vec_hsum_join_avx2 (tach_vec_hsum_half_avx2 (v), tach_vec_hsum_half_avx2 (v + 4));
 }
 #endif
 
