@@ -68,6 +68,10 @@ struct _TachLstmPlan {
    * a hash of the row's bits (tach-cpu-lstm-frozen.c). */
   float       *memo_x;       /* [memo_cap, I] input rows */
   float       *memo_g;       /* [memo_cap, ldg] their input side x W_x^T */
+  /* One direction's windows: [memo_cap, 2H] the cell state and h of the
+   * step from a zero state on each row, where memo_start_ok says so. */
+  float       *memo_start;
+  guint8      *memo_start_ok;
   guint32     *memo_slot;    /* [memo_slots] a row's index + 1, or 0: free */
   size_t       memo_cap, memo_slots;
   size_t       memo_rows;    /* rows of memo_x and memo_g that are current */

@@ -110,6 +110,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->packed);
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
+  tach_cpu_mem_free (be, plan->memo_start);
+  tach_cpu_mem_free (be, plan->memo_start_ok);
   tach_cpu_mem_free (be, plan->memo_slot);
   tach_cpu_mem_free (be, plan->win_x);
   tach_cpu_mem_free (be, plan->win_h);
