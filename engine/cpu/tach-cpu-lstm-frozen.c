@@ -83,6 +83,14 @@ tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
   plan->win_kept = FALSE;
 }
 
+/* Whether the frozen pass of @d may run as windows (forward_windows): one
+ * direction, more than one step. */
+static gboolean
+has_windows (const TachLstmDesc *d)
+{
+  return d->dirs == 1 && d->T > 1;
+}
+
 gboolean
 tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
@@ -94,9 +102,9 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
     return TRUE;
   if (plan->packed == NULL)
     {
-      gboolean windows = d->dirs == 1 && d->T > 1;
+      gboolean windows = has_windows (d);
       size_t row_bytes = ((size_t) d->I + plan->ldg + (windows ? 2 * (size_t) d->H : 0))
-                         * sizeof (float) + windows;
+                         * sizeof (float) + (windows ? sizeof (guint8) : 0);
 
       plan->memo_cap = MAX (plan->rows, MEMO_BYTES / row_bytes);
       plan->memo_slots = 1;
@@ -314,7 +322,7 @@ tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *
   /* One direction whose rows shifted since the last call: windows (the
    * first such call computes them all, 1 + 2 + ... + T steps; the next
    * ones resume).  Otherwise the plain pass, on the packed copies. */
-  if (d->dirs == 1 && d->T > 1)
+  if (has_windows (d))
     {
       shifted = window_shifted (plan, x);
       for (int n = 0; n < N; n++)

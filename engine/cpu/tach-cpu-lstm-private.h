@@ -74,7 +74,7 @@ struct _TachLstmPlan {
   guint8      *memo_start_ok;
   guint32     *memo_slot;    /* [memo_slots] a row's index + 1, or 0: free */
   size_t       memo_cap, memo_slots;
-  size_t       memo_rows;    /* rows of memo_x and memo_g that are current */
+  size_t       memo_rows;    /* rows of memo_x, memo_g (and memo_start) that are current */
   /* One direction's windows (tach-cpu-lstm-frozen.c: forward_windows):
    * the last call's rows and, per stream, the states of the windows that
    * start at each of its rows, for a next call whose rows have shifted. */

@@ -45,14 +45,23 @@ TACH_VEC_FN (packed_out) (TachVec sum, TachVec valpha, float beta, TachVec vbeta
   tach_vec_storem (cr, store, sum);
 }
 
-/* Vector @v of the row of A at @ar (@kv vectors, the last masked by
- * @tail where k is not a whole number of vectors): lanes past k read as
- * zero. */
-#define PACKED_A(ar, v, kv, tail, ragged)                                                  \
-  ((ragged) && (v) + 1 == (kv) ? tach_vec_loadz ((tail), (ar) + (v) * TACH_VEC_LANES)   \
-                               : tach_vec_load ((ar) + (v) * TACH_VEC_LANES))
+/* The last vector @v of the row of A at @ar, masked by @tail where k is
+ * not a whole number of vectors (@ragged): lanes past k read as zero. */
+#define PACKED_A_LAST(ar, v, tail, ragged)                                         \
+  ((ragged) ? tach_vec_loadz ((tail), (ar) + (v) * TACH_VEC_LANES)                  \
+            : tach_vec_load ((ar) + (v) * TACH_VEC_LANES))
 /* Rows of B a pass of the several-row kernel takes: half a block. */
 #define PACKED_HALF (TACH_VEC_LANES / 2)
+
+/* acc[r] += the row of A's vector @x times B's vector @v of block row r. */
+TACH_VEC_INLINE void
+TACH_VEC_FN (packed_row_step) (TachVec acc[TACH_VEC_LANES], TachVec x, const float *pb, size_t v)
+{
+#pragma GCC unroll 16
+  for (int r = 0; r < TACH_VEC_LANES; r++)
+    acc[r] = tach_vec_fma (x, tach_vec_load (pb + (v * TACH_VEC_LANES + r) * TACH_VEC_LANES),
+                           acc[r]);
+}
 
 /* One row of A against a block of L rows of B: the L outputs. */
 TACH_VEC_INLINE TachVec
@@ -67,22 +76,8 @@ TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMa
     acc[r] = tach_vec_zero ();
 #pragma GCC unroll 2
   for (; v + 1 < kv; v++)
-    {
-      TachVec x = tach_vec_load (ar + v * TACH_VEC_LANES);
-
-#pragma GCC unroll 16
-      for (int r = 0; r < TACH_VEC_LANES; r++)
-        acc[r] = tach_vec_fma (x, tach_vec_load (pb + (v * TACH_VEC_LANES + r) * TACH_VEC_LANES),
-                               acc[r]);
-    }
-  {
-    TachVec x = PACKED_A (ar, v, kv, tail, ragged);
-
-#pragma GCC unroll 16
-    for (int r = 0; r < TACH_VEC_LANES; r++)
-      acc[r] = tach_vec_fma (x, tach_vec_load (pb + (v * TACH_VEC_LANES + r) * TACH_VEC_LANES),
-                             acc[r]);
-  }
+    TACH_VEC_FN (packed_row_step) (acc, tach_vec_load (ar + v * TACH_VEC_LANES), pb, v);
+  TACH_VEC_FN (packed_row_step) (acc, PACKED_A_LAST (ar, v, tail, ragged), pb, v);
   return tach_vec_hsum (acc);
 }
 
@@ -135,7 +130,7 @@ TACH_VEC_FN (packed_rows_half) (const int R, size_t kv, const float *a, size_t l
     }
 #pragma GCC unroll 3
   for (int r = 0; r < R; r++)
-    x[r] = PACKED_A (a + r * lda, v, kv, tail, ragged);
+    x[r] = PACKED_A_LAST (a + r * lda, v, tail, ragged);
   TACH_VEC_FN (packed_rows_step) (R, acc, x, pb, v, half);
 #pragma GCC unroll 3
   for (int r = 0; r < R; r++)
@@ -188,5 +183,5 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
     }
 }
 
-#undef PACKED_A
+#undef PACKED_A_LAST
 #undef PACKED_HALF

@@ -29,12 +29,19 @@ packed_rows (void)
   return MAX (tach_cpu_isa_lanes (), 8);
 }
 
-size_t
-tach_cpu_packed_nt_floats (size_t n, size_t k)
+/* @x rounded up to a whole number of vectors. */
+static size_t
+packed_round (size_t x)
 {
   size_t rows = packed_rows ();
 
-  return (n + rows - 1) / rows * rows * ((k + rows - 1) / rows * rows);
+  return (x + rows - 1) / rows * rows;
+}
+
+size_t
+tach_cpu_packed_nt_floats (size_t n, size_t k)
+{
+  return packed_round (n) * packed_round (k);
 }
 
 gboolean
@@ -54,7 +61,7 @@ tach_cpu_packed_nt_usable (size_t n)
 void
 tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed)
 {
-  size_t rows = packed_rows (), kp = (k + rows - 1) / rows * rows;
+  size_t rows = packed_rows (), kp = packed_round (k);
 
   /* Block j's vector v: its rows' values at p = v L .. v L + L - 1. */
   for (size_t j = 0; j < n; j += rows)
