@@ -3,12 +3,13 @@
  * op, its softmax_ce loss without gradients, and lstm-lm's sampling=host,
  * so that all three give the same bits on any processor.
  *
- * exp (z - zmax) in double by a vectorised polynomial (within a few ulps
- * of glibc's exp), summed in blocks of eight by a fixed tree and the
+ * exp (z - zmax) in double by a vectorised polynomial (within an ulp or
+ * so of exp), summed in blocks of eight by a fixed tree and the
  * blocks in order; the token is the first whose cumulative mass passes
  * u * sum, found over the block sums first.  Every vector width (AVX-512,
- * AVX2, the baseline) does the same operations in the same order, without
- * fused multiply-adds, so the numbers do not depend on TACH_CPU_ISA.
+ * AVX2, the baseline) does the same operations in the same order, each
+ * one IEEE rounding (the fused multiply-adds written out as fma ()), so
+ * the numbers do not depend on TACH_CPU_ISA.
  * Implemented in cpu/tach-cpu-sample.c.
  *
  * Threads: any; no state.

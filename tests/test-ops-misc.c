@@ -668,7 +668,7 @@ host_sample_fingerprint (gboolean check)
         }
     }
   /* Two-entry rows {0, -t}: lse = log1p (exp (-t)) shows each exponential's
-   * last bits (the ones an FMA would change). */
+   * last bits (the ones fusing a multiply-add or not would change). */
   for (int i = 0; i < 8192; i++)
     {
       float zf[2] = { 0.0f, -0.003f * (float) i };

@@ -4,9 +4,11 @@
  * glibc's exp costs about 20 ns a call here, and generating a token of a
  * 554-word model calls it 554 times: a fifth of the token.  The polynomial
  * below runs a vector at a time.  Every variant (AVX-512, AVX2, baseline)
- * must give the same bits, so this file contracts no multiply-add into an
- * FMA (the pragma): each operation is one IEEE rounding whatever the
- * vector width, and the sums keep one order.
+ * must give the same bits, so each operation is one IEEE rounding whatever
+ * the vector width: the multiply-adds are written as fma () (one rounding:
+ * an FMA instruction where the variant has one, glibc's correctly rounded
+ * fma in the baseline), the compiler contracts nothing else (the pragma),
+ * and the sums keep one order.
  *
  * Threads: any.
  */
@@ -30,36 +32,42 @@
 /* exp (x) for x <= 0 (the logits less their maximum; larger x up to 709
  * also work): Cody-Waite reduction x = n ln2 + r, |r| <= ln2 / 2, with
  * ln2 split so that n ln2_hi is exact; exp (r) by its Taylor series to
- * r^13 (truncation below 1e-17 relative) in Horner form; times 2^n built
- * in the exponent bits.  Within a few ulps of glibc's exp; below -708,
- * where exp would be subnormal, exactly 0 (under 1e-307 of a row whose
- * largest term is 1).  Branch-free, so that the loops vectorise. */
-static inline double
+ * r^13 (truncation below 1e-17 relative) in Horner form, each step one
+ * fused multiply-add; times 2^n built in the exponent bits.  Within 1.4e-16
+ * relative of exp (against expl, x in [-700, 0]); below -708, where exp
+ * would be subnormal, exactly 0 (under 1e-307 of a row whose largest term
+ * is 1).  Branch-free, so that the loops vectorise; always inlined, so
+ * that the fma calls do not keep it out of them.
+ *
+ * The fused steps halve the operations of a multiply then an add, and the
+ * chain of dependent ones: at AVX2, a 554-word row's exponentials took
+ * 1.06 us unfused and take 0.68 us (Intel Xeon model 167). */
+static inline __attribute__ ((always_inline)) double
 sample_exp (double x)
 {
   const double shift = 6755399441055744.0;   /* 1.5 * 2^52: round to nearest */
   const double ln2_hi = 6.93147180369123816490e-01, ln2_lo = 1.90821492927058770002e-10;
   double xc = x < -708.0 ? -708.0 : x > 709.0 ? 709.0 : x;
-  double t = xc * 1.44269504088896338700 + shift;
+  double t = fma (xc, 1.44269504088896338700, shift);
   double n = t - shift;
-  double r = (xc - n * ln2_hi) - n * ln2_lo;
+  double r = fma (-n, ln2_lo, fma (-n, ln2_hi, xc));
   double p = 1.0 / 6227020800.0;
   double scale;
   int64_t bits;
 
-  p = p * r + 1.0 / 479001600.0;
-  p = p * r + 1.0 / 39916800.0;
-  p = p * r + 1.0 / 3628800.0;
-  p = p * r + 1.0 / 362880.0;
-  p = p * r + 1.0 / 40320.0;
-  p = p * r + 1.0 / 5040.0;
-  p = p * r + 1.0 / 720.0;
-  p = p * r + 1.0 / 120.0;
-  p = p * r + 1.0 / 24.0;
-  p = p * r + 1.0 / 6.0;
-  p = p * r + 0.5;
-  p = p * r + 1.0;
-  p = p * r + 1.0;
+  p = fma (p, r, 1.0 / 479001600.0);
+  p = fma (p, r, 1.0 / 39916800.0);
+  p = fma (p, r, 1.0 / 3628800.0);
+  p = fma (p, r, 1.0 / 362880.0);
+  p = fma (p, r, 1.0 / 40320.0);
+  p = fma (p, r, 1.0 / 5040.0);
+  p = fma (p, r, 1.0 / 720.0);
+  p = fma (p, r, 1.0 / 120.0);
+  p = fma (p, r, 1.0 / 24.0);
+  p = fma (p, r, 1.0 / 6.0);
+  p = fma (p, r, 0.5);
+  p = fma (p, r, 1.0);
+  p = fma (p, r, 1.0);
   /* t's low mantissa bits hold n (two's complement): shifted into the
    * exponent field, plus the bias, they make 2^n. */
   memcpy (&bits, &t, sizeof bits);
