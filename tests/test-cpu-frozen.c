@@ -141,11 +141,15 @@ test_gemm (void)
  * (rows seen long ago found again, the table forgotten when full); after
  * a write to its weights, the plain pass again, and after freezing them
  * anew, new copies.  One direction's windows (tach-cpu-lstm-frozen.c)
- * resume call after call. */
+ * resume call after call, with their products run ahead where @ahead
+ * says: on the helper thread (two threads), by the calling thread
+ * (TACH_CPU_AHEAD=caller) or not at all (one thread). */
+typedef enum { AHEAD_NONE, AHEAD_HELPER, AHEAD_CALLER } Ahead;
+
 static void
-check_lstm (const TachLstmDesc *desc)
+check_lstm (const TachLstmDesc *desc, Ahead ahead)
 {
-  TachBackend *be = cpu_backend (1);
+  TachBackend *be;
   const TachLstmDesc *d = desc;
   size_t row = (size_t) d->I, rows = (size_t) d->T * d->N;
   size_t nw = (size_t) d->dirs * 4 * d->H * ((size_t) d->I + d->H + 1);
@@ -156,16 +160,27 @@ check_lstm (const TachLstmDesc *desc)
   g_autofree float *tokens = g_new (float, stream * row);
   gboolean forgot = FALSE;
   size_t kept = 0;
-  float *w = tach_backend_alloc (be, nw * sizeof (float));
-  float *w2 = tach_backend_alloc (be, nw * sizeof (float));
-  float *x = tach_backend_alloc (be, rows * row * sizeof (float));
-  float *y1 = tach_backend_alloc (be, ny * sizeof (float));
-  float *y2 = tach_backend_alloc (be, ny * sizeof (float));
-  TachLstmPlan *frozen = tach_lstm_plan_new (be, d);
-  TachLstmPlan *plain = tach_lstm_plan_new (be, d);
+  float *w, *w2, *x, *y1, *y2;
+  TachLstmPlan *frozen, *plain;
+
+  /* The split pass would take the place of the windows: the serial pass,
+   * whatever its timing. */
+  if (ahead == AHEAD_CALLER)
+    g_setenv ("TACH_CPU_AHEAD", "caller", TRUE);
+  g_setenv ("TACH_CPU_LSTM_SPLIT", "never", TRUE);
+  be = cpu_backend (ahead == AHEAD_HELPER ? 2 : 1);
+  w = tach_backend_alloc (be, nw * sizeof (float));
+  w2 = tach_backend_alloc (be, nw * sizeof (float));
+  x = tach_backend_alloc (be, rows * row * sizeof (float));
+  y1 = tach_backend_alloc (be, ny * sizeof (float));
+  y2 = tach_backend_alloc (be, ny * sizeof (float));
+  frozen = tach_lstm_plan_new (be, d);
+  plain = tach_lstm_plan_new (be, d);
   gboolean usable = tach_cpu_packed_nt_usable ((size_t) 4 * d->H);
 
   g_assert_nonnull (frozen);
+  g_assert_true (tach_cpu_lstm_frozen_runs_ahead (be, frozen)
+                 == (ahead == AHEAD_HELPER && d->dirs == 1 && d->T > 1));
   g_assert_nonnull (plain);
   fill (host, nw, &state);
   fill (vocab, VOCAB * row, &state);
@@ -181,6 +196,10 @@ check_lstm (const TachLstmDesc *desc)
       memcpy (x, tokens + call * row, rows * row * sizeof (float));
       if (call == 4)
         x[0] = -0.0f;
+      /* Pauses longer than the helper spins: it sleeps, and a post wakes
+       * it (or the caller takes the job back first). */
+      if (ahead == AHEAD_HELPER && call % 100 == 50)
+        g_usleep (1000);
       tach_op (be, lstm_fwd, frozen, x, w, y1, NULL);
       tach_op (be, lstm_fwd, plain, x, w2, y2, NULL);
       g_assert_true (tach_backend_ok (be));
@@ -208,6 +227,19 @@ check_lstm (const TachLstmDesc *desc)
     g_assert_cmpuint (frozen->win_resumed, ==, stream - rows + 1 - 4);
   else
     g_assert_cmpuint (frozen->win_resumed, ==, 0);
+  /* Each of them from the products the call before posted: taken from the
+   * helper, or run by the caller where there is none.  (A helper that a
+   * busy machine kept from finishing them in time leaves one to the
+   * caller, computed there, with the same bits.) */
+  if (ahead == AHEAD_CALLER)
+    g_assert_cmpuint (frozen->win_ahead, ==, frozen->win_resumed);
+  else if (ahead == AHEAD_NONE)
+    g_assert_cmpuint (frozen->win_ahead, ==, 0);
+  else
+    {
+      g_assert_cmpuint (frozen->win_ahead, <=, frozen->win_resumed);
+      g_assert_true ((frozen->win_ahead > 0) == (frozen->win_resumed > 0));
+    }
   /* Forgotten when the distinct rows were more than it keeps. */
   g_assert_true (forgot == (usable && frozen->memo_cap < VOCAB + 1 + FRESH));
   host[1] = 2.0f;
@@ -227,6 +259,8 @@ check_lstm (const TachLstmDesc *desc)
   tach_lstm_plan_free (be, frozen);
   tach_lstm_plan_free (be, plain);
   tach_backend_free (be);
+  g_unsetenv ("TACH_CPU_AHEAD");
+  g_unsetenv ("TACH_CPU_LSTM_SPLIT");
 }
 
 static void
@@ -243,7 +277,11 @@ test_lstm (void)
   };
 
   for (guint i = 0; i < G_N_ELEMENTS (descs); i++)
-    check_lstm (&descs[i]);
+    for (Ahead a = AHEAD_NONE; a <= AHEAD_CALLER; a++)
+      {
+        g_test_message ("shape %u, ahead %d", i, a);
+        check_lstm (&descs[i], a);
+      }
 }
 
 int

@@ -207,6 +207,8 @@ cpu_free (TachBackend *be)
 {
   TachCpuBackend *cpu = TACH_CPU (be);
 
+  /* First: a job still running ahead may read the backend's memory. */
+  tach_cpu_ahead_stop (be);
   /* Before the primitives' engine and the allocation table go. */
   tach_cpu_gemm_bf16_clear (be);
   tach_cpu_frozen_clear (be);

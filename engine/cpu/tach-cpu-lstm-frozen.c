@@ -22,7 +22,17 @@
  *   window's first step, from a zero state, depends on its row alone, so
  *   its state is kept beside the row's input side (generation of one
  *   stream on the Intel Xeon model 167, four interleaved pairs: AVX2
- *   111-114 k -> 114-116 k tokens/s, AVX-512 127-132 k -> 132-140 k).
+ *   111-114 k -> 114-116 k tokens/s, AVX-512 127-132 k -> 132-140 k);
+ * - the windows' next recurrent products depend only on the states this
+ *   call leaves, not on the token the model draws from it: with two
+ *   threads or more, the backend's helper thread (tach-cpu-ahead.c) runs
+ *   them while the engine thread runs the output layer and the sampling,
+ *   and the next call adds its input side to them (generation of one
+ *   stream, Intel Xeon model 167, --threads 2: AVX2 128-131 k -> 173-186 k
+ *   tokens/s, AVX-512 -> 187-193 k).  On one core they would only take
+ *   turns: the split of the hidden units between the cores was measured
+ *   slower (bench/README.md), as the fork and the exchange of states come
+ *   every step there, where here one handoff each way overlaps.
  * The packed kernels give each output the bits of tach_cpu_sgemm_local's
  * small kernels, so the results are those of the plain pass, which runs
  * its products on the small kernels too (tach_cpu_lstm_forward_small) on
@@ -77,10 +87,30 @@ memo_forget (TachLstmPlan *plan)
 }
 
 void
+tach_cpu_lstm_frozen_settle (TachLstmPlan *plan)
+{
+  if (plan->ahead_be != NULL)
+    tach_cpu_ahead_cancel (plan->ahead_be, plan);
+  plan->ahead_be = NULL;
+  plan->ahead_ready = FALSE;
+}
+
+/* The products posted ahead will not be taken: dropped if the helper has
+ * not started them (ahead_be stays: a started job may still read). */
+static void
+ahead_drop (TachLstmPlan *plan)
+{
+  if (plan->ahead_ready)
+    tach_cpu_ahead_drop (plan->ahead_be, plan);
+  plan->ahead_ready = FALSE;
+}
+
+void
 tach_cpu_lstm_frozen_forget (TachLstmPlan *plan)
 {
   memo_forget (plan);
   plan->win_kept = FALSE;
+  ahead_drop (plan);
 }
 
 /* Whether the frozen pass of @d may run as windows (forward_windows): one
@@ -92,6 +122,12 @@ has_windows (const TachLstmDesc *d)
 }
 
 gboolean
+tach_cpu_lstm_frozen_runs_ahead (TachBackend *be, const TachLstmPlan *plan)
+{
+  return has_windows (&plan->desc) && tach_cpu_ahead_running (be);
+}
+
+gboolean
 tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
@@ -100,6 +136,8 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
 
   if (plan->packed != NULL && plan->packed_for == w && plan->packed_epoch == epoch)
     return TRUE;
+  /* New copies: no job ahead may be reading the old ones. */
+  tach_cpu_lstm_frozen_settle (plan);
   if (plan->packed == NULL)
     {
       gboolean windows = has_windows (d);
@@ -118,6 +156,10 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
         {
           plan->memo_start = tach_cpu_mem_alloc (be, plan->memo_cap * 2 * d->H * sizeof (float));
           plan->memo_start_ok = tach_cpu_mem_alloc (be, plan->memo_cap);
+          plan->ahead_h = tach_cpu_mem_alloc (be, (size_t) d->N * (d->T - 1) * d->H
+                                                  * sizeof (float));
+          plan->ahead_g = tach_cpu_mem_alloc (be, (size_t) d->N * (d->T - 1) * G
+                                                  * sizeof (float));
         }
       plan->win_x = tach_cpu_mem_alloc (be, plan->rows * d->I * sizeof (float));
       plan->win_h = tach_cpu_mem_alloc (be, plan->rows * d->T * d->H * sizeof (float));
@@ -241,6 +283,50 @@ window_shifted (const TachLstmPlan *plan, const float *x)
   return TRUE;
 }
 
+/* How long a call waits for products the helper started but has not
+ * finished (it was preempted, say) before it computes them itself: a
+ * few times the products' time (3 us at AVX2 for lstm-lm's windows). */
+#define AHEAD_WAIT_US 20
+
+/* The next call's recurrent products of every stream's windows (the
+ * helper's job, tach-cpu-ahead.c): those forward_windows runs on resuming,
+ * from the copy of the states the call that posted it left (ahead_h),
+ * without the input side (beta 0).  forward_windows adds that, which
+ * gives the bits of the product onto it: the packed kernel's output is
+ * alpha sum + beta C, with alpha and beta 1 sum + C. */
+static void
+ahead_products (gpointer data)
+{
+  TachLstmPlan *plan = data;
+  const TachLstmDesc *d = &plan->desc;
+  const size_t T = (size_t) d->T, H = (size_t) d->H, G = (size_t) plan->G;
+  const float *pwh = plan->packed + packed_wx_floats (plan);
+
+  for (int n = 0; n < d->N; n++)
+    tach_cpu_packed_nt (T - 1, G, H, 1.0f, plan->ahead_h + n * (T - 1) * H, H, pwh, 0.0f,
+                        plan->ahead_g + n * (T - 1) * G, G);
+}
+
+/* Posts the next call's products (ahead_products): every stream's states
+ * that a resuming call multiplies, copied, so that the engine thread may
+ * go on with the windows. */
+static void
+ahead_post (TachBackend *be, TachLstmPlan *plan)
+{
+  const TachLstmDesc *d = &plan->desc;
+  const size_t T = (size_t) d->T, H = (size_t) d->H, win = T * H;
+
+  if (!tach_cpu_ahead_can_post (be))
+    return;
+  for (int n = 0; n < d->N; n++)
+    for (size_t j = 0; j + 1 < T; j++)
+      memcpy (plan->ahead_h + (n * (T - 1) + j) * H,
+              plan->win_h + n * T * win + j * win + (T - 2 - j) * H, H * sizeof (float));
+  tach_cpu_ahead_post (be, ahead_products, plan);
+  plan->ahead_ready = TRUE;
+  plan->ahead_be = be;
+}
+
 /* One direction's pass as windows: each stream's window of this call
  * (window 0) and the windows that start at its later rows (window j at
  * row j), which the next calls of a generation loop will be, the context
@@ -253,17 +339,29 @@ window_shifted (const TachLstmPlan *plan, const float *x)
  * apart), where the plain pass runs T steps, each reading W_h from L2.
  * Every state gets the bits of the plain pass: the same input side, the
  * product of the same row (the packed kernel's outputs do not depend on
- * the rows beside them) and the same pointwise math. */
+ * the rows beside them) and the same pointwise math.  A call that resumes
+ * takes the products the last one posted (ahead_products) where it can,
+ * and posts the next call's. */
 static void
-forward_windows (TachLstmPlan *plan, const float *x, const float *w, float *y, float *gates,
-                 gboolean resume)
+forward_windows (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w, float *y,
+                 float *gates, gboolean resume)
 {
   const TachLstmDesc *d = &plan->desc;
   const int N = d->N, T = d->T, H = d->H, I = d->I, G = plan->G;
   const size_t ldg = plan->ldg, win = (size_t) T * H, stream = (size_t) T * win;
   const float *b = w + (size_t) G * (I + H);
   const float *pwh = plan->packed + packed_wx_floats (plan);
+  /* The products the last call posted, when this one resumes its
+   * windows: the helper's, or computed here (take) before it started. */
+  gboolean ahead = resume && plan->ahead_ready && tach_cpu_ahead_take (be, plan, AHEAD_WAIT_US);
 
+  if (ahead)
+    {
+      plan->ahead_be = NULL;
+      plan->ahead_ready = FALSE;
+    }
+  else
+    ahead_drop (plan);
   for (int k = resume ? T - 1 : 0; k < T; k++)
     for (int n = 0; n < N; n++)
       {
@@ -274,11 +372,28 @@ forward_windows (TachLstmPlan *plan, const float *x, const float *w, float *y, f
         size_t id = input_row (plan, x + row_of (d, k, n) * I, g + (size_t) k * ldg);
         float *start = plan->memo_start + id * 2 * H;
 
-        for (int j = 0; j < k; j++)
-          memcpy (g + (size_t) j * ldg, g + (size_t) k * ldg, (size_t) G * sizeof (float));
-        if (k > 0)
-          tach_cpu_packed_nt ((size_t) k, (size_t) G, (size_t) H, 1.0f, hh + (size_t) (k - 1) * H,
-                              (size_t) (T - 1) * H, pwh, 1.0f, g, ldg);
+        if (ahead)
+          {
+            const float *pa = plan->ahead_g + (size_t) n * k * G, *gk = g + (size_t) k * ldg;
+
+            for (int j = 0; j < k; j++)
+              {
+                float *gj = g + (size_t) j * ldg;
+
+#pragma omp simd
+                for (int i = 0; i < G; i++)
+                  gj[i] = pa[(size_t) j * G + i] + gk[i];
+              }
+          }
+        else
+          {
+            for (int j = 0; j < k; j++)
+              memcpy (g + (size_t) j * ldg, g + (size_t) k * ldg, (size_t) G * sizeof (float));
+            if (k > 0)
+              tach_cpu_packed_nt ((size_t) k, (size_t) G, (size_t) H, 1.0f,
+                                  hh + (size_t) (k - 1) * H, (size_t) (T - 1) * H, pwh, 1.0f, g,
+                                  ldg);
+          }
         for (int j = 0; j < k; j++)
           {
             size_t at = (size_t) j * win + (size_t) (k - j) * H;
@@ -306,6 +421,10 @@ forward_windows (TachLstmPlan *plan, const float *x, const float *w, float *y, f
     }
   plan->win_kept = TRUE;
   plan->win_resumed += resume;
+  plan->win_ahead += ahead;
+  /* The next call's products, from these states, while the ops between
+   * the calls run (a generation loop's output layer and sampling). */
+  ahead_post (be, plan);
 }
 
 void
@@ -334,10 +453,11 @@ tach_cpu_lstm_frozen_forward (TachBackend *be, TachLstmPlan *plan, const float *
     shifted = FALSE;
   if (shifted)
     {
-      forward_windows (plan, x, w, y, gates, plan->win_kept);
+      forward_windows (be, plan, x, w, y, gates, plan->win_kept);
       return;
     }
   plan->win_kept = FALSE;
+  ahead_drop (plan);
   tach_cpu_lstm_frozen_input_side (plan, x, gates);
   for (int dir = 0; dir < d->dirs; dir++)
     {

@@ -83,6 +83,14 @@ struct _TachLstmPlan {
   float       *win_c;        /* the same, cell states */
   gboolean     win_kept;     /* win_h and win_c hold win_x's windows */
   guint64      win_resumed;  /* calls that ran one step on the kept windows */
+  /* The next call's recurrent products, run ahead on the backend's helper
+   * thread (tach-cpu-ahead.c) while the ops between the two calls run,
+   * from a copy of the windows' states this call left. */
+  float       *ahead_h;      /* [N][T - 1, H] the states the products multiply */
+  float       *ahead_g;      /* [N][T - 1, 4H] the products */
+  TachBackend *ahead_be;     /* where a job was posted that may not be done; or NULL */
+  gboolean     ahead_ready;  /* a job was posted on win_h as it is */
+  guint64      win_ahead;    /* resumed calls that took their products from ahead_g */
   /* The split pass on frozen weights (tach-cpu-lstm-split.c): for each
    * direction and span of hidden units, the rows of W_h that feed the
    * span's four gates, gathered and packed; made beside the packed copies
@@ -251,6 +259,13 @@ void     tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan
 /* Forgets the input rows and the windows kept: the next pass computes
  * every row's input side and every step, as a first call does. */
 void     tach_cpu_lstm_frozen_forget (TachLstmPlan *plan);
+/* Whether the serial frozen pass of @plan runs its windows' next products
+ * ahead on the backend's helper thread (tach-cpu-ahead.c). */
+gboolean tach_cpu_lstm_frozen_runs_ahead (TachBackend *be, const TachLstmPlan *plan);
+/* Drops the products @plan posted ahead, waiting if they are being
+ * computed: before what they read (the packed W_h, ahead_h) changes or
+ * goes. */
+void     tach_cpu_lstm_frozen_settle (TachLstmPlan *plan);
 
 /* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
  * same columns of @dst (@ldd apart): dst[c * ldd + r] = src[r * lds + c]. */

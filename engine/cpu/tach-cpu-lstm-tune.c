@@ -93,7 +93,12 @@ note_algorithm (TachBackend *be, const TachLstmPlan *plan)
                      : plan->tune.frozen ? "GEMM by size, frozen weights packed"
                      : "GEMM by size";
 
-  algorithm = g_strdup_printf ("%s%s%s", path, plan->sliced ? ", batch slices" : "",
+  gboolean ahead = plan->tune.frozen && plan->gemm_mode != TACH_CPU_GEMM_SPLIT
+                   && tach_cpu_lstm_frozen_runs_ahead (be, plan);
+
+  algorithm = g_strdup_printf ("%s%s%s%s", path,
+                               ahead ? ", next step's products run ahead on a helper thread" : "",
+                               plan->sliced ? ", batch slices" : "",
                                plan->tune.rechecks > 0 ? ", re-checked" : "");
   tach_backend_note_algorithm (be, what, algorithm);
 }

@@ -95,6 +95,7 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
 {
   if (plan == NULL)
     return;
+  tach_cpu_lstm_frozen_settle (plan);
   tach_cpu_mem_free (be, plan->work);
   tach_cpu_mem_free (be, plan->dgates);
   tach_cpu_mem_free (be, plan->dh);
@@ -116,6 +117,8 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->win_x);
   tach_cpu_mem_free (be, plan->win_h);
   tach_cpu_mem_free (be, plan->win_c);
+  tach_cpu_mem_free (be, plan->ahead_h);
+  tach_cpu_mem_free (be, plan->ahead_g);
   tach_cpu_mem_free (be, plan->span_packed);
   tach_cpu_mem_free (be, plan->span_g);
   g_free (plan);

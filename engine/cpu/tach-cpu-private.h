@@ -34,9 +34,49 @@ typedef struct {
   GArray        *frozen;          /* owned: the frozen ranges */
   GArray        *gemm_packs;      /* owned: the gemm op's packed copies of frozen Bs */
   guint          frozen_epoch;    /* changes whenever a frozen range is written or freed */
+  /* The helper thread that runs jobs ahead (tach-cpu-ahead.c): NULL until
+   * the first post. */
+  struct _TachCpuAhead *ahead;    /* owned */
+  gboolean       ahead_none;      /* none runs: one thread, TACH_CPU_AHEAD=never, or its
+                                   * thread could not start */
 } TachCpuBackend;
 
 #define TACH_CPU(be) ((TachCpuBackend *) (be))
+
+/* A job run ahead of the engine thread on the backend's helper thread
+ * (tach-cpu-ahead.c). */
+typedef struct _TachCpuAhead TachCpuAhead;
+typedef void (*TachCpuAheadFn) (gpointer data);
+
+/* Whether a job may be posted now: FALSE where nothing runs ahead (one
+ * thread, TACH_CPU_AHEAD=never) or the last job (any caller's) still
+ * holds the helper. */
+gboolean tach_cpu_ahead_can_post (TachBackend *be);
+/* Posts @fn (@data), where tach_cpu_ahead_can_post says it may be, to run
+ * on the helper while the engine thread goes on.  The job must read only
+ * what the engine thread leaves unchanged until tach_cpu_ahead_take or
+ * tach_cpu_ahead_cancel says it is done, and write only what the engine
+ * thread reads after a take that returned TRUE. */
+void     tach_cpu_ahead_post (TachBackend *be, TachCpuAheadFn fn, gpointer data);
+/* The results of the job posted with @data: TRUE once it has run (on the
+ * helper, or here when the helper had not started it); FALSE when none
+ * is posted with @data, or when the helper started it and has not
+ * finished within @limit_us (it finishes on its own; its results are not
+ * to be read). */
+gboolean tach_cpu_ahead_take (TachBackend *be, gpointer data, gint64 limit_us);
+/* Drops the job posted with @data if the helper has not started it: a
+ * job nobody will take must not hold the helper (one started finishes on
+ * its own, and frees it). */
+void     tach_cpu_ahead_drop (TachBackend *be, gpointer data);
+/* Returns when the job posted with @data, if any, no longer runs: dropped
+ * if not started, else waited for.  Before what it reads or writes
+ * changes or goes. */
+void     tach_cpu_ahead_cancel (TachBackend *be, gpointer data);
+/* Whether a helper thread runs the posts (started here if it is to run;
+ * not at one thread, TACH_CPU_AHEAD=never or =caller). */
+gboolean tach_cpu_ahead_running (TachBackend *be);
+/* Ends the helper, its job dropped or finished (the backend's free). */
+void     tach_cpu_ahead_stop (TachBackend *be);
 
 /* Records a failed oneDNN call as the backend's sticky error, with the call
  * text and its place, then jumps to @label. */
