@@ -13,8 +13,10 @@
  *                           itself, when it needs the job's results before
  *                           the helper has started (the other core busy,
  *                           say): it never waits on a job not started;
+ *   POSTED -> IDLE          or drops it, when it will not want it (its
+ *                           call did not resume what the job was for);
  *   DONE, CLAIMED -> IDLE   the engine thread takes the results, or
- *                           acknowledges a job it no longer wants.
+ *                           acknowledges a finished job it did not take.
  * So a job runs at most once, on one thread or the other, with the same
  * results either way.  A job the helper started but has not finished
  * within the caller's limit (the helper preempted, on a shared machine)
@@ -33,7 +35,8 @@
  * tests hold both to the same bits as the helper).  Otherwise a backend
  * of two or more threads starts its helper on the first post.
  *
- * Threads: post and wait on the engine thread; the helper on its own.
+ * Threads: post, take, drop, cancel and stop on the engine thread; the
+ * helper on its own.
  */
 #include "tach-cpu-private.h"
 
