@@ -59,14 +59,6 @@ struct _TachCpuAhead {
   gpointer       data;
 };
 
-static inline void
-ahead_relax (void)
-{
-#if defined(__x86_64__) || defined(__i386__)
-  __builtin_ia32_pause ();
-#endif
-}
-
 /* Sleeps until a job is posted or the helper is told to quit. */
 static void
 ahead_sleep (TachCpuAhead *a)
@@ -94,7 +86,7 @@ ahead_main (gpointer data)
 
       while (g_atomic_int_get (&a->state) != AHEAD_POSTED && !g_atomic_int_get (&a->quit))
         {
-          ahead_relax ();
+          tach_cpu_relax ();
           if (++spins % AHEAD_YIELD_SPINS != 0)
             continue;
           /* A thread woken from the condition variable often wakes on its
@@ -212,7 +204,7 @@ tach_cpu_ahead_take (TachBackend *be, gpointer data, gint64 limit_us)
     }
   while (g_atomic_int_get (&a->state) != AHEAD_DONE)
     {
-      ahead_relax ();
+      tach_cpu_relax ();
       if (++spins % AHEAD_YIELD_SPINS == 0)
         {
           gint64 now = g_get_monotonic_time ();

@@ -28,8 +28,8 @@
  *   threads or more, the backend's helper thread (tach-cpu-ahead.c) runs
  *   them while the engine thread runs the output layer and the sampling,
  *   and the next call adds its input side to them (generation of one
- *   stream, Intel Xeon model 167, --threads 2: AVX2 128-131 k -> 173-186 k
- *   tokens/s, AVX-512 -> 187-193 k).  On one core they would only take
+ *   stream, Intel Xeon model 167, --threads 2, interleaved: AVX2 122-129 k
+ *   -> 159-171 k tokens/s, AVX-512 141-148 k -> 180-189 k).  On one core they would only take
  *   turns: the split of the hidden units between the cores was measured
  *   slower (bench/README.md), as the fork and the exchange of states come
  *   every step there, where here one handoff each way overlaps.

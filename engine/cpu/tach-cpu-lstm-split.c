@@ -59,9 +59,7 @@ spin_barrier_wait (SpinBarrier *b, int nth, int *phase)
     {
       if (spins >= SPIN_YIELD)
         sched_yield ();
-#if defined(__x86_64__) || defined(__i386__)
-      __builtin_ia32_pause ();
-#endif
+      tach_cpu_relax ();
     }
 }
 

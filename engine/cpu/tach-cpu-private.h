@@ -4,7 +4,8 @@
  * one OpenMP pool shared by oneDNN's primitives, dnnl_sgemm and the
  * pointwise loops of this backend.  "Device" pointers are plain host memory.
  *
- * Threads: the engine thread (one thread at a time per backend).
+ * Threads: the engine thread (one thread at a time per backend), and the
+ * backend's helper thread for the jobs it runs ahead (tach-cpu-ahead.c).
  */
 #pragma once
 
@@ -89,6 +90,16 @@ void     tach_cpu_ahead_stop (TachBackend *be);
         goto label;                                                             \
       }                                                                         \
   } G_STMT_END
+
+/* One pause of a spin-wait: the core's hint that this thread waits (a
+ * pause instruction on x86), where it has one. */
+static inline void
+tach_cpu_relax (void)
+{
+#if defined(__x86_64__) || defined(__i386__)
+  __builtin_ia32_pause ();
+#endif
+}
 
 /* OpenMP's thread count is a per-thread setting: each op pins it so that
  * the engine thread uses the backend's count whoever created the backend. */
