@@ -14,7 +14,7 @@
 
 #include "tach-backend.h"
 #include "tach-rand.h"
-#include "models/tach-lstm-layer.h"
+#include "tach-lstm-layer.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4

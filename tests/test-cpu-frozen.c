@@ -7,7 +7,7 @@
  */
 #include <string.h>
 
-#include "cpu/tach-cpu-lstm-private.h"
+#include "tach-cpu-lstm-private.h"
 
 static float
 next_value (guint32 *state)

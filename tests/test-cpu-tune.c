@@ -10,7 +10,7 @@
  */
 #include <string.h>
 
-#include "cpu/tach-cpu-private.h"
+#include "tach-cpu-private.h"
 
 typedef struct {
   gint64  now;            /* µs */

@@ -11,8 +11,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "cuda/tach-cuda-private.h"
-#include "cuda/tach-cuda-conv-pool.h"
+#include "tach-cuda-private.h"
+#include "tach-cuda-conv-pool.h"
 
 static void
 test_refusal (void)

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 
 #include "tach-engine.h"
-#include "data/tach-corpus.h"
-#include "data/tach-idx.h"
-#include "data/tach-idx-cache.h"
+#include "tach-corpus.h"
+#include "tach-idx.h"
+#include "tach-idx-cache.h"
 #include "test-run-util.h"
 
 typedef struct {

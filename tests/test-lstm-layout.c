@@ -23,8 +23,8 @@
 #include <string.h>
 
 #include "tach-backend.h"
-#include "models/tach-lstm-stack.h"
-#include "models/tach-model-util.h"
+#include "tach-lstm-stack.h"
+#include "tach-model-util.h"
 #include "test-run-util.h"
 
 static TachLstmDesc

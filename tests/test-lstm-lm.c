@@ -16,7 +16,7 @@
 #include <string.h>
 
 
-#include "cpu/tach-cpu-private.h"
+#include "tach-cpu-private.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4

@@ -10,8 +10,8 @@
 #include <math.h>
 #include <string.h>
 
-#include "models/tach-lstm-stack.h"
-#include "models/tach-model-util.h"
+#include "tach-lstm-stack.h"
+#include "tach-model-util.h"
 #include "test-ops-common.h"
 
 typedef struct {

@@ -24,8 +24,8 @@
 
 #include "tach-backend.h"
 #include "tach-ref.h"
-#include "models/tach-lstm-stack.h"
-#include "models/tach-model-util.h"
+#include "tach-lstm-stack.h"
+#include "tach-model-util.h"
 #include "tach-sweep.h"
 #include "test-run-util.h"
 

@@ -41,7 +41,7 @@ meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplie
 # (test-cpu-frozen).  OpenMP runs one
 # thread (OMP_THREAD_LIMIT=1; libgomp is not instrumented, and the feeder
 # test that needs two threads is skipped); GLib's locks and GTask are
-# annotated by engine/tach-tsan-glib.c, GLib's slice allocator is off, and
+# annotated by tests/tsan/tach-tsan-glib.c, GLib's slice allocator is off, and
 # accesses inside uninstrumented libraries are not checked.  No suppressions.
 # The Explain view is left out: its worker hands progress to the main
 # thread through an idle source, whose GMainContext lock is not annotated.

@@ -9,8 +9,8 @@
 
 #include "tach-cuda-kernels.h"
 #include "tach-cuda-device.cuh"
-#include "../tach-adam.h"
-#include "../tach-rand.h"
+#include "tach-adam.h"
+#include "tach-rand.h"
 
 #define TACH_THREADS 256
 #define TACH_BIAS_THREADS 1024

@@ -32,7 +32,7 @@
 
 #include "tach-cuda-kernels.h"
 #include "tach-cuda-device.cuh"
-#include "../tach-rand.h"
+#include "tach-rand.h"
 
 #define ROWS_THREADS 256   /* a block's lanes */
 #define ROWS_CHUNK 8       /* classes per lane, about */

@@ -27,7 +27,7 @@
 #include "tach-lstm-stack.h"
 #include "tach-model-util.h"
 #include "tach-model.h"
-#include "data/tach-synthetic.h"
+#include "tach-synthetic.h"
 
 #define BILSTM_DIRS 2
 #define BILSTM_DEFAULT_LR 0.001

@@ -8,7 +8,7 @@
 #include <glib.h>
 
 #include "tach-engine.h"
-#include "data/tach-idx.h"
+#include "tach-idx.h"
 
 G_BEGIN_DECLS
 

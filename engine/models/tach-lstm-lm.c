@@ -50,7 +50,7 @@
 #include "tach-model.h"
 #include "tach-rand.h"
 #include "tach-sample.h"
-#include "data/tach-corpus.h"
+#include "tach-corpus.h"
 
 #define LM_VOCAB 554
 /* What the generated text keeps (see the top of the file). */

@@ -6,7 +6,7 @@
 #include <stdlib.h>
 
 #include "fuzz-util.h"
-#include "data/tach-corpus.h"
+#include "tach-corpus.h"
 
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)

@@ -6,8 +6,8 @@
 #include <stdio.h>
 
 #include "fuzz-util.h"
-#include "data/tach-idx.h"
-#include "data/tach-idx-cache.h"
+#include "tach-idx.h"
+#include "tach-idx-cache.h"
 
 int
 LLVMFuzzerTestOneInput (const guint8 *data, size_t size)

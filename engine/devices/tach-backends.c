@@ -15,9 +15,9 @@
 
 #include "tach-backend.h"
 #include "tach-error-private.h"
-#include "cpu/tach-cpu.h"
+#include "tach-cpu.h"
 #ifdef HAVE_CUDA
-#include "cuda/tach-cuda.h"
+#include "tach-cuda.h"
 #endif
 
 typedef struct {
