@@ -491,3 +491,16 @@ tach_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   if (plan != NULL && be->ops->conv_plan_free != NULL)
     be->ops->conv_plan_free (be, plan);
 }
+
+/* Every backend lists its devices in this struct (tach-engine.h); the
+ * registry (devices/) hands them on. */
+void
+tach_device_info_free (TachDeviceInfo *info)
+{
+  if (info == NULL)
+    return;
+  g_free (info->id);
+  g_free (info->name);
+  g_free (info->versions);
+  g_free (info);
+}

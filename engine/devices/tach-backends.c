@@ -154,17 +154,6 @@ tach_backend_registry_set_provider (const TachBackendProvider *p)
   provider = p;
 }
 
-void
-tach_device_info_free (TachDeviceInfo *info)
-{
-  if (info == NULL)
-    return;
-  g_free (info->id);
-  g_free (info->name);
-  g_free (info->versions);
-  g_free (info);
-}
-
 static TachDeviceInfo *
 device_info_copy (const TachDeviceInfo *src)
 {

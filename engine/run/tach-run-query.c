@@ -163,3 +163,51 @@ tach_run_get_pending_bytes (TachRun *run)
   g_mutex_unlock (&run->lock);
   return bytes;
 }
+
+/* ---------------------------------------- a run loaded from a results folder */
+
+void
+tach_run_record_free (TachRunRecord *record)
+{
+  if (record == NULL)
+    return;
+  g_free (record->record_id);
+  g_free (record->source);
+  g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
+  g_free (record);
+}
+
+/* The sweep marker travels with the run into runs.csv and back. */
+void
+tach_run_set_varied (TachRun *run, const char *knob)
+{
+  g_return_if_fail (run != NULL);
+  g_free (run->varied);
+  run->varied = g_strdup (knob);
+}
+
+const char *
+tach_run_get_varied (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, NULL);
+  return run->varied;
+}
+
+const char *
+tach_run_get_record_id (TachRun *run)
+{
+  return run->record != NULL ? run->record->record_id : NULL;
+}
+
+const char *
+tach_run_get_source (TachRun *run)
+{
+  return run->record != NULL ? run->record->source : NULL;
+}
+
+gboolean
+tach_run_knob_is_known (TachRun *run, const char *key)
+{
+  return run->record == NULL || run->record->unknown_knobs == NULL
+         || !g_hash_table_contains (run->record->unknown_knobs, key);
+}
