@@ -1,5 +1,5 @@
 /* main.c: the entry point of the Tach desktop app. */
-#include "tach-config.h"
+#include "tach-build-config.h"
 #include "tach-application.h"
 
 #include <glib/gi18n.h>

@@ -1,6 +1,6 @@
 /* tach-application.c: application-wide actions (about, quit), keyboard
  * accelerators and the main window. */
-#include "tach-config.h"
+#include "tach-build-config.h"
 #include "tach-application.h"
 #include "tach-window.h"
 

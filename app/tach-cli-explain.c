@@ -6,7 +6,7 @@
  * then makes its own engine thread); the main thread shows the live line,
  * turns Ctrl+C into a cancellation and prints the table once it is done.
  */
-#include "tach-config.h"
+#include "tach-build-config.h"
 
 #include <math.h>
 #include <signal.h>

@@ -5,7 +5,7 @@
  * the main context with a notify callback that drains samples, a GMainLoop
  * that waits for the run to end, and SIGINT turned into tach_run_stop().
  */
-#include "tach-config.h"
+#include "tach-build-config.h"
 
 #include <errno.h>
 #include <math.h>

@@ -8,7 +8,7 @@
  * The table has one row per point, values in the order given, and each
  * preset's speed-up against the first preset at the same value.
  */
-#include "tach-config.h"
+#include "tach-build-config.h"
 
 #include <math.h>
 #include <signal.h>

@@ -4,7 +4,7 @@
  * the GUI and the CSV agree on names, values and messages; the help text is
  * generated from the engine's knob table for the same reason.
  */
-#include "tach-config.h"
+#include "tach-build-config.h"
 
 #include <locale.h>
 #include <stdarg.h>

@@ -4,7 +4,7 @@
 #include <adwaita.h>
 #include <tach-engine.h>
 
-#include "tach-config.h"
+#include "tach-build-config.h"
 #include "test-gui.h"
 
 static GSettings *

@@ -6,7 +6,7 @@
  * are bound, so they are saved as they change; the rest is saved when the
  * window closes.  Where the schema is not installed (Tach run from its
  * build folder) the window simply remembers nothing. */
-#include "tach-config.h"
+#include "tach-build-config.h"
 #include "tach-window-private.h"
 
 /* The panel's settings saved under their own keys, set in this order. */
