@@ -72,15 +72,6 @@ typedef struct {
    * NULL (both preset to the batch and NULL). */
   gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix,
                                TachKnobId *knob, const char **fix_value);
-  /* The workload's defaults, as its report ran it: the batch of each task
-   * (0: no such task here), the optimiser and the learning rate. */
-  guint         default_batch[TACH_TASK_GENERATE + 1];
-  TachOptimizer default_optimizer;
-  double        default_lr;
-  /* LSTM units per direction (--hidden): W1's BiLSTM has 40, W2's LSTM
-   * 100; a workload without an LSTM still gives a valid value, which its
-   * runs record. */
-  guint         default_hidden;
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of

@@ -8,7 +8,6 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-config-private.h"
-#include "tach-model.h"
 
 /* --------------------------------------------------------------- workloads */
 
@@ -46,17 +45,32 @@ tach_workload_from_string (const char *s, TachWorkload *out, GError **error)
 
 /* ---------------------------------------------------------------- defaults */
 
-/* The workload's own default (the model class says), or the training one
- * for a task it does not have. */
+/* The workloads' defaults, one row per line of TACH_WORKLOAD_LIST. */
+typedef struct {
+  guint         batch[TACH_TASK_GENERATE + 1];
+  TachOptimizer optimizer;
+  double        lr;
+  guint         hidden;
+} WorkloadDefaults;
+
+#define DEFAULTS(train, generate, optimizer, lr, hidden) \
+  { { train, generate }, optimizer, lr, hidden }
+#define WORKLOAD_DEFAULTS_(ID, klass, value, label, defaults) defaults,
+static const WorkloadDefaults workload_defaults[] = { TACH_WORKLOAD_LIST (WORKLOAD_DEFAULTS_) };
+#undef WORKLOAD_DEFAULTS_
+#undef DEFAULTS
+
+/* The workload's own default, or the training one for a task it does not
+ * have. */
 guint
 tach_config_default_batch (TachWorkload workload, TachTask task)
 {
-  const TachModelClass *klass = tach_model_class_for (workload);
+  const WorkloadDefaults *d;
 
-  if (klass == NULL)
+  if ((guint) workload >= TACH_WORKLOAD_COUNT)
     return 256;
-  return klass->default_batch[task] > 0 ? klass->default_batch[task]
-                                        : klass->default_batch[TACH_TASK_TRAIN];
+  d = &workload_defaults[workload];
+  return d->batch[task] > 0 ? d->batch[task] : d->batch[TACH_TASK_TRAIN];
 }
 
 /* Sets each knob of the table that has a default (all of them, or only
@@ -85,23 +99,16 @@ tach_config_reset_modes (TachConfig *config)
 void
 tach_config_init (TachConfig *config, TachWorkload workload)
 {
-  const TachModelClass *klass;
-
   memset (config, 0, sizeof *config);
   if ((guint) workload >= TACH_WORKLOAD_COUNT)
     workload = (TachWorkload) 0;
   config->workload = workload;
   apply_defaults (config, FALSE);
-  /* The workload's own defaults: W1 and W2 train with Adam at 1e-3, W3
-   * with plain SGD at 1e-3, as reported. */
-  klass = tach_model_class_for (workload);
+  /* The workload's own defaults (TACH_WORKLOAD_LIST). */
   config->batch = tach_config_default_batch (workload, TACH_TASK_TRAIN);
-  if (klass != NULL)
-    {
-      config->optimizer = klass->default_optimizer;
-      config->lr = klass->default_lr;
-      config->hidden = klass->default_hidden;
-    }
+  config->optimizer = workload_defaults[workload].optimizer;
+  config->lr = workload_defaults[workload].lr;
+  config->hidden = workload_defaults[workload].hidden;
 }
 
 void

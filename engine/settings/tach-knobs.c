@@ -17,8 +17,8 @@
 #include "tach-config-private.h"
 
 /* The workload knob's values and labels: the workloads' list. */
-#define WORKLOAD_VALUE_(ID, klass, value, label) value,
-#define WORKLOAD_LABEL_(ID, klass, value, label) label,
+#define WORKLOAD_VALUE_(ID, klass, value, label, ...) value,
+#define WORKLOAD_LABEL_(ID, klass, value, label, ...) label,
 static const char *const workload_values[] = { TACH_WORKLOAD_LIST (WORKLOAD_VALUE_) NULL };
 static const char *const workload_labels[] = { TACH_WORKLOAD_LIST (WORKLOAD_LABEL_) NULL };
 

@@ -11,13 +11,22 @@
 #pragma once
 
 /* The workloads, in the order of the workload knob's values:
- *   X (ID, model class, value, label)
+ *   X (ID, model class, value, label, defaults)
  * gives TACH_WORKLOAD_ID, the value "value" of --workload with its label,
- * and registers tach_<model class>_model_class (engine/models/). */
+ * registers tach_<model class>_model_class (engine/models/), and gives the
+ * workload's defaults, as its report ran it (tach_config_init):
+ *   DEFAULTS (train batch, generate batch (0: no such task), optimizer,
+ *             learning rate, LSTM units per direction)
+ * W1's BiLSTM has 40 units and W2's LSTM 100; the cnn, which has no LSTM,
+ * still records a valid value.  W1 and W2 train with Adam at 1e-3, W3 with
+ * plain SGD at 1e-3, as reported. */
 #define TACH_WORKLOAD_LIST(X) \
-  X (BILSTM, bilstm, "bilstm", NC_("knob value", "BiLSTM classifier")) \
-  X (LSTM_LM, lstm_lm, "lstm-lm", NC_("knob value", "LSTM language model")) \
-  X (CNN, cnn, "cnn", NC_("knob value", "MNIST CNN"))
+  X (BILSTM, bilstm, "bilstm", NC_("knob value", "BiLSTM classifier"), \
+     DEFAULTS (1024, 0, TACH_OPTIMIZER_ADAM, 1e-3, 40)) \
+  X (LSTM_LM, lstm_lm, "lstm-lm", NC_("knob value", "LSTM language model"), \
+     DEFAULTS (256, 1, TACH_OPTIMIZER_ADAM, 1e-3, 100)) \
+  X (CNN, cnn, "cnn", NC_("knob value", "MNIST CNN"), \
+     DEFAULTS (256, 0, TACH_OPTIMIZER_SGD, 1e-3, 40))
 
 #define TACH_WORKLOAD_ID_(ID, ...) TACH_WORKLOAD_##ID,
 typedef enum { TACH_WORKLOAD_LIST (TACH_WORKLOAD_ID_) TACH_WORKLOAD_COUNT } TachWorkload;
