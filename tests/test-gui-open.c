@@ -229,6 +229,19 @@ test_open_results (Fixture       *fixture,
     g_free (g_array_index (table, CliRow, i).preset);
 }
 
+/* Runs tach-cli with @argv, quietly, and checks that it succeeded. */
+static void
+run_cli (const char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status = 0;
+
+  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
+                               NULL, NULL, NULL, NULL, &status, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_spawn_check_wait_status (status, NULL));
+}
+
 static gboolean
 has_loaded (gpointer data)
 {
@@ -246,7 +259,6 @@ test_open_command_line (Fixture       *fixture,
   g_autoptr(GError) error = NULL;
   g_autoptr(TachRunObject) run = NULL;
   GListModel *runs = tach_window_get_runs (fixture->window);
-  int status = 0;
   const char *argv[] = { cli, "run", "--workload", "lstm-lm", "--device", "cpu", "--batch", "4",
                          "--steps", "6", "--warmup", "1", "--threads", "1", "--csv", dir, NULL };
 
@@ -255,10 +267,7 @@ test_open_command_line (Fixture       *fixture,
       g_test_skip ("TACH_CLI is not set");
       return;
     }
-  g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDOUT_TO_DEV_NULL | G_SPAWN_STDERR_TO_DEV_NULL,
-                               NULL, NULL, NULL, NULL, &status, &error));
-  g_assert_no_error (error);
-  g_assert_true (g_spawn_check_wait_status (status, NULL));
+  run_cli (argv);
 
   g_application_open (G_APPLICATION (fixture->app), &folder, 1, "");
   g_assert_true (iterate_until (has_loaded, fixture->window, 30));
@@ -267,4 +276,114 @@ test_open_command_line (Fixture       *fixture,
   g_assert_nonnull (strstr (tach_run_object_get_title (run), "lstm-lm"));
   g_assert_nonnull (strstr (tach_run_object_get_title (run), "from-cli"));
   g_assert_cmpuint (tach_chart_series_get_n_points (tach_run_object_get_rate_series (run)), ==, 6);
+}
+
+static gboolean
+window_is_1280x800 (gpointer data)
+{
+  /* The default size counts the frame's shadow, a few pixels. */
+  return gtk_widget_get_width (data) > 1260 && gtk_widget_get_width (data) <= 1280
+         && gtk_widget_get_height (data) > 780 && gtk_widget_get_height (data) <= 800;
+}
+
+/* The y of @widget's top and bottom in @window's coordinates. */
+static void
+widget_span (GtkWidget *widget, TachWindow *window, double *top, double *bottom)
+{
+  graphene_rect_t bounds;
+
+  g_assert_true (gtk_widget_compute_bounds (widget, GTK_WIDGET (window), &bounds));
+  *top = bounds.origin.y;
+  *bottom = bounds.origin.y + bounds.size.height;
+}
+
+/* Fifty loaded runs (a sweep of two presets over 25 batch sizes) in a
+ * 1280x800 window: the Live view's toolbar stays on screen above a legend
+ * that wraps and scrolls within a few rows, whose chips name each run
+ * briefly and in full in their tooltips, and the charts keep their room. */
+void
+test_open_many_runs (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  const char *cli = g_getenv ("TACH_CLI");
+  TachWindow *window = fixture->window;
+  GListModel *runs = tach_window_get_runs (window);
+  g_autofree char *dir = g_build_filename (fixture->tmpdir, "fifty-runs", NULL);
+  g_autoptr(GFile) folder = g_file_new_for_path (dir);
+  g_autoptr(GError) error = NULL;
+  GtkWidget *toolbar, *legend, *flow, *chart;
+  GtkAdjustment *scroll;
+  double toolbar_top, toolbar_bottom, legend_top, legend_bottom, chart_top, chart_bottom;
+  guint n_chips = 0;
+  const char *argv[] = { cli, "sweep", "--workload", "bilstm", "--presets", "tf1-constant,tuned",
+                         "--vary", "batch=1..25+1", "--device", "cpu", "--steps", "3",
+                         "--warmup", "1", "--threads", "1", "--csv", dir, NULL };
+
+  if (cli == NULL)
+    {
+      g_test_skip ("TACH_CLI is not set");
+      return;
+    }
+  run_cli (argv);
+
+  /* A window made at that size: a shown one keeps its size. */
+  gtk_window_destroy (GTK_WINDOW (window));
+  window = fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
+  runs = tach_window_get_runs (window);
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 800);
+  gtk_window_present (GTK_WINDOW (window));
+  if (!iterate_until (window_is_1280x800, window, 10))
+    g_error ("the window is %dx%d, not 1280x800", gtk_widget_get_width (GTK_WIDGET (window)),
+             gtk_widget_get_height (GTK_WIDGET (window)));
+  /* With no run, the legend takes no room. */
+  g_assert_false (gtk_widget_get_visible (find_widget_with_class (GTK_WIDGET (window), "run-legend")));
+  tach_window_open_folders (window, &folder, 1, on_opened, &error);
+  g_assert_true (iterate_until (opened, window, 30));
+  g_assert_no_error (error);
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 50);
+  /* The layout of the window with them in it. */
+  render_window (window, "test-gui-many-runs.png");
+
+  toolbar = find_widget_with_class (GTK_WIDGET (window), "chart-toolbar");
+  legend = find_widget_with_class (GTK_WIDGET (window), "run-legend");
+  chart = GTK_WIDGET (tach_window_get_rate_chart (window));
+  g_assert_nonnull (toolbar);
+  widget_span (toolbar, window, &toolbar_top, &toolbar_bottom);
+  /* Top to bottom, in the window and not overlapping: the toolbar, the
+   * legend (a few rows of chips: it scrolls the rest), the chart. */
+  g_assert_cmpfloat (toolbar_top, >=, 0.0);
+  g_assert_true (GTK_IS_SCROLLED_WINDOW (legend));
+  widget_span (legend, window, &legend_top, &legend_bottom);
+  widget_span (chart, window, &chart_top, &chart_bottom);
+  g_assert_cmpfloat (toolbar_bottom, <=, legend_top + 0.5);
+  g_assert_cmpfloat (legend_bottom - legend_top, <=, 120.0);
+  g_assert_cmpfloat (legend_bottom, <=, chart_top + 0.5);
+  g_assert_cmpfloat (chart_bottom - chart_top, >=, 150.0);
+  g_assert_cmpfloat (chart_bottom, <=, gtk_widget_get_height (GTK_WIDGET (window)));
+  scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (legend));
+  g_assert_cmpfloat (gtk_adjustment_get_upper (scroll), >, gtk_adjustment_get_page_size (scroll));
+
+  /* A chip per run: its number, workload and preset; the folder and the
+   * device are in its tooltip, with the rest of the title. */
+  flow = gtk_scrolled_window_get_child (GTK_SCROLLED_WINDOW (legend));
+  if (GTK_IS_VIEWPORT (flow))
+    flow = gtk_viewport_get_child (GTK_VIEWPORT (flow));
+  g_assert_true (GTK_IS_FLOW_BOX (flow));
+  for (guint i = 0; i < 50; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (runs, i);
+      GtkFlowBoxChild *child = gtk_flow_box_get_child_at_index (GTK_FLOW_BOX (flow), (int) i);
+      GtkWidget *button = gtk_flow_box_child_get_child (child);
+      GtkWidget *label = gtk_widget_get_last_child (gtk_button_get_child (GTK_BUTTON (button)));
+      const char *text = gtk_label_get_label (GTK_LABEL (label));
+      g_autofree char *expect = g_strdup_printf ("#%u bilstm · %s", i + 1,
+                                                 tach_run_object_get_preset (run));
+
+      g_assert_cmpstr (text, ==, expect);
+      g_assert_null (strstr (text, "fifty-runs"));
+      g_assert_nonnull (strstr (tach_run_object_get_title (run), "fifty-runs"));
+      g_assert_nonnull (strstr (gtk_widget_get_tooltip_text (button), tach_run_object_get_title (run)));
+      n_chips++;
+    }
+  g_assert_cmpuint (n_chips, ==, 50);
 }

@@ -316,21 +316,49 @@ render_window (TachWindow *window,
   g_test_message ("window rendered to %s", path);
 }
 
-/* The label below @widget whose text is @text, or NULL. */
+/* The first widget at or below @widget that @match accepts, or NULL. */
 static GtkWidget *
-find_label (GtkWidget *widget, const char *text)
+find_widget (GtkWidget  *widget,
+             gboolean  (*match) (GtkWidget *, const char *),
+             const char *data)
 {
-  if (GTK_IS_LABEL (widget) && g_strcmp0 (gtk_label_get_label (GTK_LABEL (widget)), text) == 0)
+  if (match (widget, data))
     return widget;
   for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
        child = gtk_widget_get_next_sibling (child))
     {
-      GtkWidget *found = find_label (child, text);
+      GtkWidget *found = find_widget (child, match, data);
 
       if (found != NULL)
         return found;
     }
   return NULL;
+}
+
+static gboolean
+has_class (GtkWidget *widget, const char *css_class)
+{
+  return gtk_widget_has_css_class (widget, css_class);
+}
+
+GtkWidget *
+find_widget_with_class (GtkWidget  *widget,
+                        const char *css_class)
+{
+  return find_widget (widget, has_class, css_class);
+}
+
+static gboolean
+is_label (GtkWidget *widget, const char *text)
+{
+  return GTK_IS_LABEL (widget) && g_strcmp0 (gtk_label_get_label (GTK_LABEL (widget)), text) == 0;
+}
+
+/* The label below @widget whose text is @text, or NULL. */
+static GtkWidget *
+find_label (GtkWidget *widget, const char *text)
+{
+  return find_widget (widget, is_label, text);
 }
 
 static void
@@ -779,6 +807,7 @@ main (int   argc,
   g_test_add ("/gui/notify/finished", Fixture, NULL, fixture_setup, test_notify_finished, fixture_teardown);
   g_test_add ("/gui/open/command-line", Fixture, NULL, fixture_setup, test_open_command_line, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
+  g_test_add ("/gui/open/many-runs", Fixture, NULL, fixture_setup, test_open_many_runs, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);
   g_test_add ("/gui/scaling", Fixture, NULL, fixture_setup, test_scaling, fixture_teardown);

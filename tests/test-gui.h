@@ -50,6 +50,12 @@ void     test_open_command_line (Fixture   *fixture,
                                  gconstpointer data);
 void     test_open_results   (Fixture      *fixture,
                               gconstpointer data);
+/* The first widget at or below @widget with the style class @css_class. */
+GtkWidget *find_widget_with_class (GtkWidget *widget,
+                                   const char *css_class);
+/* Fifty loaded runs at 1280x800: the Live view's legend stays bounded. */
+void     test_open_many_runs (Fixture      *fixture,
+                              gconstpointer data);
 /* The window's dialog, transient for @window, or NULL. */
 AdwMessageDialog *find_message_dialog (TachWindow *window);
 /* A run whose backend fails half-way (test-gui-fault.c). */

@@ -15,6 +15,7 @@ struct _TachRunObject
   TachChartSeries *loss_series;
   TachSummary      summary;
   char            *title;
+  char            *short_title;    /* the title without the folder and device */
   char            *knobs;
   char            *status;
   guint            color_index;
@@ -262,6 +263,7 @@ tach_run_object_finalize (GObject *object)
   g_clear_object (&self->rate_series);
   g_clear_object (&self->loss_series);
   g_free (self->title);
+  g_free (self->short_title);
   g_free (self->knobs);
   g_free (self->status);
   G_OBJECT_CLASS (tach_run_object_parent_class)->finalize (object);
@@ -491,21 +493,21 @@ tach_run_object_new (TachRun *run,
   self->run = tach_run_ref (run);
   self->color_index = color_index;
   config = tach_run_get_config (run);
+  self->short_title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
+                                       tach_workload_to_string (config->workload),
+                                       config->preset ? config->preset : _("custom"));
   if (tach_run_get_source (run) != NULL)
     {
       g_autofree char *folder = g_path_get_basename (tach_run_get_source (run));
 
       /* Translators: a run loaded from a results folder: its number,
-       * workload and preset, the folder's name and the device it ran on. */
-      self->title = g_strdup_printf (_("#%u %s · %s · %s on %s"), tach_run_get_id (run),
-                                     tach_workload_to_string (config->workload),
-                                     config->preset ? config->preset : _("custom"),
+       * workload and preset ("#3 bilstm · tuned"), the folder's name and
+       * the device it ran on. */
+      self->title = g_strdup_printf (_("%s · %s on %s"), self->short_title,
                                      folder, tach_run_get_device (run)->name);
     }
   else
-    self->title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
-                                   tach_workload_to_string (config->workload),
-                                   config->preset ? config->preset : _("custom"));
+    self->title = g_strdup (self->short_title);
   self->knobs = build_knobs (run);
   self->rate_series = tach_chart_series_new (self->title, color_index);
   self->loss_series = tach_chart_series_new (self->title, color_index);
@@ -602,6 +604,15 @@ tach_run_object_get_title (TachRunObject *self)
 {
   g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
   return self->title;
+}
+
+/* The title without where a loaded run came from: the number, workload
+ * and preset, short enough for a legend chip. */
+const char *
+tach_run_object_get_short_title (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
+  return self->short_title;
 }
 
 const char *

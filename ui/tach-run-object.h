@@ -27,6 +27,7 @@ TachRunState     tach_run_object_get_state          (TachRunObject  *self);
 gboolean         tach_run_object_is_active          (TachRunObject  *self);
 const GError    *tach_run_object_get_error          (TachRunObject  *self);
 const char      *tach_run_object_get_title          (TachRunObject  *self);
+const char      *tach_run_object_get_short_title    (TachRunObject  *self);
 double           tach_run_object_get_rate           (TachRunObject  *self);
 double           tach_run_object_get_speedup        (TachRunObject  *self);
 double           tach_run_object_get_share          (TachRunObject  *self,

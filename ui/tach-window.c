@@ -283,18 +283,25 @@ create_legend_button (gpointer item,
   GtkWidget *button = gtk_toggle_button_new ();
   GtkWidget *box = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 6);
   GtkWidget *swatch = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 0);
-  GtkWidget *label = gtk_label_new (tach_run_object_get_title (run));
+  /* Many runs make many chips: each names its run briefly (a loaded run's
+   * folder and device would take a line each) and in full in its tooltip. */
+  GtkWidget *label = gtk_label_new (tach_run_object_get_short_title (run));
+  g_autofree char *tooltip = g_strdup_printf ("%s\n%s", tach_run_object_get_title (run),
+                                              _("Show or hide this run in the charts"));
   g_auto(GStrv) classes = NULL;
 
   g_object_get (run, "swatch-classes", &classes, NULL);
   gtk_widget_set_css_classes (swatch, (const char **) classes);
   gtk_widget_set_valign (swatch, GTK_ALIGN_CENTER);
   gtk_box_append (GTK_BOX (box), swatch);
+  gtk_label_set_ellipsize (GTK_LABEL (label), PANGO_ELLIPSIZE_END);
+  gtk_label_set_max_width_chars (GTK_LABEL (label), 28);
   gtk_box_append (GTK_BOX (box), label);
   gtk_button_set_child (GTK_BUTTON (button), box);
   gtk_widget_add_css_class (button, "flat");
   gtk_widget_add_css_class (button, "legend-button");
-  gtk_widget_set_tooltip_text (button, _("Show or hide this run in the charts"));
+  gtk_widget_set_halign (button, GTK_ALIGN_START);
+  gtk_widget_set_tooltip_text (button, tooltip);
   g_object_bind_property (run, "visible", button, "active",
                           G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);
   return button;
@@ -306,6 +313,15 @@ on_sweep_changed (TachWindow *self)
   gboolean any = g_list_model_get_n_items (G_LIST_MODEL (self->sweep)) > 0;
 
   gtk_stack_set_visible_child_name (self->compare_stack, any ? "results" : "empty");
+}
+
+/* The legend's scrolled area would keep a scrollbar's height with no chip
+ * in it: it shows from the first run on. */
+static void
+on_runs_changed (TachWindow *self)
+{
+  gtk_widget_set_visible (gtk_widget_get_ancestor (GTK_WIDGET (self->legend), GTK_TYPE_SCROLLED_WINDOW),
+                          g_list_model_get_n_items (G_LIST_MODEL (self->runs)) > 0);
 }
 
 static void
@@ -541,12 +557,14 @@ tach_window_init (TachWindow *self)
   gtk_flow_box_bind_model (self->legend, G_LIST_MODEL (self->runs),
                            create_legend_button, NULL, NULL);
   g_signal_connect_swapped (self->sweep, "items-changed", G_CALLBACK (on_sweep_changed), self);
+  g_signal_connect_swapped (self->runs, "items-changed", G_CALLBACK (on_runs_changed), self);
   g_signal_connect_swapped (self->config_panel, "error", G_CALLBACK (on_config_error), self);
   tach_window_init_open (self);
   tach_window_init_explain (self);
   tach_window_init_scaling (self);
   tach_window_settings_restore (self);
   on_sweep_changed (self);
+  on_runs_changed (self);
   tach_window_update_actions (self);
 }
 
