@@ -22,6 +22,48 @@ explain_idle_window (gpointer data)
   return !tach_window_get_running (data);
 }
 
+/* Whether @widget lies whole inside every scrolled area above it. */
+static gboolean
+unclipped (GtkWidget *widget)
+{
+  for (GtkWidget *above = gtk_widget_get_ancestor (gtk_widget_get_parent (widget), GTK_TYPE_SCROLLED_WINDOW);
+       above != NULL;
+       above = gtk_widget_get_ancestor (gtk_widget_get_parent (above), GTK_TYPE_SCROLLED_WINDOW))
+    {
+      graphene_rect_t bounds;
+
+      g_assert_true (gtk_widget_compute_bounds (widget, above, &bounds));
+      if (bounds.origin.y < -0.5 || bounds.origin.y + bounds.size.height > gtk_widget_get_height (above) + 0.5)
+        return FALSE;
+    }
+  return TRUE;
+}
+
+/* Scrolled to the end of its waterfall and text, the view keeps its row
+ * of controls ("Explain the gap from A to B") whole, below the Compare
+ * bars.  The waterfall is made taller than the view, as many knobs or a
+ * short window make it, so that there is something to scroll. */
+static void
+check_scrolled (TachWindow *window, TachExplainView *view)
+{
+  GtkWidget *row = gtk_widget_get_parent (find_label (GTK_WIDGET (view), "Explain the gap from"));
+  GtkWidget *chart = GTK_WIDGET (tach_explain_view_get_chart (view));
+  GtkWidget *scroller = gtk_widget_get_ancestor (chart, GTK_TYPE_SCROLLED_WINDOW);
+  GtkAdjustment *adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller));
+  int height = gtk_widget_get_height (GTK_WIDGET (window));
+
+  gtk_widget_set_size_request (chart, -1, height);
+  render_window (window, "test-gui-explain-scrolled.png");
+  g_assert_cmpfloat (gtk_adjustment_get_upper (adjustment), >, gtk_adjustment_get_page_size (adjustment));
+  g_assert_true (unclipped (row));
+  gtk_adjustment_set_value (adjustment, gtk_adjustment_get_upper (adjustment));
+  render_window (window, "test-gui-explain-scrolled.png");
+  g_assert_cmpfloat (gtk_adjustment_get_value (adjustment), >, 0);
+  g_assert_true (unclipped (row));
+  gtk_adjustment_set_value (adjustment, 0);
+  gtk_widget_set_size_request (chart, -1, -1);
+}
+
 void
 test_explain (Fixture *fixture, gconstpointer data)
 {
@@ -93,6 +135,7 @@ test_explain (Fixture *fixture, gconstpointer data)
 
     render_window (fixture->window, shot);
   }
+  check_scrolled (fixture->window, view);
 
   /* The exports: a PNG that shows the phase colours of the bars, an SVG,
    * and explain.csv with runs.csv beside it. */

@@ -354,8 +354,7 @@ is_label (GtkWidget *widget, const char *text)
   return GTK_IS_LABEL (widget) && g_strcmp0 (gtk_label_get_label (GTK_LABEL (widget)), text) == 0;
 }
 
-/* The label below @widget whose text is @text, or NULL. */
-static GtkWidget *
+GtkWidget *
 find_label (GtkWidget *widget, const char *text)
 {
   return find_widget (widget, is_label, text);

@@ -53,6 +53,9 @@ void     test_open_results   (Fixture      *fixture,
 /* The first widget at or below @widget with the style class @css_class. */
 GtkWidget *find_widget_with_class (GtkWidget *widget,
                                    const char *css_class);
+/* The label at or below @widget whose text is @text, or NULL. */
+GtkWidget *find_label            (GtkWidget *widget,
+                                  const char *text);
 /* Fifty loaded runs at 1280x800: the Live view's legend stays bounded. */
 void     test_open_many_runs (Fixture      *fixture,
                               gconstpointer data);

@@ -455,10 +455,19 @@ static void
 tach_explain_view_init (TachExplainView *self)
 {
   GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+  GtkWidget *content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
   GtkWidget *label;
 
+  /* The row of controls stays in place above the waterfall and its text,
+   * which scroll under it: scrolled with them, it went under the Compare
+   * bars above the view. */
   self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
   gtk_widget_set_parent (self->box, GTK_WIDGET (self));
+  gtk_widget_add_css_class (row, "explain-controls");
+  gtk_widget_set_margin_start (row, 24);
+  gtk_widget_set_margin_end (row, 24);
+  gtk_widget_set_margin_top (row, 12);
 
   label = gtk_label_new (_("Explain the gap from"));
   gtk_widget_add_css_class (label, "heading");
@@ -482,8 +491,17 @@ tach_explain_view_init (TachExplainView *self)
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), row);
 
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_widget_set_vexpand (scroller, TRUE);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), content);
+  gtk_widget_set_valign (content, GTK_ALIGN_START);
+  gtk_widget_set_margin_start (content, 24);
+  gtk_widget_set_margin_end (content, 24);
+  gtk_widget_set_margin_bottom (content, 18);
+  gtk_box_append (GTK_BOX (self->box), scroller);
+
   self->chart = TACH_EXPLAIN_CHART (tach_explain_chart_new ());
-  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->chart));
+  gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->chart));
   self->summary = GTK_LABEL (gtk_label_new (NULL));
   self->text = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_wrap (self->summary, TRUE);
@@ -492,8 +510,8 @@ tach_explain_view_init (TachExplainView *self)
   gtk_label_set_wrap (self->text, TRUE);
   gtk_label_set_xalign (self->text, 0);
   gtk_label_set_selectable (self->text, TRUE);
-  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->summary));
-  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->text));
+  gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->summary));
+  gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->text));
 
   update_state (self);
 }
