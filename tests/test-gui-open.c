@@ -84,6 +84,12 @@ opened (gpointer data)
 }
 
 static gboolean
+has_dialog (gpointer window)
+{
+  return find_message_dialog (window) != NULL;
+}
+
+static gboolean
 window_idle (gpointer data)
 {
   return !tach_window_get_running (data);
@@ -108,6 +114,7 @@ test_open_results (Fixture       *fixture,
   g_autoptr(GArray) table = NULL;
   g_autoptr(GError) error = NULL;
   g_autoptr(GFile) out_folder = NULL;
+  g_auto(GStrv) problems = NULL;
   GFile *folders[2];
   gboolean shot = g_getenv ("TACH_SCREENSHOT_DIR") != NULL;
   int status = 0;
@@ -149,6 +156,7 @@ test_open_results (Fixture       *fixture,
   g_assert_cmpuint (GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (window), "test-opened")) - 1,
                     ==, 2 * n_sweep - 1);
   g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+  problems = g_strsplit (error->message, "\n", -1);
   where = g_strdup_printf ("%s:3: ", bad_runs);
   g_assert_nonnull (strstr (error->message, where));
   g_clear_pointer (&where, g_free);
@@ -222,6 +230,32 @@ test_open_results (Fixture       *fixture,
     while (g_dir_read_name (d) != NULL)
       n++;
     g_assert_cmpuint (n, ==, n_sweep + 1);
+  }
+
+  /* The window's own opening lists the problems in its dialog one a line,
+   * left-aligned, in a scrolled area, not in the centred body. */
+  {
+    g_autoptr(GFile) cut = g_file_new_for_path (bad);
+    AdwMessageDialog *dialog;
+    GtkWidget *scroller, *label;
+    guint k = 0;
+
+    tach_window_open (window, &cut, 1);
+    g_assert_true (iterate_until (has_dialog, window, 30));
+    dialog = find_message_dialog (window);
+    g_assert_cmpstr (adw_message_dialog_get_heading (dialog), ==, "Some Results Could Not Be Read");
+    g_assert_null (strstr (adw_message_dialog_get_body (dialog), bad_runs));
+    scroller = adw_message_dialog_get_extra_child (dialog);
+    g_assert_true (GTK_IS_SCROLLED_WINDOW (scroller));
+    label = gtk_widget_get_first_child (scrolled_child (scroller));
+    for (; label != NULL; label = gtk_widget_get_next_sibling (label), k++)
+      {
+        g_assert_true (GTK_IS_LABEL (label));
+        g_assert_cmpstr (gtk_label_get_label (GTK_LABEL (label)), ==, problems[k]);
+        g_assert_cmpfloat (gtk_label_get_xalign (GTK_LABEL (label)), ==, 0);
+      }
+    g_assert_cmpuint (k, ==, g_strv_length (problems));
+    gtk_window_destroy (GTK_WINDOW (dialog));
   }
 
 
@@ -365,9 +399,7 @@ test_open_many_runs (Fixture       *fixture,
 
   /* A chip per run: its number, workload and preset; the folder and the
    * device are in its tooltip, with the rest of the title. */
-  flow = gtk_scrolled_window_get_child (GTK_SCROLLED_WINDOW (legend));
-  if (GTK_IS_VIEWPORT (flow))
-    flow = gtk_viewport_get_child (GTK_VIEWPORT (flow));
+  flow = scrolled_child (legend);
   g_assert_true (GTK_IS_FLOW_BOX (flow));
   for (guint i = 0; i < 50; i++)
     {
@@ -376,7 +408,8 @@ test_open_many_runs (Fixture       *fixture,
       GtkWidget *button = gtk_flow_box_child_get_child (child);
       GtkWidget *label = gtk_widget_get_last_child (gtk_button_get_child (GTK_BUTTON (button)));
       const char *text = gtk_label_get_label (GTK_LABEL (label));
-      g_autofree char *expect = g_strdup_printf ("#%u bilstm · %s", i + 1,
+      g_autofree char *expect = g_strdup_printf ("#%u bilstm · %s",
+                                                 tach_run_get_id (tach_run_object_get_run (run)),
                                                  tach_run_object_get_preset (run));
 
       g_assert_cmpstr (text, ==, expect);

@@ -348,6 +348,14 @@ find_widget_with_class (GtkWidget  *widget,
   return find_widget (widget, has_class, css_class);
 }
 
+GtkWidget *
+scrolled_child (GtkWidget *scroller)
+{
+  GtkWidget *child = gtk_scrolled_window_get_child (GTK_SCROLLED_WINDOW (scroller));
+
+  return GTK_IS_VIEWPORT (child) ? gtk_viewport_get_child (GTK_VIEWPORT (child)) : child;
+}
+
 static gboolean
 is_label (GtkWidget *widget, const char *text)
 {

@@ -53,6 +53,8 @@ void     test_open_results   (Fixture      *fixture,
 /* The first widget at or below @widget with the style class @css_class. */
 GtkWidget *find_widget_with_class (GtkWidget *widget,
                                    const char *css_class);
+/* What the GtkScrolledWindow @scroller scrolls (in its viewport or not). */
+GtkWidget *scrolled_child        (GtkWidget *scroller);
 /* The label at or below @widget whose text is @text, or NULL. */
 GtkWidget *find_label            (GtkWidget *widget,
                                   const char *text);

@@ -152,6 +152,55 @@ tach_window_open_folders_finish (TachWindow    *self,
   return job->runs->len;
 }
 
+/* A dialog that lists what could not be read, one problem a line ("file:
+ * line: reason"), left-aligned and scrolled when there are many: in the
+ * body of a message dialog they ran together in one centred block. */
+static void
+show_problems (TachWindow *self,
+               guint       n_opened,
+               GPtrArray  *problems)
+{
+  g_autofree char *body = NULL;
+  GtkWidget *dialog, *scroller, *list;
+
+  if (self->closing)
+    return;
+  body = n_opened > 0
+         ? g_strdup_printf (g_dngettext (NULL, "%u run opened. These parts were skipped:",
+                                         "%u runs opened. These parts were skipped:", n_opened),
+                            n_opened)
+         : g_strdup (_("No run could be read:"));
+  dialog = adw_message_dialog_new (GTK_WINDOW (self),
+                                   n_opened > 0 ? _("Some Results Could Not Be Read")
+                                                : _("Cannot Open the Results"),
+                                   body);
+  list = gtk_box_new (GTK_ORIENTATION_VERTICAL, 6);
+  for (guint i = 0; i < problems->len; i++)
+    {
+      GtkWidget *label = gtk_label_new (problems->pdata[i]);
+
+      gtk_label_set_xalign (GTK_LABEL (label), 0);
+      gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+      gtk_label_set_wrap_mode (GTK_LABEL (label), PANGO_WRAP_WORD_CHAR);
+      gtk_label_set_selectable (GTK_LABEL (label), TRUE);
+      gtk_box_append (GTK_BOX (list), label);
+    }
+  scroller = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
+  gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), 320);
+  gtk_widget_set_size_request (scroller, 560, -1);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), list);
+  gtk_widget_add_css_class (scroller, "card");
+  gtk_widget_set_margin_top (list, 8);
+  gtk_widget_set_margin_bottom (list, 8);
+  gtk_widget_set_margin_start (list, 12);
+  gtk_widget_set_margin_end (list, 12);
+  adw_message_dialog_set_extra_child (ADW_MESSAGE_DIALOG (dialog), scroller);
+  adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "close", _("_Close"));
+  gtk_window_present (GTK_WINDOW (dialog));
+}
+
 static void
 on_opened (GObject      *source,
            GAsyncResult *result,
@@ -160,10 +209,11 @@ on_opened (GObject      *source,
   TachWindow *self = TACH_WINDOW (source);
   g_autoptr(GError) error = NULL;
   guint n = tach_window_open_folders_finish (self, result, &error);
+  OpenJob *job = g_task_get_task_data (G_TASK (result));
 
+  /* The error's message lists the first problems; the dialog, all. */
   if (error != NULL)
-    tach_window_show_error (self, n > 0 ? _("Some Results Could Not Be Read")
-                                        : _("Cannot Open the Results"), error);
+    show_problems (self, n, job->problems);
   else
     {
       g_autofree char *text = g_strdup_printf (g_dngettext (NULL, "Opened %u run", "Opened %u runs", n), n);
