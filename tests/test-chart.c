@@ -1,6 +1,7 @@
 /* test-chart.c: the chart's scale (ticks, log axis, labels) and data
  * (bounded buckets, min/max kept, smoothing), without a display. */
 #include <math.h>
+#include <string.h>
 #include <glib.h>
 
 #include "tach-chart-axis.h"
@@ -109,6 +110,58 @@ test_axis_log (void)
   tach_chart_axis_set_range (&axis, 0.0, 2.0, 8);
   g_assert_cmpfloat (axis.min, >, 0.0);
   g_assert_cmpfloat_with_epsilon (axis.max, 10.0, 1e-12);
+}
+
+/* A label read back: its number times its suffix's scale. */
+static double
+parse_label (const char *label)
+{
+  char *end = NULL;
+  double v = g_ascii_strtod (label, &end);
+
+  if (g_str_equal (end, "k"))
+    return v * 1e3;
+  if (g_str_equal (end, "M"))
+    return v * 1e6;
+  if (g_str_equal (end, "G"))
+    return v * 1e9;
+  g_assert_cmpstr (end, ==, "");
+  return v;
+}
+
+/* Every tick of a log axis is labelled in one notation (powers of ten,
+ * or numbers with k, M, G), and each label reads back as its tick: the
+ * Scaling chart's items/s over 1k..1M mixed "1e+05" with "10k". */
+static void
+test_axis_log_labels (void)
+{
+  static const double ranges[][2] = {
+    { 1500, 4e5 }, { 2e3, 9e5 }, { 150, 4e4 }, { 0.03, 450 }, { 1.5, 8 }, { 20, 3e7 },
+    { 3e4, 4e5 }, { 3e-5, 0.2 }, { 5, 2e13 },
+  };
+  TachChartAxis axis;
+
+  tach_chart_axis_init (&axis, TRUE);
+  for (guint r = 0; r < G_N_ELEMENTS (ranges); r++)
+    {
+      double ticks[TACH_CHART_AXIS_MAX_TICKS];
+      guint n, n_exp = 0;
+
+      tach_chart_axis_set_range (&axis, ranges[r][0], ranges[r][1], 8);
+      n = tach_chart_axis_ticks (&axis, 8, ticks, G_N_ELEMENTS (ticks));
+      for (guint i = 0; i < n; i++)
+        {
+          g_autofree char *label = tach_chart_axis_format (&axis, ticks[i]);
+
+          g_test_message ("%g..%g: %s", ranges[r][0], ranges[r][1], label);
+          n_exp += strchr (label, 'e') != NULL;
+          g_assert_cmpfloat_with_epsilon (parse_label (label), ticks[i], 1e-9 * ticks[i]);
+        }
+      if (n_exp != 0 && n_exp != n)
+        g_error ("%g..%g: %u of %u labels in powers of ten", ranges[r][0], ranges[r][1], n_exp, n);
+      /* Powers of ten only where k, M and short decimals fall short. */
+      g_assert_true ((n_exp != 0) == (axis.min < 1e-3 || axis.max >= 1e12));
+    }
 }
 
 static void
@@ -261,6 +314,7 @@ main (int   argc,
   g_test_add_func ("/gui/chart/axis/linear-ticks", test_axis_linear_ticks);
   g_test_add_func ("/gui/chart/axis/labels", test_axis_labels);
   g_test_add_func ("/gui/chart/axis/log", test_axis_log);
+  g_test_add_func ("/gui/chart/axis/log-labels", test_axis_log_labels);
   g_test_add_func ("/gui/chart/series/bounded", test_series_bounded);
   g_test_add_func ("/gui/chart/series/missing", test_series_missing);
   g_test_add_func ("/gui/chart/series/smoothing", test_series_smoothing);

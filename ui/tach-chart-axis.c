@@ -166,13 +166,24 @@ tach_chart_axis_format (const TachChartAxis *axis,
   double step = axis->step;
   int decimals;
 
+  /* A log axis's labels share one notation: an axis reaching below 1e-3
+   * or up to 1e12 reads in powers of ten, every tick of it, and any other
+   * in 500, 1k, 20k, 1M; picked tick by tick, "1e+05" sat among "10k"s. */
   if (axis->log)
     {
       double a = fabs (value);
 
-      if (a != 0.0 && (a >= 1e5 || a < 1e-3))
+      if (axis->min < 1e-3 || axis->max >= 1e12)
         return g_strdup_printf ("%.0e", value);
-      step = pow (10.0, floor (log10 (a > 0.0 ? a : 1.0)));
+      if (a >= 1e9)
+        scale = 1e9, suffix = "G";
+      else if (a >= 1e6)
+        scale = 1e6, suffix = "M";
+      else if (a >= 1e3)
+        scale = 1e3, suffix = "k";
+      step = pow (10.0, floor (log10 (a > 0.0 ? a / scale : 1.0)));
+      decimals = step >= 1.0 ? 0 : (int) ceil (-log10 (step) - 1e-9);
+      return g_strdup_printf ("%.*f%s", CLAMP (decimals, 0, 9), value / scale, suffix);
     }
 
   /* Large magnitudes read better as 12k or 3.5M than as long digits. */
