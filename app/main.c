@@ -1,6 +1,7 @@
 /* main.c: the entry point of the Tach desktop app. */
 #include "tach-build-config.h"
 #include "tach-application.h"
+#include "tach-i18n.h"
 
 #include <glib/gi18n.h>
 #include <locale.h>
@@ -14,9 +15,7 @@ main (int   argc,
   /* The UI follows the user's language; the engine writes CSV numbers in
    * the C locale whatever this says. */
   setlocale (LC_ALL, "");
-  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
-  textdomain (GETTEXT_PACKAGE);
+  tach_i18n_init ();
 
   tach_application_choose_renderer ();
   app = tach_application_new ();

@@ -15,6 +15,7 @@
 
 #include "tach-cli-private.h"
 #include "tach-explain.h"
+#include "tach-i18n.h"
 
 static void
 tach_cli_knob_clear (gpointer data)
@@ -498,9 +499,7 @@ main (int argc, char **argv)
    * that output and CSV read the same everywhere. */
   setlocale (LC_ALL, "");
   setlocale (LC_NUMERIC, "C");
-  bindtextdomain (GETTEXT_PACKAGE, LOCALEDIR);
-  bind_textdomain_codeset (GETTEXT_PACKAGE, "UTF-8");
-  textdomain (GETTEXT_PACKAGE);
+  tach_i18n_init ();
   g_set_prgname ("tach-cli");
 
   if (argc < 2)
