@@ -100,7 +100,16 @@ test_knob_table (void)
           /* A label per value, no more. */
           if (k->values[v + 1] == NULL)
             g_assert_null (k->labels[v + 1]);
+          /* What each value does (explain's sentences): one per value too. */
+          if (k->clauses != NULL)
+            {
+              g_assert_nonnull (k->clauses[v]);
+              if (k->values[v + 1] == NULL)
+                g_assert_null (k->clauses[v + 1]);
+            }
         }
+      /* A row words its values one way: a clause per value, or a rule. */
+      g_assert_true (k->clauses == NULL || (k->values != NULL && k->clause == NULL));
       if (k->kind == TACH_KNOB_KIND_INTEGER)
         g_assert_cmpuint (k->min, <=, k->max);
       /* Only the modes that change the numbers say so. */

@@ -503,6 +503,59 @@ progress_count (TachExplain *explain, guint done, guint total, gpointer user_dat
   *last = done;
 }
 
+/* The sentences come from the knob rows and read the configurations'
+ * shape: under --seq-len 20 the layout's names 20 recurrent steps, not
+ * the default 10.  No run is needed to word them. */
+static void
+test_sentences (void)
+{
+  TachConfig a, b;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachExplain) explain = NULL;
+  g_autofree char *layout = NULL, *rnn = NULL;
+
+  test_tiny_config (&a, 6);
+  test_tiny_config (&b, 6);
+  test_apply (&a, "seq-len=20 batch=32 layout=misread rnn=unrolled");
+  test_apply (&b, "seq-len=20 batch=32 layout=batch-major rnn=fused");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_no_error (error);
+  g_assert_cmpuint (tach_explain_get_n_knobs (explain), ==, 2);
+  for (guint i = 0; i < 2; i++)
+    {
+      const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
+
+      if (g_str_equal (knob->key, "layout"))
+        layout = tach_explain_dup_sentence (explain, i);
+      else if (g_str_equal (knob->key, "rnn"))
+        rnn = tach_explain_dup_sentence (explain, i);
+    }
+  g_assert_nonnull (layout);
+  g_assert_nonnull (strstr (layout, "turns 20 recurrent steps of batch 32 into 32 steps of "
+                                    "batch 20"));
+  g_assert_nonnull (strstr (layout, "batch-major data runs 20 recurrent steps of batch 32"));
+  g_assert_nonnull (rnn);
+  g_assert_nonnull (strstr (rnn, "one LSTM cell runs per time step"));
+  g_assert_nonnull (strstr (rnn, "one fused library call runs the whole sequence"));
+
+  /* Every mode's values are worded by its row: no "key=value" fallback. */
+  {
+    guint n = 0;
+    const TachKnobInfo *knobs = tach_knobs (&n);
+
+    for (guint k = 0; k < n; k++)
+      for (guint v = 0; knobs[k].is_mode && knobs[k].values != NULL && knobs[k].values[v] != NULL; v++)
+        {
+          g_autofree char *clause = tach_knob_dup_clause (knobs[k].name, &a, knobs[k].values[v]);
+          g_autofree char *raw = g_strdup_printf ("%s=%s", knobs[k].name, knobs[k].values[v]);
+
+          g_assert_cmpstr (clause, !=, raw);
+        }
+  }
+  tach_config_clear (&a);
+  tach_config_clear (&b);
+}
+
 /* Real runs: a tiny bilstm, two knobs; the runs and explain.csv. */
 static void
 test_real (void)
@@ -612,6 +665,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/explain/unrunnable", test_unrunnable);
   g_test_add_func ("/engine/explain/cancel", test_cancel);
   g_test_add_func ("/engine/explain/configs", test_configs);
+  g_test_add_func ("/engine/explain/sentences", test_sentences);
   g_test_add_func ("/engine/explain/real", test_real);
   g_test_add_func ("/engine/explain/real-cancel", test_real_cancel);
   return g_test_run ();

@@ -11,9 +11,6 @@
 #include "tach-error-private.h"
 #include "tach-explain-private.h"
 
-/* The bilstm's sequence length (workloads.md), for the layout sentence. */
-#define EXPLAIN_BILSTM_T 10
-
 /* Whether a setting that is not an execution mode must agree between A
  * and B: all but the preset's name. */
 static gboolean
@@ -304,65 +301,6 @@ tach_explain_run (TachExplain *explain, GCancellable *cancellable,
 
 /* ------------------------------------------------------------ sentences */
 
-/* What @value of @key does, as a clause. */
-static char *
-value_clause (TachExplain *explain, const char *key, const char *value)
-{
-  guint batch = explain->has_configs ? explain->from.batch : 0;
-
-  if (g_str_equal (key, "layout"))
-    {
-      if (g_str_equal (value, "misread"))
-        return g_strdup_printf (_("the time-major misread turns %u recurrent steps of batch %u "
-                                  "into %u steps of batch %u"),
-                                (guint) EXPLAIN_BILSTM_T, batch, batch, (guint) EXPLAIN_BILSTM_T);
-      return g_strdup_printf (_("batch-major data runs %u recurrent steps of batch %u"),
-                              (guint) EXPLAIN_BILSTM_T, batch);
-    }
-  if (g_str_equal (key, "rnn"))
-    return g_strdup (g_str_equal (value, "unrolled")
-                     ? _("one LSTM cell runs per time step, as static_rnn builds it")
-                     : _("one fused library call runs the whole sequence"));
-  if (g_str_equal (key, "feed"))
-    {
-      if (g_str_equal (value, "host-f64"))
-        return g_strdup (_("feed_dict converts every batch from float64 and copies it, "
-                           "synchronously, every step"));
-      if (g_str_equal (value, "host-f32"))
-        return g_strdup (_("every batch is copied from pageable memory every step, as numpy fit does"));
-      if (g_str_equal (value, "prefetch"))
-        return g_strdup (_("a prefetching pipeline copies the next batch while this one computes"));
-      return g_strdup (_("the whole dataset stays on the device, as a graph constant"));
-    }
-  if (g_str_equal (key, "sync"))
-    {
-      if (g_str_equal (value, "end"))
-        return g_strdup (_("the loss is read back only at the end"));
-      if (g_str_equal (value, "1"))
-        return g_strdup (_("the loss is read back every step, as Keras fit's progress bar does"));
-      return g_strdup_printf (_("the loss is read back every %s steps"), value);
-    }
-  if (g_str_equal (key, "metrics"))
-    return g_strdup (g_str_equal (value, "accuracy")
-                     ? _("the accuracy metric is computed every step (Keras compile metrics)")
-                     : _("no metric is computed"));
-  if (g_str_equal (key, "launch"))
-    return g_strdup (g_str_equal (value, "graph")
-                     ? _("the whole step is replayed as one captured graph")
-                     : _("the host launches each kernel every step"));
-  if (g_str_equal (key, "call-setup"))
-    return g_strdup (g_str_equal (value, "per-call")
-                     ? _("descriptors, buffers and plans are rebuilt on every call, as Keras predict does")
-                     : _("descriptors, buffers and plans are built once, as in a TF1 session"));
-  if (g_str_equal (key, "sampling"))
-    return g_strdup (g_str_equal (value, "host")
-                     ? _("the distribution is read back to the host for every token")
-                     : _("the next token is picked on the device"));
-  if (g_str_equal (key, "precision"))
-    return g_strdup_printf (_("the math runs in %s"), value);
-  return g_strdup_printf ("%s=%s", key, value);
-}
-
 char *
 tach_explain_dup_sentence (TachExplain *explain, guint i)
 {
@@ -371,8 +309,10 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
 
   g_return_val_if_fail (i < explain->n_knobs, NULL);
   knob = &explain->knobs[i];
-  from = value_clause (explain, knob->key, knob->from);
-  to = value_clause (explain, knob->key, knob->to);
+  /* What each value does, from the knob's row, in the shape of the
+   * configurations explained (A's: B's shape is the same). */
+  from = tach_knob_dup_clause (knob->key, explain->has_configs ? &explain->from : NULL, knob->from);
+  to = tach_knob_dup_clause (knob->key, explain->has_configs ? &explain->from : NULL, knob->to);
   if (isnan (knob->fraction))
     cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step")
                                                 : _("costs %.3g ms a step"),

@@ -256,11 +256,57 @@ format_filters (const TachConfig *config, const TachKnobInfo *knob)
   return g_strdup_printf ("%u,%u", config->filters[0], config->filters[1]);
 }
 
+/* ------------------------------------------------ what each value does */
+
+/* The layout's clause names the run's recurrent steps (its --seq-len)
+ * and batch; without a run, the bilstm's defaults. */
+static char *
+clause_layout (const TachConfig *config, const TachKnobInfo *knob, const char *value)
+{
+  TachConfig defaults;
+  guint steps, batch;
+
+  (void) knob;
+  if (config == NULL)
+    {
+      tach_config_init (&defaults, TACH_WORKLOAD_BILSTM);
+      config = &defaults;
+    }
+  steps = config->seq_len;
+  batch = config->batch;
+  if (config == &defaults)
+    tach_config_clear (&defaults);
+  if (g_str_equal (value, "misread"))
+    return g_strdup_printf (_("the time-major misread turns %u recurrent steps of batch %u "
+                              "into %u steps of batch %u"), steps, batch, batch, steps);
+  return g_strdup_printf (_("batch-major data runs %u recurrent steps of batch %u"), steps, batch);
+}
+
+static char *
+clause_sync (const TachConfig *config, const TachKnobInfo *knob, const char *value)
+{
+  (void) config;
+  (void) knob;
+  if (g_str_equal (value, "end"))
+    return g_strdup (_("the loss is read back only at the end"));
+  if (g_str_equal (value, "1"))
+    return g_strdup (_("the loss is read back every step, as Keras fit's progress bar does"));
+  return g_strdup_printf (_("the loss is read back every %s steps"), value);
+}
+
+static char *
+clause_precision (const TachConfig *config, const TachKnobInfo *knob, const char *value)
+{
+  (void) config;
+  (void) knob;
+  return g_strdup_printf (_("the math runs in %s"), value);
+}
+
 /* ---------------------------------------------------------------- the table */
 
 /* The rows, out of tach-knob-list.h.  A choice knob's values and labels
- * are compound literals (static, as at file scope); the knob-table test
- * holds them to the same length. */
+ * (and clauses) are compound literals (static, as at file scope); the
+ * knob-table test holds them to the same length. */
 #define FIELD(f) .offset = offsetof (TachConfig, f), .size = sizeof (((TachConfig *) 0)->f)
 #define CHOICES(v, l) .kind = TACH_KNOB_KIND_CHOICE, \
   .values = (const char *const[]) { TACH_KNOB_UNPAREN_ v, NULL }, \
@@ -268,6 +314,7 @@ format_filters (const TachConfig *config, const TachKnobInfo *knob)
 #define WORKLOADS .kind = TACH_KNOB_KIND_CHOICE, .values = workload_values, .labels = workload_labels
 #define INTEGER(lo, hi) .kind = TACH_KNOB_KIND_INTEGER, .min = (lo), .max = (hi)
 #define TEXT(p, f) .kind = TACH_KNOB_KIND_TEXT, .parse = (p), .format = (f)
+#define CLAUSES(...) .clauses = (const char *const[]) { __VA_ARGS__, NULL }
 #define ROW_(ID, decl, field, name, title, blurb, group, ...) \
   [TACH_KNOB_##ID] = { TACH_KNOB_##ID, name, title, blurb, group, FIELD (field), __VA_ARGS__ },
 
@@ -339,4 +386,17 @@ tach_knob_value_label (const char *key, const char *value)
   if (knob->default_label != NULL && g_strcmp0 (knob->default_value, value) == 0)
     return g_dpgettext2 (GETTEXT_PACKAGE, "knob value", knob->default_label);
   return value;
+}
+
+char *
+tach_knob_dup_clause (const char *key, const TachConfig *config, const char *value)
+{
+  const TachKnobInfo *knob = tach_knob_lookup (key);
+
+  if (knob != NULL && knob->clause != NULL)
+    return knob->clause (config, knob, value);
+  for (guint i = 0; knob != NULL && knob->clauses != NULL && knob->values[i] != NULL; i++)
+    if (g_str_equal (knob->values[i], value))
+      return g_strdup (_(knob->clauses[i]));
+  return g_strdup_printf ("%s=%s", key, value);
 }

@@ -142,6 +142,12 @@ struct _TachKnobInfo {
   gboolean          (*parse) (TachConfig *config, const TachKnobInfo *knob,
                               const char *value, GError **error);
   char             *(*format) (const TachConfig *config, const TachKnobInfo *knob);
+  /* What a value does, for explain's sentences (tach_knob_dup_clause):
+   * CHOICE: a msgid per value, or NULL; or a rule reading @config's shape
+   * (@config may be NULL: the workload's defaults). */
+  const char *const  *clauses;
+  char             *(*clause) (const TachConfig *config, const TachKnobInfo *knob,
+                               const char *value);
 };
 
 /* The knob table, TACH_KNOB_COUNT rows in TachKnobId order. */
@@ -155,6 +161,13 @@ const TachKnobInfo *tach_knob_lookup (const char *name);
  * not the labels, go to tach_config_set(), CSV files and the command line.
  * The string is static (translated when the label is). */
 const char         *tach_knob_value_label (const char *key, const char *value);
+/* What @value of knob @key does in a run of @config, as a translated
+ * clause of explain's sentences ("one fused library call runs the whole
+ * sequence"; the layout's names the run's sequence length and batch), or
+ * "key=value" for a knob whose row says nothing.  @config NULL: the
+ * workload's defaults.  Free with g_free(). */
+char               *tach_knob_dup_clause (const char *key, const TachConfig *config,
+                                          const char *value);
 
 void      tach_config_init    (TachConfig *config, TachWorkload workload);
 void      tach_config_copy    (TachConfig *dest, const TachConfig *src);

@@ -58,7 +58,9 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
  *   TEXT (parse, format)                its own syntax, read by rules in
  *                                       tach-knobs.c
  * then any other TachKnobInfo fields (.default_value, .is_mode, .is_shape,
- * .trains, ...).  A
+ * .trains, ...), and for an execution mode what each value does, for
+ * explain's sentences: CLAUSES (msgids, one per value of a choice knob) or
+ * .clause = a rule that reads the run's shape (tach-knobs.c).  A
  * knob without a default value takes the workload's (tach_config_init). */
 #define TACH_KNOB_LIST(X) \
   X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
@@ -85,53 +87,71 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
      N_("One fused library call over the sequence, or one cell per time step"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("fused", "unrolled"), (NC_("knob value", "Fused"), NC_("knob value", "Unrolled"))), \
-     .default_value = "fused", .is_mode = TRUE) \
+     .default_value = "fused", .is_mode = TRUE, \
+     CLAUSES (N_("one fused library call runs the whole sequence"), \
+              N_("one LSTM cell runs per time step, as static_rnn builds it"))) \
   X (LAYOUT, (TachLayout layout), layout, "layout", N_("Layout"), \
      N_("Batch-major data, or the reported misread as time-major"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("batch-major", "misread"), \
               (NC_("knob value", "Batch-major"), NC_("knob value", "Misread"))), \
-     .default_value = "batch-major", .is_mode = TRUE, .changes_results = TRUE) \
+     .default_value = "batch-major", .is_mode = TRUE, .changes_results = TRUE, \
+     .clause = clause_layout) \
   X (FEED, (TachFeed feed), feed, "feed", N_("Feeding"), \
      N_("How each batch reaches the device"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("host-f64", "host-f32", "prefetch", "resident"), \
               (NC_("knob value", "Host float64"), NC_("knob value", "Host float32"), \
                NC_("knob value", "Prefetch"), NC_("knob value", "Resident"))), \
-     .default_value = "host-f32", .is_mode = TRUE, .trains = TRUE) \
+     .default_value = "host-f32", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("feed_dict converts every batch from float64 and copies it, synchronously, " \
+                 "every step"), \
+              N_("every batch is copied from pageable memory every step, as numpy fit does"), \
+              N_("a prefetching pipeline copies the next batch while this one computes"), \
+              N_("the whole dataset stays on the device, as a graph constant"))) \
   /* 1 = every step, 0 = only at the end */ \
   X (SYNC, (guint sync_every), sync_every, "sync", N_("Sync every"), \
      N_("Synchronise with the device every N steps, or only at the end"), \
      TACH_KNOB_GROUP_MODE, TEXT (parse_sync, format_sync), \
-     .default_value = "1", .is_mode = TRUE) \
+     .default_value = "1", .is_mode = TRUE, .clause = clause_sync) \
   X (METRICS, (TachMetrics metrics), metrics, "metrics", N_("Metrics"), \
      N_("Compute the accuracy metric every step"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("none", "accuracy"), (NC_("knob value", "None"), NC_("knob value", "Accuracy"))), \
-     .default_value = "none", .is_mode = TRUE, .trains = TRUE) \
+     .default_value = "none", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("no metric is computed"), \
+              N_("the accuracy metric is computed every step (Keras compile metrics)"))) \
   X (LAUNCH, (TachLaunch launch), launch, "launch", N_("Kernel launch"), \
      N_("Launch each kernel from the host, or replay a captured graph"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("eager", "graph"), (NC_("knob value", "Eager"), NC_("knob value", "CUDA graph"))), \
-     .default_value = "eager", .is_mode = TRUE) \
+     .default_value = "eager", .is_mode = TRUE, \
+     CLAUSES (N_("the host launches each kernel every step"), \
+              N_("the whole step is replayed as one captured graph"))) \
   X (CALL_SETUP, (TachCallSetup call_setup), call_setup, "call-setup", N_("Call setup"), \
      N_("Build descriptors and plans once, or on every call"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("persistent", "per-call"), \
               (NC_("knob value", "Persistent"), NC_("knob value", "Per call"))), \
-     .default_value = "persistent", .is_mode = TRUE) \
+     .default_value = "persistent", .is_mode = TRUE, \
+     CLAUSES (N_("descriptors, buffers and plans are built once, as in a TF1 session"), \
+              N_("descriptors, buffers and plans are rebuilt on every call, as Keras predict " \
+                 "does"))) \
   X (SAMPLING, (TachSampling sampling), sampling, "sampling", N_("Sampling"), \
      N_("Pick the next token on the host or on the device"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("host", "device"), (NC_("knob value", "Host"), NC_("knob value", "Device"))), \
-     .default_value = "host", .is_mode = TRUE) \
+     .default_value = "host", .is_mode = TRUE, \
+     CLAUSES (N_("the distribution is read back to the host for every token"), \
+              N_("the next token is picked on the device"))) \
   X (PRECISION, (TachPrecision precision), precision, "precision", N_("Precision"), \
      N_("Arithmetic precision of the device math"), \
      TACH_KNOB_GROUP_MODE, \
      CHOICES (("fp32", "tf32", "bf16", "fp16"), \
               (NC_("knob value", "FP32"), NC_("knob value", "TF32"), \
                NC_("knob value", "BF16"), NC_("knob value", "FP16"))), \
-     .default_value = "fp32", .is_mode = TRUE, .changes_results = TRUE) \
+     .default_value = "fp32", .is_mode = TRUE, .changes_results = TRUE, \
+     .clause = clause_precision) \
   \
   X (BATCH, (guint batch), batch, "batch", N_("Batch size"), \
      N_("Samples (or text streams) per step"), \
