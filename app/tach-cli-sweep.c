@@ -2,11 +2,14 @@
  * turn, one table row each, and sweep --vary KNOB=VALUES, the grid of
  * presets x one knob's values.
  *
- * Every point is built and validated (memory included) before the first
- * runs, and the points that cannot run are listed then, not discovered
- * halfway; the others run in the interleaved order of tach_sweep_point().
- * The table has one row per point, values in the order given, and each
- * preset's speed-up against the first preset at the same value.
+ * Both drive the engine's sweep (tach-sweep.h) on the main thread, which
+ * makes every point before the first runs and runs them in its interleaved
+ * order; each run goes through tach_cli_run_one (the live line, the CSV
+ * rows as they come).  With --vary every point is also validated (memory
+ * included) up front, and the points that cannot run are listed then, not
+ * discovered halfway.  The --vary table has one row per point, values in
+ * the order given, and each preset's speed-up against the first preset at
+ * the same value.
  */
 #include "tach-build-config.h"
 
@@ -20,58 +23,110 @@
 #include "tach-cli-private.h"
 #include "tach-sweep.h"
 
+/* What a sweep command keeps while the engine's sweep runs it. */
 typedef struct {
-  TachConfig  config;      /* owned; zero when it could not be made */
-  gboolean    made;
-  char       *problem;     /* owned: why it will not run (checked up front), or NULL */
-  TachRun    *run;         /* owned, or NULL */
-  const char *outcome;     /* borrowed, translated: NULL when it finished */
-} TachCliPoint;
+  const TachCliOptions *options;
+  TachCliSession        session;
+  GCancellable         *cancellable; /* owned: cancelled by Ctrl+C */
+  GPtrArray            *runs;        /* TachRun*, owned: those with results, for the files */
+  const char          **outcomes;    /* [point], borrowed, translated: NULL when it finished */
+  int                   status;
+} TachCliSweep;
 
 static void
-tach_cli_point_clear (TachCliPoint *point)
+tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep *sweep)
 {
-  if (point->made)
-    tach_config_clear (&point->config);
-  g_clear_pointer (&point->problem, g_free);
-  g_clear_pointer (&point->run, tach_run_unref);
-}
-
-/* The configuration of every point, and what stops any of them, before
- * anything runs.  Returns the number of points that cannot run. */
-static guint
-tach_cli_sweep_prepare (const TachCliOptions *options, GStrv names,
-                        const TachSweepAxis *axis, TachCliPoint *points)
-{
-  guint n_names = g_strv_length (names), n_values = g_strv_length (axis->values);
-  guint bad = 0;
-
-  for (guint v = 0; v < n_values; v++)
-    for (guint p = 0; p < n_names; p++)
-      {
-        TachCliPoint *point = &points[v * n_names + p];
-        g_autoptr(GError) error = NULL;
-
-        /* The varied knob is set last, over the preset and the knobs given. */
-        point->made = tach_cli_build_config (options, names[p], &point->config, &error)
-                      && tach_config_set (&point->config, axis->knob->name, axis->values[v],
-                                          &error);
-        if (point->made)
-          tach_config_validate (&point->config, point->config.device, &error);
-        if (error != NULL)
-          {
-            point->problem = g_strdup (error->message);
-            bad++;
-          }
-      }
-  return bad;
+  cli->options = options;
+  cli->cancellable = g_cancellable_new ();
+  cli->runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  cli->outcomes = g_new0 (const char *, tach_sweep_get_n_points (sweep));
+  cli->status = TACH_CLI_EXIT_OK;
+  tach_cli_session_init (&cli->session);
+  cli->session.header = 2;
 }
 
 static void
-tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint *points)
+tach_cli_sweep_clear (TachCliSweep *cli)
+{
+  g_clear_object (&cli->cancellable);
+  g_clear_pointer (&cli->runs, g_ptr_array_unref);
+  g_clear_pointer (&cli->outcomes, g_free);
+}
+
+/* Main thread: Ctrl+C stops the run in progress, as in a single run, and
+ * the sweep skips the points left. */
+static gboolean
+tach_cli_sweep_on_sigint (gpointer user_data)
+{
+  TachCliSweep *cli = user_data;
+
+  g_cancellable_cancel (cli->cancellable);
+  return tach_cli_on_sigint (&cli->session);
+}
+
+/* TachSweepConfigFunc: a preset's configuration, the knobs given over it. */
+static gboolean
+tach_cli_sweep_make (const char *preset, TachConfig *config, gpointer user_data,
+                     GError **error)
+{
+  if (tach_cli_build_config (user_data, preset, config, error))
+    return TRUE;
+  tach_config_clear (config);
+  return FALSE;
+}
+
+/* TachSweepFuncs.run: one point through the session (live line, CSV). */
+static TachRun *
+tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
+                          const TachConfig *config, gpointer user_data, GError **error)
+{
+  TachCliSweep *cli = user_data;
+  const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+  const char *name = tach_sweep_get_preset (sweep, point->preset);
+  g_autofree char *label = NULL;
+  TachRun *run;
+
+  if (axis != NULL)
+    label = g_strdup_printf ("%s %s=%s %u/%u", name, axis->knob->name,
+                             axis->values[point->value], point->ordinal,
+                             tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
+  else
+    label = g_strdup_printf ("%s %u/%u", name, point->preset + 1, tach_sweep_get_n_presets (sweep));
+  cli->session.label = label;
+  run = tach_cli_run_one (&cli->session, config, error);
+  cli->session.label = NULL;
+  if (run != NULL && axis != NULL)
+    tach_run_set_varied (run, axis->knob->name);
+  return run;
+}
+
+/* Runs @sweep with @done reporting each point; FALSE (nothing run) when
+ * --csv's folder is refused. */
+static gboolean
+tach_cli_sweep_run (TachCliSweep *cli, TachSweep *sweep,
+                    void (*done) (TachSweep *, const TachSweepPoint *, TachSweepOutcome,
+                                  TachRun *, const GError *, gpointer),
+                    guint *sigint_id)
+{
+  const TachSweepFuncs funcs = { tach_cli_sweep_run_point, done, NULL };
+
+  *sigint_id = g_unix_signal_add (SIGINT, tach_cli_sweep_on_sigint, cli);
+  /* A refused folder: nothing runs. */
+  if (!tach_cli_session_open_csv (&cli->session, cli->options->csv_dir))
+    {
+      cli->status = TACH_CLI_EXIT_FAILURE;
+      return FALSE;
+    }
+  tach_sweep_run (sweep, &funcs, cli, cli->cancellable, NULL);
+  return TRUE;
+}
+
+static void
+tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
 {
   g_autoptr(GString) line = g_string_new (NULL);
-  guint n_names = g_strv_length (names), n_values = g_strv_length (axis->values);
+  const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+  guint n_names = tach_sweep_get_n_presets (sweep), n_values = tach_sweep_get_n_values (sweep);
   int value_width = (int) g_utf8_strlen (axis->knob->name, -1);
   int name_width = (int) g_utf8_strlen (_("preset"), -1);
   const char *unit = NULL;
@@ -79,13 +134,13 @@ tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint 
   for (guint v = 0; v < n_values; v++)
     value_width = MAX (value_width, (int) g_utf8_strlen (axis->values[v], -1));
   for (guint p = 0; p < n_names; p++)
-    name_width = MAX (name_width, (int) g_utf8_strlen (names[p], -1));
+    name_width = MAX (name_width, (int) g_utf8_strlen (tach_sweep_get_preset (sweep, p), -1));
   for (guint i = 0; i < n_values * n_names && unit == NULL; i++)
-    if (points[i].run != NULL && points[i].outcome == NULL)
+    if (tach_sweep_get_run (sweep, i, 0) != NULL && outcomes[i] == NULL)
       {
         TachSummary s;
 
-        tach_run_get_summary (points[i].run, &s);
+        tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &s);
         unit = s.items_unit;
       }
 
@@ -105,7 +160,8 @@ tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint 
 
       for (guint p = 0; p < n_names; p++)
         {
-          TachCliPoint *point = &points[v * n_names + p];
+          guint i = v * n_names + p;
+          TachRun *run = tach_sweep_get_run (sweep, i, 0);
           g_autofree char *items = NULL, *step = NULL, *rate = NULL, *loss = NULL;
           g_autofree char *speedup = NULL;
           TachSummary s;
@@ -113,15 +169,15 @@ tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint 
           g_string_truncate (line, 0);
           tach_cli_pad (line, axis->values[v], value_width, FALSE);
           g_string_append (line, "  ");
-          tach_cli_pad (line, names[p], name_width, FALSE);
-          if (point->run == NULL || point->outcome != NULL)
+          tach_cli_pad (line, tach_sweep_get_preset (sweep, p), name_width, FALSE);
+          if (run == NULL || outcomes[i] != NULL)
             {
               g_string_append_printf (line, "  %s",
-                                      point->outcome != NULL ? point->outcome : _("not run"));
+                                      outcomes[i] != NULL ? outcomes[i] : _("not run"));
               printf ("%s\n", line->str);
               continue;
             }
-          tach_run_get_summary (point->run, &s);
+          tach_run_get_summary (run, &s);
           /* Each value's first preset that ran is the baseline of that value. */
           if (isnan (baseline))
             baseline = s.steps_per_s_median;
@@ -135,7 +191,7 @@ tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint 
           tach_cli_pad (line, rate, 8, TRUE);
           tach_cli_pad (line, loss, 10, TRUE);
           tach_cli_pad (line, speedup, 8, TRUE);
-          if (tach_run_get_state (point->run) == TACH_RUN_STATE_CANCELLED)
+          if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
             g_string_append_printf (line, "  %s", _("(stopped)"));
           printf ("%s\n", line->str);
         }
@@ -143,19 +199,48 @@ tach_cli_print_vary_table (const TachSweepAxis *axis, GStrv names, TachCliPoint 
   fflush (stdout);
 }
 
+/* TachSweepFuncs.done of sweep --vary. */
+static void
+tach_cli_vary_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome outcome,
+                    TachRun *run, const GError *run_error, gpointer user_data)
+{
+  TachCliSweep *cli = user_data;
+  const char *name = tach_sweep_get_preset (sweep, point->preset);
+  const char *knob = tach_sweep_get_axis (sweep)->knob->name;
+  const char *value = tach_sweep_get_value (sweep, point->value);
+
+  if (outcome != TACH_SWEEP_RAN)
+    {
+      cli->outcomes[point->index] = tach_sweep_get_problem (sweep, point->index) != NULL
+                                    ? _("will not run (see above)") : _("not run (interrupted)");
+      return;
+    }
+  if (run == NULL || tach_run_get_state (run) == TACH_RUN_STATE_FAILED)
+    {
+      fprintf (stderr, _("tach-cli: preset %s, %s=%s: %s\n"), name, knob, value,
+               run_error != NULL ? run_error->message : _("the run failed"));
+      cli->outcomes[point->index] = _("failed (see above)");
+      cli->status = MAX (cli->status, run == NULL ? tach_cli_exit_code_for_error (run_error)
+                                                  : TACH_CLI_EXIT_FAILURE);
+    }
+  else if (!cli->session.live)
+    fprintf (stderr, _("tach-cli: preset %s, %s=%s done (%u/%u)\n"), name, knob, value,
+             point->ordinal, tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
+  if (run != NULL && tach_cli_run_has_results (run))
+    g_ptr_array_add (cli->runs, tach_run_ref (run));
+}
+
 int
 tach_cli_command_sweep_vary (const TachCliOptions *options)
 {
-  TachCliSession session;
+  TachCliSweep cli;
   TachWorkload workload;
   TachConfig base = { 0 };
   g_autoptr(GError) error = NULL;
   g_autoptr(TachSweepAxis) axis = NULL;
+  g_autoptr(TachSweep) sweep = NULL;
   g_auto(GStrv) names = NULL;
-  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
-  g_autofree TachCliPoint *points = NULL;
-  guint n_names, n_values, n_points, bad, sigint_id, done = 0;
-  gboolean csv_ok;
+  guint n_names, n_points, bad, sigint_id;
   int status = tach_cli_sweep_start (options, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
@@ -173,96 +258,32 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
       tach_cli_usage_error ("%s", error->message);
       return TACH_CLI_EXIT_USAGE;
     }
-  n_names = g_strv_length (names);
-  n_values = g_strv_length (axis->values);
-  n_points = n_names * n_values;
-  points = g_new0 (TachCliPoint, n_points);
-  bad = tach_cli_sweep_prepare (options, names, axis, points);
+  sweep = tach_sweep_new (NULL, (const char *const *) names, axis, tach_cli_sweep_make,
+                          (gpointer) options, TRUE);
+  n_names = tach_sweep_get_n_presets (sweep);
+  n_points = tach_sweep_get_n_points (sweep);
+  bad = tach_sweep_get_n_problems (sweep);
+  tach_cli_sweep_init (&cli, options, sweep);
   if (bad > 0)
     {
       fprintf (stderr, ngettext ("tach-cli: %u of %u points will not run:\n",
                                  "tach-cli: %u of %u points will not run:\n", bad),
                bad, n_points);
       for (guint i = 0; i < n_points; i++)
-        if (points[i].problem != NULL)
+        if (tach_sweep_get_problem (sweep, i) != NULL)
           fprintf (stderr, "  %s %s=%s: %s\n", names[i % n_names], axis->knob->name,
-                   axis->values[i / n_names], points[i].problem);
-      status = TACH_CLI_EXIT_USAGE;
+                   axis->values[i / n_names], tach_sweep_get_problem (sweep, i));
+      cli.status = TACH_CLI_EXIT_USAGE;
     }
 
-  tach_cli_session_init (&session);
-  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
-  session.header = 2;
-  /* A refused folder: nothing runs. */
-  csv_ok = tach_cli_session_open_csv (&session, options->csv_dir);
-  if (!csv_ok)
-    status = TACH_CLI_EXIT_FAILURE;
-
-  for (guint k = 0; csv_ok && k < n_points; k++)
-    {
-      guint p, v;
-      TachCliPoint *point;
-      g_autoptr(GError) run_error = NULL;
-      g_autofree char *label = NULL;
-
-      tach_sweep_point (n_names, n_values, k, &p, &v);
-      point = &points[v * n_names + p];
-      if (point->problem != NULL)
-        {
-          point->outcome = _("will not run (see above)");
-          continue;
-        }
-      if (session.interrupted)
-        {
-          point->outcome = _("not run (interrupted)");
-          continue;
-        }
-      label = g_strdup_printf ("%s %s=%s %u/%u", names[p], axis->knob->name, axis->values[v],
-                               ++done, n_points - bad);
-      session.label = label;
-      point->run = tach_cli_run_one (&session, &point->config, &run_error);
-      session.label = NULL;
-      if (point->run != NULL)
-        tach_run_set_varied (point->run, axis->knob->name);
-      if (point->run == NULL || tach_run_get_state (point->run) == TACH_RUN_STATE_FAILED)
-        {
-          fprintf (stderr, _("tach-cli: preset %s, %s=%s: %s\n"), names[p], axis->knob->name,
-                   axis->values[v], run_error != NULL ? run_error->message : _("the run failed"));
-          point->outcome = _("failed (see above)");
-          status = MAX (status, point->run == NULL ? tach_cli_exit_code_for_error (run_error)
-                                                   : TACH_CLI_EXIT_FAILURE);
-        }
-      else if (!session.live)
-        fprintf (stderr, _("tach-cli: preset %s, %s=%s done (%u/%u)\n"), names[p],
-                 axis->knob->name, axis->values[v], done, n_points - bad);
-      if (point->run != NULL && tach_cli_run_has_results (point->run))
-        g_ptr_array_add (runs, tach_run_ref (point->run));
-    }
-
-  if (csv_ok)
-    tach_cli_print_vary_table (axis, names, points);
-  status = tach_cli_session_finish (options, &session, sigint_id, runs, status);
-  for (guint i = 0; i < n_points; i++)
-    tach_cli_point_clear (&points[i]);
+  if (tach_cli_sweep_run (&cli, sweep, tach_cli_vary_done, &sigint_id))
+    tach_cli_print_vary_table (sweep, cli.outcomes);
+  status = tach_cli_session_finish (options, &cli.session, sigint_id, cli.runs, cli.status);
+  tach_cli_sweep_clear (&cli);
   return status;
 }
 
 /* ----------------------------------------------------------------- sweep */
-
-typedef struct {
-  char    *name;       /* owned */
-  TachRun *run;        /* owned, or NULL when it did not start */
-  const char *outcome; /* borrowed, translated: NULL when it finished */
-} TachCliSweepRow;
-
-static void
-tach_cli_sweep_row_clear (gpointer data)
-{
-  TachCliSweepRow *row = data;
-
-  g_clear_pointer (&row->name, g_free);
-  g_clear_pointer (&row->run, tach_run_unref);
-}
 
 /* Appends @text to @line padded to @width characters (not bytes); a
  * right-aligned column also gets a two-space gutter before it. */
@@ -286,23 +307,23 @@ tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_cells)
 }
 
 static void
-tach_cli_print_sweep_table (GArray *rows)
+tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
 {
   g_autoptr(GString) line = g_string_new (NULL);
   const char *unit = NULL;
   double baseline = NAN;
   int name_width = (int) g_utf8_strlen (_("preset"), -1);
 
-  for (guint i = 0; i < rows->len; i++)
-    {
-      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+  guint n_rows = tach_sweep_get_n_presets (sweep);
 
-      name_width = MAX (name_width, (int) g_utf8_strlen (row->name, -1));
-      if (row->outcome == NULL && isnan (baseline))
+  for (guint i = 0; i < n_rows; i++)
+    {
+      name_width = MAX (name_width, (int) g_utf8_strlen (tach_sweep_get_preset (sweep, i), -1));
+      if (outcomes[i] == NULL && isnan (baseline))
         {
           TachSummary s;
 
-          tach_run_get_summary (row->run, &s);
+          tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &s);
           baseline = s.steps_per_s_median;
           unit = s.items_unit;
         }
@@ -320,23 +341,23 @@ tach_cli_print_sweep_table (GArray *rows)
   }
   printf ("\n%s\n", line->str);
 
-  for (guint i = 0; i < rows->len; i++)
+  for (guint i = 0; i < n_rows; i++)
     {
-      const TachCliSweepRow *row = &g_array_index (rows, TachCliSweepRow, i);
+      TachRun *run = tach_sweep_get_run (sweep, i, 0);
       TachSummary s;
       g_auto(TachCliSummaryText) t = { 0 };
       g_autofree char *spread = NULL, *speedup = NULL;
 
       g_string_truncate (line, 0);
-      tach_cli_pad (line, row->name, name_width, FALSE);
-      if (row->outcome != NULL)
+      tach_cli_pad (line, tach_sweep_get_preset (sweep, i), name_width, FALSE);
+      if (outcomes[i] != NULL)
         {
-          g_string_append_printf (line, "  %s", row->outcome);
+          g_string_append_printf (line, "  %s", outcomes[i]);
           printf ("%s\n", line->str);
           continue;
         }
 
-      tach_run_get_summary (row->run, &s);
+      tach_run_get_summary (run, &s);
       tach_cli_summary_text_init (&t, &s);
       spread = g_strdup_printf ("%s–%s", t.p10, t.p90);
       speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
@@ -350,7 +371,7 @@ tach_cli_print_sweep_table (GArray *rows)
       tach_cli_pad (line, t.sync, 6, TRUE);
       tach_cli_pad (line, t.host, 6, TRUE);
       tach_cli_pad (line, speedup, 8, TRUE);
-      if (tach_run_get_state (row->run) == TACH_RUN_STATE_CANCELLED)
+      if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
         g_string_append_printf (line, "  %s", _("(stopped)"));
       printf ("%s\n", line->str);
     }
@@ -441,75 +462,70 @@ tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GSt
   return TACH_CLI_EXIT_OK;
 }
 
+/* TachSweepFuncs.done of sweep --presets: one preset's error is reported
+ * as its turn comes; the sweep goes on and the command fails at the end. */
+static void
+tach_cli_presets_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome outcome,
+                       TachRun *run, const GError *run_error, gpointer user_data)
+{
+  TachCliSweep *cli = user_data;
+  const char *name = tach_sweep_get_preset (sweep, point->preset);
+  int row_status = TACH_CLI_EXIT_OK;
+  const char *why = run_error != NULL ? run_error->message : _("the run failed");
+
+  if (outcome == TACH_SWEEP_STOPPED)
+    {
+      cli->outcomes[point->index] = _("not run (interrupted)");
+      return;
+    }
+  if (outcome == TACH_SWEEP_UNRUNNABLE)
+    {
+      row_status = TACH_CLI_EXIT_USAGE;
+      why = tach_sweep_get_problem (sweep, point->index);
+    }
+  else if (run == NULL)
+    row_status = tach_cli_exit_code_for_error (run_error);
+  else if (tach_run_get_state (run) == TACH_RUN_STATE_FAILED)
+    row_status = TACH_CLI_EXIT_FAILURE;
+  if (run != NULL && tach_cli_run_has_results (run))
+    g_ptr_array_add (cli->runs, tach_run_ref (run));
+
+  if (row_status != TACH_CLI_EXIT_OK)
+    {
+      fprintf (stderr, _("tach-cli: preset %s: %s\n"), name, why);
+      cli->outcomes[point->index] = row_status == TACH_CLI_EXIT_USAGE ? _("invalid (see above)")
+                                                                      : _("failed (see above)");
+      cli->status = MAX (cli->status, row_status);
+    }
+  else if (!cli->session.live)
+    {
+      /* Without a live line, say where a long sweep is. */
+      fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->preset + 1,
+               tach_sweep_get_n_presets (sweep));
+    }
+}
+
 int
 tach_cli_command_sweep (const TachCliOptions *options)
 {
-  TachCliSession session;
+  TachCliSweep cli;
   TachWorkload workload;
   g_auto(GStrv) names = NULL;
-  g_autoptr(GArray) rows = NULL;
-  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
-  guint n_names, sigint_id;
+  g_autoptr(TachSweep) sweep = NULL;
+  guint sigint_id;
   int status = tach_cli_sweep_start (options, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
     return status;
 
-  n_names = g_strv_length (names);
-  rows = g_array_sized_new (FALSE, TRUE, sizeof (TachCliSweepRow), n_names);
-  g_array_set_clear_func (rows, tach_cli_sweep_row_clear);
-
-  tach_cli_session_init (&session);
-  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
-  session.header = 2;
-  if (!tach_cli_session_open_csv (&session, options->csv_dir))
-    return tach_cli_session_finish (options, &session, sigint_id, runs, TACH_CLI_EXIT_FAILURE);
-
-  for (guint i = 0; i < n_names; i++)
-    {
-      TachCliSweepRow row = { g_strdup (names[i]), NULL, NULL };
-      TachConfig config = { 0 };
-      g_autoptr(GError) run_error = NULL;
-      g_autofree char *label = g_strdup_printf ("%s %u/%u", names[i], i + 1, n_names);
-      int row_status = TACH_CLI_EXIT_OK;
-
-      if (session.interrupted)
-        row.outcome = _("not run (interrupted)");
-      else if (!tach_cli_build_config (options, names[i], &config, &run_error))
-        row_status = TACH_CLI_EXIT_USAGE;
-      else
-        {
-          session.label = label;
-          row.run = tach_cli_run_one (&session, &config, &run_error);
-          session.label = NULL;
-          if (row.run == NULL)
-            row_status = tach_cli_exit_code_for_error (run_error);
-          else if (tach_run_get_state (row.run) == TACH_RUN_STATE_FAILED)
-            row_status = TACH_CLI_EXIT_FAILURE;
-          if (row.run != NULL && tach_cli_run_has_results (row.run))
-            g_ptr_array_add (runs, tach_run_ref (row.run));
-        }
-
-      if (row_status != TACH_CLI_EXIT_OK)
-        {
-          /* One preset's error is reported now; the sweep goes on and the
-           * command fails at the end. */
-          fprintf (stderr, _("tach-cli: preset %s: %s\n"), names[i],
-                   run_error != NULL ? run_error->message : _("the run failed"));
-          row.outcome = row_status == TACH_CLI_EXIT_USAGE ? _("invalid (see above)")
-                                                          : _("failed (see above)");
-          status = MAX (status, row_status);
-        }
-      else if (row.outcome == NULL && !session.live)
-        {
-          /* Without a live line, say where a long sweep is. */
-          fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), names[i], i + 1, n_names);
-        }
-
-      g_array_append_val (rows, row);
-      tach_config_clear (&config);
-    }
-
-  tach_cli_print_sweep_table (rows);
-  return tach_cli_session_finish (options, &session, sigint_id, runs, status);
+  /* Checked only by the runs themselves: a preset that cannot run is
+   * reported as its turn comes. */
+  sweep = tach_sweep_new (NULL, (const char *const *) names, NULL, tach_cli_sweep_make,
+                          (gpointer) options, FALSE);
+  tach_cli_sweep_init (&cli, options, sweep);
+  if (tach_cli_sweep_run (&cli, sweep, tach_cli_presets_done, &sigint_id))
+    tach_cli_print_sweep_table (sweep, cli.outcomes);
+  status = tach_cli_session_finish (options, &cli.session, sigint_id, cli.runs, cli.status);
+  tach_cli_sweep_clear (&cli);
+  return status;
 }

@@ -14,8 +14,6 @@
  *                                        losses (seed 7)
  *   /engine/shapes/knobs                 parsing, defaults, where they apply,
  *                                        memory messages naming the knob
- *   /engine/sweep/axis                   --vary's lists and ranges, and its errors
- *   /engine/sweep/order                  the interleaved order visits each point once
  * The cnn's convolution blocks at --filters 12,20 are checked against the
  * double reference with the other blocks, on every backend (test-ops-conv.c).
  */
@@ -26,7 +24,6 @@
 #include "tach-ref.h"
 #include "tach-lstm-stack.h"
 #include "tach-model-util.h"
-#include "tach-sweep.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4
@@ -384,88 +381,6 @@ test_knobs (void)
   tach_config_clear (&c);
 }
 
-/* ---------------------------------------------------------------- sweeps */
-
-static void
-assert_axis (const TachConfig *base, const char *spec, const char *want, gboolean geometric)
-{
-  g_autoptr(GError) error = NULL;
-  g_autoptr(TachSweepAxis) axis = tach_sweep_axis_parse (base, spec, &error);
-  g_autofree char *got = NULL;
-
-  g_assert_no_error (error);
-  got = g_strjoinv (" ", axis->values);
-  g_assert_cmpstr (got, ==, want);
-  g_assert_cmpint (axis->geometric, ==, geometric);
-}
-
-static void
-test_sweep_axis (void)
-{
-  static const struct { const char *spec, *says; } bad[] = {
-    { "batch", "KNOB=" }, { "=1,2", "KNOB=" }, { "batch=", "KNOB=" },
-    { "nosuch=1,2", "no knob 'nosuch'" }, { "workload=bilstm,cnn", "--presets" },
-    { "preset=tuned", "--presets" }, { "batch=64..16x2", "A <= B" },
-    { "batch=64..256x1", "factor F above 1" }, { "batch=0..8x2", "cannot start at 0" },
-    { "batch=1..8", "A..BxF" }, { "rnn=fused..unrolledx2", "whole-number" },
-    { "batch=8,,16", "empty value" }, { "batch=8,16,8", "'8' is listed twice" },
-    { "batch=8,x", "--batch" }, { "rnn=fused,sideways", "--rnn" },
-    { "batch=1..100000+1", "more than 256" }, { "filters=16,32", "--filters" },
-  };
-  TachConfig c;
-
-  tach_config_init (&c, TACH_WORKLOAD_BILSTM);
-  assert_axis (&c, "batch=64..1024x2", "64 128 256 512 1024", TRUE);
-  assert_axis (&c, "batch=64..1000x2", "64 128 256 512", TRUE);
-  assert_axis (&c, "seq-len=1..10x1.5", "1 2 3 5 8", TRUE);
-  assert_axis (&c, "layers=1..4+1", "1 2 3 4", FALSE);
-  assert_axis (&c, "hidden=40, 64,128", "40 64 128", FALSE);
-  assert_axis (&c, "rnn=all", "fused unrolled", FALSE);
-  assert_axis (&c, "sync=1,10,end", "1 10 end", FALSE);
-  tach_config_clear (&c);
-  tach_config_init (&c, TACH_WORKLOAD_CNN);
-  assert_axis (&c, "filters=16,32;32,64", "16,32 32,64", FALSE);
-  for (guint i = 0; i < G_N_ELEMENTS (bad); i++)
-    {
-      g_autoptr(GError) error = NULL;
-      g_autoptr(TachSweepAxis) axis = tach_sweep_axis_parse (&c, bad[i].spec, &error);
-
-      g_assert_null (axis);
-      g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
-      if (strstr (error->message, bad[i].says) == NULL)
-        g_error ("--vary %s: '%s' does not say '%s'", bad[i].spec, error->message, bad[i].says);
-    }
-  tach_config_clear (&c);
-}
-
-static void
-test_sweep_order (void)
-{
-  for (guint np = 1; np <= 3; np++)
-    for (guint nv = 1; nv <= 4; nv++)
-      {
-        g_autofree guint *seen = g_new0 (guint, np * nv);
-        guint prev_v = 0;
-
-        for (guint k = 0; k < np * nv; k++)
-          {
-            guint p, v;
-
-            tach_sweep_point (np, nv, k, &p, &v);
-            g_assert_cmpuint (p, <, np);
-            g_assert_cmpuint (v, <, nv);
-            g_assert_cmpuint (v, >=, prev_v);
-            prev_v = v;
-            seen[v * np + p]++;
-            /* Odd values run the presets backwards, so no preset always
-             * comes first. */
-            g_assert_cmpuint (p, ==, v % 2 == 0 ? k % np : np - 1 - k % np);
-          }
-        for (guint i = 0; i < np * nv; i++)
-          g_assert_cmpuint (seen[i], ==, 1);
-      }
-}
-
 int
 main (int argc, char **argv)
 {
@@ -477,7 +392,5 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/shapes/cnn/modes", test_cnn_modes);
   g_test_add_func ("/engine/shapes/defaults", test_defaults);
   g_test_add_func ("/engine/shapes/knobs", test_knobs);
-  g_test_add_func ("/engine/sweep/axis", test_sweep_axis);
-  g_test_add_func ("/engine/sweep/order", test_sweep_order);
   return g_test_run ();
 }

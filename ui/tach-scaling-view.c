@@ -6,9 +6,10 @@
  * one running.  Each finished run is posted to the main thread, which
  * fills its cell of the grid and redraws, so the lines grow as the sweep
  * goes; results of a sweep that was replaced are dropped by generation
- * number.  The values are read by the engine's --vary parser and the
- * points run in its interleaved order, so the GUI and tach-cli sweep the
- * same grid the same way.
+ * number.  The grid, its checks, its order and the loop are the engine's
+ * sweep (tach-sweep.h), run on the GTask thread with its callbacks there;
+ * the chosen knob and the entry's values make its axis directly, so the
+ * GUI and tach-cli sweep the same grid the same way.
  */
 #include "tach-scaling-view.h"
 #include "tach-sweep.h"
@@ -241,24 +242,6 @@ fill_toggles (TachScalingView *self)
 /* ---------------------------------------------------------------- worker */
 
 typedef struct {
-  guint        n_points;
-  guint        n_presets, n_values;
-  TachConfig  *configs;   /* [v * n_presets + p] */
-  gboolean    *runnable;
-} Job;
-
-static void
-job_free (Job *job)
-{
-  for (guint i = 0; i < job->n_points; i++)
-    if (job->runnable[i])
-      tach_config_clear (&job->configs[i]);
-  g_free (job->configs);
-  g_free (job->runnable);
-  g_free (job);
-}
-
-typedef struct {
   TachScalingView *view;   /* owned ref */
   guint            generation, index;
   TachRun         *run;    /* owned */
@@ -297,54 +280,42 @@ on_point_done (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* TachSweepFuncs.done, on the sweep's thread: a point that ran is posted
+ * to the main thread, at the task's own priority, so that every point is
+ * shown before the sweep is reported finished. */
 static void
-on_cancelled (GCancellable *cancellable, gpointer run)
+on_point_ran (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome outcome,
+              TachRun *run, const GError *error, gpointer user_data)
 {
-  (void) cancellable;
-  tach_run_stop (run);
+  GTask *task = user_data;
+  const TachConfig *config = tach_sweep_get_config (sweep, point->index);
+  PointDone *done;
+  GSource *idle;
+
+  if (outcome != TACH_SWEEP_RAN)
+    return;
+  done = g_new0 (PointDone, 1);
+  done->view = g_object_ref (g_task_get_source_object (task));
+  done->generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+  done->index = point->index;
+  done->run = run != NULL ? tach_run_ref (run) : NULL;
+  done->error = error != NULL ? g_error_copy (error) : NULL;
+  if (done->error != NULL && config->preset != NULL)
+    g_prefix_error (&done->error, "%s: ", config->preset);
+  idle = g_idle_source_new ();
+  g_source_set_priority (idle, G_PRIORITY_DEFAULT);
+  g_source_set_callback (idle, on_point_done, done, NULL);
+  g_source_attach (idle, g_task_get_context (task));
+  g_source_unref (idle);
 }
 
 static void
 scaling_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
-  Job *job = task_data;
-  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+  static const TachSweepFuncs funcs = { NULL, on_point_ran, NULL };
 
-  for (guint k = 0; k < job->n_points && !g_cancellable_is_cancelled (cancellable); k++)
-    {
-      PointDone *done;
-      GSource *idle;
-      guint p, v, i;
-      gulong handler;
-
-      tach_sweep_point (job->n_presets, job->n_values, k, &p, &v);
-      i = v * job->n_presets + p;
-      if (!job->runnable[i])
-        continue;
-      done = g_new0 (PointDone, 1);
-      done->view = g_object_ref (source);
-      done->generation = generation;
-      done->index = i;
-      done->run = tach_run_new (&job->configs[i], &done->error);
-      if (done->run != NULL)
-        {
-          tach_run_set_varied (done->run, g_object_get_data (G_OBJECT (task), "tach-knob"));
-          handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled),
-                                           tach_run_ref (done->run), (GDestroyNotify) tach_run_unref);
-          if (tach_run_start (done->run, NULL, NULL, NULL, &done->error))
-            tach_run_wait (done->run, done->error == NULL ? &done->error : NULL);
-          g_cancellable_disconnect (cancellable, handler);
-        }
-      if (done->error != NULL && job->configs[i].preset != NULL)
-        g_prefix_error (&done->error, "%s: ", job->configs[i].preset);
-      /* At the task's own priority, so that every point is shown before
-       * the sweep is reported finished. */
-      idle = g_idle_source_new ();
-      g_source_set_priority (idle, G_PRIORITY_DEFAULT);
-      g_source_set_callback (idle, on_point_done, done, NULL);
-      g_source_attach (idle, g_task_get_context (task));
-      g_source_unref (idle);
-    }
+  (void) source;
+  tach_sweep_run (task_data, &funcs, task, cancellable, NULL);
   g_task_return_boolean (task, TRUE);
 }
 
@@ -368,13 +339,14 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
 {
   const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
   const char *knob;
-  g_autofree char *spec = NULL;
   g_autoptr(GPtrArray) presets = NULL;
   g_autoptr(GString) problems = g_string_new (NULL);
+  g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
+  g_auto(GStrv) names = NULL;
   g_autoptr(TachSweepAxis) axis = NULL;
+  g_autoptr(TachSweep) sweep = NULL;
   g_autoptr(GTask) task = NULL;
-  guint np, nv, bad = 0;
-  Job *job;
+  guint np, nv, n_points, bad;
 
   g_return_val_if_fail (base != NULL, FALSE);
   if (self->cancellable != NULL)
@@ -391,8 +363,8 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
                            _("Choose the knob to vary"));
       return FALSE;
     }
-  spec = g_strdup_printf ("%s=%s", knob, gtk_editable_get_text (GTK_EDITABLE (self->values_entry)));
-  axis = tach_sweep_axis_parse (base, spec, error);
+  axis = tach_sweep_axis_new (base, tach_knob_lookup (knob),
+                              gtk_editable_get_text (GTK_EDITABLE (self->values_entry)), error);
   if (axis == NULL)
     return FALSE;
   presets = tach_presets_for_workload (base->workload);
@@ -405,37 +377,22 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
       return FALSE;
     }
 
-  /* Every point is made and checked (memory included) before any runs. */
-  job = g_new0 (Job, 1);
-  job->n_presets = np;
-  job->n_values = nv;
-  job->n_points = np * nv;
-  job->configs = g_new0 (TachConfig, job->n_points);
-  job->runnable = g_new0 (gboolean, job->n_points);
-  for (guint v = 0; v < nv; v++)
-    for (guint p = 0; p < np; p++)
-      {
-        const char *name = ((const TachPreset *) g_ptr_array_index (presets, p))->name;
-        TachConfig *config = &job->configs[v * np + p];
-        g_autoptr(GError) local = NULL;
+  for (guint p = 0; p < np; p++)
+    g_strv_builder_add (builder, ((const TachPreset *) g_ptr_array_index (presets, p))->name);
+  names = g_strv_builder_end (builder);
 
-        tach_config_copy (config, base);
-        job->runnable[v * np + p] = tach_config_apply_preset (config, name, &local)
-                                    && tach_config_set (config, axis->knob->name, axis->values[v], &local)
-                                    && tach_config_validate (config, config->device, &local);
-        if (!job->runnable[v * np + p])
-          {
-            tach_config_clear (config);
-            g_string_append_printf (problems, "\n%s %s=%s: %s", name, axis->knob->name,
-                                    axis->values[v], local->message);
-            bad++;
-          }
-      }
-  if (bad == job->n_points)
+  /* Every point is made and checked (memory included) before any runs. */
+  sweep = tach_sweep_new (base, (const char *const *) names, axis, NULL, NULL, TRUE);
+  n_points = tach_sweep_get_n_points (sweep);
+  bad = tach_sweep_get_n_problems (sweep);
+  for (guint i = 0; i < n_points; i++)
+    if (tach_sweep_get_problem (sweep, i) != NULL)
+      g_string_append_printf (problems, "\n%s %s=%s: %s", names[i % np], axis->knob->name,
+                              axis->values[i / np], tach_sweep_get_problem (sweep, i));
+  if (bad == n_points)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    _("None of the %u points can run:%s"), bad, problems->str);
-      job_free (job);
       return FALSE;
     }
   if (bad > 0)
@@ -444,19 +401,13 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
 
       g_set_error (&warning, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    ngettext ("%u of %u points will not run:%s", "%u of %u points will not run:%s", bad),
-                   bad, job->n_points, problems->str);
+                   bad, n_points, problems->str);
       g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_ERROR], 0, _("Some Points Will Not Run"), warning);
     }
 
   grid_clear (self);
   self->axis = g_steal_pointer (&axis);
-  {
-    g_autoptr(GStrvBuilder) builder = g_strv_builder_new ();
-
-    for (guint p = 0; p < np; p++)
-      g_strv_builder_add (builder, ((const TachPreset *) g_ptr_array_index (presets, p))->name);
-    self->grid.presets = g_strv_builder_end (builder);
-  }
+  self->grid.presets = g_steal_pointer (&names);
   self->grid.knob = self->axis->knob->name;
   self->grid.unit = _("items/s");
   self->grid.values = self->axis->values;
@@ -472,25 +423,24 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
     }
   if (self->axis->knob->kind != TACH_KNOB_KIND_INTEGER)
     self->grid.geometric = FALSE;
-  self->grid.rate = g_new (double, job->n_points);
-  for (guint i = 0; i < job->n_points; i++)
+  self->grid.rate = g_new (double, n_points);
+  for (guint i = 0; i < n_points; i++)
     self->grid.rate[i] = NAN;
   self->grid.hidden = g_new0 (gboolean, np);
-  self->n_points = job->n_points;
-  self->runs = g_new0 (TachRun *, job->n_points);
+  self->n_points = n_points;
+  self->runs = g_new0 (TachRun *, n_points);
   fill_toggles (self);
   tach_scaling_chart_set_grid (self->chart, &self->grid);
 
   self->generation++;
   self->cancellable = g_cancellable_new ();
   self->done = 0;
-  self->total = job->n_points - bad;
+  self->total = n_points - bad;
   update_progress (self);
   task = g_task_new (self, self->cancellable, on_swept, NULL);
   g_task_set_source_tag (task, tach_scaling_view_start);
   g_object_set_data (G_OBJECT (task), "tach-generation", GUINT_TO_POINTER (self->generation));
-  g_object_set_data_full (G_OBJECT (task), "tach-knob", g_strdup (self->axis->knob->name), g_free);
-  g_task_set_task_data (task, job, (GDestroyNotify) job_free);
+  g_task_set_task_data (task, g_steal_pointer (&sweep), (GDestroyNotify) tach_sweep_free);
   g_task_run_in_thread (task, scaling_thread);
   update_state (self);
   return TRUE;

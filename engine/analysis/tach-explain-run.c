@@ -7,6 +7,7 @@
 
 #include <glib/gi18n-lib.h>
 
+#include "tach-analysis-private.h"
 #include "tach-csv-private.h"
 #include "tach-error-private.h"
 #include "tach-explain-private.h"
@@ -170,13 +171,6 @@ real_check (guint mask, gpointer user_data, GError **error)
   return ok;
 }
 
-static void
-on_cancelled (GCancellable *cancellable, gpointer run)
-{
-  (void) cancellable;
-  tach_run_stop (run);
-}
-
 static int
 compare_double (gconstpointer a, gconstpointer b)
 {
@@ -234,9 +228,8 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
   RealRuns *real = user_data;
   g_autoptr(TachRun) run = NULL;
   g_autoptr(GArray) samples = NULL;
+  g_autoptr(GError) run_error = NULL;
   TachConfig config;
-  gulong handler = 0;
-  gboolean ok;
 
   (void) round;
   if (g_cancellable_set_error_if_cancelled (real->cancellable, error))
@@ -247,19 +240,15 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
     }
 
   tach_explain_config_for_mask (real->explain, mask, &config);
-  run = tach_run_new (&config, error);
+  run = tach_analysis_run (&config, NULL, real->cancellable, &run_error);
   tach_config_clear (&config);
-  if (run == NULL)
-    return FALSE;
-  if (real->cancellable != NULL)
-    handler = g_cancellable_connect (real->cancellable, G_CALLBACK (on_cancelled),
-                                     tach_run_ref (run), (GDestroyNotify) tach_run_unref);
-  ok = tach_run_start (run, NULL, NULL, NULL, error) && tach_run_wait (run, error);
-  if (handler != 0)
-    g_cancellable_disconnect (real->cancellable, handler);
-  g_ptr_array_add (real->explain->runs, tach_run_ref (run));
-  if (!ok)
-    return FALSE;
+  if (run != NULL)
+    g_ptr_array_add (real->explain->runs, tach_run_ref (run));
+  if (run_error != NULL)
+    {
+      g_propagate_error (error, g_steal_pointer (&run_error));
+      return FALSE;
+    }
   if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_CANCELLED, _("the explanation was stopped"));

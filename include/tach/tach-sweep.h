@@ -1,15 +1,35 @@
-/* tach-sweep.h: sweeps over any knob: the values of a --vary KNOB=SPEC,
- * the order a grid of presets x values runs in, and the grid's checks
- * before anything runs.  Shared by tach-cli's sweep and the GUI's Scaling
- * view, so both read a spec and order a grid the same way.
+/* tach-sweep.h: sweeps: a grid of presets x the values of one knob (or the
+ * presets alone), every point made and checked before anything runs, and
+ * the loop that runs the points in an interleaved order, round after
+ * round.  tach-cli's sweep (--presets, --vary) and the GUI's Scaling view
+ * both drive it, so they sweep the same grid the same way.
  *
- * Threads: any; nothing here touches a device.
+ * The values of an axis are read from a --vary KNOB=SPEC or, for a knob
+ * already chosen, from its SPEC alone (tach_sweep_axis_new).
+ *
+ * A sweep runs in rounds: each round visits every point once, in
+ * tach_sweep_point()'s order.  Today a sweep runs the rounds it is given
+ * (one by default); funcs->round_done may ask for more, so that rounds can
+ * go on until the figures are resolved.
+ *
+ * Threads: the axis functions and tach_sweep_point() may be called from
+ * any thread.  A TachSweep is used by one thread at a time: made on one,
+ * it may be handed to a worker thread that calls tach_sweep_run(), which
+ * blocks for as long as its runs take (each run still makes its own engine
+ * thread) and calls every callback of its TachSweepFuncs on that calling
+ * thread.  Only the GCancellable given to tach_sweep_run() may be touched
+ * from another thread meanwhile: cancelling it (from any thread) stops the
+ * run in progress and skips the points left.
  */
 #pragma once
+
+#include <gio/gio.h>
 
 #include "tach-engine.h"
 
 G_BEGIN_DECLS
+
+/* ------------------------------------------------------------------ axis */
 
 typedef struct {
   const TachKnobInfo *knob;      /* the knob varied (a static row) */
@@ -17,7 +37,7 @@ typedef struct {
   gboolean            geometric; /* from an A..BxF range: plot on log axes */
 } TachSweepAxis;
 
-/* Reads "KNOB=SPEC", where SPEC is
+/* Reads the values of @knob from @spec, which is
  *   V1,V2,...   any values the knob takes ("fused,unrolled", "64,256"),
  *               or V1;V2;... when a value has commas itself ("16,32;32,64");
  *   A..BxF      an integer knob's geometric range: A, A*F, A*F^2, ... up
@@ -27,16 +47,116 @@ typedef struct {
  * Each value is checked on a copy of @base (tach_config_set), so errors
  * name the knob and the value (TACH_ERROR_INVALID_CONFIG).  The workload
  * and the preset are not knobs a sweep varies (presets are its other
- * axis). */
+ * axis).  Any thread. */
+TachSweepAxis *tach_sweep_axis_new (const TachConfig *base, const TachKnobInfo *knob,
+                                    const char *spec, GError **error);
+/* The same from "KNOB=SPEC" (tach-cli's --vary); an unknown knob is an
+ * error.  Any thread. */
 TachSweepAxis *tach_sweep_axis_parse (const TachConfig *base, const char *spec, GError **error);
+TachSweepAxis *tach_sweep_axis_copy (const TachSweepAxis *axis);
 void           tach_sweep_axis_free (TachSweepAxis *axis);
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachSweepAxis, tach_sweep_axis_free)
 
 /* The @k-th point (0 <= k < n_presets * n_values) of the interleaved
  * order: values in turn, and at each value every preset, in the given
  * order at even values and reversed at odd ones, so that drift (heat,
- * other load) falls alike on every preset. */
+ * other load) falls alike on every preset.  Any thread. */
 void           tach_sweep_point (guint n_presets, guint n_values, guint k, guint *preset,
                                  guint *value);
+
+/* ------------------------------------------------------------------ grid */
+
+typedef struct _TachSweep TachSweep;
+
+/* Makes the configuration of preset @preset into @out (initialised by
+ * the function; cleared by the sweep), or returns FALSE with @error.
+ * Called by tach_sweep_new() on its thread. */
+typedef gboolean (*TachSweepConfigFunc) (const char *preset, TachConfig *out,
+                                         gpointer user_data, GError **error);
+
+/* A grid of @presets (NULL-terminated, at least one) x the values of
+ * @axis (copied; NULL: one point per preset, nothing varied).  Each point's
+ * configuration is made now: by @make (NULL: a copy of @base with the
+ * preset applied), then the varied knob set over it, then, when @validate,
+ * checked against its device (memory included, tach_config_validate).  A
+ * point that cannot be made or checked keeps the message why
+ * (tach_sweep_get_problem) and will not run.  One thread at a time. */
+TachSweep          *tach_sweep_new (const TachConfig *base, const char *const *presets,
+                                    const TachSweepAxis *axis, TachSweepConfigFunc make,
+                                    gpointer make_data, gboolean validate);
+void                tach_sweep_free (TachSweep *sweep);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachSweep, tach_sweep_free)
+
+/* Points are numbered value * n_presets + preset: the order of a table of
+ * the grid (values, then presets), not the order they run in. */
+guint               tach_sweep_get_n_presets (TachSweep *sweep);
+guint               tach_sweep_get_n_values (TachSweep *sweep);
+guint               tach_sweep_get_n_points (TachSweep *sweep);
+const char         *tach_sweep_get_preset (TachSweep *sweep, guint preset);
+/* The axis (NULL for presets alone) and its value @value. */
+const TachSweepAxis *tach_sweep_get_axis (TachSweep *sweep);
+const char         *tach_sweep_get_value (TachSweep *sweep, guint value);
+/* Why point @index will not run (translated), or NULL; how many will not. */
+const char         *tach_sweep_get_problem (TachSweep *sweep, guint index);
+guint               tach_sweep_get_n_problems (TachSweep *sweep);
+/* Point @index's configuration, or NULL when it could not be made. */
+const TachConfig   *tach_sweep_get_config (TachSweep *sweep, guint index);
+
+/* The rounds run when funcs->round_done is NULL: 1 unless set.  Call
+ * before tach_sweep_run(). */
+void                tach_sweep_set_rounds (TachSweep *sweep, guint rounds);
+/* Rounds begun by tach_sweep_run() (so far, or in all once it returned). */
+guint               tach_sweep_get_rounds_run (TachSweep *sweep);
+/* Point @index's run of round @round, or NULL (not run, or it could not
+ * start).  The sweep holds a reference. */
+TachRun            *tach_sweep_get_run (TachSweep *sweep, guint index, guint round);
+
+/* One point as the loop reaches it. */
+typedef struct {
+  guint index;    /* value * n_presets + preset */
+  guint preset, value;
+  guint round;    /* 0-based */
+  guint ordinal;  /* 1-based: points of this round started so far, this one
+                   * included (of n_points - n_problems); 0 when it is skipped */
+} TachSweepPoint;
+
+typedef enum {
+  TACH_SWEEP_RAN,        /* run: @run is its run (finished, failed or stopped),
+                          * or NULL with @error when it could not start */
+  TACH_SWEEP_UNRUNNABLE, /* skipped: it has a problem (tach_sweep_get_problem) */
+  TACH_SWEEP_STOPPED,    /* skipped: the sweep was stopped before it (it may
+                          * have a problem too) */
+} TachSweepOutcome;
+
+/* What tach_sweep_run() calls, each on its calling thread; each may be NULL. */
+typedef struct {
+  /* Runs @config (point @point's) to its end.  Returns the run, also when
+   * it failed or was stopped (then @error says why), or NULL with @error
+   * when it could not start.  NULL: tach_run_new(), tach_run_start()
+   * without a main context, tach_run_wait(), marked varied by the axis's
+   * knob, stopped when the cancellable is cancelled. */
+  TachRun *(*run)        (TachSweep *sweep, const TachSweepPoint *point,
+                          const TachConfig *config, gpointer user_data, GError **error);
+  /* After each point of each round, run or skipped, in the order visited;
+   * @run (borrowed; the sweep keeps a reference) and @error as run left
+   * them. */
+  void     (*done)       (TachSweep *sweep, const TachSweepPoint *point,
+                          TachSweepOutcome outcome, TachRun *run, const GError *error,
+                          gpointer user_data);
+  /* After round @round (0-based) has visited every point, unless stopped:
+   * whether to run another.  NULL: until the rounds set are run. */
+  gboolean (*round_done) (TachSweep *sweep, guint round, gpointer user_data);
+} TachSweepFuncs;
+
+/* Runs the grid round after round, each in tach_sweep_point()'s order,
+ * skipping the points with a problem.  Once @cancellable is cancelled the
+ * run in progress is stopped (by the default funcs->run; a given one stops
+ * its own) and every point left is reported TACH_SWEEP_STOPPED.  Returns
+ * FALSE (TACH_ERROR_CANCELLED) when stopped, else TRUE: a point that fails
+ * is reported to funcs->done and the sweep goes on.  Blocks: see Threads
+ * above.  A sweep runs once. */
+gboolean            tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs,
+                                    gpointer user_data, GCancellable *cancellable,
+                                    GError **error);
 
 G_END_DECLS
