@@ -7,9 +7,14 @@
 #       libraries a bare GPU host may lack (GLib, oneDNN, ...) into one
 #       archive, BUILD/gpu-bundle.tar.gz, and says what must travel and
 #       how big it is (the working tree plus that archive: under 64 MiB).
+#       It refuses a build older than the tree (ninja would rebuild
+#       something) and records the commit it was built from and a hash of
+#       each source file (SOURCES).
 #   tools/gpu-check.sh [BUILD]            on the GPU host: everything below,
 #       then $OUT/gpu-check.log and $OUT/gpu-check.tar.gz (two files; the
-#       archive holds every log and CSV).
+#       archive holds every log and CSV).  It prints the bundle's commit
+#       and refuses, before any GPU work, a bundle whose sources differ
+#       from the tree's (built from an older tree): bundle again.
 #
 # BUILD defaults to "build", the folder the README builds (with nvcc
 # present, meson's cuda=auto builds the CUDA backend there).  The binaries
@@ -19,17 +24,24 @@
 # hanging device costs its caps and no more.  PYTHON (default python3) runs
 # the PyTorch side.
 #
+# A GPU is found by nvidia-smi when it is on PATH, else by the driver's
+# device nodes (/dev/nvidia0, ...), else by asking the CUDA driver
+# (cuDeviceGetCount) or runtime (cudaGetDeviceCount) through PYTHON.
+#
 # What it does, in order, each step in its own process so that a failure
 # hides nothing after it:
-#   1. the device, the library path Tach runs with and ldd of each binary;
+#   1. the device, the bundle's commit, the library path Tach runs with and
+#      ldd of each binary;
 #   2. a 3-step fused-LSTM smoke run (cuDNN logging at its most verbose);
 #   3. PyTorch eager and CUDA-graphed, TF32 off and PyTorch's default, with
 #      the environment this script was started with (Tach's library path
 #      can break 'import torch');
 #   4. every GPU test binary in one process, then each path that did not
-#      pass there in its own process;
+#      pass there in its own process, each binary within the time meson
+#      gives it (test-gpu-modes 300 s) as far as the budget allows after
+#      keeping the sweep's share (30% of the budget, about 100 s);
 #   5. every preset of every workload (lstm-lm for --task train and
-#      generate), each workload's tuned preset at precision=tf32 and once
+#      generate), 100 steps each, each workload's tuned preset at precision=tf32 and once
 #      more with TACH_CUDA_PLAIN=all (every lean path of the GPU step off:
 #      the "before" of issue 10's changes, all but the softmax_ce and
 #      bias_grad rewrites, which have no plain path), each stopped at its
@@ -42,7 +54,8 @@
 #      backward filter for the cnn); then each GPU target of the CUDA
 #      issues, met or NOT MET (tools/gpu-check-summary.py).
 # cuDNN's own log (CUDNN_LOGLEVEL_DBG, CUDNN_LOGDEST_DBG) goes to one file
-# per process under cudnn/ in the archive.
+# per process under cudnn/ in the archive, for every process but the timed
+# runs of step 5, which run with cuDNN's logging off (as PyTorch's do).
 # Without a GPU it says "no GPU" and exits 77 within seconds.
 set -u -o pipefail
 
@@ -62,9 +75,12 @@ PYTHON=${PYTHON:-python3}
 
 # Binaries the check runs, relative to BUILD.
 binaries="app/tach-cli tests/test-ops tests/test-gpu-modes tests/test-cuda-host"
-# The GPU tests, NAME:BINARY[:ARGUMENT]: the op table on the CUDA device
-# (as meson's test-ops-cuda), the workloads' modes, the host-side logic.
-gpu_tests="test-cuda-host:test-cuda-host test-ops-cuda:test-ops:--device=cuda:0 test-gpu-modes:test-gpu-modes"
+# The GPU tests, NAME:SECONDS:BINARY[:ARGUMENT]: the host-side logic, the
+# op table on the CUDA device (as meson's test-ops-cuda), the workloads'
+# modes; SECONDS is the timeout tests/meson.build gives each (30, meson's
+# default, where it names none).
+gpu_tests="test-cuda-host:30:test-cuda-host test-ops-cuda:60:test-ops:--device=cuda:0 \
+test-gpu-modes:300:test-gpu-modes"
 
 # Libraries that every Linux host has, or that must come from the host's
 # own driver and CUDA installation (or PyTorch's wheels): never bundled.
@@ -77,17 +93,41 @@ is_host_lib() {
   return 1
 }
 
+# The source files the bundled binaries are built from, relative to the
+# tree's root: what a bundle records the hash of.
+source_files() {
+  git -C "$root" ls-files -co --exclude-standard -- meson.build meson_options.txt app engine \
+    include tests ui resources ':!:*.md' ':!:*.sh' ':!:*.py'
+}
+
 if [ "$bundle_mode" = 1 ]; then
-  stage=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-bundle.XXXXXX") || exit 1
-  trap 'rm -rf "$stage"' EXIT
-  mkdir -p "$stage/bin" "$stage/lib"
+  if ! commit=$(git -C "$root" rev-parse HEAD 2> /dev/null); then
+    echo "gpu-check: --bundle needs the tree's git history (git rev-parse HEAD fails in $root)" >&2
+    exit 1
+  fi
   for b in $binaries; do
     if [ ! -x "$build/$b" ]; then
       echo "gpu-check: $build/$b is missing: build with 'meson setup build && meson compile -C build'" \
            "where nvcc is installed (tach-cli devices must list the CUDA backend's build)" >&2
       exit 1
     fi
-    strip --strip-unneeded -o "$stage/bin/$(basename "$b")" "$build/$b" || exit 1
+  done
+  # A build older than its tree would carry old code under the new commit.
+  if [ -f "$build/build.ninja" ] && command -v ninja > /dev/null 2>&1; then
+    # shellcheck disable=SC2086 # the binaries are words on purpose
+    if ! ninja -C "$build" -n $binaries 2>&1 | grep -q 'no work to do'; then
+      echo "gpu-check: $build is older than the tree (ninja would rebuild some of: $binaries):" \
+           "run 'meson compile -C ${build#"$PWD"/}' first" >&2
+      exit 1
+    fi
+  fi
+  stage=$(mktemp -d "${TMPDIR:-/tmp}/tach-gpu-bundle.XXXXXX") || exit 1
+  trap 'rm -rf "$stage"' EXIT
+  mkdir -p "$stage/bin" "$stage/lib"
+  for b in $binaries; do
+    # A script (the tests' stand-ins) has nothing to strip.
+    strip --strip-unneeded -o "$stage/bin/$(basename "$b")" "$build/$b" 2> /dev/null ||
+      cp "$build/$b" "$stage/bin/$(basename "$b")" || exit 1
     ldd "$build/$b" | awk '$2 == "=>" && $3 ~ /^\// { print $1, $3 }' |
       while read -r name path; do
         is_host_lib "$name" || [ -e "$stage/lib/$name" ] ||
@@ -96,6 +136,15 @@ if [ "$bundle_mode" = 1 ]; then
       done
   done
   (cd "$stage" && ls -l bin lib) > "$stage/MANIFEST"
+  # The commit, and each source file's hash as built (uncommitted changes
+  # included): the check compares them with the tree it runs in.
+  changed=$(source_files | tr '\n' '\0' | xargs -0 git -C "$root" status --porcelain -- | wc -l)
+  {
+    echo "commit $commit"
+    git -C "$root" log -1 --format='date %cI%nsubject %s' "$commit"
+    echo "uncommitted $changed"
+  } > "$stage/COMMIT"
+  (cd "$root" && source_files | tr '\n' '\0' | xargs -0 sha256sum) > "$stage/SOURCES" || exit 1
   tar -czf "$build/gpu-bundle.tar.gz" -C "$stage" . || exit 1
   bundle_bytes=$(stat -c %s "$build/gpu-bundle.tar.gz")
   tree_bytes=$(cd "$root" && git ls-files -co --exclude-standard -z | xargs -0 stat -c %s 2> /dev/null |
@@ -108,6 +157,7 @@ if [ "$bundle_mode" = 1 ]; then
     echo "gpu-check: too big to carry" >&2
     exit 1
   fi
+  echo "gpu-check: built from commit $commit$([ "$changed" = 0 ] || echo " with $changed uncommitted source files")"
   echo "gpu-check: carry '${build#"$root"/}/gpu-bundle.tar.gz' and run tools/gpu-check.sh there"
   exit 0
 fi
@@ -127,7 +177,8 @@ say() { printf '%s\n' "$*" | tee -a "$log"; }
 
 # A quick "no GPU" before anything slow.
 if ! gpu_present; then
-  say "gpu-check: no GPU (nvidia-smi finds no device); nothing to check"
+  say "gpu-check: no GPU (no nvidia-smi listing one, no /dev/nvidia0, the CUDA driver counts none);" \
+      "nothing to check"
   exit 77
 fi
 
@@ -176,17 +227,28 @@ run_capped() {
 
 # run_tach CAP SIGNAL NAME CMD...: run_capped for Tach's commands, which
 # get the bundled libraries, cuDNN and cuBLAS on their own library path and
-# cuDNN's log in their own file; nothing else does.
+# cuDNN's log at cudnn_level (2, warnings, unless set for the call) in
+# their own file; nothing else does.  cudnn_level=off: cuDNN logs nothing
+# (the timed runs: its logging costs time that PyTorch's runs do not pay).
 run_tach() {
   local cap=$1 sig=$2 name=$3
   shift 3
-  run_capped "$cap" "$sig" "$name" env LD_LIBRARY_PATH="$tachlib" \
-    CUDNN_LOGLEVEL_DBG="${cudnn_level:-2}" CUDNN_LOGDEST_DBG="$work/cudnn/$name.log" "$@"
+  if [ "${cudnn_level:-2}" = off ]; then
+    run_capped "$cap" "$sig" "$name" env -u CUDNN_LOGLEVEL_DBG -u CUDNN_LOGDEST_DBG \
+      -u CUDNN_LOGINFO_DBG -u CUDNN_LOGWARN_DBG -u CUDNN_LOGERR_DBG LD_LIBRARY_PATH="$tachlib" "$@"
+  else
+    run_capped "$cap" "$sig" "$name" env LD_LIBRARY_PATH="$tachlib" \
+      CUDNN_LOGLEVEL_DBG="${cudnn_level:-2}" CUDNN_LOGDEST_DBG="$work/cudnn/$name.log" "$@"
+  fi
 }
 
 say "== gpu-check $(date -u '+%Y-%m-%d %H:%M:%S UTC') on $(hostname), budget $budget s"
-within 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
-  --format=csv,noheader 2>&1 | tee -a "$log"
+say "GPU found by $gpu_found_by"
+if [ "$gpu_found_by" = nvidia-smi ]; then
+  within 15 nvidia-smi --query-gpu=name,driver_version,memory.total,clocks.max.sm \
+    --format=csv,noheader 2>&1 | tee -a "$log"
+fi
+tree_commit=$(git -C "$root" rev-parse HEAD 2> /dev/null) || tree_commit="unknown (no git history here)"
 
 # The binaries: from the bundle when there is one.
 bindir=
@@ -200,6 +262,41 @@ if [ -f "$build/gpu-bundle.tar.gz" ]; then
     say "gpu-check: $build/gpu-bundle.tar.gz does not unpack"
     status=1
   fi
+  # The bundle's commit, and its sources against the tree's: a bundle from
+  # an older tree would spend the one GPU run on old code.
+  if [ ! -f "$bundle_dir/COMMIT" ] || [ ! -f "$bundle_dir/SOURCES" ]; then
+    say "gpu-check: REFUSED: $build/gpu-bundle.tar.gz records no commit (an older gpu-check.sh" \
+        "made it); bundle again on the build machine: tools/gpu-check.sh --bundle"
+    exit 1
+  fi
+  bundle_commit=$(sed -n 's/^commit //p' "$bundle_dir/COMMIT")
+  # Where the tree has its history: the bundle's commit against the tree's.
+  relation=
+  if git -C "$root" cat-file -e "$bundle_commit^{commit}" 2> /dev/null; then
+    if [ "$bundle_commit" = "$tree_commit" ]; then
+      relation=" (the tree's own)"
+    elif git -C "$root" merge-base --is-ancestor "$bundle_commit" HEAD 2> /dev/null; then
+      behind=$(git -C "$root" rev-list --count "$bundle_commit..HEAD")
+      relation=" ($behind commit$([ "$behind" = 1 ] || echo s) older than the tree's)"
+    else
+      relation=" (not in the tree's history)"
+    fi
+  fi
+  say "bundle built from commit $bundle_commit$relation" \
+      "($(sed -n 's/^date //p' "$bundle_dir/COMMIT"): $(sed -n 's/^subject //p' "$bundle_dir/COMMIT" | cut -c1-70))," \
+      "$(sed -n 's/^uncommitted //p' "$bundle_dir/COMMIT") uncommitted source files; the tree: commit $tree_commit"
+  differ=$(cd "$root" && sha256sum -c --quiet "$bundle_dir/SOURCES" 2>&1 | grep -v '^sha256sum: WARNING')
+  if [ -n "$differ" ]; then
+    say "gpu-check: REFUSED: the bundle is older than the tree (or of another tree):" \
+        "$(echo "$differ" | wc -l) of its $(wc -l < "$bundle_dir/SOURCES") source files differ here" \
+        "(first: $(echo "$differ" | head -n 1));" \
+        "build and bundle again on the build machine: meson compile -C build &&" \
+        "tools/gpu-check.sh --bundle build"
+    exit 1
+  fi
+  say "bundle: its $(wc -l < "$bundle_dir/SOURCES") source files match the tree's"
+else
+  say "binaries: $build (no bundle); the tree: commit $tree_commit"
 fi
 bin() {
   if [ -n "$bindir" ]; then echo "$bindir/$(basename "$1")"; else echo "$build/$1"; fi
@@ -255,10 +352,15 @@ else
 fi
 
 say "== GPU tests, each binary in one process, then what did not pass there one path per process"
-tests_end=$(( $(date +%s) + 90 ))
+# Each binary gets the time meson gives it, up to the point that leaves the
+# preset sweep its share of the budget (30%: about 100 s of 345).
+sweep_share=$(( budget * 30 / 100 ))
+tests_stop=$(( deadline - sweep_share ))
 for spec in $gpu_tests; do
   t=${spec%%:*}
   rest=${spec#*:}
+  meson_cap=${rest%%:*}
+  rest=${rest#*:}
   exe=${rest%%:*}
   arg=
   [ "$rest" != "$exe" ] && arg=${rest#*:}
@@ -278,11 +380,13 @@ for spec in $gpu_tests; do
   fi
   [ -z "$paths" ] && { say "$t: lists no tests (exit $rc)"; status=1; continue; }
   # The whole binary in one process first (one CUDA start-up, not one per
-  # path), with two thirds of the tests' time left; each path it did not
-  # report as passed or skipped (a failure, a crash and every path after
-  # it, the cap) then runs again in its own process, so that a failure hides
+  # path), with three quarters of its time; each path it did not report as
+  # passed or skipped (a failure, a crash and every path after it, the
+  # cap) then runs again in its own process, so that a failure hides
   # nothing and has its own log.
-  cap=$(( (tests_end - $(date +%s)) * 2 / 3 ))
+  tests_end=$(( $(date +%s) + meson_cap ))
+  [ "$tests_end" -gt "$tests_stop" ] && tests_end=$tests_stop
+  cap=$(( (tests_end - $(date +%s)) * 3 / 4 ))
   [ "$cap" -gt 1 ] && run_tach "$cap" TERM "$t-all" "$f" ${arg:+"$arg"} --tap
   done_ok=$(awk '$1 == "ok" && $3 ~ /^\// { print $3 (/# SKIP/ ? " skip" : " pass") }
                 $1 == "not" && $2 == "ok" && $4 ~ /^\// { print $4 " fail" }' \
@@ -296,7 +400,7 @@ for spec in $gpu_tests; do
       fail) say "$t $p: failed in the whole binary's run (logs/$t-all.log); again alone:" ;;
     esac
     if [ "$(date +%s)" -ge "$tests_end" ]; then
-      say "$t $p: NOT RUN (the tests' 90 s are spent)"
+      say "$t $p: NOT RUN (its $meson_cap s, or the budget before the sweep's share, are spent)"
       fail=$((fail + 1))
       continue
     fi
@@ -317,21 +421,21 @@ for spec in $gpu_tests; do
   [ "$fail" = 0 ] || status=1
 done
 
-say "== Tach presets (each stopped at its cap with SIGINT)"
-sweep_end=$(( $(date +%s) + 130 ))
+say "== Tach presets, 100 steps each (each stopped at its cap with SIGINT; cuDNN's logging off)"
+sweep_end=$deadline
 # sweep_one NAME ARGS...; sweep_env (an environment entry) and sweep_csv (the
 # results folder, default tach/) may be set for one call.
 sweep_one() {
   local name=$1 cap
   shift
   if [ "$(date +%s)" -ge "$sweep_end" ]; then
-    say "run $name: NOT RUN (the sweep's 130 s are spent)"
+    say "run $name: NOT RUN (the budget is spent)"
     status=1
     return
   fi
   cap=$(( sweep_end - $(date +%s) ))
-  [ "$cap" -gt 7 ] && cap=7
-  run_tach "$cap" INT "run-$name" env ${sweep_env:+"$sweep_env"} "$cli" run --device cuda \
+  [ "$cap" -gt 6 ] && cap=6
+  cudnn_level=off run_tach "$cap" INT "run-$name" env ${sweep_env:+"$sweep_env"} "$cli" run --device cuda \
     --csv "${sweep_csv:-$work/tach}" "$@"
   case $? in
     0) ;;
@@ -350,19 +454,19 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   w=${spec%%:*}
   task=${spec#*:}
   for p in $(presets_of "$w"); do
-    sweep_one "$w-$task-$p" --workload "$w" --task "$task" --preset "$p" --steps 150 --warmup 20
+    sweep_one "$w-$task-$p" --workload "$w" --task "$task" --preset "$p" --steps 100 --warmup 10
   done
   sweep_one "$w-$task-tuned-tf32" --workload "$w" --task "$task" --preset tuned --precision tf32 \
-    --steps 150 --warmup 20
+    --steps 100 --warmup 10
   # The "before": tuned with every lean path of the GPU step turned off.
   sweep_env=TACH_CUDA_PLAIN=all sweep_csv=$work/tach-plain \
-    sweep_one "$w-$task-tuned-plain" --workload "$w" --task "$task" --preset tuned --steps 150 \
-    --warmup 20
+    sweep_one "$w-$task-tuned-plain" --workload "$w" --task "$task" --preset tuned --steps 100 \
+    --warmup 10
   # And with only the LSTM weights copied per step (the weight-space views off).
   if [ "$spec" = bilstm:train ] || [ "$spec" = lstm-lm:train ]; then
     sweep_env=TACH_CUDA_PLAIN=wspace sweep_csv=$work/tach-plain-wspace \
       sweep_one "$w-$task-tuned-plain-wspace" --workload "$w" --task "$task" --preset tuned \
-      --steps 150 --warmup 20
+      --steps 100 --warmup 10
   fi
   # And with one more lean path off: the LSTM's persistent algorithm; the
   # cnn's weight gradient as a GEMM.
@@ -370,7 +474,7 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   [ "$w" = cnn ] && one=wgrad
   sweep_env=TACH_CUDA_PLAIN=$one sweep_csv=$work/tach-plain-$one \
     sweep_one "$w-$task-tuned-plain-$one" --workload "$w" --task "$task" --preset tuned \
-    --steps 150 --warmup 20
+    --steps 100 --warmup 10
 done
 
 say "== summary"

@@ -41,7 +41,7 @@ case $workload in
 esac
 
 if ! gpu_present; then
-  say "gpu-profile: no GPU (nvidia-smi finds no device); nothing to profile"
+  say "gpu-profile: no GPU (no nvidia-smi listing one, no /dev/nvidia0, the CUDA driver counts none); nothing to profile"
   exit 77
 fi
 ncu=$(command -v ncu || ls /opt/nvidia/nsight-compute/*/ncu /usr/local/cuda/bin/ncu 2> /dev/null | head -n 1)
