@@ -1,26 +1,35 @@
 #!/bin/sh
-# run-cpu.sh: Tach against PyTorch and TensorFlow on the CPU, side by side.
+# run-cpu.sh: Tach against PyTorch, TensorFlow, JAX and ONNX Runtime on the
+# CPU, side by side.
 #
 # Runs each workload's `tuned` preset in Tach and the same model in each
-# peer: PyTorch eager and torch.compile (bench/torch_workloads.py) and
+# peer: PyTorch eager and torch.compile (bench/torch_workloads.py),
 # TensorFlow 2 / Keras 3 (bench/tf_workloads.py: `fit` for training, a
-# tf.function for generation), each peer at its best of 1 and 2 threads,
-# alternating who goes first, for several rounds.  Then it names the CPU,
-# its vector extensions, the level Tach's kernels run at and the sgemm
-# peak at that level, and prints per workload every
-# side's median, Tach's ratio to the best peer against the target, and
-# Tach's achieved GFLOP/s as a share of the sgemm peak as Tach's device
-# reports it (measured on an idle machine and cached; see `tach-cli
-# devices`).
+# tf.function for generation), JAX (bench/jax_workloads.py: jit, the LSTMs
+# as lax.scan, optax's Adam and SGD) and ONNX Runtime (generation only,
+# bench/onnx_workloads.py: the same forward as an ONNX graph with the LSTM
+# operator, one run per token, host sampling), each peer at its best of 1
+# and 2 threads, alternating who goes first, for several rounds.  Then it
+# names the CPU, its vector extensions, the level Tach's kernels run at and
+# the sgemm peak at that level, and prints per workload every side's
+# median, the best peer, Tach's ratio to the best of all peers against the
+# target, and Tach's achieved GFLOP/s as a share of the sgemm peak as
+# Tach's device reports it (measured on an idle machine and cached; see
+# `tach-cli devices`).
 #
 # Usage: bench/run-cpu.sh [--rounds N] [--quick] [--cases LIST] [--peers LIST] [--isa avx2]
-#                         [--out DIR]
+#                         [--busy N] [--out DIR]
 #   --rounds N    rounds of alternating runs (default 3)
 #   --quick       fewer steps per run, for a check in a few minutes
 #   --cases LIST  comma-separated: bilstm, lstm-lm-generate, lstm-lm-train, cnn,
-#                 cnn-bf16 (every side in bf16; needs AVX-512 BF16)
-#   --peers LIST  comma-separated: torch, torch-compile, tf (default: all three;
-#                 tf is left out, with a note, where TensorFlow is not installed)
+#                 cnn-bf16 (every side in bf16; needs AVX-512 BF16; PyTorch
+#                 and TensorFlow only)
+#   --peers LIST  comma-separated: torch, torch-compile, tf, jax, onnx (default:
+#                 all; a peer whose Python packages are not installed is
+#                 skipped, with a note)
+#   --busy N      keep N processes spinning (N of the machine's cores busy)
+#                 during every side's runs: started before the first run,
+#                 killed after the last, on an error or an interrupt too
 #   --isa avx2    every side at AVX2 on an AVX-512 machine, as on an AVX2-only
 #                 CPU: Tach by TACH_CPU_ISA, the peers by oneDNN's, ATen's
 #                 (eager and torch.compile's code) and MKL's own caps
@@ -36,9 +45,9 @@ cli=${TACH_CLI:-$root/build/app/tach-cli}
 rounds=3
 quick=no
 cases="bilstm,lstm-lm-generate,lstm-lm-train,cnn"
-peers="torch,torch-compile,tf"
-peers_given=no
+peers="torch,torch-compile,tf,jax,onnx"
 isa_cap=
+busy=0
 out=
 
 while [ $# -gt 0 ]; do
@@ -46,7 +55,8 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --quick) quick=yes; shift ;;
     --cases) cases=$2; shift 2 ;;
-    --peers) peers=$2; peers_given=yes; shift 2 ;;
+    --peers) peers=$2; shift 2 ;;
+    --busy) busy=$2; shift 2 ;;
     --isa) isa_cap=$2; shift 2 ;;
     --out) out=$2; shift 2 ;;
     -h|--help) sed -n '2,/^set -eu/p' "$0" | sed -e '$d' -e 's/^# \{0,1\}//'; exit 0 ;;
@@ -73,6 +83,18 @@ case $isa_cap in
   *) echo "run-cpu.sh: --isa takes avx2 (to run every side at AVX2), not '$isa_cap'" >&2; exit 2 ;;
 esac
 
+case $rounds in
+  ''|0|*[!0-9]*) echo "run-cpu.sh: --rounds takes a number of rounds, 1 or more, not '$rounds'" >&2; exit 2 ;;
+esac
+cores=$(getconf _NPROCESSORS_ONLN)
+case $busy in
+  ''|*[!0-9]*) echo "run-cpu.sh: --busy takes a number of cores (0 to $cores), not '$busy'" >&2; exit 2 ;;
+esac
+if [ "$busy" -gt "$cores" ]; then
+  echo "run-cpu.sh: --busy $busy: this machine has $cores cores; give 0 to $cores" >&2
+  exit 2
+fi
+
 if [ -n "${PYTHON:-}" ]; then
   python=$PYTHON
 elif [ -x "$here/.venv/bin/python" ]; then
@@ -84,22 +106,37 @@ if ! "$python" -c 'import torch, pandas' 2>/dev/null; then
   echo "run-cpu.sh: $python cannot import torch and pandas; see bench/README.md" >&2
   exit 1
 fi
-if ! "$python" -c 'import tensorflow' 2>/dev/null; then
-  case ",$peers," in
-    *,tf,*)
-      if [ "$peers_given" = yes ]; then
-        echo "run-cpu.sh: $python cannot import tensorflow; see bench/README.md" >&2
-        exit 1
-      fi
-      echo "run-cpu.sh: note: $python has no tensorflow, so TensorFlow is left out (see bench/README.md)"
-      peers=$(echo ",$peers," | sed -e 's/,tf,/,/' -e 's/^,//' -e 's/,$//') ;;
+# The Python modules each peer needs.
+modules_for () {
+  case $1 in
+    torch|torch-compile) echo torch ;;
+    tf) echo tensorflow ;;
+    jax) echo "jax optax" ;;
+    onnx) echo "onnx onnxruntime" ;;
   esac
-fi
+}
+skipped=
+kept=
 for peer in $(echo "$peers" | tr ',' ' '); do
-  case $peer in torch|torch-compile|tf) ;;
-    *) echo "run-cpu.sh: unknown peer '$peer' (torch, torch-compile, tf)" >&2; exit 2 ;;
+  case $peer in torch|torch-compile|tf|jax|onnx) ;;
+    *) echo "run-cpu.sh: unknown peer '$peer' (torch, torch-compile, tf, jax, onnx)" >&2; exit 2 ;;
   esac
+  # shellcheck disable=SC2046 # the modules are words on purpose
+  missing=$("$python" -c 'import importlib.util, sys
+def absent(m):
+    try:
+        return importlib.util.find_spec(m) is None
+    except Exception:
+        return True
+print("".join(" " + m for m in sys.argv[1:] if absent(m)))' $(modules_for "$peer"))
+  if [ -n "$missing" ]; then
+    echo "run-cpu.sh: note: $python has no$missing, so $peer is skipped (pip install$missing; see bench/README.md)"
+    skipped="${skipped:+$skipped, }$peer (no$missing)"
+  else
+    kept="${kept:+$kept,}$peer"
+  fi
 done
+peers=$kept
 if [ ! -x "$cli" ]; then
   echo "run-cpu.sh: no tach-cli at $cli: build it (meson setup build && meson compile -C build) or set TACH_CLI" >&2
   exit 1
@@ -144,7 +181,6 @@ precision_for () {
 run_tach () {
   case=$1
   args=$(tach_args_for "$case")
-  cores=$(getconf _NPROCESSORS_ONLN)
   counts=1
   [ "$cores" -le 1 ] || counts="1 $cores"
   for threads in $counts; do
@@ -156,15 +192,23 @@ run_tach () {
 }
 
 # One peer's run of one case, appended to PEER.csv (the peers' columns
-# differ a little: the summary reads what they share).
+# differ a little: the summary reads what they share).  A case the peer
+# does not run (ONNX Runtime trains nothing; JAX and ONNX Runtime run no
+# bf16) is left out.
 run_peer () {
   peer=$1 case=$2
   header=--no-header
   [ -f "$out/$peer.csv" ] || header=
+  case $peer:$case in
+    onnx:lstm-lm-generate) ;;
+    onnx:*|jax:*-bf16) return 0 ;;
+  esac
   case $peer in
     torch) script=torch_workloads.py; extra="--device cpu" ;;
     torch-compile) script=torch_workloads.py; extra="--device cpu --compile" ;;
     tf) script=tf_workloads.py; extra= ;;
+    jax) script=jax_workloads.py; extra= ;;
+    onnx) script=onnx_workloads.py; extra= ;;
   esac
   # shellcheck disable=SC2086 # the arguments are words on purpose
   "$python" "$here/$script" $extra --cases "$(torch_case_for "$case")" \
@@ -210,7 +254,13 @@ echo "PyTorch: $("$python" -c 'import torch; print(torch.__version__, "at", torc
 case ",$peers," in *,tf,*)
   echo "TensorFlow: $("$python" -c 'import os; os.environ["TF_CPP_MIN_LOG_LEVEL"] = "3"; import tensorflow as tf, keras; print(tf.__version__, "keras", keras.__version__)' 2>/dev/null)" ;;
 esac
-echo "Peers: $peers"
+case ",$peers," in *,jax,*)
+  echo "JAX: $(JAX_PLATFORMS=cpu "$python" -c 'import jax, optax; print(jax.__version__, "optax", optax.__version__)' 2>/dev/null)" ;;
+esac
+case ",$peers," in *,onnx,*)
+  echo "ONNX Runtime: $("$python" -c 'import onnxruntime, onnx; print(onnxruntime.__version__, "onnx", onnx.__version__)' 2>/dev/null)" ;;
+esac
+echo "Peers: $peers${skipped:+; skipped: $skipped}"
 echo "Output: $out"
 {
   echo "cpu=$cpu_model"
@@ -219,7 +269,33 @@ echo "Output: $out"
   echo "tach_isa=$tach_isa"
   echo "isa_cap=${isa_cap:-none}"
   echo "peak=$tach_peak"
+  echo "busy=$busy"
+  echo "skipped=$skipped"
 } >"$out/machine.txt"
+
+# --busy: N processes spinning through every side's runs, each a shell in
+# an empty loop; killed whatever ends this script.
+busy_pids=
+stop_busy () {
+  for pid in $busy_pids; do
+    kill "$pid" 2>/dev/null || :
+  done
+  for pid in $busy_pids; do
+    wait "$pid" 2>/dev/null || :
+  done
+  busy_pids=
+}
+trap stop_busy EXIT
+trap 'stop_busy; echo "run-cpu.sh: interrupted" >&2; exit 130' INT TERM HUP
+n=0
+while [ "$n" -lt "$busy" ]; do
+  sh -c 'while :; do :; done' &
+  busy_pids="$busy_pids $!"
+  n=$((n + 1))
+done
+if [ "$busy" -gt 0 ]; then
+  echo "Busy: $busy of $cores cores spinning during every run (processes$busy_pids)"
+fi
 
 round=1
 while [ "$round" -le "$rounds" ]; do
@@ -237,22 +313,36 @@ while [ "$round" -le "$rounds" ]; do
   round=$((round + 1))
 done
 
-"$python" - "$out" "$cases" "${tach_isa:-unknown}" <<'EOF'
+# The load held to the end: a spinner that died took its core back.
+for pid in $busy_pids; do
+  if ! kill -0 "$pid" 2>/dev/null; then
+    echo "run-cpu.sh: the busy process $pid ended before the runs did: the figures are not all under --busy $busy" >&2
+    exit 1
+  fi
+done
+stop_busy
+
+"$python" - "$out" "$cases" "${tach_isa:-unknown}" "$busy" "$cores" "$skipped" <<'EOF'
 import os
 import sys
 
 import pandas as pd
 
 out, cases, isa = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
-peer_runs = pd.concat([pd.read_csv(os.path.join(out, f"{peer}.csv"))
-                       for peer in ("torch", "torch-compile", "tf")
+busy, cores, skipped = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
+# Every peer's rows; none when every peer was skipped or left out.
+peer_runs = pd.concat([pd.DataFrame(columns=["framework", "mode", "case", "precision",
+                                             "threads", "steps_per_s_median"])] +
+                      [pd.read_csv(os.path.join(out, f"{peer}.csv"))
+                       for peer in ("torch", "torch-compile", "tf", "jax", "onnx")
                        if os.path.exists(os.path.join(out, f"{peer}.csv"))],
                       ignore_index=True)
-peer_runs["side"] = peer_runs["framework"].map({"pytorch": "PyTorch", "tensorflow": "TF"})
+peer_runs["side"] = peer_runs["framework"].map({"pytorch": "PyTorch", "tensorflow": "TF",
+                                                "jax": "JAX", "onnxruntime": "ONNX Runtime"})
 peer_runs.loc[peer_runs["mode"] == "compile", "side"] = "PyTorch compile"
 peaks = []
-# Issue 17's targets: Tach's steps/s over the best peer's.
-TARGETS = {"bilstm": 2.0, "lstm-lm-train": 2.0, "cnn": 1.6, "lstm-lm-generate": 20.0}
+# Issue 37's targets: Tach's steps/s over the best of all peers'.
+TARGETS = {"bilstm": 2.0, "lstm-lm-train": 2.0, "cnn": 1.6, "lstm-lm-generate": 8.0}
 
 
 def column(frame, *names):
@@ -296,7 +386,7 @@ for case in cases:
         "best peer": best_side or "-",
         "Tach/best": ratio,
         "target": target,
-        "met": "yes" if ratio >= target else "no",
+        "met": "-" if ratio != ratio else "yes" if ratio >= target else "no",
         "Tach GFLOP/s": gflops,
         f"% {isa} sgemm peak": 100.0 * share.median(),
     })
@@ -313,8 +403,12 @@ pd.set_option("display.width", 250)
 print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
 print()
 print("Steps/s, each side's median over rounds of each run's median; each side (Tach too) at "
-      "its best of 1 and 2 threads (thr).\nTach/best: Tach over the fastest peer; target: "
-      "issue 17's.\nGFLOP/s count every side's work as a direct algorithm does it: Tach's "
+      "its best of 1 and 2 threads (thr).\nTach/best: Tach over the fastest of all peers (best "
+      "peer); target: issue 37's.\n"
+      + (f"Load: {busy} of {cores} cores spinning during every side's runs (--busy {busy}).\n"
+         if busy else "Load: none added (--busy 0).\n")
+      + (f"Skipped peers: {skipped}.\n" if skipped else "")
+      + "GFLOP/s count every side's work as a direct algorithm does it: Tach's "
       "cnn runs conv2 by Winograd's F(4x4, 5x5)\n(4 multiplies an output, not 25), so its "
       "share of the peak can pass 100%.")
 EOF

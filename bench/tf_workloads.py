@@ -18,42 +18,23 @@ line per case, with the columns of torch_workloads.py (CSV or JSON lines).
     tf_workloads.py --cases all --steps 50 --threads 1,2
 """
 
-import argparse
-import csv
-import json
-import math
 import os
 import statistics
-import subprocess
 import sys
 import time
 
-CASES = ("bilstm", "lstm-lm-generate", "lstm-lm-train", "cnn")
-CASE_INFO = {
-    "bilstm": ("bilstm", "train", 1024, "samples/s"),
-    "lstm-lm-generate": ("lstm-lm", "generate", 1, "tokens/s"),
-    "lstm-lm-train": ("lstm-lm", "train", 256, "samples/s"),
-    "cnn": ("cnn", "train", 256, "samples/s"),
-}
-VOCAB, EMBED, CONTEXT, LM_HIDDEN = 554, 100, 4, 100
-
-
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
+import peer_common as pc
+from peer_common import CASE_INFO, CONTEXT, EMBED, LM_HIDDEN, VOCAB
 
 
 def build_model(case, keras):
     layers = keras.layers
     if case == "bilstm":
-        inputs = keras.Input((10, 300))
-        x = layers.Bidirectional(layers.LSTM(40, return_sequences=True))(inputs)
+        inputs = keras.Input((pc.BILSTM_T, pc.BILSTM_IN))
+        x = layers.Bidirectional(layers.LSTM(pc.BILSTM_HIDDEN, return_sequences=True))(inputs)
         x = layers.GlobalMaxPooling1D()(x)
         model = keras.Model(inputs, layers.Dense(1)(x))
-        model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7),
+        model.compile(optimizer=keras.optimizers.Adam(pc.ADAM_LR, *pc.ADAM_BETAS, epsilon=pc.ADAM_EPS),
                       loss=keras.losses.BinaryCrossentropy(from_logits=True))
         return model
     if case.startswith("lstm-lm"):
@@ -62,7 +43,7 @@ def build_model(case, keras):
         x = layers.LSTM(LM_HIDDEN)(x)
         # Logits in float32 even under a bf16 policy.
         model = keras.Model(inputs, layers.Dense(VOCAB, dtype="float32")(x))
-        model.compile(optimizer=keras.optimizers.Adam(1e-3, epsilon=1e-7),
+        model.compile(optimizer=keras.optimizers.Adam(pc.ADAM_LR, *pc.ADAM_BETAS, epsilon=pc.ADAM_EPS),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         return model
     if case == "cnn":
@@ -74,7 +55,7 @@ def build_model(case, keras):
         x = layers.Dense(1024, activation="relu")(layers.Flatten()(x))
         x = layers.Dropout(0.4)(x)
         model = keras.Model(inputs, layers.Dense(10, dtype="float32")(x))
-        model.compile(optimizer=keras.optimizers.SGD(1e-3),
+        model.compile(optimizer=keras.optimizers.SGD(pc.SGD_LR),
                       loss=keras.losses.SparseCategoricalCrossentropy(from_logits=True))
         return model
     raise ValueError(f"unknown case {case!r}")
@@ -84,7 +65,7 @@ def resident_batches(case, batch, np):
     """Four batches, as torch_workloads.py makes them."""
     rng = np.random.default_rng(1)
     if case == "bilstm":
-        return (rng.standard_normal((4, batch, 10, 300), dtype=np.float32),
+        return (rng.standard_normal((4, batch, pc.BILSTM_T, pc.BILSTM_IN), dtype=np.float32),
                 rng.integers(0, 2, (4, batch, 1)).astype(np.float32))
     if case == "lstm-lm-train":
         toks = rng.integers(0, VOCAB, (4, batch, CONTEXT + 1)).astype(np.int32)
@@ -126,13 +107,7 @@ def time_generate(steps, warmup, tf, keras, np):
             ctx.assign(tf.concat([ctx[:, 1:], nxt[:, None]], axis=1))
             return nxt
 
-        for _ in range(max(warmup, 3)):
-            step()
-        times = []
-        for _ in range(steps):
-            t0 = time.perf_counter()
-            step().numpy()
-            times.append(time.perf_counter() - t0)
+        times = pc.time_calls(lambda: step().numpy(), steps, max(warmup, 3))
         mode = "function-xla" if xla else "function"
         if best is None or statistics.median(times) < statistics.median(best[0]):
             best = (times, mode)
@@ -151,94 +126,18 @@ def run_one(case, args):
     tf.random.set_seed(1)
     if args.precision == "bf16":
         keras.mixed_precision.set_global_policy("mixed_bfloat16")
-    workload, task, default_batch, unit = CASE_INFO[case]
-    batch = args.batch or default_batch
+    batch = args.batch or CASE_INFO[case][2]
     if case == "lstm-lm-generate":
         times, mode = time_generate(args.steps, args.warmup, tf, keras, np)
     else:
         times, mode = time_fit(case, batch, args.steps, args.warmup, tf, keras, np)
-    rates = sorted(1.0 / t for t in times if t > 0)
-    median = statistics.median(rates)
-    return {
-        "framework": "tensorflow",
-        "version": f"{tf.__version__} keras {keras.__version__}",
-        "case": case,
-        "workload": workload,
-        "task": task,
-        "device": "cpu",
-        "mode": mode,
-        "precision": args.precision,
-        "batch": batch,
-        "threads": args.threads_one,
-        "steps": len(rates),
-        "steps_per_s_median": median,
-        "steps_per_s_p10": percentile(rates, 0.1),
-        "steps_per_s_p90": percentile(rates, 0.9),
-        "items_per_s": median * batch,
-        "items_unit": unit,
-    }
+    return pc.row("tensorflow", f"{tf.__version__} keras {keras.__version__}", case, mode,
+                  args.precision, batch, args.threads_one, times)
 
 
 def main(argv=None):
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--cases", default="all",
-                        help="comma-separated: " + ", ".join(CASES) + ", or all")
-    parser.add_argument("--batch", type=int, default=0,
-                        help="override every case's batch (0: the workload's)")
-    parser.add_argument("--steps", type=int, default=50, help="measured steps")
-    parser.add_argument("--warmup", type=int, default=5, help="warm-up steps")
-    parser.add_argument("--threads", default="1,2",
-                        help="CPU thread counts to try, each in a process; the best is kept")
-    parser.add_argument("--threads-one", type=int, default=0, help=argparse.SUPPRESS)
-    parser.add_argument("--precision", default="fp32", choices=("fp32", "bf16"),
-                        help="bf16: Keras' mixed_bfloat16 policy")
-    parser.add_argument("--format", default="csv", choices=("csv", "json"))
-    parser.add_argument("--no-header", action="store_true", help="CSV without its header")
-    args = parser.parse_args(argv)
-
-    if args.steps < 2 or args.warmup < 0:
-        print("tf_workloads.py: --steps must be at least 2", file=sys.stderr)
-        return 2
-    cases = CASES if args.cases == "all" else tuple(c.strip() for c in args.cases.split(","))
-    for case in cases:
-        if case not in CASES:
-            print(f"tf_workloads.py: unknown case {case!r}; expected one of "
-                  + ", ".join(CASES), file=sys.stderr)
-            return 2
-
-    if args.threads_one > 0:
-        for case in cases:
-            print(json.dumps(run_one(case, args)), flush=True)
-        return 0
-
-    threads = [int(t) for t in args.threads.split(",") if t.strip()]
-    writer = None
-    for case in cases:
-        tried = []
-        for t in threads:
-            cmd = [sys.executable, os.path.abspath(__file__), "--cases", case,
-                   "--threads-one", str(t), "--steps", str(args.steps),
-                   "--warmup", str(args.warmup), "--precision", args.precision,
-                   "--batch", str(args.batch)]
-            done = subprocess.run(cmd, stdout=subprocess.PIPE, text=True, check=False)
-            if done.returncode != 0:
-                print(f"tf_workloads.py: {case} on {t} threads failed "
-                      f"(exit {done.returncode})", file=sys.stderr)
-                return 1
-            tried.append(json.loads(done.stdout.strip().splitlines()[-1]))
-        best = max(tried, key=lambda r: r["steps_per_s_median"])
-        if args.format == "json":
-            print(json.dumps(best), flush=True)
-        else:
-            if writer is None:
-                writer = csv.DictWriter(sys.stdout, fieldnames=list(best.keys()),
-                                        lineterminator="\n")
-                if not args.no_header:
-                    writer.writeheader()
-            writer.writerow(best)
-            sys.stdout.flush()
-    return 0
-
+    return pc.main_per_process(__file__, __doc__.splitlines()[0], run_one, ("fp32", "bf16"),
+                               "bf16: Keras' mixed_bfloat16 policy", argv, min_steps=2)
 
 if __name__ == "__main__":
     sys.exit(main())

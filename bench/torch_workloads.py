@@ -19,10 +19,7 @@ switches were on.
 """
 
 import argparse
-import csv
-import json
 import math
-import statistics
 import sys
 import time
 
@@ -30,18 +27,8 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
-CASES = ("bilstm", "lstm-lm-generate", "lstm-lm-train", "cnn")
-
-# Per case: Tach's workload and task, the default batch, and the unit of
-# items/s.
-CASE_INFO = {
-    "bilstm": ("bilstm", "train", 1024, "samples/s"),
-    "lstm-lm-generate": ("lstm-lm", "generate", 1, "tokens/s"),
-    "lstm-lm-train": ("lstm-lm", "train", 256, "samples/s"),
-    "cnn": ("cnn", "train", 256, "samples/s"),
-}
-
-VOCAB, EMBED, CONTEXT, LM_HIDDEN = 554, 100, 4, 100
+import peer_common as pc
+from peer_common import CASE_INFO, CONTEXT, EMBED, LM_HIDDEN, VOCAB
 
 
 class BiLstmClassifier(nn.Module):
@@ -49,8 +36,8 @@ class BiLstmClassifier(nn.Module):
 
     def __init__(self):
         super().__init__()
-        self.lstm = nn.LSTM(300, 40, batch_first=True, bidirectional=True)
-        self.dense = nn.Linear(80, 1)
+        self.lstm = nn.LSTM(pc.BILSTM_IN, pc.BILSTM_HIDDEN, batch_first=True, bidirectional=True)
+        self.dense = nn.Linear(2 * pc.BILSTM_HIDDEN, 1)
 
     def forward(self, x):
         seq, _ = self.lstm(x)
@@ -92,7 +79,7 @@ class MnistCnn(nn.Module):
 def adam(params, device, graphs):
     # Keras' epsilon; capturable keeps Adam's step count on the device so a
     # CUDA graph can replay the update.
-    kwargs = {"lr": 1e-3, "betas": (0.9, 0.999), "eps": 1e-7}
+    kwargs = {"lr": pc.ADAM_LR, "betas": pc.ADAM_BETAS, "eps": pc.ADAM_EPS}
     if graphs:
         kwargs["capturable"] = True
     elif device.type == "cpu":
@@ -113,7 +100,8 @@ def build_case(case, batch, device, graphs, compiled=False):
         opt = adam(model.parameters(), device, graphs)
         # A few resident batches, like Tach's feed=resident: the input
         # needs no gradient.
-        xs = [torch.randn(batch, 10, 300, generator=gen).to(device) for _ in range(4)]
+        xs = [torch.randn(batch, pc.BILSTM_T, pc.BILSTM_IN, generator=gen).to(device)
+              for _ in range(4)]
         ys = [torch.randint(0, 2, (batch,), generator=gen).float().to(device) for _ in range(4)]
         state = {"i": 0}
 
@@ -162,7 +150,7 @@ def build_case(case, batch, device, graphs, compiled=False):
 
     if case == "cnn":
         model = wrap(MnistCnn().to(device))
-        opt = torch.optim.SGD(model.parameters(), lr=1e-3)
+        opt = torch.optim.SGD(model.parameters(), lr=pc.SGD_LR)
         xs = [torch.rand(batch, 1, 28, 28, generator=gen).to(device) for _ in range(4)]
         ys = [torch.randint(0, 10, (batch,), generator=gen).to(device) for _ in range(4)]
         state = {"i": 0}
@@ -197,35 +185,22 @@ def graph_step(step, device, warmup):
     return graph.replay
 
 
-def percentile(sorted_values, q):
-    if not sorted_values:
-        return math.nan
-    pos = (len(sorted_values) - 1) * q
-    lo, hi = math.floor(pos), math.ceil(pos)
-    return sorted_values[lo] + (sorted_values[hi] - sorted_values[lo]) * (pos - lo)
-
-
 def time_steps(step, steps, warmup, device):
     """Per-step times in seconds: host clocks on the CPU (everything there
     is synchronous), CUDA events on the GPU (the host never waits between
     steps, so launch overhead shows up as gaps between events)."""
+    if device.type != "cuda":
+        return pc.time_calls(step, steps, warmup)
     for _ in range(warmup):
         step()
-    if device.type == "cuda":
-        torch.cuda.synchronize()
-        events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
-        events[0].record()
-        for i in range(steps):
-            step()
-            events[i + 1].record()
-        torch.cuda.synchronize()
-        return [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(steps)]
-    times = []
-    for _ in range(steps):
-        t0 = time.perf_counter()
+    torch.cuda.synchronize()
+    events = [torch.cuda.Event(enable_timing=True) for _ in range(steps + 1)]
+    events[0].record()
+    for i in range(steps):
         step()
-        times.append(time.perf_counter() - t0)
-    return times
+        events[i + 1].record()
+    torch.cuda.synchronize()
+    return [events[i].elapsed_time(events[i + 1]) / 1e3 for i in range(steps)]
 
 
 def set_tf32(device, precision):
@@ -250,36 +225,17 @@ def run_case(case, args, device, threads):
         torch.set_num_threads(threads)
     cudnn_tf32, matmul_tf32 = set_tf32(device, args.precision)
     torch.manual_seed(1)
-    workload, task, default_batch, unit = CASE_INFO[case]
-    batch = args.batch or default_batch
+    batch = args.batch or CASE_INFO[case][2]
     # Autocast covers the capture too, so a graph replays bf16 kernels.
     with torch.autocast(device.type, dtype=torch.bfloat16, enabled=args.precision == "bf16"):
         model, step, items, _keep = build_case(case, batch, device, args.graphs, args.compile)
         if args.graphs:
             step = graph_step(step, device, args.warmup)
         times = time_steps(step, args.steps, args.warmup, device)
-    rates = sorted(1.0 / t for t in times if t > 0)
-    median = statistics.median(rates)
-    return {
-        "framework": "pytorch",
-        "version": torch.__version__,
-        "case": case,
-        "workload": workload,
-        "task": task,
-        "device": device.type,
-        "mode": "graphs" if args.graphs else "compile" if args.compile else "eager",
-        "precision": args.precision,
-        "cudnn_tf32": int(cudnn_tf32),
-        "matmul_tf32": int(matmul_tf32),
-        "batch": batch,
-        "threads": threads if device.type == "cpu" else 0,
-        "steps": len(rates),
-        "steps_per_s_median": median,
-        "steps_per_s_p10": percentile(rates, 0.1),
-        "steps_per_s_p90": percentile(rates, 0.9),
-        "items_per_s": median * items,
-        "items_unit": unit,
-    }
+    return pc.row("pytorch", torch.__version__, case,
+                  "graphs" if args.graphs else "compile" if args.compile else "eager",
+                  args.precision, items, threads if device.type == "cpu" else 0, times,
+                  device=device.type, cudnn_tf32=int(cudnn_tf32), matmul_tf32=int(matmul_tf32))
 
 
 def sgemm_peak(threads, n=2048, repeats=20):
@@ -302,12 +258,7 @@ def sgemm_peak(threads, n=2048, repeats=20):
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--device", default="cpu", choices=("cpu", "cuda"))
-    parser.add_argument("--cases", default="all",
-                        help="comma-separated: " + ", ".join(CASES) + ", or all")
-    parser.add_argument("--batch", type=int, default=0,
-                        help="override every case's batch (0: the workload's)")
-    parser.add_argument("--steps", type=int, default=50, help="measured steps")
-    parser.add_argument("--warmup", type=int, default=5, help="warm-up steps")
+    pc.add_common_args(parser)
     parser.add_argument("--threads", default="1,2",
                         help="CPU thread counts to try; the best is kept")
     parser.add_argument("--graphs", action="store_true",
@@ -321,13 +272,13 @@ def main(argv=None):
     parser.add_argument("--both-tf32", action="store_true",
                         help="CUDA: each case at --precision fp32 and at default, one row each "
                              "(one process, one CUDA start-up)")
-    parser.add_argument("--format", default="csv", choices=("csv", "json"))
-    parser.add_argument("--no-header", action="store_true", help="CSV without its header")
     parser.add_argument("--sgemm-peak", action="store_true",
                         help="print the measured sgemm peak (GFLOP/s) for each thread count")
     args = parser.parse_args(argv)
 
-    threads = [int(t) for t in args.threads.split(",") if t.strip()]
+    threads = pc.parse_threads("torch_workloads.py", args.threads)
+    if threads is None:
+        return 2
     if args.sgemm_peak:
         for t in threads:
             print(f"{t},{sgemm_peak(t) / 1e9:.1f}")
@@ -343,33 +294,17 @@ def main(argv=None):
     if args.graphs and device.type != "cuda":
         print("torch_workloads.py: --graphs needs --device cuda", file=sys.stderr)
         return 2
-    if args.steps < 1 or args.warmup < 0:
-        print("torch_workloads.py: --steps must be at least 1", file=sys.stderr)
+    cases = pc.parse_cases("torch_workloads.py", args)
+    if cases is None:
         return 2
-    cases = CASES if args.cases == "all" else tuple(c.strip() for c in args.cases.split(","))
-    for case in cases:
-        if case not in CASES:
-            print(f"torch_workloads.py: unknown case {case!r}; expected one of "
-                  + ", ".join(CASES), file=sys.stderr)
-            return 2
 
-    writer = None
+    writer = pc.Writer(args)
     precisions = ("fp32", "default") if args.both_tf32 else (args.precision,)
     for case, precision in ((c, p) for c in cases for p in precisions):
         args.precision = precision
         tried = [run_case(case, args, device, t)
                  for t in (threads if device.type == "cpu" else [0])]
-        best = max(tried, key=lambda r: r["steps_per_s_median"])
-        if args.format == "json":
-            print(json.dumps(best), flush=True)
-        else:
-            if writer is None:
-                writer = csv.DictWriter(sys.stdout, fieldnames=list(best.keys()),
-                                        lineterminator="\n")
-                if not args.no_header:
-                    writer.writeheader()
-            writer.writerow(best)
-            sys.stdout.flush()
+        writer.write(max(tried, key=lambda r: r["steps_per_s_median"]))
     return 0
 
 
