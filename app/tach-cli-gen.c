@@ -38,6 +38,8 @@ static const GenEntry options[] = {
   { "csv", "DIR", "Append every run to DIR/runs.csv and DIR/samples.csv "
                   "(explain: also DIR/explain.csv)." },
   { "tensorboard", "DIR", "Write every run as a TensorBoard event file under DIR, one folder per run." },
+  { "trace", "FILE", "run: write the run's timeline as Chrome Trace Event JSON (Perfetto UI, "
+                     "chrome://tracing): a process per rank, its steps and phases." },
   { "help", NULL, "Show the help." },
   { "version", NULL, "Show the version." },
 };
@@ -129,6 +131,7 @@ print_bash (void)
           "    --preset|--from|--to) COMPREPLY=($(compgen -W \"$(_tach_cli_presets)\" -- \"$cur\")); return ;;\n"
           "    --presets) COMPREPLY=($(compgen -W \"all $(_tach_cli_presets)\" -- \"$cur\")); return ;;\n"
           "    --csv|--tensorboard) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n"
+          "    --trace) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
           "    --rounds|--vary) return ;;\n",
           workloads->str);
   for (guint i = 0; i < n_knobs; i++)
@@ -212,7 +215,9 @@ print_man (void)
   printf (".SH NAME\ntach\\-cli \\- measure why the same deep\\-learning model runs at different speeds\n");
   printf (".SH SYNOPSIS\n"
           ".B tach\\-cli run\n\\fB\\-\\-workload\\fR \\fIW\\fR [\\fB\\-\\-preset\\fR \\fINAME\\fR] "
-          "[\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
+          "[\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR] "
+          "[\\fB\\-\\-trace\\fR \\fIFILE\\fR]\n.br\n"
+          ".B mpirun \\-np \\fIN\\fR tach\\-cli run\n...: \\fIN\\fR data\\-parallel ranks, \\fB\\-\\-batch\\fR per rank\n.br\n"
           ".B tach\\-cli sweep\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-presets\\fR \\fILIST\\fR|\\fBall\\fR "
           "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli explain\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-from\\fR \\fIA\\fR \\fB\\-\\-to\\fR \\fIB\\fR "

@@ -39,6 +39,7 @@ typedef struct {
   char   *from, *to;  /* owned: explain's sides (a preset or "k=v ..."), or NULL */
   guint   rounds;     /* explain's rounds */
   char   *tensorboard_dir; /* owned, or NULL */
+  char   *trace_path;      /* owned, or NULL: run's --trace FILE */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 

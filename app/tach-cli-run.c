@@ -39,6 +39,8 @@ tach_cli_session_clear (TachCliSession *session)
   g_clear_pointer (&session->csv, tach_csv_stream_free);
 }
 
+static gboolean tach_cli_run_state_is_final (TachRunState state);
+
 /* Main thread: writes the rows of the run in progress published so far,
  * once it has any.  An error is kept by the stream and reported when it is
  * committed: the run goes on. */
@@ -46,6 +48,11 @@ static void
 tach_cli_stream_csv (TachCliSession *session)
 {
   if (session->csv == NULL || session->run == NULL || tach_run_get_n_samples (session->run) == 0)
+    return;
+  /* A data-parallel run's rows wait for its end, when rank 0 has split
+   * every rank's communication into its exposed part and the imbalance. */
+  if (tach_run_get_config (session->run)->ranks > 1
+      && !tach_cli_run_state_is_final (tach_run_get_state (session->run)))
     return;
   tach_csv_stream_add_run (session->csv, session->run);
   tach_csv_stream_write (session->csv, NULL);
@@ -157,6 +164,14 @@ tach_cli_on_tick (gpointer user_data)
   if (session->run != NULL && tach_cli_run_state_is_final (tach_run_get_state (session->run)))
     g_main_loop_quit (session->loop);
 
+  return G_SOURCE_CONTINUE;
+}
+
+/* Main thread: mpirun ends the job (see tach_ranks_abandon). */
+static gboolean
+tach_cli_on_sigterm (gpointer user_data)
+{
+  tach_ranks_abandon ();
   return G_SOURCE_CONTINUE;
 }
 
@@ -314,6 +329,16 @@ tach_cli_print_summary (TachRun *run)
                       s.loss_window_steps), t.first, t.final, s.loss_window_steps);
   printf (_("  phases       feed %s  compute %s  sync %s  host %s\n"),
           t.feed, t.compute, t.sync, t.host);
+  if (!isnan (s.comm_share))
+    {
+      printf (_("  ranks        %u, mean shares of the step: exposed communication %.1f%%"
+                "  packing %.1f%%  imbalance %.1f%%\n"),
+              config->ranks, 100.0 * s.comm_share, 100.0 * s.pack_share,
+              100.0 * s.imbalance_share);
+      if (!isnan (s.slowest_rank))
+        printf (_("               slowest rank %.0f, its compute %.1f%% above the quickest's\n"),
+                s.slowest_rank, 100.0 * s.rank_compute_spread);
+    }
   if (!isnan (s.achieved_flops) && s.achieved_flops > 0)
     {
       printf (_("  compute      %.1f GFLOP/s, %s of device peak\n"), s.achieved_flops / 1e9, t.peak);
@@ -493,11 +518,12 @@ int
 tach_cli_command_run (const TachCliOptions *options)
 {
   TachConfig config = { 0 };
+  TachCliOptions quiet;
   TachCliSession session;
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   g_autoptr(TachRun) run = NULL;
-  guint sigint_id;
+  guint sigint_id, sigterm_id = 0;
   int status = TACH_CLI_EXIT_OK;
 
   if (!tach_cli_build_config (options, options->preset, &config, &error))
@@ -505,6 +531,29 @@ tach_cli_command_run (const TachCliOptions *options)
       tach_cli_usage_error ("%s", error->message);
       tach_config_clear (&config);
       return tach_cli_exit_code_for_error (error);
+    }
+  /* Under mpirun: the job's ranks, the same settings on every rank (rank
+   * 0 names a difference), and the outputs rank 0's alone, since it holds
+   * every rank's figures once the run has ended. */
+  if (tach_ranks_world_size () > 1)
+    {
+      if (config.ranks == 1)
+        config.ranks = tach_ranks_world_size ();
+      if (!tach_ranks_check_world_config (&config, &error))
+        {
+          if (tach_ranks_world_rank () == 0)
+            tach_cli_usage_error ("%s", error->message);
+          tach_config_clear (&config);
+          return TACH_CLI_EXIT_USAGE;
+        }
+      if (tach_ranks_world_rank () != 0)
+        {
+          quiet = *options;
+          quiet.csv_dir = NULL;
+          quiet.tensorboard_dir = NULL;
+          quiet.trace_path = NULL;
+          options = &quiet;
+        }
     }
   if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
     {
@@ -517,9 +566,16 @@ tach_cli_command_run (const TachCliOptions *options)
   /* Before the folder is opened: a Ctrl-C while the folder's rows are
    * copied stops the run as it starts, instead of killing the command. */
   sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
+  /* Under mpirun, a rank that exits or is killed makes mpirun end the
+   * others (SIGTERM, then SIGKILL a second later): rank 0 gives up its
+   * waits at once and writes the rows it has meanwhile. */
+  if (tach_ranks_world_size () > 1)
+    sigterm_id = g_unix_signal_add (SIGTERM, tach_cli_on_sigterm, NULL);
   if (!tach_cli_session_open_csv (&session, options->csv_dir))
     {
       g_source_remove (sigint_id);
+      if (sigterm_id != 0)
+        g_source_remove (sigterm_id);
       tach_cli_session_clear (&session);
       tach_config_clear (&config);
       return TACH_CLI_EXIT_FAILURE;
@@ -562,9 +618,21 @@ tach_cli_command_run (const TachCliOptions *options)
         }
       if (tach_cli_run_has_results (run))
         g_ptr_array_add (runs, tach_run_ref (run));
+      if (options->trace_path != NULL && tach_cli_run_has_results (run))
+        {
+          g_autoptr(GError) trace_error = NULL;
+
+          if (!tach_run_write_trace (run, options->trace_path, &trace_error))
+            {
+              fprintf (stderr, "tach-cli: %s\n", trace_error->message);
+              status = MAX (status, TACH_CLI_EXIT_FAILURE);
+            }
+        }
     }
 
   status = tach_cli_session_finish (options, &session, sigint_id, runs, status);
+  if (sigterm_id != 0)
+    g_source_remove (sigterm_id);
   tach_config_clear (&config);
   return status;
 }

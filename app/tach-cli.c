@@ -37,6 +37,7 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->from, g_free);
   g_clear_pointer (&options->to, g_free);
   g_clear_pointer (&options->tensorboard_dir, g_free);
+  g_clear_pointer (&options->trace_path, g_free);
   g_clear_pointer (&options->knobs, g_array_unref);
 }
 
@@ -157,7 +158,8 @@ tach_cli_print_help (void)
                             tach_workload_to_string ((TachWorkload) w));
 
   g_string_append (out, _("Usage:\n"));
-  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
+  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR] [--trace FILE]\n"));
+  g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
                           "                   [--KNOB VALUE]... [--rounds N] [--csv DIR]\n"));
@@ -194,6 +196,9 @@ tach_cli_print_help (void)
                          _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
   tach_cli_print_option (out, "--tensorboard DIR",
                          _("Write every run as a TensorBoard event file under DIR"));
+  tach_cli_print_option (out, "--trace FILE",
+                         _("run: write the run's timeline as Chrome Trace Event JSON (Perfetto UI,"
+                           " chrome://tracing): a process per rank, its steps and phases"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -369,7 +374,7 @@ tach_cli_parse_options (const char     *command,
           !g_str_equal (name, "presets") && !g_str_equal (name, "vary") &&
           !g_str_equal (name, "csv") &&
           !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
-          !g_str_equal (name, "tensorboard"))
+          !g_str_equal (name, "tensorboard") && !g_str_equal (name, "trace"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
           return FALSE;
@@ -446,6 +451,15 @@ tach_cli_parse_options (const char     *command,
             }
           tach_cli_set_str (&options->csv_dir, value);
         }
+      else if (g_str_equal (name, "trace"))
+        {
+          if (*value == '\0' || !g_str_equal (command, "run"))
+            {
+              tach_cli_usage_error (_("option '--trace' needs a file, and belongs to 'run'"));
+              return FALSE;
+            }
+          tach_cli_set_str (&options->trace_path, value);
+        }
       else if (g_str_equal (name, "tensorboard"))
         {
           if (*value == '\0')
@@ -501,6 +515,20 @@ main (int argc, char **argv)
   setlocale (LC_NUMERIC, "C");
   tach_i18n_init ();
   g_set_prgname ("tach-cli");
+
+  /* Started by mpirun: join the job before any thread starts.  Only rank
+   * 0 speaks on stdout; every rank's errors reach stderr. */
+  {
+    g_autoptr(GError) error = NULL;
+
+    if (!tach_ranks_init (&argc, &argv, &error))
+      {
+        fprintf (stderr, "tach-cli: %s\n", error->message);
+        return TACH_CLI_EXIT_USAGE;
+      }
+    if (tach_ranks_world_rank () != 0 && freopen ("/dev/null", "w", stdout) == NULL)
+      return TACH_CLI_EXIT_FAILURE;
+  }
 
   if (argc < 2)
     {
@@ -559,6 +587,13 @@ main (int argc, char **argv)
     status = TACH_CLI_EXIT_USAGE;
   else if (exit_early)
     status = TACH_CLI_EXIT_OK;
+  else if (tach_ranks_world_size () > 1 && !g_str_equal (command, "run"))
+    {
+      /* Said by rank 0 alone, not once per rank. */
+      if (tach_ranks_world_rank () == 0)
+        tach_cli_usage_error (_("'%s' runs in one process: under mpirun, use 'run'"), command);
+      status = TACH_CLI_EXIT_USAGE;
+    }
   else if (g_str_equal (command, "run"))
     status = tach_cli_command_run (&options);
   else if (g_str_equal (command, "explain"))
@@ -568,5 +603,6 @@ main (int argc, char **argv)
                                   : tach_cli_command_sweep (&options);
 
   tach_cli_options_clear (&options);
+  tach_ranks_finish (status);
   return status;
 }

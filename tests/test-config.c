@@ -114,7 +114,8 @@ test_knob_table (void)
         g_assert_cmpuint (k->min, <=, k->max);
       /* Only the modes that change the numbers say so. */
       g_assert_true (k->changes_results
-                     == (k->id == TACH_KNOB_LAYOUT || k->id == TACH_KNOB_PRECISION));
+                     == (k->id == TACH_KNOB_LAYOUT || k->id == TACH_KNOB_PRECISION
+                         || k->id == TACH_KNOB_GRAD_COMPRESS));
       g_assert_true (k->is_mode == (k->group == TACH_KNOB_GROUP_MODE));
       g_assert_true (!k->is_shape || k->group == TACH_KNOB_GROUP_MODEL);
       if (k->is_mode)

@@ -190,6 +190,8 @@ make_samples (guint n, Kind kind, guint32 seed)
       s.accuracy = kind == KIND_GPU ? (float) g_rand_double (rand) : NAN;
       s.device_step_ms = kind == KIND_GPU && i > 0 ? step * 0.9 : NAN;
       s.api_calls = kind == KIND_GPU ? (double) g_rand_int_range (rand, 40, 44) : NAN;
+      /* One process: no ranks to communicate with. */
+      s.comm_ms = s.pack_ms = s.imbalance_ms = NAN;
       g_array_append_val (samples, s);
     }
   return samples;

@@ -6,7 +6,8 @@ set -eu
 packages="build-essential pkg-config meson ninja-build libglib2.0-dev
   libgtk-4-dev libadwaita-1-dev libdnnl-dev dataset-fashion-mnist
   gettext desktop-file-utils appstream xvfb xauth imagemagick
-  fonts-wqy-microhei locales clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev"
+  fonts-wqy-microhei locales clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev
+  openmpi-bin libopenmpi-dev"
 
 missing=""
 for p in $packages; do

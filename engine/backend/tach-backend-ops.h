@@ -290,6 +290,26 @@ struct _TachBackendOps {
   void (*sgd)  (TachBackend *be, float *param, const float *grad, size_t n, float lr);
 };
 
+/* Data-parallel gradient synchronisation: what the runner's reducer
+ * (engine/run/tach-ranks.h) hooks into a backend, so that the models'
+ * flat parameter buffer (models/tach-model-util.h) reaches it.  @grad is
+ * the flat gradient buffer (backend memory). */
+typedef struct _TachGradSyncHook TachGradSyncHook;
+struct _TachGradSyncHook {
+  /* Once, as the parameters are allocated: the trainable tensors' offsets
+   * and counts (floats) in the flat buffer, in the order the model
+   * declared them, and the trainable prefix's length. */
+  void (*layout) (TachGradSyncHook *hook, const size_t *offsets, const size_t *counts,
+                  guint n, size_t trainable);
+  /* Backward has written tensor @index's gradient: its bucket may start,
+   * and the ones in flight move on (called between layers). */
+  void (*ready)  (TachGradSyncHook *hook, float *grad, guint index);
+  /* Before the optimizer: every gradient averaged over the ranks.
+   * @params (@total floats) for the check at the end.  Failures become
+   * the backend's sticky error. */
+  void (*reduce) (TachGradSyncHook *hook, float *grad, const float *params, size_t total);
+};
+
 struct _TachBackend {
   const TachBackendOps *ops;
   TachDeviceInfo       *device;   /* owned */
@@ -319,6 +339,13 @@ struct _TachBackend {
    * The runner reports the calls of each step, its own included. */
   gboolean              counts_api_calls;
   guint64               api_calls;
+  /* Data parallel: this process is rank @rank of @ranks (0 of 1 alone);
+   * the feeder hands it its shard of each global batch.  @grad_sync
+   * (borrowed, NULL alone) averages the gradients.  Set by the runner
+   * before the model is created. */
+  guint                 rank;
+  guint                 ranks;
+  TachGradSyncHook     *grad_sync;
 };
 
 /* @counter plus the step offset, for a backend whose ops run on the host

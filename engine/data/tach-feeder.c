@@ -6,7 +6,11 @@
  * float32 values whatever the mode: the mode changes speed, not math.
  *
  * Batch i covers samples (i mod n_batches) * batch .. + batch, which are
- * contiguous, so a batch is one slice of each host array.
+ * contiguous, so a batch is one slice of each host array.  With
+ * data-parallel ranks (TachBackend.ranks) a step's global batch is the
+ * ranks' batches side by side and rank r takes the r-th: step i of rank r
+ * reads sub-batch (i mod G) * ranks + r, G the global batches the dataset
+ * holds, so N ranks at batch B read what one process reads at batch N B.
  *
  * Prefetch double-buffers on the device.  Slot k has a device batch dev[k]
  * and its pinned source pinned[k].  When the model asks for batch i (in
@@ -38,7 +42,8 @@ struct _TachFeeder {
   TachDataset  ds;
   TachFeed     feed;
   guint        batch;
-  guint64      n_batches;
+  guint64      n_batches;      /* of @batch samples: global batches x ranks */
+  guint        rank, ranks;    /* this rank's shard of each global batch */
   size_t       x_batch_bytes;  /* as float32/int32 */
   size_t       y_batch_bytes;
 
@@ -143,14 +148,24 @@ tach_feeder_memory_needs (const TachDataset *dataset, TachFeed feed, guint batch
 guint64
 tach_feeder_batches_per_epoch (TachFeeder *feeder)
 {
-  return feeder->n_batches;
+  return feeder->n_batches / feeder->ranks;
+}
+
+/* The first sample of step @index's batch: this rank's shard of the
+ * step's global batch. */
+static guint64
+batch_first (TachFeeder *feeder, guint64 index)
+{
+  guint64 global = feeder->n_batches / feeder->ranks;
+
+  return ((index % global) * feeder->ranks + feeder->rank) * feeder->batch;
 }
 
 /* Copies batch @index's slice of the host arrays into @x and @y. */
 static void
 copy_batch (TachFeeder *feeder, guint64 index, void *x, void *y)
 {
-  guint64 first = (index % feeder->n_batches) * feeder->batch;
+  guint64 first = batch_first (feeder, index);
 
   memcpy (x, (const char *) feeder->host_x + first * feeder->ds.x_elems * elem_bytes (),
           feeder->x_batch_bytes);
@@ -372,14 +387,20 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
                      "token ids: use {feed=host-f32}"));
       return NULL;
     }
-  if (batch == 0 || dataset->n_samples < batch)
+  if (batch == 0 || dataset->n_samples < (guint64) batch * MAX (be->ranks, 1))
     {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   W_("the dataset has %" PRIu64 " samples, less than one batch of %u: "
-                     "raise {samples} or lower {batch}"), dataset->n_samples, batch);
+      if (be->ranks > 1)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                     W_("the dataset has %" PRIu64 " samples, less than one global batch of"
+                        " %u ranks x %u: raise {samples} or lower {batch}"),
+                     dataset->n_samples, be->ranks, batch);
+      else
+        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                     W_("the dataset has %" PRIu64 " samples, less than one batch of %u: "
+                       "raise {samples} or lower {batch}"), dataset->n_samples, batch);
       {
         g_autofree char *samples = g_strdup_printf ("%" PRIu64, (guint64) dataset->n_samples);
-        g_autofree char *one_batch = g_strdup_printf ("%u", batch);
+        g_autofree char *one_batch = g_strdup_printf ("%u", batch * MAX (be->ranks, 1));
 
         /* The fix: a dataset of one batch. */
         tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES,
@@ -393,7 +414,9 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
   feeder->ds = *dataset;
   feeder->feed = feed;
   feeder->batch = batch;
-  feeder->n_batches = dataset->n_samples / batch;
+  feeder->rank = be->rank;
+  feeder->ranks = MAX (be->ranks, 1);
+  feeder->n_batches = dataset->n_samples / ((guint64) batch * feeder->ranks) * feeder->ranks;
   feeder->x_batch_bytes = (size_t) batch * dataset->x_elems * elem_bytes ();
   feeder->y_batch_bytes = (size_t) batch * dataset->y_elems * elem_bytes ();
   for (guint i = 0; i < 2; i++)
@@ -562,8 +585,7 @@ tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void 
                   double *feed_ms, GError **error)
 {
   gint64 t0 = g_get_monotonic_time ();
-  guint64 b = index % feeder->n_batches;
-  guint64 first = b * feeder->batch;
+  guint64 first = batch_first (feeder, index);
   const void *dx = NULL, *dy = NULL;
 
   if (!take_backend_error (feeder, error))

@@ -333,6 +333,7 @@ tach_backend_open (const TachDeviceInfo *device, guint threads, TachPrecision pr
       return NULL;
     }
   be->caps = extra != NULL ? provider->caps : row->caps;
+  be->ranks = 1;
   /* The registry's description is the one users see; a constructor that
    * left the field empty gets it. */
   if (be->device == NULL)

@@ -273,10 +273,13 @@ bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
   tach_dense_backward (be, self->pooled, w_dense, self->dlogits, self->dpooled,
                        tach_params_grad (p, self->p_dense_w),
                        tach_params_grad (p, self->p_dense_b), n, self->features, 1, 0.0f);
+  tach_params_grad_ready (p, self->p_dense_b);
+  tach_params_grad_ready (p, self->p_dense_w);
   tach_op (be, max_over_time_bwd, self->dpooled, self->argmax, self->dy, n, self->T,
            self->features);
   tach_lstm_stack_backward (self->lstm, x, w_lstm, self->y, self->dy, NULL,
                             tach_params_grad (p, self->p_lstm));
+  tach_params_grad_ready (p, self->p_lstm);
   tach_params_update (p);
 
   return tach_backend_take_error (be, error);

@@ -386,6 +386,8 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
   tach_dense_backward (be, self->d1, tach_params_data (p, self->p_d2w), self->dlogits, self->dd1,
                        tach_params_grad (p, self->p_d2w), tach_params_grad (p, self->p_d2b),
                        self->batch, self->dense, CNN_CLASSES, 0.0f);
+  tach_params_grad_ready (p, self->p_d2b);
+  tach_params_grad_ready (p, self->p_d2w);
   tach_op (be, dropout_bwd, self->dd1, self->dd1, n * self->dense, CNN_DROPOUT, self->seed,
            TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step));
   tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * self->dense);
@@ -395,15 +397,21 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
                             self->dd1, dfeat, tach_params_grad (p, self->p_d1w),
                             tach_params_grad (p, self->p_d1b), self->batch, self->features,
                             self->dense, 0.0f);
+  tach_params_grad_ready (p, self->p_d1b);
+  tach_params_grad_ready (p, self->p_d1w);
   if (self->head == TACH_HEAD_GAP)
     tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, self->k2, self->h4 * self->w4);
   tach_conv_block_backward (be, self->conv2, &self->block2, self->p1,
                             tach_params_data (p, self->p_c2w), self->y2, self->idx2, self->dp2,
                             self->dy2, self->dp1, tach_params_grad (p, self->p_c2w),
                             tach_params_grad (p, self->p_c2b));
+  tach_params_grad_ready (p, self->p_c2b);
+  tach_params_grad_ready (p, self->p_c2w);
   tach_conv_block_backward (be, self->conv1, &self->block1, xv, tach_params_data (p, self->p_c1w),
                             self->y1, self->idx1, self->dp1, self->dy1, NULL,
                             tach_params_grad (p, self->p_c1w), tach_params_grad (p, self->p_c1b));
+  tach_params_grad_ready (p, self->p_c1b);
+  tach_params_grad_ready (p, self->p_c1w);
   tach_params_update (p);
 
   return tach_backend_take_error (be, error);

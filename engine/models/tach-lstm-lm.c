@@ -480,8 +480,11 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
   tach_op (be, gemm, FALSE, FALSE, n, self->hidden, LM_VOCAB, 1.0f, self->dlogits, LM_VOCAB,
            tach_params_data (p, self->p_dense_w), self->hidden, 0.0f, h_last_grad,
            self->context * self->hidden);
+  tach_params_grad_ready (p, self->p_dense_b);
+  tach_params_grad_ready (p, self->p_dense_w);
   tach_lstm_stack_backward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y,
                             self->dy, NULL, tach_params_grad (p, self->p_lstm));
+  tach_params_grad_ready (p, self->p_lstm);
   tach_params_update (p);
   return tach_backend_take_error (be, error);
 }

@@ -16,6 +16,7 @@ typedef struct {
   size_t   count;
   gboolean trainable;
   size_t   align;       /* bytes the slice's start is aligned to */
+  guint    sync_index;  /* among the trainable slices, for TachBackend.grad_sync */
 } TachParamSlice;
 
 struct _TachParams {
@@ -136,6 +137,29 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
   if (!tach_backend_take_error (be, error))
     return FALSE;
 
+  if (be->grad_sync != NULL)
+    {
+      /* The trainable slices, in the order they were declared, for the
+       * ranks' gradient buckets. */
+      g_autofree size_t *offsets = g_new0 (size_t, MAX (params->slices->len, 1));
+      g_autofree size_t *counts = g_new0 (size_t, MAX (params->slices->len, 1));
+      guint n = 0;
+
+      for (guint i = 0; i < params->slices->len; i++)
+        {
+          TachParamSlice *slice = slice_at (params, i);
+
+          if (!slice->trainable)
+            continue;
+          slice->sync_index = n;
+          offsets[n] = slice->offset;
+          counts[n++] = slice->count;
+        }
+      be->grad_sync->layout (be->grad_sync, offsets, counts, n, params->trainable);
+      if (!tach_backend_take_error (be, error))
+        return FALSE;
+    }
+
   params->host = g_try_malloc0 (MAX (params->total, 1) * sizeof (float));
   if (params->host == NULL)
     {
@@ -235,12 +259,24 @@ tach_params_zero_grad (TachParams *params)
 }
 
 void
+tach_params_grad_ready (TachParams *params, guint index)
+{
+  TachBackend *be = params->be;
+  TachParamSlice *slice = slice_at (params, index);
+
+  if (be->grad_sync != NULL && slice != NULL && slice->trainable)
+    be->grad_sync->ready (be->grad_sync, params->grad, slice->sync_index);
+}
+
+void
 tach_params_update (TachParams *params)
 {
   TachBackend *be = params->be;
 
   if (params->trainable == 0)
     return;
+  if (be->grad_sync != NULL)
+    be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
   if (params->optimizer == TACH_OPTIMIZER_SGD)
     tach_op (be, sgd, params->data, params->grad, params->trainable, params->lr);
   else

@@ -81,7 +81,13 @@ guint64       tach_params_device_bytes (size_t total, size_t trainable);
  * resolves config->lr == 0 to its workload's default). */
 void          tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double lr);
 void          tach_params_zero_grad (TachParams *params);
-/* One optimizer step over the trainable prefix: Adam (TACH_ADAM_*; its step
+/* Backward has written slice @index's gradient (and will not touch it
+ * again this step): with data-parallel ranks, its bucket's all-reduce may
+ * start while backward goes on (grad-sync=overlap).  Models call it as
+ * each layer's backward ends; nothing happens in a process of its own. */
+void          tach_params_grad_ready (TachParams *params, guint index);
+/* One optimizer step over the trainable prefix, after the ranks' gradients
+ * are averaged (TachBackend.grad_sync): Adam (TACH_ADAM_*; its step
  * count lives on the device) or plain SGD. */
 void          tach_params_update (TachParams *params);
 void          tach_params_free (TachParams *params);

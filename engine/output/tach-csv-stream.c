@@ -329,6 +329,7 @@ typedef struct {
   TachRun *run;      /* owned */
   char    *run_id;   /* owned */
   guint    written;  /* samples written as rows */
+  gboolean ranks_written;  /* the other ranks' rows, once the run ended */
 } StreamRun;
 
 struct _TachCsvStream {
@@ -460,6 +461,54 @@ stream_failed (TachCsvStream *stream, GError **error)
   return FALSE;
 }
 
+/* Writes the samples in stream->piece as rows of @r and empties it;
+ * returns how many it wrote, or -1 when the stream failed. */
+static gint
+write_piece (TachCsvStream *stream, StreamRun *r, GError **error)
+{
+  guint n = stream->piece->len;
+
+  for (guint i = 0; i < n; i++)
+    {
+      tach_csv_add_sample_row (stream->samples.buf, r->run_id,
+                               &g_array_index (stream->piece, TachSample, i));
+      /* On an error the temporary file is gone: the stream has failed,
+       * and the folder stays as it was. */
+      if (!temp_maybe_flush (&stream->samples, &stream->error))
+        {
+          g_array_set_size (stream->piece, 0);
+          g_propagate_error (error, g_error_copy (stream->error));
+          return -1;
+        }
+    }
+  g_array_set_size (stream->piece, 0);
+  return (gint) n;
+}
+
+/* Data parallel: once the run has ended, the other ranks' rows (rank 0's
+ * are the run's own, written as they come). */
+static gboolean
+write_rank_rows (TachCsvStream *stream, StreamRun *r, GError **error)
+{
+  TachRunState state = tach_run_get_state (r->run);
+  guint n_ranks;
+
+  if (state == TACH_RUN_STATE_RUNNING || state == TACH_RUN_STATE_READY)
+    return TRUE;
+  r->ranks_written = TRUE;
+  n_ranks = tach_run_get_n_ranks (r->run);
+  for (guint rank = 1; rank < n_ranks; rank++)
+    for (guint from = 0; tach_run_copy_rank_samples (r->run, rank, from, PIECE, stream->piece) > 0;)
+      {
+        gint n = write_piece (stream, r, error);
+
+        if (n < 0)
+          return FALSE;
+        from += (guint) n;
+      }
+  return TRUE;
+}
+
 gboolean
 tach_csv_stream_write (TachCsvStream *stream, GError **error)
 {
@@ -473,22 +522,14 @@ tach_csv_stream_write (TachCsvStream *stream, GError **error)
 
       while (tach_run_copy_samples (r->run, r->written, PIECE, stream->piece) > 0)
         {
-          for (guint i = 0; i < stream->piece->len; i++)
-            {
-              tach_csv_add_sample_row (stream->samples.buf, r->run_id,
-                                       &g_array_index (stream->piece, TachSample, i));
-              /* On an error the temporary file is gone: the stream has
-               * failed, and the folder stays as it was. */
-              if (!temp_maybe_flush (&stream->samples, &stream->error))
-                {
-                  g_array_set_size (stream->piece, 0);
-                  g_propagate_error (error, g_error_copy (stream->error));
-                  return FALSE;
-                }
-            }
-          r->written += stream->piece->len;
-          g_array_set_size (stream->piece, 0);
+          gint n = write_piece (stream, r, error);
+
+          if (n < 0)
+            return FALSE;
+          r->written += (guint) n;
         }
+      if (!r->ranks_written && !write_rank_rows (stream, r, error))
+        return FALSE;
     }
   return TRUE;
 }

@@ -22,7 +22,8 @@
 
 static const char *const samples_header[] = {
   "run_id", "step", "warmup", "wall_s", "step_ms", "feed_ms", "compute_ms", "sync_ms",
-  "host_ms", "loss", "accuracy", "device_step_ms", "api_calls", NULL
+  "host_ms", "loss", "accuracy", "device_step_ms", "api_calls", "rank", "comm_ms", "pack_ms",
+  "imbalance_ms", NULL
 };
 
 /* Columns of runs.csv after the knobs. */
@@ -32,7 +33,9 @@ static const char *const runs_tail[] = {
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
-  "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step", "varied", "varied_value",
+  "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step",
+  "comm_share", "pack_share", "imbalance_share", "slowest_rank", "rank_compute_spread",
+  "varied", "varied_value",
   NULL
 };
 
@@ -227,6 +230,11 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.e2e_steps_per_s);
   add_field (row, algorithms);
   add_double (row, s.api_calls_per_step);
+  add_double (row, s.comm_share);
+  add_double (row, s.pack_share);
+  add_double (row, s.imbalance_share);
+  add_double (row, s.slowest_rank);
+  add_double (row, s.rank_compute_spread);
   add_field (row, tach_run_get_varied (run));
   add_field (row, varied_value);
   end_row (row);
@@ -250,6 +258,10 @@ add_sample_row (GString *row, const char *run_id, const TachSample *s)
   add_double (row, s->accuracy);
   add_double (row, s->device_step_ms);
   add_double (row, s->api_calls);
+  add_uint (row, s->rank);
+  add_double (row, s->comm_ms);
+  add_double (row, s->pack_ms);
+  add_double (row, s->imbalance_ms);
   end_row (row);
 }
 

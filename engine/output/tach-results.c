@@ -314,6 +314,11 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "wall_s", G_STRUCT_OFFSET (TachSummary, wall_s), 1 },
     { "e2e_steps_per_s", G_STRUCT_OFFSET (TachSummary, e2e_steps_per_s), 1 },
     { "api_calls_per_step", G_STRUCT_OFFSET (TachSummary, api_calls_per_step), 1 },
+    { "comm_share", G_STRUCT_OFFSET (TachSummary, comm_share), 1 },
+    { "pack_share", G_STRUCT_OFFSET (TachSummary, pack_share), 1 },
+    { "imbalance_share", G_STRUCT_OFFSET (TachSummary, imbalance_share), 1 },
+    { "slowest_rank", G_STRUCT_OFFSET (TachSummary, slowest_rank), 1 },
+    { "rank_compute_spread", G_STRUCT_OFFSET (TachSummary, rank_compute_spread), 1 },
   };
 
   memset (s, 0, sizeof *s);
@@ -534,7 +539,12 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
     { "accuracy", G_STRUCT_OFFSET (TachSample, accuracy) },
     { "device_step_ms", G_STRUCT_OFFSET (TachSample, device_step_ms) },
     { "api_calls", G_STRUCT_OFFSET (TachSample, api_calls) },
+    { "comm_ms", G_STRUCT_OFFSET (TachSample, comm_ms) },
+    { "pack_ms", G_STRUCT_OFFSET (TachSample, pack_ms) },
+    { "imbalance_ms", G_STRUCT_OFFSET (TachSample, imbalance_ms) },
   };
+  const char *rank = field (columns, fields, "rank");
+  guint64 rank_value = 0;
   const char *step = field (columns, fields, "step");
   const char *warmup = field (columns, fields, "warmup");
 
@@ -544,6 +554,13 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
       return FALSE;
     }
   s->warmup = g_strcmp0 (warmup, "1") == 0;
+  /* Files from before data-parallel runs have no rank: rank 0's. */
+  if (rank != NULL && *rank != '\0' && (!parse_uint64 (rank, &rank_value) || rank_value > 65535))
+    {
+      *bad = "rank";
+      return FALSE;
+    }
+  s->rank = (guint) rank_value;
   for (guint i = 0; i < G_N_ELEMENTS (times); i++)
     if (!parse_double (field (columns, fields, times[i].name),
                        &G_STRUCT_MEMBER (double, s, times[i].offset)))
@@ -552,6 +569,22 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
         return FALSE;
       }
   return TRUE;
+}
+
+/* Rank @rank's store of @run (not 0), made as the rows need it. */
+static TachSampleStore *
+rank_store (TachRun *run, guint rank)
+{
+  if (run->rank_samples == NULL)
+    run->rank_samples = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_sample_store_free);
+  while (run->rank_samples->len < rank)
+    {
+      TachSampleStore *store = tach_sample_store_new ();
+
+      tach_sample_store_set_rank (store, run->rank_samples->len + 1);
+      g_ptr_array_add (run->rank_samples, store);
+    }
+  return run->rank_samples->pdata[rank - 1];
 }
 
 /* The rows of samples.csv (@b open on it, @path) into the runs of @by_id. */
@@ -620,7 +653,10 @@ load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *pro
           add_problem (problems, path, line, msg);
           continue;
         }
-      tach_sample_store_append (run->samples, &s);
+      if (s.rank == 0)
+        tach_sample_store_append (run->samples, &s);
+      else
+        tach_sample_store_append (rank_store (run, s.rank), &s);
     }
 }
 

@@ -9,6 +9,7 @@
 #pragma once
 
 #include "tach-model.h"
+#include "tach-ranks.h"
 #include "tach-run-private.h"
 #include "tach-run-timing.h"
 #include "tach-sample-store.h"
@@ -20,7 +21,7 @@ G_BEGIN_DECLS
 
 /* A step executed but not yet read back, kept in the widths the sample
  * store keeps (floats; wall_s a double, as the store checks chunks against
- * it): 40 bytes, not a 96-byte TachSample and its marks.  The step number
+ * it): 40 bytes, not a 120-byte TachSample and its marks.  The step number
  * is the first pending step's plus the index (pending steps are
  * consecutive), warm-up follows from the step, the events' slots from the
  * step number (tach_step_marks_for), whether the device times were read
@@ -75,6 +76,14 @@ typedef struct {
   uint64_t             *step_offset;   /* device: steps since capture_step */
   float                *loss_fixed;    /* device: the captured step's slots */
   float                *acc_fixed;
+
+  /* Data parallel: the gradients' reducer (NULL alone), and each step's
+   * figures from it (TachGradStepStats, indexed by step: comm and pack
+   * for the samples, the arrival for the imbalance worked out across
+   * ranks at the end).  Beside the pending records, which a run of one
+   * process keeps as small as before. */
+  TachGradReducer      *reducer;
+  GArray               *rank_steps;
 } TachRunEngine;
 
 /* TachRunEngine thread: schedules a notification unless one is pending. */
@@ -94,5 +103,9 @@ gboolean tach_engine_sync               (TachRunEngine *e, double *sync_ms);
 void     tach_engine_publish            (TachRunEngine *e, double last_sync_ms);
 /* After a failure: publishes the steps that ended before it. */
 void     tach_engine_publish_ended      (TachRunEngine *e);
+/* Data parallel, after the last step (run/tach-run-ranks.c): gathers every
+ * rank's samples on rank 0, splits each step's communication into the
+ * exposed part and the imbalance, and keeps them in the run.  Collective. */
+gboolean tach_engine_gather_ranks       (TachRunEngine *e, GError **error);
 
 G_END_DECLS

@@ -96,7 +96,19 @@ engine_sample (const TachRunEngine *e, guint i, double sync_ms, TachSample *out)
     .accuracy = p->accuracy,
     .device_step_ms = timed ? p->device_step_ms : NAN,
     .api_calls = p->api_calls,
+    .comm_ms = NAN,
+    .pack_ms = NAN,
+    .imbalance_ms = NAN,
+    .rank = e->be != NULL ? e->be->rank : 0,
   };
+  if (e->rank_steps != NULL && step < e->rank_steps->len)
+    {
+      const TachGradStepStats *st = &g_array_index (e->rank_steps, TachGradStepStats, step);
+
+      /* The polls between layers are communication the step paid for. */
+      out->comm_ms = st->comm_ms + st->poll_ms;
+      out->pack_ms = st->pack_ms;
+    }
 }
 
 /* Between steps (every pending step has ended): moves the timed pending

@@ -20,6 +20,12 @@ typedef struct {
 } TachRunRecord;
 
 void  tach_run_record_free (TachRunRecord *record);
+/* The samples of rank @rank (0: the run's own), or NULL; under the run's
+ * lock. */
+TachSampleStore *tach_run_rank_samples (TachRun *run, guint rank);
+/* Data parallel: folds the other ranks' figures into @summary, rank 0's
+ * (tach-engine.h's TachSummary says which); under the run's lock. */
+void             tach_run_summarise_ranks (TachRun *run, TachSummary *summary);
 /* The next process-wide run number (tach_run_get_id). */
 guint tach_run_next_id (void);
 
@@ -33,6 +39,9 @@ struct _TachRun {
   GMutex         lock;
   GCond          cond;            /* signalled when the state leaves RUNNING */
   TachSampleStore *samples;       /* under lock */
+  /* Data parallel, on rank 0 once the run has ended: the other ranks'
+   * samples (TachSampleStore, ranks 1..), gathered; NULL otherwise. */
+  GPtrArray     *rank_samples;    /* under lock */
   guint          drained;         /* samples[0..drained) were drained */
   TachRunState   state;           /* under lock */
   GError        *error;           /* under lock; set once before FAILED */

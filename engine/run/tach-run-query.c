@@ -118,6 +118,7 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
                               run->device->peak_flops, summary);
   summary->peak_memory_bytes = run->peak_memory;
   summary->test_accuracy = run->test_accuracy;
+  tach_run_summarise_ranks (run, summary);
   g_mutex_unlock (&run->lock);
   if (run->config.task == TACH_TASK_GENERATE)
     summary->items_unit = "tokens/s";

@@ -61,6 +61,41 @@ tach_run_next_id (void)
   return (guint) g_atomic_int_add (&next_run_id, 1) + 1;
 }
 
+/* Data parallel: @config's ranks are the job's, and the device's backend
+ * hands the reducer host memory (the CPU's).  NCCL, for CUDA devices, is
+ * not built yet. */
+static gboolean
+check_ranks (const TachConfig *config, const TachDeviceInfo *device, GError **error)
+{
+  guint world = tach_ranks_world_size ();
+  g_autofree char *ranks = g_strdup_printf ("%u", config->ranks);
+  g_autofree char *fix = g_strdup_printf ("%u", world);
+
+  if (config->ranks != world)
+    {
+      if (world == 1)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                     W_("{ranks=%u} but this process runs alone: start it as"
+                        " mpirun -np %u tach-cli run ..., or use {ranks=1}"),
+                     config->ranks, config->ranks);
+      else
+        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                     W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, or"
+                        " start mpirun -np %u"), config->ranks, world, config->ranks);
+      tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
+      return FALSE;
+    }
+  if (world > 1 && device->kind != TACH_DEVICE_KIND_CPU)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("data-parallel ranks on %s need NCCL, which this engine does not use"
+                      " yet: use {device=cpu}"), device->id);
+      tach_error_add_hint (error, TACH_KNOB_DEVICE, device->id, TACH_KNOB_DEVICE, "cpu", NULL);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 TachRun *
 tach_run_new (const TachConfig *config, GError **error)
 {
@@ -73,6 +108,8 @@ tach_run_new (const TachConfig *config, GError **error)
   if (device == NULL)
     return NULL;
   if (!tach_config_validate_on (config, device, error))
+    return NULL;
+  if (!check_ranks (config, device, error))
     return NULL;
 
   run = g_new0 (TachRun, 1);
@@ -112,6 +149,7 @@ tach_run_unref (TachRun *run)
   g_free (run->text);
   g_free (run->algorithms);
   g_clear_pointer (&run->record, tach_run_record_free);
+  g_clear_pointer (&run->rank_samples, g_ptr_array_unref);
   g_free (run->varied);
   if (run->context != NULL)
     g_main_context_unref (run->context);
@@ -138,6 +176,9 @@ engine_clear (TachRunEngine *e)
     }
   if (e->model != NULL)
     e->klass->free (e->model);
+  g_clear_pointer (&e->reducer, tach_grad_reducer_free);
+  if (e->rank_steps != NULL)
+    g_array_unref (e->rank_steps);
   tach_backend_free (e->be);
   g_free (e->loss_host);
   g_free (e->acc_host);
@@ -162,6 +203,15 @@ engine_setup (TachRunEngine *e, guint64 total, GError **error)
   g_mutex_lock (&run->lock);
   run->device->peak_flops = peak;
   g_mutex_unlock (&run->lock);
+  /* Data parallel: the feeder's shard, and the reducer that the model's
+   * parameters reach through the backend, both before the model. */
+  e->be->rank = tach_ranks_world_rank ();
+  e->be->ranks = tach_ranks_world_size ();
+  if (config->ranks > 1)
+    {
+      e->reducer = tach_grad_reducer_new (tach_ranks_world (), e->be, config);
+      e->rank_steps = g_array_new (FALSE, FALSE, sizeof (TachGradStepStats));
+    }
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)
     {
@@ -179,7 +229,8 @@ engine_setup (TachRunEngine *e, guint64 total, GError **error)
     }
 
   g_mutex_lock (&run->lock);
-  run->items_per_step = e->klass->items_per_step (e->model);
+  /* Samples of the whole job: every rank's batch. */
+  run->items_per_step = e->klass->items_per_step (e->model) * MAX (config->ranks, 1);
   run->flops_per_step = e->klass->flops_per_step (e->model);
   g_mutex_unlock (&run->lock);
 
@@ -311,6 +362,7 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
       TachRunPending *self;
       gint64 t_start, t_model, t_end;
       double sync_ms = 0.0, step_ms, model_ms;
+      double comm_ms = 0.0;  /* data parallel: the gradients' all-reduces */
       gboolean last, stopping, sync_point;
       guint64 due, calls0 = e->be->api_calls;
 
@@ -323,6 +375,8 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
       tach_engine_hold (e);
 
       t_start = t_prev;
+      if (e->reducer != NULL)
+        tach_grad_reducer_begin_step (e->reducer, i);
       tach_step_timer_begin (&e->timer, i, &marks);
       if (!engine_step (e, i, &ctx, error))
         {
@@ -336,6 +390,14 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
         return FALSE;
 
       p.feed_ms = (float) ctx.feed_ms;
+      if (e->reducer != NULL)
+        {
+          TachGradStepStats st;
+
+          tach_grad_reducer_get_stats (e->reducer, &st);
+          g_array_append_val (e->rank_steps, st);
+          comm_ms = st.comm_ms + st.poll_ms + st.pack_ms;
+        }
       p.compute_ms = NAN;
       p.device_step_ms = NAN;
       p.api_calls = NAN;
@@ -347,7 +409,7 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
            * return, TACH_BACKEND_CAP_SYNC_OPS) compute is the model's
            * calls less their feeding and host work. */
           p.compute_ms = (float) MAX (0.0, (double) (t_model - t_start) / 1e6
-                                           - ctx.feed_ms - ctx.host_ms);
+                                           - ctx.feed_ms - ctx.host_ms - comm_ms);
         }
       if (e->pending->len == 0)
         e->pending_first = i;
@@ -437,6 +499,10 @@ run_main (gpointer data)
       ok = engine_loop (&e, total, &cancelled, &error);
       if (!ok)
         tach_engine_publish_ended (&e);
+      /* Every rank's parameters the same, and their figures on rank 0. */
+      else if (e.reducer != NULL)
+        ok = tach_grad_reducer_check_params (e.reducer, &error)
+             && tach_engine_gather_ranks (&e, &error);
     }
 
   if (ok && !cancelled)

@@ -16,6 +16,7 @@
 typedef enum {
   COL_STEP, COL_DEVICE, COL_COMPUTE, COL_LOSS, COL_ACCURACY, COL_CALLS,  /* floats */
   COL_FEED, COL_SYNC, COL_HOST,                             /* 16 bits, or floats */
+  COL_COMM, COL_PACK, COL_IMBALANCE,
   N_COLS
 } Column;
 
@@ -31,6 +32,9 @@ static const gsize column_offset[N_COLS] = {
   G_STRUCT_OFFSET (TachSample, feed_ms),
   G_STRUCT_OFFSET (TachSample, sync_ms),
   G_STRUCT_OFFSET (TachSample, host_ms),
+  G_STRUCT_OFFSET (TachSample, comm_ms),
+  G_STRUCT_OFFSET (TachSample, pack_ms),
+  G_STRUCT_OFFSET (TachSample, imbalance_ms),
 };
 
 typedef struct {
@@ -47,6 +51,7 @@ typedef struct {
 struct _TachSampleStore {
   GPtrArray *chunks;   /* Chunk */
   guint      length;
+  guint      rank;     /* whose steps: every sample read back has it */
 };
 
 /* ----------------------------------------------------------- 16 bits */
@@ -224,6 +229,18 @@ tach_sample_store_free (TachSampleStore *store)
   g_free (store);
 }
 
+void
+tach_sample_store_set_rank (TachSampleStore *store, guint rank)
+{
+  store->rank = rank;
+}
+
+guint
+tach_sample_store_get_rank (const TachSampleStore *store)
+{
+  return store->rank;
+}
+
 guint
 tach_sample_store_get_length (const TachSampleStore *store)
 {
@@ -390,6 +407,7 @@ tach_sample_iter_next (TachSampleIter *iter, TachSample *out)
   out->wall_s = iter->wall_s;
   out->step = c->first_step + i;
   out->warmup = (c->warmup[i / 8] >> (i % 8)) & 1;
+  out->rank = iter->store->rank;
   if (++iter->pos == c->len)
     {
       iter->chunk++;

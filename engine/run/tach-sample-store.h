@@ -1,14 +1,15 @@
 /* tach-sample-store.h: a run's samples, kept compactly (private to the
  * engine).
  *
- * A TachSample is 96 bytes; a run of ten million steps must not keep a
+ * A TachSample is 120 bytes; a run of ten million steps must not keep a
  * gigabyte.  The store keeps each step in a few bytes, column by column in
  * chunks of up to 4096 consecutive steps:
  *   - step_ms, device_step_ms, compute_ms, loss, accuracy, api_calls as
  *     32-bit floats (a loss is a float on the device already, a call count
  *     is an integer far below 2^24, and a float keeps a time to 0.06 ppm,
  *     so that compute stays within the step it is part of);
- *   - the three smaller phases (feed, sync, host) in 16 bits each: a float
+ *   - the smaller phases (feed, sync, host; comm, pack, imbalance of
+ *     data-parallel ranks) in 16 bits each: a float
  *     with 10 bits of mantissa and 6 of exponent, kept to 0.05% over
  *     2^-31..2^31 ms.  A chunk whose phase does not fit (a negative value,
  *     from a file) keeps that phase as a float;
@@ -16,6 +17,7 @@
  *     consecutive, and each step starts where the previous one ended, so
  *     wall_s is the previous step's plus this step_ms (a sample that does
  *     not follow, e.g. from a file, starts a new chunk);
+ *   - the rank is the store's, one rank's samples a store;
  *   - a column no sample of a chunk has (all NaN, such as accuracy without
  *     metrics=accuracy, or the device clock on the CPU) takes no space.
  * So the CPU's generate step costs 18 bytes and a GPU training step with
@@ -40,6 +42,10 @@ void             tach_sample_store_free       (TachSampleStore *store);
 /* Keeps @sample (rounded as the top of the file says). */
 void             tach_sample_store_append     (TachSampleStore *store, const TachSample *sample);
 guint            tach_sample_store_get_length (const TachSampleStore *store);
+/* Whose samples these are (data-parallel ranks; 0 by default): every
+ * sample read back carries it. */
+void             tach_sample_store_set_rank   (TachSampleStore *store, guint rank);
+guint            tach_sample_store_get_rank   (const TachSampleStore *store);
 /* Bytes the store holds, for tests and benchmarks. */
 gsize            tach_sample_store_get_bytes  (const TachSampleStore *store);
 /* Appends samples [@from, @from + @n) (those that exist) to @out (element

@@ -322,6 +322,8 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   gboolean device_clock;
   Stream rate_stream;
   double step_sum = 0.0, feed = 0.0, compute = 0.0, sync = 0.0, host = 0.0;
+  double comm = 0.0, pack_ms = 0.0, imbalance = 0.0;
+  gboolean ranked = FALSE;
   guint window;
   TachSample s;
 
@@ -365,6 +367,10 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
           add_phase (&compute, s.compute_ms);
           add_phase (&sync, s.sync_ms);
           add_phase (&host, s.host_ms);
+          add_phase (&comm, s.comm_ms);
+          add_phase (&pack_ms, s.pack_ms);
+          add_phase (&imbalance, s.imbalance_ms);
+          ranked = ranked || !isnan (s.comm_ms);
         }
     }
   /* One clock for every rate of the run, never a mixture. */
@@ -443,6 +449,11 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
     }
   else
     out->feed_share = out->compute_share = out->sync_share = out->host_share = NAN;
+  out->comm_share = ranked && step_sum > 0.0 ? comm / step_sum : NAN;
+  out->pack_share = ranked && step_sum > 0.0 ? pack_ms / step_sum : NAN;
+  out->imbalance_share = ranked && step_sum > 0.0 ? imbalance / step_sum : NAN;
+  out->slowest_rank = NAN;
+  out->rank_compute_spread = NAN;
 
   out->achieved_flops = flops_per_step * out->steps_per_s_median;
   out->peak_share = device_peak_flops > 0.0 ? out->achieved_flops / device_peak_flops : NAN;

@@ -135,7 +135,8 @@ tach_config_get_samples (const TachConfig *config)
 {
   if (config->samples > 0)
     return config->samples;
-  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1);
+  /* Global batches: with ranks, each global batch is every rank's. */
+  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1);
 }
 
 guint

@@ -295,6 +295,15 @@ clause_sync (const TachConfig *config, const TachKnobInfo *knob, const char *val
 }
 
 static char *
+clause_bucket_mb (const TachConfig *config, const TachKnobInfo *knob, const char *value)
+{
+  (void) config;
+  (void) knob;
+  return g_strdup_printf (_("overlapped all-reduces carry at most %s MB of gradients each"),
+                          value);
+}
+
+static char *
 clause_precision (const TachConfig *config, const TachKnobInfo *knob, const char *value)
 {
   (void) config;

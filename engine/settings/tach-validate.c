@@ -33,6 +33,13 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
   else if (g_strcmp0 (key, "launch") == 0 && config->device != NULL
            && !(caps & TACH_BACKEND_CAP_GRAPHS))
     reason = N_("graph capture needs a GPU");
+  else if (knob != NULL && config->ranks <= 1
+           && (knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
+               || knob->id == TACH_KNOB_GRAD_COMPRESS))
+    reason = N_("gradients are synchronised only between ranks (mpirun -np 2 or more)");
+  else if (knob != NULL && knob->id == TACH_KNOB_BUCKET_MB
+           && config->grad_sync != TACH_GRAD_SYNC_OVERLAP)
+    reason = N_("buckets are grad-sync=overlap's; per-tensor and fused have none");
 
   if (why != NULL)
     *why = reason != NULL ? _(reason) : NULL;

@@ -278,6 +278,7 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachDeviceInfo, tach_device_info_free)
 typedef struct {
   guint64 step;        /* 0-based, warm-up steps first */
   gboolean warmup;
+  guint   rank;        /* data parallel: the rank whose step this is (0 alone) */
   double  wall_s;      /* since the first step began (set-up excluded), at the end of this step */
   double  step_ms;
   double  feed_ms;     /* getting the batch onto the device */
@@ -293,6 +294,14 @@ typedef struct {
   /* Library calls the step made, the runner's own included (NaN where the
    * backend does not count them: the CPU). */
   double  api_calls;
+  /* Data parallel (NaN in a process of its own), each part of compute's
+   * former share: the exposed communication (blocked in the gradients'
+   * all-reduces, beyond what compute hid), the packing (casting to and
+   * from the wire's precision, dividing by the ranks) and the imbalance
+   * (waiting for the slowest rank to reach the step's synchronisation). */
+  double  comm_ms;
+  double  pack_ms;
+  double  imbalance_ms;
 } TachSample;
 
 typedef struct {
@@ -324,7 +333,45 @@ typedef struct {
    * agrees with the median. */
   double  e2e_steps_per_s;
   double  api_calls_per_step;  /* median over measured steps; NaN if not counted */
+  /* Data parallel (NaN alone): the shares of step time of the exposed
+   * communication, the packing and the imbalance, averaged over the ranks
+   * (compute_share is then the ranks' mean too); the rank whose compute
+   * took longest, and how much longer than the quickest rank's (mean
+   * compute per step, slowest / quickest - 1).  The losses are the mean
+   * over the ranks, each the loss of its shard, so the global batch's. */
+  double  comm_share, pack_share, imbalance_share;
+  double  slowest_rank;
+  double  rank_compute_spread;
 } TachSummary;
+
+/* ------------------------------------------------------ data parallel */
+
+/* `mpirun -np N tach-cli run ...` runs N data-parallel ranks
+ * (engine/run/tach-ranks.h).  A front end calls tach_ranks_init first
+ * thing in main() (before any thread starts), gives every run's config
+ * ranks = tach_ranks_world_size (), checks the ranks agree with
+ * tach_ranks_check_world_config before it starts the run, writes outputs
+ * only on rank 0 (which holds every rank's figures once the run ended),
+ * and calls tach_ranks_finish with its exit status last.  Main thread. */
+gboolean tach_ranks_have_mpi (void);
+/* Joins the job; in a build without MPI, a process that a launcher
+ * started as one of several ranks fails with TACH_ERROR_UNSUPPORTED. */
+gboolean tach_ranks_init (int *argc, char ***argv, GError **error);
+guint    tach_ranks_world_rank (void);   /* 0 alone */
+guint    tach_ranks_world_size (void);   /* 1 alone */
+/* Every rank's @config and Tach version equal to rank 0's, or
+ * TACH_ERROR_INVALID_CONFIG on every rank naming the first difference.
+ * Collective. */
+gboolean tach_ranks_check_world_config (const TachConfig *config, GError **error);
+/* MPI_Finalize, or MPI_Abort with @status when a rank was lost (a
+ * finalize would wait for it forever). */
+void     tach_ranks_finish (int status);
+/* mpirun is ending the job (it sends SIGTERM when a rank exits or is
+ * killed, and SIGKILL a second later): every wait on the other ranks
+ * gives up now, so that the run fails at once with a message naming the
+ * ranks that had not reached the step, and the front end writes what it
+ * has.  Any thread (a signal handler's GLib source). */
+void     tach_ranks_abandon (void);
 
 typedef enum {
   TACH_RUN_STATE_READY,
@@ -367,7 +414,7 @@ guint         tach_run_get_steps_done (TachRun *run);
  * Returns how many. */
 #define TACH_RUN_DRAIN_MAX 65536
 guint         tach_run_drain_samples (TachRun *run, GArray *out);
-/* All samples so far (copy: 96 bytes a step, where the run keeps a few;
+/* All samples so far (copy: 120 bytes a step, where the run keeps a few;
  * for short runs and tests).  Any thread. */
 GArray       *tach_run_dup_samples (TachRun *run);
 /* How many samples the run holds so far.  Any thread. */
@@ -376,6 +423,17 @@ guint         tach_run_get_n_samples (TachRun *run);
  * type TachSample); returns how many.  Long runs are read this way, a
  * bounded range at a time.  Any thread. */
 guint         tach_run_copy_samples (TachRun *run, guint from, guint n, GArray *out);
+/* Data parallel: how many ranks' samples the run holds (on rank 0 once a
+ * run of N ranks has ended: N; else 1), and rank @rank's, as
+ * tach_run_copy_samples gives rank 0's.  Any thread. */
+guint         tach_run_get_n_ranks (TachRun *run);
+/* Writes the run's timeline as Chrome Trace Event JSON (Perfetto UI,
+ * chrome://tracing): a process per rank, its steps and their phases, the
+ * loss as a counter; every Nth step only, past 400000 events.  Any thread
+ * but the engine's, once the run has ended. */
+gboolean      tach_run_write_trace (TachRun *run, const char *path, GError **error);
+guint         tach_run_copy_rank_samples (TachRun *run, guint rank, guint from, guint n,
+                                          GArray *out);
 TachRunState  tach_run_get_state (TachRun *run);
 /* The error of a failed run, or NULL.  Valid until the run is freed. */
 const GError *tach_run_get_error (TachRun *run);

@@ -45,6 +45,8 @@ typedef enum { TACH_PRECISION_FP32, TACH_PRECISION_TF32, TACH_PRECISION_BF16, TA
 typedef enum { TACH_LABELS_TEACHER, TACH_LABELS_RANDOM } TachLabels;
 typedef enum { TACH_OPTIMIZER_ADAM, TACH_OPTIMIZER_SGD } TachOptimizer;
 typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
+typedef enum { TACH_GRAD_SYNC_PER_TENSOR, TACH_GRAD_SYNC_FUSED, TACH_GRAD_SYNC_OVERLAP } TachGradSync;
+typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPRESS_BF16 } TachGradCompress;
 
 /* The knobs, in the order of the command line's help, the GUI's rows and
  * the CSV columns:
@@ -152,6 +154,32 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
                NC_("knob value", "BF16"), NC_("knob value", "FP16"))), \
      .default_value = "fp32", .is_mode = TRUE, .changes_results = TRUE, \
      .clause = clause_precision) \
+  /* Data parallel (engine/run/tach-ranks.h): how the ranks average their \
+   * gradients.  They apply to runs of more than one rank. */ \
+  X (GRAD_SYNC, (TachGradSync grad_sync), grad_sync, "grad-sync", N_("Gradient sync"), \
+     N_("Across ranks: an all-reduce per tensor, one fused, or buckets overlapped with backward"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("per-tensor", "fused", "overlap"), \
+              (NC_("knob value", "Per tensor"), NC_("knob value", "Fused"), \
+               NC_("knob value", "Overlapped buckets"))), \
+     .default_value = "overlap", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("after backward, one blocking all-reduce per parameter tensor"), \
+              N_("after backward, one blocking all-reduce of every gradient, fused"), \
+              N_("buckets of gradients are all-reduced while backward goes on, as DDP does"))) \
+  X (BUCKET_MB, (guint bucket_mb), bucket_mb, "bucket-mb", N_("Bucket size (MB)"), \
+     N_("Most gradient megabytes in one overlapped all-reduce (DDP's bucket_cap_mb)"), \
+     TACH_KNOB_GROUP_MODE, INTEGER (1, 4096), .default_value = "25", .is_mode = TRUE, \
+     .trains = TRUE, .clause = clause_bucket_mb) \
+  X (GRAD_COMPRESS, (TachGradCompress grad_compress), grad_compress, "grad-compress", \
+     N_("Gradient compression"), \
+     N_("Send the gradients as fp32, or cast to fp16 or bf16 and back"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "fp16", "bf16"), \
+              (NC_("knob value", "None"), NC_("knob value", "FP16"), NC_("knob value", "BF16"))), \
+     .default_value = "none", .is_mode = TRUE, .changes_results = TRUE, .trains = TRUE, \
+     CLAUSES (N_("the gradients travel as fp32"), \
+              N_("the gradients travel as fp16, cast before and widened after"), \
+              N_("the gradients travel as bf16, cast before and widened after"))) \
   \
   X (BATCH, (guint batch), batch, "batch", N_("Batch size"), \
      N_("Samples (or text streams) per step"), \
@@ -177,6 +205,11 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
      TACH_KNOB_GROUP_MODEL, \
      CHOICES (("teacher", "random"), (NC_("knob value", "Teacher"), NC_("knob value", "Random"))), \
      .default_value = "teacher") \
+  /* Data-parallel ranks: the size of the MPI job the process runs in \
+   * (mpirun -np N), which sets it; --batch is per rank. */ \
+  X (RANKS, (guint ranks), ranks, "ranks", N_("Ranks"), \
+     N_("Data-parallel processes (mpirun -np N); the batch is per rank"), \
+     TACH_KNOB_GROUP_RUN, INTEGER (1, 65536), .default_value = "1") \
   /* CPU threads (0 = all cores). */ \
   X (THREADS, (guint threads), threads, "threads", N_("CPU threads"), \
      N_("CPU threads (0: all cores)"), \

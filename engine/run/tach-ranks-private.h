@@ -1,0 +1,54 @@
+/* tach-ranks-private.h: what the job (tach-ranks.c) shares with the
+ * gradient reducer (tach-grad-reducer.c).  The only header that includes
+ * mpi.h.
+ *
+ * Threads: as tach-ranks.h.
+ */
+#pragma once
+
+#include "tach-ranks.h"
+
+/* Milliseconds on the monotonic clock. */
+static inline double
+tach_ranks_now_ms (void)
+{
+  return (double) g_get_monotonic_time () / 1000.0;
+}
+
+#ifdef HAVE_MPI
+#include <mpi.h>
+
+G_BEGIN_DECLS
+
+struct _TachRanks {
+  MPI_Comm comm;
+  int      rank;
+  int      size;
+  gboolean broken;   /* a wait timed out: finish aborts */
+  /* rank 0: the last step each rank announced, and the receives posted */
+  guint64     *hb_step;
+  double      *hb_time;     /* ms: when each rank was last heard from */
+  guint64     *hb_buf;
+  MPI_Request *hb_req;
+  /* other ranks: the heartbeat in flight */
+  guint64      hb_out;
+  MPI_Request  hb_send;
+  double       hb_sent;     /* ms: the last heartbeat sent */
+};
+
+/* FALSE + @error with MPI's message for @code, unless it is MPI_SUCCESS. */
+gboolean tach_ranks_mpi_check (int code, const char *call, GError **error);
+#define MPI_TRY(call, error) tach_ranks_mpi_check ((call), #call, (error))
+/* Waits for @req within the timeout of step @step (the first step's for
+ * step 0), taking in heartbeats meanwhile; on a timeout the error names
+ * the ranks that never reached the step (on rank 0), and tach_ranks_finish
+ * aborts.  Adds the time spent to *blocked_ms (may be NULL). */
+gboolean tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 step,
+                          double *blocked_ms, GError **error);
+/* Announces to rank 0 that this rank has reached step @step's
+ * synchronisation (the heartbeat). */
+void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);
+
+G_END_DECLS
+
+#endif

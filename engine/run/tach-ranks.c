@@ -1,0 +1,675 @@
+/* tach-ranks.c: data-parallel ranks over MPI (tach-ranks.h says what).
+ *
+ * The only file of the engine that includes mpi.h.  Every wait on other
+ * ranks is a request polled with MPI_Test against a deadline (tach_ranks_wait),
+ * never a blocking call that could hang on a dead rank.  Each rank sends
+ * rank 0 a heartbeat, the number of the step it has reached, as it begins
+ * a step's gradient synchronisation; rank 0 keeps a receive posted for
+ * every other rank, so that when a wait times out it can name the ranks
+ * that never reached the step.
+ */
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <inttypes.h>
+#include <glib/gi18n-lib.h>
+
+#include "tach-ranks-private.h"
+
+/* Tags of the point-to-point messages beside the collectives. */
+#define TAG_HEARTBEAT 71
+/* How often a rank waiting on the others tells rank 0 it is alive. */
+#define HEARTBEAT_MS 1000.0
+
+static double timeout_first_s = 120.0;
+static double timeout_later_s = 8.0;
+
+void
+tach_ranks_set_timeout (double first_s, double later_s)
+{
+  timeout_first_s = first_s;
+  timeout_later_s = later_s;
+}
+
+#ifdef HAVE_MPI
+
+/* ------------------------------------------------------------- the job */
+
+
+static TachRanks *world;
+static gboolean initialised;
+static gint abandoned;   /* atomic: tach_ranks_abandon */
+
+void
+tach_ranks_abandon (void)
+{
+  g_atomic_int_set (&abandoned, 1);
+}
+
+gboolean
+tach_ranks_have_mpi (void)
+{
+  return TRUE;
+}
+
+/* The message of an MPI error code. */
+static char *
+mpi_error_string (int code)
+{
+  char text[MPI_MAX_ERROR_STRING];
+  int len = 0;
+
+  if (MPI_Error_string (code, text, &len) != MPI_SUCCESS)
+    return g_strdup_printf ("MPI error %d", code);
+  return g_strndup (text, (gsize) len);
+}
+
+gboolean
+tach_ranks_mpi_check (int code, const char *call, GError **error)
+{
+  g_autofree char *text = NULL;
+
+  if (code == MPI_SUCCESS)
+    return TRUE;
+  text = mpi_error_string (code);
+  g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY, _("MPI failed: %s: %s"), call, text);
+  return FALSE;
+}
+
+static void
+heartbeat_post (TachRanks *ranks, int peer)
+{
+  MPI_Irecv (&ranks->hb_buf[peer], 1, MPI_UINT64_T, peer, TAG_HEARTBEAT, ranks->comm,
+             &ranks->hb_req[peer]);
+}
+
+/* Rank 0: takes in the heartbeats that arrived. */
+static void
+heartbeat_drain (TachRanks *ranks)
+{
+  if (ranks->rank != 0)
+    return;
+  for (int peer = 1; peer < ranks->size; peer++)
+    {
+      int done = 0;
+
+      while (ranks->hb_req[peer] != MPI_REQUEST_NULL
+             && MPI_Test (&ranks->hb_req[peer], &done, MPI_STATUS_IGNORE) == MPI_SUCCESS
+             && done)
+        {
+          ranks->hb_step[peer] = MAX (ranks->hb_step[peer], ranks->hb_buf[peer] + 1);
+          ranks->hb_time[peer] = tach_ranks_now_ms ();
+          heartbeat_post (ranks, peer);
+        }
+    }
+}
+
+/* Announces that this rank has reached step @step's synchronisation. */
+void
+tach_ranks_heartbeat (TachRanks *ranks, guint64 step)
+{
+  if (ranks->rank == 0)
+    {
+      ranks->hb_step[0] = step + 1;
+      heartbeat_drain (ranks);
+      return;
+    }
+  if (ranks->hb_send != MPI_REQUEST_NULL)
+    {
+      int done = 0;
+
+      /* The last one is still in flight: rank 0 is behind.  Keep it. */
+      MPI_Test (&ranks->hb_send, &done, MPI_STATUS_IGNORE);
+      if (!done)
+        return;
+    }
+  ranks->hb_out = step;
+  ranks->hb_sent = tach_ranks_now_ms ();
+  MPI_Isend (&ranks->hb_out, 1, MPI_UINT64_T, 0, TAG_HEARTBEAT, ranks->comm, &ranks->hb_send);
+}
+
+/* The error of a wait that ran out of time at step @step (@waited_s), or
+ * that mpirun ended (@waited_s < 0: tach_ranks_abandon): rank 0 names the
+ * ranks that never announced the step. */
+static void
+set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double waited_s,
+                   GError **error)
+{
+  g_autoptr(GString) missing = g_string_new (NULL);
+  guint n_missing = 0;
+
+  ranks->broken = TRUE;
+  if (ranks->rank == 0)
+    {
+      heartbeat_drain (ranks);
+      double now = tach_ranks_now_ms ();
+
+      /* Behind (never reached the step), or silent (stopped or hung
+       * inside it: a waiting rank speaks every HEARTBEAT_MS). */
+      for (int peer = 1; peer < ranks->size; peer++)
+        if (ranks->hb_step[peer] <= step || now - ranks->hb_time[peer] > 3 * HEARTBEAT_MS)
+          {
+            g_string_append_printf (missing, "%s%d", missing->len > 0 ? ", " : "", peer);
+            n_missing++;
+          }
+    }
+  if (waited_s < 0 && n_missing > 0)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 g_dngettext (GETTEXT_PACKAGE,
+                              "mpirun is ending the job, and rank %s had not reached step %"
+                              PRIu64 "'s %s: it exited, was killed or failed (its own message,"
+                              " if any, is above); the run stops with the rows it has",
+                              "mpirun is ending the job, and ranks %s had not reached step %"
+                              PRIu64 "'s %s: they exited, were killed or failed (their own"
+                              " messages, if any, are above); the run stops with the rows it"
+                              " has", n_missing),
+                 missing->str, step, what);
+  else if (waited_s < 0)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 _("mpirun is ending the job in step %" PRIu64 "'s %s: a rank exited, was"
+                   " killed or failed (mpirun's message names it); the run stops with the"
+                   " rows it has"), step, what);
+  else if (n_missing > 0)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 g_dngettext (GETTEXT_PACKAGE,
+                              "rank %s did not reach step %" PRIu64 "'s %s within %.0f s: it"
+                              " died, hangs or failed (its own message, if any, is above);"
+                              " the run stops with the rows it has",
+                              "ranks %s did not reach step %" PRIu64 "'s %s within %.0f s:"
+                              " they died, hang or failed (their own messages, if any, are"
+                              " above); the run stops with the rows it has", n_missing),
+                 missing->str, step, what, waited_s);
+  else
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 _("rank %d waited %.0f s on the other ranks in step %" PRIu64 "'s %s: another"
+                   " rank died, hangs or failed (rank 0's message names it, unless it is rank"
+                   " 0); the run stops with the rows it has"),
+                 ranks->rank, waited_s, step, what);
+}
+
+/* Waits for @req within the timeout of step @step, taking in heartbeats
+ * meanwhile.  *blocked_ms gets the time spent. */
+gboolean
+tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 step,
+            double *blocked_ms, GError **error)
+{
+  double limit_s = step == 0 ? timeout_first_s : timeout_later_s;
+  double t0 = tach_ranks_now_ms (), t;
+  guint spins = 0;
+
+  for (;;)
+    {
+      int done = 0;
+      int code = MPI_Test (req, &done, MPI_STATUS_IGNORE);
+
+      if (code != MPI_SUCCESS)
+        {
+          ranks->broken = TRUE;
+          return tach_ranks_mpi_check (code, what, error);
+        }
+      t = tach_ranks_now_ms ();
+      if (done)
+        break;
+      if ((++spins & 63) == 0)
+        heartbeat_drain (ranks);
+      if (ranks->rank != 0 && t - ranks->hb_sent > HEARTBEAT_MS)
+        tach_ranks_heartbeat (ranks, step);
+      if (g_atomic_int_get (&abandoned))
+        {
+          if (blocked_ms != NULL)
+            *blocked_ms += t - t0;
+          set_timeout_error (ranks, what, step, -1.0, error);
+          return FALSE;
+        }
+      if (t - t0 > limit_s * 1000.0)
+        {
+          if (blocked_ms != NULL)
+            *blocked_ms += t - t0;
+          set_timeout_error (ranks, what, step, limit_s, error);
+          return FALSE;
+        }
+      /* After a millisecond the wait is long: give the core to the other
+       * ranks (two ranks share two cores in CI). */
+      if (t - t0 > 1.0)
+        g_usleep (20);
+    }
+  if (blocked_ms != NULL)
+    *blocked_ms += t - t0;
+  return TRUE;
+}
+
+gboolean
+tach_ranks_init (int *argc, char ***argv, GError **error)
+{
+  int provided = 0, size = 1, rank = 0;
+
+  if (initialised)
+    return TRUE;
+  initialised = TRUE;
+  /* Alone (not started by a launcher): no MPI at all, so that a plain
+   * `tach-cli run` never pays for it or depends on its daemons. */
+  if (g_getenv ("OMPI_COMM_WORLD_SIZE") == NULL && g_getenv ("PMI_SIZE") == NULL
+      && g_getenv ("PMIX_RANK") == NULL && g_getenv ("PMI_RANK") == NULL)
+    return TRUE;
+  if (!MPI_TRY (MPI_Init_thread (argc, argv, MPI_THREAD_SERIALIZED, &provided), error))
+    return FALSE;
+  if (provided < MPI_THREAD_SERIALIZED)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                   _("this MPI gives no MPI_THREAD_SERIALIZED support, which Tach's engine"
+                     " thread needs: use Open MPI from Debian (openmpi-bin)"));
+      MPI_Finalize ();
+      return FALSE;
+    }
+  MPI_Comm_size (MPI_COMM_WORLD, &size);
+  MPI_Comm_rank (MPI_COMM_WORLD, &rank);
+  world = g_new0 (TachRanks, 1);
+  MPI_Comm_dup (MPI_COMM_WORLD, &world->comm);
+  /* Errors come back as codes, which become messages, instead of
+   * MPI's abort without one. */
+  MPI_Comm_set_errhandler (world->comm, MPI_ERRORS_RETURN);
+  world->rank = rank;
+  world->size = size;
+  world->hb_send = MPI_REQUEST_NULL;
+  if (rank == 0)
+    {
+      world->hb_step = g_new0 (guint64, size);
+      world->hb_time = g_new0 (double, size);
+      world->hb_buf = g_new0 (guint64, size);
+      world->hb_req = g_new (MPI_Request, size);
+      world->hb_req[0] = MPI_REQUEST_NULL;
+      for (int peer = 1; peer < size; peer++)
+        {
+          world->hb_time[peer] = tach_ranks_now_ms ();
+          heartbeat_post (world, peer);
+        }
+    }
+  return TRUE;
+}
+
+TachRanks *
+tach_ranks_world (void)
+{
+  return world;
+}
+
+void
+tach_ranks_finish (int status)
+{
+  if (world == NULL)
+    return;
+  if (world->broken)
+    {
+      /* A rank is dead or hung: a finalize would wait on it forever. */
+      fflush (stdout);
+      fflush (stderr);
+      MPI_Abort (MPI_COMM_WORLD, status != 0 ? status : 1);
+    }
+  if (world->rank == 0)
+    for (int peer = 1; peer < world->size; peer++)
+      if (world->hb_req[peer] != MPI_REQUEST_NULL)
+        {
+          MPI_Cancel (&world->hb_req[peer]);
+          MPI_Request_free (&world->hb_req[peer]);
+        }
+  if (world->hb_send != MPI_REQUEST_NULL)
+    MPI_Wait (&world->hb_send, MPI_STATUS_IGNORE);
+  MPI_Comm_free (&world->comm);
+  g_free (world->hb_step);
+  g_free (world->hb_time);
+  g_free (world->hb_buf);
+  g_free (world->hb_req);
+  g_clear_pointer (&world, g_free);
+  MPI_Finalize ();
+}
+
+/* A blocking collective as a request with a deadline. */
+static gboolean
+ranks_barrier_wait (TachRanks *ranks, MPI_Request *req, const char *what, GError **error)
+{
+  return tach_ranks_wait (ranks, req, what, 0, NULL, error);
+}
+
+gboolean
+tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
+                   GError **error)
+{
+  MPI_Request req;
+
+  if (ranks == NULL)
+    {
+      memcpy (out, values, n * sizeof (double));
+      return TRUE;
+    }
+  if (!MPI_TRY (MPI_Igather (values, (int) n, MPI_DOUBLE, out, (int) n, MPI_DOUBLE, 0,
+                             ranks->comm, &req), error))
+    return FALSE;
+  return ranks_barrier_wait (ranks, &req, "gather", error);
+}
+
+/* Gathers every rank's NUL-terminated @text onto rank 0 (*all, size
+ * strings, rank 0 only). */
+static gboolean
+gather_strings (TachRanks *ranks, const char *text, GStrv *all, GError **error)
+{
+  int len = (int) strlen (text) + 1;
+  g_autofree int *lens = NULL, *displs = NULL;
+  g_autofree char *buf = NULL;
+  MPI_Request req;
+  int total = 0;
+
+  if (ranks->rank == 0)
+    lens = g_new0 (int, ranks->size);
+  if (!MPI_TRY (MPI_Igather (&len, 1, MPI_INT, lens, 1, MPI_INT, 0, ranks->comm, &req), error)
+      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+    return FALSE;
+  if (ranks->rank == 0)
+    {
+      displs = g_new0 (int, ranks->size);
+      for (int r = 0; r < ranks->size; r++)
+        {
+          displs[r] = total;
+          total += lens[r];
+        }
+      buf = g_malloc (MAX (total, 1));
+    }
+  if (!MPI_TRY (MPI_Igatherv (text, len, MPI_CHAR, buf, lens, displs, MPI_CHAR, 0,
+                              ranks->comm, &req), error)
+      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+    return FALSE;
+  if (ranks->rank == 0)
+    {
+      *all = g_new0 (char *, ranks->size + 1);
+      for (int r = 0; r < ranks->size; r++)
+        (*all)[r] = g_strdup (buf + displs[r]);
+    }
+  return TRUE;
+}
+
+/* Broadcasts rank 0's verdict (empty: none) to every rank. */
+static gboolean
+bcast_string (TachRanks *ranks, char **text, GError **error)
+{
+  int len = ranks->rank == 0 ? (int) strlen (*text) + 1 : 0;
+  MPI_Request req;
+
+  if (!MPI_TRY (MPI_Ibcast (&len, 1, MPI_INT, 0, ranks->comm, &req), error)
+      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+    return FALSE;
+  if (ranks->rank != 0)
+    *text = g_malloc0 (len);
+  if (!MPI_TRY (MPI_Ibcast (*text, len, MPI_CHAR, 0, ranks->comm, &req), error)
+      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+    return FALSE;
+  return TRUE;
+}
+
+guint
+tach_ranks_rank (const TachRanks *ranks)
+{
+  return ranks != NULL ? (guint) ranks->rank : 0;
+}
+
+guint
+tach_ranks_size (const TachRanks *ranks)
+{
+  return ranks != NULL ? (guint) ranks->size : 1;
+}
+
+#else /* !HAVE_MPI */
+
+void
+tach_ranks_abandon (void)
+{
+}
+
+struct _TachRanks {
+  int unused;
+};
+
+gboolean
+tach_ranks_have_mpi (void)
+{
+  return FALSE;
+}
+
+/* The size of the job a launcher started this process in, from the
+ * variables Open MPI, MPICH and PMIx set; 1 when none. */
+static int
+launcher_size (void)
+{
+  const char *names[] = { "OMPI_COMM_WORLD_SIZE", "PMI_SIZE", "PMIX_SIZE", "MPI_LOCALNRANKS" };
+
+  for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+    {
+      const char *value = g_getenv (names[i]);
+
+      if (value != NULL && atoi (value) > 1)
+        return atoi (value);
+    }
+  return 1;
+}
+
+gboolean
+tach_ranks_init (int *argc, char ***argv, GError **error)
+{
+  int size = launcher_size ();
+
+  (void) argc;
+  (void) argv;
+  if (size > 1)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   _("started as one of %d ranks, but this Tach was built without MPI, so"
+                     " each rank would train alone: install libopenmpi-dev (tools/install-deps.sh)"
+                     " and rebuild with meson setup -Dmpi=enabled, or run without mpirun"),
+                   size);
+      return FALSE;
+    }
+  return TRUE;
+}
+
+TachRanks *
+tach_ranks_world (void)
+{
+  return NULL;
+}
+
+void
+tach_ranks_finish (int status)
+{
+  (void) status;
+}
+
+guint
+tach_ranks_rank (const TachRanks *ranks)
+{
+  (void) ranks;
+  return 0;
+}
+
+guint
+tach_ranks_size (const TachRanks *ranks)
+{
+  (void) ranks;
+  return 1;
+}
+
+gboolean
+tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
+                   GError **error)
+{
+  (void) ranks;
+  (void) error;
+  memcpy (out, values, n * sizeof (double));
+  return TRUE;
+}
+
+#endif /* HAVE_MPI */
+
+guint
+tach_ranks_world_rank (void)
+{
+  return tach_ranks_rank (tach_ranks_world ());
+}
+
+guint
+tach_ranks_world_size (void)
+{
+  return tach_ranks_size (tach_ranks_world ());
+}
+
+/* ------------------------------------------------------ settings check */
+
+/* "knob=value" lines of every knob of @config, and the version. */
+static char *
+config_lines (const TachConfig *config)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  guint n_knobs = 0;
+  const TachKnobInfo *knobs = tach_knobs (&n_knobs);
+
+  g_string_append_printf (text, "version=%s\n", TACH_VERSION_STRING);
+  for (guint k = 0; k < n_knobs; k++)
+    {
+      g_autofree char *value = tach_config_get (config, knobs[k].name);
+
+      g_string_append_printf (text, "%s=%s\n", knobs[k].name, value != NULL ? value : "");
+    }
+  return g_string_free (g_steal_pointer (&text), FALSE);
+}
+
+/* The first line where @a and @b differ, as "name", "a value", "b value";
+ * FALSE when they are the same. */
+static gboolean
+first_difference (const char *a, const char *b, char **name, char **va, char **vb)
+{
+  g_auto(GStrv) la = g_strsplit (a, "\n", -1);
+  g_auto(GStrv) lb = g_strsplit (b, "\n", -1);
+
+  for (guint i = 0; la[i] != NULL || lb[i] != NULL; i++)
+    {
+      const char *x = la[i] != NULL ? la[i] : "";
+      const char *y = lb[i] != NULL ? lb[i] : "";
+      const char *ex = strchr (x, '='), *ey = strchr (y, '=');
+
+      if (g_str_equal (x, y))
+        {
+          if (la[i] == NULL || lb[i] == NULL)
+            break;
+          continue;
+        }
+      *name = ex != NULL ? g_strndup (x, (gsize) (ex - x)) : g_strdup (x);
+      *va = g_strdup (ex != NULL ? ex + 1 : "");
+      *vb = g_strdup (ey != NULL ? ey + 1 : "");
+      return TRUE;
+    }
+  return FALSE;
+}
+
+gboolean
+tach_ranks_check_config (TachRanks *ranks, const TachConfig *config, GError **error)
+{
+#ifdef HAVE_MPI
+  g_autofree char *mine = NULL;
+  g_autofree char *verdict = NULL;
+  g_auto(GStrv) all = NULL;
+
+  if (ranks == NULL)
+    return TRUE;
+  mine = config_lines (config);
+  if (!gather_strings (ranks, mine, &all, error))
+    return FALSE;
+  if (ranks->rank == 0)
+    {
+      verdict = g_strdup ("");
+      for (int r = 1; r < ranks->size && verdict[0] == '\0'; r++)
+        {
+          g_autofree char *name = NULL, *va = NULL, *vb = NULL;
+
+          if (!first_difference (all[0], all[r], &name, &va, &vb))
+            continue;
+          g_free (verdict);
+          if (g_str_equal (name, "version"))
+            verdict = g_strdup_printf (_("rank %d runs Tach %s, rank 0 Tach %s: start every"
+                                         " rank from the same build"), r, vb, va);
+          else
+            {
+              const TachKnobInfo *knob = tach_knob_lookup (name);
+              g_autofree char *mention_0 = knob != NULL ? tach_knob_mention (knob->id, va)
+                                                        : g_strdup (name);
+              g_autofree char *mention_r = knob != NULL ? tach_knob_mention (knob->id, vb)
+                                                        : g_strdup (name);
+
+              verdict = g_strdup_printf (_("rank %d runs with %s, rank 0 with %s: start every"
+                                           " rank with the same settings"),
+                                         r, mention_r, mention_0);
+            }
+        }
+    }
+  if (!bcast_string (ranks, &verdict, error))
+    return FALSE;
+  if (verdict[0] != '\0')
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, "%s", verdict);
+      return FALSE;
+    }
+  return TRUE;
+#else
+  (void) ranks;
+  (void) config;
+  (void) error;
+  (void) first_difference;
+  (void) config_lines;
+  return TRUE;
+#endif
+}
+
+gboolean
+tach_ranks_check_world_config (const TachConfig *config, GError **error)
+{
+  return tach_ranks_check_config (tach_ranks_world (), config, error);
+}
+
+gboolean
+tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsize n, const char *what,
+                             GError **error)
+{
+  guint64 hash = 14695981039346656037ull;   /* FNV-1a */
+  const guchar *p = data;
+
+  for (gsize i = 0; i < n; i++)
+    hash = (hash ^ p[i]) * 1099511628211ull;
+#ifdef HAVE_MPI
+  if (ranks != NULL)
+    {
+      g_autofree guint64 *all = g_new0 (guint64, ranks->size);
+      MPI_Request req;
+
+      if (!MPI_TRY (MPI_Iallgather (&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, ranks->comm,
+                                    &req), error)
+          || !ranks_barrier_wait (ranks, &req, "parameter check", error))
+        return FALSE;
+      for (int r = 1; r < ranks->size; r++)
+        if (all[r] != all[0])
+          {
+            g_autofree char *mine = g_strdup_printf ("%016" G_GINT64_MODIFIER "x", all[r]);
+            g_autofree char *first = g_strdup_printf ("%016" G_GINT64_MODIFIER "x", all[0]);
+
+            g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                         _("rank %d's %s differ from rank 0's (hash %s against %s): the ranks"
+                           " no longer train the same model"), r, what, mine, first);
+            return FALSE;
+          }
+    }
+#else
+  (void) ranks;
+  (void) what;
+  (void) error;
+  (void) hash;
+#endif
+  return TRUE;
+}
+

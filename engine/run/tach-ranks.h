@@ -1,0 +1,110 @@
+/* tach-ranks.h: data-parallel ranks, over MPI.
+ *
+ * `mpirun -np N tach-cli run ...` starts N processes; each joins the job
+ * (tach_ranks_init), trains the same model on its shard of every global
+ * batch (the feeder's shard: TachBackend.rank and .ranks) and averages its
+ * gradients with the others' before each update, through MPI's all-reduce
+ * (TachGradReducer): Tach writes no collective of its own.  How the
+ * gradients travel is the grad-sync knob:
+ *   per-tensor  one blocking all-reduce per parameter tensor, in order,
+ *               after backward (no overlap, no fusion)
+ *   fused       one blocking all-reduce of the flat gradient buffer after
+ *               backward (Horovod's tensor fusion)
+ *   overlap     buckets of at most bucket-mb, in reverse order of the
+ *               parameters (the order backward produces them), each
+ *               all-reduced asynchronously (MPI_Iallreduce) once every
+ *               tensor in it is ready, launched in bucket order on every
+ *               rank, and polled with MPI_Test as backward goes on, since
+ *               Open MPI progresses a request only inside MPI calls; all
+ *               are waited on before the update (PyTorch DDP's Reducer)
+ * and grad-compress casts the buckets to fp16 or bf16 before the wire and
+ * widens them after (it changes results).  The sum's division by N is the
+ * same in every mode, so with two ranks (where a + b is the same sum
+ * whatever the algorithm) every mode gives the same bits.
+ *
+ * Every wait on another rank has a deadline (tach_ranks_set_timeout): a
+ * rank that dies or hangs fails the others' runs with an error that names
+ * it, from the heartbeats each rank sends rank 0 as it reaches a step's
+ * synchronisation, instead of hanging forever.
+ *
+ * A build without MPI (meson -Dmpi=disabled) keeps the same interface:
+ * one process, and a clear error when it finds itself started by mpirun.
+ *
+ * Threads: MPI is initialised for MPI_THREAD_SERIALIZED: the main thread
+ * calls tach_ranks_init, tach_ranks_check_config and tach_ranks_finish;
+ * the engine thread, in between, everything else.  Never two at once.
+ */
+#pragma once
+
+#include "tach-engine.h"
+#include "tach-backend.h"
+
+G_BEGIN_DECLS
+
+/* tach_ranks_init, tach_ranks_world_rank/size, tach_ranks_finish and
+ * tach_ranks_check_world_config are public (tach-engine.h). */
+typedef struct _TachRanks TachRanks;
+typedef struct _TachGradReducer TachGradReducer;
+
+/* The job this process belongs to, or NULL when it runs alone. */
+TachRanks  *tach_ranks_world (void);
+guint       tach_ranks_rank (const TachRanks *ranks);
+guint       tach_ranks_size (const TachRanks *ranks);
+
+/* Seconds a rank waits on the others before it gives up (8 after the first
+ * step; the first step also waits for the slowest rank's set-up, 120). */
+void        tach_ranks_set_timeout (double first_s, double later_s);
+
+/* Compares @config with every rank's (rank 0's against each other's):
+ * every knob, and Tach's version; on a difference every rank fails with
+ * TACH_ERROR_INVALID_CONFIG and one message that names the rank, the knob
+ * and both values.  Collective: every rank calls it.  TRUE when alone. */
+gboolean    tach_ranks_check_config (TachRanks *ranks, const TachConfig *config,
+                                     GError **error);
+
+/* Gathers @n doubles from every rank onto rank 0, in rank order, into
+ * @out (n * size doubles, rank 0 only; NULL elsewhere), within the
+ * timeout.  Collective. */
+gboolean    tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
+                               GError **error);
+/* Whether every rank holds the same @n bytes at @data (a hash of each,
+ * compared on every rank); FALSE + @error naming the first rank whose
+ * bytes differ from rank 0's.  Collective. */
+gboolean    tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsize n,
+                                         const char *what, GError **error);
+
+/* ------------------------------------------------------ gradient reducer */
+
+/* A step's communication figures, per rank (milliseconds). */
+typedef struct {
+  double arrive_ms;   /* from the step's start to its synchronisation (compute, feeding) */
+  double comm_ms;     /* exposed: blocked in MPI calls that compute did not hide */
+  double pack_ms;     /* casting to and from the wire's fp16/bf16 and scaling by 1/N */
+  double wait_ms;     /* of comm_ms, waiting for the first rank to start (imbalance) */
+  double poll_ms;     /* MPI_Test polls between layers (overlap) */
+  double bytes;       /* bytes this rank put on the wire this step */
+  guint  collectives; /* all-reduces this step */
+} TachGradStepStats;
+
+/* The reducer of one run (engine thread): @config's grad-sync,
+ * bucket-mb and grad-compress.  It hooks itself into @be
+ * (TachBackend.grad_sync), so that the models' tach_params_update and
+ * tach_params_grad_ready reach it; its buckets become one of the run's
+ * algorithm notes ("gradient all-reduce: overlap: 2 all-reduces a step:
+ * 0.04 0.40 MB"). */
+TachGradReducer *tach_grad_reducer_new  (TachRanks *ranks, TachBackend *be,
+                                         const TachConfig *config);
+/* Marks the start of step @step (the watchdog's heartbeat) and clears its
+ * figures. */
+void             tach_grad_reducer_begin_step (TachGradReducer *reducer, guint64 step);
+/* The figures of the step last synchronised. */
+void             tach_grad_reducer_get_stats (TachGradReducer *reducer,
+                                              TachGradStepStats *stats);
+/* After the last step: whether every rank's parameters are bit-identical,
+ * checked by their hashes (downloaded from @be). */
+gboolean         tach_grad_reducer_check_params (TachGradReducer *reducer, GError **error);
+void             tach_grad_reducer_free (TachGradReducer *reducer);
+
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachGradReducer, tach_grad_reducer_free)
+
+G_END_DECLS

@@ -1,0 +1,229 @@
+#!/usr/bin/env python3
+"""test-mpi.py: data-parallel ranks under mpirun, through tach-cli.
+
+With MPI (the build's mpi option found Open MPI and mpirun is here):
+  - 2 ranks at batch B give, step by step, the losses of one process at
+    batch 2B (the mean of the ranks' losses, each its shard's), to
+    relative 1e-4 over 20 steps, for the bilstm and the lstm-lm;
+  - grad-sync per-tensor, fused and overlap, and bucket-mb 1 and 25, give
+    the same bits (with two ranks every all-reduce sums the same two
+    numbers); the runs end by checking that every rank's parameters are
+    bit-identical (a mismatch fails the run);
+  - every rank's rows reach rank 0's samples.csv, and each step's phases
+    (feed, compute, sync, host, exposed communication, packing, imbalance)
+    add up to its time;
+  - ranks started with different settings are refused (exit 2) with a
+    message that names the knob;
+  - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run ends the run
+    within 10 s of it, rank 0's rows kept, the stopped rank named;
+  - --trace writes Chrome Trace Event JSON with one process per rank and
+    monotone timestamps on every track.
+Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
+variables) refuses with exit 2 and a message saying how to build with MPI.
+
+Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
+
+Usage: test-mpi.py PATH/TO/tach-cli mpi|nompi
+Exit status: 0 passed, 1 failed, 77 skipped (no mpirun).
+"""
+import csv
+import json
+import os
+import shutil
+import subprocess
+import sys
+import tempfile
+import time
+
+CLI = sys.argv[1]
+HAVE_MPI = sys.argv[2] == "mpi"
+BASE = ["run", "--device", "cpu", "--threads", "1", "--warmup", "2"]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def mpirun(args, np=2, timeout=120, wrapper=None):
+    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
+    if wrapper is not None:
+        cmd += wrapper
+    return subprocess.run(cmd + [CLI] + args, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def samples(folder):
+    with open(os.path.join(folder, "samples.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def losses_by_step(rows):
+    by = {}
+    for r in rows:
+        by.setdefault(int(r["step"]), []).append(float(r["loss"]))
+    return by
+
+
+def test_without_mpi(tmp):
+    env = dict(ENV, OMPI_COMM_WORLD_SIZE="2", OMPI_COMM_WORLD_RANK="0")
+    p = subprocess.run([CLI] + BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "2"],
+                       env=env, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2, "without MPI: one of 2 ranks exits 2 (got %d)" % p.returncode)
+    check("without MPI" in p.stderr and "-Dmpi=enabled" in p.stderr,
+          "without MPI: the message says how to build with MPI: " + p.stderr.strip()[:200])
+
+
+def test_equivalence(tmp, workload, batch):
+    one = os.path.join(tmp, workload + "-one")
+    two = os.path.join(tmp, workload + "-two")
+    p = subprocess.run([CLI] + BASE + ["--workload", workload, "--batch", str(2 * batch),
+                                       "--steps", "20", "--csv", one],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, workload + ": one process at batch %d runs" % (2 * batch))
+    p = mpirun(BASE + ["--workload", workload, "--batch", str(batch), "--steps", "20",
+                       "--csv", two])
+    check(p.returncode == 0, workload + ": 2 ranks at batch %d run: %s" % (batch, p.stderr[-300:]))
+    if p.returncode != 0:
+        return
+    a = losses_by_step(samples(one))
+    b = losses_by_step(samples(two))
+    check(sorted(a) == sorted(b) == list(range(20)), workload + ": 20 steps each")
+    check(all(len(b[s]) == 2 for s in b), workload + ": a row per rank and step")
+    worst = max(abs(sum(b[s]) / 2 - a[s][0]) / abs(a[s][0]) for s in a)
+    check(worst < 1e-4, workload + ": 2 ranks' mean loss = one process's, worst relative %.2g"
+          % worst)
+    with open(os.path.join(two, "runs.csv"), newline="") as f:
+        runs = list(csv.DictReader(f))
+    check(len(runs) == 1 and runs[0]["ranks"] == "2", workload + ": runs.csv says ranks 2")
+
+
+def test_modes(tmp):
+    seen = {}
+    for mode in (["--grad-sync", "per-tensor"], ["--grad-sync", "fused"],
+                 ["--grad-sync", "overlap", "--bucket-mb", "1"],
+                 ["--grad-sync", "overlap", "--bucket-mb", "25"]):
+        folder = os.path.join(tmp, "mode-" + "-".join(m.strip("-") for m in mode))
+        p = mpirun(BASE + ["--workload", "lstm-lm", "--batch", "8", "--steps", "10",
+                           "--csv", folder] + mode)
+        check(p.returncode == 0, " ".join(mode) + " runs (parameters checked equal on every"
+              " rank): " + p.stderr[-300:])
+        if p.returncode != 0:
+            continue
+        rows = samples(folder)
+        seen[" ".join(mode)] = [(r["step"], r["rank"], r["loss"]) for r in rows]
+        # Phases add up to the step (the CSV's figures are rounded to
+        # 0.05%, so allow that much of each).
+        worst = 0.0
+        for r in rows:
+            parts = sum(float(r[k]) for k in ("feed_ms", "compute_ms", "sync_ms", "host_ms",
+                                              "comm_ms", "pack_ms", "imbalance_ms"))
+            worst = max(worst, abs(parts - float(r["step_ms"])) / float(r["step_ms"]))
+        check(worst < 0.01, " ".join(mode) + ": phases add up to each step (worst %.2g)"
+              % worst)
+        check({r["rank"] for r in rows} == {"0", "1"}, " ".join(mode) + ": both ranks' rows")
+    values = list(seen.values())
+    check(len(values) == 4 and all(v == values[0] for v in values),
+          "grad-sync and bucket-mb give the same losses, bit for bit")
+
+
+def test_mismatch(tmp):
+    wrapper = os.path.join(tmp, "mismatch.sh")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --batch 16;'
+                ' else exec "$@" --batch 8; fi\n')
+    os.chmod(wrapper, 0o755)
+    p = mpirun(BASE + ["--workload", "bilstm", "--steps", "4"], wrapper=[wrapper])
+    out = p.stdout + p.stderr
+    check(p.returncode != 0, "mismatched settings: non-zero exit")
+    check("rank 1 runs with --batch 16, rank 0 with --batch 8" in out,
+          "mismatched settings: the message names the knob: " + out.strip()[:200])
+
+
+def test_lost_rank(tmp, signal_name):
+    wrapper = os.path.join(tmp, "lose.sh")
+    # Rank 1 loses itself once its first rows are on their way (4 s in:
+    # past set-up on a loaded machine); the run would take minutes.
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then "$@" & pid=$!; sleep 4;'
+                ' date +%%s.%%N > "%s/lost"; kill -%s $pid; wait $pid; exit $?;'
+                ' else exec "$@"; fi\n' % (tmp, signal_name))
+    os.chmod(wrapper, 0o755)
+    folder = os.path.join(tmp, "lost-" + signal_name)
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "10000000",
+                       "--csv", folder], wrapper=[wrapper], timeout=90)
+    end = time.time()
+    out = p.stdout + p.stderr
+    with open(os.path.join(tmp, "lost")) as f:
+        lost = float(f.read())
+    check(p.returncode != 0, signal_name + ": non-zero exit")
+    check(end - lost < 10.0, signal_name + ": the run ended %.1f s after the rank was lost"
+          % (end - lost))
+    rows = samples(folder) if os.path.exists(os.path.join(folder, "samples.csv")) else []
+    check(len(rows) > 0, signal_name + ": rank 0's rows kept (%d)" % len(rows))
+    if signal_name == "STOP":
+        check("rank 1 did not reach step" in out, signal_name + ": the message names rank 1: "
+              + out.strip()[:300])
+    else:
+        check("mpirun is ending the job" in out and "rank" in out,
+              signal_name + ": the message says a rank was lost: " + out.strip()[:300])
+
+
+def test_trace(tmp):
+    path = os.path.join(tmp, "trace.json")
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
+                       "--trace", path])
+    check(p.returncode == 0, "--trace: the run ends well: " + p.stderr[-300:])
+    if p.returncode != 0:
+        return
+    with open(path) as f:
+        trace = json.load(f)
+    events = trace["traceEvents"]
+    names = {(e["pid"], e["args"]["name"]) for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    check({pid for pid, _ in names} == {0, 1}, "--trace: one process per rank: %s" % names)
+    last = {}
+    monotone = True
+    for e in events:
+        if e["ph"] == "M":
+            continue
+        key = (e["pid"], e["tid"], e["ph"], e["name"] if e["ph"] == "C" else "")
+        if e["ts"] < last.get(key, -1.0):
+            monotone = False
+        last[key] = e["ts"]
+    check(monotone, "--trace: timestamps monotone on every track")
+    slices = [e for e in events if e["ph"] == "X"]
+    check(all(e["dur"] >= 0 for e in slices) and len(slices) > 0, "--trace: slices")
+    check({e["name"] for e in slices} >= {"step", "compute", "all-reduce"},
+          "--trace: steps, compute and all-reduces: %s" % sorted({e["name"] for e in slices}))
+
+
+def main():
+    tmp = tempfile.mkdtemp(prefix="tach-mpi-")
+    try:
+        if not HAVE_MPI:
+            test_without_mpi(tmp)
+        elif shutil.which("mpirun") is None:
+            print("skip: no mpirun (apt-get install openmpi-bin)")
+            return 77
+        else:
+            test_equivalence(tmp, "bilstm", 16)
+            test_equivalence(tmp, "lstm-lm", 8)
+            test_modes(tmp)
+            test_mismatch(tmp)
+            test_lost_rank(tmp, "STOP")
+            test_lost_rank(tmp, "KILL")
+            test_trace(tmp)
+    finally:
+        shutil.rmtree(tmp, ignore_errors=True)
+    if failures:
+        print("%d failed" % len(failures))
+        return 1
+    return 0
+
+
+sys.exit(main())

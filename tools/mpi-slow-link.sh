@@ -1,0 +1,92 @@
+#!/bin/sh
+# Runs two Tach ranks across a slow link on one machine: two network
+# namespaces, each joined to a bridge by a veth pair whose rate tc's tbf
+# limits (netem, for delay, is not on every kernel), mpirun launching one
+# rank in each over TCP.  Removes everything it made when it ends.
+#
+#   tools/mpi-slow-link.sh [--rate 100mbit] [--mpirun MPIRUN] -- TACH-CLI ARGS...
+#   e.g. tools/mpi-slow-link.sh --rate 100mbit -- build/app/tach-cli run \
+#          --workload bilstm --device cpu --threads 1 --steps 20 --grad-sync overlap
+#
+# Root only (namespaces); without root, ip, tc or mpirun it says so and
+# exits 77 (a skip, for tests).  The addresses are TEST-NET-1's
+# (192.0.2.0/24, RFC 5737, never routed), and live only inside the
+# namespaces and the bridge this script makes.
+set -eu
+
+rate=100mbit
+mpirun=mpirun
+while [ $# -gt 0 ]; do
+  case "$1" in
+    --rate) rate="$2"; shift 2 ;;
+    --mpirun) mpirun="$2"; shift 2 ;;
+    --) shift; break ;;
+    *) break ;;
+  esac
+done
+if [ $# -eq 0 ]; then
+  echo "usage: $0 [--rate RATE] [--mpirun MPIRUN] -- TACH-CLI ARGS..." >&2
+  exit 2
+fi
+
+skip () { echo "mpi-slow-link: skipped: $*" >&2; exit 77; }
+[ "$(id -u)" -eq 0 ] || skip "network namespaces need root"
+command -v ip >/dev/null 2>&1 || skip "no ip (iproute2)"
+command -v tc >/dev/null 2>&1 || skip "no tc (iproute2)"
+command -v "$mpirun" >/dev/null 2>&1 || skip "no $mpirun (apt-get install openmpi-bin)"
+
+tag="tach$$"
+bridge="${tag}br"
+net=192.0.2
+tmp=$(mktemp -d)
+
+cleanup () {
+  for side in a b; do
+    ip netns del "${tag}$side" 2>/dev/null || true
+    ip link del "${tag}$side" 2>/dev/null || true
+  done
+  ip link del "$bridge" 2>/dev/null || true
+  rm -rf "$tmp"
+}
+trap cleanup EXIT INT TERM
+
+ip link add "$bridge" type bridge || skip "cannot make a bridge here"
+ip addr add "$net.1/24" dev "$bridge"
+ip link set "$bridge" up
+n=11
+for side in a b; do
+  ns="${tag}$side"
+  ip netns add "$ns" || skip "cannot make a network namespace here"
+  ip link add "${tag}$side" type veth peer name eth0 netns "$ns"
+  ip link set "${tag}$side" master "$bridge" up
+  ip -n "$ns" addr add "$net.$n/24" dev eth0
+  ip -n "$ns" link set eth0 up
+  ip -n "$ns" link set lo up
+  # Both directions are limited: the rank's side here, the bridge's side
+  # on the root namespace's end of the pair.
+  ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 50ms \
+    || skip "tc tbf is not available"
+  tc qdisc add dev "${tag}$side" root tbf rate "$rate" burst 64kb latency 50ms
+  n=$((n + 1))
+done
+
+# mpirun's launcher: called as AGENT HOST COMMAND..., it runs the command
+# in the namespace that holds HOST's address.
+cat > "$tmp/agent" <<AGENT
+#!/bin/sh
+host="\$1"; shift
+case "\$host" in
+  $net.11) ns=${tag}a ;;
+  $net.12) ns=${tag}b ;;
+  *) echo "mpi-slow-link: unknown host \$host" >&2; exit 1 ;;
+esac
+exec ip netns exec "\$ns" sh -c "\$*"
+AGENT
+chmod +x "$tmp/agent"
+
+echo "mpi-slow-link: 2 ranks on $net.11 and $net.12, link limited to $rate each way" >&2
+OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+  "$mpirun" --mca plm_rsh_agent "$tmp/agent" \
+    --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
+    -x PATH -x LD_LIBRARY_PATH -x OMPI_MCA_btl_vader_single_copy_mechanism \
+    -H "$net.11,$net.12" -np 2 "$@"
