@@ -1,8 +1,9 @@
 #!/bin/sh
 # Runs two Tach ranks across a slow link on one machine: two network
-# namespaces, each joined to a bridge by a veth pair whose rate tc's tbf
-# limits (netem, for delay, is not on every kernel), mpirun launching one
-# rank in each over TCP.  Removes everything it made when it ends.
+# namespaces, each joined by a veth pair whose rate tc's tbf limits (netem,
+# for delay, is not on every kernel) to a bridge in a third, where mpirun
+# runs and launches one rank in each over TCP.  Removes everything it made
+# when it ends.
 #
 #   tools/mpi-slow-link.sh [--rate 100mbit] [--mpirun MPIRUN] -- TACH-CLI ARGS...
 #   e.g. tools/mpi-slow-link.sh --rate 100mbit -- build/app/tach-cli run \
@@ -36,37 +37,40 @@ command -v tc >/dev/null 2>&1 || skip "no tc (iproute2)"
 command -v "$mpirun" >/dev/null 2>&1 || skip "no $mpirun (apt-get install openmpi-bin)"
 
 tag="tach$$"
-bridge="${tag}br"
+ctl="${tag}c"
 net=192.0.2
 tmp=$(mktemp -d)
 
 cleanup () {
-  for side in a b; do
-    ip netns del "${tag}$side" 2>/dev/null || true
-    ip link del "${tag}$side" 2>/dev/null || true
+  for ns in "${tag}a" "${tag}b" "$ctl"; do
+    ip netns del "$ns" 2>/dev/null || true
   done
-  ip link del "$bridge" 2>/dev/null || true
   rm -rf "$tmp"
 }
 trap cleanup EXIT INT TERM
 
-ip link add "$bridge" type bridge || skip "cannot make a bridge here"
-ip addr add "$net.1/24" dev "$bridge"
-ip link set "$bridge" up
+# Everything lives in namespaces of its own, mpirun included, in "c" with
+# the bridge: the root namespace's own traffic may be filtered (it is in
+# some containers), and nothing here touches it.
+ip netns add "$ctl" || skip "cannot make a network namespace here"
+ip -n "$ctl" link add br0 type bridge || skip "cannot make a bridge here"
+ip -n "$ctl" addr add "$net.1/24" dev br0
+ip -n "$ctl" link set br0 up
+ip -n "$ctl" link set lo up
 n=11
 for side in a b; do
   ns="${tag}$side"
-  ip netns add "$ns" || skip "cannot make a network namespace here"
-  ip link add "${tag}$side" type veth peer name eth0 netns "$ns"
-  ip link set "${tag}$side" master "$bridge" up
+  ip netns add "$ns"
+  ip -n "$ctl" link add "port$side" type veth peer name eth0 netns "$ns"
+  ip -n "$ctl" link set "port$side" master br0 up
   ip -n "$ns" addr add "$net.$n/24" dev eth0
   ip -n "$ns" link set eth0 up
   ip -n "$ns" link set lo up
-  # Both directions are limited: the rank's side here, the bridge's side
-  # on the root namespace's end of the pair.
+  # Both directions are limited: the rank's side, and the bridge's side
+  # of its pair.
   ip netns exec "$ns" tc qdisc add dev eth0 root tbf rate "$rate" burst 64kb latency 50ms \
     || skip "tc tbf is not available"
-  tc qdisc add dev "${tag}$side" root tbf rate "$rate" burst 64kb latency 50ms
+  ip netns exec "$ctl" tc qdisc add dev "port$side" root tbf rate "$rate" burst 64kb latency 50ms
   n=$((n + 1))
 done
 
@@ -85,8 +89,7 @@ AGENT
 chmod +x "$tmp/agent"
 
 echo "mpi-slow-link: 2 ranks on $net.11 and $net.12, link limited to $rate each way" >&2
-OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+ip netns exec "$ctl" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
   "$mpirun" --mca plm_rsh_agent "$tmp/agent" \
     --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-    -x PATH -x LD_LIBRARY_PATH -x OMPI_MCA_btl_vader_single_copy_mechanism \
-    -H "$net.11,$net.12" -np 2 "$@"
+    -x PATH -H "$net.11,$net.12" -np 2 "$@"

@@ -85,6 +85,14 @@ check_ranks (const TachConfig *config, const TachDeviceInfo *device, GError **er
       tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
       return FALSE;
     }
+  if (world > 1 && config->task != TACH_TASK_TRAIN)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   W_("data-parallel ranks train; text generation runs in one process: use"
+                      " {task=train}, or run without mpirun"));
+      tach_error_add_hint (error, TACH_KNOB_TASK, "generate", TACH_KNOB_TASK, "train", NULL);
+      return FALSE;
+    }
   if (world > 1 && device->kind != TACH_DEVICE_KIND_CPU)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
