@@ -9,12 +9,10 @@
 #include "tach-build-config.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
 
-#include <glib-unix.h>
 #include <glib/gi18n.h>
 
 #include "tach-cli-private.h"
@@ -27,7 +25,8 @@ typedef struct {
   gboolean      ok;
   GError       *error;
   gint          done, total;   /* atomic: measurements done and in all */
-  gboolean      live, live_shown, interrupted;
+  gboolean      live, live_shown;
+  TachCliStop   stop;          /* SIGINT, SIGTERM, SIGHUP */
 } ExplainSession;
 
 /* A side of the explanation: a preset's name, or "k=v ..." settings on
@@ -100,14 +99,12 @@ on_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-static gboolean
-on_sigint (gpointer user_data)
+static void
+on_stop (gpointer user_data)
 {
   ExplainSession *session = user_data;
 
-  session->interrupted = TRUE;
   g_cancellable_cancel (session->cancellable);
-  return G_SOURCE_CONTINUE;
 }
 
 static char *
@@ -285,7 +282,7 @@ tach_cli_command_explain (const TachCliOptions *options)
   g_autoptr(TachDeviceInfo) device = NULL;
   ExplainSession session = { 0 };
   GThread *thread;
-  guint tick_id, sigint_id;
+  guint tick_id;
   int status = TACH_CLI_EXIT_OK;
 
   if (!explain_build_side (options, options->from, &from, &error)
@@ -298,7 +295,8 @@ tach_cli_command_explain (const TachCliOptions *options)
       return tach_cli_exit_code_for_error (error);
     }
   tach_explain_set_labels (explain, options->from, options->to);
-  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+  tach_cli_print_notices (options, &from);
+  if (!tach_cli_check_outputs (options, &error))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
       tach_config_clear (&from);
@@ -307,7 +305,7 @@ tach_cli_command_explain (const TachCliOptions *options)
     }
 
   device = tach_device_resolve (from.device != NULL ? from.device : "auto", NULL);
-  tach_cli_print_header (&from, device, FALSE);
+  tach_cli_print_header (&from, device, FALSE, NULL, NULL);
   printf (_("explain %s -> %s: %u knobs differ, %u configurations x %u rounds\n"),
           options->from, options->to, tach_explain_get_n_knobs (explain),
           tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
@@ -317,13 +315,13 @@ tach_cli_command_explain (const TachCliOptions *options)
   session.explain = explain;
   session.cancellable = g_cancellable_new ();
   session.live = isatty (STDERR_FILENO);
-  sigint_id = g_unix_signal_add (SIGINT, on_sigint, &session);
+  tach_cli_stop_watch (&session.stop, on_stop, &session);
   tick_id = g_timeout_add_seconds (1, on_tick, &session);
   thread = g_thread_new ("tach-explain", explain_thread, &session);
   g_main_loop_run (session.loop);
   g_thread_join (thread);
   g_source_remove (tick_id);
-  g_source_remove (sigint_id);
+  tach_cli_stop_unwatch (&session.stop);
   if (session.live_shown)
     fputs ("\r\033[K", stderr);
 
@@ -351,8 +349,10 @@ tach_cli_command_explain (const TachCliOptions *options)
           status = MAX (status, TACH_CLI_EXIT_FAILURE);
         }
     }
-  if (session.interrupted && status == TACH_CLI_EXIT_OK)
-    status = TACH_CLI_EXIT_INTERRUPTED;
+  /* Every measured run, as `run` writes its one. */
+  if (!tach_cli_write_tensorboard (options->tensorboard_dir, tach_explain_get_runs (explain)))
+    status = MAX (status, TACH_CLI_EXIT_FAILURE);
+  status = tach_cli_stop_exit_status (&session.stop, status);
 
   g_clear_error (&session.error);
   g_clear_object (&session.cancellable);

@@ -221,7 +221,7 @@ print_man (void)
           ".B tach\\-cli sweep\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-presets\\fR \\fILIST\\fR|\\fBall\\fR "
           "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli explain\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-from\\fR \\fIA\\fR \\fB\\-\\-to\\fR \\fIB\\fR "
-          "[\\fB\\-\\-rounds\\fR \\fIN\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR]\n.br\n"
+          "[\\fB\\-\\-rounds\\fR \\fIN\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli presets\n.br\n.B tach\\-cli devices\n");
   printf (".SH DESCRIPTION\n"
           "Runs Tach's deep\\-learning workloads (%s) headless on the CPU (oneDNN) or a GPU "
@@ -294,7 +294,10 @@ print_man (void)
           ".TP\n.B 0\nSuccess.\n"
           ".TP\n.B 1\nA runtime failure (a device, a library, a file).\n"
           ".TP\n.B 2\nInvalid usage or configuration.\n"
-          ".TP\n.B 130\nInterrupted (the runs that ended are still written).\n");
+          ".TP\n.B 130\nInterrupted by SIGINT (Ctrl+C): the run in progress stops after its step "
+          "and what was measured is still written.\n"
+          ".TP\n.B 143\nStopped by SIGTERM, as SIGINT stops it.\n"
+          ".TP\n.B 129\nStopped by SIGHUP, as SIGINT stops it.\n");
   printf (".SH FILES\n"
           "\\fIDIR\\fR/runs.csv, \\fIDIR\\fR/samples.csv: one row per run and one per step (RFC 4180, "
           "C\\-locale numbers).  \\fIDIR\\fR/\\fIworkload\\-preset\\-run\\fR/events.out.tfevents.*: "

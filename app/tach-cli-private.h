@@ -21,7 +21,33 @@ enum {
   TACH_CLI_EXIT_FAILURE = 1,     /* a runtime failure: device, data, IO, library */
   TACH_CLI_EXIT_USAGE = 2,       /* bad usage or configuration */
   TACH_CLI_EXIT_INTERRUPTED = 130, /* stopped by SIGINT, as shells report it */
+  /* Stopped by SIGTERM: 143, by SIGHUP: 129 (128 + the signal's number). */
 };
+
+/* The signals that stop a command as Ctrl+C does: SIGINT, SIGTERM (kill,
+ * timeout, a service manager) and SIGHUP (the terminal closed).  Each
+ * stops the run in progress after its step; the command then reports and
+ * writes what was measured, and exits 128 + the first signal's number. */
+#define TACH_CLI_N_STOP_SIGNALS 3
+typedef struct TachCliStop TachCliStop;
+typedef struct {
+  TachCliStop *stop;    /* borrowed: the one it belongs to */
+  int          signo;
+} TachCliStopWatch;
+struct TachCliStop {
+  void      (*on_stop) (gpointer data);  /* main thread, at each signal */
+  gpointer    data;
+  int         signo;    /* the first stop signal that came, or 0 */
+  guint       ids[TACH_CLI_N_STOP_SIGNALS];
+  TachCliStopWatch watch[TACH_CLI_N_STOP_SIGNALS];
+};
+/* Installs the handlers (g_unix_signal_add on the default main context);
+ * @stop must stay where it is until tach_cli_stop_unwatch(). */
+void tach_cli_stop_watch   (TachCliStop *stop, void (*on_stop) (gpointer data), gpointer data);
+void tach_cli_stop_unwatch (TachCliStop *stop);
+/* @status, or 128 + the signal's number when a stop signal came and
+ * @status is TACH_CLI_EXIT_OK. */
+int  tach_cli_stop_exit_status (const TachCliStop *stop, int status);
 
 /* One knob given on the command line, in the order given. */
 typedef struct {
@@ -61,10 +87,14 @@ gboolean tach_cli_build_config (const TachCliOptions *options,
                                 GError              **error);
 
 /* Prints "WORKLOAD (TASK) on DEVICE (NAME), batch B, N steps (W warm-up)"
- * and, with @with_preset, the preset. */
+ * and, with @with_preset, the preset.  @varied (a knob's name, or NULL) is
+ * a sweep's varied knob, shown with @varied_values in place of the first
+ * point's value. */
 void     tach_cli_print_header (const TachConfig     *config,
                                 const TachDeviceInfo *device,
-                                gboolean              with_preset);
+                                gboolean              with_preset,
+                                const char           *varied,
+                                const char           *varied_values);
 /* Appends @text to @line padded to @width characters (not bytes); a
  * right-aligned column also gets a two-space gutter before it. */
 void     tach_cli_pad (GString *line, const char *text, int width, gboolean right);
@@ -76,11 +106,16 @@ typedef struct {
 } TachCliCell;
 /* tach_cli_pad() over @n_cells cells in order. */
 void     tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_cells);
-/* Whether --csv DIR can be written (or created), before anything runs. */
-gboolean tach_cli_check_csv_dir (const char *dir, GError **error);
+/* Whether the --csv and --tensorboard folders given can be written (or
+ * created), before anything runs. */
+gboolean tach_cli_check_outputs (const TachCliOptions *options, GError **error);
 /* Appends @runs to DIR/runs.csv and samples.csv; reports an error itself. */
 gboolean tach_cli_write_csv (const char *dir, GPtrArray *runs);
 
+/* Says on stderr which knobs given on the command line @config does not
+ * honour: those that do not apply to it (the reason the window greys
+ * their rows with) and a warm-up cut to half the steps. */
+void     tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config);
 /* Sets the knobs given on the command line, in the order given. */
 gboolean tach_cli_apply_knobs (const TachCliOptions *options,
                                TachConfig           *config,
@@ -94,9 +129,11 @@ typedef struct {
   const char *label;        /* borrowed: "tuned 2/4" in a sweep, or NULL */
   gboolean   live;          /* stderr is a terminal: show the live line */
   gboolean   live_shown;    /* a live line is on screen and must be cleared */
-  gboolean   interrupted;
+  TachCliStop stop;         /* SIGINT, SIGTERM, SIGHUP; stop.signo: interrupted */
   int        header;        /* print a header once the device is known:
                                0 no, 1 with the preset, 2 without */
+  const char *varied;       /* borrowed: sweep --vary's knob for the header, or NULL */
+  const char *varied_values; /* borrowed: its values, as the header shows them */
 
   /* Progress of the run in progress, from the drained samples. */
   guint64    total_steps;   /* warm-up + measured */
@@ -122,9 +159,10 @@ gboolean  tach_cli_session_open_csv   (TachCliSession *session, const char *dir)
  * samples.csv) and renames its files; nothing when no run had results.
  * Reports an error itself. */
 gboolean  tach_cli_session_commit_csv (TachCliSession *session);
-/* The SIGINT handler of a session (g_unix_signal_add): stops the run in
- * progress after its step and marks the session interrupted. */
-gboolean  tach_cli_on_sigint     (gpointer user_data);
+/* Installs the session's stop signals (SIGINT, SIGTERM, SIGHUP): each
+ * stops the run in progress after its step and marks the session
+ * interrupted.  tach_cli_session_finish() removes them. */
+void      tach_cli_session_watch_signals (TachCliSession *session);
 /* Runs one configuration to its end.  Returns the run (also when it failed
  * or was cancelled) or NULL when it could not start; *error is set when it
  * did not finish normally. */
@@ -141,9 +179,9 @@ int       tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *wor
                                 GStrv *names);
 /* What `run` and both sweeps do last: the CSV and TensorBoard logs of
  * @runs (both, whatever became of the other), the interrupted status, the
- * session's SIGINT handler and the session itself.  Returns the status. */
+ * session's signal handlers and the session itself.  Returns the status. */
 int       tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session,
-                                   guint sigint_id, GPtrArray *runs, int status);
+                                   GPtrArray *runs, int status);
 /* A summary's numbers as the run report and the sweep table both show
  * them: one place for their formats. */
 typedef struct {

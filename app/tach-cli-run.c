@@ -3,7 +3,8 @@
  *
  * Each run goes through the same hand-off as the GUI: tach_run_start() on
  * the main context with a notify callback that drains samples, a GMainLoop
- * that waits for the run to end, and SIGINT turned into tach_run_stop().
+ * that waits for the run to end, and SIGINT (SIGTERM, SIGHUP) turned into
+ * tach_run_stop().
  */
 #include "tach-build-config.h"
 
@@ -167,27 +168,77 @@ tach_cli_on_tick (gpointer user_data)
   return G_SOURCE_CONTINUE;
 }
 
-/* Main thread: mpirun ends the job (see tach_ranks_abandon). */
+/* Main thread: a stop signal's handler; only the first one's number is
+ * the command's exit status. */
 static gboolean
-tach_cli_on_sigterm (gpointer user_data)
+tach_cli_stop_on_signal (gpointer user_data)
 {
-  tach_ranks_abandon ();
+  const TachCliStopWatch *watch = user_data;
+  TachCliStop *stop = watch->stop;
+
+  if (stop->signo == 0)
+    stop->signo = watch->signo;
+  /* Under mpirun, a rank that exits or is killed makes mpirun end the
+   * others (SIGTERM, then SIGKILL a second later): each rank gives up its
+   * waits on the others at once, and rank 0 writes the rows it has. */
+  if (watch->signo == SIGTERM && tach_ranks_world_size () > 1)
+    tach_ranks_abandon ();
+  if (stop->on_stop != NULL)
+    stop->on_stop (stop->data);
   return G_SOURCE_CONTINUE;
 }
 
-/* Main thread: Ctrl+C stops the run after its current step; the command
- * then reports and saves what ran. */
-gboolean
-tach_cli_on_sigint (gpointer user_data)
+void
+tach_cli_stop_watch (TachCliStop *stop, void (*on_stop) (gpointer data), gpointer data)
 {
-  TachCliSession *session = user_data;
+  static const int signals[TACH_CLI_N_STOP_SIGNALS] = { SIGINT, SIGTERM, SIGHUP };
 
-  session->interrupted = TRUE;
+  stop->on_stop = on_stop;
+  stop->data = data;
+  stop->signo = 0;
+  for (guint i = 0; i < TACH_CLI_N_STOP_SIGNALS; i++)
+    {
+      stop->watch[i].stop = stop;
+      stop->watch[i].signo = signals[i];
+      stop->ids[i] = g_unix_signal_add (signals[i], tach_cli_stop_on_signal, &stop->watch[i]);
+    }
+}
+
+void
+tach_cli_stop_unwatch (TachCliStop *stop)
+{
+  for (guint i = 0; i < TACH_CLI_N_STOP_SIGNALS; i++)
+    if (stop->ids[i] != 0)
+      {
+        g_source_remove (stop->ids[i]);
+        stop->ids[i] = 0;
+      }
+}
+
+int
+tach_cli_stop_exit_status (const TachCliStop *stop, int status)
+{
+  if (stop->signo != 0 && status == TACH_CLI_EXIT_OK)
+    return 128 + stop->signo;
+  return status;
+}
+
+/* Main thread: Ctrl+C (or SIGTERM, SIGHUP) stops the run after its current
+ * step; the command then reports and saves what ran. */
+static void
+tach_cli_session_on_stop (gpointer data)
+{
+  TachCliSession *session = data;
+
   if (session->run != NULL)
     tach_run_stop (session->run);
-  return G_SOURCE_CONTINUE;
 }
 
+void
+tach_cli_session_watch_signals (TachCliSession *session)
+{
+  tach_cli_stop_watch (&session->stop, tach_cli_session_on_stop, session);
+}
 
 /* Runs one configuration to its end.  Returns the run (also when it failed
  * or was cancelled) or NULL when it could not start; *error is set when it
@@ -207,7 +258,7 @@ tach_cli_run_one (TachCliSession   *session,
   if (session->header != 0)
     {
       tach_cli_print_header (tach_run_get_config (run), tach_run_get_device (run),
-                             session->header == 1);
+                             session->header == 1, session->varied, session->varied_values);
       session->header = 0;
     }
 
@@ -288,15 +339,34 @@ tach_cli_summary_text_clear (TachCliSummaryText *text)
 void
 tach_cli_print_header (const TachConfig     *config,
                        const TachDeviceInfo *device,
-                       gboolean              with_preset)
+                       gboolean              with_preset,
+                       const char           *varied,
+                       const char           *varied_values)
 {
   const char *task = config->task == TACH_TASK_GENERATE ? _("generate") : _("train");
+  g_autofree char *batch = g_strdup_printf ("%u", config->batch);
+  g_autofree char *steps = g_strdup_printf ("%u", config->steps);
+  g_autofree char *warmup = g_strdup_printf ("%u", tach_config_get_warmup (config));
+  char **field = NULL;
 
-  printf (_("%s (%s) on %s (%s), batch %u, %u steps (%u warm-up)"),
+  /* A sweep's varied knob shows its values, not the first point's. */
+  if (varied != NULL)
+    field = g_str_equal (varied, "batch") ? &batch
+            : g_str_equal (varied, "steps") ? &steps
+            : g_str_equal (varied, "warmup") ? &warmup : NULL;
+  if (field != NULL)
+    {
+      g_free (*field);
+      *field = g_strdup (varied_values);
+    }
+
+  printf (_("%s (%s) on %s (%s), batch %s, %s steps (%s warm-up)"),
           tach_workload_to_string (config->workload), task,
           device != NULL ? device->id : config->device,
           device != NULL && device->name != NULL ? device->name : "?",
-          config->batch, config->steps, tach_config_get_warmup (config));
+          batch, steps, warmup);
+  if (varied != NULL && field == NULL)
+    printf (_(", %s %s"), varied, varied_values);
   if (with_preset && config->preset != NULL)
     printf (_(", preset %s"), config->preset);
   printf ("\n");
@@ -375,11 +445,12 @@ tach_cli_print_summary (TachRun *run)
 
 /* ------------------------------------------------------------------- CSV */
 
-/* Checks before any run that the CSV folder can be written (or created), so
- * that a long run is not wasted on a typo.  tach_csv_append() is still the
- * judge when the files are written. */
-gboolean
-tach_cli_check_csv_dir (const char *dir, GError **error)
+/* Checks before any run that an output folder can be written (or
+ * created), so that a long run is not wasted on a typo.  The writer
+ * (tach_csv_append(), tach_tensorboard_export()) is still the judge when
+ * the files are written. */
+static gboolean
+tach_cli_check_out_dir (const char *dir, gboolean tensorboard, GError **error)
 {
   g_autofree char *path = g_canonicalize_filename (dir, NULL);
 
@@ -396,7 +467,9 @@ tach_cli_check_csv_dir (const char *dir, GError **error)
   if (!g_file_test (path, G_FILE_TEST_IS_DIR))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("Cannot write CSV files into '%s': '%s' is not a folder"), dir, path);
+                   tensorboard ? _("Cannot write TensorBoard logs into '%s': '%s' is not a folder")
+                               : _("Cannot write CSV files into '%s': '%s' is not a folder"),
+                   dir, path);
       return FALSE;
     }
   if (g_access (path, W_OK | X_OK) != 0)
@@ -404,11 +477,20 @@ tach_cli_check_csv_dir (const char *dir, GError **error)
       int saved_errno = errno;
 
       g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
-                   _("Cannot write CSV files into '%s': %s: %s"), dir, path,
-                   g_strerror (saved_errno));
+                   tensorboard ? _("Cannot write TensorBoard logs into '%s': %s: %s")
+                               : _("Cannot write CSV files into '%s': %s: %s"),
+                   dir, path, g_strerror (saved_errno));
       return FALSE;
     }
   return TRUE;
+}
+
+gboolean
+tach_cli_check_outputs (const TachCliOptions *options, GError **error)
+{
+  return (options->csv_dir == NULL || tach_cli_check_out_dir (options->csv_dir, FALSE, error))
+         && (options->tensorboard_dir == NULL
+             || tach_cli_check_out_dir (options->tensorboard_dir, TRUE, error));
 }
 
 gboolean
@@ -450,7 +532,7 @@ tach_cli_session_commit_csv (TachCliSession *session)
 }
 
 int
-tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session, guint sigint_id,
+tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session,
                          GPtrArray *runs, int status)
 {
   /* Both outputs are written whatever became of the other. */
@@ -459,9 +541,8 @@ tach_cli_session_finish (const TachCliOptions *options, TachCliSession *session,
 
   if (!csv_ok || !tensorboard_ok)
     status = MAX (status, TACH_CLI_EXIT_FAILURE);
-  if (session->interrupted && status == TACH_CLI_EXIT_OK)
-    status = TACH_CLI_EXIT_INTERRUPTED;
-  g_source_remove (sigint_id);
+  status = tach_cli_stop_exit_status (&session->stop, status);
+  tach_cli_stop_unwatch (&session->stop);
   tach_cli_session_clear (session);
   return status;
 }
@@ -523,7 +604,6 @@ tach_cli_command_run (const TachCliOptions *options)
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   g_autoptr(TachRun) run = NULL;
-  guint sigint_id, sigterm_id = 0;
   int status = TACH_CLI_EXIT_OK;
 
   if (!tach_cli_build_config (options, options->preset, &config, &error))
@@ -555,27 +635,21 @@ tach_cli_command_run (const TachCliOptions *options)
           options = &quiet;
         }
     }
-  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+  if (!tach_cli_check_outputs (options, &error))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
       tach_config_clear (&config);
       return TACH_CLI_EXIT_FAILURE;
     }
+  tach_cli_print_notices (options, &config);
 
   tach_cli_session_init (&session);
   /* Before the folder is opened: a Ctrl-C while the folder's rows are
    * copied stops the run as it starts, instead of killing the command. */
-  sigint_id = g_unix_signal_add (SIGINT, tach_cli_on_sigint, &session);
-  /* Under mpirun, a rank that exits or is killed makes mpirun end the
-   * others (SIGTERM, then SIGKILL a second later): rank 0 gives up its
-   * waits at once and writes the rows it has meanwhile. */
-  if (tach_ranks_world_size () > 1)
-    sigterm_id = g_unix_signal_add (SIGTERM, tach_cli_on_sigterm, NULL);
+  tach_cli_session_watch_signals (&session);
   if (!tach_cli_session_open_csv (&session, options->csv_dir))
     {
-      g_source_remove (sigint_id);
-      if (sigterm_id != 0)
-        g_source_remove (sigterm_id);
+      tach_cli_stop_unwatch (&session.stop);
       tach_cli_session_clear (&session);
       tach_config_clear (&config);
       return TACH_CLI_EXIT_FAILURE;
@@ -630,9 +704,7 @@ tach_cli_command_run (const TachCliOptions *options)
         }
     }
 
-  status = tach_cli_session_finish (options, &session, sigint_id, runs, status);
-  if (sigterm_id != 0)
-    g_source_remove (sigterm_id);
+  status = tach_cli_session_finish (options, &session, runs, status);
   tach_config_clear (&config);
   return status;
 }

@@ -14,10 +14,9 @@
 #include "tach-build-config.h"
 
 #include <math.h>
-#include <signal.h>
 #include <stdio.h>
+#include <string.h>
 
-#include <glib-unix.h>
 #include <glib/gi18n.h>
 
 #include "tach-cli-private.h"
@@ -53,15 +52,16 @@ tach_cli_sweep_clear (TachCliSweep *cli)
   g_clear_pointer (&cli->outcomes, g_free);
 }
 
-/* Main thread: Ctrl+C stops the run in progress, as in a single run, and
- * the sweep skips the points left. */
-static gboolean
-tach_cli_sweep_on_sigint (gpointer user_data)
+/* Main thread: Ctrl+C (or SIGTERM, SIGHUP) stops the run in progress, as
+ * in a single run, and the sweep skips the points left. */
+static void
+tach_cli_sweep_on_stop (gpointer user_data)
 {
   TachCliSweep *cli = user_data;
 
   g_cancellable_cancel (cli->cancellable);
-  return tach_cli_on_sigint (&cli->session);
+  if (cli->session.run != NULL)
+    tach_run_stop (cli->session.run);
 }
 
 /* TachSweepConfigFunc: a preset's configuration, the knobs given over it. */
@@ -105,12 +105,11 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
 static gboolean
 tach_cli_sweep_run (TachCliSweep *cli, TachSweep *sweep,
                     void (*done) (TachSweep *, const TachSweepPoint *, TachSweepOutcome,
-                                  TachRun *, const GError *, gpointer),
-                    guint *sigint_id)
+                                  TachRun *, const GError *, gpointer))
 {
   const TachSweepFuncs funcs = { tach_cli_sweep_run_point, done, NULL };
 
-  *sigint_id = g_unix_signal_add (SIGINT, tach_cli_sweep_on_sigint, cli);
+  tach_cli_stop_watch (&cli->session.stop, tach_cli_sweep_on_stop, cli);
   /* A refused folder: nothing runs. */
   if (!tach_cli_session_open_csv (&cli->session, cli->options->csv_dir))
     {
@@ -119,6 +118,22 @@ tach_cli_sweep_run (TachCliSweep *cli, TachSweep *sweep,
     }
   tach_sweep_run (sweep, &funcs, cli, cli->cancellable, NULL);
   return TRUE;
+}
+
+/* The varied knob's values as the header shows them: every one up to
+ * eight, else the first and the last and how many. */
+static char *
+tach_cli_sweep_values_text (const TachSweepAxis *axis)
+{
+  guint n = g_strv_length (axis->values);
+  gboolean commas = FALSE;
+
+  for (guint i = 0; i < n; i++)
+    commas = commas || strchr (axis->values[i], ',') != NULL;
+  if (n <= 8)
+    return g_strjoinv (commas ? "; " : ", ", axis->values);
+  return g_strdup_printf (ngettext ("%s to %s, %u value", "%s to %s, %u values", n),
+                          axis->values[0], axis->values[n - 1], n);
 }
 
 static void
@@ -240,7 +255,8 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   g_autoptr(TachSweepAxis) axis = NULL;
   g_autoptr(TachSweep) sweep = NULL;
   g_auto(GStrv) names = NULL;
-  guint n_names, n_points, bad, sigint_id;
+  g_autofree char *values_text = NULL;
+  guint n_names, n_points, bad;
   int status = tach_cli_sweep_start (options, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
@@ -276,9 +292,13 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
       cli.status = TACH_CLI_EXIT_USAGE;
     }
 
-  if (tach_cli_sweep_run (&cli, sweep, tach_cli_vary_done, &sigint_id))
+  /* The header names the varied knob's values, not the first point's. */
+  values_text = tach_cli_sweep_values_text (axis);
+  cli.session.varied = axis->knob->name;
+  cli.session.varied_values = values_text;
+  if (tach_cli_sweep_run (&cli, sweep, tach_cli_vary_done))
     tach_cli_print_vary_table (sweep, cli.outcomes);
-  status = tach_cli_session_finish (options, &cli.session, sigint_id, cli.runs, cli.status);
+  status = tach_cli_session_finish (options, &cli.session, cli.runs, cli.status);
   tach_cli_sweep_clear (&cli);
   return status;
 }
@@ -453,12 +473,21 @@ tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GSt
   *names = tach_cli_sweep_preset_names (options->presets, *workload);
   if (*names == NULL)
     return TACH_CLI_EXIT_USAGE;
-  if (options->csv_dir != NULL && !tach_cli_check_csv_dir (options->csv_dir, &error))
+  if (!tach_cli_check_outputs (options, &error))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
       g_clear_pointer (names, g_strfreev);
       return TACH_CLI_EXIT_FAILURE;
     }
+  /* The knobs given are the same for every preset: said once, from the
+   * first (a configuration that cannot be made is reported later). */
+  {
+    TachConfig first = { 0 };
+
+    if (tach_cli_build_config (options, (*names)[0], &first, NULL))
+      tach_cli_print_notices (options, &first);
+    tach_config_clear (&first);
+  }
   return TACH_CLI_EXIT_OK;
 }
 
@@ -512,7 +541,6 @@ tach_cli_command_sweep (const TachCliOptions *options)
   TachWorkload workload;
   g_auto(GStrv) names = NULL;
   g_autoptr(TachSweep) sweep = NULL;
-  guint sigint_id;
   int status = tach_cli_sweep_start (options, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
@@ -523,9 +551,9 @@ tach_cli_command_sweep (const TachCliOptions *options)
   sweep = tach_sweep_new (NULL, (const char *const *) names, NULL, tach_cli_sweep_make,
                           (gpointer) options, FALSE);
   tach_cli_sweep_init (&cli, options, sweep);
-  if (tach_cli_sweep_run (&cli, sweep, tach_cli_presets_done, &sigint_id))
+  if (tach_cli_sweep_run (&cli, sweep, tach_cli_presets_done))
     tach_cli_print_sweep_table (sweep, cli.outcomes);
-  status = tach_cli_session_finish (options, &cli.session, sigint_id, cli.runs, cli.status);
+  status = tach_cli_session_finish (options, &cli.session, cli.runs, cli.status);
   tach_cli_sweep_clear (&cli);
   return status;
 }

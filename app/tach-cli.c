@@ -99,6 +99,32 @@ tach_cli_apply_knobs (const TachCliOptions *options,
   return TRUE;
 }
 
+void
+tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config)
+{
+  g_autoptr(GHashTable) said = g_hash_table_new (g_str_hash, g_str_equal);
+
+  /* Only the knobs given: a preset's or a default's unused knob is no
+   * surprise.  A knob given twice is said once. */
+  for (guint i = options->knobs->len; i-- > 0;)
+    {
+      const TachCliKnob *knob = &g_array_index (options->knobs, TachCliKnob, i);
+      const TachKnobInfo *info = tach_knob_lookup (knob->key);
+      const char *why = NULL;
+
+      if (info == NULL || !g_hash_table_add (said, (gpointer) info->name))
+        continue;
+      if (!tach_config_knob_applies (config, info->name, &why))
+        fprintf (stderr, _("tach-cli: note: --%s %s is ignored: %s\n"), info->name,
+                 knob->value, why != NULL ? why : "");
+      else if (g_str_equal (info->name, "warmup")
+               && tach_config_get_warmup (config) < config->warmup)
+        fprintf (stderr, _("tach-cli: note: --warmup %u runs as %u: warm-up steps are at most "
+                           "half of the %u steps\n"),
+                 config->warmup, tach_config_get_warmup (config), config->steps);
+    }
+}
+
 static void
 tach_cli_set_str (char **field, const char *value)
 {
@@ -162,7 +188,7 @@ tach_cli_print_help (void)
   g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
-                          "                   [--KNOB VALUE]... [--rounds N] [--csv DIR]\n"));
+                          "                   [--KNOB VALUE]... [--rounds N] [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
   g_string_append (out, "  tach-cli devices\n");
   g_string_append (out, "  tach-cli --help | --version\n\n");
@@ -242,10 +268,11 @@ tach_cli_print_help (void)
     }
   g_string_append (out, "\n");
 
-  g_string_append (out, _("On a terminal a live line shows progress once a second; Ctrl+C stops a run\n"
-                          "cleanly and still writes the CSV of what ran.\n\n"));
+  g_string_append (out, _("On a terminal a live line shows progress once a second; Ctrl+C (or SIGTERM,\n"
+                          "SIGHUP) stops a run cleanly and still writes the CSV of what ran.\n\n"));
   g_string_append (out, _("Exit status: 0 success, 1 runtime failure (device, data, files, library),\n"
-                          "2 bad usage or configuration, 130 interrupted.\n"));
+                          "2 bad usage or configuration, 130 interrupted (SIGINT), 143 terminated\n"
+                          "(SIGTERM), 129 hung up (SIGHUP).\n"));
 
   fputs (out->str, stdout);
 }

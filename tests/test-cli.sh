@@ -289,35 +289,45 @@ if expect "sweep --vary lists the points that will not fit" 2 \
   fi
 fi
 
-# Ctrl+C stops the run cleanly and still writes what ran.  (GLib installs
-# its SIGINT handler itself, so the signal reaches it even though a
-# non-interactive shell starts background jobs with SIGINT ignored.)
-intr=$tmp/interrupted
-"$cli" run --workload bilstm --device cpu --batch 8 --steps 10000000 --warmup 0 \
-  --threads 1 --csv "$intr" >"$out" 2>&1 &
-pid=$!
-sleep 3
-kill -INT "$pid" 2>/dev/null
-waited=0
-while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 30 ]; do
-  sleep 1
-  waited=$((waited + 1))
-done
-if kill -0 "$pid" 2>/dev/null; then
-  kill -KILL "$pid" 2>/dev/null
-  wait "$pid" 2>/dev/null
-  fail "SIGINT stops the run" "still running 30 s after SIGINT"
-else
+# Ctrl+C stops the run cleanly and still writes what ran; SIGTERM (kill,
+# timeout) and SIGHUP (the terminal closed) do the same, each with its own
+# exit status, 128 + the signal's number.  (GLib installs its handlers
+# itself, so the signal reaches it even though a non-interactive shell
+# starts background jobs with SIGINT ignored.)
+stop_signal () {
+  sig=$1; want=$2
+  name="SIG$sig stops the run and writes the CSV"
+  intr=$tmp/stopped-$sig
+  "$cli" run --workload bilstm --device cpu --batch 8 --steps 10000000 --warmup 0 \
+    --threads 1 --csv "$intr" >"$out" 2>&1 &
+  pid=$!
+  sleep 3
+  kill -"$sig" "$pid" 2>/dev/null
+  waited=0
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 30 ]; do
+    sleep 1
+    waited=$((waited + 1))
+  done
+  if kill -0 "$pid" 2>/dev/null; then
+    kill -KILL "$pid" 2>/dev/null
+    wait "$pid" 2>/dev/null
+    fail "$name" "still running 30 s after SIG$sig"
+    return
+  fi
   wait "$pid"
   rc=$?
   id=$(run_ids "$intr/samples.csv" 2>/dev/null | head -1)
-  if [ "$rc" -eq 130 ] && [ -n "$id" ] && [ "$(count_rows "$intr/samples.csv" "$id")" -gt 0 ] &&
-     [ "$(($(wc -l < "$intr/runs.csv") - 1))" -eq 1 ] && grep -q "stopped after" "$out"; then
-    pass "SIGINT stops the run and writes the CSV"
+  if [ "$rc" -eq "$want" ] && [ -n "$id" ] && [ "$(count_rows "$intr/samples.csv" "$id")" -gt 0 ] &&
+     [ "$(($(wc -l < "$intr/runs.csv") - 1))" -eq 1 ] && grep -q "stopped after" "$out" &&
+     [ "$(find "$intr" -name '.*' -type f | wc -l)" -eq 0 ]; then
+    pass "$name"
   else
-    fail "SIGINT stops the run and writes the CSV" "exit status $rc, CSV run id '$id'"
+    fail "$name" "exit status $rc (expected $want), CSV run id '$id'"
   fi
-fi
+}
+stop_signal INT 130
+stop_signal TERM 143
+stop_signal HUP 129
 
 # ------------------------------------------------------------ explain
 
@@ -373,9 +383,63 @@ if expect "run with --tensorboard" 0 "steps/s" \
 fi
 expect_usage "--tensorboard needs a folder" "'--tensorboard' needs a folder" \
   run --workload bilstm --tensorboard=
-expect "--tensorboard into an unwritable folder" 1 "^tach-cli: .*tensorboard" \
-  "$cli" run --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 \
-  --tensorboard "$tmp/file/sub"
+# Checked before the run, as --csv is: nothing runs, the folder is named.
+touch "$tmp/file"
+for cmd in run sweep; do
+  if [ "$cmd" = run ]; then set -- --preset tuned; else set -- --presets tuned; fi
+  if expect "$cmd --tensorboard into an unwritable folder" 1 \
+       "^tach-cli: Cannot write TensorBoard logs into '$tmp/file/sub': '$tmp/file' is not a folder" \
+       "$cli" "$cmd" --workload bilstm "$@" --device cpu --batch 8 --steps 2 --warmup 0 \
+       --tensorboard "$tmp/file/sub"; then
+    if grep -q "steps" "$out"; then
+      passed=$((passed - 1))
+      fail "$cmd --tensorboard into an unwritable folder" "it ran before saying so"
+    fi
+  fi
+done
+set --
+
+# explain writes every measured run to --tensorboard, as run does.
+if expect "explain with --tensorboard" 0 "Layout" \
+     "$cli" explain --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 --threads 1 \
+     --from "layout=misread" --to "layout=batch-major" --tensorboard "$tmp/tb-explain"; then
+  n=$(find "$tmp/tb-explain" -mindepth 2 -name 'events.out.tfevents.*.tach' | wc -l)
+  if [ "$n" -ne 6 ]; then
+    passed=$((passed - 1))
+    fail "explain with --tensorboard" "$n event files (expected 6: 2 configurations x 3 rounds)"
+  fi
+fi
+
+# ------------------------------------------------- knobs that do not apply
+
+# A knob given that the run does not honour is said, with the reason.
+if expect "a knob that does not apply is noted" 0 \
+     "^tach-cli: note: --sampling device is ignored: only lstm-lm text generation samples tokens" \
+     "$cli" run --workload bilstm --device cpu --batch 8 --steps 4 --warmup 3 --threads 1 \
+     --sampling device; then
+  if ! grep -q "^tach-cli: note: --warmup 3 runs as 2: warm-up steps are at most half of the 4 steps" "$out" ||
+     ! grep -q "4 steps (2 warm-up)" "$out"; then
+    passed=$((passed - 1))
+    fail "a knob that does not apply is noted" "no note of the warm-up cut"
+  fi
+fi
+if expect "a knob that applies is not noted" 0 "steps/s" \
+     "$cli" run --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1; then
+  if grep -q "note:" "$out"; then
+    passed=$((passed - 1))
+    fail "a knob that applies is not noted" "a note where every knob applies"
+  fi
+fi
+
+# sweep --vary's header names the varied knob's values, not the first's.
+expect "sweep --vary batch names the batches in its header" 0 \
+  "^bilstm \(train\) on cpu \(.*\), batch 4, 8, 16, 2 steps \(0 warm-up\)$" \
+  "$cli" sweep --workload bilstm --presets tuned --vary batch=4..16x2 --device cpu --steps 2 \
+  --warmup 0 --threads 1
+expect "sweep --vary hidden names the values in its header" 0 \
+  "^bilstm \(train\) on cpu \(.*\), batch 8, 2 steps \(0 warm-up\), hidden 4, 6$" \
+  "$cli" sweep --workload bilstm --presets tuned --vary hidden=4,6 --device cpu --batch 8 \
+  --steps 2 --warmup 0 --threads 1
 
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ]; then
