@@ -178,6 +178,23 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   else
     fail "samples.csv numbers in the C locale" "a row has a bad field"
   fi
+
+  # A row with a stray quote: nothing runs and nothing is appended after
+  # it (other readers would read the new rows into it); the message names
+  # the file, the line and the repair.
+  cp "$csv/runs.csv" "$tmp/runs.good"
+  printf '"stray quote,1\r\n' >> "$csv/runs.csv"
+  cp "$csv/runs.csv" "$tmp/runs.bad"
+  bad_line=$(($(wc -l < "$tmp/runs.bad")))
+  if expect "a malformed runs.csv is not appended to" 1 \
+       "^tach-cli: $csv/runs.csv:$bad_line: a malformed row .*repair or delete that line" \
+       run_short --seed 9; then
+    if ! cmp -s "$csv/runs.csv" "$tmp/runs.bad" || grep -q "steps/s" "$out"; then
+      passed=$((passed - 1))
+      fail "a malformed runs.csv is not appended to" "the file changed, or the run ran"
+    fi
+  fi
+  cp "$tmp/runs.good" "$csv/runs.csv"
 fi
 
 # --threads changes a run's speed, never its numbers: one and two threads

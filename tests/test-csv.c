@@ -247,6 +247,54 @@ test_header_mismatch (Fixture *f, gconstpointer data)
   g_assert_cmpuint (count_entries (f->dir), ==, 1);
 }
 
+static guint
+count_lines (const char *text)
+{
+  guint n = 0;
+
+  for (const char *p = text; *p != '\0'; p++)
+    n += *p == '\n';
+  return n;
+}
+
+/* A runs.csv with a malformed row (a stray quote, then a short row) is not
+ * appended to: other readers would read the new rows into the bad one.
+ * The message names the file and the line; nothing in the folder changes. */
+static void
+test_malformed_refused (Fixture *f, gconstpointer data)
+{
+  g_autofree char *runs_path = g_build_filename (f->dir, "runs.csv", NULL);
+  g_autofree char *samples_path = g_build_filename (f->dir, "samples.csv", NULL);
+  g_autofree char *good = NULL, *samples_before = NULL;
+  const char *const bad_rows[] = { "\"stray quote,1\r\n", "short,row\r\n" };
+
+  g_assert_true (append_one (f->dir, f->a, NULL));
+  g_assert_true (g_file_get_contents (runs_path, &good, NULL, NULL));
+  g_assert_true (g_file_get_contents (samples_path, &samples_before, NULL, NULL));
+  for (guint i = 0; i < G_N_ELEMENTS (bad_rows); i++)
+    {
+      g_autofree char *damaged = g_strconcat (good, bad_rows[i], NULL);
+      /* Its line: a's row spans two (its data path holds a line break). */
+      g_autofree char *where = g_strdup_printf ("%s:%u:", runs_path, count_lines (good) + 1);
+      g_autofree char *runs_after = NULL, *samples_after = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (g_file_set_contents (runs_path, damaged, -1, NULL));
+      g_assert_false (append_one (f->dir, f->b, &error));
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
+      g_assert_nonnull (strstr (error->message, where));
+      g_assert_nonnull (strstr (error->message, "repair or delete that line"));
+      g_assert_true (g_file_get_contents (runs_path, &runs_after, NULL, NULL));
+      g_assert_cmpstr (runs_after, ==, damaged);
+      g_assert_true (g_file_get_contents (samples_path, &samples_after, NULL, NULL));
+      g_assert_cmpstr (samples_after, ==, samples_before);
+      g_assert_cmpuint (count_entries (f->dir), ==, 2);
+    }
+  /* Repaired (the line deleted), it takes the run. */
+  g_assert_true (g_file_set_contents (runs_path, good, -1, NULL));
+  g_assert_true (append_one (f->dir, f->b, NULL));
+}
+
 /* Writes @rows as CSV leaving out the columns in @drop, as a version of
  * Tach from before those knobs would have; @extra adds a column (a newer
  * version's file). */
@@ -623,6 +671,7 @@ main (int argc, char **argv)
   ADD ("/engine/csv/roundtrip", test_roundtrip);
   ADD ("/engine/csv/nan-empty", test_nan_empty);
   ADD ("/engine/csv/append", test_append);
+  ADD ("/engine/csv/malformed-refused", test_malformed_refused);
   ADD ("/engine/csv/header-mismatch", test_header_mismatch);
   ADD ("/engine/csv/append-older", test_append_older);
   ADD ("/engine/csv/unwritable", test_unwritable);

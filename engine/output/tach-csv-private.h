@@ -35,6 +35,12 @@ gboolean  tach_csv_load_existing  (const char *path, const char *header, GString
 gboolean  tach_csv_append_rows (const char *dir, const char *name, const char *header,
                                 const char *rows, GError **error);
 
+/* The line of the first record of @text (@len bytes: a header line, then
+ * records) that Open Results (tach_results_load) skips as malformed (a
+ * stray quote, or not the header's number of fields), or 0 when every
+ * record reads cleanly.  (tach-results.c, whose reader it is) */
+guint     tach_csv_first_malformed (const char *text, gsize len);
+
 /* Rewrites @old (@len bytes: a header line, then records) under @header (a
  * header line ending in CRLF) when every column of the old header is one of
  * @header's: each record's fields move to their column's place, and the

@@ -276,6 +276,7 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
   gsize len = 0;
   const char *eol;
   gsize header_len = strlen (header) - 2;  /* without CRLF */
+  guint bad_line;
   gboolean matches;
 
   if (!g_file_get_contents (path, &old, &len, &local))
@@ -294,6 +295,20 @@ load_existing (const char *path, const char *header, GString *content, GHashTabl
     {
       g_string_append (content, header);
       return TRUE;
+    }
+  /* Rows appended after a malformed one (a quote never closed) would be
+   * read into it by other CSV readers, Python's among them: the file is
+   * left as it is, and the message says where to repair it. */
+  bad_line = tach_csv_first_malformed (old, len);
+  if (bad_line > 0)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                   W_("%s:%u: a malformed row (a stray quote or the wrong number of fields), "
+                      "which other CSV readers would read the new rows into: nothing was "
+                      "added; repair or delete that line (Open Results skips it), or choose "
+                      "another {--csv folder|folder}"),
+                   path, bad_line);
+      return FALSE;
     }
 
   eol = strchr (old, '\n');

@@ -22,6 +22,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-backend.h"
+#include "tach-csv-private.h"
 #include "tach-run-private.h"
 
 /* ---------------------------------------------------------- CSV records */
@@ -149,6 +150,22 @@ reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
       r->line++;
       return TRUE;
     }
+}
+
+guint
+tach_csv_first_malformed (const char *text, gsize len)
+{
+  g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
+  Reader r = { text, text + len, 1, FALSE };
+  guint line, n_columns;
+  gboolean bad;
+
+  if (!reader_next (&r, fields, 0, &line, &bad))
+    return bad ? line : 0;
+  n_columns = fields->len;
+  while (reader_next (&r, fields, n_columns, &line, &bad))
+    ;
+  return bad ? line : 0;
 }
 
 /* ------------------------------------------------- a file read in blocks */
