@@ -357,6 +357,19 @@ expect_usage "explain with an unknown preset" "nosuch" \
   explain --workload bilstm --device cpu --from nosuch --to tuned
 expect_usage "--from belongs to explain" "explain" run --workload bilstm --from tuned
 
+# The CPU's LSTM runs in fp32 only: bf16 on an LSTM workload is refused
+# before the run (it failed after the header on a CPU with AVX-512 BF16).
+for w in bilstm lstm-lm; do
+  if expect_usage "$w --precision bf16 is refused before the run" \
+       "^tach-cli: --precision bf16 is not supported on cpu.*use --precision fp32" \
+       run --workload "$w" --device cpu --precision bf16 --steps 2 --threads 1; then
+    if grep -q " on cpu (" "$out"; then
+      passed=$((passed - 1))
+      fail "$w --precision bf16 is refused before the run" "the run's header came first"
+    fi
+  fi
+done
+
 # B cannot run on the CPU: refused before anything runs, saying why.  (It
 # used to hang when the refusal came before the main loop ran.)
 expect "explain refuses what cannot run" 2 "B cannot run: .*fp16" \

@@ -36,6 +36,8 @@ typedef enum {
   TACH_BACKEND_CAP_SYNC_OPS    = 1 << 1, /* ops finish before they return: the host clock times them */
   TACH_BACKEND_CAP_HOST_MEMORY = 1 << 2, /* its memory is host memory */
   TACH_BACKEND_CAP_THREADS     = 1 << 3, /* computes on host threads (--threads) */
+  TACH_BACKEND_CAP_LSTM_FP32_ONLY = 1 << 4, /* its LSTM ops run in fp32 only, whatever the
+                                               precision (validation refuses others) */
 } TachBackendCaps;
 
 typedef struct _TachBackend      TachBackend;

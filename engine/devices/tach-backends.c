@@ -71,7 +71,8 @@ static const TachBackendRow rows[] = {
   },
   {
     .prefix = "cpu", .kind = TACH_DEVICE_KIND_CPU,
-    .caps = TACH_BACKEND_CAP_SYNC_OPS | TACH_BACKEND_CAP_HOST_MEMORY | TACH_BACKEND_CAP_THREADS,
+    .caps = TACH_BACKEND_CAP_SYNC_OPS | TACH_BACKEND_CAP_HOST_MEMORY | TACH_BACKEND_CAP_THREADS
+            | TACH_BACKEND_CAP_LSTM_FP32_ONLY,
     .none = N_("the CPU backend is not usable: oneDNN reported no CPU engine"),
     .devices = tach_cpu_backend_devices, .open = cpu_open,
     .supports = tach_cpu_backend_supports, .measure_peak = tach_cpu_measure_peak_flops,

@@ -375,6 +375,7 @@ const TachModelClass tach_bilstm_model_class = {
   .workload = TACH_WORKLOAD_BILSTM,
   .owns = bilstm_owns,
   .knob_unused = bilstm_knob_unused,
+  .has_lstm = TRUE,
   .create = bilstm_create,
   .prepare = bilstm_prepare,
   .step = bilstm_step,

@@ -781,6 +781,7 @@ const TachModelClass tach_lstm_lm_model_class = {
   .owns = lm_owns,
   .knob_unused = lm_knob_unused,
   .check = lm_check,
+  .has_lstm = TRUE,
   .create = lm_create,
   .prepare = lm_prepare,
   .step = lm_step,

@@ -72,6 +72,9 @@ typedef struct {
    * NULL (both preset to the batch and NULL). */
   gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix,
                                TachKnobId *knob, const char **fix_value);
+  /* Whether its step runs the backend's LSTM ops (a backend with
+   * TACH_BACKEND_CAP_LSTM_FP32_ONLY then takes fp32 only). */
+  gboolean      has_lstm;
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of

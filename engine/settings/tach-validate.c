@@ -383,11 +383,36 @@ check_settings (const TachConfig *config, GError **error)
   return klass;
 }
 
+/* A backend that runs its LSTMs in fp32 only, asked for another precision
+ * by a workload that has one: refused here, not by the backend once the
+ * run has begun (check_backend has already refused a precision the
+ * device has not at all). */
+static gboolean
+check_lstm_precision (const TachConfig *config, const TachModelClass *klass,
+                      const TachDeviceInfo *device, GError **error)
+{
+  g_autofree char *value = NULL;
+
+  if (device == NULL || !klass->has_lstm || config->precision == TACH_PRECISION_FP32
+      || !(tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_LSTM_FP32_ONLY))
+    return TRUE;
+  value = tach_config_get (config, "precision");
+  g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+               W_("{precision=%s} is not supported on %s for %s: the backend's LSTM runs in "
+                  "fp32 only; use {precision=fp32}"),
+               value, device->id, tach_workload_to_string (config->workload));
+  tach_error_add_config_hint (error, config, TACH_KNOB_PRECISION, TACH_KNOB_PRECISION, "fp32",
+                              NULL);
+  return FALSE;
+}
+
 static gboolean
 check_on_device (const TachConfig *config, const TachModelClass *klass,
                  const TachDeviceInfo *device, GError **error)
 {
   if (device != NULL && !check_backend (config, device->id, error))
+    return FALSE;
+  if (!check_lstm_precision (config, klass, device, error))
     return FALSE;
   if (config->launch == TACH_LAUNCH_GRAPH && !check_graph (config, klass, error))
     return FALSE;
