@@ -143,6 +143,7 @@ typedef struct {
   double     window_wall_s;   /* monotonic time of the last tick, s */
   double     rate;          /* steps/s over the last tick, 0 before the first */
   gint64     started_us;    /* monotonic time the run started */
+  gboolean   eval_said;     /* without a live line: the evaluation's start was said */
 
   /* --csv DIR: samples.csv streams as the runs go; a run is added once it
    * has samples (so exactly the runs with results get a row). */

@@ -80,9 +80,21 @@ static void
 tach_cli_live_print (TachCliSession *session)
 {
   g_autoptr(GString) line = g_string_new ("\r\033[K");
+  guint64 eval_done = 0, eval_total = 0;
 
   if (session->label != NULL)
     g_string_append_printf (line, "%s  ", session->label);
+  if (session->run != NULL
+      && tach_run_get_evaluation (session->run, &eval_done, &eval_total) == TACH_EVALUATION_RUNNING)
+    {
+      /* After the last step: the test set, its own phase. */
+      g_string_append_printf (line, _("evaluating the test set  %" PRIu64 "/%" PRIu64), eval_done,
+                              eval_total);
+      fputs (line->str, stderr);
+      fflush (stderr);
+      session->live_shown = TRUE;
+      return;
+    }
   if (session->done_steps == 0)
     {
       /* A run that syncs only at the end hands its samples over late:
@@ -117,6 +129,7 @@ static void
 tach_cli_on_notify (TachRun *run, gpointer user_data)
 {
   TachCliSession *session = user_data;
+  guint64 eval_total = 0;
 
   if (run != session->run)
     return;
@@ -137,6 +150,23 @@ tach_cli_on_notify (TachRun *run, gpointer user_data)
   while (session->scratch->len == TACH_RUN_DRAIN_MAX);
   /* Between sync points the engine still says how far it has got. */
   session->done_steps = MAX (session->done_steps, tach_run_get_steps_done (run));
+
+  /* The test-set evaluation after the last step: on a terminal the live
+   * line follows it; elsewhere (a pipe, a file) a line says it has begun,
+   * as it happens. */
+  if (tach_run_get_evaluation (run, NULL, &eval_total) == TACH_EVALUATION_RUNNING)
+    {
+      if (session->live)
+        tach_cli_live_print (session);
+      else if (!session->eval_said && eval_total > 0)
+        {
+          fprintf (stderr, _("tach-cli: %s%sevaluating the test set (%" PRIu64 " items)\n"),
+                   session->label != NULL ? session->label : "",
+                   session->label != NULL ? ": " : "", eval_total);
+          fflush (stderr);
+          session->eval_said = TRUE;
+        }
+    }
 
   if (tach_cli_run_state_is_final (tach_run_get_state (run)))
     g_main_loop_quit (session->loop);
@@ -269,6 +299,7 @@ tach_cli_run_one (TachCliSession   *session,
   session->window_steps = 0;
   session->window_wall_s = 0;
   session->rate = 0;
+  session->eval_said = FALSE;
   session->started_us = g_get_monotonic_time ();
 
   if (!tach_run_start (run, g_main_loop_get_context (session->loop),
@@ -425,7 +456,14 @@ tach_cli_print_summary (TachRun *run)
     }
   if (!isnan (s.test_accuracy))
     printf (_("  accuracy     %.2f%% on the test set\n"), s.test_accuracy * 100.0);
-  printf (_("  wall time    %.2f s\n"), s.wall_s);
+  else if (tach_run_get_evaluation (run, NULL, NULL) == TACH_EVALUATION_STOPPED)
+    printf (_("  accuracy     not measured: the test-set evaluation was stopped\n"));
+  /* What the wall time covers: the steps and the evaluation, not set-up. */
+  if (!isnan (s.eval_s))
+    printf (_("  wall time    %.2f s: steps %.2f s, test-set evaluation %.2f s (set-up not counted)\n"),
+            s.wall_s, s.wall_s - s.eval_s, s.eval_s);
+  else
+    printf (_("  wall time    %.2f s from the first step (set-up not counted)\n"), s.wall_s);
   {
     g_autofree char *algorithms = tach_run_dup_algorithms (run);
 
@@ -686,7 +724,10 @@ tach_cli_command_run (const TachCliOptions *options)
         }
       else
         {
-          if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
+          if (tach_run_get_evaluation (run, NULL, NULL) == TACH_EVALUATION_STOPPED)
+            printf (_("  (stopped during the test-set evaluation, after all %" PRIu64 " steps)\n"),
+                    session.done_steps);
+          else if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
             printf (_("  (stopped after %" PRIu64 " steps)\n"), session.done_steps);
           tach_cli_print_summary (run);
         }

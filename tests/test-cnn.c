@@ -7,6 +7,9 @@
  *   /engine/cnn/gap           64x96x3 synthetic images train with --head gap;
  *                             1080x1920x3 with the flatten head is rejected
  *                             with the memory it needs and --head gap
+ *   /engine/cnn/evaluation    the test set is a phase of its own: progress
+ *                             while it runs, its time in the wall time, and
+ *                             a stop request ends it (no accuracy)
  *   /engine/cnn/synthetic     seeded synthetic images are learnable
  *   /engine/cnn/data-errors   bad IDX files and sizes fail clearly
  */
@@ -132,6 +135,104 @@ test_learns (void)
   test_remove_tree (dir);
 }
 
+/* What the notify saw of a run's evaluation. */
+typedef struct {
+  GMainLoop *loop;
+  gboolean   stop_in_evaluation;  /* ask the run to stop once it evaluates */
+  guint      running_seen;        /* notifies during the evaluation */
+  guint64    done_seen, total_seen;
+} EvalWatch;
+
+static void
+on_eval_notify (TachRun *run, gpointer user_data)
+{
+  EvalWatch *watch = user_data;
+  g_autoptr (GArray) scratch = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  guint64 done = 0, total = 0;
+
+  while (tach_run_drain_samples (run, scratch) == TACH_RUN_DRAIN_MAX)
+    g_array_set_size (scratch, 0);
+  if (tach_run_get_evaluation (run, &done, &total) == TACH_EVALUATION_RUNNING)
+    {
+      watch->running_seen++;
+      watch->done_seen = done;
+      watch->total_seen = total;
+      if (watch->stop_in_evaluation && total > 0)
+        tach_run_stop (run);
+    }
+  if (tach_run_get_state (run) != TACH_RUN_STATE_RUNNING)
+    g_main_loop_quit (watch->loop);
+}
+
+static TachRun *
+run_watched (const char *settings, EvalWatch *watch)
+{
+  TachConfig config;
+  g_autoptr (GError) error = NULL;
+  TachRun *run;
+
+  tach_config_init (&config, TACH_WORKLOAD_CNN);
+  test_apply (&config, CNN_DEFAULTS);
+  test_apply (&config, settings);
+  run = tach_run_new (&config, &error);
+  g_assert_no_error (error);
+  tach_config_clear (&config);
+  watch->loop = g_main_loop_new (NULL, FALSE);
+  g_assert_true (tach_run_start (run, NULL, on_eval_notify, watch, &error));
+  g_main_loop_run (watch->loop);
+  g_clear_pointer (&watch->loop, g_main_loop_unref);
+  tach_run_wait (run, NULL);
+  return run;
+}
+
+static void
+test_evaluation (void)
+{
+  /* 1600 test images in 400 batches, about 4 GFLOP: tenths of a second,
+   * during which the notify sees the evaluation running and a stop asked
+   * for at its start lands long before its end. */
+  g_autofree char *dir = make_folder (64, 1600, 64);
+  g_autofree char *settings = g_strdup_printf ("data=%s batch=4 steps=3 filters=16,32 dense=128",
+                                               dir);
+  TachSummary s;
+
+  /* To its end: progress over the whole test set, an accuracy, and the
+   * evaluation's time inside the wall time. */
+  {
+    EvalWatch watch = { 0 };
+    g_autoptr (TachRun) run = run_watched (settings, &watch);
+    guint64 done = 0, total = 0;
+
+    g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_FINISHED);
+    g_assert_cmpint (tach_run_get_evaluation (run, &done, &total), ==, TACH_EVALUATION_DONE);
+    g_assert_cmpuint (total, ==, 1600);
+    g_assert_cmpuint (done, ==, 1600);
+    g_assert_cmpuint (watch.running_seen, >, 0);
+    g_assert_cmpuint (watch.total_seen, ==, 1600);
+    tach_run_get_summary (run, &s);
+    g_assert_true (isfinite (s.test_accuracy));
+    g_assert_true (isfinite (s.eval_s) && s.eval_s > 0);
+    g_assert_cmpfloat (s.wall_s, >=, s.eval_s);
+  }
+
+  /* Stopped once it evaluates: it ends without an accuracy, every step's
+   * sample kept, and says the evaluation was stopped. */
+  {
+    EvalWatch watch = { .stop_in_evaluation = TRUE };
+    g_autoptr (TachRun) run = run_watched (settings, &watch);
+    guint64 done = 0, total = 0;
+
+    g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
+    g_assert_cmpint (tach_run_get_evaluation (run, &done, &total), ==, TACH_EVALUATION_STOPPED);
+    g_assert_cmpuint (done, <, total);
+    g_assert_cmpuint (tach_run_get_n_samples (run), ==, 3);
+    tach_run_get_summary (run, &s);
+    g_assert_true (isnan (s.test_accuracy));
+    g_assert_true (isfinite (s.eval_s));
+  }
+  test_remove_tree (dir);
+}
+
 static void
 test_gap (void)
 {
@@ -228,6 +329,7 @@ main (int argc, char **argv)
 
   g_test_add_func ("/engine/cnn/modes", test_modes);
   g_test_add_func ("/engine/cnn/learns", test_learns);
+  g_test_add_func ("/engine/cnn/evaluation", test_evaluation);
   g_test_add_func ("/engine/cnn/gap", test_gap);
   g_test_add_func ("/engine/cnn/synthetic", test_synthetic);
   g_test_add_func ("/engine/cnn/data-errors", test_data_errors);

@@ -117,6 +117,8 @@ tach_run_object_update_status (TachRunObject *self)
 {
   const TachConfig *config = tach_run_get_config (self->run);
   g_autofree char *status = NULL;
+  guint64 eval_done = 0, eval_total = 0;
+  TachEvaluation evaluation = tach_run_get_evaluation (self->run, &eval_done, &eval_total);
 
   switch (tach_run_get_state (self->run))
     {
@@ -124,12 +126,23 @@ tach_run_object_update_status (TachRunObject *self)
       status = g_strdup (self->started ? _("Starting") : _("Queued"));
       break;
     case TACH_RUN_STATE_RUNNING:
-      if (config->steps > 0 && tach_run_get_steps_done (self->run) >= config->steps)
+      if (evaluation == TACH_EVALUATION_RUNNING)
         {
-          /* Every step has run but the run has not ended: a workload
-           * with a test set evaluates it (the cnn: about a second on
-           * Fashion-MNIST); any other only has its results to gather.  "Running
-           * 100%" would look stuck. */
+          /* After the last step, a workload with a test set evaluates it
+           * (the cnn: 10 000 Fashion-MNIST images), its own phase with its
+           * own progress; Stop ends it within a batch. */
+          if (eval_total > 0)
+            /* Translators: a run's status while it evaluates its test set, in percent. */
+            status = g_strdup_printf (_("Evaluating the test set %.0f%%"),
+                                      100.0 * (double) eval_done / (double) eval_total);
+          else
+            status = g_strdup (_("Evaluating…"));
+        }
+      else if (config->steps > 0 && tach_run_get_steps_done (self->run) >= config->steps)
+        {
+          /* Every step has run but the run has not ended: it gathers its
+           * results (or is about to evaluate).  "Running 100%" would look
+           * stuck. */
           status = g_strdup (tach_workload_evaluates (config->workload) ? _("Evaluating…")
                                                                         : _("Finishing…"));
         }
@@ -143,7 +156,8 @@ tach_run_object_update_status (TachRunObject *self)
       status = g_strdup (_("Finished"));
       break;
     case TACH_RUN_STATE_CANCELLED:
-      status = g_strdup (_("Stopped"));
+      status = g_strdup (evaluation == TACH_EVALUATION_STOPPED
+                         ? _("Stopped during the test-set evaluation") : _("Stopped"));
       break;
     case TACH_RUN_STATE_FAILED:
     default:

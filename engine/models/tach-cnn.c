@@ -418,9 +418,10 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
 }
 
 /* Test-set accuracy, forward only, in batches of the training size; the
- * last partial batch is padded and only its real rows are counted. */
+ * last partial batch is padded and only its real rows are counted.  Each
+ * batch reports progress, and a stop request ends it after that batch. */
 static double
-cnn_evaluate (TachModel *model, GError **error)
+cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
 {
   TachCnn *self = (TachCnn *) model;
   TachBackend *be = self->be;
@@ -442,6 +443,9 @@ cnn_evaluate (TachModel *model, GError **error)
   xd = g_new (double, x_elems);
   xf = g_new (float, n * x_elems);
   yl = g_new (int32_t, n);
+  /* The size first, and a stop asked for as the steps ended. */
+  if (ctx != NULL && ctx->progress != NULL && !ctx->progress (ctx->data, 0, test->n))
+    return NAN;
 
   for (size_t start = 0; start < test->n && tach_backend_ok (be); start += n)
     {
@@ -463,6 +467,9 @@ cnn_evaluate (TachModel *model, GError **error)
       tach_op (be, accuracy, self->logits, self->eval_labels, (int) rows, CNN_CLASSES, self->acc);
       tach_backend_download (be, &acc, self->acc, sizeof acc);
       correct += (double) acc * rows;
+      if (ctx != NULL && ctx->progress != NULL && tach_backend_ok (be)
+          && !ctx->progress (ctx->data, start + rows, test->n))
+        return NAN;
     }
   if (!tach_backend_take_error (be, error))
     return NAN;

@@ -33,6 +33,15 @@ G_BEGIN_DECLS
 
 typedef struct _TachModel TachModel;
 
+/* What the runner hands a model's evaluate: after each batch of the test
+ * set, @progress with the test items done and in all, on the engine
+ * thread; it returns FALSE when the run was asked to stop, and evaluate
+ * then returns NaN at once, without an error. */
+typedef struct {
+  gboolean (*progress) (gpointer data, guint64 done, guint64 total);
+  gpointer   data;
+} TachEvalCtx;
+
 typedef struct {
   guint64 step;       /* global step index, warm-up included, from 0; in a
                          captured step, the step of the capture */
@@ -96,10 +105,10 @@ typedef struct {
   /* Samples (or tokens) processed per step, for samples/s. */
   guint64    (*items_per_step)(TachModel *model);
   double     (*flops_per_step)(TachModel *model);
-  /* Optional: after the last step, e.g. test-set accuracy (NaN if none);
-   * a front end shows the run as evaluating meanwhile
-   * (tach_workload_evaluates()). */
-  double     (*evaluate)      (TachModel *model, GError **error);
+  /* Optional: after the last step, e.g. test-set accuracy (NaN if none,
+   * or when @ctx's progress asked it to stop); a front end shows the run
+   * as evaluating meanwhile (tach_run_get_evaluation()). */
+  double     (*evaluate)      (TachModel *model, TachEvalCtx *ctx, GError **error);
   /* Optional: generated text, or NULL. */
   char      *(*dup_text)      (TachModel *model);
   /* Optional: bytes the model needs on the device and on the host for

@@ -36,7 +36,7 @@ static const char *const runs_tail[] = {
   "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step",
   "comm_share", "pack_share", "imbalance_share", "slowest_rank", "rank_compute_spread",
   "varied", "varied_value",
-  NULL
+  "eval_s", NULL
 };
 
 static void
@@ -237,6 +237,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.rank_compute_spread);
   add_field (row, tach_run_get_varied (run));
   add_field (row, varied_value);
+  add_double (row, s.eval_s);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

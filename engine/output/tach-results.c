@@ -329,6 +329,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "achieved_gflops", G_STRUCT_OFFSET (TachSummary, achieved_flops), 1e9 },
     { "peak_share", G_STRUCT_OFFSET (TachSummary, peak_share), 1 },
     { "wall_s", G_STRUCT_OFFSET (TachSummary, wall_s), 1 },
+    { "eval_s", G_STRUCT_OFFSET (TachSummary, eval_s), 1 },
     { "e2e_steps_per_s", G_STRUCT_OFFSET (TachSummary, e2e_steps_per_s), 1 },
     { "api_calls_per_step", G_STRUCT_OFFSET (TachSummary, api_calls_per_step), 1 },
     { "comm_share", G_STRUCT_OFFSET (TachSummary, comm_share), 1 },
@@ -530,6 +531,8 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   run->flops_per_step = record->summary.flops_per_step;
   run->peak_memory = record->summary.peak_memory_bytes;
   run->test_accuracy = record->summary.test_accuracy;
+  run->eval_s = record->summary.eval_s;
+  run->evaluation = isnan (run->test_accuracy) ? TACH_EVALUATION_NONE : TACH_EVALUATION_DONE;
   g_atomic_int_set (&run->steps_done, (gint) MIN (run->config.steps, (guint) G_MAXINT));
   {
     const char *algorithms = field (columns, fields, "algorithms");

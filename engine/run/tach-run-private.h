@@ -52,6 +52,9 @@ struct _TachRun {
   guint64        peak_memory;
   gsize          pending_bytes;   /* under lock, set as the run ends: tach_run_get_pending_bytes */
   double         test_accuracy;
+  TachEvaluation evaluation;      /* under lock, with eval_done, eval_total and eval_s */
+  guint64        eval_done, eval_total;
+  double         eval_s;          /* the evaluation's wall time, NaN where none ran */
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
   TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */

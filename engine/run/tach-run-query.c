@@ -1,6 +1,7 @@
 /* tach-run-query.c: what any thread may ask of a run: its samples, state,
  * error, settings and summary, each read under the run's lock (or
  * atomically).  The engine thread that writes them is in tach-run.c. */
+#include <math.h>
 #include "tach-run-private.h"
 
 guint
@@ -104,6 +105,21 @@ tach_run_get_start_time (TachRun *run)
   return t;
 }
 
+TachEvaluation
+tach_run_get_evaluation (TachRun *run, guint64 *done, guint64 *total)
+{
+  TachEvaluation evaluation;
+
+  g_mutex_lock (&run->lock);
+  evaluation = run->evaluation;
+  if (done != NULL)
+    *done = run->eval_done;
+  if (total != NULL)
+    *total = run->eval_total;
+  g_mutex_unlock (&run->lock);
+  return evaluation;
+}
+
 void
 tach_run_get_summary (TachRun *run, TachSummary *summary)
 {
@@ -119,6 +135,10 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   summary->peak_memory_bytes = run->peak_memory;
   summary->test_accuracy = run->test_accuracy;
   tach_run_summarise_ranks (run, summary);
+  /* The evaluation counts in the wall time: the command took it too. */
+  summary->eval_s = run->eval_s;
+  if (!isnan (run->eval_s))
+    summary->wall_s += run->eval_s;
   g_mutex_unlock (&run->lock);
   if (run->config.task == TACH_TASK_GENERATE)
     summary->items_unit = "tokens/s";

@@ -130,6 +130,7 @@ tach_run_new (const TachConfig *config, GError **error)
   run->samples = tach_sample_store_new ();
   run->state = TACH_RUN_STATE_READY;
   run->test_accuracy = NAN;
+  run->eval_s = NAN;
   return run;
 }
 
@@ -481,6 +482,58 @@ run_finish (TachRun *run, TachRunState state, GError *error)
   tach_run_schedule_notify (run);
 }
 
+/* The test-set evaluation's progress (TachEvalCtx), on the engine thread. */
+typedef struct {
+  TachRunEngine *e;
+  gboolean       stopped;  /* a stop request ended it */
+} EvalProgress;
+
+static gboolean
+eval_progress (gpointer data, guint64 done, guint64 total)
+{
+  EvalProgress *progress = data;
+  TachRun *run = progress->e->run;
+  gint64 now = tach_now_ns ();
+
+  g_mutex_lock (&run->lock);
+  run->eval_done = done;
+  run->eval_total = total;
+  g_mutex_unlock (&run->lock);
+  if (now - progress->e->t_notify >= PROGRESS_NS || done == 0)
+    {
+      tach_run_schedule_notify (run);
+      progress->e->t_notify = now;
+    }
+  progress->stopped = g_atomic_int_get (&run->stop) != 0;
+  return !progress->stopped;
+}
+
+/* Evaluates the test set after the last step: its own phase, timed into
+ * the run's wall time, reporting progress and ended by a stop request
+ * within a batch (*stopped: no accuracy then). */
+static double
+run_evaluate (TachRunEngine *e, gboolean *stopped, GError **error)
+{
+  TachRun *run = e->run;
+  EvalProgress progress = { e, FALSE };
+  TachEvalCtx ctx = { eval_progress, &progress };
+  gint64 t0 = tach_now_ns ();
+  double accuracy;
+
+  g_mutex_lock (&run->lock);
+  run->evaluation = TACH_EVALUATION_RUNNING;
+  g_mutex_unlock (&run->lock);
+  accuracy = e->klass->evaluate (e->model, &ctx, error);
+  if (error == NULL || *error == NULL)
+    tach_backend_take_error (e->be, error);
+  *stopped = progress.stopped;
+  g_mutex_lock (&run->lock);
+  run->evaluation = progress.stopped ? TACH_EVALUATION_STOPPED : TACH_EVALUATION_DONE;
+  run->eval_s = (double) (tach_now_ns () - t0) / 1e9;
+  g_mutex_unlock (&run->lock);
+  return progress.stopped ? NAN : accuracy;
+}
+
 static gpointer
 run_main (gpointer data)
 {
@@ -520,9 +573,7 @@ run_main (gpointer data)
 
       if (e.klass->evaluate != NULL)
         {
-          accuracy = e.klass->evaluate (e.model, &error);
-          if (error == NULL)
-            tach_backend_take_error (e.be, &error);
+          accuracy = run_evaluate (&e, &cancelled, &error);
           ok = error == NULL;
         }
       if (ok && e.klass->dup_text != NULL && run->config.print_text)

@@ -331,6 +331,7 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   out->items_unit = "samples/s";
   out->flops_per_step = flops_per_step;
   out->test_accuracy = NAN;
+  out->eval_s = NAN;
   for (guint k = 0; k < N_STREAMS; k++)
     bits[k] = (KeyBits) { G_MAXUINT64, 0 };
 

@@ -323,7 +323,10 @@ typedef struct {
   double  peak_share;         /* achieved / device peak */
   guint64 peak_memory_bytes;
   double  test_accuracy;      /* NaN unless the workload has a test split */
+  /* From the first step (set-up excluded) to the end of the last step and
+   * of the test-set evaluation, which eval_s is (NaN: none ran). */
   double  wall_s;
+  double  eval_s;
   /* What the steps/s median (and the p10/p90, items/s, FLOP/s) times:
    * "device" (device_step_ms: the device timeline of an asynchronous
    * device) or "host" (step_ms: the runner's clock, on the CPU). */
@@ -383,6 +386,15 @@ typedef enum {
 
 typedef struct _TachRun TachRun;
 
+/* A run's test-set evaluation, after its last step (workloads with a test
+ * split: tach_workload_evaluates()). */
+typedef enum {
+  TACH_EVALUATION_NONE,     /* none: no test set, or the steps have not ended */
+  TACH_EVALUATION_RUNNING,
+  TACH_EVALUATION_DONE,     /* the summary's test_accuracy */
+  TACH_EVALUATION_STOPPED,  /* a stop request ended it: no accuracy, the run is cancelled */
+} TachEvaluation;
+
 /* Runs on the GMainContext given to tach_run_start().  At most one call is
  * pending at any time (calls coalesce): drain the samples when called.  It
  * comes after each sync point, about every 100 ms while steps run between
@@ -409,6 +421,10 @@ gboolean      tach_run_wait (TachRun *run, GError **error);
 /* Steps run so far, including those whose samples wait for the next sync
  * point (sync=end publishes nothing before the end).  Any thread. */
 guint         tach_run_get_steps_done (TachRun *run);
+/* Where the run's test-set evaluation is, and (when not NULL) the test
+ * items evaluated and in all so far (0 until it has begun).  A notify
+ * comes about every 100 ms while it runs.  Any thread. */
+TachEvaluation tach_run_get_evaluation (TachRun *run, guint64 *done, guint64 *total);
 /* Moves samples not yet drained into @out (element type TachSample), at
  * most TACH_RUN_DRAIN_MAX of them: call again while it returns that many.
  * Returns how many. */
