@@ -454,6 +454,16 @@ tach_cli_print_summary (TachRun *run)
       g_autofree char *memory = g_format_size_full (s.peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
       printf (_("  memory       %s peak\n"), memory);
     }
+  if (tach_run_get_data_kind (run) != NULL)
+    {
+      const char *path = tach_run_get_data_path (run);
+
+      if (path != NULL)
+        /* Translators: the data a run read: its kind, then its file or folder. */
+        printf (_("  data         %s from %s\n"), _(tach_run_get_data_kind (run)), path);
+      else
+        printf (_("  data         %s\n"), _(tach_run_get_data_kind (run)));
+    }
   if (!isnan (s.test_accuracy))
     printf (_("  accuracy     %.2f%% on the test set\n"), s.test_accuracy * 100.0);
   else if (tach_run_get_evaluation (run, NULL, NULL) == TACH_EVALUATION_STOPPED)

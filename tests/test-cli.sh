@@ -154,6 +154,16 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   first=$(echo "$ids" | head -1)
   rows=$(count_rows "$csv/samples.csv" "$first")
   runs=$(($(wc -l < "$csv/runs.csv") - 1))
+  # The data it read: named in the summary and in runs.csv (whose rows end
+  # with data_source and data_path).
+  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 1) "|" $NF }')
+  if grep -q "^  data         synthetic sequences$" "$out" &&
+     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path.$" &&
+     [ "$source" = "synthetic sequences|" ]; then
+    pass "the data read is named in the summary and runs.csv"
+  else
+    fail "the data read is named in the summary and runs.csv" "runs.csv says '$source'"
+  fi
   if [ "$rows" -eq 6 ] && [ "$runs" -eq 1 ]; then
     pass "samples.csv has one row per step"
   else
@@ -282,9 +292,10 @@ sw=$tmp/vary
 if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --csv "$sw"; then
-  # (runs.csv ends with the varied knob and its value.)
-  cols=$(grep -Eo ',hidden,[0-9]+.$' "$sw/runs.csv" | tr -d '\r' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value.$" &&
+  # (runs.csv ends with the varied knob and its value, then eval_s and
+  # the data read.)
+  cols=$(grep -Eo ',hidden,[0-9]+,,[^,]*,.$' "$sw/runs.csv" | sed 's/,,.*//' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,eval_s,data_source,data_path.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" && grep -Eq "^8 +tuned .*[0-9]\.[0-9]{2}x$" "$out" &&

@@ -10,6 +10,9 @@
  *   /engine/cnn/evaluation    the test set is a phase of its own: progress
  *                             while it runs, its time in the wall time, and
  *                             a stop request ends it (no accuracy)
+ *   /engine/cnn/data-source   which data a configuration reads, by kind and
+ *                             path: a folder given, Fashion-MNIST by
+ *                             default where installed, else synthetic
  *   /engine/cnn/synthetic     seeded synthetic images are learnable
  *   /engine/cnn/data-errors   bad IDX files and sizes fail clearly
  */
@@ -213,6 +216,9 @@ test_evaluation (void)
     g_assert_true (isfinite (s.test_accuracy));
     g_assert_true (isfinite (s.eval_s) && s.eval_s > 0);
     g_assert_cmpfloat (s.wall_s, >=, s.eval_s);
+    /* The data it read, by kind and path. */
+    g_assert_cmpstr (tach_run_get_data_kind (run), ==, "IDX images");
+    g_assert_cmpstr (tach_run_get_data_path (run), ==, dir);
   }
 
   /* Stopped once it evaluates: it ends without an accuracy, every step's
@@ -230,6 +236,52 @@ test_evaluation (void)
     g_assert_true (isnan (s.test_accuracy));
     g_assert_true (isfinite (s.eval_s));
   }
+  test_remove_tree (dir);
+}
+
+static void
+test_data_source (void)
+{
+  const char *fashion = "/usr/share/datasets/fashion-mnist";
+  g_autofree char *dir = make_folder (16, 0, 16);
+  g_autofree char *with_dir = g_strdup_printf ("data=%s", dir);
+  TachConfig config;
+  const char *kind = NULL;
+  char *path = NULL;
+
+  tach_config_init (&config, TACH_WORKLOAD_CNN);
+  test_apply (&config, with_dir);
+  tach_config_get_data_source (&config, &kind, &path);
+  g_assert_cmpstr (kind, ==, "IDX images");
+  g_assert_cmpstr (path, ==, dir);
+  g_clear_pointer (&path, g_free);
+
+  /* The default: Debian's Fashion-MNIST where installed (28x28x1 only). */
+  test_apply (&config, "data=");
+  tach_config_get_data_source (&config, &kind, &path);
+  if (g_file_test (fashion, G_FILE_TEST_IS_DIR))
+    {
+      g_assert_cmpstr (kind, ==, "Fashion-MNIST (IDX)");
+      g_assert_cmpstr (path, ==, fashion);
+    }
+  else
+    {
+      g_assert_cmpstr (kind, ==, "synthetic images");
+      g_assert_null (path);
+    }
+  g_clear_pointer (&path, g_free);
+  test_apply (&config, "input=16x16x1");
+  tach_config_get_data_source (&config, &kind, &path);
+  g_assert_cmpstr (kind, ==, "synthetic images");
+  g_assert_null (path);
+  tach_config_clear (&config);
+
+  /* The other workloads say what they generate. */
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  tach_config_get_data_source (&config, &kind, &path);
+  g_assert_cmpstr (kind, ==, "synthetic sequences");
+  g_assert_null (path);
+  tach_config_clear (&config);
   test_remove_tree (dir);
 }
 
@@ -330,6 +382,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/cnn/modes", test_modes);
   g_test_add_func ("/engine/cnn/learns", test_learns);
   g_test_add_func ("/engine/cnn/evaluation", test_evaluation);
+  g_test_add_func ("/engine/cnn/data-source", test_data_source);
   g_test_add_func ("/engine/cnn/gap", test_gap);
   g_test_add_func ("/engine/cnn/synthetic", test_synthetic);
   g_test_add_func ("/engine/cnn/data-errors", test_data_errors);

@@ -408,7 +408,19 @@ refresh_row (TachConfigPanel *self,
     }
   else if (row == GTK_WIDGET (self->data_row))
     {
-      adw_action_row_set_subtitle (self->data_row, value && *value ? value : _("Built-in data"));
+      /* Without a data file: what the run will read instead, by name. */
+      if (value != NULL && *value != '\0')
+        adw_action_row_set_subtitle (self->data_row, value);
+      else
+        {
+          const char *kind = NULL;
+          g_autofree char *path = NULL, *text = NULL;
+
+          tach_config_get_data_source (&self->config, &kind, &path);
+          text = path != NULL ? g_strdup_printf (_("Default: %s from %s"), _(kind), path)
+                              : g_strdup_printf (_("Default: %s"), _(kind));
+          adw_action_row_set_subtitle (self->data_row, text);
+        }
       gtk_widget_set_sensitive (self->data_clear_button, value && *value);
     }
   else if (ADW_IS_COMBO_ROW (row) && info && info->values)

@@ -371,6 +371,14 @@ bilstm_knob_unused (const TachConfig *config, TachKnobId knob)
   return knob == TACH_KNOB_DATA ? N_("the bilstm data is always synthetic") : NULL;
 }
 
+static void
+bilstm_data_source (const TachConfig *config, const char **kind, char **path)
+{
+  (void) config;
+  *kind = N_("synthetic sequences");
+  *path = NULL;
+}
+
 const TachModelClass tach_bilstm_model_class = {
   .workload = TACH_WORKLOAD_BILSTM,
   .owns = bilstm_owns,
@@ -383,6 +391,7 @@ const TachModelClass tach_bilstm_model_class = {
   .supports_graph = bilstm_supports_graph,
   .items_per_step = bilstm_items_per_step,
   .flops_per_step = bilstm_flops_per_step,
+  .data_source = bilstm_data_source,
   .evaluate = NULL,
   .dup_text = NULL,
   .memory_needs = bilstm_memory_needs,

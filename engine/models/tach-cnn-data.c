@@ -44,6 +44,17 @@ tach_cnn_data_path (const TachConfig *config)
   return NULL;
 }
 
+void
+tach_cnn_data_source (const TachConfig *config, const char **kind, char **path)
+{
+  const char *read = tach_cnn_data_path (config);
+
+  *kind = read == NULL ? N_("synthetic images")
+          : g_str_equal (read, CNN_FASHION_MNIST) && (config->data == NULL || config->data[0] == '\0')
+          ? N_("Fashion-MNIST (IDX)") : N_("IDX images");
+  *path = g_strdup (read);
+}
+
 /* Smooth class prototypes: a few seeded Gaussian blobs per channel. */
 static float *
 make_prototypes (guint64 seed, guint32 h, guint32 w, guint32 c)

@@ -28,6 +28,8 @@ void        tach_cnn_data_clear (TachCnnData *d);
 /* Whether this configuration reads real images, and from where (NULL:
  * synthetic). */
 const char *tach_cnn_data_path  (const TachConfig *config);
+/* What that is, for tach_config_get_data_source(). */
+void        tach_cnn_data_source (const TachConfig *config, const char **kind, char **path);
 /* Loads or makes the images @config names; on error says which and why. */
 gboolean    tach_cnn_data_load  (TachCnnData *d, const TachConfig *config, GError **error);
 /* TachDataset fills: sample @i (NCHW in [0, 1]) and its label; @user is

@@ -628,6 +628,7 @@ const TachModelClass tach_cnn_model_class = {
   .supports_graph = cnn_supports_graph,
   .items_per_step = cnn_items_per_step,
   .flops_per_step = cnn_flops_per_step,
+  .data_source = tach_cnn_data_source,
   .evaluate = cnn_evaluate,
   .dup_text = NULL,
   .memory_needs = cnn_memory_needs,

@@ -758,6 +758,15 @@ lm_knob_unused (const TachConfig *config, TachKnobId knob)
   return NULL;
 }
 
+static void
+lm_data_source (const TachConfig *config, const char **kind, char **path)
+{
+  gboolean given = config->data != NULL && config->data[0] != '\0';
+
+  *kind = given ? N_("text") : N_("synthetic text");
+  *path = given ? g_strdup (config->data) : NULL;
+}
+
 static gboolean
 lm_check (const TachConfig *config, GError **error)
 {
@@ -789,6 +798,7 @@ const TachModelClass tach_lstm_lm_model_class = {
   .supports_graph = lm_supports_graph,
   .items_per_step = lm_items_per_step,
   .flops_per_step = lm_flops_per_step,
+  .data_source = lm_data_source,
   .evaluate = NULL,
   .dup_text = lm_dup_text,
   .memory_needs = lm_memory_needs,

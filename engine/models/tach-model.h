@@ -105,6 +105,9 @@ typedef struct {
   /* Samples (or tokens) processed per step, for samples/s. */
   guint64    (*items_per_step)(TachModel *model);
   double     (*flops_per_step)(TachModel *model);
+  /* Optional: the data a run of @config reads (tach_config_get_data_source);
+   * NULL: generated, "synthetic data". */
+  void       (*data_source)   (const TachConfig *config, const char **kind, char **path);
   /* Optional: after the last step, e.g. test-set accuracy (NaN if none,
    * or when @ctx's progress asked it to stop); a front end shows the run
    * as evaluating meanwhile (tach_run_get_evaluation()). */

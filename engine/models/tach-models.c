@@ -2,6 +2,8 @@
  * (one per line of TACH_WORKLOAD_LIST, tach-knob-list.h), and what the rest
  * of the engine asks the workloads through it.
  */
+#include <glib/gi18n-lib.h>
+
 #include "tach-model.h"
 
 #define CLASS_(ID, klass, ...) &tach_##klass##_model_class,
@@ -56,6 +58,17 @@ tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
     }
   owned = tach_model_knob_owner (knob, &owner);
   return owned != NULL && owner != klass ? owned->why : NULL;
+}
+
+void
+tach_config_get_data_source (const TachConfig *config, const char **kind, char **path)
+{
+  const TachModelClass *klass = tach_model_class_for (config->workload);
+
+  *kind = N_("synthetic data");
+  *path = NULL;
+  if (klass != NULL && klass->data_source != NULL)
+    klass->data_source (config, kind, path);
 }
 
 gboolean

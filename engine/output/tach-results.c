@@ -536,8 +536,12 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   g_atomic_int_set (&run->steps_done, (gint) MIN (run->config.steps, (guint) G_MAXINT));
   {
     const char *algorithms = field (columns, fields, "algorithms");
+    const char *kind = field (columns, fields, "data_source");
+    const char *path = field (columns, fields, "data_path");
 
     run->algorithms = algorithms != NULL && *algorithms != '\0' ? g_strdup (algorithms) : NULL;
+    run->data_kind = kind != NULL && *kind != '\0' ? g_strdup (kind) : NULL;
+    run->data_path = path != NULL && *path != '\0' ? g_strdup (path) : NULL;
   }
   run->record = record;
   return run;

@@ -175,6 +175,8 @@ knobs_markdown (TachRun *run, const char *run_id)
   append_row (md, "run_id", run_id);
   append_row (md, "device_name", device->name);
   append_row (md, "versions", device->versions);
+  append_row (md, "data_source", tach_run_get_data_kind (run));
+  append_row (md, "data_path", tach_run_get_data_path (run));
   for (guint i = 0; i < n_knobs; i++)
     {
       g_autofree char *value = NULL;

@@ -105,6 +105,18 @@ tach_run_get_start_time (TachRun *run)
   return t;
 }
 
+const char *
+tach_run_get_data_kind (TachRun *run)
+{
+  return run->data_kind;
+}
+
+const char *
+tach_run_get_data_path (TachRun *run)
+{
+  return run->data_path;
+}
+
 TachEvaluation
 tach_run_get_evaluation (TachRun *run, guint64 *done, guint64 *total)
 {

@@ -131,6 +131,12 @@ tach_run_new (const TachConfig *config, GError **error)
   run->state = TACH_RUN_STATE_READY;
   run->test_accuracy = NAN;
   run->eval_s = NAN;
+  {
+    const char *kind = NULL;
+
+    tach_config_get_data_source (config, &kind, &run->data_path);
+    run->data_kind = g_strdup (kind);
+  }
   return run;
 }
 
@@ -160,6 +166,8 @@ tach_run_unref (TachRun *run)
   g_clear_pointer (&run->record, tach_run_record_free);
   g_clear_pointer (&run->rank_samples, g_ptr_array_unref);
   g_free (run->varied);
+  g_free (run->data_kind);
+  g_free (run->data_path);
   if (run->context != NULL)
     g_main_context_unref (run->context);
   g_mutex_clear (&run->lock);

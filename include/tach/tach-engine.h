@@ -210,6 +210,14 @@ const char *tach_workload_to_string (TachWorkload workload);
 /* Whether a run of @workload evaluates a test set after its last step
  * (the cnn): a front end says so while it does. */
 gboolean    tach_workload_evaluates (TachWorkload workload);
+/* The data a run of @config reads: *kind, an untranslated name (show it
+ * with _(): "Fashion-MNIST (IDX)", "IDX images", "text", "synthetic
+ * images", ...), and *path (owned), the file or folder read, or NULL for
+ * generated data.  The cnn reads Debian's Fashion-MNIST
+ * (/usr/share/datasets/fashion-mnist) when no {data} is given, it is
+ * installed and the input is 28x28x1.  Any thread. */
+void        tach_config_get_data_source (const TachConfig *config, const char **kind,
+                                         char **path);
 gboolean    tach_workload_from_string (const char *s, TachWorkload *out, GError **error);
 
 /* --------------------------------------------------------------- presets */
@@ -470,6 +478,11 @@ char         *tach_run_dup_text (TachRun *run);
  * CPU GEMM path, or its cuDNN RNN algorithm and math mode), known once the
  * run has ended; NULL if none.  Any thread. */
 char         *tach_run_dup_algorithms (TachRun *run);
+/* The data the run read (tach_config_get_data_source(): *kind untranslated,
+ * the path or NULL), as its runs.csv row says for a loaded run (both NULL
+ * from a folder written before they were recorded).  Any thread. */
+const char   *tach_run_get_data_kind (TachRun *run);
+const char   *tach_run_get_data_path (TachRun *run);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachRun, tach_run_unref)
 

@@ -25,7 +25,7 @@
      DEFAULTS (1024, 0, TACH_OPTIMIZER_ADAM, 1e-3, 40)) \
   X (LSTM_LM, lstm_lm, "lstm-lm", NC_("knob value", "LSTM language model"), \
      DEFAULTS (256, 1, TACH_OPTIMIZER_ADAM, 1e-3, 100)) \
-  X (CNN, cnn, "cnn", NC_("knob value", "MNIST CNN"), \
+  X (CNN, cnn, "cnn", NC_("knob value", "MNIST-format CNN"), \
      DEFAULTS (256, 0, TACH_OPTIMIZER_SGD, 1e-3, 40))
 
 #define TACH_WORKLOAD_ID_(ID, ...) TACH_WORKLOAD_##ID,
