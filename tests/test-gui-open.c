@@ -397,8 +397,9 @@ test_open_many_runs (Fixture       *fixture,
   scroll = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (legend));
   g_assert_cmpfloat (gtk_adjustment_get_upper (scroll), >, gtk_adjustment_get_page_size (scroll));
 
-  /* A chip per run: its number, workload and preset; the folder and the
-   * device are in its tooltip, with the rest of the title. */
+  /* A chip per run: its number, workload and name (its preset and the
+   * sweep's value); the folder and the device are in its tooltip, with the
+   * rest of the title. */
   flow = scrolled_child (legend);
   g_assert_true (GTK_IS_FLOW_BOX (flow));
   for (guint i = 0; i < 50; i++)
@@ -408,9 +409,12 @@ test_open_many_runs (Fixture       *fixture,
       GtkWidget *button = gtk_flow_box_child_get_child (child);
       GtkWidget *label = gtk_widget_get_last_child (gtk_button_get_child (GTK_BUTTON (button)));
       const char *text = gtk_label_get_label (GTK_LABEL (label));
+      /* A sweep's point is named by its preset and value ("tf1-constant
+       * batch=64"). */
+      g_autofree char *name = tach_run_dup_name (tach_run_object_get_run (run), "custom");
       g_autofree char *expect = g_strdup_printf ("#%u bilstm · %s",
                                                  tach_run_get_id (tach_run_object_get_run (run)),
-                                                 tach_run_object_get_preset (run));
+                                                 name);
 
       g_assert_cmpstr (text, ==, expect);
       g_assert_null (strstr (text, "fifty-runs"));

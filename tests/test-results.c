@@ -34,6 +34,9 @@ fixture_set_up (Fixture *f, gconstpointer data)
   test_apply (&c, "preset=keras-fit device=cpu batch=8");
   f->b = test_run_to_end (&c);
   tach_config_clear (&c);
+  /* What explain and sweep say of their runs. */
+  tach_run_set_label (f->a, "tf1-feed-dict + layout=batch-major");
+  tach_run_set_varied (f->b, "batch");
 
   g_ptr_array_add (runs, f->a);
   g_ptr_array_add (runs, f->b);
@@ -74,6 +77,9 @@ assert_same_run (TachRun *made, TachRun *loaded)
   g_assert_cmpstr (tach_run_get_device (loaded)->id, ==, tach_run_get_device (made)->id);
   g_assert_cmpstr (tach_run_get_device (loaded)->name, ==, tach_run_get_device (made)->name);
   g_assert_cmpstr (lc->preset, ==, mc->preset);
+  g_assert_cmpstr (tach_run_get_label (loaded), ==, tach_run_get_label (made));
+  g_assert_cmpstr (tach_run_get_data_kind (loaded), ==, tach_run_get_data_kind (made));
+  g_assert_cmpstr (tach_run_get_data_path (loaded), ==, tach_run_get_data_path (made));
   g_assert_nonnull (tach_run_get_record_id (loaded));
   g_assert_null (tach_run_get_record_id (made));
   for (guint i = 0; i < n_knobs; i++)
@@ -152,6 +158,20 @@ test_roundtrip (Fixture *f, gconstpointer data)
   assert_same_run (f->a, runs->pdata[0]);
   assert_same_run (f->b, runs->pdata[1]);
   g_assert_cmpstr (tach_run_get_source (runs->pdata[0]), ==, f->dir);
+  /* Named by what they are: a's label (it has no preset), b's preset and
+   * the value of the knob its sweep varied. */
+  {
+    g_autofree char *a = tach_run_dup_name (runs->pdata[0], "custom");
+    g_autofree char *b = tach_run_dup_name (runs->pdata[1], "custom");
+    g_autofree char *plain = NULL;
+
+    g_assert_cmpstr (a, ==, "tf1-feed-dict + layout=batch-major");
+    g_assert_cmpstr (b, ==, "keras-fit batch=8");
+    tach_run_set_label (runs->pdata[0], NULL);
+    plain = tach_run_dup_name (runs->pdata[0], "custom");
+    g_assert_cmpstr (plain, ==, "custom");
+    tach_run_set_label (runs->pdata[0], "tf1-feed-dict + layout=batch-major");
+  }
 
   /* Appending them to their own folder adds nothing. */
   runs1 = file_text (f->dir, "runs.csv");

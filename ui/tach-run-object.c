@@ -16,6 +16,7 @@ struct _TachRunObject
   TachSummary      summary;
   char            *title;
   char            *short_title;    /* the title without the folder and device */
+  char            *mode;           /* its preset, or what it is (tach_run_dup_name) */
   char            *knobs;
   char            *status;
   guint            color_index;
@@ -278,6 +279,7 @@ tach_run_object_finalize (GObject *object)
   g_clear_object (&self->loss_series);
   g_free (self->title);
   g_free (self->short_title);
+  g_free (self->mode);
   g_free (self->knobs);
   g_free (self->status);
   G_OBJECT_CLASS (tach_run_object_parent_class)->finalize (object);
@@ -305,7 +307,7 @@ tach_run_object_get_property (GObject    *object,
       g_value_set_string (value, tach_workload_to_string (config->workload));
       break;
     case PROP_MODE:
-      g_value_set_string (value, config->preset ? config->preset : _("custom"));
+      g_value_set_string (value, self->mode);
       break;
     case PROP_KNOBS:
       g_value_set_string (value, self->knobs);
@@ -507,9 +509,10 @@ tach_run_object_new (TachRun *run,
   self->run = tach_run_ref (run);
   self->color_index = color_index;
   config = tach_run_get_config (run);
+  /* Its preset, or what an explain mix or a sweep's point is. */
+  self->mode = tach_run_dup_name (run, _("custom"));
   self->short_title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
-                                       tach_workload_to_string (config->workload),
-                                       config->preset ? config->preset : _("custom"));
+                                       tach_workload_to_string (config->workload), self->mode);
   if (tach_run_get_source (run) != NULL)
     {
       g_autofree char *folder = g_path_get_basename (tach_run_get_source (run));

@@ -38,4 +38,9 @@ struct _TachExplain {
   char            *id;             /* explain_id of explain.csv, made on first write */
 };
 
+/* What to call the run of configuration @mask: A's label for none of B's
+ * values, B's for all, else "A + knob=value ..." with the knobs of B it
+ * takes (tach_run_set_label). */
+char *tach_explain_dup_mask_label (TachExplain *explain, guint mask);
+
 G_END_DECLS

@@ -150,6 +150,26 @@ tach_explain_config_for_mask (TachExplain *explain, guint mask, TachConfig *out)
                 : mask == full ? g_strdup (explain->to.preset) : NULL;
 }
 
+char *
+tach_explain_dup_mask_label (TachExplain *explain, guint mask)
+{
+  guint full = (1u << explain->n_knobs) - 1;
+  g_autoptr(GString) label = NULL;
+  const char *sep = " + ";
+
+  if (mask == full)
+    return g_strdup (tach_explain_get_label (explain, TRUE));
+  label = g_string_new (tach_explain_get_label (explain, FALSE));
+  for (guint i = 0; i < explain->n_knobs; i++)
+    if (mask & (1u << i))
+      {
+        g_string_append_printf (label, "%s%s=%s", sep, explain->knobs[i].key,
+                                explain->knobs[i].to);
+        sep = " ";
+      }
+  return g_string_free (g_steal_pointer (&label), FALSE);
+}
+
 /* ---------------------------------------------------------- real runs */
 
 typedef struct {
@@ -243,7 +263,13 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
   run = tach_analysis_run (&config, NULL, real->cancellable, &run_error);
   tach_config_clear (&config);
   if (run != NULL)
-    g_ptr_array_add (real->explain->runs, tach_run_ref (run));
+    {
+      g_autofree char *label = tach_explain_dup_mask_label (real->explain, mask);
+
+      /* Named by what it is, before the CSV and the window read it. */
+      tach_run_set_label (run, label);
+      g_ptr_array_add (real->explain->runs, tach_run_ref (run));
+    }
   if (run_error != NULL)
     {
       g_propagate_error (error, g_steal_pointer (&run_error));

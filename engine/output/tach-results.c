@@ -500,9 +500,11 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   record->record_id = g_strdup (run_id);
   {
     const char *varied = field (columns, fields, "varied");
+    const char *label = field (columns, fields, "label");
 
     if (varied != NULL && tach_knob_lookup (varied) != NULL)
       run->varied = g_strdup (varied);
+    tach_run_set_label (run, label);
   }
   record->source = g_strdup (dir);
 

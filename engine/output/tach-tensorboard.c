@@ -235,8 +235,9 @@ static char *
 run_folder_name (TachRun *run, const char *run_id)
 {
   const TachConfig *config = tach_run_get_config (run);
-  char *name = g_strdup_printf ("%s-%s-%s", tach_workload_to_string (config->workload),
-                                config->preset != NULL ? config->preset : "custom", run_id);
+  g_autofree char *what = tach_run_dup_name (run, "custom");
+  char *name = g_strdup_printf ("%s-%s-%s", tach_workload_to_string (config->workload), what,
+                                run_id);
 
   for (char *p = name; *p != '\0'; p++)
     if (!g_ascii_isalnum (*p) && *p != '-' && *p != '_' && *p != '.')

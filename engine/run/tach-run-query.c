@@ -226,6 +226,35 @@ tach_run_get_varied (TachRun *run)
   return run->varied;
 }
 
+/* The label, as the varied marker, travels into runs.csv and back. */
+void
+tach_run_set_label (TachRun *run, const char *label)
+{
+  g_return_if_fail (run != NULL);
+  g_free (run->label);
+  run->label = label != NULL && *label != '\0' ? g_strdup (label) : NULL;
+}
+
+const char *
+tach_run_get_label (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, NULL);
+  return run->label;
+}
+
+char *
+tach_run_dup_name (TachRun *run, const char *custom)
+{
+  const char *base = run->config.preset != NULL ? run->config.preset
+                     : run->label != NULL ? run->label : custom;
+  g_autofree char *value = NULL;
+
+  if (run->varied == NULL || !tach_run_knob_is_known (run, run->varied))
+    return g_strdup (base);
+  value = tach_config_get (&run->config, run->varied);
+  return g_strdup_printf ("%s %s=%s", base, run->varied, value);
+}
+
 const char *
 tach_run_get_record_id (TachRun *run)
 {

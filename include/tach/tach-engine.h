@@ -472,6 +472,16 @@ void          tach_run_get_summary (TachRun *run, TachSummary *summary);
  * Call before anything else reads the run (the thread that made it). */
 void          tach_run_set_varied (TachRun *run, const char *knob);
 const char   *tach_run_get_varied (TachRun *run);
+/* Names a run that no preset names by what it is (an explain mix:
+ * "tf1-feed-dict + layout=batch-major"); runs.csv keeps it in its label
+ * column.  Call before anything else reads the run (the thread that made
+ * it). */
+void          tach_run_set_label (TachRun *run, const char *label);
+const char   *tach_run_get_label (TachRun *run);
+/* What to call the run in a list of runs: its preset, else its label,
+ * else @custom (the caller's word for a configuration of its own), then a
+ * sweep's varied knob and value ("tuned batch=64").  Any thread. */
+char         *tach_run_dup_name (TachRun *run, const char *custom);
 /* Generated text (lstm-lm generate with print_text), or NULL. */
 char         *tach_run_dup_text (TachRun *run);
 /* What each of the run's plans ran, "what: algorithm; ..." (an LSTM plan's
