@@ -319,6 +319,7 @@ test_malformed (Fixture *f, gconstpointer data)
   g_clear_pointer (&where, g_free);
   where = g_strdup_printf ("%s:2: run ", samples_path);
   g_assert_true (has_problem (problems, where));
+  g_clear_pointer (&where, g_free);
   g_assert_cmpuint (problems->len, ==, 3);
   samples = tach_run_dup_samples (runs->pdata[0]);
   g_assert_cmpuint (samples->len, ==, 3);
