@@ -1,0 +1,246 @@
+/* test-machine.c: the machine-load monitor (tach-machine.h) against real
+ * load: spinning child processes, one on each processor this process may
+ * use, are seen as other processes' CPU time, as runnable threads of
+ * others, and as preemptions of a thread of ours that spins beside them.
+ * No timing is asserted beyond gross comparisons that a shared machine
+ * cannot overturn: while the spinners run, no processor is idle.
+ */
+#define _GNU_SOURCE
+#include <sched.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "tach-machine.h"
+
+typedef struct {
+  pid_t pids[64];
+  guint n;
+} Spinners;
+
+/* Forks one spinner pinned to each processor of this process's affinity
+ * (at most 64). */
+static void
+spinners_start (Spinners *s)
+{
+  cpu_set_t set;
+
+  s->n = 0;
+  g_assert_cmpint (sched_getaffinity (0, sizeof set, &set), ==, 0);
+  for (int c = 0; c < CPU_SETSIZE && s->n < G_N_ELEMENTS (s->pids); c++)
+    {
+      pid_t pid;
+
+      if (!CPU_ISSET (c, &set))
+        continue;
+      pid = fork ();
+      g_assert_cmpint (pid, >=, 0);
+      if (pid == 0)
+        {
+          cpu_set_t one;
+          volatile unsigned long x = 0;
+
+          CPU_ZERO (&one);
+          CPU_SET (c, &one);
+          sched_setaffinity (0, sizeof one, &one);
+          for (;;)
+            x++;
+        }
+      s->pids[s->n++] = pid;
+    }
+  g_assert_cmpuint (s->n, >, 0);
+}
+
+static void
+spinners_stop (Spinners *s)
+{
+  for (guint i = 0; i < s->n; i++)
+    {
+      int status;
+
+      kill (s->pids[i], SIGKILL);
+      g_assert_cmpint (waitpid (s->pids[i], &status, 0), ==, s->pids[i]);
+    }
+  s->n = 0;
+}
+
+/* Spins this thread for @us of wall time. */
+static void
+spin_for (gint64 us)
+{
+  gint64 until = g_get_monotonic_time () + us;
+  volatile unsigned long x = 0;
+
+  while (g_get_monotonic_time () < until)
+    x++;
+}
+
+static void
+test_between (void)
+{
+  TachMachineMark a, b;
+  TachMachineLoad idle, loaded, spun;
+  Spinners s;
+
+  if (!g_file_test ("/proc/stat", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("no /proc/stat");
+      return;
+    }
+  /* The baseline: this process sleeps, the machine does what it does. */
+  tach_machine_mark (&a);
+  g_usleep (300000);
+  tach_machine_mark (&b);
+  g_assert_true (a.have_stat && a.have_self && a.n_cpus > 0);
+  g_assert_true (tach_machine_load_between (&a, &b, &idle));
+  g_assert_cmpfloat (idle.others_share, >=, 0);
+  g_assert_cmpfloat (idle.others_share, <=, 1);
+  g_assert_cmpfloat (idle.self_share, <=, 0.2);
+
+  spinners_start (&s);
+  tach_machine_mark (&a);
+  g_usleep (300000);
+  tach_machine_mark (&b);
+  g_assert_true (tach_machine_load_between (&a, &b, &loaded));
+  /* Then this thread spins too, one thread more than the processors. */
+  tach_machine_mark (&a);
+  spin_for (300000);
+  tach_machine_mark (&b);
+  g_assert_true (tach_machine_load_between (&a, &b, &spun));
+  spinners_stop (&s);
+
+  g_test_message ("others' share: idle %.2f, spinners %.2f, spinners and us %.2f; "
+                  "steal %.2f; our involuntary switches %" G_GINT64_FORMAT,
+                  idle.others_share, loaded.others_share, spun.others_share,
+                  loaded.steal_share, spun.involuntary_switches);
+  /* Every processor we may use has a spinner: with at least as many
+   * spinners as processors, nothing is idle but what steal and other
+   * processors beyond our affinity leave. */
+  g_assert_cmpfloat (loaded.idle_share, <, 0.5);
+  g_assert_cmpfloat (loaded.others_share, >=, 0.5);
+  /* Well above the baseline where the machine was not already busy. */
+  if (idle.others_share < 0.3)
+    g_assert_cmpfloat (loaded.others_share, >, idle.others_share + 0.3);
+  /* Our spinning thread took its part, and lost the processor to the
+   * spinners at least once in 300 ms (a time slice is a few ms). */
+  g_assert_cmpfloat (spun.self_share, >, 0);
+  g_assert_cmpint (spun.involuntary_switches, >, 0);
+}
+
+static void
+test_probe (void)
+{
+  TachMachineBusy busy;
+  Spinners s;
+  guint spinners;
+
+  if (!g_file_test ("/proc/loadavg", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("no /proc/loadavg");
+      return;
+    }
+
+  spinners_start (&s);
+  spinners = s.n;
+  /* Let each spinner reach its processor. */
+  g_usleep (20000);
+  tach_machine_probe_busy (TACH_MACHINE_PROBE_SAMPLES, TACH_MACHINE_PROBE_INTERVAL_US, &busy);
+  spinners_stop (&s);
+  g_test_message ("%u spinners: others runnable %.2f, free processors %u of %u",
+                  spinners, busy.others_runnable, busy.free_cpus, busy.n_cpus);
+  g_assert_true (busy.known);
+  /* The spinners never block: every sample sees them all (runnable, state
+   * R, whether on a processor or waiting for one), less a quarter for the
+   * two reads of a sample, which are not one instant. */
+  g_assert_cmpfloat (busy.others_runnable, >=, 0.75 * spinners);
+  g_assert_true (busy.busy);
+  g_assert_cmpuint (busy.free_cpus, >=, 1);
+  g_assert_cmpuint (busy.free_cpus, <, MAX (busy.n_cpus, 2));
+}
+
+/* A thread of ours that runs is ours, not another's. */
+static gpointer
+spin_thread (gpointer data)
+{
+  gint *stop = data;
+  volatile unsigned long x = 0;
+
+  while (!g_atomic_int_get (stop))
+    x++;
+  return NULL;
+}
+
+static void
+test_probe_own_threads (void)
+{
+  TachMachineBusy busy;
+  GThread *threads[2];
+  gint stop = 0;
+
+  if (!g_file_test ("/proc/loadavg", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("no /proc/loadavg");
+      return;
+    }
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    threads[i] = g_thread_new ("spin", spin_thread, &stop);
+  tach_machine_probe_busy (4, 1000, &busy);
+  g_atomic_int_set (&stop, 1);
+  for (guint i = 0; i < G_N_ELEMENTS (threads); i++)
+    g_thread_join (threads[i]);
+  g_assert_true (busy.known);
+  /* Our two spinners and the probing thread are runnable at every sample
+   * (state R whether on a processor or waiting for one), and none of the
+   * three is counted as another's. */
+  g_test_message ("with two threads of ours spinning: ours runnable %.2f, others %.2f",
+                  busy.self_runnable, busy.others_runnable);
+  g_assert_cmpfloat (busy.self_runnable, >=, 3);
+}
+
+/* Marks without /proc/stat give no window: unknown shares, no crash. */
+static void
+test_unknown (void)
+{
+  TachMachineMark a = { 0 }, b = { 0 };
+  TachMachineLoad load;
+
+  a.wall_us = 1;
+  b.wall_us = 1001;
+  a.have_self = b.have_self = TRUE;
+  a.self_nivcsw = 3;
+  b.self_nivcsw = 5;
+  g_assert_false (tach_machine_load_between (&a, &b, &load));
+  g_assert_cmpfloat (load.others_share, <, 0);
+  g_assert_cmpfloat (load.steal_share, <, 0);
+  g_assert_cmpint (load.involuntary_switches, ==, 2);
+  g_assert_cmpint (load.wall_us, ==, 1000);
+  /* Counters that go back (a processor taken offline) give none either. */
+  a.have_stat = b.have_stat = TRUE;
+  a.total_ticks = 100;
+  b.total_ticks = 200;
+  a.idle_ticks = 50;
+  b.idle_ticks = 40;
+  g_assert_false (tach_machine_load_between (&a, &b, &load));
+  g_assert_cmpfloat (load.idle_share, <, 0);
+  /* And a plain window adds up. */
+  b.idle_ticks = 90;
+  b.steal_ticks = 10;
+  a.have_self = b.have_self = FALSE;
+  g_assert_true (tach_machine_load_between (&a, &b, &load));
+  g_assert_cmpuint (load.ticks, ==, 100);
+  g_assert_cmpfloat_with_epsilon (load.idle_share, 0.4, 1e-12);
+  g_assert_cmpfloat_with_epsilon (load.steal_share, 0.1, 1e-12);
+  g_assert_cmpfloat (load.others_share, <, 0);
+  g_assert_cmpint (load.involuntary_switches, ==, -1);
+}
+
+int
+main (int argc, char **argv)
+{
+  g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/engine/backend/machine/between", test_between);
+  g_test_add_func ("/engine/backend/machine/probe", test_probe);
+  g_test_add_func ("/engine/backend/machine/probe-own-threads", test_probe_own_threads);
+  g_test_add_func ("/engine/backend/machine/unknown", test_unknown);
+  return g_test_run ();
+}
