@@ -5,62 +5,24 @@
  * No timing is asserted beyond gross comparisons that a shared machine
  * cannot overturn: while the spinners run, no processor is idle.
  */
-#define _GNU_SOURCE
-#include <sched.h>
-#include <signal.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
 #include "tach-machine.h"
+#include "test-spinners.h"
 
 typedef struct {
   pid_t pids[64];
   guint n;
 } Spinners;
 
-/* Forks one spinner pinned to each processor of this process's affinity
- * (at most 64). */
 static void
 spinners_start (Spinners *s)
 {
-  cpu_set_t set;
-
-  s->n = 0;
-  g_assert_cmpint (sched_getaffinity (0, sizeof set, &set), ==, 0);
-  for (int c = 0; c < CPU_SETSIZE && s->n < G_N_ELEMENTS (s->pids); c++)
-    {
-      pid_t pid;
-
-      if (!CPU_ISSET (c, &set))
-        continue;
-      pid = fork ();
-      g_assert_cmpint (pid, >=, 0);
-      if (pid == 0)
-        {
-          cpu_set_t one;
-          volatile unsigned long x = 0;
-
-          CPU_ZERO (&one);
-          CPU_SET (c, &one);
-          sched_setaffinity (0, sizeof one, &one);
-          for (;;)
-            x++;
-        }
-      s->pids[s->n++] = pid;
-    }
-  g_assert_cmpuint (s->n, >, 0);
+  s->n = test_spinners_start (s->pids, G_N_ELEMENTS (s->pids));
 }
 
 static void
 spinners_stop (Spinners *s)
 {
-  for (guint i = 0; i < s->n; i++)
-    {
-      int status;
-
-      kill (s->pids[i], SIGKILL);
-      g_assert_cmpint (waitpid (s->pids[i], &status, 0), ==, s->pids[i]);
-    }
+  test_spinners_stop (s->pids, s->n);
   s->n = 0;
 }
 
