@@ -38,7 +38,8 @@ meson test -C build-asan --print-errorlogs --num-processes 2 --timeout-multiplie
 # the main thread: runs, stop, failures, the CLI's runs and sweeps, and the
 # window's runs, stop, close mid-run, compare, export and failures; and the
 # CPU backend's helper thread, which runs generation's products ahead
-# (test-cpu-frozen).  OpenMP runs one
+# (test-cpu-frozen), and the waits that sleep for a late partner
+# (test-cpu-threads).  OpenMP runs one
 # thread (OMP_THREAD_LIMIT=1; libgomp is not instrumented, and the feeder
 # test that needs two threads is skipped); GLib's locks and GTask are
 # annotated by tests/tsan/tach-tsan-glib.c, GLib's slice allocator is off, and
@@ -52,7 +53,7 @@ tsan_env="G_SLICE=always-malloc OMP_THREAD_LIMIT=1 GSK_RENDERER=cairo
 # shellcheck disable=SC2086
 env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 2 \
   --timeout-multiplier 4 --test-args '-s /engine/feeder/threads' \
-  test-run test-fault test-fault-cli test-csv test-cpu-frozen || status=1
+  test-run test-fault test-fault-cli test-csv test-cpu-frozen test-cpu-threads || status=1
 # shellcheck disable=SC2086
 env $tsan_env meson test -C build-tsan --print-errorlogs --num-processes 1 \
   --timeout-multiplier 4 --logbase testlog-gui \

@@ -165,8 +165,11 @@ tach_cpu_ahead_can_post (TachBackend *be)
 {
   TachCpuAhead *a = ahead_get (be);
 
-  /* One job at a time: a job still posted or running keeps the slot. */
-  return a != NULL && ahead_free_slot (a);
+  /* One job at a time: a job still posted or running keeps the slot.  And
+   * none for the helper while the backend runs on one thread (a busy
+   * machine: the helper would take the processor someone else wants). */
+  return a != NULL && (a->thread == NULL || tach_cpu_threads_now (be) >= 2)
+         && ahead_free_slot (a);
 }
 
 void

@@ -144,7 +144,8 @@ tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
 {
   TachCpuBackend *cpu = TACH_CPU (be);
 
-  tach_cpu_bind_threads (be);
+  /* A primitive runs the threads it was made for (tach-cpu-private.h). */
+  tach_cpu_bind_all_threads (be);
   TACH_DNNL_TRY (be, dnnl_primitive_execute (prim, cpu->stream, nargs, args), fail);
   return TRUE;
 fail:
@@ -449,6 +450,7 @@ tach_cpu_backend_new (guint threads, TachPrecision precision, GError **error)
    * so that a backend made without the registry still names its device in
    * messages. */
   be->device = cpu_device_info_new (be->threads);
+  tach_cpu_threads_init (be);
   omp_set_num_threads ((int) be->threads);
   return be;
 }

@@ -70,20 +70,18 @@ tach_cpu_bias_grad (TachBackend *be, const float *dy, float *db, int m, int n, f
   int parts = (size_t) m * (size_t) n < TACH_CPU_PARALLEL_MIN ? 1 : (int) MAX (be->threads, 1);
   g_autofree double *sum = g_new0 (double, (size_t) parts * MAX (n, 1));
 
-  /* In double, each thread over its own block of rows, the blocks' sums
-   * then added in order. */
+  /* In double, each part over its own block of rows, the blocks' sums
+   * then added in order: as many parts as the backend has threads, however
+   * many run them now. */
   if (parts == 1)
     bias_grad_rows (dy, sum, 0, (size_t) m, n);
   else
     {
       tach_cpu_bind_threads (be);
-#pragma omp parallel num_threads (parts)
-      {
-        int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
-
-        bias_grad_rows (dy, sum + (size_t) tid * n, (size_t) m * tid / nth,
-                        (size_t) m * (tid + 1) / nth, n);
-      }
+#pragma omp parallel for schedule (static)
+      for (int p = 0; p < parts; p++)
+        bias_grad_rows (dy, sum + (size_t) p * n, (size_t) m * p / parts,
+                        (size_t) m * (p + 1) / parts, n);
       for (int p = 1; p < parts; p++)
         for (int j = 0; j < n; j++)
           sum[j] += sum[(size_t) p * n + j];

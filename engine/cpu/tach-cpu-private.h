@@ -20,6 +20,29 @@
 
 G_BEGIN_DECLS
 
+/* How many of the backend's threads its ops run on now
+ * (tach-cpu-threads.c). */
+typedef struct {
+  guint    active;        /* 1 .. be->threads */
+  gboolean adapt;         /* FALSE: fixed (one thread, TACH_CPU_THREADS_ADAPT) */
+  gboolean alternate;     /* TACH_CPU_THREADS_ADAPT=alternate (tests) */
+  gint64   next_us;       /* the next look at the machine */
+  gint64   last_us;       /* the last look */
+  gint64   full_us;       /* time on every thread, between looks */
+  gint64   fewer_us;      /* time on fewer */
+  double   others;        /* others' runnable threads, smoothed */
+  double   others_most;
+  guint    looks;
+  guint    up_looks;      /* looks in a row that would run more threads */
+  guint    fewest;        /* the fewest active so far */
+  int      late;          /* atomic: a wait found its partner late */
+} TachCpuThreads;
+
+/* Between looks at the machine, and the looks in a row that must find
+ * processors free before more threads run again (200 ms). */
+#define TACH_CPU_THREADS_CHECK_US 50000
+#define TACH_CPU_THREADS_UP_CHECKS 4
+
 typedef struct {
   TachBackend    parent;          /* first, so that TachBackend* casts */
   dnnl_engine_t  engine;          /* owned */
@@ -40,6 +63,7 @@ typedef struct {
   struct _TachCpuAhead *ahead;    /* owned */
   gboolean       ahead_none;      /* none runs: one thread, TACH_CPU_AHEAD=never, or its
                                    * thread could not start */
+  TachCpuThreads run;             /* the threads the ops run on now */
 } TachCpuBackend;
 
 #define TACH_CPU(be) ((TachCpuBackend *) (be))
@@ -101,10 +125,50 @@ tach_cpu_relax (void)
 #endif
 }
 
+/* The threads the ops run on now: be->threads, or fewer while other
+ * processes want the processors (tach-cpu-threads.c).  Work is split by
+ * be->threads all the same, so that the count changes no result.  Looks
+ * at the machine every TACH_CPU_THREADS_CHECK_US.  Engine thread. */
+guint    tach_cpu_threads_now (TachBackend *be);
+void     tach_cpu_threads_init (TachBackend *be);
+/* Looks at the machine now. */
+void     tach_cpu_threads_check (TachBackend *be);
+
+/* A word some threads wait on (tach_cpu_wait_for) and one changes, then
+ * wakes them (tach_cpu_wait_wake). */
+typedef struct {
+  int sleepers;  /* atomic */
+} TachCpuWait;
+
+/* How long a waiter spins before it takes its partner as preempted and
+ * sleeps. */
+#define TACH_CPU_WAIT_SPIN_US 50
+
+/* Returns once *@word holds @want: spins TACH_CPU_WAIT_SPIN_US, then
+ * sleeps until tach_cpu_wait_wake (and tells @be, where not NULL, to look
+ * at the machine at its next op). */
+void     tach_cpu_wait_for (TachCpuWait *w, int *word, int want, TachBackend *be);
+/* Wakes the sleepers of @word, after a sequentially consistent store to
+ * it. */
+void     tach_cpu_wait_wake (TachCpuWait *w, int *word);
+
 /* OpenMP's thread count is a per-thread setting: each op pins it so that
- * the engine thread uses the backend's count whoever created the backend. */
+ * the engine thread uses the backend's count whoever created the backend:
+ * the threads it runs on now (tach_cpu_threads_now). */
 static inline void
 tach_cpu_bind_threads (TachBackend *be)
+{
+  int n = (int) tach_cpu_threads_now (be);
+
+  if (omp_get_max_threads () != n)
+    omp_set_num_threads (n);
+}
+
+/* Every thread of the backend, whatever the machine's load: for oneDNN's
+ * primitives, whose thread count is fixed when they are made and whose
+ * results depend on it (their reductions split by thread). */
+static inline void
+tach_cpu_bind_all_threads (TachBackend *be)
 {
   if (omp_get_max_threads () != (int) be->threads)
     omp_set_num_threads ((int) be->threads);

@@ -522,7 +522,9 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
       return NULL;
     }
 
-  tach_cpu_bind_threads (be);
+  /* oneDNN's primitives are made for every thread of the backend, so
+   * that their results never depend on the machine's load. */
+  tach_cpu_bind_all_threads (be);
   plan = g_new0 (TachConvPlan, 1);
   plan->desc = *desc;
   plan->oh = oh;

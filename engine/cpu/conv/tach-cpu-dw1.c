@@ -115,9 +115,11 @@ tach_cpu_dw1_backward (TachBackend *be, TachCpuDw1 *p, const TachCpuActLayout *l
   int chunks = MIN (p->chunks, (count + DW1_CHUNK - 1) / DW1_CHUNK);
   size_t nw = (size_t) s->k * s->r * 5;  /* dw: K x R x the 5 taps of a row */
   gboolean wide = tach_cpu_isa_lanes () == 16;
+  /* The chunks are fixed: fewer threads change no sum. */
+  int threads = (int) MIN ((guint) p->threads, tach_cpu_threads_now (be));
 
   tach_cpu_bind_threads (be);
-#pragma omp parallel for schedule (static) num_threads (p->threads)
+#pragma omp parallel for schedule (static) num_threads (threads)
   for (int c = 0; c < chunks; c++)
     {
       int n0 = c * DW1_CHUNK, n = MIN (DW1_CHUNK, count - n0);
@@ -134,7 +136,7 @@ tach_cpu_dw1_backward (TachBackend *be, TachCpuDw1 *p, const TachCpuActLayout *l
         dw1_chunk_avx2 (s, l, xp, dact + (size_t) n0 * l->sn, n, part);
     }
   /* The chunks' copies added in chunk order. */
-#pragma omp parallel for schedule (static) num_threads (p->threads)
+#pragma omp parallel for schedule (static) num_threads (threads)
   for (size_t e = 0; e < nw + (size_t) s->k; e++)
     {
       float sum = 0.0f;

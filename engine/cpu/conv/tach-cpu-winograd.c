@@ -14,11 +14,13 @@
  * 1e-11 in /engine/cpu/conv-block/winograd, against the fp32 bound of
  * 1e-8); F(2x2, 5x5), with half the error, ran the cnn 15% slower.
  *
- * The work is split by images over the backend's threads, each with its
- * own scratch; within an image, a chunk of tile rows at a time, so that
- * the chunk's transforms stay in L2 between the transform and its GEMMs.
- * Every thread count and width computes each image the same way; the
- * filter gradient's per-thread sums are added in thread order.
+ * The work is split by images into as many parts as the backend has
+ * threads, each with its own scratch, run on the threads it runs on now
+ * (fewer on a busy machine: tach-cpu-threads.c); within an image, a chunk
+ * of tile rows at a time, so that the chunk's transforms stay in L2
+ * between the transform and its GEMMs.  Every thread count and width
+ * computes each image the same way; the filter gradient's per-part sums
+ * are added in part order, whichever thread ran each part.
  *
  * TACH_CPU_CONV=direct turns it off (oneDNN's direct convolution runs),
  * for measuring one against the other.
@@ -34,9 +36,9 @@ struct _TachCpuWino {
   int c, k, h, w, oh, ow, pad_h, pad_w;
   int tw, tiles;        /* tiles per row, per image */
   int chunk;            /* tiles per chunk: whole tile rows */
-  int threads;
+  int threads;          /* parts: the backend's threads */
   float *u, *ut;        /* [P][C][K], [P][K][C] */
-  float *scratch;       /* per thread: v [P][chunk][C], m [P][chunk][K], du [P][C][K], db [K] */
+  float *scratch;       /* per part: v [P][chunk][C], m [P][chunk][K], du [P][C][K], db [K] */
   size_t per_thread;    /* floats */
   float gather[25 * 16];
 };
@@ -164,13 +166,12 @@ thread_scratch (const TachCpuWino *wg, int t, float **v, float **m, float **du, 
   *db = *du + (size_t) WINO_P * wg->c * wg->k;
 }
 
-/* This thread's share of the images [0, count), one of wg->threads
+/* Part @t's share of the images [0, count), one of wg->threads
  * contiguous runs (FALSE: none), and its scratch. */
 static gboolean
-thread_part (const TachCpuWino *wg, int count, int *first, int *n, float **v, float **m,
-             float **du, float **db)
+thread_part (const TachCpuWino *wg, int t, int count, int *first, int *n, float **v,
+             float **m, float **du, float **db)
 {
-  int t = omp_get_thread_num ();
   int base = count / wg->threads, extra = count % wg->threads;
 
   *first = t * base + MIN (t, extra);
@@ -196,15 +197,16 @@ tach_cpu_wino_forward (TachBackend *be, TachCpuWino *wg, const float *x, const f
   const gboolean wide = tach_cpu_isa_lanes () == 16;
 
   tach_cpu_bind_threads (be);
-#pragma omp parallel num_threads (wg->threads)
-  {
-    int first, n;
-    float *v, *m, *du, *db;
+#pragma omp parallel for schedule (static)
+  for (int t = 0; t < wg->threads; t++)
+    {
+      int first, n;
+      float *v, *m, *du, *db;
 
-    if (thread_part (wg, count, &first, &n, &v, &m, &du, &db))
-      (wide ? wino_forward_images_avx512 : wino_forward_images_avx2) (
-        wg, x, b, n0 + first, n, act + (size_t) first * wg->k * wg->oh * wg->ow, v, m);
-  }
+      if (thread_part (wg, t, count, &first, &n, &v, &m, &du, &db))
+        (wide ? wino_forward_images_avx512 : wino_forward_images_avx2) (
+          wg, x, b, n0 + first, n, act + (size_t) first * wg->k * wg->oh * wg->ow, v, m);
+    }
 }
 
 void
@@ -216,35 +218,40 @@ tach_cpu_wino_backward (TachBackend *be, TachCpuWino *wg, const float *x, const 
   float *du0, *db0, *unused_v, *unused_m;
 
   tach_cpu_bind_threads (be);
-#pragma omp parallel num_threads (wg->threads)
+#pragma omp parallel
   {
-    int t = omp_get_thread_num (), first, n;
-    float *v, *m, *du, *dbt;
-    gboolean some = thread_part (wg, count, &first, &n, &v, &m, &du, &dbt);
+#pragma omp for schedule (static)
+    for (int t = 0; t < wg->threads; t++)
+      {
+        int first, n;
+        float *v, *m, *du, *dbt;
+        gboolean some = thread_part (wg, t, count, &first, &n, &v, &m, &du, &dbt);
 
-    memset (du, 0, WINO_P * ck * sizeof (float));
-    memset (dbt, 0, (size_t) wg->k * sizeof (float));
-    if (some)
-      (wide ? wino_backward_images_avx512 : wino_backward_images_avx2) (
-        wg, x, dact, first, n, dx, du, dbt, v, m);
-#pragma omp barrier
-    /* The threads' sums into thread 0's, in thread order, each thread a
-     * slice of the elements. */
-    {
-      float *sum, *dbs, *sv, *sm;
-      size_t total = WINO_P * ck, per = (total / wg->threads + 15) / 16 * 16;
-      size_t lo = MIN (total, (size_t) t * per), hi = MIN (total, lo + per);
+        memset (du, 0, WINO_P * ck * sizeof (float));
+        memset (dbt, 0, (size_t) wg->k * sizeof (float));
+        if (some)
+          (wide ? wino_backward_images_avx512 : wino_backward_images_avx2) (
+            wg, x, dact, first, n, dx, du, dbt, v, m);
+      }
+    /* (The loop's implied barrier.)  The parts' sums into part 0's, in
+     * part order, each slice of the elements by one thread. */
+#pragma omp for schedule (static)
+    for (int t = 0; t < wg->threads; t++)
+      {
+        float *sum, *dbs, *sv, *sm;
+        size_t total = WINO_P * ck, per = (total / wg->threads + 15) / 16 * 16;
+        size_t lo = MIN (total, (size_t) t * per), hi = MIN (total, lo + per);
 
-      thread_scratch (wg, 0, &sv, &sm, &sum, &dbs);
-      for (int o = 1; o < wg->threads; o++)
-        {
-          float *other, *odb, *ov, *om;
+        thread_scratch (wg, 0, &sv, &sm, &sum, &dbs);
+        for (int o = 1; o < wg->threads; o++)
+          {
+            float *other, *odb, *ov, *om;
 
-          thread_scratch (wg, o, &ov, &om, &other, &odb);
-          for (size_t i = lo; i < hi; i++)
-            sum[i] += other[i];
-        }
-    }
+            thread_scratch (wg, o, &ov, &om, &other, &odb);
+            for (size_t i = lo; i < hi; i++)
+              sum[i] += other[i];
+          }
+      }
   }
   thread_scratch (wg, 0, &unused_v, &unused_m, &du0, &db0);
   for (int o = 1; o < wg->threads; o++)

@@ -173,7 +173,10 @@ tach_cpu_gemm_bf16 (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int
   g = g_hash_table_lookup (cpu->bf16_gemms, key);
   if (g == NULL)
     {
+      /* Made for every thread of the backend, as it runs (tach_cpu_execute). */
+      tach_cpu_bind_all_threads (be);
       g = bf16_gemm_new (be, ta, tb, m, n, k, alpha, beta, ldc);
+      tach_cpu_bind_threads (be);
       if (g == NULL)
         return;
       g_hash_table_insert (cpu->bf16_gemms, g_steal_pointer (&key), g);

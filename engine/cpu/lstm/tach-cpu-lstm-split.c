@@ -25,7 +25,6 @@
  *
  * Threads: the engine thread; the region runs on the backend's OpenMP pool.
  */
-#include <sched.h>
 #include <string.h>
 
 #include "tach-cpu-lstm-private.h"
@@ -33,14 +32,15 @@
 /* A barrier of the region's threads that spins on one cache line: the
  * split waits once per time step, a few microseconds apart, and
  * libgomp's barrier took 0.53 us on the 2-core AMD EPYC of bench/README.md
- * where this one takes 0.09 us.  A waiter that has spun SPIN_YIELD times
- * yields its core, so that a partner preempted by other work is not held
- * off it. */
-#define SPIN_YIELD 4096
-
+ * where this one takes 0.09 us.  A waiter whose partner is later than
+ * TACH_CPU_WAIT_SPIN_US sleeps until the last one wakes it
+ * (tach_cpu_wait_for): a partner that late was preempted by other work,
+ * and needs the processor more than the waiter's spin does. */
 typedef struct {
   _Alignas (64) int arrived;  /* threads at the barrier, this phase */
   _Alignas (64) int phase;     /* flips when the last one arrives */
+  TachCpuWait wait;
+  TachBackend *be;
 } SpinBarrier;
 
 static void
@@ -52,15 +52,11 @@ spin_barrier_wait (SpinBarrier *b, int nth, int *phase)
   if (__atomic_add_fetch (&b->arrived, 1, __ATOMIC_ACQ_REL) == nth)
     {
       __atomic_store_n (&b->arrived, 0, __ATOMIC_RELAXED);
-      __atomic_store_n (&b->phase, next, __ATOMIC_RELEASE);
+      __atomic_store_n (&b->phase, next, __ATOMIC_SEQ_CST);
+      tach_cpu_wait_wake (&b->wait, &b->phase);
       return;
     }
-  for (guint spins = 0; __atomic_load_n (&b->phase, __ATOMIC_ACQUIRE) != next; spins++)
-    {
-      if (spins >= SPIN_YIELD)
-        sched_yield ();
-      tach_cpu_relax ();
-    }
+  tach_cpu_wait_for (&b->wait, &b->phase, next, b->be);
 }
 
 /* Spans start at multiples of this: each unit keeps its place modulo
@@ -119,7 +115,7 @@ tach_cpu_lstm_split_forward (TachBackend *be, const TachLstmDesc *d, const float
   const size_t dir_stride = (size_t) G * ((size_t) I + H + 1);
   const size_t sr = step_rows (d);
   dnnl_status_t status = dnnl_success;
-  SpinBarrier barrier = { 0, 0 };
+  SpinBarrier barrier = { .be = be };
 
   tach_cpu_bind_threads (be);
 #pragma omp parallel
@@ -273,14 +269,14 @@ tach_cpu_lstm_split_frozen_forward (TachBackend *be, TachLstmPlan *plan, const f
   const TachLstmDesc *d = &plan->desc;
   const int H = d->H, I = d->I, G = plan->G;
   const int spans = MAX (1, MIN ((int) be->threads, H / SPLIT_ALIGN));
-  SpinBarrier barrier = { 0, 0 };
+  SpinBarrier barrier = { .be = be };
 
   if (!tach_cpu_lstm_frozen_pack (be, plan, w) || !pack_spans (be, plan, w, spans))
     return;
   /* The input side of every row: a row seen before is a copy. */
   tach_cpu_lstm_frozen_input_side (plan, x, gates);
   tach_cpu_bind_threads (be);
-#pragma omp parallel num_threads (spans)
+#pragma omp parallel num_threads (MIN (spans, (int) tach_cpu_threads_now (be)))
   {
     int nth = omp_get_num_threads (), tid = omp_get_thread_num (), phase = 0;
 

@@ -218,9 +218,9 @@ tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan)
 /* ------------------------------------------------------------ execution */
 
 /* Runs @func on slices of the batch, one per thread of the pool (at most
- * be->threads, every one called, an empty slice too): whole blocks of
- * plan->block samples, the same blocks whatever the number of threads, so
- * that it changes no result.  Only the engine thread records errors, so
+ * the threads the backend runs on now, every one called, an empty slice
+ * too): whole blocks of plan->block samples, the same blocks whatever the
+ * number of threads, so that it changes no result.  Only the engine thread records errors, so
  * the threads hand back a status. */
 gboolean
 tach_cpu_lstm_run_slices (TachBackend *be, const TachLstmPass *pass, TachLstmSliceFunc func)
@@ -229,7 +229,8 @@ tach_cpu_lstm_run_slices (TachBackend *be, const TachLstmPass *pass, TachLstmSli
   int blocks = tach_cpu_lstm_blocks (pass->plan);
   dnnl_status_t status = dnnl_success;
 
-#pragma omp parallel num_threads (MAX (be->threads, 1))
+  tach_cpu_bind_threads (be);
+#pragma omp parallel
   {
     int nth = omp_get_num_threads (), tid = omp_get_thread_num ();
     int b0 = (int) ((gint64) blocks * tid / nth), b1 = (int) ((gint64) blocks * (tid + 1) / nth);
@@ -468,7 +469,10 @@ tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
   gates = d->training ? reserve : plan->work;
   cells = gates + plan->rows * ldg;
 
-  if (plan->gemm_mode == TACH_CPU_GEMM_SPLIT)
+  /* The split's spans on one thread would be the serial pass, slower:
+   * while the machine leaves the backend one, the serial pass runs (the
+   * same bits). */
+  if (plan->gemm_mode == TACH_CPU_GEMM_SPLIT && tach_cpu_threads_now (be) >= 2)
     {
       if (tach_cpu_lstm_frozen_wanted (be, plan, w))
         tach_cpu_lstm_split_frozen_forward (be, plan, x, w, y, gates, cells);
