@@ -238,10 +238,16 @@ tach_machine_probe_busy (guint            samples,
   double others = 0, own_sum = 0;
   guint counted = 0;
 
+  /* /proc/stat is generated whole on every read (a line per processor
+   * and one per interrupt): a window too short for ten ticks on two
+   * processors skips it. */
+  gboolean ticks = (guint64) (samples > 0 ? samples - 1 : 0) * interval_us >= 50000;
+
   memset (busy, 0, sizeof *busy);
   busy->others_share = busy->steal_share = -1;
   samples = MAX (samples, 1);
-  tach_machine_mark (&start);
+  if (ticks)
+    tach_machine_mark (&start);
   for (guint i = 0; i < samples; i++)
     {
       int all, own;
@@ -258,8 +264,7 @@ tach_machine_probe_busy (guint            samples,
       own_sum += own;
       counted++;
     }
-  tach_machine_mark (&end);
-  busy->n_cpus = end.n_cpus;
+  busy->n_cpus = online_cpus ();
   if (counted == 0 || busy->n_cpus == 0)
     return;
   busy->known = TRUE;
@@ -267,7 +272,9 @@ tach_machine_probe_busy (guint            samples,
   busy->self_runnable = own_sum / counted;
   /* Below ten ticks a share is too coarse to say anything (a 16 ms probe
    * on two processors sees three or four). */
-  if (tach_machine_load_between (&start, &end, &load) && load.ticks >= 10)
+  if (ticks)
+    tach_machine_mark (&end);
+  if (ticks && tach_machine_load_between (&start, &end, &load) && load.ticks >= 10)
     {
       busy->others_share = load.others_share;
       busy->steal_share = load.steal_share;

@@ -96,8 +96,9 @@ typedef struct {
 } TachMachineBusy;
 
 /* Samples the runnable threads @samples times, @interval_us apart (the
- * thread sleeps in between), and the ticks of the whole window: 8 samples
- * 2000 µs apart take 16 ms.  The calling thread is not counted as
+ * thread sleeps in between), and the ticks of the whole window where it
+ * spans 50 ms or more: 8 samples 2000 µs apart take 14 ms; one sample
+ * (a look between a run's steps) takes tens of µs.  The calling thread is not counted as
  * another's, nor are the process's other running threads. */
 void     tach_machine_probe_busy (guint            samples,
                                   guint            interval_us,
