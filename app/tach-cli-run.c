@@ -417,6 +417,14 @@ tach_cli_print_summary (TachRun *run)
   printf (_("  steps/s      %s median [%s–%s p10–p90] over %" PRIu64 " steps, %s\n"),
           t.median, t.p10, t.p90, s.steps,
           g_strcmp0 (s.rate_clock, "device") == 0 ? _("device timeline") : _("host clock"));
+  /* The median's own uncertainty, which a comparison of two runs uses;
+   * the p10-p90 above is the spread of single steps. */
+  if (isfinite (s.steps_per_s_lo))
+    printf (_("               median's 95%% interval %.2f–%.2f steps/s, %.1f–%.1f %s\n"),
+            s.steps_per_s_lo, s.steps_per_s_hi, s.items_per_s_lo, s.items_per_s_hi,
+            s.items_unit != NULL ? s.items_unit : _("items/s"));
+  else if (s.steps > 0)
+    printf (_("               too few measured steps for a 95%% interval of the median\n"));
   if (!isnan (s.e2e_steps_per_s))
     printf (_("  end to end   %.2f steps/s (measured steps over the wall time after warm-up)\n"),
             s.e2e_steps_per_s);
@@ -474,6 +482,11 @@ tach_cli_print_summary (TachRun *run)
             s.wall_s, s.wall_s - s.eval_s, s.eval_s);
   else
     printf (_("  wall time    %.2f s from the first step (set-up not counted)\n"), s.wall_s);
+  if (isfinite (s.machine_busy))
+    printf (_("  machine busy %.0f%% of CPU time taken by other processes%s\n"),
+            100.0 * s.machine_busy,
+            s.machine_busy >= TACH_SUMMARY_BUSY_SHARE
+            ? _(": the figures above are slower than on an idle machine") : "");
   {
     g_autofree char *algorithms = tach_run_dup_algorithms (run);
 

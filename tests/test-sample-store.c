@@ -8,13 +8,15 @@
  * as the summaries were computed before the store) over the samples it
  * gives back, whether the percentiles come from sorting or from the radix
  * selection used for long runs; and they stay within the rounding of the
- * summaries of the unrounded samples.
+ * summaries of the unrounded samples.  The median's 95% interval is
+ * tach_stats_median_ci() of the rates in time order, on either path.
  */
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
 #include "tach-sample-store.h"
+#include "tach-stats.h"
 
 /* ------------------------------------------------------------ reference */
 
@@ -102,6 +104,17 @@ ref_summary (GArray *samples, guint64 items, double flops, double peak, TachSumm
           ph[k] += p[k];
     }
   out->steps = measured->len;
+  /* The median's interval from the rates in time order (before sorting). */
+  {
+    TachInterval iv;
+
+    tach_stats_median_ci ((const double *) rates->data, rates->len, &iv);
+    out->steps_per_s_lo = iv.lo;
+    out->steps_per_s_hi = iv.hi;
+    out->items_per_s_lo = items * iv.lo;
+    out->items_per_s_hi = items * iv.hi;
+  }
+  out->machine_busy = NAN;
   out->api_calls_per_step = ref_percentile (calls, 0.5);
   out->steps_per_s_median = ref_percentile (rates, 0.5);
   out->steps_per_s_p10 = ref_percentile (rates, 0.1);
@@ -142,6 +155,11 @@ assert_summaries_equal (const TachSummary *a, const TachSummary *b)
   assert_same (a->steps_per_s_p10, b->steps_per_s_p10, "p10");
   assert_same (a->steps_per_s_p90, b->steps_per_s_p90, "p90");
   assert_same (a->items_per_s, b->items_per_s, "items/s");
+  assert_same (a->steps_per_s_lo, b->steps_per_s_lo, "median's interval, low");
+  assert_same (a->steps_per_s_hi, b->steps_per_s_hi, "median's interval, high");
+  assert_same (a->items_per_s_lo, b->items_per_s_lo, "items/s interval, low");
+  assert_same (a->items_per_s_hi, b->items_per_s_hi, "items/s interval, high");
+  assert_same (a->machine_busy, b->machine_busy, "machine busy");
   assert_same (a->first_loss, b->first_loss, "first loss");
   assert_same (a->final_loss, b->final_loss, "final loss");
   assert_same (a->feed_share, b->feed_share, "feed");

@@ -28,15 +28,16 @@ static const char *const samples_header[] = {
 
 /* Columns of runs.csv after the knobs. */
 static const char *const runs_tail[] = {
-  "state", "error", "measured_steps", "median_steps_per_s", "p10_steps_per_s",
-  "p90_steps_per_s", "items_per_s", "items_unit", "first_loss", "final_loss",
+  "state", "error", "measured_steps", "median_steps_per_s", "median_steps_per_s_lo",
+  "median_steps_per_s_hi", "p10_steps_per_s", "p90_steps_per_s", "items_per_s",
+  "items_per_s_lo", "items_per_s_hi", "items_unit", "first_loss", "final_loss",
   "loss_window_steps",
   "test_accuracy", "feed_share", "compute_share", "sync_share", "host_share",
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
   "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step",
   "comm_share", "pack_share", "imbalance_share", "slowest_rank", "rank_compute_spread",
   "varied", "varied_value",
-  "eval_s", "data_source", "data_path", "label", NULL
+  "eval_s", "data_source", "data_path", "label", "machine_busy", NULL
 };
 
 static void
@@ -209,9 +210,13 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, error != NULL ? error->message : NULL);
   add_uint (row, s.steps);
   add_double (row, s.steps_per_s_median);
+  add_double (row, s.steps_per_s_lo);
+  add_double (row, s.steps_per_s_hi);
   add_double (row, s.steps_per_s_p10);
   add_double (row, s.steps_per_s_p90);
   add_double (row, s.items_per_s);
+  add_double (row, s.items_per_s_lo);
+  add_double (row, s.items_per_s_hi);
   add_field (row, s.items_unit);
   add_double (row, s.first_loss);
   add_double (row, s.final_loss);
@@ -241,6 +246,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, tach_run_get_data_kind (run));
   add_field (row, tach_run_get_data_path (run));
   add_field (row, tach_run_get_label (run));
+  add_double (row, s.machine_busy);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

@@ -318,6 +318,12 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "p10_steps_per_s", G_STRUCT_OFFSET (TachSummary, steps_per_s_p10), 1 },
     { "p90_steps_per_s", G_STRUCT_OFFSET (TachSummary, steps_per_s_p90), 1 },
     { "items_per_s", G_STRUCT_OFFSET (TachSummary, items_per_s), 1 },
+    /* Absent (NaN: unknown) in folders written before intervals. */
+    { "median_steps_per_s_lo", G_STRUCT_OFFSET (TachSummary, steps_per_s_lo), 1 },
+    { "median_steps_per_s_hi", G_STRUCT_OFFSET (TachSummary, steps_per_s_hi), 1 },
+    { "items_per_s_lo", G_STRUCT_OFFSET (TachSummary, items_per_s_lo), 1 },
+    { "items_per_s_hi", G_STRUCT_OFFSET (TachSummary, items_per_s_hi), 1 },
+    { "machine_busy", G_STRUCT_OFFSET (TachSummary, machine_busy), 1 },
     { "first_loss", G_STRUCT_OFFSET (TachSummary, first_loss), 1 },
     { "final_loss", G_STRUCT_OFFSET (TachSummary, final_loss), 1 },
     { "test_accuracy", G_STRUCT_OFFSET (TachSummary, test_accuracy), 1 },

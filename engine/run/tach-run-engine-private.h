@@ -8,6 +8,7 @@
  */
 #pragma once
 
+#include "tach-machine.h"
 #include "tach-model.h"
 #include "tach-ranks.h"
 #include "tach-run-private.h"
@@ -68,6 +69,8 @@ typedef struct {
   guint                 n_timed;   /* pending[0..n_timed) have their device times */
   gsize                 pending_peak;  /* bytes, the most kept for pending steps */
   gint64                t0;        /* monotonic start, ns */
+  /* The machine's counters where measuring began (the end of warm-up). */
+  TachMachineMark       measure_mark;
   gint64                t_notify;  /* last notification, ns */
 
   /* launch=graph (see the top of tach-run.c) */

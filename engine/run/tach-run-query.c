@@ -151,6 +151,7 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   summary->eval_s = run->eval_s;
   if (!isnan (run->eval_s))
     summary->wall_s += run->eval_s;
+  summary->machine_busy = run->machine_busy;
   g_mutex_unlock (&run->lock);
   if (run->config.task == TACH_TASK_GENERATE)
     summary->items_unit = "tokens/s";

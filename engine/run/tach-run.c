@@ -137,6 +137,7 @@ tach_run_new (const TachConfig *config, GError **error)
     tach_config_get_data_source (config, &kind, &run->data_path);
     run->data_kind = g_strdup (kind);
   }
+  run->machine_busy = NAN;
   return run;
 }
 
@@ -372,6 +373,8 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
 
   gint64 t_prev = tach_now_ns ();  /* a step starts where the last one ended */
 
+  tach_machine_mark (&e->measure_mark);
+
   for (guint64 i = 0; i < total; i++)
     {
       TachStepCtx ctx = { 0 };
@@ -457,6 +460,9 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
       if (e->be->counts_api_calls)
         self->api_calls = (float) (e->be->api_calls - calls0);
 
+      /* How busy the machine is counts over the measured steps. */
+      if (i + 1 == warmup)
+        tach_machine_mark (&e->measure_mark);
       g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)
         {
@@ -575,6 +581,20 @@ run_main (gpointer data)
              && tach_engine_gather_ranks (&e, &error);
     }
 
+  if (ok)
+    {
+      TachMachineMark end;
+      TachMachineLoad load;
+
+      tach_machine_mark (&end);
+      if (e.measure_mark.wall_us > 0 && tach_machine_load_between (&e.measure_mark, &end, &load)
+          && load.others_share >= 0)
+        {
+          g_mutex_lock (&run->lock);
+          run->machine_busy = MIN (1.0, load.others_share + MAX (load.steal_share, 0.0));
+          g_mutex_unlock (&run->lock);
+        }
+    }
   if (ok && !cancelled)
     {
       double accuracy = NAN;

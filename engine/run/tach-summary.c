@@ -24,6 +24,7 @@
 #include <string.h>
 
 #include "tach-sample-store.h"
+#include "tach-stats.h"
 
 #define LOSS_WINDOW 10
 /* Percentile queries one summary asks: p10, p50, p90 of the rates (two
@@ -311,6 +312,27 @@ percentile_from_queries (const Query *q, guint n, double p, gboolean rate)
   return a + frac * (b - a);
 }
 
+/* The ranks (0-based, ascending rates) of the 95% interval of the median
+ * rate @median of @n rates, from one pass over the steps in time order
+ * for their autocorrelation; FALSE when they are too few. */
+static gboolean
+median_ranks (Source *src, Stream stream, double median, guint64 n, guint64 *lo, guint64 *hi)
+{
+  TachStatsSigns signs;
+  TachSample s;
+
+  tach_stats_signs_init (&signs, median);
+  source_rewind (src);
+  while (source_next (src, &s))
+    {
+      double v;
+
+      if (stream_value (&s, stream, &v))
+        tach_stats_signs_add (&signs, 1000.0 / v);
+    }
+  return tach_stats_median_ranks (n, tach_stats_signs_inflation (&signs), lo, hi);
+}
+
 static void
 summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
                  double device_peak_flops, TachSummary *out)
@@ -325,9 +347,12 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   double comm = 0.0, pack_ms = 0.0, imbalance = 0.0;
   gboolean ranked = FALSE;
   guint window;
+  guint64 lo, hi;
   TachSample s;
 
   memset (out, 0, sizeof *out);
+  out->steps_per_s_lo = out->steps_per_s_hi = NAN;
+  out->machine_busy = NAN;
   out->items_unit = "samples/s";
   out->flops_per_step = flops_per_step;
   out->test_accuracy = NAN;
@@ -406,6 +431,11 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
       out->steps_per_s_median = percentile (rates, r, 0.5);
       out->steps_per_s_p10 = percentile (rates, r, 0.1);
       out->steps_per_s_p90 = percentile (rates, r, 0.9);
+      if (r > 0 && median_ranks (src, rate_stream, out->steps_per_s_median, r, &lo, &hi))
+        {
+          out->steps_per_s_lo = rates[lo];
+          out->steps_per_s_hi = rates[hi];
+        }
     }
   else
     {
@@ -425,12 +455,25 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
                                 ? percentile_from_queries (queries + (n_rates > 0 ? 6 : 0),
                                                            n_calls, 0.5, FALSE)
                                 : NAN;
+      /* The interval's ranks are known once the median is: a second
+       * selection (the step times' order is the rates' reversed). */
+      if (n_rates > 0
+          && median_ranks (src, rate_stream, out->steps_per_s_median, n_rates, &lo, &hi))
+        {
+          queries[0] = (Query) { .stream = rate_stream, .rank = n_rates - 1 - lo };
+          queries[1] = (Query) { .stream = rate_stream, .rank = n_rates - 1 - hi };
+          select_values (src, queries, 2, bits);
+          out->steps_per_s_lo = 1000.0 / queries[0].value;
+          out->steps_per_s_hi = 1000.0 / queries[1].value;
+        }
     }
 
   out->steps = n_measured;
   out->e2e_steps_per_s = n_measured > 0 && out->wall_s > warm_end_s
                          ? (double) n_measured / (out->wall_s - warm_end_s) : NAN;
   out->items_per_s = (double) items_per_step * out->steps_per_s_median;
+  out->items_per_s_lo = (double) items_per_step * out->steps_per_s_lo;
+  out->items_per_s_hi = (double) items_per_step * out->steps_per_s_hi;
 
   /* Two windows that never overlap, so that a short run's first and final
    * losses are two different averages; a single step is only a final one. */

@@ -24,10 +24,6 @@
 /* The normal's 97.5% quantile: two-sided 95%. */
 #define Z975 1.959963984540054
 
-/* Autocorrelations summed at most this far: step-time disturbances (a
- * build, a browser's burst) last tens of steps; past this the estimates
- * are mostly noise. */
-#define MAX_LAG 64
 
 const char *
 tach_verdict_to_string (TachVerdict verdict)
@@ -147,39 +143,51 @@ tach_stats_median (const double *x, gsize n)
 }
 
 /* The variance inflation of the count of values below the median, from
- * the autocorrelation of the series of signs (x_i above or below @median).
- * The median's interval rests on that count being binomial, n/4 its
- * variance; correlated steps make it n/4 (1 + 2 sum_k rho_k).  The sum
+ * the autocorrelation of the series of signs (x_i above or below the
+ * median).  The median's interval rests on that count being binomial, n/4
+ * its variance; correlated steps make it n/4 (1 + 2 sum_k rho_k).  The sum
  * runs over the lags while the estimates stay positive (Geyer's initial
- * positive sequence, cut at MAX_LAG): beyond the first non-positive one
- * they are noise.  An independent series gives 1 (never less: a
- * negative first lag is taken as independent, the safe side). */
-static double
-sign_inflation (const double *x, gsize n, double median)
+ * positive sequence, cut at TACH_STATS_MAX_LAG): beyond the first
+ * non-positive one they are noise.  An independent series gives 1 (never
+ * less: a negative first lag is taken as independent, the safe side).
+ * One pass, a ring of the last signs: no copy of a long run. */
+void
+tach_stats_signs_init (TachStatsSigns *signs, double median)
 {
-  g_autofree double *s = g_new (double, n);
-  double mean = 0, var = 0, sum = 0;
+  memset (signs, 0, sizeof *signs);
+  signs->median = median;
+}
 
-  for (gsize i = 0; i < n; i++)
-    {
-      s[i] = x[i] > median ? 1 : x[i] < median ? -1 : 0;
-      mean += s[i];
-    }
-  mean /= n;
-  for (gsize i = 0; i < n; i++)
-    {
-      s[i] -= mean;
-      var += s[i] * s[i];
-    }
+void
+tach_stats_signs_add (TachStatsSigns *signs, double x)
+{
+  gint8 s = x > signs->median ? 1 : x < signs->median ? -1 : 0;
+  guint64 back = MIN (signs->n, (guint64) TACH_STATS_MAX_LAG);
+
+  for (guint64 k = 1; k <= back; k++)
+    signs->lag[k] += s * signs->ring[(signs->n - k) % TACH_STATS_MAX_LAG];
+  signs->ring[signs->n % TACH_STATS_MAX_LAG] = s;
+  signs->sum += s;
+  signs->sum_sq += s * s;
+  signs->n++;
+}
+
+double
+tach_stats_signs_inflation (const TachStatsSigns *signs)
+{
+  double n = (double) signs->n, mean, var, sum = 0;
+
+  if (signs->n < 2)
+    return 1;
+  mean = signs->sum / n;
+  var = signs->sum_sq - n * mean * mean;
   if (var <= 0)
     return 1;
-  for (gsize k = 1; k <= MAX_LAG && k < n / 2; k++)
+  for (guint64 k = 1; k <= TACH_STATS_MAX_LAG && k < signs->n / 2; k++)
     {
-      double c = 0;
+      /* Centred by the whole series' mean (ties make it non-zero). */
+      double c = (signs->lag[k] - (n - k) * mean * mean) / var;
 
-      for (gsize i = 0; i + k < n; i++)
-        c += s[i] * s[i + k];
-      c /= var;
       if (c <= 0)
         break;
       sum += c;
@@ -194,11 +202,27 @@ sign_inflation (const double *x, gsize n, double median)
  * steps).  The ranks spread by sqrt of the inflation for a correlated
  * series, which is what resampling blocks would estimate too, without a
  * random draw: the same samples always give the same interval. */
+gboolean
+tach_stats_median_ranks (guint64 n, double inflation, guint64 *lo, guint64 *hi)
+{
+  double half = Z975 * sqrt ((double) n * MAX (inflation, 1.0)) / 2;
+  /* 1-based ranks: n = 100 gives the 40th and 61st, the textbook pair. */
+  double lo_rank = floor (n / 2.0 - half);
+  double hi_rank = ceil (n / 2.0 + half) + 1;
+
+  if (lo_rank < 1 || hi_rank > (double) n)
+    return FALSE;
+  *lo = (guint64) lo_rank - 1;
+  *hi = (guint64) hi_rank - 1;
+  return TRUE;
+}
+
 void
 tach_stats_median_ci (const double *x, gsize n, TachInterval *out)
 {
   g_autofree double *s = NULL;
-  double median, half, lo_rank, hi_rank;
+  TachStatsSigns signs;
+  guint64 lo, hi;
 
   if (n == 0)
     {
@@ -207,19 +231,17 @@ tach_stats_median_ci (const double *x, gsize n, TachInterval *out)
     }
   s = g_memdup2 (x, n * sizeof (double));
   qsort (s, n, sizeof (double), (int (*) (const void *, const void *)) compare_double);
-  median = sorted_median (s, n);
-  half = Z975 * sqrt (n * sign_inflation (x, n, median)) / 2;
-  /* 1-based ranks: n = 100 gives the 40th and 61st, the textbook pair. */
-  lo_rank = floor (n / 2.0 - half);
-  hi_rank = ceil (n / 2.0 + half) + 1;
-  if (lo_rank < 1 || hi_rank > n)
+  tach_stats_signs_init (&signs, sorted_median (s, n));
+  for (gsize i = 0; i < n; i++)
+    tach_stats_signs_add (&signs, x[i]);
+  if (!tach_stats_median_ranks (n, tach_stats_signs_inflation (&signs), &lo, &hi))
     {
-      interval_unknown (out, median);
+      interval_unknown (out, signs.median);
       return;
     }
-  out->value = median;
-  out->lo = s[(gsize) lo_rank - 1];
-  out->hi = s[(gsize) hi_rank - 1];
+  out->value = signs.median;
+  out->lo = s[lo];
+  out->hi = s[hi];
 }
 
 /* ------------------------------------------------------------ rounds */

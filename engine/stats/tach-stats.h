@@ -55,6 +55,29 @@ double       tach_stats_median (const double *x, gsize n);
  * interval from order statistics, widened for the series'
  * autocorrelation.  Needs about 8 values or more for an interval. */
 void         tach_stats_median_ci (const double *x, gsize n, TachInterval *out);
+/* The same in pieces, for a caller that reads its values in passes
+ * rather than keeping them (a run's summary over its sample store): after
+ * the median, one pass in time order through a TachStatsSigns gives the
+ * series' inflation, and tach_stats_median_ranks() the two ranks (0-based,
+ * ascending) whose values bound the interval; FALSE when @n values are too
+ * few for a 95% interval. */
+/* Autocorrelations are summed at most this far: step-time disturbances (a
+ * build, a browser's burst) last tens of steps; past this the estimates
+ * are mostly noise. */
+#define TACH_STATS_MAX_LAG 64
+typedef struct {
+  double  median;
+  guint64 n;
+  double  sum, sum_sq;
+  double  lag[TACH_STATS_MAX_LAG + 1];   /* sums of s_i s_(i+k) */
+  gint8   ring[TACH_STATS_MAX_LAG];      /* the last signs */
+} TachStatsSigns;
+
+void         tach_stats_signs_init (TachStatsSigns *signs, double median);
+void         tach_stats_signs_add (TachStatsSigns *signs, double x);
+double       tach_stats_signs_inflation (const TachStatsSigns *signs);
+gboolean     tach_stats_median_ranks (guint64 n, double inflation, guint64 *lo, guint64 *hi);
+
 /* The mean of @n independent values (one per round) with a Student-t 95%
  * interval; needs 2 values or more. */
 void         tach_stats_mean_ci (const double *x, gsize n, TachInterval *out);

@@ -317,7 +317,12 @@ typedef struct {
   double  steps_per_s_median;
   double  steps_per_s_p10;
   double  steps_per_s_p90;
+  /* The 95% interval of the median rate (tach-stats.h: order statistics
+   * widened for the steps' autocorrelation); NaN when the run measured too
+   * few steps (about 8) for one. */
+  double  steps_per_s_lo, steps_per_s_hi;
   double  items_per_s;        /* samples/s or tokens/s */
+  double  items_per_s_lo, items_per_s_hi;
   const char *items_unit;     /* "samples/s" or "tokens/s" */
   /* Means over two windows of measured steps that never overlap, each
    * loss_window_steps long: at most 10 steps and at most half of them.
@@ -353,7 +358,19 @@ typedef struct {
   double  comm_share, pack_share, imbalance_share;
   double  slowest_rank;
   double  rank_compute_spread;
+  /* The share (0 to 1) of the machine's CPU time that other processes
+   * took while the run measured (tach-machine.h), NaN when unknown; and
+   * whether that is enough to say so beside a verdict
+   * (TACH_SUMMARY_BUSY_SHARE). */
+  double  machine_busy;
 } TachSummary;
+
+/* From this share of the machine's CPU time taken by other processes on,
+ * a run's figures and the verdicts that use them say the machine was
+ * busy: a tenth of the processors is what a browser's or an editor's
+ * background work stays under, a build or a second benchmark takes far
+ * more. */
+#define TACH_SUMMARY_BUSY_SHARE 0.10
 
 /* ------------------------------------------------------ data parallel */
 
