@@ -118,12 +118,13 @@ format_ms (double ms, gboolean sign)
   return g_strdup_printf (sign ? "%+.2f" : "%.2f", ms);
 }
 
+/* An interval's half-width (Student's t over rounds: symmetric). */
 static char *
-format_spread (double lo, double hi)
+format_spread (const TachInterval *ci)
 {
-  if (!isfinite (lo) || !isfinite (hi))
+  if (!tach_interval_is_known (ci))
     return g_strdup ("–");
-  return g_strdup_printf (fabs (hi - lo) < 20 ? "±%.3f" : "±%.2f", (hi - lo) / 2);
+  return g_strdup_printf (fabs (ci->hi - ci->lo) < 20 ? "±%.3f" : "±%.2f", (ci->hi - ci->lo) / 2);
 }
 
 /* One line of the table: a label, the values change, ms, share, spread and
@@ -150,6 +151,37 @@ print_row (const char *label, const char *change, const char *ms, const char *sh
   if (note != NULL)
     g_string_append_printf (line, "  %s", note);
   printf ("%s\n", line->str);
+}
+
+/* The comparison's verdict: B's speed-up with its interval, `~` when it
+ * is within noise, and how busy the machine was beside it. */
+static void
+print_verdict (TachExplain *explain)
+{
+  TachInterval ratio;
+  TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
+  double busy = tach_explain_get_machine_busy (explain);
+  g_autofree char *unresolved = NULL;
+
+  if (verdict == TACH_VERDICT_SIGNIFICANT)
+    printf (_("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%.2fx), significant"),
+            tach_explain_get_label (explain, TRUE), ratio.value,
+            tach_explain_get_label (explain, FALSE), ratio.lo, ratio.hi);
+  else if (verdict == TACH_VERDICT_WITHIN_NOISE)
+    printf (_("verdict: ~ %s against %s is %.2fx, within noise (95%% interval %.2f–%.2fx)"),
+            tach_explain_get_label (explain, TRUE), tach_explain_get_label (explain, FALSE),
+            ratio.value, ratio.lo, ratio.hi);
+  else
+    printf (_("verdict: %s against %s is %.2fx; too few rounds for an interval"),
+            tach_explain_get_label (explain, TRUE), tach_explain_get_label (explain, FALSE),
+            ratio.value);
+  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
+    printf (_(", measured while the machine was busy (%.0f%% of CPU time taken by other "
+              "processes)"), 100.0 * busy);
+  printf ("\n");
+  unresolved = tach_explain_dup_unresolved (explain);
+  if (unresolved != NULL)
+    printf ("%s\n", unresolved);
 }
 
 static void
@@ -184,7 +216,7 @@ print_table (TachExplain *explain)
     {
       const TachCliCell head[] = {
         { _("from -> to"), change_width, FALSE }, { _("ms/step"), 9, TRUE },
-        { _("share"), 7, TRUE }, { _("spread"), 7, TRUE }, { _("feed"), 8, TRUE },
+        { _("share"), 7, TRUE }, { _("±95%"), 7, TRUE }, { _("feed"), 8, TRUE },
         { _("compute"), 8, TRUE }, { _("sync"), 8, TRUE }, { _("host"), 8, TRUE },
       };
 
@@ -196,9 +228,10 @@ print_table (TachExplain *explain)
   {
     g_autofree char *ms = format_ms (a->step_ms, FALSE);
     g_autofree char *spread = NULL;
+    TachInterval ci;
 
-    tach_explain_get_cost_range (explain, FALSE, &lo, &hi);
-    spread = format_spread (lo, hi);
+    tach_explain_get_cost_ci (explain, FALSE, &ci);
+    spread = format_spread (&ci);
     print_row (la, "", ms, "", spread, a->phase_ms, FALSE, NULL, label_width, change_width);
   }
   for (guint i = 0; i < n; i++)
@@ -207,9 +240,12 @@ print_table (TachExplain *explain)
       g_autofree char *label = g_strdup_printf ("  %s", k->title);
       g_autofree char *change = g_strdup_printf ("%s -> %s", k->from, k->to);
       g_autofree char *ms = format_ms (k->share_ms, TRUE);
-      g_autofree char *share = isnan (k->fraction) ? g_strdup ("–")
+      /* "~": the share's interval holds 0; "–": the gap is within noise,
+       * so a share is no fraction of it (see the note below the table). */
+      g_autofree char *share = k->verdict == TACH_VERDICT_WITHIN_NOISE ? g_strdup ("~")
+                               : isnan (k->fraction) ? g_strdup ("–")
                                : g_strdup_printf ("%.0f%%", 100.0 * k->fraction);
-      g_autofree char *spread = format_spread (k->share_min_ms, k->share_max_ms);
+      g_autofree char *spread = format_spread (&k->share_ci);
 
       sum += k->share_ms;
       any_flag |= k->changes_results;
@@ -219,9 +255,10 @@ print_table (TachExplain *explain)
   {
     g_autofree char *ms = format_ms (b->step_ms, FALSE);
     g_autofree char *spread = NULL;
+    TachInterval ci;
 
-    tach_explain_get_cost_range (explain, TRUE, &lo, &hi);
-    spread = format_spread (lo, hi);
+    tach_explain_get_cost_ci (explain, TRUE, &ci);
+    spread = format_spread (&ci);
     print_row (lb, "", ms, "", spread, b->phase_ms, FALSE, NULL, label_width, change_width);
   }
 
@@ -233,6 +270,7 @@ print_table (TachExplain *explain)
           sum, lb, la, gap, lo, hi,
           fabs (sum - gap) <= MAX ((hi - lo) / 2, 1e-6 * MAX (1.0, fabs (gap)))
           ? _("within the spread") : _("OUTSIDE the spread"));
+  print_verdict (explain);
 
   tach_explain_get_orderings (explain, &used, &drawn);
   if (tach_explain_is_exact (explain))
@@ -263,7 +301,10 @@ print_table (TachExplain *explain)
         const TachExplainKnob *k = tach_explain_get_knob (explain, i);
         g_autofree char *sentence = NULL;
 
-        if (isnan (k->fraction) || fabs (k->fraction) <= 0.10)
+        /* Findings only: a share within noise is no finding, and a share
+         * of a gap within noise is no fraction. */
+        if (k->verdict != TACH_VERDICT_SIGNIFICANT || isnan (k->fraction)
+            || fabs (k->fraction) <= 0.10)
           continue;
         sentence = tach_explain_dup_sentence (explain, i);
         printf ("%s%s\n", first ? "\n" : "", sentence);
@@ -295,6 +336,7 @@ tach_cli_command_explain (const TachCliOptions *options)
       return tach_cli_exit_code_for_error (error);
     }
   tach_explain_set_labels (explain, options->from, options->to);
+  tach_explain_set_budget (explain, options->budget_s, options->target);
   tach_cli_print_notices (options, &from);
   if (!tach_cli_check_outputs (options, &error))
     {
@@ -309,6 +351,10 @@ tach_cli_command_explain (const TachCliOptions *options)
   printf (_("explain %s -> %s: %u knobs differ, %u configurations x %u rounds\n"),
           options->from, options->to, tach_explain_get_n_knobs (explain),
           tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  if (options->budget_s > 0)
+    printf (_("  then more rounds while the speed-up is not known to +-%.0f%% or a share to "
+              "+-%.0f%% of the gap, within %.0f s\n"),
+            100.0 * options->target, 200.0 * options->target, options->budget_s);
   fflush (stdout);
 
   session.loop = g_main_loop_new (NULL, FALSE);

@@ -55,6 +55,12 @@ typedef struct {
   char *value;  /* owned */
 } TachCliKnob;
 
+/* explain's default time budget: the README's explain (the bilstm at batch
+ * 1024, 8 configurations of 30 steps) measures its 3 rounds in about 20 s
+ * on an idle 2-core machine, and this leaves rounds to add within a
+ * minute. */
+#define TACH_CLI_DEFAULT_BUDGET_S 45.0
+
 /* What the run and sweep commands need from the command line. */
 typedef struct {
   char   *workload;   /* owned, or NULL when not given */
@@ -64,6 +70,8 @@ typedef struct {
   char   *csv_dir;    /* owned, or NULL */
   char   *from, *to;  /* owned: explain's sides (a preset or "k=v ..."), or NULL */
   guint   rounds;     /* explain's rounds */
+  double  budget_s;   /* explain's time budget for adding rounds (0: none) */
+  double  target;     /* explain's target: a ratio to +-target (0.05) */
   char   *tensorboard_dir; /* owned, or NULL */
   char   *trace_path;      /* owned, or NULL: run's --trace FILE */
   GArray *knobs;      /* owned; element type TachCliKnob */

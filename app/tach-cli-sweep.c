@@ -136,6 +136,46 @@ tach_cli_sweep_values_text (const TachSweepAxis *axis)
                           axis->values[0], axis->values[n - 1], n);
 }
 
+/* The speed-up column: @s against @base with its 95% interval, "~" in
+ * front when the interval holds 1 (within noise, no finding), "*" behind
+ * when it compares items/s (the batches differ).  *@busy grows with the
+ * machine's busy share of either run. */
+static char *
+format_speedup (const TachSummary *base, const TachSummary *s, gboolean is_base,
+                gboolean *any_items, double *busy)
+{
+  TachInterval ratio;
+  gboolean by_items = FALSE;
+  TachVerdict verdict;
+
+  if (isfinite (s->machine_busy))
+    *busy = isfinite (*busy) ? MAX (*busy, s->machine_busy) : s->machine_busy;
+  if (is_base)
+    return g_strdup ("1.00x");
+  verdict = tach_summary_compare (base, s, &ratio, &by_items);
+  *any_items |= by_items;
+  if (!isfinite (ratio.value))
+    return g_strdup ("–");
+  /* Too few steps for an interval: the ratio, and a dash for its interval. */
+  if (verdict == TACH_VERDICT_UNKNOWN)
+    return g_strdup_printf ("%.2fx (–)%s", ratio.value, by_items ? "*" : "");
+  return g_strdup_printf ("%s%.2fx (%.2f–%.2f)%s", verdict == TACH_VERDICT_WITHIN_NOISE ? "~" : "",
+                          ratio.value, ratio.lo, ratio.hi, by_items ? "*" : "");
+}
+
+/* What the speed-up column means, below the table. */
+static void
+print_speedup_notes (gboolean any_items, double busy)
+{
+  printf (_("speed-up: against the first preset, with its 95%% interval; ~ within noise "
+            "(the interval holds 1x)\n"));
+  if (any_items)
+    printf (_("*: items per second compared, the batch sizes differ\n"));
+  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
+    printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
+              "processes\n"), 100.0 * busy);
+}
+
 static void
 tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
 {
@@ -145,6 +185,8 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
   int value_width = (int) g_utf8_strlen (axis->knob->name, -1);
   int name_width = (int) g_utf8_strlen (_("preset"), -1);
   const char *unit = NULL;
+  gboolean any_items = FALSE;
+  double busy = NAN;
 
   for (guint v = 0; v < n_values; v++)
     value_width = MAX (value_width, (int) g_utf8_strlen (axis->values[v], -1));
@@ -166,12 +208,13 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
   tach_cli_pad (line, _("step ms"), 9, TRUE);
   tach_cli_pad (line, _("steps/s"), 8, TRUE);
   tach_cli_pad (line, _("final loss"), 10, TRUE);
-  tach_cli_pad (line, _("speed-up"), 8, TRUE);
+  tach_cli_pad (line, _("speed-up"), 22, TRUE);
   printf ("\n%s\n", line->str);
 
   for (guint v = 0; v < n_values; v++)
     {
-      double baseline = NAN;
+      TachSummary baseline;
+      gboolean have_base = FALSE;
 
       for (guint p = 0; p < n_names; p++)
         {
@@ -194,23 +237,28 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
             }
           tach_run_get_summary (run, &s);
           /* Each value's first preset that ran is the baseline of that value. */
-          if (isnan (baseline))
-            baseline = s.steps_per_s_median;
+          speedup = format_speedup (have_base ? &baseline : &s, &s, !have_base, &any_items,
+                                    &busy);
+          if (!have_base)
+            {
+              baseline = s;
+              have_base = TRUE;
+            }
           items = tach_cli_format_number (s.items_per_s, "%.1f");
           step = tach_cli_format_number (1000.0 / s.steps_per_s_median, "%.3f");
           rate = tach_cli_format_number (s.steps_per_s_median, "%.2f");
           loss = tach_cli_format_number (s.final_loss, "%.4f");
-          speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
           tach_cli_pad (line, items, 11, TRUE);
           tach_cli_pad (line, step, 9, TRUE);
           tach_cli_pad (line, rate, 8, TRUE);
           tach_cli_pad (line, loss, 10, TRUE);
-          tach_cli_pad (line, speedup, 8, TRUE);
+          tach_cli_pad (line, speedup, 22, TRUE);
           if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
             g_string_append_printf (line, "  %s", _("(stopped)"));
           printf ("%s\n", line->str);
         }
     }
+  print_speedup_notes (any_items, busy);
   fflush (stdout);
 }
 
@@ -331,7 +379,10 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
 {
   g_autoptr(GString) line = g_string_new (NULL);
   const char *unit = NULL;
-  double baseline = NAN;
+  TachSummary baseline;
+  guint base_row = G_MAXUINT;
+  gboolean any_items = FALSE;
+  double busy = NAN;
   int name_width = (int) g_utf8_strlen (_("preset"), -1);
 
   guint n_rows = tach_sweep_get_n_presets (sweep);
@@ -339,13 +390,11 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
   for (guint i = 0; i < n_rows; i++)
     {
       name_width = MAX (name_width, (int) g_utf8_strlen (tach_sweep_get_preset (sweep, i), -1));
-      if (outcomes[i] == NULL && isnan (baseline))
+      if (outcomes[i] == NULL && base_row == G_MAXUINT)
         {
-          TachSummary s;
-
-          tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &s);
-          baseline = s.steps_per_s_median;
-          unit = s.items_unit;
+          tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &baseline);
+          base_row = i;
+          unit = baseline.items_unit;
         }
     }
 
@@ -354,7 +403,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       { _("preset"), name_width, FALSE }, { _("steps/s"), 8, TRUE },
       { "p10–p90", 15, TRUE }, { unit != NULL ? unit : _("items/s"), 10, TRUE },
       { _("final loss"), 10, TRUE }, { _("feed"), 6, TRUE }, { _("compute"), 7, TRUE },
-      { _("sync"), 6, TRUE }, { _("host"), 6, TRUE }, { _("speed-up"), 8, TRUE },
+      { _("sync"), 6, TRUE }, { _("host"), 6, TRUE }, { _("speed-up"), 22, TRUE },
     };
 
     tach_cli_pad_cells (line, head, G_N_ELEMENTS (head));
@@ -380,7 +429,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       tach_run_get_summary (run, &s);
       tach_cli_summary_text_init (&t, &s);
       spread = g_strdup_printf ("%s–%s", t.p10, t.p90);
-      speedup = tach_cli_format_number (s.steps_per_s_median / baseline, "%.2fx");
+      speedup = format_speedup (&baseline, &s, i == base_row, &any_items, &busy);
 
       tach_cli_pad (line, t.median, 8, TRUE);
       tach_cli_pad (line, spread, 15, TRUE);
@@ -390,11 +439,13 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       tach_cli_pad (line, t.compute, 7, TRUE);
       tach_cli_pad (line, t.sync, 6, TRUE);
       tach_cli_pad (line, t.host, 6, TRUE);
-      tach_cli_pad (line, speedup, 8, TRUE);
+      tach_cli_pad (line, speedup, 22, TRUE);
       if (tach_run_get_state (run) == TACH_RUN_STATE_CANCELLED)
         g_string_append_printf (line, "  %s", _("(stopped)"));
       printf ("%s\n", line->str);
     }
+  if (base_row != G_MAXUINT)
+    print_speedup_notes (any_items, busy);
   fflush (stdout);
 }
 

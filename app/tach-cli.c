@@ -7,6 +7,7 @@
 #include "tach-build-config.h"
 
 #include <locale.h>
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
@@ -188,7 +189,7 @@ tach_cli_print_help (void)
   g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
-                          "                   [--KNOB VALUE]... [--rounds N] [--csv DIR] [--tensorboard DIR]\n"));
+                          "                   [--KNOB VALUE]... [--rounds N] [--budget SECONDS] [--target PERCENT] [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
   g_string_append (out, "  tach-cli devices\n");
   g_string_append (out, "  tach-cli --help | --version\n\n");
@@ -218,6 +219,17 @@ tach_cli_print_help (void)
                          _("explain: each a preset, or \"k=v ...\" settings on the workload's defaults"));
   tach_cli_print_option (out, "--rounds N",
                          _("explain: interleaved rounds of every configuration (at least 3; 3 by default)"));
+  {
+    g_autofree char *help = g_strdup_printf (_("explain: after those rounds, add rounds while an "
+                                               "interval misses the target and time is left "
+                                               "(%.0f s by default; 0: the rounds given only)"),
+                                             TACH_CLI_DEFAULT_BUDGET_S);
+
+    tach_cli_print_option (out, "--budget SECONDS", help);
+  }
+  tach_cli_print_option (out, "--target PERCENT",
+                         _("explain: the speed-up known to +-PERCENT and each share to +-2 PERCENT "
+                           "of the gap (5 by default)"));
   tach_cli_print_option (out, "--csv DIR",
                          _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
   tach_cli_print_option (out, "--tensorboard DIR",
@@ -401,6 +413,7 @@ tach_cli_parse_options (const char     *command,
           !g_str_equal (name, "presets") && !g_str_equal (name, "vary") &&
           !g_str_equal (name, "csv") &&
           !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
+          !g_str_equal (name, "budget") && !g_str_equal (name, "target") &&
           !g_str_equal (name, "tensorboard") && !g_str_equal (name, "trace"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
@@ -416,7 +429,8 @@ tach_cli_parse_options (const char     *command,
           tach_cli_usage_error (_("'--vary' belongs to 'sweep'"));
           return FALSE;
         }
-      if ((g_str_equal (name, "from") || g_str_equal (name, "to") || g_str_equal (name, "rounds"))
+      if ((g_str_equal (name, "from") || g_str_equal (name, "to") || g_str_equal (name, "rounds")
+           || g_str_equal (name, "budget") || g_str_equal (name, "target"))
           && !g_str_equal (command, "explain"))
         {
           tach_cli_usage_error (_("'--%s' belongs to 'explain'"), name);
@@ -468,6 +482,28 @@ tach_cli_parse_options (const char     *command,
               return FALSE;
             }
           options->rounds = (guint) rounds;
+        }
+      else if (g_str_equal (name, "budget") || g_str_equal (name, "target"))
+        {
+          gboolean budget = g_str_equal (name, "budget");
+          char *end = NULL;
+          double v = g_ascii_strtod (value, &end);
+
+          if (end == value || *end != '\0' || !isfinite (v) || v < 0 || (!budget && v <= 0)
+              || v > (budget ? 86400 : 100))
+            {
+              if (budget)
+                tach_cli_usage_error (_("invalid value '%s' for --budget: expected seconds from 0 "
+                                        "(the rounds given only) to 86400"), value);
+              else
+                tach_cli_usage_error (_("invalid value '%s' for --target: expected a percentage "
+                                        "above 0 and at most 100, such as 5"), value);
+              return FALSE;
+            }
+          if (budget)
+            options->budget_s = v;
+          else
+            options->target = v / 100.0;
         }
       else if (g_str_equal (name, "csv"))
         {
@@ -608,6 +644,8 @@ main (int argc, char **argv)
 
   options.knobs = g_array_new (FALSE, TRUE, sizeof (TachCliKnob));
   options.rounds = TACH_EXPLAIN_MIN_ROUNDS;
+  options.budget_s = TACH_CLI_DEFAULT_BUDGET_S;
+  options.target = TACH_EXPLAIN_DEFAULT_TARGET;
   g_array_set_clear_func (options.knobs, tach_cli_knob_clear);
 
   if (!tach_cli_parse_options (command, argc - 2, argv + 2, &options, &exit_early))

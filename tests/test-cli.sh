@@ -292,13 +292,14 @@ sw=$tmp/vary
 if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --csv "$sw"; then
-  # (runs.csv ends with the varied knob and its value, then eval_s, the
-  # data read and the label.)
-  cols=$(grep -Eo ',hidden,[0-9]+,,[^,]*,,.$' "$sw/runs.csv" | sed 's/,,.*//' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,eval_s,data_source,data_path,label.$" &&
+  # (runs.csv ends with the varied knob and its value, how busy the
+  # machine was, then eval_s, the data read and the label.)
+  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
-     grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" && grep -Eq "^8 +tuned .*[0-9]\.[0-9]{2}x$" "$out" &&
+     grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" &&
+     grep -Eq "^8 +tuned .*[0-9]\.[0-9]{2}x( \((–|[0-9.]+–[0-9.]+)\))?$" "$out" &&
      grep -q "preset tuned, hidden=8 done" "$out"; then
     pass "sweep --vary: one row per point, the varied columns in runs.csv"
   else
@@ -311,7 +312,7 @@ if expect "sweep --vary lists the points that will not fit" 2 \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4,60000 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1; then
   if ! grep -Eq "^  tuned hidden=60000: --hidden 60000 with --batch 8 needs .* memory" "$out" ||
-     ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x$" "$out"; then
+     ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x( \(.*\))?$" "$out"; then
     passed=$((passed - 1))
     fail "sweep --vary lists the points that will not fit" "no list, or the other points did not run"
   fi
@@ -367,6 +368,11 @@ expect_usage "explain between equal configurations" "nothing to explain" \
 expect_usage "explain with an unknown preset" "nosuch" \
   explain --workload bilstm --device cpu --from nosuch --to tuned
 expect_usage "--from belongs to explain" "explain" run --workload bilstm --from tuned
+expect_usage "explain with a negative budget" "invalid value '-1' for --budget" \
+  explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --budget -1
+expect_usage "explain with a target of 0" "invalid value '0' for --target" \
+  explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --target 0
+expect_usage "--budget belongs to explain" "explain" run --workload bilstm --budget 5
 
 # The CPU's LSTM runs in fp32 only: bf16 on an LSTM workload is refused
 # before the run (it failed after the header on a CPU with AVX-512 BF16).
@@ -387,12 +393,13 @@ expect "explain refuses what cannot run" 2 "B cannot run: .*fp16" \
   timeout 60 "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 \
   --from tf1-feed-dict --to "layout=batch-major feed=resident precision=fp16"
 
-# Two knobs on a tiny bilstm: 4 configurations x 3 rounds, the table, the
-# sum check, explain.csv beside runs.csv (every measured run in it).
+# Two knobs on a tiny bilstm: 4 configurations x 3 rounds (no budget for
+# more), the table, the sum check, the verdict, explain.csv beside runs.csv
+# (every measured run in it).
 ex=$tmp/explain
 if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.[0-9]+ " \
      "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1 \
-     --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --csv "$ex"; then
+     --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --budget 0 --csv "$ex"; then
   runs=$(($(wc -l < "$ex/runs.csv") - 1))
   # The shares of explain.csv sum to B's step time minus A's.
   sum_ok=$(awk -F, '{ sub(/\r$/, "") }
@@ -412,6 +419,7 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
     pass "explain's runs are named by what they are"
   fi
   if [ "$runs" -eq 12 ] && [ "$sum_ok" = yes ] && grep -q "within the spread" "$out" &&
+     grep -Eq "^verdict: .*(significant|within noise)" "$out" &&
      grep -q "^  Feeding .*host-f64 -> resident" "$out" && grep -q "changes results" "$out" &&
      csv_numbers_ok "$ex/samples.csv"; then
     pass "explain.csv sums to the gap, runs.csv holds every run"
@@ -452,7 +460,7 @@ set --
 # explain writes every measured run to --tensorboard, as run does.
 if expect "explain with --tensorboard" 0 "Layout" \
      "$cli" explain --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 --threads 1 \
-     --from "layout=misread" --to "layout=batch-major" --tensorboard "$tmp/tb-explain"; then
+     --from "layout=misread" --to "layout=batch-major" --budget 0 --tensorboard "$tmp/tb-explain"; then
   n=$(find "$tmp/tb-explain" -mindepth 2 -name 'events.out.tfevents.*.tach' | wc -l)
   if [ "$n" -ne 6 ]; then
     passed=$((passed - 1))

@@ -22,6 +22,10 @@ typedef struct {
   double  round_noise;       /* added per round: r * round_noise * (1 + bit length of the mask) */
   gboolean random_table;     /* costs from a hash of the mask instead */
   guint   cancel_after;      /* measure() reports CANCELLED after this many (0: never) */
+  GRand  *rand;              /* when set: normal noise of noise_ms on every measurement */
+  double  noise_ms;
+  double  clock_s;           /* the injected clock: each measurement takes measure_s */
+  double  measure_s;
 
   /* What was asked. */
   GArray *calls;             /* guint: round << 16 | mask, in order */
@@ -92,6 +96,14 @@ costs_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_dat
       return FALSE;
     }
   t = table_cost (c, mask, round);
+  if (c->rand != NULL)
+    {
+      /* Box-Muller; 1 - u keeps the logarithm's argument above 0. */
+      double u = 1.0 - g_rand_double (c->rand), v = g_rand_double (c->rand);
+
+      t += c->noise_ms * sqrt (-2 * log (u)) * cos (2 * G_PI * v);
+    }
+  c->clock_s += c->measure_s;
   cost->step_ms = t;
   /* Phases that depend on the mask, summing to the step. */
   cost->phase_ms[TACH_EXPLAIN_PHASE_FEED] = 0.1 * t * (mask & 1 ? 1 : 3);
@@ -102,7 +114,13 @@ costs_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_dat
   return TRUE;
 }
 
-static const TachExplainCostFuncs cost_funcs = { costs_check, costs_measure };
+static double
+costs_now (gpointer user_data)
+{
+  return ((Costs *) user_data)->clock_s;
+}
+
+static const TachExplainCostFuncs cost_funcs = { costs_check, costs_measure, costs_now };
 
 static const char *const keys[] = { "layout", "feed", "sync", "rnn", "metrics", "launch", "call-setup" };
 static const char *const froms[] = { "misread", "host-f64", "1", "unrolled", "accuracy", "eager", "per-call" };
@@ -132,6 +150,7 @@ static void
 costs_clear (Costs *c)
 {
   g_clear_pointer (&c->calls, g_array_unref);
+  g_clear_pointer (&c->rand, g_rand_free);
 }
 
 static double
@@ -315,6 +334,104 @@ test_rounds (void)
     g_assert_null (none);
     g_assert_error (few, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
     g_assert_nonnull (strstr (few->message, "--rounds"));
+  }
+}
+
+/* Adaptive rounds on an injected clock (each measurement takes 0.5 s of
+ * it): a quiet measurement stops at the minimum rounds with every interval
+ * within the target; a noisy one adds rounds until the budget is spent
+ * and names what stayed unresolved; a gap within noise gives no share a
+ * fraction of it. */
+static void
+test_adaptive (void)
+{
+  {
+    g_autoptr(TachExplain) explain = explain_new (3, 3);
+    g_autoptr(GError) error = NULL;
+    TachInterval gap, ratio;
+    Costs c;
+
+    costs_init (&c, 3);
+    c.own[0] = -40;
+    c.own[1] = -10;
+    c.own[2] = 5;
+    c.measure_s = 0.5;
+    tach_explain_set_budget (explain, 60, 0.05);
+    g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_no_error (error);
+    g_assert_cmpuint (tach_explain_get_rounds (explain), ==, 3);
+    g_assert_cmpuint (c.calls->len, ==, 3 * 8);
+    g_assert_true (tach_explain_is_resolved (explain));
+    g_assert_null (tach_explain_dup_unresolved (explain));
+    g_assert_cmpint (tach_explain_get_gap (explain, &gap), ==, TACH_VERDICT_SIGNIFICANT);
+    g_assert_cmpfloat_with_epsilon (gap.value, -45, 1e-9);
+    g_assert_cmpint (tach_explain_get_speedup (explain, &ratio), ==, TACH_VERDICT_SIGNIFICANT);
+    g_assert_cmpfloat_with_epsilon (ratio.value, 100.0 / 55.0, 1e-9);
+    for (guint i = 0; i < 3; i++)
+      g_assert_cmpint (tach_explain_get_knob (explain, i)->verdict, ==, TACH_VERDICT_SIGNIFICANT);
+    /* Layout's share is 40 of the gap's 45 ms, and B is faster. */
+    g_assert_cmpfloat_with_epsilon (tach_explain_get_knob (explain, 0)->fraction, 40.0 / 45.0, 1e-9);
+    costs_clear (&c);
+  }
+
+  {
+    g_autoptr(TachExplain) explain = explain_new (3, 3);
+    g_autoptr(GError) error = NULL;
+    g_autofree char *unresolved = NULL;
+    TachInterval gap;
+    Costs c;
+
+    costs_init (&c, 3);
+    c.own[0] = -1;
+    c.own[1] = 0.5;
+    c.rand = g_rand_new_with_seed (33);
+    c.noise_ms = 20;
+    c.measure_s = 0.5;
+    tach_explain_set_budget (explain, 60, 0.05);
+    g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_no_error (error);
+    /* 4 s a round: rounds until the next would pass 60 s. */
+    g_assert_cmpuint (tach_explain_get_rounds (explain), >, 3);
+    g_assert_cmpuint (c.calls->len, ==, tach_explain_get_rounds (explain) * 8);
+    g_assert_cmpfloat (c.clock_s, <=, 60);
+    g_assert_cmpfloat (c.clock_s + 4, >, 60);
+    g_assert_false (tach_explain_is_resolved (explain));
+    unresolved = tach_explain_dup_unresolved (explain);
+    g_assert_nonnull (unresolved);
+    g_assert_nonnull (strstr (unresolved, "Unresolved after"));
+    if (tach_explain_get_gap (explain, &gap) != TACH_VERDICT_SIGNIFICANT)
+      {
+        /* The gap is within noise: it says so, and by how much its interval
+         * must shrink; no share is a fraction, in numbers or in words. */
+        g_assert_nonnull (strstr (unresolved, "The gap is not resolved"));
+        g_assert_nonnull (strstr (unresolved, "times narrower"));
+        for (guint i = 0; i < 3; i++)
+          {
+            g_autofree char *sentence = tach_explain_dup_sentence (explain, i);
+
+            g_assert_true (isnan (tach_explain_get_knob (explain, i)->fraction));
+            g_assert_null (strstr (sentence, "of the gap"));
+          }
+      }
+    else
+      g_assert_not_reached ();
+    costs_clear (&c);
+  }
+
+  /* Without a budget: the rounds given, nothing asked, nothing unresolved
+   * but a gap within noise. */
+  {
+    g_autoptr(TachExplain) explain = explain_new (2, 4);
+    g_autoptr(GError) error = NULL;
+    Costs c;
+
+    costs_init (&c, 2);
+    c.rand = g_rand_new_with_seed (7);
+    c.noise_ms = 20;
+    g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+    g_assert_cmpuint (tach_explain_get_rounds (explain), ==, 4);
+    g_assert_true (tach_explain_is_resolved (explain));
+    costs_clear (&c);
   }
 }
 
@@ -662,6 +779,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/explain/sum", test_sum);
   g_test_add_func ("/engine/explain/sampled-additive", test_sampled_additive);
   g_test_add_func ("/engine/explain/rounds", test_rounds);
+  g_test_add_func ("/engine/explain/adaptive", test_adaptive);
   g_test_add_func ("/engine/explain/unrunnable", test_unrunnable);
   g_test_add_func ("/engine/explain/cancel", test_cancel);
   g_test_add_func ("/engine/explain/configs", test_configs);

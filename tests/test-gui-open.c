@@ -41,7 +41,17 @@ parse_sweep_table (const char *out)
         g_assert_cmpint (sscanf (lines[i] + n, "%lf %63s %lf %lf %lf%% %lf%%", &row.rate, spread,
                                  &items, &row.loss, &feed, &row.compute), ==, 6);
         g_assert_nonnull (strrchr (lines[i], 'x'));
-        row.speedup = g_ascii_strtod (strrchr (lines[i], ' ') + 1, NULL);
+        /* "1.00x", "1.52x (1.40–1.65)" or "~1.02x (0.95–1.10)": the
+         * ratio is the word before the interval. */
+        {
+          g_auto(GStrv) words = g_strsplit_set (lines[i], " ~", -1);
+          guint w = g_strv_length (words);
+
+          while (w > 0 && strchr (words[w - 1], 'x') == NULL)
+            w--;
+          g_assert_cmpuint (w, >, 0);
+          row.speedup = g_ascii_strtod (words[w - 1], NULL);
+        }
         row.preset = g_strdup (preset->name);
         g_array_append_val (rows, row);
       }

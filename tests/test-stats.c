@@ -66,7 +66,7 @@ test_median_known (void)
   tach_stats_median_ci (x, 7, &iv);
   g_assert_true (isfinite (iv.value));
   g_assert_false (tach_interval_is_known (&iv));
-  g_assert_cmpint (tach_stats_verdict (&iv, 0), ==, TACH_VERDICT_UNKNOWN);
+  g_assert_cmpint (tach_interval_verdict (&iv, 0), ==, TACH_VERDICT_UNKNOWN);
   tach_stats_median_ci (x, 8, &iv);
   g_assert_true (tach_interval_is_known (&iv));
 }
@@ -187,7 +187,7 @@ test_ratio_paired (void)
     {
       draw_rounds (rand, 100, 100, 0.10, 5, a, b);
       tach_stats_ratio_paired (a, b, 5, &iv);
-      hits += tach_stats_verdict (&iv, 1) == TACH_VERDICT_WITHIN_NOISE;
+      hits += tach_interval_verdict (&iv, 1) == TACH_VERDICT_WITHIN_NOISE;
     }
   assert_coverage (hits, "paired ratio, the same rate: within noise");
   hits = 0;
@@ -197,12 +197,12 @@ test_ratio_paired (void)
   /* Separated: b is twice as fast, and half as fast the other way. */
   draw_rounds (rand, 100, 200, 0.05, 5, a, b);
   tach_stats_ratio_paired (a, b, 5, &iv);
-  g_assert_cmpint (tach_stats_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
   g_assert_cmpfloat (iv.lo, >, 1);
   g_assert_cmpfloat (iv.value, >, 1.8);
   g_assert_cmpfloat (iv.value, <, 2.2);
   tach_stats_ratio_paired (b, a, 5, &iv);
-  g_assert_cmpint (tach_stats_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
   g_assert_cmpfloat (iv.hi, <, 1);
 
   /* Pairing takes out the rounds' shared load: the coverage of the true
@@ -218,7 +218,7 @@ test_ratio_paired (void)
   /* A rate of 0 has no ratio. */
   a[0] = 0;
   tach_stats_ratio_paired (a, b, 4, &iv);
-  g_assert_cmpint (tach_stats_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
+  g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
 }
 
 static void
@@ -241,7 +241,7 @@ test_ratio_unpaired (void)
       tach_stats_median_ci (a, 200, &ia);
       tach_stats_median_ci (b, 200, &ib);
       tach_stats_ratio_unpaired (&ia, &ib, &iv);
-      hits += tach_stats_verdict (&iv, 1) == TACH_VERDICT_WITHIN_NOISE;
+      hits += tach_interval_verdict (&iv, 1) == TACH_VERDICT_WITHIN_NOISE;
     }
   assert_coverage (hits, "unpaired ratio, the same distribution: within noise");
   hits = 0;
@@ -251,7 +251,7 @@ test_ratio_unpaired (void)
     b[i] = 35 * exp (0.3 * normal (rand));
   tach_stats_median_ci (b, 200, &ib);
   tach_stats_ratio_unpaired (&ia, &ib, &iv);
-  g_assert_cmpint (tach_stats_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_SIGNIFICANT);
   g_assert_cmpfloat (iv.hi, <, 1);
   g_assert_cmpfloat (iv.lo, <, 0.7);
 
@@ -274,7 +274,7 @@ test_ratio_unpaired (void)
   tach_stats_median_ci (a, 5, &ia);
   tach_stats_ratio_unpaired (&ia, &ib, &iv);
   g_assert_true (isfinite (iv.value));
-  g_assert_cmpint (tach_stats_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
+  g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
 }
 
 static void
@@ -288,11 +288,11 @@ test_diff_paired (void)
   /* b - a is -2 +- 0.1 each round: significant, and negative. */
   tach_stats_diff_paired (a, b, 4, &iv);
   g_assert_cmpfloat_with_epsilon (iv.value, -2.0, 1e-12);
-  g_assert_cmpint (tach_stats_verdict (&iv, 0), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpint (tach_interval_verdict (&iv, 0), ==, TACH_VERDICT_SIGNIFICANT);
   g_assert_cmpfloat (iv.hi, <, 0);
   /* c - a changes sign from round to round. */
   tach_stats_diff_paired (a, c, 4, &iv);
-  g_assert_cmpint (tach_stats_verdict (&iv, 0), ==, TACH_VERDICT_WITHIN_NOISE);
+  g_assert_cmpint (tach_interval_verdict (&iv, 0), ==, TACH_VERDICT_WITHIN_NOISE);
 }
 
 static void
@@ -311,7 +311,7 @@ test_fraction (void)
 
     tach_stats_fraction_paired (share, gap, 3, &iv);
     g_assert_true (isnan (iv.value));
-    g_assert_cmpint (tach_stats_verdict (&iv, 0), ==, TACH_VERDICT_UNKNOWN);
+    g_assert_cmpint (tach_interval_verdict (&iv, 0), ==, TACH_VERDICT_UNKNOWN);
   }
 
   /* A resolved gap of 10 ms of which the knob takes 80%. */
@@ -339,8 +339,8 @@ test_shrink (void)
 
   /* The gap's interval reaches 2.32 ms towards 0 from 1.08 away: it must
    * become 2.15 times narrower. */
-  g_assert_cmpfloat_with_epsilon (tach_stats_shrink_needed (&gap, 0), 2.32 / 1.08, 1e-9);
-  g_assert_cmpfloat (tach_stats_shrink_needed (&ratio, 1), <, 1);
+  g_assert_cmpfloat_with_epsilon (tach_interval_shrink_needed (&gap, 0), 2.32 / 1.08, 1e-9);
+  g_assert_cmpfloat (tach_interval_shrink_needed (&ratio, 1), <, 1);
   g_assert_cmpfloat_with_epsilon (tach_interval_rel_halfwidth (&ratio), 0.1 / 1.2, 1e-12);
 }
 

@@ -9,7 +9,10 @@ G_BEGIN_DECLS
 struct _TachExplain {
   guint            n_knobs;
   TachExplainKnob *knobs;          /* owned, n_knobs */
-  guint            rounds;
+  guint            rounds;         /* measured (at least min_rounds after a run) */
+  guint            min_rounds;
+  double           budget_s;       /* 0: exactly min_rounds */
+  double           target;
   guint64          seed;
 
   gboolean         has_configs;    /* made by tach_explain_new */
@@ -31,6 +34,8 @@ struct _TachExplain {
   gboolean         done;
   TachExplainCost  cost_from, cost_to;
   double           from_min, from_max, to_min, to_max, gap_min, gap_max;
+  TachInterval     gap, speedup, from_ci, to_ci;
+  gboolean         gap_resolved;
 
   GPtrArray       *runs;           /* TachRun*, owned */
   char            *label_from, *label_to;  /* owned, or NULL */

@@ -11,6 +11,7 @@
 #include "tach-csv-private.h"
 #include "tach-error-private.h"
 #include "tach-explain-private.h"
+#include "tach-stats.h"
 
 /* Whether a setting that is not an execution mode must agree between A
  * and B: all but the preset's name. */
@@ -191,14 +192,6 @@ real_check (guint mask, gpointer user_data, GError **error)
   return ok;
 }
 
-static int
-compare_double (gconstpointer a, gconstpointer b)
-{
-  double x = *(const double *) a, y = *(const double *) b;
-
-  return (x > y) - (x < y);
-}
-
 /* A run's step time is its median measured step; its phases are their
  * means scaled to add up to that median, so that one slow step moves
  * neither and the phases still sum to the step. */
@@ -226,10 +219,7 @@ cost_from_samples (GArray *samples, TachExplainCost *cost)
   memset (cost, 0, sizeof *cost);
   if (n == 0)
     return;
-  g_array_sort (steps, compare_double);
-  cost->step_ms = n % 2 ? g_array_index (steps, double, n / 2)
-                        : 0.5 * (g_array_index (steps, double, n / 2 - 1)
-                                 + g_array_index (steps, double, n / 2));
+  cost->step_ms = tach_stats_median ((const double *) steps->data, n);
   for (int k = 0; k < TACH_EXPLAIN_N_PHASES; k++)
     sum += phase[k];
   if (sum <= 0)
@@ -328,34 +318,113 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
    * configurations explained (A's: B's shape is the same). */
   from = tach_knob_dup_clause (knob->key, explain->has_configs ? &explain->from : NULL, knob->from);
   to = tach_knob_dup_clause (knob->key, explain->has_configs ? &explain->from : NULL, knob->to);
-  if (isnan (knob->fraction))
+  if (knob->verdict == TACH_VERDICT_WITHIN_NOISE)
+    cost = g_strdup_printf (_("changes the step by %+.3g ms, within noise (%+.3g to %+.3g ms)"),
+                            knob->share_ms, knob->share_ci.lo, knob->share_ci.hi);
+  else if (isnan (knob->fraction))
     cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step")
                                                 : _("costs %.3g ms a step"),
                             fabs (knob->share_ms));
   else
-    cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step (%.0f%% of the gap)")
-                                                : _("costs %.3g ms a step (%.0f%% of the gap)"),
-                            fabs (knob->share_ms), 100.0 * knob->fraction);
+    cost = g_strdup_printf (knob->share_ms <= 0
+                            ? _("saves %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)")
+                            : _("costs %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)"),
+                            fabs (knob->share_ms), 100.0 * knob->fraction,
+                            100.0 * knob->fraction_ci.lo, 100.0 * knob->fraction_ci.hi);
   /* TRANSLATORS: "Layout misread -> batch-major saves 44.1 ms a step (80%
    * of the gap): <what misread does>, where <what batch-major does>." */
   return g_strdup_printf (_("%s %s -> %s %s: %s, where %s."), knob->title, knob->from,
                           knob->to, cost, from, to);
 }
 
+char *
+tach_explain_dup_unresolved (TachExplain *explain)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  TachInterval gap, ratio;
+  TachVerdict verdict = tach_explain_get_gap (explain, &gap);
+
+  tach_explain_get_speedup (explain, &ratio);
+  if (verdict != TACH_VERDICT_SIGNIFICANT)
+    {
+      double shrink = tach_interval_shrink_needed (&gap, 0);
+
+      if (isfinite (shrink))
+        /* Rounds needed grow as the square of the narrowing. */
+        g_string_append_printf (out, _("The gap is not resolved: %+.3f ms, 95%% interval %+.3f to "
+                                       "%+.3f ms, within noise. Its interval would have to be "
+                                       "%.1f times narrower (about %.0f rounds instead of %u) "
+                                       "to tell this gap from no change; until then no share "
+                                       "is a fraction of it."),
+                                gap.value, gap.lo, gap.hi, shrink,
+                                ceil (shrink * shrink * explain->rounds), explain->rounds);
+      else
+        g_string_append_printf (out, _("The gap is not resolved: %+.3f ms, and its rounds give "
+                                       "no interval; no share is a fraction of it."),
+                                gap.value);
+    }
+  if (!explain->gap_resolved)
+    g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is known "
+                                   "to +-%.1f%% (%.2f–%.2fx), not the +-%.0f%% asked."),
+                            out->len > 0 ? "\n" : "", explain->rounds, ratio.value,
+                            100.0 * tach_interval_rel_halfwidth (&ratio), ratio.lo, ratio.hi,
+                            100.0 * explain->target);
+  for (guint i = 0; i < explain->n_knobs; i++)
+    {
+      const TachExplainKnob *knob = &explain->knobs[i];
+
+      if (knob->resolved)
+        continue;
+      g_string_append_printf (out, _("%sUnresolved after %u rounds: %s's share %+.3f ms is known "
+                                     "to +-%.3f ms, not the +-%.3f ms (%.0f%% of the gap) asked."),
+                              out->len > 0 ? "\n" : "", explain->rounds, knob->title,
+                              knob->share_ms, 0.5 * (knob->share_ci.hi - knob->share_ci.lo),
+                              2 * explain->target * fabs (gap.value), 200.0 * explain->target);
+    }
+  if (out->len == 0)
+    return NULL;
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
 /* ------------------------------------------------------------------ CSV */
 
 static const char *const explain_header[] = {
   "explain_id", "date", "workload", "task", "device", "from", "to", "row", "knob",
-  "from_value", "to_value", "changes_results", "step_ms", "share_ms", "round_min_ms",
-  "round_max_ms", "gap_fraction", "feed_ms", "compute_ms", "sync_ms", "host_ms", "method",
-  "rounds", "orderings_used", "orderings_drawn", "configurations", "unrunnable", NULL
+  "from_value", "to_value", "changes_results", "step_ms", "share_ms", "share_lo_ms",
+  "share_hi_ms", "round_min_ms", "round_max_ms", "gap_fraction", "gap_fraction_lo",
+  "gap_fraction_hi", "speedup", "speedup_lo", "speedup_hi", "verdict", "feed_ms",
+  "compute_ms", "sync_ms", "host_ms", "method", "rounds", "orderings_used", "orderings_drawn",
+  "configurations", "unrunnable", "machine_busy", NULL
 };
+
+double
+tach_explain_get_machine_busy (TachExplain *explain)
+{
+  double sum = 0;
+  guint n = 0;
+
+  for (guint i = 0; i < explain->runs->len; i++)
+    {
+      TachSummary s;
+
+      tach_run_get_summary (explain->runs->pdata[i], &s);
+      if (isfinite (s.machine_busy))
+        {
+          sum += s.machine_busy;
+          n++;
+        }
+    }
+  return n > 0 ? sum / n : NAN;
+}
 
 static void
 csv_row (TachExplain *explain, GString *out, const char *date, const char *row_kind,
          const TachExplainKnob *knob, const TachExplainCost *cost, double lo, double hi,
-         const char *failures)
+         const char *failures, double busy)
 {
+  TachInterval ratio;
+  TachVerdict ratio_verdict = tach_explain_get_speedup (explain, &ratio);
+
   g_autoptr(GString) row = g_string_new (NULL);
   const TachConfig *config = explain->has_configs ? &explain->from : NULL;
   g_autofree char *task = config != NULL ? tach_config_get (config, "task") : NULL;
@@ -377,19 +446,35 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
     {
       tach_csv_add_field (row, NULL);
       tach_csv_add_double (row, knob->share_ms);
+      tach_csv_add_double (row, knob->share_ci.lo);
+      tach_csv_add_double (row, knob->share_ci.hi);
       tach_csv_add_double (row, knob->share_min_ms);
       tach_csv_add_double (row, knob->share_max_ms);
       tach_csv_add_double (row, knob->fraction);
+      tach_csv_add_double (row, knob->fraction_ci.lo);
+      tach_csv_add_double (row, knob->fraction_ci.hi);
+      for (int c = 0; c < 3; c++)
+        tach_csv_add_field (row, NULL);
+      tach_csv_add_field (row, tach_verdict_to_string (knob->verdict));
       for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
         tach_csv_add_double (row, knob->phase_ms[p]);
     }
   else
     {
+      gboolean to = g_str_equal (row_kind, "to");
+
       tach_csv_add_double (row, cost->step_ms);
-      tach_csv_add_field (row, NULL);
+      for (int c = 0; c < 3; c++)
+        tach_csv_add_field (row, NULL);
       tach_csv_add_double (row, lo);
       tach_csv_add_double (row, hi);
-      tach_csv_add_field (row, NULL);
+      for (int c = 0; c < 3; c++)
+        tach_csv_add_field (row, NULL);
+      /* B's row carries the comparison: its speed-up over A. */
+      tach_csv_add_double (row, to ? ratio.value : NAN);
+      tach_csv_add_double (row, to ? ratio.lo : NAN);
+      tach_csv_add_double (row, to ? ratio.hi : NAN);
+      tach_csv_add_field (row, to ? tach_verdict_to_string (ratio_verdict) : NULL);
       for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
         tach_csv_add_double (row, cost->phase_ms[p]);
     }
@@ -399,6 +484,7 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   tach_csv_add_uint (row, explain->n_orderings);
   tach_csv_add_uint (row, explain->masks->len);
   tach_csv_add_field (row, failures);
+  tach_csv_add_double (row, busy);
   tach_csv_end_row (row);
   g_string_append_len (out, row->str, row->len);
 }
@@ -411,6 +497,7 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
   g_autoptr(GString) failures = g_string_new (NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
   g_autofree char *date = g_date_time_format_iso8601 (now);
+  double busy;
 
   g_return_val_if_fail (explain->done, FALSE);
 
@@ -435,12 +522,14 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
       g_string_append_printf (failures, "%s%s: %s", i > 0 ? "; " : "", f->name, f->reason);
     }
 
+  busy = tach_explain_get_machine_busy (explain);
   csv_row (explain, rows, date, "from", NULL, &explain->cost_from, explain->from_min,
-           explain->from_max, failures->str);
+           explain->from_max, failures->str, busy);
   for (guint i = 0; i < explain->n_knobs; i++)
-    csv_row (explain, rows, date, "knob", &explain->knobs[i], NULL, NAN, NAN, failures->str);
+    csv_row (explain, rows, date, "knob", &explain->knobs[i], NULL, NAN, NAN, failures->str,
+             busy);
   csv_row (explain, rows, date, "to", NULL, &explain->cost_to, explain->to_min,
-           explain->to_max, failures->str);
+           explain->to_max, failures->str, busy);
 
   return tach_csv_append_rows (dir, "explain.csv", header->str, rows->str, error);
 }

@@ -11,6 +11,14 @@
  * and for the orderings left when some step cannot run.  The shares are
  * computed per round from that round's measurements, then averaged, so the
  * spread over rounds comes with them.
+ *
+ * Intervals: the rounds are the independent replicates (each round visits
+ * every configuration in a shuffled order, so a busy spell falls on a
+ * round, not on one configuration), and every figure is a mean over
+ * rounds, so the gap and each share get Student's t over their rounds'
+ * values, paired by round (tach-stats.c says why).  A mean, not a median,
+ * because the shares must still add up to the gap.  With a budget, rounds
+ * are added until the intervals meet the target.
  */
 #include <math.h>
 #include <string.h>
@@ -18,6 +26,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-explain-private.h"
+#include "tach-stats.h"
 
 static void
 knob_clear (TachExplainKnob *knob)
@@ -111,7 +120,8 @@ tach_explain_new_for_knobs (guint n_knobs, const char *const *keys,
   explain = g_new0 (TachExplain, 1);
   explain->n_knobs = n_knobs;
   explain->knobs = g_new0 (TachExplainKnob, n_knobs);
-  explain->rounds = rounds;
+  explain->rounds = explain->min_rounds = rounds;
+  explain->target = TACH_EXPLAIN_DEFAULT_TARGET;
   explain->seed = seed;
   explain->exact = n_knobs <= TACH_EXPLAIN_MAX_EXACT;
   explain->masks = g_array_new (FALSE, FALSE, sizeof (guint));
@@ -132,6 +142,7 @@ tach_explain_new_for_knobs (guint n_knobs, const char *const *keys,
                               : row != NULL && row->changes_results;
       knob->share_ms = knob->share_min_ms = knob->share_max_ms = NAN;
       knob->fraction = NAN;
+      knob->share_ci = knob->fraction_ci = (TachInterval) { NAN, NAN, NAN };
     }
   return explain;
 }
@@ -155,6 +166,44 @@ guint
 tach_explain_get_rounds (TachExplain *explain)
 {
   return explain->rounds;
+}
+
+void
+tach_explain_set_budget (TachExplain *explain, double budget_s, double target)
+{
+  explain->budget_s = MAX (budget_s, 0.0);
+  explain->target = target > 0 ? target : TACH_EXPLAIN_DEFAULT_TARGET;
+}
+
+TachVerdict
+tach_explain_get_gap (TachExplain *explain, TachInterval *gap)
+{
+  *gap = explain->gap;
+  return tach_interval_verdict (gap, 0);
+}
+
+void
+tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci)
+{
+  *ci = to ? explain->to_ci : explain->from_ci;
+}
+
+TachVerdict
+tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio)
+{
+  *ratio = explain->speedup;
+  return tach_interval_verdict (ratio, 1);
+}
+
+gboolean
+tach_explain_is_resolved (TachExplain *explain)
+{
+  if (!explain->gap_resolved)
+    return FALSE;
+  for (guint i = 0; i < explain->n_knobs; i++)
+    if (!explain->knobs[i].resolved)
+      return FALSE;
+  return TRUE;
 }
 
 gboolean
@@ -440,13 +489,44 @@ round_shares (TachExplain *explain, guint round, int part, double *share)
     share[i] /= explain->orderings_used;
 }
 
+/* Whether the intervals meet the target: the speed ratio to +-target
+ * (or, with no budget, whatever it is: nothing more was asked), each
+ * share to +-2 target of the gap.  A gap resolved as no change (its
+ * ratio known to the target, within noise) leaves no share to pursue. */
+static void
+judge_resolved (TachExplain *explain)
+{
+  gboolean asked = explain->budget_s > 0;
+  double gap_ms = fabs (explain->gap.value);
+  gboolean no_change;
+
+  explain->gap_resolved = !asked
+                          || tach_interval_rel_halfwidth (&explain->speedup) <= explain->target;
+  no_change = explain->gap_resolved
+              && tach_interval_verdict (&explain->gap, 0) != TACH_VERDICT_SIGNIFICANT;
+  for (guint i = 0; i < explain->n_knobs; i++)
+    {
+      TachExplainKnob *knob = &explain->knobs[i];
+      double half = 0.5 * (knob->share_ci.hi - knob->share_ci.lo);
+
+      knob->resolved = !asked || no_change
+                       || (isfinite (half) && half <= 2 * explain->target * gap_ms);
+    }
+}
+
 static void
 compute_shares (TachExplain *explain)
 {
   guint k = explain->n_knobs;
+  guint n = explain->rounds;
   guint full = explain->slot[full_mask (explain)];
   g_autofree double *share = g_new (double, k);
-  double gap;
+  /* Per round: the knobs' shares (k x n), A's and B's step times, the gap. */
+  g_autofree double *round_share = g_new (double, (gsize) k * n);
+  g_autofree double *step_a = g_new (double, n);
+  g_autofree double *step_b = g_new (double, n);
+  g_autofree double *round_gap = g_new (double, n);
+  TachVerdict gap_verdict;
 
   for (guint i = 0; i < k; i++)
     {
@@ -463,7 +543,7 @@ compute_shares (TachExplain *explain)
   explain->from_min = explain->to_min = explain->gap_min = INFINITY;
   explain->from_max = explain->to_max = explain->gap_max = -INFINITY;
 
-  for (guint r = 0; r < explain->rounds; r++)
+  for (guint r = 0; r < n; r++)
     {
       const TachExplainCost *costs = &explain->costs[(gsize) r * explain->masks->len];
       const TachExplainCost *a = &costs[explain->slot[0]];
@@ -474,7 +554,8 @@ compute_shares (TachExplain *explain)
         {
           TachExplainKnob *knob = &explain->knobs[i];
 
-          knob->share_ms += share[i] / explain->rounds;
+          round_share[(gsize) i * n + r] = share[i];
+          knob->share_ms += share[i] / n;
           knob->share_min_ms = MIN (knob->share_min_ms, share[i]);
           knob->share_max_ms = MAX (knob->share_max_ms, share[i]);
         }
@@ -482,33 +563,78 @@ compute_shares (TachExplain *explain)
         {
           round_shares (explain, r, p, share);
           for (guint i = 0; i < k; i++)
-            explain->knobs[i].phase_ms[p] += share[i] / explain->rounds;
-          explain->cost_from.phase_ms[p] += a->phase_ms[p] / explain->rounds;
-          explain->cost_to.phase_ms[p] += b->phase_ms[p] / explain->rounds;
+            explain->knobs[i].phase_ms[p] += share[i] / n;
+          explain->cost_from.phase_ms[p] += a->phase_ms[p] / n;
+          explain->cost_to.phase_ms[p] += b->phase_ms[p] / n;
         }
-      explain->cost_from.step_ms += a->step_ms / explain->rounds;
-      explain->cost_to.step_ms += b->step_ms / explain->rounds;
+      explain->cost_from.step_ms += a->step_ms / n;
+      explain->cost_to.step_ms += b->step_ms / n;
       explain->from_min = MIN (explain->from_min, a->step_ms);
       explain->from_max = MAX (explain->from_max, a->step_ms);
       explain->to_min = MIN (explain->to_min, b->step_ms);
       explain->to_max = MAX (explain->to_max, b->step_ms);
       explain->gap_min = MIN (explain->gap_min, b->step_ms - a->step_ms);
       explain->gap_max = MAX (explain->gap_max, b->step_ms - a->step_ms);
+      step_a[r] = a->step_ms;
+      step_b[r] = b->step_ms;
+      round_gap[r] = b->step_ms - a->step_ms;
     }
 
-  gap = explain->cost_to.step_ms - explain->cost_from.step_ms;
+  tach_stats_mean_ci (step_a, n, &explain->from_ci);
+  tach_stats_mean_ci (step_b, n, &explain->to_ci);
+  tach_stats_diff_paired (step_a, step_b, n, &explain->gap);
+  /* B's speed-up is t(A) / t(B): the ratio of A's times over B's. */
+  tach_stats_ratio_paired (step_b, step_a, n, &explain->speedup);
+  gap_verdict = tach_interval_verdict (&explain->gap, 0);
   for (guint i = 0; i < k; i++)
     {
       TachExplainKnob *knob = &explain->knobs[i];
+      const double *rs = &round_share[(gsize) i * n];
 
-      /* A gap within rounding of zero has no meaningful percentages. */
-      knob->fraction = fabs (gap) > 1e-9 * MAX (1.0, fabs (explain->cost_from.step_ms))
-                       ? knob->share_ms / gap : NAN;
+      tach_stats_mean_ci (rs, n, &knob->share_ci);
+      knob->verdict = tach_interval_verdict (&knob->share_ci, 0);
+      /* A gap within noise (or one whose rounds cannot say) has no
+       * fractions: 828% of a gap that might be 0 says nothing.  Without
+       * an interval (fewer than 2 rounds) only a zero gap has none. */
+      if (gap_verdict == TACH_VERDICT_SIGNIFICANT)
+        tach_stats_fraction_paired (rs, round_gap, n, &knob->fraction_ci);
+      else
+        knob->fraction_ci = (TachInterval) { NAN, NAN, NAN };
+      knob->fraction = knob->fraction_ci.value;
     }
+  judge_resolved (explain);
   explain->done = TRUE;
 }
 
 /* ------------------------------------------------------------------- run */
+
+static double
+now_s (const TachExplainCostFuncs *funcs, gpointer user_data)
+{
+  if (funcs->now_s != NULL)
+    return funcs->now_s (user_data);
+  return g_get_monotonic_time () / 1e6;
+}
+
+/* The orderings that still run at every step, and the shares over the
+ * rounds so far; FALSE when no ordering is left. */
+static gboolean
+update_shares (TachExplain *explain, const gboolean *known_bad)
+{
+  guint k = explain->n_knobs;
+
+  explain->orderings_used = 0;
+  for (guint o = 0; o < explain->n_orderings; o++)
+    {
+      explain->ordering_ok[o] = ordering_runs (explain, &explain->orderings[(gsize) o * k],
+                                               known_bad);
+      explain->orderings_used += explain->ordering_ok[o];
+    }
+  if (explain->orderings_used == 0)
+    return FALSE;
+  compute_shares (explain);
+  return TRUE;
+}
 
 gboolean
 tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
@@ -523,6 +649,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
   g_autofree gboolean *known_bad = g_new0 (gboolean, n_all);
   g_autofree guint *order = NULL;
   guint done = 0, total;
+  double start_s;
 
   g_return_val_if_fail (funcs != NULL && funcs->measure != NULL, FALSE);
 
@@ -565,11 +692,34 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       explain->failed[i] = TRUE;
 
   /* Interleaved rounds: every configuration once per round, in a new
-   * shuffled order each round, so that drift and noise fall on all alike. */
+   * shuffled order each round, so that drift and noise fall on all alike.
+   * With a budget, rounds go on past the minimum while an interval misses
+   * the target and the next round is expected to fit (a round takes about
+   * what the rounds so far took on average). */
   order = g_new (guint, explain->masks->len);
+  explain->rounds = explain->min_rounds;
   total = explain->rounds * explain->masks->len;
-  for (guint r = 0; r < explain->rounds; r++)
+  start_s = now_s (funcs, user_data);
+  for (guint r = 0;; r++)
     {
+      if (r == explain->rounds)
+        {
+          double spent = now_s (funcs, user_data) - start_s;
+
+          if (explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
+              || spent + spent / r > explain->budget_s)
+            break;
+          if (!update_shares (explain, known_bad))
+            break;
+          if (tach_explain_is_resolved (explain))
+            break;
+          explain->rounds++;
+          explain->costs = g_renew (TachExplainCost, explain->costs,
+                                    (gsize) explain->rounds * explain->masks->len);
+          memset (&explain->costs[(gsize) r * explain->masks->len], 0,
+                  explain->masks->len * sizeof (TachExplainCost));
+          total += explain->masks->len;
+        }
       for (guint i = 0; i < explain->masks->len; i++)
         order[i] = i;
       shuffle (rand, order, explain->masks->len);
@@ -604,14 +754,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
         }
     }
 
-  explain->orderings_used = 0;
-  for (guint o = 0; o < explain->n_orderings; o++)
-    {
-      explain->ordering_ok[o] = ordering_runs (explain, &explain->orderings[(gsize) o * k],
-                                               known_bad);
-      explain->orderings_used += explain->ordering_ok[o];
-    }
-  if (explain->orderings_used == 0)
+  if (!update_shares (explain, known_bad))
     {
       g_autofree char *text = failures_text (explain);
 
@@ -621,6 +764,5 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       return FALSE;
     }
 
-  compute_shares (explain);
   return TRUE;
 }

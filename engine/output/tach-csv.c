@@ -37,7 +37,7 @@ static const char *const runs_tail[] = {
   "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step",
   "comm_share", "pack_share", "imbalance_share", "slowest_rank", "rank_compute_spread",
   "varied", "varied_value",
-  "eval_s", "data_source", "data_path", "label", "machine_busy", NULL
+  "machine_busy", "eval_s", "data_source", "data_path", "label", NULL
 };
 
 static void
@@ -242,11 +242,11 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.rank_compute_spread);
   add_field (row, tach_run_get_varied (run));
   add_field (row, varied_value);
+  add_double (row, s.machine_busy);
   add_double (row, s.eval_s);
   add_field (row, tach_run_get_data_kind (run));
   add_field (row, tach_run_get_data_path (run));
   add_field (row, tach_run_get_label (run));
-  add_double (row, s.machine_busy);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

@@ -520,3 +520,29 @@ tach_summary_compute_store (const TachSampleStore *store, guint64 items_per_step
 
   summary_compute (&src, items_per_step, flops_per_step, device_peak_flops, out);
 }
+
+TachVerdict
+tach_summary_compare (const TachSummary *a, const TachSummary *b, TachInterval *ratio,
+                      gboolean *by_items)
+{
+  double per_step_a = a->items_per_s / a->steps_per_s_median;
+  double per_step_b = b->items_per_s / b->steps_per_s_median;
+  gboolean items = isfinite (per_step_a) && isfinite (per_step_b)
+                   && fabs (per_step_a - per_step_b) > 1e-9 * MAX (per_step_a, per_step_b);
+  TachInterval ia, ib;
+
+  if (items)
+    {
+      ia = (TachInterval) { a->items_per_s, a->items_per_s_lo, a->items_per_s_hi };
+      ib = (TachInterval) { b->items_per_s, b->items_per_s_lo, b->items_per_s_hi };
+    }
+  else
+    {
+      ia = (TachInterval) { a->steps_per_s_median, a->steps_per_s_lo, a->steps_per_s_hi };
+      ib = (TachInterval) { b->steps_per_s_median, b->steps_per_s_lo, b->steps_per_s_hi };
+    }
+  if (by_items != NULL)
+    *by_items = items;
+  tach_stats_ratio_unpaired (&ia, &ib, ratio);
+  return tach_interval_verdict (ratio, 1);
+}

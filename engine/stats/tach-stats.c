@@ -47,7 +47,7 @@ tach_interval_is_known (const TachInterval *iv)
 }
 
 TachVerdict
-tach_stats_verdict (const TachInterval *iv, double no_change)
+tach_interval_verdict (const TachInterval *iv, double no_change)
 {
   if (!tach_interval_is_known (iv))
     return TACH_VERDICT_UNKNOWN;
@@ -65,7 +65,7 @@ tach_interval_rel_halfwidth (const TachInterval *iv)
 }
 
 double
-tach_stats_shrink_needed (const TachInterval *iv, double no_change)
+tach_interval_shrink_needed (const TachInterval *iv, double no_change)
 {
   double half, dist;
 
@@ -359,7 +359,7 @@ tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
   double ms, mg, vs = 0, vg = 0, cov = 0, f, var, half;
 
   tach_stats_mean_ci (whole, n, &gap);
-  if (n < 2 || tach_stats_verdict (&gap, 0) != TACH_VERDICT_SIGNIFICANT)
+  if (n < 2 || tach_interval_verdict (&gap, 0) != TACH_VERDICT_SIGNIFICANT)
     {
       interval_unknown (out, NAN);
       return;

@@ -7,47 +7,16 @@
  * explain, sweep, the window).  Every choice of statistic is explained
  * beside its function in tach-stats.c.
  *
- * An interval is a value with a low and a high end; both ends are NaN
- * where the data cannot give a 95% interval (too few values), and such an
- * interval is never a finding (TACH_VERDICT_UNKNOWN).
+ * The interval and verdict types, and what app/ and ui/ may ask of them,
+ * are public (include/tach/tach-verdict.h); this header is the engine's.
  *
  * Threads: any; nothing here keeps state.
  */
 #pragma once
 
-#include <glib.h>
+#include "tach-verdict.h"
 
 G_BEGIN_DECLS
-
-/* The confidence level of every interval Tach shows. */
-#define TACH_STATS_LEVEL 0.95
-
-typedef struct {
-  double value;
-  double lo, hi;   /* NaN when not known */
-} TachInterval;
-
-typedef enum {
-  /* Too little data for an interval: no verdict either way. */
-  TACH_VERDICT_UNKNOWN,
-  /* The interval holds "no change" (a ratio of 1, a difference of 0). */
-  TACH_VERDICT_WITHIN_NOISE,
-  /* The interval lies wholly on one side of "no change". */
-  TACH_VERDICT_SIGNIFICANT,
-} TachVerdict;
-
-/* "significant", "within-noise", or "" for TACH_VERDICT_UNKNOWN: the
- * words of the CSV's verdict columns (not translated). */
-const char  *tach_verdict_to_string (TachVerdict verdict);
-/* The verdict of @iv against @no_change (1 for a ratio, 0 for a
- * difference). */
-TachVerdict  tach_stats_verdict (const TachInterval *iv, double no_change);
-/* Whether @iv has both ends. */
-gboolean     tach_interval_is_known (const TachInterval *iv);
-/* Half the interval's width over |value| (INFINITY when unknown or when
- * the value is 0): "known to within +-5%" is a relative half-width of
- * 0.05. */
-double       tach_interval_rel_halfwidth (const TachInterval *iv);
 
 /* The median of @n values (copied; NaN for none). */
 double       tach_stats_median (const double *x, gsize n);
@@ -101,11 +70,6 @@ void         tach_stats_diff_paired (const double *a, const double *b, gsize n,
  * holds 0: a share of a gap within noise is no fraction. */
 void         tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
                                          TachInterval *out);
-/* How many times narrower @iv must become for a value the size of
- * @value to be told from @no_change: its half-width on the side of
- * @no_change over the distance to it.  1 or less: resolved already. */
-double       tach_stats_shrink_needed (const TachInterval *iv, double no_change);
-
 /* The two-sided 97.5% quantile of Student's t with @df degrees of freedom
  * (the normal's 1.95996 for df 0, meaning infinite). */
 double       tach_stats_t975 (guint df);

@@ -34,6 +34,7 @@ typedef enum {
 /* ----------------------------------------------------------------- knobs */
 
 #include "tach-knob-list.h"
+#include "tach-verdict.h"
 
 #define TACH_KNOB_UNPAREN_(...) __VA_ARGS__
 #define TACH_KNOB_FIELD_(ID, decl, ...) TACH_KNOB_UNPAREN_ decl;
@@ -517,6 +518,16 @@ G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachRun, tach_run_unref)
 void          tach_summary_compute (const TachSample *samples, guint n,
                                     guint64 items_per_step, double flops_per_step,
                                     double device_peak_flops, TachSummary *out);
+
+/* How much faster the run of @b is than the run of @a: the ratio of their
+ * median steps/s, or of their items/s where a step of each processes a
+ * different number of items (other batch sizes: steps would compare
+ * unequal work), with a 95% interval combining the two medians' (runs
+ * measured apart; comparisons of interleaved rounds pair them instead).
+ * *@by_items (may be NULL) says which rate.  Returns the verdict against
+ * 1: TACH_VERDICT_UNKNOWN where either run has no interval. */
+TachVerdict   tach_summary_compare (const TachSummary *a, const TachSummary *b,
+                                    TachInterval *ratio, gboolean *by_items);
 
 /* ------------------------------------------------------------------- CSV */
 

@@ -31,6 +31,7 @@
 #include <gio/gio.h>
 
 #include "tach-engine.h"
+#include "tach-verdict.h"
 
 G_BEGIN_DECLS
 
@@ -41,6 +42,15 @@ G_BEGIN_DECLS
 #define TACH_EXPLAIN_MAX_KNOBS 16
 /* The fewest rounds that spread noise fairly. */
 #define TACH_EXPLAIN_MIN_ROUNDS 3
+/* The most rounds an adaptive explanation adds (its costs grow with
+ * them); past this an interval shrinks by under 15% per doubling of the
+ * time already spent. */
+#define TACH_EXPLAIN_MAX_ROUNDS 64
+/* The default target: the speed ratio B/A known to within +-5%, and each
+ * share to within +-10% of the gap (twice the target): a share is a
+ * difference of differences, with about twice the ratio's noise, and a
+ * tenth of the gap is finer than any sentence about a knob needs. */
+#define TACH_EXPLAIN_DEFAULT_TARGET 0.05
 /* Orderings drawn when they are sampled (in reversed pairs). */
 #define TACH_EXPLAIN_SAMPLED_ORDERINGS 24
 
@@ -70,7 +80,18 @@ typedef struct {
   double   share_min_ms;     /* the lowest and highest round's value */
   double   share_max_ms;
   double   phase_ms[TACH_EXPLAIN_N_PHASES];  /* share split by phase (adds up to share_ms) */
-  double   fraction;         /* share_ms over the gap; NaN when the gap is 0 */
+  double   fraction;         /* share_ms over the gap; NaN when the gap is
+                              * within noise (no share of noise is a fraction) */
+
+  /* The share's 95% interval over rounds (Student's t of the rounds'
+   * Shapley values) and whether it excludes 0; the fraction's (delta
+   * method, NaN where fraction is). */
+  TachInterval share_ci;
+  TachVerdict  verdict;
+  TachInterval fraction_ci;
+  /* The share is known to the target (within target x 2 of the gap), or
+   * the gap is resolved as no change. */
+  gboolean     resolved;
 } TachExplainKnob;
 
 /* A configuration that could not run: the knobs set as in B (the rest as
@@ -94,6 +115,9 @@ typedef struct {
    * configuration as unrunnable (it is not measured again). */
   gboolean (*measure) (guint mask, guint round, TachExplainCost *cost,
                        gpointer user_data, GError **error);
+  /* Optional.  The clock the budget is read on, in seconds (any origin);
+   * g_get_monotonic_time() when NULL.  Tests inject one. */
+  double   (*now_s)   (gpointer user_data);
 } TachExplainCostFuncs;
 
 /* An explanation of knobs given directly (no configurations): @keys, @from
@@ -115,7 +139,16 @@ void         tach_explain_free (TachExplain *explain);
 
 guint                  tach_explain_get_n_knobs (TachExplain *explain);
 const TachExplainKnob *tach_explain_get_knob (TachExplain *explain, guint i);
+/* Rounds measured (after a run) or to be measured at least (before). */
 guint                  tach_explain_get_rounds (TachExplain *explain);
+/* Adaptive rounds: after the rounds given to tach_explain_new, rounds are
+ * added while some comparison is not known to @target (the speed ratio
+ * B/A to +-@target, each share to +-2 @target of the gap) and the next
+ * round fits in @budget_s seconds from the start (rounds already under
+ * way always finish; at most TACH_EXPLAIN_MAX_ROUNDS).  A budget of 0
+ * measures the given rounds only (the default). */
+void                   tach_explain_set_budget (TachExplain *explain, double budget_s,
+                                                double target);
 /* Whether every subset is measured (FALSE: orderings are sampled). */
 gboolean               tach_explain_is_exact (TachExplain *explain);
 /* Configurations measured per round (known once the orderings are drawn,
@@ -156,6 +189,23 @@ gboolean     tach_explain_run (TachExplain *explain, GCancellable *cancellable,
  * and highest round's. */
 const TachExplainCost *tach_explain_get_cost (TachExplain *explain, gboolean to);
 void         tach_explain_get_gap_range (TachExplain *explain, double *min_ms, double *max_ms);
+/* The gap t(B) - t(A) in ms, mean over rounds, with its 95% interval
+ * paired by round; its verdict against 0. */
+TachVerdict  tach_explain_get_gap (TachExplain *explain, TachInterval *gap);
+/* B's speed-up over A (t(A) / t(B)), the geometric mean of the rounds'
+ * ratios with its 95% interval; its verdict against 1. */
+TachVerdict  tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio);
+/* Whether every comparison met the target (always TRUE without a
+ * budget: nothing was asked), and if not, a sentence naming what stayed
+ * unresolved and how much narrower its interval must become
+ * (translated; NULL when all is resolved). */
+gboolean     tach_explain_is_resolved (TachExplain *explain);
+/* A's or B's step time, mean over rounds, with its 95% interval. */
+void         tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci);
+/* The mean share (0 to 1) of the machine's CPU time that other processes
+ * took while the runs measured (tach_explain_run only; NaN unknown). */
+double       tach_explain_get_machine_busy (TachExplain *explain);
+char        *tach_explain_dup_unresolved (TachExplain *explain);
 void         tach_explain_get_cost_range (TachExplain *explain, gboolean to,
                                           double *min_ms, double *max_ms);
 /* Orderings of the knobs averaged over, and how many were drawn (all k!
