@@ -24,6 +24,11 @@ struct _TachRunObject
   gint64           summary_time;   /* monotonic time of the last summary */
   gint64           summary_cost;   /* how long it took, µs */
   double           speedup;
+  /* The speed-up's 95% interval and verdict (tach_summary_compare), and
+   * whether it compares items/s (other batch sizes than the baseline's). */
+  TachInterval     speedup_ci;
+  TachVerdict      speedup_verdict;
+  gboolean         speedup_by_items;
   gboolean         visible;
   gboolean         started;
   gboolean         finished;       /* the final state has been taken in */
@@ -48,6 +53,7 @@ enum {
   PROP_LOSS_TEXT,
   PROP_SPEEDUP,
   PROP_SPEEDUP_TEXT,
+  PROP_SPEEDUP_OPACITY,
   PROP_FEED_SHARE,
   PROP_COMPUTE_SHARE,
   PROP_SYNC_SHARE,
@@ -223,7 +229,7 @@ tach_run_object_ingest (TachRunObject *self)
   tach_run_get_summary (self->run, &self->summary);
   self->summary_cost = g_get_monotonic_time () - now;
   for (guint p = PROP_RATE; p < PROP_COLOR_INDEX; p++)
-    if (p != PROP_SPEEDUP && p != PROP_SPEEDUP_TEXT)
+    if (p != PROP_SPEEDUP && p != PROP_SPEEDUP_TEXT && p != PROP_SPEEDUP_OPACITY)
       g_object_notify_by_pspec (G_OBJECT (self), properties[p]);
 }
 
@@ -366,9 +372,28 @@ tach_run_object_get_property (GObject    *object,
     case PROP_SPEEDUP_TEXT:
       if (!isfinite (self->speedup))
         g_value_set_string (value, "—");
+      else if (self->speedup_verdict == TACH_VERDICT_WITHIN_NOISE)
+        /* Translators: a speed-up whose 95% interval holds 1×, as in
+         * "~1.02× within noise". */
+        g_value_take_string (value, g_strdup_printf (_("~%.2f× within noise"), self->speedup));
+      else if (self->speedup_verdict == TACH_VERDICT_SIGNIFICANT)
+        g_value_take_string (value, g_strdup_printf (self->speedup_by_items
+                                                     /* Translators: a speed-up with its 95%
+                                                      * interval, of items per second where
+                                                      * the batch sizes differ. */
+                                                     ? _("%.2f× (%.2f–%.2f) per item")
+                                                     /* Translators: a speed-up with its 95%
+                                                      * interval, as in "2.50× (2.31–2.70)". */
+                                                     : _("%.2f× (%.2f–%.2f)"),
+                                                     self->speedup, self->speedup_ci.lo,
+                                                     self->speedup_ci.hi));
       else
         /* Translators: a speed-up factor, as in "2.50×". */
         g_value_take_string (value, g_strdup_printf (_("%.2f×"), self->speedup));
+      break;
+    case PROP_SPEEDUP_OPACITY:
+      /* Within noise is no finding: muted, as GNOME's dim labels are. */
+      g_value_set_double (value, self->speedup_verdict == TACH_VERDICT_WITHIN_NOISE ? 0.55 : 1.0);
       break;
     case PROP_FEED_SHARE:
     case PROP_COMPUTE_SHARE:
@@ -463,6 +488,7 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   properties[PROP_LOSS_TEXT] = string_prop ("loss-text");
   properties[PROP_SPEEDUP] = double_prop ("speedup");
   properties[PROP_SPEEDUP_TEXT] = string_prop ("speedup-text");
+  properties[PROP_SPEEDUP_OPACITY] = double_prop ("speedup-opacity");
   properties[PROP_FEED_SHARE] = double_prop ("feed-share");
   properties[PROP_COMPUTE_SHARE] = double_prop ("compute-share");
   properties[PROP_SYNC_SHARE] = double_prop ("sync-share");
@@ -494,6 +520,7 @@ tach_run_object_init (TachRunObject *self)
   self->scratch = g_array_new (FALSE, FALSE, sizeof (TachSample));
   self->visible = TRUE;
   self->speedup = NAN;
+  self->speedup_ci = (TachInterval) { NAN, NAN, NAN };
 }
 
 TachRunObject *
@@ -685,19 +712,33 @@ tach_run_object_get_progress (TachRunObject *self)
 }
 
 void
-tach_run_object_set_baseline_rate (TachRunObject *self,
-                                   double         baseline_rate)
+tach_run_object_set_baseline (TachRunObject *self,
+                              TachRunObject *baseline)
 {
-  double rate = tach_run_object_get_rate (self);
-  double speedup = isfinite (rate) && baseline_rate > 0.0 ? rate / baseline_rate : NAN;
+  TachInterval ci = { NAN, NAN, NAN };
+  TachVerdict verdict = TACH_VERDICT_UNKNOWN;
+  gboolean by_items = FALSE;
 
   g_return_if_fail (TACH_IS_RUN_OBJECT (self));
 
-  if (speedup == self->speedup || (isnan (speedup) && isnan (self->speedup)))
+  /* The baseline is 1× itself, with nothing to compare. */
+  if (baseline == self)
+    ci.value = isfinite (tach_run_object_get_rate (self)) ? 1.0 : NAN;
+  else if (baseline != NULL && isfinite (tach_run_object_get_rate (self))
+           && isfinite (tach_run_object_get_rate (baseline)))
+    verdict = tach_summary_compare (&baseline->summary, &self->summary, &ci, &by_items);
+
+  if (verdict == self->speedup_verdict && by_items == self->speedup_by_items
+      && (ci.value == self->speedup || (isnan (ci.value) && isnan (self->speedup)))
+      && (ci.lo == self->speedup_ci.lo || (isnan (ci.lo) && isnan (self->speedup_ci.lo))))
     return;
-  self->speedup = speedup;
+  self->speedup = ci.value;
+  self->speedup_ci = ci;
+  self->speedup_verdict = verdict;
+  self->speedup_by_items = by_items;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP]);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_TEXT]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_OPACITY]);
 }
 
 TachChartSeries *

@@ -35,8 +35,10 @@ double           tach_run_object_get_share          (TachRunObject  *self,
 guint64          tach_run_object_get_steps_done     (TachRunObject  *self);
 double           tach_run_object_get_progress       (TachRunObject  *self);
 const char      *tach_run_object_get_preset         (TachRunObject  *self);
-void             tach_run_object_set_baseline_rate  (TachRunObject  *self,
-                                                     double          baseline_rate);
+/* The speed-up over @baseline (NULL: none; @self: 1×), with its 95%
+ * interval and verdict, of items/s where the batch sizes differ. */
+void             tach_run_object_set_baseline       (TachRunObject  *self,
+                                                     TachRunObject  *baseline);
 TachChartSeries *tach_run_object_get_rate_series    (TachRunObject  *self);
 TachChartSeries *tach_run_object_get_loss_series    (TachRunObject  *self);
 

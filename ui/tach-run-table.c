@@ -86,7 +86,6 @@ void
 tach_run_table_update_speedups (TachRunTable *self)
 {
   TachRunObject *baseline;
-  double rate;
   guint n;
 
   g_return_if_fail (TACH_IS_RUN_TABLE (self));
@@ -94,15 +93,14 @@ tach_run_table_update_speedups (TachRunTable *self)
   if (self->model == NULL)
     return;
   baseline = tach_run_table_get_baseline (self);
-  rate = baseline ? tach_run_object_get_rate (baseline) : 0.0;
   n = g_list_model_get_n_items (self->model);
   for (guint i = 0; i < n; i++)
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
 
       /* Other work than the baseline's has no speed-up over it: a dash. */
-      tach_run_object_set_baseline_rate (run, baseline != NULL && same_work (run, baseline)
-                                              ? rate : 0.0);
+      tach_run_object_set_baseline (run, baseline != NULL && same_work (run, baseline)
+                                         ? baseline : NULL);
     }
 }
 
