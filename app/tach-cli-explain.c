@@ -158,27 +158,10 @@ print_row (const char *label, const char *change, const char *ms, const char *sh
 static void
 print_verdict (TachExplain *explain)
 {
-  TachInterval ratio;
-  TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
-  double busy = tach_explain_get_machine_busy (explain);
+  g_autofree char *verdict = tach_explain_dup_verdict (explain);
   g_autofree char *unresolved = NULL;
 
-  if (verdict == TACH_VERDICT_SIGNIFICANT)
-    printf (_("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%.2fx), significant"),
-            tach_explain_get_label (explain, TRUE), ratio.value,
-            tach_explain_get_label (explain, FALSE), ratio.lo, ratio.hi);
-  else if (verdict == TACH_VERDICT_WITHIN_NOISE)
-    printf (_("verdict: ~ %s against %s is %.2fx, within noise (95%% interval %.2f–%.2fx)"),
-            tach_explain_get_label (explain, TRUE), tach_explain_get_label (explain, FALSE),
-            ratio.value, ratio.lo, ratio.hi);
-  else
-    printf (_("verdict: %s against %s is %.2fx; too few rounds for an interval"),
-            tach_explain_get_label (explain, TRUE), tach_explain_get_label (explain, FALSE),
-            ratio.value);
-  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
-    printf (_(", measured while the machine was busy (%.0f%% of CPU time taken by other "
-              "processes)"), 100.0 * busy);
-  printf ("\n");
+  printf ("%s\n", verdict);
   unresolved = tach_explain_dup_unresolved (explain);
   if (unresolved != NULL)
     printf ("%s\n", unresolved);

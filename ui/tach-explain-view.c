@@ -162,7 +162,10 @@ show_result (TachExplainView *self)
       const TachExplainKnob *knob = tach_explain_get_knob (explain, i);
 
       sum += knob->share_ms;
-      if (!isnan (knob->fraction) && fabs (knob->fraction) > 0.10)
+      /* Findings only: a share within noise is none, and a share of a gap
+       * within noise is no fraction of it. */
+      if (knob->verdict == TACH_VERDICT_SIGNIFICANT && !isnan (knob->fraction)
+          && fabs (knob->fraction) > 0.10)
         {
           g_autofree char *sentence = tach_explain_dup_sentence (explain, i);
 
@@ -190,6 +193,14 @@ show_result (TachExplainView *self)
       g_string_append_printf (summary, "\n");
       g_string_append_printf (summary, _("Could not run %s: %s"), f->name, f->reason);
     }
+  {
+    g_autofree char *verdict = tach_explain_dup_verdict (explain);
+    g_autofree char *unresolved = tach_explain_dup_unresolved (explain);
+
+    g_string_append_printf (summary, "\n%s", verdict);
+    if (unresolved != NULL)
+      g_string_append_printf (summary, "\n%s", unresolved);
+  }
   gtk_label_set_text (self->summary, summary->str);
   gtk_label_set_text (self->text, text->str);
   tach_explain_chart_set_explain (self->chart, explain);

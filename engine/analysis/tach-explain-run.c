@@ -338,6 +338,31 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
 }
 
 char *
+tach_explain_dup_verdict (TachExplain *explain)
+{
+  g_autoptr(GString) out = g_string_new (NULL);
+  TachInterval ratio;
+  TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
+  double busy = tach_explain_get_machine_busy (explain);
+  const char *la = tach_explain_get_label (explain, FALSE);
+  const char *lb = tach_explain_get_label (explain, TRUE);
+
+  if (verdict == TACH_VERDICT_SIGNIFICANT)
+    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%.2fx), "
+                                   "significant"), lb, ratio.value, la, ratio.lo, ratio.hi);
+  else if (verdict == TACH_VERDICT_WITHIN_NOISE)
+    g_string_append_printf (out, _("verdict: ~ %s against %s is %.2fx, within noise (95%% interval "
+                                   "%.2f–%.2fx)"), lb, la, ratio.value, ratio.lo, ratio.hi);
+  else
+    g_string_append_printf (out, _("verdict: %s against %s is %.2fx; too few rounds for an "
+                                   "interval"), lb, la, ratio.value);
+  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
+    g_string_append_printf (out, _(", measured while the machine was busy (%.0f%% of CPU time "
+                                   "taken by other processes)"), 100.0 * busy);
+  return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+char *
 tach_explain_dup_unresolved (TachExplain *explain)
 {
   g_autoptr(GString) out = g_string_new (NULL);

@@ -200,6 +200,10 @@ TachVerdict  tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio
  * unresolved and how much narrower its interval must become
  * (translated; NULL when all is resolved). */
 gboolean     tach_explain_is_resolved (TachExplain *explain);
+/* "verdict: tuned is 1.80x as fast as tf1-feed-dict (95% interval
+ * 1.62–2.01x), significant", or "~ ... within noise", with how busy the
+ * machine was when others took a tenth of it or more (translated). */
+char        *tach_explain_dup_verdict (TachExplain *explain);
 /* A's or B's step time, mean over rounds, with its 95% interval. */
 void         tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci);
 /* The mean share (0 to 1) of the machine's CPU time that other processes
