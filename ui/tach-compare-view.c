@@ -117,7 +117,8 @@ G_GNUC_END_IGNORE_DEPRECATIONS
     }
   /* Room for the widest figures that can sit under a name. */
   {
-    g_autofree char *widest = g_strdup_printf (_("%s steps/s · %.2f×"), "00000.0 ± 0000.0", 10.0);
+    g_autofree char *widest = g_strdup_printf (_("%s steps/s · %s"), "00000.0 ± 0000.0",
+                                               "10.00× (10.00–10.00) per item");
 
     pango_layout_set_text (small, widest, -1);
     pango_layout_get_pixel_size (small, &w, NULL);
@@ -140,8 +141,18 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       g_object_get (run, "mode", &mode, "status", &status, "rate-text", &rate_text, NULL);
       tach_compare_show_text (cr, title, mode, 0, y + 4, &fg, 0.9, NULL);
       if (isfinite (ms) && isfinite (first_rate) && first_rate > 0.0)
-        /* Translators: steps per second, and the speed-up against the first run. */
-        line = g_strdup_printf (_("%s steps/s · %.2f×"), rate_text, rate / first_rate);
+        {
+          g_autoptr(TachRunObject) first = g_list_model_get_item (self->model, 0);
+          TachInterval ratio;
+          gboolean by_items = FALSE;
+          TachVerdict verdict = tach_run_object_compare (run, first, &ratio, &by_items);
+          g_autofree char *speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
+                                     : tach_run_object_format_speedup (verdict, &ratio, by_items);
+
+          /* Translators: steps per second, and the speed-up against the
+           * first run with its interval ("1.52× (1.40–1.65)"). */
+          line = g_strdup_printf (_("%s steps/s · %s"), rate_text, speedup);
+        }
       else
         line = g_strdup (status);
       tach_compare_show_text (cr, small, line, 0, y + 24, &fg, 0.6, NULL);

@@ -370,26 +370,9 @@ tach_run_object_get_property (GObject    *object,
       g_value_set_double (value, finite_or_zero (self->speedup));
       break;
     case PROP_SPEEDUP_TEXT:
-      if (!isfinite (self->speedup))
-        g_value_set_string (value, "—");
-      else if (self->speedup_verdict == TACH_VERDICT_WITHIN_NOISE)
-        /* Translators: a speed-up whose 95% interval holds 1×, as in
-         * "~1.02× within noise". */
-        g_value_take_string (value, g_strdup_printf (_("~%.2f× within noise"), self->speedup));
-      else if (self->speedup_verdict == TACH_VERDICT_SIGNIFICANT)
-        g_value_take_string (value, g_strdup_printf (self->speedup_by_items
-                                                     /* Translators: a speed-up with its 95%
-                                                      * interval, of items per second where
-                                                      * the batch sizes differ. */
-                                                     ? _("%.2f× (%.2f–%.2f) per item")
-                                                     /* Translators: a speed-up with its 95%
-                                                      * interval, as in "2.50× (2.31–2.70)". */
-                                                     : _("%.2f× (%.2f–%.2f)"),
-                                                     self->speedup, self->speedup_ci.lo,
-                                                     self->speedup_ci.hi));
-      else
-        /* Translators: a speed-up factor, as in "2.50×". */
-        g_value_take_string (value, g_strdup_printf (_("%.2f×"), self->speedup));
+      g_value_take_string (value, tach_run_object_format_speedup (self->speedup_verdict,
+                                                                  &self->speedup_ci,
+                                                                  self->speedup_by_items));
       break;
     case PROP_SPEEDUP_OPACITY:
       /* Within noise is no finding: muted, as GNOME's dim labels are. */
@@ -711,6 +694,44 @@ tach_run_object_get_progress (TachRunObject *self)
   return total > 0 ? MIN (1.0, (double) self->steps_done / total) : 0.0;
 }
 
+TachVerdict
+tach_run_object_compare (TachRunObject *self,
+                         TachRunObject *baseline,
+                         TachInterval  *ratio,
+                         gboolean      *by_items)
+{
+  *ratio = (TachInterval) { NAN, NAN, NAN };
+  if (by_items != NULL)
+    *by_items = FALSE;
+  if (!isfinite (tach_run_object_get_rate (self)) || !isfinite (tach_run_object_get_rate (baseline)))
+    return TACH_VERDICT_UNKNOWN;
+  return tach_summary_compare (&baseline->summary, &self->summary, ratio, by_items);
+}
+
+char *
+tach_run_object_format_speedup (TachVerdict         verdict,
+                                const TachInterval *ratio,
+                                gboolean            by_items)
+{
+  if (!isfinite (ratio->value))
+    return g_strdup ("—");
+  if (verdict == TACH_VERDICT_WITHIN_NOISE)
+    /* Translators: a speed-up whose 95% interval holds 1×, as in
+     * "~1.02× within noise". */
+    return g_strdup_printf (_("~%.2f× within noise"), ratio->value);
+  if (verdict == TACH_VERDICT_SIGNIFICANT)
+    return g_strdup_printf (by_items
+                            /* Translators: a speed-up with its 95% interval, of items per
+                             * second where the batch sizes differ. */
+                            ? _("%.2f× (%.2f–%.2f) per item")
+                            /* Translators: a speed-up with its 95% interval, as in
+                             * "2.50× (2.31–2.70)". */
+                            : _("%.2f× (%.2f–%.2f)"),
+                            ratio->value, ratio->lo, ratio->hi);
+  /* Translators: a speed-up factor, as in "2.50×". */
+  return g_strdup_printf (_("%.2f×"), ratio->value);
+}
+
 void
 tach_run_object_set_baseline (TachRunObject *self,
                               TachRunObject *baseline)
@@ -724,9 +745,8 @@ tach_run_object_set_baseline (TachRunObject *self,
   /* The baseline is 1× itself, with nothing to compare. */
   if (baseline == self)
     ci.value = isfinite (tach_run_object_get_rate (self)) ? 1.0 : NAN;
-  else if (baseline != NULL && isfinite (tach_run_object_get_rate (self))
-           && isfinite (tach_run_object_get_rate (baseline)))
-    verdict = tach_summary_compare (&baseline->summary, &self->summary, &ci, &by_items);
+  else if (baseline != NULL)
+    verdict = tach_run_object_compare (self, baseline, &ci, &by_items);
 
   if (verdict == self->speedup_verdict && by_items == self->speedup_by_items
       && (ci.value == self->speedup || (isnan (ci.value) && isnan (self->speedup)))

@@ -35,6 +35,17 @@ double           tach_run_object_get_share          (TachRunObject  *self,
 guint64          tach_run_object_get_steps_done     (TachRunObject  *self);
 double           tach_run_object_get_progress       (TachRunObject  *self);
 const char      *tach_run_object_get_preset         (TachRunObject  *self);
+/* @self's speed over @baseline's (tach_summary_compare: the two medians'
+ * 95% intervals; items/s where the batch sizes differ) and its verdict. */
+TachVerdict      tach_run_object_compare            (TachRunObject      *self,
+                                                     TachRunObject      *baseline,
+                                                     TachInterval       *ratio,
+                                                     gboolean           *by_items);
+/* "2.50× (2.31–2.70)", "… per item", "~1.02× within noise", "2.50×"
+ * without an interval, "—" without a value (translated). */
+char            *tach_run_object_format_speedup     (TachVerdict         verdict,
+                                                     const TachInterval *ratio,
+                                                     gboolean            by_items);
 /* The speed-up over @baseline (NULL: none; @self: 1×), with its 95%
  * interval and verdict, of items/s where the batch sizes differ. */
 void             tach_run_object_set_baseline       (TachRunObject  *self,
