@@ -65,6 +65,29 @@ tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel, gu
   return rate > 0 && base > 0 ? rate / base : NAN;
 }
 
+TachVerdict
+tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel, guint p,
+                            guint v, TachInterval *out)
+{
+  guint np = n_presets (grid);
+  TachInterval base, rate;
+
+  *out = (TachInterval) { tach_scaling_grid_value (grid, panel, p, v), NAN, NAN };
+  if (!isfinite (out->value) || grid->rate_lo == NULL || grid->rate_hi == NULL)
+    return TACH_VERDICT_UNKNOWN;
+  rate = (TachInterval) { grid->rate[v * np + p], grid->rate_lo[v * np + p],
+                          grid->rate_hi[v * np + p] };
+  if (panel == TACH_SCALING_RATE)
+    {
+      *out = rate;
+      return TACH_VERDICT_UNKNOWN;
+    }
+  if (p == 0)
+    return TACH_VERDICT_UNKNOWN;
+  base = (TachInterval) { grid->rate[v * np], grid->rate_lo[v * np], grid->rate_hi[v * np] };
+  return tach_interval_ratio (&base, &rate, out);
+}
+
 /* The plot area of @panel, and its axes over the shown presets' values. */
 static void
 frame_init (TachScalingChart *self, TachScalingPanel panel, int width, int height, Frame *f)
@@ -187,14 +210,26 @@ tach_scaling_chart_dup_tooltip (TachScalingChart *self, guint v)
   for (guint p = 0; p < n_presets (grid); p++)
     {
       double rate = tach_scaling_grid_value (grid, TACH_SCALING_RATE, p, v);
-      double speedup = tach_scaling_grid_value (grid, TACH_SCALING_SPEEDUP, p, v);
+      TachInterval speedup;
+      TachVerdict verdict = tach_scaling_grid_interval (grid, TACH_SCALING_SPEEDUP, p, v,
+                                                        &speedup);
 
       if (grid->hidden[p])
         continue;
-      if (isfinite (rate))
+      if (isfinite (rate) && verdict == TACH_VERDICT_SIGNIFICANT)
+        /* Translators: a preset, its items per second and unit, its
+         * speed-up and the speed-up's 95% interval. */
+        g_string_append_printf (text, _("\n%s: %.1f %s · %.2f× (%.2f–%.2f)"), grid->presets[p],
+                                rate, grid->unit, speedup.value, speedup.lo, speedup.hi);
+      else if (isfinite (rate) && verdict == TACH_VERDICT_WITHIN_NOISE)
+        /* Translators: a preset, its items per second and unit, and a
+         * speed-up whose 95% interval holds 1×. */
+        g_string_append_printf (text, _("\n%s: %.1f %s · ~%.2f× within noise"),
+                                grid->presets[p], rate, grid->unit, speedup.value);
+      else if (isfinite (rate))
         /* Translators: a preset, its items per second and unit, and its speed-up. */
         g_string_append_printf (text, _("\n%s: %.1f %s · %.2f×"), grid->presets[p], rate,
-                                grid->unit, speedup);
+                                grid->unit, speedup.value);
       else
         g_string_append_printf (text, _("\n%s: not measured"), grid->presets[p]);
     }
@@ -290,13 +325,33 @@ draw_panel (TachScalingChart *self, cairo_t *cr, TachScalingPanel panel, int wid
       cairo_stroke (cr);
       for (guint v = 0; v < nv; v++)
         {
-          double y = tach_scaling_grid_value (grid, panel, p, v);
+          TachInterval iv;
+          TachVerdict verdict = tach_scaling_grid_interval (grid, panel, p, v, &iv);
+          double x = px_x (&f, grid->x[v]);
 
-          if (isfinite (y))
+          if (!isfinite (iv.value))
+            continue;
+          /* The 95% interval as a bar through the point, kept inside the
+           * plot (a log axis has no place for an end at or below 0). */
+          if (tach_interval_is_known (&iv) && iv.lo > 0)
             {
-              cairo_arc (cr, px_x (&f, grid->x[v]), px_y (&f, y), 3.5, 0, 2 * G_PI);
-              cairo_fill (cr);
+              double top = MAX (f.top, MIN (f.top + f.height, px_y (&f, iv.hi)));
+              double bottom = MAX (f.top, MIN (f.top + f.height, px_y (&f, iv.lo)));
+
+              cairo_set_line_width (cr, 1.5);
+              cairo_move_to (cr, x, top);
+              cairo_line_to (cr, x, bottom);
+              cairo_stroke (cr);
             }
+          /* A speed-up within noise is no finding: a hollow dot. */
+          cairo_arc (cr, x, px_y (&f, iv.value), 3.5, 0, 2 * G_PI);
+          if (verdict == TACH_VERDICT_WITHIN_NOISE)
+            {
+              cairo_set_line_width (cr, 1.5);
+              cairo_stroke (cr);
+            }
+          else
+            cairo_fill (cr);
         }
     }
 }

@@ -6,6 +6,8 @@
 
 #include <gtk/gtk.h>
 
+#include "tach-verdict.h"
+
 G_BEGIN_DECLS
 
 /* The grid a chart shows, owned by whoever sets it (the Scaling view). */
@@ -17,6 +19,8 @@ typedef struct {
   gboolean    geometric;  /* log axes */
   double     *x;          /* n_values: the values as numbers (index where not) */
   double     *rate;       /* [v * n_presets + p] items/s, NaN until measured */
+  double     *rate_lo;    /* the same points' 95% intervals (NaN: none) */
+  double     *rate_hi;
   gboolean   *hidden;     /* n_presets: left out of the drawing */
 } TachScalingGrid;
 
@@ -36,6 +40,11 @@ void       tach_scaling_chart_set_grid (TachScalingChart *self, const TachScalin
  * speed-up), NaN where there is none. */
 double     tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel,
                                     guint p, guint v);
+/* The same value with its 95% interval (a run's median's, or the speed-up
+ * from the two runs' intervals) and its verdict (against 1 for the
+ * speed-up; TACH_VERDICT_UNKNOWN for items/s and the first preset). */
+TachVerdict tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
+                                        guint p, guint v, TachInterval *out);
 /* Where the point (@p, @v) of @panel is drawn in a @width x @height
  * drawing; FALSE where it is not drawn (hidden, not measured). */
 gboolean   tach_scaling_chart_get_point (TachScalingChart *self, TachScalingPanel panel,

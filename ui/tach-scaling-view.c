@@ -95,6 +95,8 @@ grid_clear (TachScalingView *self)
   g_clear_pointer (&self->grid.presets, g_strfreev);
   g_clear_pointer (&self->grid.x, g_free);
   g_clear_pointer (&self->grid.rate, g_free);
+  g_clear_pointer (&self->grid.rate_lo, g_free);
+  g_clear_pointer (&self->grid.rate_hi, g_free);
   g_clear_pointer (&self->grid.hidden, g_free);
   g_clear_pointer (&self->axis, tach_sweep_axis_free);
   memset (&self->grid, 0, sizeof self->grid);
@@ -264,6 +266,8 @@ on_point_done (gpointer data)
 
           tach_run_get_summary (done->run, &s);
           self->grid.rate[done->index] = s.items_per_s;
+          self->grid.rate_lo[done->index] = s.items_per_s_lo;
+          self->grid.rate_hi[done->index] = s.items_per_s_hi;
           if (s.items_unit != NULL)
             self->grid.unit = s.items_unit;
           gtk_widget_queue_draw (GTK_WIDGET (self->chart));
@@ -424,8 +428,10 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   if (self->axis->knob->kind != TACH_KNOB_KIND_INTEGER)
     self->grid.geometric = FALSE;
   self->grid.rate = g_new (double, n_points);
+  self->grid.rate_lo = g_new (double, n_points);
+  self->grid.rate_hi = g_new (double, n_points);
   for (guint i = 0; i < n_points; i++)
-    self->grid.rate[i] = NAN;
+    self->grid.rate[i] = self->grid.rate_lo[i] = self->grid.rate_hi[i] = NAN;
   self->grid.hidden = g_new0 (gboolean, np);
   self->n_points = n_points;
   self->runs = g_new0 (TachRun *, n_points);

@@ -543,6 +543,5 @@ tach_summary_compare (const TachSummary *a, const TachSummary *b, TachInterval *
     }
   if (by_items != NULL)
     *by_items = items;
-  tach_stats_ratio_unpaired (&ia, &ib, ratio);
-  return tach_interval_verdict (ratio, 1);
+  return tach_interval_ratio (&ia, &ib, ratio);
 }

@@ -345,6 +345,13 @@ tach_stats_ratio_unpaired (const TachInterval *a, const TachInterval *b, TachInt
   out->hi = exp (log (r) + Z975 * se);
 }
 
+TachVerdict
+tach_interval_ratio (const TachInterval *a, const TachInterval *b, TachInterval *ratio)
+{
+  tach_stats_ratio_unpaired (a, b, ratio);
+  return tach_interval_verdict (ratio, 1);
+}
+
 /* A share is a fraction of two means over the same rounds, both noisy and
  * correlated (a knob's share moves with the gap it is part of): the delta
  * method's variance of S/G, (var S - 2 f cov (S, G) + f^2 var G) / (n G^2),

@@ -46,6 +46,11 @@ gboolean     tach_interval_is_known (const TachInterval *iv);
  * the value is 0): "known to within +-5%" is a relative half-width of
  * 0.05. */
 double       tach_interval_rel_halfwidth (const TachInterval *iv);
+/* The ratio b/a of two values measured apart, each with its interval
+ * (two runs' median rates): the intervals combine on a log scale.
+ * Returns the verdict against 1. */
+TachVerdict  tach_interval_ratio (const TachInterval *a, const TachInterval *b,
+                                  TachInterval *ratio);
 /* How many times narrower @iv must become for a value the size of its
  * value to be told from @no_change: its half-width on the side of
  * @no_change over the distance to it (1 or less: resolved already;
