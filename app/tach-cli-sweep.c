@@ -30,6 +30,8 @@ typedef struct {
   GPtrArray            *runs;        /* TachRun*, owned: those with results, for the files */
   const char          **outcomes;    /* [point], borrowed, translated: NULL when it finished */
   int                   status;
+  TachSweepRounds      *rounds;      /* owned: each point's rate by round, the verdicts */
+  double                start_s;     /* when the first round began, monotonic seconds */
 } TachCliSweep;
 
 static void
@@ -42,6 +44,13 @@ tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep
   cli->status = TACH_CLI_EXIT_OK;
   tach_cli_session_init (&cli->session);
   cli->session.header = 2;
+  /* Each preset against the first at the same value, paired by round. */
+  cli->rounds = tach_sweep_rounds_new (tach_sweep_get_n_points (sweep), options->rounds,
+                                       options->budget_s, options->target);
+  for (guint v = 0; v < tach_sweep_get_n_values (sweep); v++)
+    for (guint p = 1; p < tach_sweep_get_n_presets (sweep); p++)
+      tach_sweep_rounds_add_comparison (cli->rounds, v * tach_sweep_get_n_presets (sweep),
+                                        v * tach_sweep_get_n_presets (sweep) + p);
 }
 
 static void
@@ -50,6 +59,7 @@ tach_cli_sweep_clear (TachCliSweep *cli)
   g_clear_object (&cli->cancellable);
   g_clear_pointer (&cli->runs, g_ptr_array_unref);
   g_clear_pointer (&cli->outcomes, g_free);
+  g_clear_pointer (&cli->rounds, tach_sweep_rounds_free);
 }
 
 /* Main thread: Ctrl+C (or SIGTERM, SIGHUP) stops the run in progress, as
@@ -100,6 +110,54 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
   return run;
 }
 
+/* The rate a sweep compares: items/s, steps/s times the batch, so that
+ * presets of other batch sizes compare the same work. */
+static double
+sweep_rate (TachRun *run)
+{
+  TachSummary s;
+
+  if (run == NULL || tach_run_get_state (run) != TACH_RUN_STATE_FINISHED)
+    return NAN;
+  tach_run_get_summary (run, &s);
+  return s.items_per_s;
+}
+
+/* TachSweepFuncs.round_done: the round's rates into the verdicts, and
+ * another round while a speed-up misses the target and time is left. */
+static gboolean
+tach_cli_sweep_round_done (TachSweep *sweep, guint round, gpointer user_data)
+{
+  TachCliSweep *cli = user_data;
+
+  for (guint i = 0; i < tach_sweep_get_n_points (sweep); i++)
+    tach_sweep_rounds_record (cli->rounds, i, round, sweep_rate (tach_sweep_get_run (sweep, i, round)));
+  return tach_sweep_rounds_want_more (cli->rounds, round + 1,
+                                      g_get_monotonic_time () / 1e6 - cli->start_s);
+}
+
+/* The run of point @index to show: the round whose rate is nearest the
+ * point's median over rounds (the others are in runs.csv). */
+static TachRun *
+sweep_point_run (TachCliSweep *cli, TachSweep *sweep, guint index)
+{
+  double median = tach_sweep_rounds_get_rate (cli->rounds, index), best = INFINITY;
+  TachRun *pick = tach_sweep_get_run (sweep, index, 0);
+
+  for (guint k = 0; k < tach_sweep_get_rounds_run (sweep) && isfinite (median); k++)
+    {
+      TachRun *run = tach_sweep_get_run (sweep, index, k);
+      double d = fabs (sweep_rate (run) - median);
+
+      if (run != NULL && d < best)
+        {
+          pick = run;
+          best = d;
+        }
+    }
+  return pick;
+}
+
 /* Runs @sweep with @done reporting each point; FALSE (nothing run) when
  * --csv's folder is refused. */
 static gboolean
@@ -107,8 +165,14 @@ tach_cli_sweep_run (TachCliSweep *cli, TachSweep *sweep,
                     void (*done) (TachSweep *, const TachSweepPoint *, TachSweepOutcome,
                                   TachRun *, const GError *, gpointer))
 {
-  const TachSweepFuncs funcs = { tach_cli_sweep_run_point, done, NULL };
+  const TachSweepFuncs funcs = { tach_cli_sweep_run_point, done, tach_cli_sweep_round_done };
+  const TachConfig *first = tach_sweep_get_config (sweep, 0);
 
+  /* Rounds to pair: each in a new shuffled order.  One pass without a
+   * budget keeps the order given (nothing to pair, nothing to spread). */
+  if (cli->options->rounds > 1 || cli->options->budget_s > 0)
+    tach_sweep_set_shuffle (sweep, first != NULL ? first->seed : 0);
+  cli->start_s = g_get_monotonic_time () / 1e6;
   tach_cli_stop_watch (&cli->session.stop, tach_cli_sweep_on_stop, cli);
   /* A refused folder: nothing runs. */
   if (!tach_cli_session_open_csv (&cli->session, cli->options->csv_dir))
@@ -141,19 +205,10 @@ tach_cli_sweep_values_text (const TachSweepAxis *axis)
  * when it compares items/s (the batches differ).  *@busy grows with the
  * machine's busy share of either run. */
 static char *
-format_speedup (const TachSummary *base, const TachSummary *s, gboolean is_base,
-                gboolean *any_items, double *busy)
+format_ratio (const TachInterval *iv, TachVerdict verdict, gboolean by_items)
 {
-  TachInterval ratio;
-  gboolean by_items = FALSE;
-  TachVerdict verdict;
+  const TachInterval ratio = *iv;
 
-  if (isfinite (s->machine_busy))
-    *busy = isfinite (*busy) ? MAX (*busy, s->machine_busy) : s->machine_busy;
-  if (is_base)
-    return g_strdup ("1.00x");
-  verdict = tach_summary_compare (base, s, &ratio, &by_items);
-  *any_items |= by_items;
   if (!isfinite (ratio.value))
     return g_strdup ("–");
   /* Too few steps for an interval: the ratio, and a dash for its interval. */
@@ -163,21 +218,72 @@ format_speedup (const TachSummary *base, const TachSummary *s, gboolean is_base,
                           ratio.value, ratio.lo, ratio.hi, by_items ? "*" : "");
 }
 
-/* What the speed-up column means, below the table. */
-static void
-print_speedup_notes (gboolean any_items, double busy)
+/* Point @index's speed-up over @base (its value's first preset, point
+ * @base_index): paired by round where rounds ran, else from the two runs'
+ * intervals. */
+static char *
+format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint index,
+                const TachSummary *base, const TachSummary *s, gboolean *any_items,
+                double *busy)
 {
-  printf (_("speed-up: against the first preset, with its 95%% interval; ~ within noise "
-            "(the interval holds 1x)\n"));
+  guint np = tach_sweep_get_n_presets (sweep);
+  TachInterval ratio;
+  gboolean by_items = FALSE;
+  TachVerdict verdict;
+
+  if (isfinite (s->machine_busy))
+    *busy = isfinite (*busy) ? MAX (*busy, s->machine_busy) : s->machine_busy;
+  if (index == base_index)
+    return g_strdup ("1.00x");
+  verdict = tach_summary_compare (base, s, &ratio, &by_items);
+  *any_items |= by_items;
+  /* Comparison (v, p) is v * (np - 1) + p - 1, against preset 0. */
+  if (tach_sweep_get_rounds_run (sweep) >= 2 && base_index % np == 0)
+    verdict = tach_sweep_rounds_get_ratio (cli->rounds, (index / np) * (np - 1) + index % np - 1,
+                                           &ratio);
+  return format_ratio (&ratio, verdict, by_items);
+}
+
+/* What the speed-up column means, below the table, and each comparison
+ * that missed the target. */
+static void
+print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, double busy)
+{
+  guint np = tach_sweep_get_n_presets (sweep), rounds = tach_sweep_get_rounds_run (sweep);
+
+  if (rounds >= 2)
+    printf (_("speed-up: against the first preset, paired by round over %u interleaved rounds, "
+              "with its 95%% interval; ~ within noise (the interval holds 1x)\n"), rounds);
+  else
+    printf (_("speed-up: against the first preset, with its 95%% interval; ~ within noise "
+              "(the interval holds 1x)\n"));
   if (any_items)
     printf (_("*: items per second compared, the batch sizes differ\n"));
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
               "processes\n"), 100.0 * busy);
+  for (guint i = 0; i < tach_sweep_get_n_points (sweep) && np > 1; i++)
+    {
+      guint c = (i / np) * (np - 1) + i % np - 1;
+      TachInterval ratio;
+      g_autofree char *name = NULL;
+
+      if (i % np == 0 || tach_sweep_rounds_is_resolved (cli->rounds, c)
+          || tach_sweep_rounds_get_ratio (cli->rounds, c, &ratio) == TACH_VERDICT_UNKNOWN)
+        continue;
+      name = tach_sweep_get_axis (sweep) != NULL
+             ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, i % np),
+                                tach_sweep_get_axis (sweep)->knob->name,
+                                tach_sweep_get_value (sweep, i / np))
+             : g_strdup (tach_sweep_get_preset (sweep, i % np));
+      printf (_("unresolved after %u rounds: %s against %s is known to +-%.1f%%, not the +-%.0f%% "
+                "asked\n"), rounds, name, tach_sweep_get_preset (sweep, 0),
+              100.0 * tach_interval_rel_halfwidth (&ratio), 100.0 * cli->options->target);
+    }
 }
 
 static void
-tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
+tach_cli_print_vary_table (TachCliSweep *cli, TachSweep *sweep, const char *const *outcomes)
 {
   g_autoptr(GString) line = g_string_new (NULL);
   const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
@@ -193,11 +299,11 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
   for (guint p = 0; p < n_names; p++)
     name_width = MAX (name_width, (int) g_utf8_strlen (tach_sweep_get_preset (sweep, p), -1));
   for (guint i = 0; i < n_values * n_names && unit == NULL; i++)
-    if (tach_sweep_get_run (sweep, i, 0) != NULL && outcomes[i] == NULL)
+    if (sweep_point_run (cli, sweep, i) != NULL && outcomes[i] == NULL)
       {
         TachSummary s;
 
-        tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &s);
+        tach_run_get_summary (sweep_point_run (cli, sweep, i), &s);
         unit = s.items_unit;
       }
 
@@ -214,12 +320,12 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
   for (guint v = 0; v < n_values; v++)
     {
       TachSummary baseline;
-      gboolean have_base = FALSE;
+      guint base_index = G_MAXUINT;
 
       for (guint p = 0; p < n_names; p++)
         {
           guint i = v * n_names + p;
-          TachRun *run = tach_sweep_get_run (sweep, i, 0);
+          TachRun *run = sweep_point_run (cli, sweep, i);
           g_autofree char *items = NULL, *step = NULL, *rate = NULL, *loss = NULL;
           g_autofree char *speedup = NULL;
           TachSummary s;
@@ -237,13 +343,12 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
             }
           tach_run_get_summary (run, &s);
           /* Each value's first preset that ran is the baseline of that value. */
-          speedup = format_speedup (have_base ? &baseline : &s, &s, !have_base, &any_items,
-                                    &busy);
-          if (!have_base)
+          if (base_index == G_MAXUINT)
             {
               baseline = s;
-              have_base = TRUE;
+              base_index = i;
             }
+          speedup = format_speedup (cli, sweep, base_index, i, &baseline, &s, &any_items, &busy);
           items = tach_cli_format_number (s.items_per_s, "%.1f");
           step = tach_cli_format_number (1000.0 / s.steps_per_s_median, "%.3f");
           rate = tach_cli_format_number (s.steps_per_s_median, "%.2f");
@@ -258,7 +363,7 @@ tach_cli_print_vary_table (TachSweep *sweep, const char *const *outcomes)
           printf ("%s\n", line->str);
         }
     }
-  print_speedup_notes (any_items, busy);
+  print_speedup_notes (cli, sweep, any_items, busy);
   fflush (stdout);
 }
 
@@ -345,7 +450,7 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   cli.session.varied = axis->knob->name;
   cli.session.varied_values = values_text;
   if (tach_cli_sweep_run (&cli, sweep, tach_cli_vary_done))
-    tach_cli_print_vary_table (sweep, cli.outcomes);
+    tach_cli_print_vary_table (&cli, sweep, cli.outcomes);
   status = tach_cli_session_finish (options, &cli.session, cli.runs, cli.status);
   tach_cli_sweep_clear (&cli);
   return status;
@@ -375,7 +480,7 @@ tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_cells)
 }
 
 static void
-tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
+tach_cli_print_sweep_table (TachCliSweep *cli, TachSweep *sweep, const char *const *outcomes)
 {
   g_autoptr(GString) line = g_string_new (NULL);
   const char *unit = NULL;
@@ -392,7 +497,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       name_width = MAX (name_width, (int) g_utf8_strlen (tach_sweep_get_preset (sweep, i), -1));
       if (outcomes[i] == NULL && base_row == G_MAXUINT)
         {
-          tach_run_get_summary (tach_sweep_get_run (sweep, i, 0), &baseline);
+          tach_run_get_summary (sweep_point_run (cli, sweep, i), &baseline);
           base_row = i;
           unit = baseline.items_unit;
         }
@@ -412,7 +517,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
 
   for (guint i = 0; i < n_rows; i++)
     {
-      TachRun *run = tach_sweep_get_run (sweep, i, 0);
+      TachRun *run = sweep_point_run (cli, sweep, i);
       TachSummary s;
       g_auto(TachCliSummaryText) t = { 0 };
       g_autofree char *spread = NULL, *speedup = NULL;
@@ -429,7 +534,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       tach_run_get_summary (run, &s);
       tach_cli_summary_text_init (&t, &s);
       spread = g_strdup_printf ("%s–%s", t.p10, t.p90);
-      speedup = format_speedup (&baseline, &s, i == base_row, &any_items, &busy);
+      speedup = format_speedup (cli, sweep, base_row, i, &baseline, &s, &any_items, &busy);
 
       tach_cli_pad (line, t.median, 8, TRUE);
       tach_cli_pad (line, spread, 15, TRUE);
@@ -445,7 +550,7 @@ tach_cli_print_sweep_table (TachSweep *sweep, const char *const *outcomes)
       printf ("%s\n", line->str);
     }
   if (base_row != G_MAXUINT)
-    print_speedup_notes (any_items, busy);
+    print_speedup_notes (cli, sweep, any_items, busy);
   fflush (stdout);
 }
 
@@ -603,7 +708,7 @@ tach_cli_command_sweep (const TachCliOptions *options)
                           (gpointer) options, FALSE);
   tach_cli_sweep_init (&cli, options, sweep);
   if (tach_cli_sweep_run (&cli, sweep, tach_cli_presets_done))
-    tach_cli_print_sweep_table (sweep, cli.outcomes);
+    tach_cli_print_sweep_table (&cli, sweep, cli.outcomes);
   status = tach_cli_session_finish (options, &cli.session, cli.runs, cli.status);
   tach_cli_sweep_clear (&cli);
   return status;

@@ -187,7 +187,8 @@ tach_cli_print_help (void)
   g_string_append (out, _("Usage:\n"));
   g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR] [--trace FILE]\n"));
   g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
-  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR]\n"));
+  g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]...\n"
+                          "                 [--rounds N] [--budget SECONDS] [--target PERCENT] [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
                           "                   [--KNOB VALUE]... [--rounds N] [--budget SECONDS] [--target PERCENT] [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, "  tach-cli presets\n");
@@ -218,9 +219,10 @@ tach_cli_print_help (void)
   tach_cli_print_option (out, _("--from A, --to B"),
                          _("explain: each a preset, or \"k=v ...\" settings on the workload's defaults"));
   tach_cli_print_option (out, "--rounds N",
-                         _("explain: interleaved rounds of every configuration (at least 3; 3 by default)"));
+                         _("explain, sweep: interleaved rounds of every configuration, each in a new "
+                           "shuffled order (explain: at least 3; 3 by default)"));
   {
-    g_autofree char *help = g_strdup_printf (_("explain: after those rounds, add rounds while an "
+    g_autofree char *help = g_strdup_printf (_("explain, sweep: after those rounds, add rounds while an "
                                                "interval misses the target and time is left "
                                                "(%.0f s by default; 0: the rounds given only)"),
                                              TACH_CLI_DEFAULT_BUDGET_S);
@@ -228,8 +230,8 @@ tach_cli_print_help (void)
     tach_cli_print_option (out, "--budget SECONDS", help);
   }
   tach_cli_print_option (out, "--target PERCENT",
-                         _("explain: the speed-up known to +-PERCENT and each share to +-2 PERCENT "
-                           "of the gap (5 by default)"));
+                         _("explain, sweep: each speed-up known to +-PERCENT and (explain) each share "
+                           "to +-2 PERCENT of the gap (5 by default)"));
   tach_cli_print_option (out, "--csv DIR",
                          _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
   tach_cli_print_option (out, "--tensorboard DIR",
@@ -429,11 +431,17 @@ tach_cli_parse_options (const char     *command,
           tach_cli_usage_error (_("'--vary' belongs to 'sweep'"));
           return FALSE;
         }
-      if ((g_str_equal (name, "from") || g_str_equal (name, "to") || g_str_equal (name, "rounds")
-           || g_str_equal (name, "budget") || g_str_equal (name, "target"))
+      if ((g_str_equal (name, "from") || g_str_equal (name, "to"))
           && !g_str_equal (command, "explain"))
         {
           tach_cli_usage_error (_("'--%s' belongs to 'explain'"), name);
+          return FALSE;
+        }
+      if ((g_str_equal (name, "rounds") || g_str_equal (name, "budget")
+           || g_str_equal (name, "target"))
+          && !g_str_equal (command, "explain") && !g_str_equal (command, "sweep"))
+        {
+          tach_cli_usage_error (_("'--%s' belongs to 'explain' and 'sweep'"), name);
           return FALSE;
         }
       if (g_str_equal (name, "preset") && g_str_equal (command, "explain"))

@@ -291,7 +291,7 @@ expect_usage "--vary with a bad value" "--hidden" \
 sw=$tmp/vary
 if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
-     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --csv "$sw"; then
+     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0 --csv "$sw"; then
   # (runs.csv ends with the varied knob and its value, how busy the
   # machine was, then eval_s, the data read and the label.)
   cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
@@ -306,11 +306,25 @@ if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
     fail "sweep --vary: one row per point, the varied columns in runs.csv" "runs.csv: $cols"
   fi
 fi
+# sweep --presets in rounds: every preset once a round (runs.csv holds
+# each), the speed-ups paired by round with their intervals.
+sr=$tmp/rounds
+if expect "sweep in rounds" 0 "paired by round over 2 interleaved rounds" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tuned --device cpu --batch 8 \
+     --steps 12 --warmup 1 --threads 1 --rounds 2 --budget 0 --csv "$sr"; then
+  if [ "$(grep -c ",tf1-constant," "$sr/runs.csv")" -eq 2 ] &&
+     [ "$(grep -c ",tuned," "$sr/runs.csv")" -eq 2 ] &&
+     grep -Eq "^tuned .* ~?[0-9]+\.[0-9]{2}x \([0-9.]+–[0-9.]+\)$" "$out"; then
+    pass "sweep in rounds: two runs a preset, a paired interval"
+  else
+    fail "sweep in rounds: two runs a preset, a paired interval" "$(grep -c ",tuned," "$sr/runs.csv") tuned runs"
+  fi
+fi
 # A point that does not fit is named before anything runs; the rest run.
 if expect "sweep --vary lists the points that will not fit" 2 \
      "2 of 4 points will not run" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4,60000 \
-     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1; then
+     --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0; then
   if ! grep -Eq "^  tuned hidden=60000: --hidden 60000 with --batch 8 needs .* memory" "$out" ||
      ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x( \(.*\))?$" "$out"; then
     passed=$((passed - 1))
@@ -372,7 +386,7 @@ expect_usage "explain with a negative budget" "invalid value '-1' for --budget" 
   explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --budget -1
 expect_usage "explain with a target of 0" "invalid value '0' for --target" \
   explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --target 0
-expect_usage "--budget belongs to explain" "explain" run --workload bilstm --budget 5
+expect_usage "--budget belongs to explain and sweep" "explain. and .sweep" run --workload bilstm --budget 5
 
 # The CPU's LSTM runs in fp32 only: bf16 on an LSTM workload is refused
 # before the run (it failed after the header on a CPU with AVX-512 BF16).

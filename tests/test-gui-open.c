@@ -139,7 +139,8 @@ test_open_results (Fixture       *fixture,
     /* Larger runs for the screenshot of resources/screenshots/. */
     const char *argv[] = { cli, "sweep", "--workload", "bilstm", "--presets", "all", "--device", "cpu",
                            "--batch", shot ? "128" : "8", "--steps", shot ? "80" : "12",
-                           "--warmup", "2", "--threads", "1", "--csv", good, NULL };
+                           "--warmup", "2", "--threads", "1", "--rounds", "1", "--budget", "0",
+                           "--csv", good, NULL };
 
     g_assert_true (g_spawn_sync (NULL, (char **) argv, NULL, G_SPAWN_STDERR_TO_DEV_NULL, NULL, NULL,
                                  &cli_out, NULL, &status, &error));
@@ -361,7 +362,8 @@ test_open_many_runs (Fixture       *fixture,
   guint n_chips = 0;
   const char *argv[] = { cli, "sweep", "--workload", "bilstm", "--presets", "tf1-constant,tuned",
                          "--vary", "batch=1..25+1", "--device", "cpu", "--steps", "3",
-                         "--warmup", "1", "--threads", "1", "--csv", dir, NULL };
+                         "--warmup", "1", "--threads", "1", "--rounds", "1", "--budget", "0",
+                         "--csv", dir, NULL };
 
   if (cli == NULL)
     {

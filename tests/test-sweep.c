@@ -10,7 +10,13 @@
  *                             skips those with a problem, runs rounds, stops
  *   /engine/sweep/run         the default run: a real tiny run per point,
  *                             marked with the knob varied
+ *   /engine/sweep/shuffle     shuffled rounds: every point once a round, in
+ *                             orders that differ
+ *   /engine/sweep/verdicts    when to stop, on injected rates and clock: a
+ *                             quiet comparison at the minimum rounds, a noisy
+ *                             one at the budget, unresolved
  */
+#include <math.h>
 #include <string.h>
 
 #include "tach-sweep.h"
@@ -346,6 +352,138 @@ test_sweep_run (void)
   tach_config_clear (&base);
 }
 
+static TachRun *
+order_run (TachSweep *sweep, const TachSweepPoint *point, const TachConfig *config,
+           gpointer user_data, GError **error)
+{
+  (void) sweep, (void) config;
+  g_array_append_val ((GArray *) user_data, point->index);
+  g_set_error_literal (error, TACH_ERROR, TACH_ERROR_IO, "not run in this test");
+  return NULL;
+}
+
+static void
+test_sweep_shuffle (void)
+{
+  static const char *const presets[] = { "tf1-feed-dict", "tf1-constant", "keras-fit", "tuned",
+                                         NULL };
+  TachSweepFuncs funcs = { order_run, NULL, NULL };
+  g_autoptr(TachSweep) sweep = NULL;
+  g_autoptr(GArray) order = g_array_new (FALSE, FALSE, sizeof (guint));
+  gboolean differ = FALSE;
+  TachConfig base;
+
+  test_tiny_config (&base, 2);
+  sweep = tach_sweep_new (&base, presets, NULL, NULL, NULL, FALSE);
+  tach_sweep_set_shuffle (sweep, 33);
+  tach_sweep_set_rounds (sweep, 3);
+  g_assert_true (tach_sweep_run (sweep, &funcs, order, NULL, NULL));
+  g_assert_cmpuint (order->len, ==, 12);
+  for (guint r = 0; r < 3; r++)
+    {
+      guint seen = 0;
+
+      for (guint j = 0; j < 4; j++)
+        {
+          guint i = g_array_index (order, guint, r * 4 + j);
+
+          seen |= 1u << i;
+          differ |= i != j;
+        }
+      g_assert_cmpuint (seen, ==, 0xf);
+    }
+  /* (3 rounds of 4 in tach_sweep_point's order 0 1 2 3 each time, from a
+   * fixed seed: not the case.) */
+  g_assert_true (differ);
+  tach_config_clear (&base);
+}
+
+static double
+normal (GRand *rand)
+{
+  double u = 1.0 - g_rand_double (rand), v = g_rand_double (rand);
+
+  return sqrt (-2 * log (u)) * cos (2 * G_PI * v);
+}
+
+/* Rounds of 3 points (rates 100, 150, 200) under a load shared by the
+ * round, each point's own noise @noise; each point takes 2 s of the
+ * injected clock.  Returns the rounds run. */
+static guint
+verdict_rounds (TachSweepRounds *rounds, double noise, guint32 seed, double *clock)
+{
+  static const double rate[] = { 100, 150, 200 };
+  g_autoptr(GRand) rand = g_rand_new_with_seed (seed);
+  guint round = 0;
+
+  *clock = 0;
+  do
+    {
+      double load = exp (0.3 * normal (rand));
+
+      for (guint i = 0; i < 3; i++)
+        {
+          tach_sweep_rounds_record (rounds, i, round, rate[i] * load * exp (noise * normal (rand)));
+          *clock += 2;
+        }
+      round++;
+    }
+  while (tach_sweep_rounds_want_more (rounds, round, *clock));
+  return round;
+}
+
+static void
+test_sweep_verdicts (void)
+{
+  TachInterval ratio;
+  double clock;
+
+  /* Quiet: the rounds' shared load cancels in each round's ratio, known
+   * exactly after the minimum 3 rounds. */
+  {
+    g_autoptr(TachSweepRounds) rounds = tach_sweep_rounds_new (3, 3, 60, 0.05);
+
+    tach_sweep_rounds_add_comparison (rounds, 0, 1);
+    tach_sweep_rounds_add_comparison (rounds, 0, 2);
+    g_assert_cmpuint (verdict_rounds (rounds, 0, 1, &clock), ==, 3);
+    g_assert_cmpint (tach_sweep_rounds_get_ratio (rounds, 0, &ratio), ==, TACH_VERDICT_SIGNIFICANT);
+    g_assert_cmpfloat_with_epsilon (ratio.value, 1.5, 1e-9);
+    g_assert_true (tach_sweep_rounds_is_resolved (rounds, 1));
+  }
+  /* Noisy: rounds until the next (6 s) would pass the 60 s budget, and
+   * the comparison stays unresolved. */
+  {
+    g_autoptr(TachSweepRounds) rounds = tach_sweep_rounds_new (3, 3, 60, 0.05);
+    guint n;
+
+    tach_sweep_rounds_add_comparison (rounds, 0, 1);
+    n = verdict_rounds (rounds, 0.4, 2, &clock);
+    g_assert_cmpuint (n, >, 3);
+    g_assert_cmpfloat (clock, <=, 60);
+    g_assert_cmpfloat (clock + 6, >, 60);
+    g_assert_false (tach_sweep_rounds_is_resolved (rounds, 0));
+    g_assert_true (isfinite (tach_sweep_rounds_get_rate (rounds, 1)));
+  }
+  /* No budget: the rounds given, noisy or not; nothing asked is unresolved. */
+  {
+    g_autoptr(TachSweepRounds) rounds = tach_sweep_rounds_new (3, 2, 0, 0.05);
+
+    tach_sweep_rounds_add_comparison (rounds, 0, 1);
+    g_assert_cmpuint (verdict_rounds (rounds, 0.4, 3, &clock), ==, 2);
+    g_assert_true (tach_sweep_rounds_is_resolved (rounds, 0));
+  }
+  /* A point never measured: no ratio, no verdict. */
+  {
+    g_autoptr(TachSweepRounds) rounds = tach_sweep_rounds_new (3, 1, 0, 0.05);
+
+    tach_sweep_rounds_add_comparison (rounds, 0, 2);
+    tach_sweep_rounds_record (rounds, 0, 0, 100);
+    tach_sweep_rounds_record (rounds, 2, 0, NAN);
+    g_assert_cmpint (tach_sweep_rounds_get_ratio (rounds, 0, &ratio), ==, TACH_VERDICT_UNKNOWN);
+    g_assert_true (isnan (tach_sweep_rounds_get_rate (rounds, 2)));
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -356,5 +494,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/sweep/grid", test_sweep_grid);
   g_test_add_func ("/engine/sweep/loop", test_sweep_loop);
   g_test_add_func ("/engine/sweep/run", test_sweep_run);
+  g_test_add_func ("/engine/sweep/shuffle", test_sweep_shuffle);
+  g_test_add_func ("/engine/sweep/verdicts", test_sweep_verdicts);
   return g_test_run ();
 }

@@ -332,19 +332,6 @@ next_permutation (guint *a, guint n)
   return TRUE;
 }
 
-static void
-shuffle (GRand *rand, guint *a, guint n)
-{
-  for (guint i = n; i > 1; i--)
-    {
-      guint j = (guint) g_rand_int_range (rand, 0, (gint32) i);
-      guint t = a[i - 1];
-
-      a[i - 1] = a[j];
-      a[j] = t;
-    }
-}
-
 /* Draws the orderings and the configurations they need.  @known_bad
  * (1 << k entries) marks configurations that cannot run: sampled orderings
  * avoid them. */
@@ -393,7 +380,7 @@ plan_draw (TachExplain *explain, GRand *rand, const gboolean *known_bad)
           tries++;
           for (guint i = 0; i < k; i++)
             a[i] = i;
-          shuffle (rand, a, k);
+          tach_stats_shuffle (rand, a, k);
           for (guint i = 0; i < k; i++)
             b[i] = a[k - 1 - i];
           if (!ordering_runs (explain, a, known_bad) || !ordering_runs (explain, b, known_bad))
@@ -722,7 +709,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
         }
       for (guint i = 0; i < explain->masks->len; i++)
         order[i] = i;
-      shuffle (rand, order, explain->masks->len);
+      tach_stats_shuffle (rand, order, explain->masks->len);
       for (guint j = 0; j < explain->masks->len; j++)
         {
           guint idx = order[j];

@@ -7,6 +7,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-analysis-private.h"
+#include "tach-stats.h"
 #include "tach-sweep.h"
 
 /* More points than any sweep a person would wait for: a typo such as
@@ -234,6 +235,7 @@ struct _TachSweep {
   guint          n_problems;
   guint          rounds;      /* the rounds to run without funcs->round_done */
   guint          rounds_run;
+  GRand         *shuffle;     /* owned, or NULL: every round in tach_sweep_point's order */
   GPtrArray     *runs;        /* TachRun* or NULL: [round * n_points + index] */
   gboolean       ran;
 };
@@ -302,6 +304,7 @@ tach_sweep_free (TachSweep *sweep)
   g_free (sweep->made);
   g_free (sweep->problems);
   g_ptr_array_unref (sweep->runs);
+  g_clear_pointer (&sweep->shuffle, g_rand_free);
   g_strfreev (sweep->presets);
   tach_sweep_axis_free (sweep->axis);
   g_free (sweep);
@@ -366,6 +369,16 @@ tach_sweep_get_config (TachSweep *sweep, guint index)
 }
 
 void
+tach_sweep_set_shuffle (TachSweep *sweep, guint64 seed)
+{
+  g_return_if_fail (!sweep->ran);
+  g_clear_pointer (&sweep->shuffle, g_rand_free);
+  sweep->shuffle = g_rand_new_with_seed_array ((const guint32[]) { (guint32) seed,
+                                                                   (guint32) (seed >> 32),
+                                                                   0x5eeb }, 3);
+}
+
+void
 tach_sweep_set_rounds (TachSweep *sweep, guint rounds)
 {
   g_return_if_fail (rounds >= 1 && !sweep->ran);
@@ -422,6 +435,7 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
                 GCancellable *cancellable, GError **error)
 {
   static const TachSweepFuncs none = { NULL, NULL, NULL };
+  g_autofree guint *order = NULL;
   gboolean stopped = FALSE;
 
   g_return_val_if_fail (!sweep->ran, FALSE);
@@ -429,20 +443,27 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
   if (funcs == NULL)
     funcs = &none;
 
+  order = g_new (guint, MAX (sweep->n_points, 1));
   for (guint round = 0; !stopped; round++)
     {
       guint started = 0;
 
       sweep->rounds_run = round + 1;
       g_ptr_array_set_size (sweep->runs, (round + 1) * sweep->n_points);
+      /* Shuffled rounds: a busy spell falls on no point more than another. */
       for (guint k = 0; k < sweep->n_points; k++)
+        order[k] = k;
+      if (sweep->shuffle != NULL)
+        tach_stats_shuffle (sweep->shuffle, order, sweep->n_points);
+      for (guint j = 0; j < sweep->n_points; j++)
         {
           TachSweepPoint point = { 0 };
           TachSweepOutcome outcome;
           g_autoptr(GError) point_error = NULL;
           TachRun *run = NULL;
 
-          tach_sweep_point (sweep->n_presets, sweep->n_values, k, &point.preset, &point.value);
+          tach_sweep_point (sweep->n_presets, sweep->n_values, order[j], &point.preset,
+                            &point.value);
           point.index = point.value * sweep->n_presets + point.preset;
           point.round = round;
           stopped = stopped || g_cancellable_is_cancelled (cancellable);

@@ -395,3 +395,16 @@ tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
   out->lo = f - half;
   out->hi = f + half;
 }
+
+void
+tach_stats_shuffle (GRand *rand, guint *a, guint n)
+{
+  for (guint i = n; i > 1; i--)
+    {
+      guint j = (guint) g_rand_int_range (rand, 0, (gint32) i);
+      guint t = a[i - 1];
+
+      a[i - 1] = a[j];
+      a[j] = t;
+    }
+}

@@ -70,6 +70,11 @@ void         tach_stats_diff_paired (const double *a, const double *b, gsize n,
  * holds 0: a share of a gap within noise is no fraction. */
 void         tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
                                          TachInterval *out);
+/* Shuffles @a (@n values) in place, every order alike likely (Fisher-Yates
+ * on @rand): the order of a round's configurations, so that drift and
+ * load fall on no configuration more than another. */
+void         tach_stats_shuffle (GRand *rand, guint *a, guint n);
+
 /* The two-sided 97.5% quantile of Student's t with @df degrees of freedom
  * (the normal's 1.95996 for df 0, meaning infinite). */
 double       tach_stats_t975 (guint df);

@@ -26,6 +26,7 @@
 #include <gio/gio.h>
 
 #include "tach-engine.h"
+#include "tach-verdict.h"
 
 G_BEGIN_DECLS
 
@@ -102,6 +103,10 @@ guint               tach_sweep_get_n_problems (TachSweep *sweep);
 /* Point @index's configuration, or NULL when it could not be made. */
 const TachConfig   *tach_sweep_get_config (TachSweep *sweep, guint index);
 
+/* Each round in a new shuffled order drawn from @seed, not
+ * tach_sweep_point()'s (the same points, once each).  Call before
+ * tach_sweep_run(). */
+void                tach_sweep_set_shuffle (TachSweep *sweep, guint64 seed);
 /* The rounds run when funcs->round_done is NULL: 1 unless set.  Call
  * before tach_sweep_run(). */
 void                tach_sweep_set_rounds (TachSweep *sweep, guint rounds);
@@ -158,5 +163,41 @@ typedef struct {
 gboolean            tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs,
                                     gpointer user_data, GCancellable *cancellable,
                                     GError **error);
+
+/* ---------------------------------------------------------------- verdicts */
+
+/* When a sweep has measured enough.  Each comparison is the ratio of two
+ * points' rates (other / base) paired by round: the geometric mean of the
+ * rounds' ratios with a Student-t 95% interval (a round's load cancels in
+ * its ratio).  A sweep runs at least @min_rounds rounds, then more while
+ * a comparison is not known to +-@target and the next round, at the pace
+ * so far, fits in @budget_s seconds (0: @min_rounds only): its
+ * funcs->round_done asks tach_sweep_rounds_want_more().  Any thread, one
+ * at a time; the clock is the caller's (tests inject one). */
+#define TACH_SWEEP_MAX_ROUNDS 64
+
+typedef struct _TachSweepRounds TachSweepRounds;
+
+TachSweepRounds *tach_sweep_rounds_new (guint n_points, guint min_rounds, double budget_s,
+                                        double target);
+void             tach_sweep_rounds_free (TachSweepRounds *rounds);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachSweepRounds, tach_sweep_rounds_free)
+/* Compares point @other against point @base; returns the comparison's index. */
+guint            tach_sweep_rounds_add_comparison (TachSweepRounds *rounds, guint base,
+                                                   guint other);
+/* Point @point's rate in round @round (NaN or <= 0: not measured). */
+void             tach_sweep_rounds_record (TachSweepRounds *rounds, guint point, guint round,
+                                           double rate);
+/* After @rounds_done rounds that took @spent_s seconds: whether to run
+ * another. */
+gboolean         tach_sweep_rounds_want_more (TachSweepRounds *rounds, guint rounds_done,
+                                              double spent_s);
+/* The median of @point's rates over the rounds (NaN: none). */
+double           tach_sweep_rounds_get_rate (TachSweepRounds *rounds, guint point);
+/* Comparison @i's ratio with its 95% interval, and its verdict against 1. */
+TachVerdict      tach_sweep_rounds_get_ratio (TachSweepRounds *rounds, guint i,
+                                              TachInterval *ratio);
+/* Whether comparison @i met the target (always TRUE without a budget). */
+gboolean         tach_sweep_rounds_is_resolved (TachSweepRounds *rounds, guint i);
 
 G_END_DECLS
