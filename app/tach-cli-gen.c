@@ -34,7 +34,13 @@ static const GenEntry options[] = {
                            "commas), A..BxF (geometric), A..B+S, or all values of a choice." },
   { "from", "A", "explain: the starting configuration, a preset or \"k=v ...\" settings." },
   { "to", "B", "explain: the target configuration, a preset or \"k=v ...\" settings." },
-  { "rounds", "N", "explain: interleaved rounds of every configuration (at least 3)." },
+  { "rounds", "N", "explain, sweep: interleaved rounds of every configuration, each in a new "
+                  "shuffled order (3 by default; explain: at least 3)." },
+  { "budget", "SECONDS", "explain, sweep: after those rounds, add rounds while an interval "
+                         "misses the target and time is left (45 by default; 0: the rounds "
+                         "given only)." },
+  { "target", "PERCENT", "explain, sweep: each speed-up known to +-PERCENT and (explain) each "
+                         "share to +-2 PERCENT of the gap (5 by default)." },
   { "csv", "DIR", "Append every run to DIR/runs.csv and DIR/samples.csv "
                   "(explain: also DIR/explain.csv)." },
   { "tensorboard", "DIR", "Write every run as a TensorBoard event file under DIR, one folder per run." },
@@ -132,7 +138,7 @@ print_bash (void)
           "    --presets) COMPREPLY=($(compgen -W \"all $(_tach_cli_presets)\" -- \"$cur\")); return ;;\n"
           "    --csv|--tensorboard) COMPREPLY=($(compgen -d -- \"$cur\")); return ;;\n"
           "    --trace) COMPREPLY=($(compgen -f -- \"$cur\")); return ;;\n"
-          "    --rounds|--vary) return ;;\n",
+          "    --rounds|--budget|--target|--vary) return ;;\n",
           workloads->str);
   for (guint i = 0; i < n_knobs; i++)
     {
@@ -219,9 +225,10 @@ print_man (void)
           "[\\fB\\-\\-trace\\fR \\fIFILE\\fR]\n.br\n"
           ".B mpirun \\-np \\fIN\\fR tach\\-cli run\n...: \\fIN\\fR data\\-parallel ranks, \\fB\\-\\-batch\\fR per rank\n.br\n"
           ".B tach\\-cli sweep\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-presets\\fR \\fILIST\\fR|\\fBall\\fR "
-          "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
+          "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-rounds\\fR \\fIN\\fR] "
+          "[\\fB\\-\\-budget\\fR \\fISECONDS\\fR] [\\fB\\-\\-target\\fR \\fIPERCENT\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli explain\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-from\\fR \\fIA\\fR \\fB\\-\\-to\\fR \\fIB\\fR "
-          "[\\fB\\-\\-rounds\\fR \\fIN\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
+          "[\\fB\\-\\-rounds\\fR \\fIN\\fR] [\\fB\\-\\-budget\\fR \\fISECONDS\\fR] [\\fB\\-\\-target\\fR \\fIPERCENT\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"
           ".B tach\\-cli presets\n.br\n.B tach\\-cli devices\n");
   printf (".SH DESCRIPTION\n"
           "Runs Tach's deep\\-learning workloads (%s) headless on the CPU (oneDNN) or a GPU "

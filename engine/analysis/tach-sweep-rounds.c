@@ -144,8 +144,15 @@ tach_sweep_rounds_want_more (TachSweepRounds *r, guint rounds_done, double spent
   if (r->budget_s <= 0 || rounds_done >= TACH_SWEEP_MAX_ROUNDS || rounds_done == 0
       || spent_s + spent_s / rounds_done > r->budget_s)
     return FALSE;
+  /* A comparison with no pair measured (a point that fails) is not
+   * waited for: more rounds will not measure it. */
   for (guint i = 0; i < r->base->len; i++)
-    if (!tach_sweep_rounds_is_resolved (r, i))
-      return TRUE;
+    {
+      TachInterval ratio;
+
+      if (tach_sweep_rounds_get_ratio (r, i, &ratio) != TACH_VERDICT_UNKNOWN
+          && tach_interval_rel_halfwidth (&ratio) > r->target)
+        return TRUE;
+    }
   return FALSE;
 }
