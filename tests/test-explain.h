@@ -1,0 +1,11 @@
+/* test-explain.h: what the two files of test-explain share. */
+#pragma once
+
+#include "tach-explain.h"
+
+/* The sum of the knobs' shares of @explain's gap. */
+double sum_shares      (TachExplain *explain);
+/* Every knob's phases add up to its share; the shares to the gap. */
+void   assert_additive (TachExplain *explain);
+/* Adds the tests of test-explain-real.c. */
+void   test_explain_real_add (void);
