@@ -100,7 +100,7 @@ has_dialog (gpointer window)
 }
 
 static gboolean
-window_idle (gpointer data)
+window_not_running (gpointer data)
 {
   return !tach_window_get_running (data);
 }
@@ -215,7 +215,7 @@ test_open_results (Fixture       *fixture,
 
   /* A new run joins them, and Export CSV writes loaded and new runs. */
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
-  g_assert_true (iterate_until (window_idle, window, 90));
+  g_assert_true (iterate_until (window_not_running, window, 90));
   g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 2 * n_sweep);
   out_folder = g_file_new_for_path (out_dir);
   tach_window_export_csv (window, out_folder, NULL, on_exported, &error);

@@ -66,5 +66,19 @@ AdwMessageDialog *find_message_dialog (TachWindow *window);
 /* A run whose backend fails half-way (test-gui-fault.c). */
 void     test_run_fault      (Fixture      *fixture,
                               gconstpointer data);
+/* The window is on screen (test-gui.c). */
+gboolean window_mapped       (gpointer      data);
+/* The window has runs and none going (test-gui.c). */
+gboolean window_idle         (gpointer      data);
+/* The window's sweep of presets has ended (test-gui.c). */
+gboolean sweep_done          (gpointer      data);
+/* No label of the configuration panel is cut short (test-gui.c). */
+void     assert_panel_not_ellipsised (TachWindow *window);
+/* The window and the engine's messages in Chinese (test-gui-shots.c). */
+void     test_i18n_zh_cn     (Fixture      *fixture,
+                              gconstpointer data);
+/* The README's screenshots, rendered as artifacts (test-gui-shots.c). */
+void     test_screenshots    (Fixture      *fixture,
+                              gconstpointer data);
 
 G_END_DECLS
