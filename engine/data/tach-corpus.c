@@ -347,3 +347,53 @@ tach_corpus_detokenize (const TachCorpus *corpus, const gint32 *tokens, gsize n)
     }
   return g_string_free (s, FALSE);
 }
+
+/* ------------------------------------------------- a model's text, in order */
+
+/* A step coprime with @n near n / golden ratio: i -> i * step mod n visits
+ * every window once per epoch, far from its neighbours. */
+guint64
+tach_corpus_window_stride (guint64 n)
+{
+  guint64 s = MAX ((guint64) (n * 0.6180339887), 1);
+
+  for (;; s++)
+    {
+      guint64 a = s, b = n;
+
+      while (b != 0)
+        {
+          guint64 t = a % b;
+
+          a = b;
+          b = t;
+        }
+      if (a == 1)
+        return s;
+    }
+}
+
+TachCorpus *
+tach_corpus_for_config (const TachConfig *config, guint vocab_size, gsize generated_tokens,
+                        GError **error)
+{
+  if (config->data != NULL && config->data[0] != '\0')
+    {
+      TachCorpus *corpus = tach_corpus_load (config->data, vocab_size, error);
+
+      if (corpus == NULL)
+        tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+
+      if (corpus != NULL && corpus->n_tokens <= (gsize) config->context)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       _("The text of %s has %zu words; one training window "
+                         "needs %d (give a longer text)"),
+                       config->data, corpus->n_tokens, (int) config->context + 1);
+          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+          g_clear_pointer (&corpus, tach_corpus_free);
+        }
+      return corpus;
+    }
+  return tach_corpus_generate (config->seed, generated_tokens, vocab_size);
+}

@@ -15,6 +15,8 @@
 
 #include <glib.h>
 
+#include "tach-engine.h"
+
 G_BEGIN_DECLS
 
 #define TACH_CORPUS_UNK 0
@@ -48,6 +50,14 @@ TachCorpus *tach_corpus_generate (guint64 seed, gsize n_tokens, guint vocab_size
 /* Space-separated words of @tokens. */
 char       *tach_corpus_detokenize (const TachCorpus *corpus, const gint32 *tokens, gsize n);
 void        tach_corpus_free (TachCorpus *corpus);
+/* The text a configuration trains on: the corpus file of --data (with
+ * @vocab_size words; refused when it holds no window of --context + 1),
+ * else @generated_tokens generated from the seed. */
+TachCorpus *tach_corpus_for_config (const TachConfig *config, guint vocab_size,
+                                    gsize generated_tokens, GError **error);
+/* A step coprime with @n near n / golden ratio: i -> i * step mod n
+ * visits every one of @n windows once per epoch, far from its neighbours. */
+guint64     tach_corpus_window_stride (guint64 n);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachCorpus, tach_corpus_free)
 

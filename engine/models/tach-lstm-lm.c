@@ -119,53 +119,6 @@ fill_window (gpointer user, guint64 i, double *x, void *y)
   *(int32_t *) y = self->corpus->tokens[pos + self->context];
 }
 
-/* A step coprime with @n near n / golden ratio: i -> i * step mod n visits
- * every window once per epoch, far from its neighbours. */
-static guint64
-window_stride (guint64 n)
-{
-  guint64 s = MAX ((guint64) (n * 0.6180339887), 1);
-
-  for (;; s++)
-    {
-      guint64 a = s, b = n;
-
-      while (b != 0)
-        {
-          guint64 t = a % b;
-
-          a = b;
-          b = t;
-        }
-      if (a == 1)
-        return s;
-    }
-}
-
-static TachCorpus *
-lm_corpus (const TachConfig *config, gsize generated_tokens, GError **error)
-{
-  if (config->data != NULL && config->data[0] != '\0')
-    {
-      TachCorpus *corpus = tach_corpus_load (config->data, LM_VOCAB, error);
-
-      if (corpus == NULL)
-        tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
-
-      if (corpus != NULL && corpus->n_tokens <= (gsize) config->context)
-        {
-          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
-                       _("The text of %s has %zu words; one training window "
-                         "needs %d (give a longer text)"),
-                       config->data, corpus->n_tokens, (int) config->context + 1);
-          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
-          g_clear_pointer (&corpus, tach_corpus_free);
-        }
-      return corpus;
-    }
-  return tach_corpus_generate (config->seed, generated_tokens, LM_VOCAB);
-}
-
 /* Whether the shapes fit the ops' int sizes; the message names the knobs
  * to lower.  Memory is checked apart, by validation (memory_needs). */
 static gboolean
@@ -316,7 +269,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   };
   ctx_elems = (size_t) self->batch * self->context;
 
-  self->corpus = lm_corpus (config, train ? samples + self->context : LM_GENERATE_CORPUS, error);
+  self->corpus = tach_corpus_for_config (config, LM_VOCAB, train ? samples + self->context : LM_GENERATE_CORPUS, error);
   if (self->corpus == NULL)
     goto fail;
 
@@ -340,7 +293,7 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
           }
           goto fail;
         }
-      self->stride = window_stride (self->n_windows);
+      self->stride = tach_corpus_window_stride (self->n_windows);
       self->dataset = (TachDataset) {
         .n_samples = self->n_windows, .x_elems = self->context, .x_type = TACH_DTYPE_I32,
         .y_elems = 1, .y_type = TACH_DTYPE_I32, .fill = fill_window, .data = self,
