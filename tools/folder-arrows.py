@@ -39,12 +39,8 @@ MAY_CALL = {
 
 # Arrows that break the rule, known and tracked (issue 35's remainder), with why.
 KNOWN = {
-    ("backend", "settings"): "errors are worded with the knob table (tach_error_add_hint, W_)",
-    ("cpu", "settings"): "errors are worded with the knob table",
-    ("cuda", "settings"): "errors are worded with the knob table",
-    ("data", "settings"): "errors are worded with the knob table",
-    ("devices", "settings"): "errors are worded with the knob table; supports_knob reads its rows",
-    ("models", "settings"): "errors are worded with the knob table; config accessors",
+    ("devices", "settings"): "supports_knob reads the knob table's rows",
+    ("models", "settings"): "config accessors (tach_config_get_samples)",
     ("models", "cpu"): "lstm-lm's host sampling (tach_sample_row) uses the CPU backend's vector dispatch",
 }
 

@@ -1,19 +1,26 @@
 /* tach-error.c: the engine's error domain, whose errors can carry a hint:
  * the knob they concern, its value and the fix (tach_error_get_hint), and
- * the wording in which their messages name knobs (tach_set_wording). */
+ * the markup in which their messages name knobs, put into the wording of
+ * the process (tach_set_wording) with the settings layer's words.
+ *
+ * Every folder of the engine reports its errors here, so it calls nothing
+ * above it: a knob is a TachKnobId or its name in a message's markup, and
+ * the knob table's words come from the namer the settings layer installs. */
 #include "tach-error-private.h"
 
-#include <glib/gi18n-lib.h>
+#include <string.h>
 
 typedef struct {
-  gboolean      has_hint;
-  TachErrorHint hint;   /* its strings owned */
+  gboolean        has_hint;
+  TachHintPending pending;
+  TachErrorHint   hint;   /* its strings owned */
 } TachErrorPrivate;
 
 static void
 tach_error_private_init (TachErrorPrivate *priv)
 {
   priv->has_hint = FALSE;
+  priv->pending = TACH_HINT_COMPLETE;
   priv->hint = (TachErrorHint) { TACH_KNOB_COUNT, NULL, TACH_KNOB_COUNT, NULL, NULL };
 }
 
@@ -21,6 +28,7 @@ static void
 tach_error_private_copy (const TachErrorPrivate *src, TachErrorPrivate *dest)
 {
   dest->has_hint = src->has_hint;
+  dest->pending = src->pending;
   dest->hint.knob = src->hint.knob;
   dest->hint.value = g_strdup (src->hint.value);
   dest->hint.fix_knob = src->hint.fix_knob;
@@ -47,20 +55,20 @@ tach_error_get_hint (const GError *error)
   if (error == NULL || error->domain != TACH_ERROR)
     return NULL;
   priv = tach_error_get_private (error);
-  return priv->has_hint ? &priv->hint : NULL;
+  return priv->has_hint && priv->pending == TACH_HINT_COMPLETE ? &priv->hint : NULL;
 }
 
 void
-tach_error_add_hint (GError    **error,
-                     TachKnobId  knob,
-                     const char *value,
-                     TachKnobId  fix_knob,
-                     const char *fix_value,
-                     const char *fix)
+tach_error_add_pending_hint (GError         **error,
+                             TachHintPending  pending,
+                             TachKnobId       knob,
+                             TachKnobId       fix_knob,
+                             const char      *fix_value,
+                             const char      *fix)
 {
   TachErrorPrivate *priv;
 
-  g_return_if_fail ((guint) knob < TACH_KNOB_COUNT);
+  g_return_if_fail ((guint) knob < TACH_KNOB_COUNT || pending == TACH_HINT_ZERO_SHAPE);
   g_return_if_fail ((guint) fix_knob <= TACH_KNOB_COUNT);
   g_return_if_fail (fix_value == NULL || fix_knob != TACH_KNOB_COUNT);
 
@@ -71,53 +79,64 @@ tach_error_add_hint (GError    **error,
   if (priv->has_hint)
     return;
   priv->has_hint = TRUE;
+  priv->pending = pending;
   priv->hint.knob = knob;
-  priv->hint.value = g_strdup (value);
   priv->hint.fix_knob = fix_knob;
   priv->hint.fix_value = g_strdup (fix_value);
   priv->hint.fix = g_strdup (fix);
 }
 
 void
-tach_error_add_config_hint (GError           **error,
-                            const TachConfig  *config,
-                            TachKnobId         knob,
-                            TachKnobId         fix_knob,
-                            const char        *fix_value,
-                            const char        *fix)
+tach_error_add_hint (GError    **error,
+                     TachKnobId  knob,
+                     const char *value,
+                     TachKnobId  fix_knob,
+                     const char *fix_value,
+                     const char *fix)
 {
-  g_autofree char *value = NULL;
+  g_return_if_fail ((guint) knob < TACH_KNOB_COUNT);
 
-  if (error == NULL || *error == NULL)
+  if (error == NULL || *error == NULL || (*error)->domain != TACH_ERROR
+      || tach_error_get_private (*error)->has_hint)
     return;
-  value = tach_config_get (config, tach_knob (knob)->name);
-  tach_error_add_hint (error, knob, value, fix_knob, fix_value, fix);
+  tach_error_add_pending_hint (error, TACH_HINT_COMPLETE, knob, fix_knob, fix_value, fix);
+  tach_error_get_private (*error)->hint.value = g_strdup (value);
+}
+
+TachHintPending
+tach_error_get_pending (const GError *error, TachKnobId *knob)
+{
+  const TachErrorPrivate *priv;
+
+  if (error == NULL || error->domain != TACH_ERROR)
+    return TACH_HINT_COMPLETE;
+  priv = tach_error_get_private (error);
+  if (knob != NULL)
+    *knob = priv->hint.knob;
+  return priv->has_hint ? priv->pending : TACH_HINT_COMPLETE;
 }
 
 void
-tach_error_add_zero_hint (GError **error, const TachConfig *config)
+tach_error_complete_hint (GError *error, TachKnobId knob, const char *value, const char *fix_value)
 {
-  guint n = 0;
-  const TachKnobInfo *knobs = tach_knobs (&n);
-  TachConfig defaults;
+  TachErrorPrivate *priv;
 
-  tach_config_init (&defaults, config->workload);
-  for (guint i = 0; i < n; i++)
+  g_return_if_fail ((guint) knob < TACH_KNOB_COUNT);
+
+  if (tach_error_get_pending (error, NULL) == TACH_HINT_COMPLETE)
+    return;
+  priv = tach_error_get_private (error);
+  if (priv->pending == TACH_HINT_ZERO_SHAPE)
+    priv->hint.fix_knob = knob;
+  priv->hint.knob = knob;
+  g_free ((char *) priv->hint.value);
+  priv->hint.value = g_strdup (value);
+  if (fix_value != NULL)
     {
-      g_autofree char *value = NULL;
-
-      if (!knobs[i].is_shape && knobs[i].id != TACH_KNOB_BATCH)
-        continue;
-      value = tach_config_get (config, knobs[i].name);
-      if (g_strcmp0 (value, "0") == 0)
-        {
-          g_autofree char *fix = tach_config_get (&defaults, knobs[i].name);
-
-          tach_error_add_hint (error, knobs[i].id, value, knobs[i].id, fix, NULL);
-          break;
-        }
+      g_free ((char *) priv->hint.fix_value);
+      priv->hint.fix_value = g_strdup (fix_value);
     }
-  tach_config_clear (&defaults);
+  priv->pending = TACH_HINT_COMPLETE;
 }
 
 static gint wording = TACH_WORDING_OPTIONS;
@@ -134,83 +153,36 @@ tach_get_wording (void)
   return g_atomic_int_get (&wording);
 }
 
-/* Appends @text to @out with its percent signs doubled when @escape, so
- * that a title or a label put into a format string stays text. */
-static void
-append_text (GString *out, const char *text, gboolean escape)
+static gpointer namer;   /* TachWordingNamer, or NULL */
+
+void
+tach_wording_set_namer (TachWordingNamer fn)
 {
-  for (const char *c = text; *c != '\0'; c++)
+  g_atomic_pointer_set (&namer, (gpointer) fn);
+}
+
+void
+tach_wording_append_option (GString *out, const char *name, const char *value)
+{
+  g_string_append_printf (out, "--%s", name);
+  if (value != NULL)
     {
-      if (*c == '%' && escape)
-        g_string_append_c (out, '%');
-      g_string_append_c (out, *c);
+      g_string_append_c (out, ' ');
+      g_string_append (out, value);
     }
 }
 
-/* Appends @knob's mention with @value (NULL: none; @len bytes of it), as
- * text of a format string when @in_format (a value holding a conversion
- * such as %u is kept as it is, for printf to fill in). */
-static void
-append_mention (GString            *out,
-                const TachKnobInfo *knob,
-                const char         *value,
-                gsize               len,
-                gboolean            in_format)
+/* The words for knob @name with @value (NULL: none), through the settings
+ * layer's namer once it is installed; FALSE when @name is no knob. */
+static gboolean
+append_knob (GString *out, const char *name, const char *value)
 {
-  g_autofree char *v = value != NULL ? g_strndup (value, len) : NULL;
-  gboolean spec = in_format && v != NULL && strchr (v, '%') != NULL;
-  /* A conversion other than %s stands for a number. */
-  gboolean number = spec && strstr (v, "%s") == NULL;
+  TachWordingNamer fn = (TachWordingNamer) g_atomic_pointer_get (&namer);
 
-  if (tach_get_wording () == TACH_WORDING_OPTIONS)
-    {
-      g_string_append_printf (out, "--%s", knob->name);
-      if (v != NULL)
-        {
-          g_string_append_c (out, ' ');
-          append_text (out, v, FALSE);
-        }
-      return;
-    }
-  if (v == NULL)
-    {
-      append_text (out, _(knob->title), in_format);
-      return;
-    }
-  {
-    g_autofree char *label_s = g_strdup (spec ? v : tach_knob_value_label (knob->name, v));
-    g_autofree char *mention = NULL;
-
-    if (in_format && !spec)
-      {
-        g_autoptr(GString) escaped = g_string_new (NULL);
-
-        append_text (escaped, label_s, TRUE);
-        g_free (label_s);
-        label_s = g_string_free (g_steal_pointer (&escaped), FALSE);
-      }
-    /* A number stands as it is ("Batch size 64"), a word is quoted. */
-    if (number || (!spec && g_ascii_isdigit (*label_s)))
-      /* Translators: a setting and its value that is a number, in a
-       * message: "Batch size 64". */
-      mention = g_strdup_printf (C_("knob mention", "%s %s"), _(knob->title), label_s);
-    else
-      /* Translators: a setting and its value, in a message, as the
-       * settings panel shows them: "Classifier head “Global average
-       * pooling”". */
-      mention = g_strdup_printf (C_("knob mention", "%s “%s”"), _(knob->title), label_s);
-    g_string_append (out, mention);
-  }
-}
-
-char *
-tach_knob_mention (TachKnobId knob, const char *value)
-{
-  GString *out = g_string_new (NULL);
-
-  g_return_val_if_fail ((guint) knob < TACH_KNOB_COUNT, NULL);
-  append_mention (out, tach_knob (knob), value, value != NULL ? strlen (value) : 0, FALSE);
-  return g_string_free (out, FALSE);
+  if (fn != NULL)
+    return fn (out, name, value, TRUE);
+  tach_wording_append_option (out, name, value);
+  return TRUE;
 }
 
 const char *
@@ -224,7 +196,7 @@ tach_wording_format (const char *format)
       const char *end = *c == '{' ? strchr (c, '}') : NULL;
       const char *bar, *eq;
       g_autofree char *name = NULL;
-      const TachKnobInfo *knob;
+      g_autofree char *value = NULL;
 
       if (end == NULL)
         {
@@ -244,14 +216,12 @@ tach_wording_format (const char *format)
           continue;
         }
       name = g_strndup (c + 1, (eq != NULL ? eq : end) - c - 1);
-      knob = tach_knob_lookup (name);
-      if (knob == NULL)
+      value = eq != NULL ? g_strndup (eq + 1, end - eq - 1) : NULL;
+      if (!append_knob (out, name, value))
         {
           g_string_append_c (out, *c++);
           continue;
         }
-      append_mention (out, knob, eq != NULL ? eq + 1 : NULL, eq != NULL ? (gsize) (end - eq - 1) : 0,
-                      TRUE);
       c = end + 1;
     }
   return g_intern_string (out->str);

@@ -382,7 +382,8 @@ tach_corpus_for_config (const TachConfig *config, guint vocab_size, gsize genera
       TachCorpus *corpus = tach_corpus_load (config->data, vocab_size, error);
 
       if (corpus == NULL)
-        tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                     TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
 
       if (corpus != NULL && corpus->n_tokens <= (gsize) config->context)
         {
@@ -390,7 +391,8 @@ tach_corpus_for_config (const TachConfig *config, guint vocab_size, gsize genera
                        _("The text of %s has %zu words; one training window "
                          "needs %d (give a longer text)"),
                        config->data, corpus->n_tokens, (int) config->context + 1);
-          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+          tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                       TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
           g_clear_pointer (&corpus, tach_corpus_free);
         }
       return corpus;

@@ -97,7 +97,8 @@ bilstm_check_shape (const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("bilstm: {batch}, {seq-len}, {features}, {hidden} and {layers} must "
                      "each be at least 1"));
-      tach_error_add_zero_hint (error, config);
+      tach_error_add_pending_hint (error, TACH_HINT_ZERO_SHAPE, TACH_KNOB_COUNT, TACH_KNOB_COUNT,
+                                   NULL, NULL);
       return FALSE;
     }
   if (per_batch > G_MAXINT)
@@ -107,7 +108,8 @@ bilstm_check_shape (const TachConfig *config, GError **error)
                      "is %.3g values in one tensor, more than 2^31: lower {batch}, {seq-len}, "
                      "{features} or {hidden}"),
                    config->batch, config->seq_len, config->features, config->hidden, per_batch);
-      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       return FALSE;
     }
   if (weights > G_MAXINT)
@@ -116,7 +118,8 @@ bilstm_check_shape (const TachConfig *config, GError **error)
                    W_("bilstm: {hidden=%u} with {features=%u} gives %.3g weights in one "
                      "LSTM layer, more than 2^31: lower {hidden} or {features}"),
                    config->hidden, config->features, weights);
-      tach_error_add_config_hint (error, config, TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
       return FALSE;
     }
   return TRUE;
@@ -166,8 +169,9 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
         g_autofree char *one_batch = g_strdup_printf ("%u", config->batch);
 
         /* The fix: a dataset of one batch. */
-        tach_error_add_config_hint (error, config, TACH_KNOB_SAMPLES, TACH_KNOB_SAMPLES,
-                                    one_batch, NULL);
+        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                     TACH_KNOB_SAMPLES, TACH_KNOB_SAMPLES,
+                                     one_batch, NULL);
       }
       return NULL;
     }

@@ -174,7 +174,8 @@ tach_cnn_data_load (TachCnnData *d, const TachConfig *config, GError **error)
                        _("The test images %s (%ux%ux%u) differ in size from the training "
                          "images %s (%ux%ux%u)"), vi, d->test->h, d->test->w, d->test->c,
                        ti, d->train->h, d->train->w, d->train->c);
-          tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+          tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                       TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
           return FALSE;
         }
     }
@@ -189,8 +190,8 @@ tach_cnn_data_load (TachCnnData *d, const TachConfig *config, GError **error)
                      "or {data} (without {data}, larger images are synthetic)"),
                    config->input_h, config->input_w, config->input_c, path, d->h, d->w, d->c);
       /* The fix: the default input, which takes the images' size. */
-      tach_error_add_config_hint (error, config, TACH_KNOB_INPUT, TACH_KNOB_INPUT,
-                                  tach_knob (TACH_KNOB_INPUT)->default_value, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_DEFAULT, TACH_KNOB_INPUT,
+                                   TACH_KNOB_INPUT, NULL, NULL);
       return FALSE;
     }
   d->n_train = config->samples > 0 ? MIN (config->samples, d->train->n) : d->train->n;

@@ -173,7 +173,8 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
   if (!tach_cnn_data_load (&self->data, config, error))
     {
       /* A data file that cannot be read or used: choose another. */
-      tach_error_add_config_hint (error, config, TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
       goto fail;
     }
 
@@ -184,9 +185,10 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("Images of %" PRIu64 "x%" PRIu64 " are too small for "
                      "two 2x2 max-pools: use at least {input=4x4x1}"), s.h, s.w);
-      tach_error_add_config_hint (error, config, tach_cnn_data_path (config) != NULL ? TACH_KNOB_DATA
-                                                                              : TACH_KNOB_INPUT,
-                                  TACH_KNOB_INPUT, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   tach_cnn_data_path (config) != NULL ? TACH_KNOB_DATA
+                                                                       : TACH_KNOB_INPUT,
+                                   TACH_KNOB_INPUT, NULL, NULL);
       goto fail;
     }
   if (n * MAX (s.k1, s.c) * s.h * s.w > G_MAXINT || n * s.k2 * s.h2 * s.w2 > G_MAXINT)
@@ -196,7 +198,8 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
                      "{filters=%u,%u} is too large for one step: lower {batch} or {filters}, "
                      "or use a smaller {input}"),
                    s.h, s.w, s.c, config->batch, config->filters[0], config->filters[1]);
-      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       goto fail;
     }
   if ((double) s.dense * s.features > G_MAXINT || n * s.dense > G_MAXINT)
@@ -208,9 +211,11 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
                    config->dense, s.features, config->batch);
       /* The flatten head is what makes the dense layer's input large. */
       if (config->head == TACH_HEAD_FLATTEN)
-        tach_error_add_config_hint (error, config, TACH_KNOB_DENSE, TACH_KNOB_HEAD, "gap", NULL);
+        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                     TACH_KNOB_DENSE, TACH_KNOB_HEAD, "gap", NULL);
       else
-        tach_error_add_config_hint (error, config, TACH_KNOB_DENSE, TACH_KNOB_DENSE, NULL, NULL);
+        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                     TACH_KNOB_DENSE, TACH_KNOB_DENSE, NULL, NULL);
       goto fail;
     }
   if (self->data.n_train < config->batch)
@@ -222,8 +227,9 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
         g_autofree char *fits = g_strdup_printf ("%" PRIu64, (guint64) self->data.n_train);
 
         /* The fix: the largest batch the images fill. */
-        tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH,
-                                    self->data.n_train > 0 ? fits : NULL, NULL);
+        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                     TACH_KNOB_BATCH, TACH_KNOB_BATCH,
+                                     self->data.n_train > 0 ? fits : NULL, NULL);
       }
       goto fail;
     }

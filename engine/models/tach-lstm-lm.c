@@ -136,7 +136,8 @@ lm_check_shape (const TachConfig *config, GError **error)
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("lstm-lm: {batch}, {embed}, {hidden}, {context} and {layers} must each "
                      "be at least 1"));
-      tach_error_add_zero_hint (error, config);
+      tach_error_add_pending_hint (error, TACH_HINT_ZERO_SHAPE, TACH_KNOB_COUNT, TACH_KNOB_COUNT,
+                                   NULL, NULL);
       return FALSE;
     }
   if (per_batch > G_MAXINT)
@@ -146,7 +147,8 @@ lm_check_shape (const TachConfig *config, GError **error)
                      "%.3g values in one tensor, more than 2^31: lower {batch}, {context}, "
                      "{embed} or {hidden}"),
                    config->batch, config->context, config->embed, config->hidden, per_batch);
-      tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_BATCH, TACH_KNOB_BATCH, NULL, NULL);
       return FALSE;
     }
   if (weights > G_MAXINT || (double) LM_VOCAB * MAX (config->embed, config->hidden) > G_MAXINT)
@@ -155,7 +157,8 @@ lm_check_shape (const TachConfig *config, GError **error)
                    W_("lstm-lm: {hidden=%u} with {embed=%u} gives more than 2^31 weights in "
                      "one layer: lower {hidden} or {embed}"),
                    config->hidden, config->embed);
-      tach_error_add_config_hint (error, config, TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_HIDDEN, TACH_KNOB_HIDDEN, NULL, NULL);
       return FALSE;
     }
   return TRUE;
@@ -288,8 +291,9 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
             g_autofree char *fits = g_strdup_printf ("%" PRIu64, (guint64) self->n_windows);
 
             /* The fix: the largest batch the corpus fills. */
-            tach_error_add_config_hint (error, config, TACH_KNOB_BATCH, TACH_KNOB_BATCH,
-                                        self->n_windows > 0 ? fits : NULL, NULL);
+            tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                         TACH_KNOB_BATCH, TACH_KNOB_BATCH,
+                                         self->n_windows > 0 ? fits : NULL, NULL);
           }
           goto fail;
         }
@@ -732,7 +736,8 @@ lm_check (const TachConfig *config, GError **error)
   if (message != NULL)
     {
       g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG, message);
-      tach_error_add_config_hint (error, config, TACH_KNOB_FEED, TACH_KNOB_FEED, "host-f32", NULL);
+      tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                   TACH_KNOB_FEED, TACH_KNOB_FEED, "host-f32", NULL);
       return FALSE;
     }
   return TRUE;

@@ -244,6 +244,9 @@ engine_setup (TachRunEngine *e, guint64 total, GError **error)
     {
       if (error != NULL && *error == NULL)
         tach_backend_take_error (e->be, error);
+      /* The model's hint names the knob; its value is the run's. */
+      if (error != NULL)
+        tach_error_fill_hint (*error, config);
       return FALSE;
     }
 

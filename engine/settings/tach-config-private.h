@@ -34,4 +34,16 @@ gboolean tach_knob_parse_unsigned (const char *key, const char *value, guint64 m
 gboolean tach_knob_invalid (GError **error, const char *key, const char *value,
                             const char *expected);
 
+/* The knob table's words for a knob in messages (a TachWordingNamer,
+ * tach-knob-words.c), installed with the table. */
+gboolean tach_knob_words (GString *out, const char *name, const char *value, gboolean in_format);
+
+/* Fills in what @error's hint left to the run's configuration (a knob's
+ * value, its default, the knob at 0 of a shape check): where an error of a
+ * lower layer (models, data) reaches the settings or the run. */
+void tach_error_fill_hint (GError *error, const TachConfig *config);
+/* tach_error_add_hint() with @knob's value read from @config. */
+void tach_error_add_config_hint (GError **error, const TachConfig *config, TachKnobId knob,
+                                 TachKnobId fix_knob, const char *fix_value, const char *fix);
+
 G_END_DECLS

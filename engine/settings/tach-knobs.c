@@ -351,6 +351,8 @@ ensure_rows (void)
       ids[n - 1] = last;
       /* Kept for the life of the process, as the table is. */
       knobs[TACH_KNOB_DEVICE].blurb = g_strdup_printf (_("%s or %s"), head, last);
+      /* Messages name knobs in the table's words from now on. */
+      tach_wording_set_namer (tach_knob_words);
       g_once_init_leave (&done, 1);
     }
 }

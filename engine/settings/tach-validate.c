@@ -81,9 +81,13 @@ check_consistency (const TachConfig *config, const TachModelClass *klass, GError
   const char *fix_value = NULL;
   g_autofree char *default_batch = NULL;
 
-  if (!check_others_knobs (config, klass, error)
-      || (klass->check != NULL && !klass->check (config, error)))
+  if (!check_others_knobs (config, klass, error))
     return FALSE;
+  if (klass->check != NULL && !klass->check (config, error))
+    {
+      tach_error_fill_hint (error != NULL ? *error : NULL, config);
+      return FALSE;
+    }
   if (config->metrics == TACH_METRICS_ACCURACY && config->task == TACH_TASK_GENERATE)
     {
       message = W_("{metrics=accuracy} does not apply to {task=generate}: use {metrics=none}");
