@@ -130,15 +130,6 @@ tach_config_clear (TachConfig *config)
   g_clear_pointer (&config->data, g_free);
 }
 
-guint64
-tach_config_get_samples (const TachConfig *config)
-{
-  if (config->samples > 0)
-    return config->samples;
-  /* Global batches: with ranks, each global batch is every rank's. */
-  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1);
-}
-
 guint
 tach_config_get_warmup (const TachConfig *config)
 {
