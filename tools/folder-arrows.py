@@ -40,7 +40,6 @@ MAY_CALL = {
 # Arrows that break the rule, known and tracked (issue 35's remainder), with why.
 KNOWN = {
     ("devices", "settings"): "supports_knob reads the knob table's rows",
-    ("models", "cpu"): "lstm-lm's host sampling (tach_sample_row) uses the CPU backend's vector dispatch",
 }
 
 

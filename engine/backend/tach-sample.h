@@ -10,7 +10,8 @@
  * AVX2, the baseline) does the same operations in the same order, each
  * one IEEE rounding (the fused multiply-adds written out as fma ()), so
  * the numbers do not depend on TACH_CPU_ISA.
- * Implemented in cpu/tach-cpu-sample.c.
+ * Implemented in backend/tach-sample.c, dispatched on the host's vector
+ * level (tach-host-isa.h).
  *
  * Threads: any; no state.
  */

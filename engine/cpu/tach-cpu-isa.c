@@ -1,35 +1,15 @@
 /* tach-cpu-isa.c: which vector extensions the CPU backend's kernels use.
  *
- * The level is the processor's (x86-64-v4: AVX-512, v3: AVX2, else the
- * baseline), lowered by TACH_CPU_ISA and by oneDNN's own cap
- * (ONEDNN_MAX_CPU_ISA), so that Tach's kernels and oneDNN's always run at
- * the same level.  Threads: any (decided once).
+ * The level is the host's (backend/tach-host-isa.c: the processor's,
+ * lowered by TACH_CPU_ISA), applied to oneDNN (dnnl_set_max_cpu_isa) and
+ * lowered by oneDNN's own cap (ONEDNN_MAX_CPU_ISA), so that Tach's kernels
+ * and oneDNN's always run at the same level.  Threads: any (decided once).
  */
 #include <stdlib.h>
 
 #include "tach-cpu-private.h"
 
 int tach_cpu_isa_level = -1;
-
-static const char *const isa_names[] = { "baseline", "avx2", "avx512" };
-
-const char *
-tach_cpu_isa_name (TachCpuIsa isa)
-{
-  return (guint) isa < G_N_ELEMENTS (isa_names) ? isa_names[isa] : "?";
-}
-
-static TachCpuIsa
-hardware_isa (void)
-{
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__)
-  if (__builtin_cpu_supports ("x86-64-v4"))
-    return TACH_CPU_ISA_AVX512;
-  if (__builtin_cpu_supports ("x86-64-v3"))
-    return TACH_CPU_ISA_AVX2;
-#endif
-  return TACH_CPU_ISA_BASELINE;
-}
 
 /* oneDNN's cap for a level: AVX-512 leaves it uncapped (its BF16 and VNNI
  * kernels are AVX-512 too). */
@@ -54,38 +34,21 @@ dnnl_has (dnnl_cpu_isa_t effective, dnnl_cpu_isa_t isa)
 typedef struct {
   TachCpuIsa  level;
   TachCpuIsa  hardware;
-  char       *invalid;   /* the environment's value when it names no level */
+  const char *invalid;   /* the environment's value when it names no level */
 } IsaChoice;
 
 static gpointer
 decide (gpointer data)
 {
   IsaChoice *choice = data;
-  const char *env = g_getenv ("TACH_CPU_ISA");
-  TachCpuIsa level = hardware_isa ();
+  TachCpuIsa level = tach_host_isa_decide (&choice->hardware, &choice->invalid);
   dnnl_cpu_isa_t effective;
 
-  choice->hardware = level;
-
-  if (env != NULL && env[0] != '\0')
-    {
-      guint i;
-
-      for (i = 0; i < G_N_ELEMENTS (isa_names); i++)
-        if (g_ascii_strcasecmp (env, isa_names[i]) == 0)
-          break;
-      if (i == G_N_ELEMENTS (isa_names))
-        choice->invalid = g_strdup (env);
-      else if ((TachCpuIsa) i < level)
-        {
-          level = (TachCpuIsa) i;
-          /* Before any other oneDNN call, or it cannot take effect: every
-           * entry point of the backend decides the level first. */
-          if (dnnl_set_max_cpu_isa (dnnl_isa_for (level)) != dnnl_success)
-            g_warning ("TACH_CPU_ISA=%s: oneDNN was already running and keeps its own "
-                       "vector extensions", env);
-        }
-    }
+  /* Before any other oneDNN call, or it cannot take effect: every entry
+   * point of the backend decides the level first. */
+  if (level < choice->hardware && dnnl_set_max_cpu_isa (dnnl_isa_for (level)) != dnnl_success)
+    g_warning ("TACH_CPU_ISA=%s: oneDNN was already running and keeps its own "
+               "vector extensions", g_getenv ("TACH_CPU_ISA"));
   /* ONEDNN_MAX_CPU_ISA caps oneDNN; Tach's kernels follow it. */
   effective = dnnl_get_effective_cpu_isa ();
   if (level == TACH_CPU_ISA_AVX512 && !dnnl_has (effective, dnnl_cpu_isa_avx512_core))

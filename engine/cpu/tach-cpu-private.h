@@ -17,6 +17,7 @@
 
 #include "tach-backend.h"
 #include "tach-cpu.h"
+#include "tach-host-isa.h"
 
 G_BEGIN_DECLS
 
@@ -174,27 +175,19 @@ tach_cpu_bind_all_threads (TachBackend *be)
     omp_set_num_threads ((int) be->threads);
 }
 
-/* The vector extensions the CPU kernels use: the widest the processor
- * has, or fewer where TACH_CPU_ISA caps them ("avx512", "avx2" or
- * "baseline"), so that one machine can run, test and time every path.
- * The cap reaches oneDNN too (dnnl_set_max_cpu_isa), so its primitives
- * and dnnl_sgemm take the same narrower code, and bf16 (AVX-512 BF16) is
- * refused as on an older processor.  Decided once per process, before
- * oneDNN's first call (tach_cpu_isa_init, from every entry point of the
- * backend). */
-typedef enum {
-  TACH_CPU_ISA_BASELINE,   /* x86-64 SSE2, or any other architecture */
-  TACH_CPU_ISA_AVX2,       /* x86-64-v3: AVX2, FMA */
-  TACH_CPU_ISA_AVX512,     /* x86-64-v4: AVX-512 F/BW/DQ/VL */
-} TachCpuIsa;
-
+/* The vector extensions the CPU kernels use: the host's (tach-host-isa.h:
+ * the widest the processor has, or fewer where TACH_CPU_ISA caps them),
+ * lowered to oneDNN's own cap (ONEDNN_MAX_CPU_ISA).  TACH_CPU_ISA reaches
+ * oneDNN too (dnnl_set_max_cpu_isa), so its primitives and dnnl_sgemm take
+ * the same narrower code, and bf16 (AVX-512 BF16) is refused as on an
+ * older processor.  Decided once per process, before oneDNN's first call
+ * (tach_cpu_isa_init, from every entry point of the backend). */
 extern int tach_cpu_isa_level;   /* -1 until tach_cpu_isa_init() */
 
 /* The level, and the invalid TACH_CPU_ISA value (NULL when none): an
  * invalid value runs at the processor's own level, and
  * tach_cpu_backend_new() refuses it with a message naming the fix. */
 TachCpuIsa  tach_cpu_isa_init (const char **invalid);
-const char *tach_cpu_isa_name (TachCpuIsa isa);
 /* TRUE when the level is below the processor's own. */
 gboolean    tach_cpu_isa_capped (void);
 
@@ -216,37 +209,17 @@ tach_cpu_isa_lanes (void)
   return isa == TACH_CPU_ISA_AVX512 ? 16 : isa == TACH_CPU_ISA_AVX2 ? 8 : 0;
 }
 
-/* Hot pointwise kernels are compiled for AVX-512, AVX2 and the baseline
- * and picked per call by tach_cpu_isa(), so that one build runs everywhere,
- * uses the widest vectors the CPU has, and tests the narrower ones on
- * demand.  The kernel is written once as NAME_body (TACH_CPU_SIMD_BODY,
- * inlined into each variant); TACH_CPU_SIMD_DISPATCH then defines NAME
- * (with @linkage: static or nothing) from its parameter list and the
- * argument list that passes them on. */
-#define TACH_CPU_SIMD_BODY static inline __attribute__ ((always_inline))
+/* Hot pointwise kernels, dispatched on the CPU backend's level
+ * (TACH_SIMD_DISPATCH_, tach-host-isa.h): written once as NAME_body
+ * (TACH_CPU_SIMD_BODY); TACH_CPU_SIMD_DISPATCH then defines NAME (with
+ * @linkage: static or nothing) from its parameter list and the argument
+ * list that passes them on. */
+#define TACH_CPU_SIMD_BODY TACH_SIMD_BODY
 #define TACH_CPU_SIMD_DISPATCH(linkage, name, params, args) \
-  TACH_CPU_SIMD_DISPATCH_ (linkage, void, , name, params, args)
+  TACH_SIMD_DISPATCH_ (tach_cpu_isa, linkage, void, , name, params, args)
 /* For a kernel that returns a value (@ret): the same. */
 #define TACH_CPU_SIMD_DISPATCH_RET(linkage, ret, name, params, args) \
-  TACH_CPU_SIMD_DISPATCH_ (linkage, ret, return, name, params, args)
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(__clang__) && defined(__ELF__)
-#define TACH_CPU_SIMD_DISPATCH_(linkage, ret, ret_kw, name, params, args)       \
-  __attribute__ ((target ("arch=x86-64-v4"))) static ret                       \
-  name##_v4 params { ret_kw name##_body args; }                                \
-  __attribute__ ((target ("arch=x86-64-v3"))) static ret                       \
-  name##_v3 params { ret_kw name##_body args; }                                \
-  static ret name##_v1 params { ret_kw name##_body args; }                     \
-  linkage ret name params                                                       \
-  {                                                                             \
-    TachCpuIsa isa_ = tach_cpu_isa ();                                          \
-    ret (*fn_) params = isa_ == TACH_CPU_ISA_AVX512 ? name##_v4                 \
-                        : isa_ == TACH_CPU_ISA_AVX2 ? name##_v3 : name##_v1;    \
-    ret_kw fn_ args;                                                            \
-  }
-#else
-#define TACH_CPU_SIMD_DISPATCH_(linkage, ret, ret_kw, name, params, args)       \
-  linkage ret name params { ret_kw name##_body args; }
-#endif
+  TACH_SIMD_DISPATCH_ (tach_cpu_isa, linkage, ret, return, name, params, args)
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC push_options

@@ -1,4 +1,4 @@
-/* tach-cpu-sample.c: one row of softmax sampling on the host (see
+/* tach-sample.c: one row of softmax sampling on the host (see
  * tach-sample.h): the exponentials vectorised, the sums in a fixed order.
  *
  * glibc's exp costs about 20 ns a call here, and generating a token of a
@@ -21,7 +21,7 @@
 #include <math.h>
 #include <string.h>
 
-#include "tach-cpu-private.h"
+#include "tach-host-isa.h"
 #include "tach-sample.h"
 
 /* Rows up to this many entries keep their exponentials on the stack. */
@@ -79,7 +79,7 @@ sample_exp (double x)
 /* The row's maximum (in float, exact in double), its exponentials into
  * @e and their block sums into @bs; returns the sum of the blocks, in
  * order, and *zmax. */
-TACH_CPU_SIMD_BODY double
+TACH_SIMD_BODY double
 sample_sums_body (const float *restrict z, int vocab, double *restrict e, double *restrict bs,
                   double *zmax_out)
 {
@@ -114,10 +114,12 @@ sample_sums_body (const float *restrict z, int vocab, double *restrict e, double
   return sum;
 }
 
-TACH_CPU_SIMD_DISPATCH_RET (static, double, sample_sums,
-                            (const float *restrict z, int vocab, double *restrict e,
-                             double *restrict bs, double *zmax_out),
-                            (z, vocab, e, bs, zmax_out))
+/* At the host's level, for the CPU backend's ops and lstm-lm's host
+ * sampling on any device alike (the bits are the same at every level). */
+TACH_SIMD_DISPATCH_ (tach_host_isa, static, double, return, sample_sums,
+                     (const float *restrict z, int vocab, double *restrict e,
+                      double *restrict bs, double *zmax_out),
+                     (z, vocab, e, bs, zmax_out))
 
 /* The first token whose cumulative mass passes @target: the block whose
  * running sum (the very partial sums of sample_sums' total) passes it,
