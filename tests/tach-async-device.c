@@ -3,6 +3,7 @@
 #include <time.h>
 
 #include "tach-async-device.h"
+#include "tach-config-private.h"
 
 typedef struct _AsyncJob AsyncJob;
 typedef void (*AsyncJobFunc) (TachBackend *cpu, AsyncJob *job);

@@ -4,6 +4,7 @@
 #include <string.h>
 
 #include "tach-backend.h"
+#include "tach-config-private.h"
 #include "tach-engine.h"
 
 static void

@@ -11,6 +11,7 @@
 #include <glib.h>
 
 #include "tach-backend.h"
+#include "tach-config-private.h"
 #include "tach-ref.h"
 
 G_BEGIN_DECLS

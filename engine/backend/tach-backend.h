@@ -42,9 +42,6 @@ void         tach_backend_free (TachBackend *be);
  * knob @knob; if not, *why says so.  Knobs that are not choices: TRUE. */
 gboolean     tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value,
                                          const char **why);
-/* The same by name and value ("launch", "graph"). */
-gboolean     tach_backend_supports (const char *device_id, const char *key, const char *value,
-                                    const char **why);
 /* The capabilities of the backend of @device_id ("auto" is the device
  * tach_device_resolve() picks); 0 for an id no backend owns. */
 TachBackendCaps tach_backend_caps_for (const char *device_id);

@@ -19,6 +19,11 @@ void     tach_config_reapply_preset_for_device (TachConfig *config);
 gboolean tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device,
                                   GError **error);
 
+/* tach_backend_supports_knob() by a knob's name and value ("launch",
+ * "graph"), read with the knob table (tach-validate.c). */
+gboolean tach_backend_supports (const char *device_id, const char *key, const char *value,
+                                const char **why);
+
 /* The workload's default batch for @task. */
 guint    tach_config_default_batch (TachWorkload workload, TachTask task);
 
