@@ -61,9 +61,13 @@ const char *tach_wording_format (const char *format) G_GNUC_FORMAT (1);
 typedef gboolean (*TachWordingNamer) (GString *out, const char *name, const char *value,
                                       gboolean in_format);
 /* The settings layer's words for knobs (the knob table's names, titles and
- * value labels), installed with its table.  Until then a knob is named as
- * the command line names it (tach_wording_append_option). */
+ * value labels), installed with its table and by tach_set_wording().  Until
+ * then a knob is named as the command line names it
+ * (tach_wording_append_option). */
 void tach_wording_set_namer (TachWordingNamer namer);
+/* The wording tach_get_wording() returns (set by tach_set_wording(),
+ * settings/, which installs the namer first). */
+void tach_wording_set_mode (TachWording wording);
 /* "--name" or "--name value": a knob in the command line's words. */
 void tach_wording_append_option (GString *out, const char *name, const char *value);
 

@@ -142,7 +142,7 @@ tach_error_complete_hint (GError *error, TachKnobId knob, const char *value, con
 static gint wording = TACH_WORDING_OPTIONS;
 
 void
-tach_set_wording (TachWording value)
+tach_wording_set_mode (TachWording value)
 {
   g_atomic_int_set (&wording, value);
 }

@@ -165,3 +165,11 @@ tach_knob_words (GString *out, const char *name, const char *value, gboolean in_
   append_mention (out, knob, value, in_format);
   return TRUE;
 }
+
+void
+tach_set_wording (TachWording value)
+{
+  /* The table's words before the wording that needs them. */
+  tach_wording_set_namer (tach_knob_words);
+  tach_wording_set_mode (value);
+}
