@@ -41,7 +41,8 @@ void tach_error_add_pending_hint (GError **error, TachHintPending pending, TachK
  * _ZERO_SHAPE). */
 TachHintPending tach_error_get_pending (const GError *error, TachKnobId *knob);
 /* Fills in a pending hint: @knob, its @value and, unless NULL, @fix_value
- * (with @knob as the fix's knob for _ZERO_SHAPE). */
+ * (with @knob as the fix's knob for _ZERO_SHAPE); @knob TACH_KNOB_COUNT
+ * drops it (no knob fits), as if none had been attached. */
 void tach_error_complete_hint (GError *error, TachKnobId knob, const char *value,
                                const char *fix_value);
 

@@ -121,11 +121,17 @@ tach_error_complete_hint (GError *error, TachKnobId knob, const char *value, con
 {
   TachErrorPrivate *priv;
 
-  g_return_if_fail ((guint) knob < TACH_KNOB_COUNT);
+  g_return_if_fail ((guint) knob <= TACH_KNOB_COUNT);
 
   if (tach_error_get_pending (error, NULL) == TACH_HINT_COMPLETE)
     return;
   priv = tach_error_get_private (error);
+  if (knob == TACH_KNOB_COUNT)
+    {
+      /* No knob fits: no hint, and room for the next one. */
+      tach_error_private_clear (priv);
+      return;
+    }
   if (priv->pending == TACH_HINT_ZERO_SHAPE)
     priv->hint.fix_knob = knob;
   priv->hint.knob = knob;

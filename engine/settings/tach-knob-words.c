@@ -77,7 +77,7 @@ tach_error_fill_hint (GError *error, const TachConfig *config)
     case TACH_HINT_ZERO_SHAPE:
       /* No knob at 0 (the check refused another size): no hint. */
       if (!first_zero_knob (config, &knob, &value, &fix))
-        return;
+        knob = TACH_KNOB_COUNT;
       break;
     }
   tach_error_complete_hint (error, knob, value, fix);
