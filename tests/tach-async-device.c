@@ -641,7 +641,7 @@ async_devices (void)
 }
 
 static TachBackend *
-async_create (const char *device_id, guint threads, TachPrecision precision, GError **error)
+async_open (guint ordinal, guint threads, TachPrecision precision, GError **error)
 {
   static gsize ops_ready = 0;
   TachBackend *cpu = tach_backend_new ("cpu", threads, precision, error);
@@ -670,25 +670,29 @@ async_create (const char *device_id, guint threads, TachPrecision precision, GEr
 }
 
 static gboolean
-async_supports (const char *key, const char *value, const char **why)
+async_supports (TachKnobId knob, int value, const char **why)
 {
-  if (g_strcmp0 (key, "launch") == 0 && g_strcmp0 (value, "graph") == 0)
+  if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH)
     {
       if (why != NULL)
         *why = "the asynchronous test double has no graphs";
       return FALSE;
     }
-  return tach_backend_supports ("cpu", key, value, why);
+  return tach_backend_supports_knob ("cpu", knob, value, why);
 }
 
-static const TachBackendProvider provider = {
+/* A row like the built-in ones: device "async:0", a GPU-like device with
+ * none of their capabilities. */
+static const TachBackendRow row = {
+  .prefix = "async", .ordinals = TRUE, .kind = TACH_DEVICE_KIND_GPU,
+  .none = "the asynchronous test double lists no device '%s'",
   .devices = async_devices,
-  .create = async_create,
+  .open = async_open,
   .supports = async_supports,
 };
 
 void
 tach_async_device_register (void)
 {
-  tach_backend_registry_set_provider (&provider);
+  tach_backend_registry_set_extra_row (&row);
 }

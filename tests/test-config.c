@@ -607,6 +607,19 @@ test_backend_registry (void)
   g_assert_false (tach_backend_supports ("gpu7", "rnn", "fused", &why));
   g_assert_nonnull (why);
 
+  /* Resolved once: the device keeps its row, and what it can do is asked
+   * of that row, not of its id again. */
+  {
+    g_autoptr(GError) error = NULL;
+    g_autoptr(TachDevice) found = tach_device_find ("cpu", &error);
+
+    g_assert_no_error (error);
+    g_assert_cmpstr (found->info->id, ==, "cpu");
+    g_assert_cmpuint (found->ordinal, ==, 0);
+    g_assert_cmpint (tach_device_caps (found), ==, tach_backend_caps_for ("cpu"));
+    g_assert_false (tach_device_supports_knob (found, TACH_KNOB_LAUNCH, TACH_LAUNCH_GRAPH, NULL));
+  }
+
   g_assert_cmpstr (cuda, ==, "cuda:0");
   g_assert_cmpstr (plain, ==, "cpu");
   g_assert_null (bad);

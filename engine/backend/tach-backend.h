@@ -15,22 +15,61 @@
 G_BEGIN_DECLS
 
 /* The registry (tach-backends.c): the one place that knows which backends
- * were built. */
-GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
-/* A backend from outside the build's own, for tests (the asynchronous test
- * double of tests/): its devices are listed after the built-in ones and
- * resolved, opened and asked by their exact id.  One at a time (NULL
- * removes it); call from the main thread before any run. */
+ * were built.  A row is one backend: the device ids it owns, what it can
+ * do, how to list and open its devices. */
 typedef struct {
-  GPtrArray   *(*devices)  (void);                   /* TachDeviceInfo* */
-  TachBackend *(*create)   (const char *device_id, guint threads, TachPrecision precision,
-                            GError **error);
-  gboolean     (*supports) (const char *key, const char *value, const char **why);
+  const char     *prefix;     /* device ids: "cpu", or "cuda" + ":N" with @ordinals */
+  gboolean        ordinals;
+  TachDeviceKind  kind;
   TachBackendCaps caps;
-} TachBackendProvider;
-void         tach_backend_registry_set_provider (const TachBackendProvider *provider);
-/* Opens the backend of @device (resolved already: tach_device_resolve()). */
-TachBackend *tach_backend_open (const TachDeviceInfo *device, guint threads,
+  /* Messages (translatable) when resolving fails: @none (no device of
+   * this backend, with the id asked for), @absent (not that one: the id and
+   * the highest ordinal), @not_built (the build left the backend out). */
+  const char     *none;
+  const char     *absent;
+  const char     *not_built;
+  /* NULL when the backend was not built.  devices() lists cheaply (no
+   * benchmark, no files); open() opens device @ordinal. */
+  GPtrArray     *(*devices) (void);
+  TachBackend   *(*open) (guint ordinal, guint threads, TachPrecision precision, GError **error);
+  gboolean       (*supports) (TachKnobId knob, int value, const char **why);
+  /* Optional: a peak that costs time to measure (NULL: devices() says it). */
+  double         (*measure_peak) (void);
+} TachBackendRow;
+GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
+/* A row from outside the build's own, for tests (the asynchronous test
+ * double of tests/): a row like the others, its devices listed after the
+ * built-in ones.  One at a time (NULL removes it); call from the main
+ * thread before any run. */
+void         tach_backend_registry_set_extra_row (const TachBackendRow *row);
+
+/* A device resolved once, from its id: its registry row, its ordinal among
+ * that row's devices, and its description.  Everything after resolution
+ * (validating a configuration on it, opening its backend) takes this, not
+ * the id. */
+typedef struct {
+  const TachBackendRow *row;
+  guint                 ordinal;
+  TachDeviceInfo       *info;      /* owned */
+} TachDevice;
+/* tach_device_resolve(), keeping the row. */
+TachDevice  *tach_device_find (const char *id, GError **error);
+/* The device a record names (a run read back, perhaps from another
+ * machine): @info (taken) with the row its id's prefix names, or none, and
+ * the kind that row's devices have (a CPU for an id no backend owns). */
+TachDevice  *tach_device_for_record (TachDeviceInfo *info);
+void         tach_device_free (TachDevice *device);
+G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachDevice, tach_device_free)
+TachBackendCaps tach_device_caps (const TachDevice *device);
+/* Whether @device's backend can do value number @value of choice knob
+ * @knob; if not, *why says so.  Knobs that are not choices: TRUE. */
+gboolean     tach_device_supports_knob (const TachDevice *device, TachKnobId knob, int value,
+                                        const char **why);
+/* tach_device_measure_peak_flops() on @info, the description of @device
+ * that its backend holds. */
+double       tach_device_fill_peak_flops (const TachDevice *device, TachDeviceInfo *info);
+/* Opens the backend of @device. */
+TachBackend *tach_backend_open (const TachDevice *device, guint threads,
                                 TachPrecision precision, GError **error);
 /* Resolves @device_id, then opens its backend. */
 TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecision precision,
@@ -38,8 +77,8 @@ TachBackend *tach_backend_new (const char *device_id, guint threads, TachPrecisi
 /* Frees the sticky error and the device info, then calls ops->free, which
  * releases the backend's own resources and the struct itself.  NULL is fine. */
 void         tach_backend_free (TachBackend *be);
-/* Whether the backend of @device_id can do value number @value of choice
- * knob @knob; if not, *why says so.  Knobs that are not choices: TRUE. */
+/* tach_device_supports_knob() on the backend that owns @device_id ("auto"
+ * is the device tach_device_resolve() picks), without resolving it. */
 gboolean     tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value,
                                          const char **why);
 /* The capabilities of the backend of @device_id ("auto" is the device

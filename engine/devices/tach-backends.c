@@ -20,26 +20,6 @@
 #include "tach-cuda.h"
 #endif
 
-typedef struct {
-  const char     *prefix;     /* device ids: "cpu", or "cuda" + ":N" with @ordinals */
-  gboolean        ordinals;
-  TachDeviceKind  kind;
-  TachBackendCaps caps;
-  /* Messages (translatable) when resolving fails: @none (no device of
-   * this backend, with the id asked for), @absent (not that one: the id and
-   * the highest ordinal), @not_built (the build left the backend out). */
-  const char     *none;
-  const char     *absent;
-  const char     *not_built;
-  /* NULL when the backend was not built.  devices() lists cheaply (no
-   * benchmark, no files); open() opens device @ordinal. */
-  GPtrArray     *(*devices) (void);
-  TachBackend   *(*open) (guint ordinal, guint threads, TachPrecision precision, GError **error);
-  gboolean       (*supports) (TachKnobId knob, int value, const char **why);
-  /* Optional: a peak that costs time to measure (NULL: devices() says it). */
-  double         (*measure_peak) (void);
-} TachBackendRow;
-
 static TachBackend *
 cpu_open (guint ordinal, guint threads, TachPrecision precision, GError **error)
 {
@@ -79,26 +59,50 @@ static const TachBackendRow rows[] = {
   },
 };
 
+/* ---------------------------------------------------------------- rows */
+
+/* A test's row (tach_backend_registry_set_extra_row), after the built-in
+ * ones. */
+static const TachBackendRow *extra_row = NULL;
+
+void
+tach_backend_registry_set_extra_row (const TachBackendRow *row)
+{
+  extra_row = row;
+}
+
+/* Row @i of the registry: the built-in rows, then the extra one; NULL
+ * past the end. */
+static const TachBackendRow *
+row_at (guint i)
+{
+  if (i < G_N_ELEMENTS (rows))
+    return &rows[i];
+  return i == G_N_ELEMENTS (rows) ? extra_row : NULL;
+}
+
 /* The row owning @id ("cpu", "cuda", "cuda:3"), with the ordinal it names
  * (0 for a bare prefix); NULL for an id no backend owns. */
 static const TachBackendRow *
 row_for_id (const char *id, guint *ordinal)
 {
-  for (guint i = 0; id != NULL && i < G_N_ELEMENTS (rows); i++)
+  const TachBackendRow *row;
+
+  for (guint i = 0; id != NULL && (row = row_at (i)) != NULL; i++)
     {
-      gsize n = strlen (rows[i].prefix);
+      gsize n = strlen (row->prefix);
       guint64 k = 0;
 
-      if (strncmp (id, rows[i].prefix, n) != 0)
+      if (strncmp (id, row->prefix, n) != 0)
         continue;
       if (id[n] == '\0')
         k = 0;
-      else if (!rows[i].ordinals || id[n] != ':'
+      else if (!row->ordinals || id[n] != ':'
                || !g_ascii_string_to_unsigned (id + n + 1, 10, 0, G_MAXINT, &k, NULL))
         continue;
       if (ordinal != NULL)
         *ordinal = (guint) k;
-      return &rows[i];
+      return row;
     }
   return NULL;
 }
@@ -121,6 +125,7 @@ tach_backend_device_ids (void)
     by_name[i] = &rows[i];
   qsort (by_name, G_N_ELEMENTS (rows), sizeof by_name[0], compare_prefix);
   g_strv_builder_add (builder, "auto");
+  /* The built-in rows only: a test's row is not offered to users. */
   for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
     {
       g_strv_builder_add (builder, by_name[i]->prefix);
@@ -147,14 +152,6 @@ tach_backend_host_device_id (void)
 
 /* ------------------------------------------------------------- devices */
 
-static const TachBackendProvider *provider = NULL;
-
-void
-tach_backend_registry_set_provider (const TachBackendProvider *p)
-{
-  provider = p;
-}
-
 static TachDeviceInfo *
 device_info_copy (const TachDeviceInfo *src)
 {
@@ -165,21 +162,6 @@ device_info_copy (const TachDeviceInfo *src)
   dst->name = g_strdup (src->name);
   dst->versions = g_strdup (src->versions);
   return dst;
-}
-
-/* The provider's device @id, or NULL. */
-static TachDeviceInfo *
-provider_device (const char *id)
-{
-  g_autoptr(GPtrArray) devices = NULL;
-
-  if (provider == NULL || id == NULL)
-    return NULL;
-  devices = provider->devices ();
-  for (guint i = 0; i < devices->len; i++)
-    if (g_strcmp0 (((TachDeviceInfo *) devices->pdata[i])->id, id) == 0)
-      return device_info_copy (devices->pdata[i]);
-  return NULL;
 }
 
 static void
@@ -198,12 +180,11 @@ GPtrArray *
 tach_backend_registry_devices (void)
 {
   GPtrArray *all = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_device_info_free);
+  const TachBackendRow *row;
 
-  for (guint i = 0; i < G_N_ELEMENTS (rows); i++)
-    if (rows[i].devices != NULL)
-      append_devices (all, rows[i].devices ());
-  if (provider != NULL)
-    append_devices (all, provider->devices ());
+  for (guint i = 0; (row = row_at (i)) != NULL; i++)
+    if (row->devices != NULL)
+      append_devices (all, row->devices ());
   return all;
 }
 
@@ -213,14 +194,24 @@ tach_devices_list (void)
   return tach_backend_registry_devices ();
 }
 
-double
-tach_device_measure_peak_flops (TachDeviceInfo *info)
+static double
+measure_peak (const TachBackendRow *row, TachDeviceInfo *info)
 {
-  const TachBackendRow *row = row_for_id (info->id, NULL);
-
   if (!(info->peak_flops > 0.0) && row != NULL && row->measure_peak != NULL)
     info->peak_flops = row->measure_peak ();
   return info->peak_flops;
+}
+
+double
+tach_device_measure_peak_flops (TachDeviceInfo *info)
+{
+  return measure_peak (row_for_id (info->id, NULL), info);
+}
+
+double
+tach_device_fill_peak_flops (const TachDevice *device, TachDeviceInfo *info)
+{
+  return measure_peak (device->row, info);
 }
 
 char *
@@ -237,21 +228,49 @@ tach_backend_canonical_id (const char *device_id)
   return row->ordinals ? g_strdup_printf ("%s:%u", row->prefix, ordinal) : g_strdup (row->prefix);
 }
 
-TachDeviceInfo *
-tach_device_resolve (const char *id, GError **error)
+static TachDevice *
+device_new (const TachBackendRow *row, guint ordinal, TachDeviceInfo *info)
+{
+  TachDevice *device = g_new0 (TachDevice, 1);
+
+  device->row = row;
+  device->ordinal = ordinal;
+  device->info = info;
+  return device;
+}
+
+void
+tach_device_free (TachDevice *device)
+{
+  if (device == NULL)
+    return;
+  tach_device_info_free (device->info);
+  g_free (device);
+}
+
+TachDevice *
+tach_device_for_record (TachDeviceInfo *info)
+{
+  guint ordinal = 0;
+  const TachBackendRow *row = row_for_id (info->id, &ordinal);
+
+  info->kind = row != NULL ? row->kind : TACH_DEVICE_KIND_CPU;
+  return device_new (row, ordinal, info);
+}
+
+TachDevice *
+tach_device_find (const char *id, GError **error)
 {
   g_autoptr(GPtrArray) devices = NULL;
   g_autofree char *want = NULL;
   const TachBackendRow *row = NULL;
-  TachDeviceInfo *extra;
+  guint ordinal = 0;
   guint n_same = 0;
 
   if (id == NULL || *id == '\0')
     id = "auto";
-  if ((extra = provider_device (id)) != NULL)
-    return extra;
 
-  if (g_strcmp0 (id, "auto") != 0 && (row = row_for_id (id, NULL)) == NULL)
+  if (g_strcmp0 (id, "auto") != 0 && (row = row_for_id (id, &ordinal)) == NULL)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("invalid value '%s' for {device}: expected one of auto, cpu, cuda, cuda:N"),
@@ -263,13 +282,17 @@ tach_device_resolve (const char *id, GError **error)
   devices = tach_backend_registry_devices ();
   if (row == NULL)
     {
+      const TachDeviceInfo *best;
+
       if (devices->len == 0)
         {
           g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
                        _("no usable device: the CPU backend reported none"));
           return NULL;
         }
-      return device_info_copy (g_ptr_array_index (devices, 0));
+      best = g_ptr_array_index (devices, 0);
+      row = row_for_id (best->id, &ordinal);
+      return device_new (row, ordinal, device_info_copy (best));
     }
 
   want = tach_backend_canonical_id (id);
@@ -278,7 +301,7 @@ tach_device_resolve (const char *id, GError **error)
       const TachDeviceInfo *info = g_ptr_array_index (devices, i);
 
       if (g_strcmp0 (info->id, want) == 0)
-        return device_info_copy (info);
+        return device_new (row, ordinal, device_info_copy (info));
       if (row_for_id (info->id, NULL) == row)
         n_same++;
     }
@@ -294,6 +317,14 @@ tach_device_resolve (const char *id, GError **error)
                        devices->len > 0 ? ((const TachDeviceInfo *) devices->pdata[0])->id : NULL,
                        NULL);
   return NULL;
+}
+
+TachDeviceInfo *
+tach_device_resolve (const char *id, GError **error)
+{
+  g_autoptr(TachDevice) device = tach_device_find (id, error);
+
+  return device != NULL ? g_steal_pointer (&device->info) : NULL;
 }
 
 /* ------------------------------------------------------------ backends */
@@ -312,33 +343,30 @@ tach_backend_set_open_hook (TachBackendOpenHook hook, gpointer user_data)
 }
 
 TachBackend *
-tach_backend_open (const TachDeviceInfo *device, guint threads, TachPrecision precision,
+tach_backend_open (const TachDevice *device, guint threads, TachPrecision precision,
                    GError **error)
 {
-  guint ordinal = 0;
-  const TachBackendRow *row = row_for_id (device->id, &ordinal);
-  g_autoptr(TachDeviceInfo) extra = provider_device (device->id);
+  const TachBackendRow *row = device->row;
   TachBackend *be = NULL;
 
-  if (extra != NULL)
-    be = provider->create (device->id, threads, precision, error);
-  else if (row != NULL && row->open != NULL)
-    be = row->open (ordinal, threads, precision, error);
+  if (row != NULL && row->open != NULL)
+    be = row->open (device->ordinal, threads, precision, error);
   if (be == NULL)
     {
       if (error != NULL && *error == NULL)
         g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
-                     _("could not open device %s"), device->id);
+                     _("could not open device %s"), device->info->id);
       /* Whatever kept the device from opening, the device is the knob. */
-      tach_error_add_hint (error, TACH_KNOB_DEVICE, device->id, TACH_KNOB_DEVICE, NULL, NULL);
+      tach_error_add_hint (error, TACH_KNOB_DEVICE, device->info->id, TACH_KNOB_DEVICE, NULL,
+                           NULL);
       return NULL;
     }
-  be->caps = extra != NULL ? provider->caps : row->caps;
+  be->caps = row->caps;
   be->ranks = 1;
   /* The registry's description is the one users see; a constructor that
    * left the field empty gets it. */
   if (be->device == NULL)
-    be->device = device_info_copy (device);
+    be->device = device_info_copy (device->info);
 
   g_mutex_lock (&open_hook_lock);
   if (open_hook != NULL)
@@ -350,11 +378,11 @@ tach_backend_open (const TachDeviceInfo *device, guint threads, TachPrecision pr
 TachBackend *
 tach_backend_new (const char *device_id, guint threads, TachPrecision precision, GError **error)
 {
-  g_autoptr(TachDeviceInfo) info = tach_device_resolve (device_id, error);
+  g_autoptr(TachDevice) device = tach_device_find (device_id, error);
 
-  if (info == NULL)
+  if (device == NULL)
     return NULL;
-  return tach_backend_open (info, threads, precision, error);
+  return tach_backend_open (device, threads, precision, error);
 }
 
 /* The row "auto" stands for: the first device's, looked up once, since
@@ -377,15 +405,23 @@ auto_row (void)
   return row;
 }
 
+/* The row of @device_id without resolving it ("auto": the first device's). */
+static const TachBackendRow *
+row_named (const char *device_id)
+{
+  return g_strcmp0 (device_id, "auto") == 0 ? auto_row () : row_for_id (device_id, NULL);
+}
+
+TachBackendCaps
+tach_device_caps (const TachDevice *device)
+{
+  return device->row != NULL ? device->row->caps : 0;
+}
+
 TachBackendCaps
 tach_backend_caps_for (const char *device_id)
 {
-  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
-
-  if (extra != NULL)
-    return provider->caps;
-  const TachBackendRow *row = g_strcmp0 (device_id, "auto") == 0 ? auto_row ()
-                                                                 : row_for_id (device_id, NULL);
+  const TachBackendRow *row = row_named (device_id);
 
   return row != NULL ? row->caps : 0;
 }
@@ -394,31 +430,15 @@ TachDeviceKind
 tach_backend_kind_for (const char *device_id)
 {
   const TachBackendRow *row = row_for_id (device_id, NULL);
-  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
 
-  if (extra != NULL)
-    return extra->kind;
   return row != NULL ? row->kind : TACH_DEVICE_KIND_CPU;
 }
 
-gboolean
-tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value, const char **why)
+static gboolean
+row_supports (const TachBackendRow *row, TachKnobId knob, int value, const char **why)
 {
-  const TachBackendRow *row = g_strcmp0 (device_id, "auto") == 0 ? auto_row ()
-                                                                 : row_for_id (device_id, NULL);
-
-  g_autoptr(TachDeviceInfo) extra = provider_device (device_id);
-
   if (why != NULL)
     *why = NULL;
-  if (extra != NULL)
-    {
-      const TachKnobInfo *k = (guint) knob < TACH_KNOB_COUNT ? tach_knob (knob) : NULL;
-      gboolean choice = k != NULL && k->values != NULL && value >= 0
-                        && (guint) value < g_strv_length ((char **) k->values);
-
-      return !choice || provider->supports (k->name, k->values[value], why);
-    }
   if (row == NULL)
     {
       if (why != NULL)
@@ -432,4 +452,16 @@ tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value, c
       return FALSE;
     }
   return row->supports (knob, value, why);
+}
+
+gboolean
+tach_device_supports_knob (const TachDevice *device, TachKnobId knob, int value, const char **why)
+{
+  return row_supports (device->row, knob, value, why);
+}
+
+gboolean
+tach_backend_supports_knob (const char *device_id, TachKnobId knob, int value, const char **why)
+{
+  return row_supports (row_named (device_id), knob, value, why);
 }

@@ -522,10 +522,9 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
       g_free (device->name);
       device->name = g_strdup (device->id);
     }
-  device->kind = tach_backend_kind_for (device->id);
   device->versions = g_strdup (field (columns, fields, "versions"));
 
-  run->device = device;
+  run->device = tach_device_for_record (device);
   g_mutex_init (&run->lock);
   g_cond_init (&run->cond);
   run->samples = tach_sample_store_new ();

@@ -4,6 +4,7 @@
 #pragma once
 
 #include "tach-engine.h"
+#include "tach-backend.h"
 #include "tach-sample-store.h"
 
 G_BEGIN_DECLS
@@ -33,7 +34,7 @@ struct _TachRun {
   gint           ref_count;       /* atomic */
   guint          id;
   TachConfig     config;          /* owned copy */
-  TachDeviceInfo *device;         /* owned */
+  TachDevice     *device;         /* owned: resolved, or a record's */
   gint64         start_time;      /* real time, µs; 0 until started */
 
   GMutex         lock;

@@ -85,7 +85,7 @@ tach_run_get_config (TachRun *run)
 const TachDeviceInfo *
 tach_run_get_device (TachRun *run)
 {
-  return run->device;
+  return run->device->info;
 }
 
 guint
@@ -143,7 +143,7 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
     }
   g_mutex_lock (&run->lock);
   tach_summary_compute_store (run->samples, run->items_per_step, run->flops_per_step,
-                              run->device->peak_flops, summary);
+                              run->device->info->peak_flops, summary);
   summary->peak_memory_bytes = run->peak_memory;
   summary->test_accuracy = run->test_accuracy;
   tach_run_summarise_ranks (run, summary);

@@ -79,7 +79,7 @@ tach_run_summarise_ranks (TachRun *run, TachSummary *summary)
         s = *summary;
       else
         tach_summary_compute_store (run->rank_samples->pdata[r - 1], run->items_per_step,
-                                    run->flops_per_step, run->device->peak_flops, &s);
+                                    run->flops_per_step, run->device->info->peak_flops, &s);
       first += s.first_loss;
       final += s.final_loss;
       compute += s.compute_share;

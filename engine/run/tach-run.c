@@ -107,17 +107,17 @@ check_ranks (const TachConfig *config, const TachDeviceInfo *device, GError **er
 TachRun *
 tach_run_new (const TachConfig *config, GError **error)
 {
-  g_autoptr(TachDeviceInfo) device = NULL;
+  g_autoptr(TachDevice) device = NULL;
   TachRun *run;
 
   g_return_val_if_fail (config != NULL, NULL);
 
-  device = tach_device_resolve (config->device, error);
+  device = tach_device_find (config->device, error);
   if (device == NULL)
     return NULL;
   if (!tach_config_validate_on (config, device, error))
     return NULL;
-  if (!check_ranks (config, device, error))
+  if (!check_ranks (config, device->info, error))
     return NULL;
 
   run = g_new0 (TachRun, 1);
@@ -159,7 +159,7 @@ tach_run_unref (TachRun *run)
   if (run->thread != NULL)
     g_thread_unref (run->thread);
   tach_config_clear (&run->config);
-  tach_device_info_free (run->device);
+  tach_device_free (run->device);
   tach_sample_store_free (run->samples);
   g_clear_error (&run->error);
   g_free (run->text);
@@ -218,9 +218,9 @@ engine_setup (TachRunEngine *e, guint64 total, GError **error)
     return FALSE;
   /* The device's peak, where listing left it to be measured: here, on the
    * engine thread, before any step is timed. */
-  peak = tach_device_measure_peak_flops (e->be->device);
+  peak = tach_device_fill_peak_flops (run->device, e->be->device);
   g_mutex_lock (&run->lock);
-  run->device->peak_flops = peak;
+  run->device->info->peak_flops = peak;
   g_mutex_unlock (&run->lock);
   /* Data parallel: the feeder's shard, and the reducer that the model's
    * parameters reach through the backend, both before the model. */

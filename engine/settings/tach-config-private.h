@@ -2,6 +2,7 @@
 #pragma once
 
 #include "tach-engine.h"
+#include "tach-backend.h"
 #include "tach-error-private.h"
 
 G_BEGIN_DECLS
@@ -16,7 +17,7 @@ void     tach_config_reapply_preset_for_device (TachConfig *config);
 
 /* tach_config_validate() on a device already resolved (NULL: no device
  * checks), so that a run resolves its device once. */
-gboolean tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device,
+gboolean tach_config_validate_on (const TachConfig *config, const TachDevice *device,
                                   GError **error);
 
 /* tach_backend_supports_knob() by a knob's name and value ("launch",

@@ -146,8 +146,9 @@ check_consistency (const TachConfig *config, const TachModelClass *klass, GError
  * the message can name the knob, the value, the device and a value that
  * would work. */
 static gboolean
-check_backend (const TachConfig *config, const char *device_id, GError **error)
+check_backend (const TachConfig *config, const TachDevice *device, GError **error)
 {
+  const char *device_id = device->info->id;
   guint n_knobs = 0;
   const TachKnobInfo *knobs = tach_knobs (&n_knobs);
   TachConfig workload_only = *config;
@@ -167,12 +168,12 @@ check_backend (const TachConfig *config, const char *device_id, GError **error)
         continue;
       value = tach_config_get (config, knobs[i].name);
       current = *(const int *) ((const char *) config + knobs[i].offset);
-      if (tach_backend_supports_knob (device_id, knobs[i].id, current, &why))
+      if (tach_device_supports_knob (device, knobs[i].id, current, &why))
         continue;
 
       for (guint k = 0; knobs[i].values[k] != NULL; k++)
         if ((int) k != current
-            && tach_backend_supports_knob (device_id, knobs[i].id, (int) k, NULL))
+            && tach_device_supports_knob (device, knobs[i].id, (int) k, NULL))
           {
             instead = knobs[i].values[k];
             break;
@@ -330,7 +331,7 @@ set_memory_error (const TachConfig *config, const TachModelClass *klass, GError 
 
 static gboolean
 check_memory (const TachConfig *config, const TachModelClass *klass,
-              const TachDeviceInfo *device, GError **error)
+              const TachDevice *device, GError **error)
 {
   guint64 device_bytes = 0, host_bytes = 0;
   guint64 host_have = host_memory_bytes ();
@@ -342,18 +343,19 @@ check_memory (const TachConfig *config, const TachModelClass *klass,
 
   /* Where the backend's memory is host memory, the two add up. */
   host_need = host_bytes;
-  if (device != NULL && (tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_HOST_MEMORY))
+  if (device != NULL && (tach_device_caps (device) & TACH_BACKEND_CAP_HOST_MEMORY))
     host_need += device_bytes;
   if (host_have > 0 && host_need > host_have)
     {
       set_memory_error (config, klass, error, host_need, host_have, _("host"));
       return FALSE;
     }
-  if (device != NULL && !(tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_HOST_MEMORY)
-      && device->memory_bytes > 0
-      && device_bytes > device->memory_bytes)
+  if (device != NULL && !(tach_device_caps (device) & TACH_BACKEND_CAP_HOST_MEMORY)
+      && device->info->memory_bytes > 0
+      && device_bytes > device->info->memory_bytes)
     {
-      set_memory_error (config, klass, error, device_bytes, device->memory_bytes, device->id);
+      set_memory_error (config, klass, error, device_bytes, device->info->memory_bytes,
+                        device->info->id);
       return FALSE;
     }
   return TRUE;
@@ -393,18 +395,18 @@ check_settings (const TachConfig *config, GError **error)
  * device has not at all). */
 static gboolean
 check_lstm_precision (const TachConfig *config, const TachModelClass *klass,
-                      const TachDeviceInfo *device, GError **error)
+                      const TachDevice *device, GError **error)
 {
   g_autofree char *value = NULL;
 
   if (device == NULL || !klass->has_lstm || config->precision == TACH_PRECISION_FP32
-      || !(tach_backend_caps_for (device->id) & TACH_BACKEND_CAP_LSTM_FP32_ONLY))
+      || !(tach_device_caps (device) & TACH_BACKEND_CAP_LSTM_FP32_ONLY))
     return TRUE;
   value = tach_config_get (config, "precision");
   g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
                W_("{precision=%s} is not supported on %s for %s: the backend's LSTM runs in "
                   "fp32 only; use {precision=fp32}"),
-               value, device->id, tach_workload_to_string (config->workload));
+               value, device->info->id, tach_workload_to_string (config->workload));
   tach_error_add_config_hint (error, config, TACH_KNOB_PRECISION, TACH_KNOB_PRECISION, "fp32",
                               NULL);
   return FALSE;
@@ -412,9 +414,9 @@ check_lstm_precision (const TachConfig *config, const TachModelClass *klass,
 
 static gboolean
 check_on_device (const TachConfig *config, const TachModelClass *klass,
-                 const TachDeviceInfo *device, GError **error)
+                 const TachDevice *device, GError **error)
 {
-  if (device != NULL && !check_backend (config, device->id, error))
+  if (device != NULL && !check_backend (config, device, error))
     return FALSE;
   if (!check_lstm_precision (config, klass, device, error))
     return FALSE;
@@ -424,7 +426,7 @@ check_on_device (const TachConfig *config, const TachModelClass *klass,
 }
 
 gboolean
-tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device, GError **error)
+tach_config_validate_on (const TachConfig *config, const TachDevice *device, GError **error)
 {
   const TachModelClass *klass;
 
@@ -436,14 +438,14 @@ tach_config_validate_on (const TachConfig *config, const TachDeviceInfo *device,
 gboolean
 tach_config_validate (const TachConfig *config, const char *device_id, GError **error)
 {
-  g_autoptr(TachDeviceInfo) device = NULL;
+  g_autoptr(TachDevice) device = NULL;
   const TachModelClass *klass;
 
   g_return_val_if_fail (config != NULL, FALSE);
   klass = check_settings (config, error);
   if (klass == NULL)
     return FALSE;
-  if (device_id != NULL && (device = tach_device_resolve (device_id, error)) == NULL)
+  if (device_id != NULL && (device = tach_device_find (device_id, error)) == NULL)
     return FALSE;
   return check_on_device (config, klass, device, error);
 }
