@@ -27,8 +27,8 @@ typedef enum {
   TACH_HINT_COMPLETE,        /* nothing: no hint, or one with its facts */
   TACH_HINT_CONFIG_VALUE,    /* the knob's value: the configuration's */
   TACH_HINT_CONFIG_DEFAULT,  /* the same, and the fix: the knob's default */
-  TACH_HINT_ZERO_SHAPE,      /* the knob: the first model-shape knob (or the
-                              * batch) that is 0; the fix: the workload's default */
+  TACH_HINT_ZERO_SHAPE,      /* the knob: the first model-shape knob that is
+                              * 0; the fix: the workload's default */
 } TachHintPending;
 
 /* As tach_error_add_hint(), with @knob's value left to the configuration

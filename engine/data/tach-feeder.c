@@ -387,7 +387,11 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
                      "token ids: use {feed=host-f32}"));
       return NULL;
     }
-  if (batch == 0 || dataset->n_samples < (guint64) batch * MAX (be->ranks, 1))
+  /* The batch itself is checked once, by validation, before any model
+   * asks for a feeder; what only the data knows is checked here: whether
+   * the dataset holds one (global) batch. */
+  g_assert (batch > 0);
+  if (dataset->n_samples < (guint64) batch * MAX (be->ranks, 1))
     {
       if (be->ranks > 1)
         g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -404,7 +408,7 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
 
         /* The fix: a dataset of one batch. */
         tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES,
-                             batch > 0 ? one_batch : NULL, NULL);
+                             one_batch, NULL);
       }
       return NULL;
     }

@@ -91,12 +91,15 @@ bilstm_check_shape (const TachConfig *config, GError **error)
                    * ((double) MAX (config->features, BILSTM_DIRS * config->hidden)
                       + config->hidden + 1) * BILSTM_DIRS;
 
-  if (config->batch == 0 || config->seq_len == 0 || config->features == 0
-      || config->hidden == 0 || config->layers == 0)
+  /* The batch is checked once, by validation (tach-validate.c's
+   * check_batch), before any model is made. */
+  g_assert (config->batch > 0);
+  if (config->seq_len == 0 || config->features == 0 || config->hidden == 0
+      || config->layers == 0)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   W_("bilstm: {batch}, {seq-len}, {features}, {hidden} and {layers} must "
-                     "each be at least 1"));
+                   W_("bilstm: {seq-len}, {features}, {hidden} and {layers} must each be at "
+                     "least 1"));
       tach_error_add_pending_hint (error, TACH_HINT_ZERO_SHAPE, TACH_KNOB_COUNT, TACH_KNOB_COUNT,
                                    NULL, NULL);
       return FALSE;
@@ -159,22 +162,6 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
 
   if (!bilstm_check_shape (config, error))
     return NULL;
-  if (samples < config->batch)
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   W_("bilstm: {samples=%" PRIu64 "} is smaller than {batch=%u}: "
-                     "one step needs a whole batch"),
-                   samples, config->batch);
-      {
-        g_autofree char *one_batch = g_strdup_printf ("%u", config->batch);
-
-        /* The fix: a dataset of one batch. */
-        tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
-                                     TACH_KNOB_SAMPLES, TACH_KNOB_SAMPLES,
-                                     one_batch, NULL);
-      }
-      return NULL;
-    }
 
   self = g_new0 (TachBilstm, 1);
   self->be = be;

@@ -130,12 +130,14 @@ lm_check_shape (const TachConfig *config, GError **error)
   double weights = 4.0 * config->hidden
                    * ((double) MAX (config->embed, config->hidden) + config->hidden + 1);
 
-  if (config->batch == 0 || config->embed == 0 || config->hidden == 0 || config->context == 0
-      || config->layers == 0)
+  /* The batch is checked once, by validation (tach-validate.c's
+   * check_batch), before any model is made. */
+  g_assert (config->batch > 0);
+  if (config->embed == 0 || config->hidden == 0 || config->context == 0 || config->layers == 0)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                   W_("lstm-lm: {batch}, {embed}, {hidden}, {context} and {layers} must each "
-                     "be at least 1"));
+                   W_("lstm-lm: {embed}, {hidden}, {context} and {layers} must each be at "
+                     "least 1"));
       tach_error_add_pending_hint (error, TACH_HINT_ZERO_SHAPE, TACH_KNOB_COUNT, TACH_KNOB_COUNT,
                                    NULL, NULL);
       return FALSE;

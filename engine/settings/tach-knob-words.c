@@ -26,7 +26,7 @@ tach_error_add_config_hint (GError           **error,
   tach_error_fill_hint (*error, config);
 }
 
-/* The first model-shape knob (or the batch) of @config that is 0, with
+/* The first model-shape knob of @config that is 0, with
  * its value and the workload's default; FALSE when none is. */
 static gboolean
 first_zero_knob (const TachConfig *config, TachKnobId *knob, char **value, char **fix)
@@ -41,7 +41,7 @@ first_zero_knob (const TachConfig *config, TachKnobId *knob, char **value, char 
     {
       g_autofree char *v = NULL;
 
-      if (!knobs[i].is_shape && knobs[i].id != TACH_KNOB_BATCH)
+      if (!knobs[i].is_shape)
         continue;
       v = tach_config_get (config, knobs[i].name);
       if (g_strcmp0 (v, "0") == 0)

@@ -98,6 +98,9 @@ check_consistency (const TachConfig *config, const TachModelClass *klass, GError
       message = W_("{print-text} needs {task=generate}");
       knob = fix_knob = TACH_KNOB_PRINT_TEXT, fix_value = "false";
     }
+  /* The one check of a configuration's batch (with the samples' below):
+   * tach_config_set() refuses a batch of "0" by the knob row's range, and
+   * the models and the feeder assert what this has checked. */
   else if (config->batch == 0)
     {
       message = W_("invalid value '0' for {batch}: expected a whole number from 1");
