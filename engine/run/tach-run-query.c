@@ -1,8 +1,55 @@
-/* tach-run-query.c: what any thread may ask of a run: its samples, state,
- * error, settings and summary, each read under the run's lock (or
- * atomically).  The engine thread that writes them is in tach-run.c. */
+/* tach-run-query.c: a run as any thread holds it: its id, its references,
+ * and what any thread may ask of it: its samples, state, error, settings
+ * and summary, each read under the run's lock (or atomically).  Runs are
+ * made by tach-run.c (live, with the engine thread that writes them) and
+ * tach-results.c (read back); both, and the hand-off of tach-run-pending.c,
+ * hold them through these references. */
 #include <math.h>
 #include "tach-run-private.h"
+
+static gint next_run_id = 0;
+
+guint
+tach_run_next_id (void)
+{
+  return (guint) g_atomic_int_add (&next_run_id, 1) + 1;
+}
+
+TachRun *
+tach_run_ref (TachRun *run)
+{
+  g_return_val_if_fail (run != NULL, NULL);
+  g_atomic_int_inc (&run->ref_count);
+  return run;
+}
+
+void
+tach_run_unref (TachRun *run)
+{
+  if (run == NULL || !g_atomic_int_dec_and_test (&run->ref_count))
+    return;
+  /* The last reference can be the engine thread's own, as it ends: detach
+   * rather than join it. */
+  if (run->thread != NULL)
+    g_thread_unref (run->thread);
+  tach_config_clear (&run->config);
+  tach_device_free (run->device);
+  tach_sample_store_free (run->samples);
+  g_clear_error (&run->error);
+  g_free (run->text);
+  g_free (run->algorithms);
+  g_clear_pointer (&run->record, tach_run_record_free);
+  g_clear_pointer (&run->rank_samples, g_ptr_array_unref);
+  g_free (run->varied);
+  g_free (run->label);
+  g_free (run->data_kind);
+  g_free (run->data_path);
+  if (run->context != NULL)
+    g_main_context_unref (run->context);
+  g_mutex_clear (&run->lock);
+  g_cond_clear (&run->cond);
+  g_free (run);
+}
 
 guint
 tach_run_drain_samples (TachRun *run, GArray *out)

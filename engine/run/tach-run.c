@@ -1,5 +1,6 @@
-/* tach-run.c: a run, its engine thread and the sample hand-off (the steps
- * not yet published are tach-run-pending.c's).
+/* tach-run.c: making a run, its engine thread and the sample hand-off (the
+ * steps not yet published are tach-run-pending.c's; the run's id, its
+ * references and its accessors, tach-run-query.c's).
  *
  * The engine thread ("tach-engine") creates the backend and the model, so
  * that every backend call happens on that one thread.  Each step's loss
@@ -52,14 +53,6 @@
 /* The losses of a sync are read back this many at a time (1 MiB of host
  * staging with the accuracy), not into host copies of every slot. */
 #define LOSS_PIECE 131072
-
-static gint next_run_id = 0;
-
-guint
-tach_run_next_id (void)
-{
-  return (guint) g_atomic_int_add (&next_run_id, 1) + 1;
-}
 
 /* Data parallel: @config's ranks are the job's, and the device's backend
  * hands the reducer host memory (the CPU's).  NCCL, for CUDA devices, is
@@ -139,42 +132,6 @@ tach_run_new (const TachConfig *config, GError **error)
   }
   run->machine_busy = NAN;
   return run;
-}
-
-TachRun *
-tach_run_ref (TachRun *run)
-{
-  g_return_val_if_fail (run != NULL, NULL);
-  g_atomic_int_inc (&run->ref_count);
-  return run;
-}
-
-void
-tach_run_unref (TachRun *run)
-{
-  if (run == NULL || !g_atomic_int_dec_and_test (&run->ref_count))
-    return;
-  /* The last reference can be the engine thread's own, as it ends: detach
-   * rather than join it. */
-  if (run->thread != NULL)
-    g_thread_unref (run->thread);
-  tach_config_clear (&run->config);
-  tach_device_free (run->device);
-  tach_sample_store_free (run->samples);
-  g_clear_error (&run->error);
-  g_free (run->text);
-  g_free (run->algorithms);
-  g_clear_pointer (&run->record, tach_run_record_free);
-  g_clear_pointer (&run->rank_samples, g_ptr_array_unref);
-  g_free (run->varied);
-  g_free (run->label);
-  g_free (run->data_kind);
-  g_free (run->data_path);
-  if (run->context != NULL)
-    g_main_context_unref (run->context);
-  g_mutex_clear (&run->lock);
-  g_cond_clear (&run->cond);
-  g_free (run);
 }
 
 /* ------------------------------------------------------------- engine */
