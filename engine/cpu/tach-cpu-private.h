@@ -383,7 +383,7 @@ dnnl_status_t tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n
 
 /* The op table slots, by file. */
 
-/* tach-cpu-lstm.c, tach-cpu-lstm-cell.c */
+/* tach-cpu-lstm-tune.c (plan_new, fwd), tach-cpu-lstm.c, tach-cpu-lstm-cell.c */
 TachLstmPlan *tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc);
 void   tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
 size_t tach_cpu_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
@@ -470,9 +470,6 @@ void   tach_cpu_block_pool_bwd (TachBackend *be, const TachCpuActLayout *l, cons
  * activations' gradient. */
 typedef struct _TachCpuWino TachCpuWino;
 gboolean     tach_cpu_wino_applies (const TachConvDesc *d, const TachCpuActLayout *act);
-/* FALSE under TACH_CPU_CONV=direct: a conv block's own paths (Winograd,
- * one channel's gradients) step aside for oneDNN's direct kernels. */
-gboolean     tach_cpu_conv_own_paths (void);
 TachCpuWino *tach_cpu_wino_new (TachBackend *be, const TachConvDesc *d);
 void         tach_cpu_wino_free (TachBackend *be, TachCpuWino *wg);
 void         tach_cpu_wino_filters (TachBackend *be, TachCpuWino *wg, const float *w);

@@ -70,8 +70,11 @@ tach_cpu_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   g_free (plan);
 }
 
-gboolean
-tach_cpu_conv_own_paths (void)
+/* FALSE under TACH_CPU_CONV=direct: a conv block's own paths (Winograd,
+ * one channel's gradients) step aside for oneDNN's direct kernels.  The
+ * plan chooses; the paths only say where their shapes allow them. */
+static gboolean
+own_paths (void)
 {
   return g_strcmp0 (g_getenv ("TACH_CPU_CONV"), "direct") != 0;
 }
@@ -558,7 +561,7 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
   memset (plan->zero_bias, 0, (size_t) d->K * sizeof (float));
   if (d->block && !plan_chunk (be, plan, &m))
     goto fail;
-  if (d->block && tach_cpu_wino_applies (d, &plan->act_layout))
+  if (d->block && own_paths () && tach_cpu_wino_applies (d, &plan->act_layout))
     {
       dnnl_memory_desc_t blocked;
 
@@ -570,7 +573,7 @@ tach_cpu_conv_plan_new (TachBackend *be, const TachConvDesc *desc)
           || (d->need_dx && !tach_cpu_arg_init (be, &plan->wino_dx, &m.x, &blocked, TRUE)))
         goto fail;
     }
-  if (d->block && tach_cpu_dw1_applies (d, &plan->act_layout)
+  if (d->block && own_paths () && tach_cpu_dw1_applies (d, &plan->act_layout)
       && (plan->dw1 = tach_cpu_dw1_new (be, d)) == NULL)
     goto fail;
   if (d->block && plan->x_fwd.reorder != NULL && plan->x_bwd.reorder != NULL)

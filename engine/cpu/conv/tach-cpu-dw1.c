@@ -58,7 +58,7 @@ tach_cpu_dw1_applies (const TachConvDesc *d, const TachCpuActLayout *act)
   int l = tach_cpu_isa_lanes ();
   int oh = d->H + 2 * d->pad_h - d->R + 1, ow = d->W + 2 * d->pad_w - d->S + 1;
 
-  return tach_cpu_conv_own_paths () && l > 0 && d->block
+  return l > 0 && d->block
          && d->precision == TACH_PRECISION_FP32 && !d->x_native
          && d->C == 1 && d->S == 5 && d->R >= 1 && d->pad_h < d->R && d->pad_w < d->S
          && oh > 0 && ow > 0 && d->K % l == 0

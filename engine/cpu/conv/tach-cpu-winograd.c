@@ -94,7 +94,7 @@ tach_cpu_wino_applies (const TachConvDesc *d, const TachCpuActLayout *act)
   int l = tach_cpu_isa_lanes ();
   int oh = d->H + 2 * d->pad_h - 4, ow = d->W + 2 * d->pad_w - 4;
 
-  return tach_cpu_conv_own_paths () && l > 0 && d->block
+  return l > 0 && d->block
          && d->precision == TACH_PRECISION_FP32
          && d->R == 5 && d->S == 5 && d->pad_h <= 4 && d->pad_w <= 4 && oh > 0 && ow > 0
          && d->C % l == 0 && d->K % l == 0

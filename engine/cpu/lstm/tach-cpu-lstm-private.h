@@ -278,7 +278,9 @@ size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);
  * (tach_cpu_lstm_fwd is this pass, timed for the tuner's re-check). */
 void   tach_cpu_lstm_forward_pass (TachBackend *be, TachLstmPlan *plan, const float *x,
                                    const float *w, float *y, void *reserve);
-/* Chooses plan->gemm_mode by timing both paths (tach-cpu-lstm-tune.c). */
-void   tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan);
+/* The plan, its buffers allocated, not tuned yet: tach_cpu_lstm_plan_new()
+ * (tach-cpu-lstm-tune.c) builds it, then times its paths.  NULL with the
+ * backend's error set on failure. */
+TachLstmPlan *tach_cpu_lstm_plan_build (TachBackend *be, const TachLstmDesc *desc);
 
 G_END_DECLS

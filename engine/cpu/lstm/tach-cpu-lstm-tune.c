@@ -38,6 +38,10 @@
  * What each plan chose is noted on the backend (tach_backend_note_algorithm)
  * for the run's summary and runs.csv.
  *
+ * The op's entry points for a plan and its forward pass are here, above the
+ * passes they time: tach_cpu_lstm_plan_new builds a plan (tach-cpu-lstm.c)
+ * and tunes it, and tach_cpu_lstm_fwd runs the chosen pass.
+ *
  * Threads: the engine thread.
  */
 #include <string.h>
@@ -191,8 +195,9 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
   plan->tune.slow_calls = 0;
 }
 
-void
-tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
+/* Chooses plan->gemm_mode by timing both paths. */
+static void
+plan_tune (TachBackend *be, TachLstmPlan *plan)
 {
   plan->gemm_mode = TACH_CPU_GEMM_AUTO;
   memset (&plan->tune, 0, sizeof plan->tune);
@@ -204,6 +209,23 @@ tach_cpu_lstm_plan_tune (TachBackend *be, TachLstmPlan *plan)
     tune (be, plan, NULL);
   if (tach_backend_ok (be))
     note_algorithm (be, plan);
+}
+
+/* A plan is built (tach-cpu-lstm.c), then tuned. */
+TachLstmPlan *
+tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
+{
+  TachLstmPlan *plan = tach_cpu_lstm_plan_build (be, desc);
+
+  if (plan == NULL)
+    return NULL;
+  plan_tune (be, plan);
+  if (!tach_backend_ok (be))
+    {
+      tach_cpu_lstm_plan_free (be, plan);
+      return NULL;
+    }
+  return plan;
 }
 
 void

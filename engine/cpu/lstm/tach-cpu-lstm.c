@@ -131,7 +131,7 @@ tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan)
 }
 
 TachLstmPlan *
-tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
+tach_cpu_lstm_plan_build (TachBackend *be, const TachLstmDesc *desc)
 {
   const TachLstmDesc *d = desc;
   TachLstmPlan *plan;
@@ -199,8 +199,6 @@ tach_cpu_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
         for (size_t r = 0; r < plan->rows; r++)
           plan->ones[r] = 1.0f;
     }
-  if (tach_backend_ok (be))
-    tach_cpu_lstm_plan_tune (be, plan);
   if (!tach_backend_ok (be))
     {
       tach_cpu_lstm_plan_free (be, plan);
