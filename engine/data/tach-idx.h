@@ -10,7 +10,7 @@
  *
  * A loaded file is immutable and reference-counted, so that several runs
  * (and the process-wide cache of tach-idx-cache.h, through which
- * tach_image_set_load() goes) share one copy of its bytes.
+ * tach_image_set_load() goes: tach-image-set.c) share one copy of its bytes.
  *
  * Threads: any.
  */
