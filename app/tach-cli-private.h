@@ -80,6 +80,8 @@ typedef struct {
 /* The hidden command `_generate bash-completion|man` (tach-cli-gen.c). */
 int tach_cli_command_generate (int argc, char **argv);
 
+/* tach-cli-config.c: what every command shares. */
+
 /* Prints "tach-cli: MESSAGE" and the hint to try --help on stderr. */
 void  tach_cli_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 
@@ -93,6 +95,14 @@ gboolean tach_cli_build_config (const TachCliOptions *options,
                                 const char           *preset,
                                 TachConfig           *config,
                                 GError              **error);
+/* Says on stderr which knobs given on the command line @config does not
+ * honour: those that do not apply to it (the reason the window greys
+ * their rows with) and a warm-up cut to half the steps. */
+void     tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config);
+/* Sets the knobs given on the command line, in the order given. */
+gboolean tach_cli_apply_knobs (const TachCliOptions *options,
+                               TachConfig           *config,
+                               GError              **error);
 
 /* Prints "WORKLOAD (TASK) on DEVICE (NAME), batch B, N steps (W warm-up)"
  * and, with @with_preset, the preset.  @varied (a knob's name, or NULL) is
@@ -119,15 +129,6 @@ void     tach_cli_pad_cells (GString *line, const TachCliCell *cells, guint n_ce
 gboolean tach_cli_check_outputs (const TachCliOptions *options, GError **error);
 /* Appends @runs to DIR/runs.csv and samples.csv; reports an error itself. */
 gboolean tach_cli_write_csv (const char *dir, GPtrArray *runs);
-
-/* Says on stderr which knobs given on the command line @config does not
- * honour: those that do not apply to it (the reason the window greys
- * their rows with) and a warm-up cut to half the steps. */
-void     tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config);
-/* Sets the knobs given on the command line, in the order given. */
-gboolean tach_cli_apply_knobs (const TachCliOptions *options,
-                               TachConfig           *config,
-                               GError              **error);
 
 /* State shared by every run of one command. */
 typedef struct {

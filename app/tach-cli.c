@@ -8,7 +8,6 @@
 
 #include <locale.h>
 #include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -40,90 +39,6 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->tensorboard_dir, g_free);
   g_clear_pointer (&options->trace_path, g_free);
   g_clear_pointer (&options->knobs, g_array_unref);
-}
-
-void
-tach_cli_usage_error (const char *format, ...)
-{
-  g_autofree char *message = NULL;
-  va_list args;
-
-  va_start (args, format);
-  message = g_strdup_vprintf (format, args);
-  va_end (args);
-
-  fprintf (stderr, "tach-cli: %s\n", message);
-  fprintf (stderr, _("Try 'tach-cli --help' for more information.\n"));
-}
-
-int
-tach_cli_exit_code_for_error (const GError *error)
-{
-  if (error != NULL && error->domain == TACH_ERROR &&
-      (error->code == TACH_ERROR_INVALID_CONFIG ||
-       error->code == TACH_ERROR_UNSUPPORTED))
-    return TACH_CLI_EXIT_USAGE;
-  return TACH_CLI_EXIT_FAILURE;
-}
-
-gboolean
-tach_cli_build_config (const TachCliOptions *options,
-                       const char           *preset,
-                       TachConfig           *config,
-                       GError              **error)
-{
-  TachWorkload workload;
-
-  if (!tach_workload_from_string (options->workload, &workload, error))
-    return FALSE;
-  tach_config_init (config, workload);
-
-  if (preset != NULL && !tach_config_apply_preset (config, preset, error))
-    return FALSE;
-
-  return tach_cli_apply_knobs (options, config, error);
-}
-
-gboolean
-tach_cli_apply_knobs (const TachCliOptions *options,
-                      TachConfig           *config,
-                      GError              **error)
-{
-  for (guint i = 0; i < options->knobs->len; i++)
-    {
-      const TachCliKnob *knob = &g_array_index (options->knobs, TachCliKnob, i);
-
-      if (!tach_config_set (config, knob->key, knob->value, error))
-        return FALSE;
-    }
-
-  return TRUE;
-}
-
-void
-tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config)
-{
-  g_autoptr(GHashTable) said = g_hash_table_new (g_str_hash, g_str_equal);
-
-  /* Only the knobs given: a preset's or a default's unused knob is no
-   * surprise.  A knob given twice is said once. */
-  for (guint i = options->knobs->len; i-- > 0;)
-    {
-      const TachCliKnob *knob = &g_array_index (options->knobs, TachCliKnob, i);
-      const TachKnobInfo *info = tach_knob_lookup (knob->key);
-      const char *why = NULL;
-
-      if (info == NULL || !g_hash_table_add (said, (gpointer) info->name))
-        continue;
-      if (!tach_config_knob_applies (config, info->name, &why))
-        fprintf (stderr, _("tach-cli: note: --%s %s is ignored: %s\n"), info->name,
-                 knob->value, why != NULL ? why : "");
-      else if (g_str_equal (info->name, "warmup")
-               && tach_config_get_warmup (config) < config->warmup)
-        fprintf (stderr, _("tach-cli: note: --warmup %u runs as %u: warm-up steps are at most "
-                           "half of the %u steps\n"),
-                 config->warmup, tach_config_get_warmup (config), config->steps);
-    }
 }
 
 static void
