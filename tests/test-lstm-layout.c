@@ -24,7 +24,7 @@
 
 #include "tach-backend.h"
 #include "tach-lstm-stack.h"
-#include "tach-model-util.h"
+#include "tach-params.h"
 #include "test-run-util.h"
 
 static TachLstmDesc

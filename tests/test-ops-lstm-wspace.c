@@ -11,7 +11,7 @@
 #include <string.h>
 
 #include "tach-lstm-stack.h"
-#include "tach-model-util.h"
+#include "tach-params.h"
 #include "test-ops-common.h"
 
 typedef struct {

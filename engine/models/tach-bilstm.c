@@ -25,7 +25,7 @@
 #include "tach-feeder.h"
 #include "tach-error-private.h"
 #include "tach-lstm-stack.h"
-#include "tach-model-util.h"
+#include "tach-params.h"
 #include "tach-model.h"
 #include "tach-synthetic.h"
 

@@ -29,7 +29,7 @@
 
 #include "tach-feeder.h"
 #include "tach-error-private.h"
-#include "tach-model-util.h"
+#include "tach-params.h"
 #include "tach-model.h"
 #include "tach-rand.h"
 #include "tach-cnn-data.h"

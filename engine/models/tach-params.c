@@ -1,4 +1,4 @@
-/* tach-model-util.c: the flat parameter buffer, the optimizer step, dense
+/* tach-params.c: the flat parameter buffer, the optimizer step, dense
  * layers and initialisers shared by every model.
  */
 #include <math.h>
@@ -7,7 +7,7 @@
 #include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
-#include "tach-model-util.h"
+#include "tach-params.h"
 #include "tach-rand.h"
 
 typedef struct {

@@ -1,4 +1,4 @@
-/* tach-model-util.h: helpers every model shares.
+/* tach-params.h: helpers every model shares.
  *
  *   TachParams   one flat parameter buffer on the device, cut into named
  *                slices, with its gradient and optimizer-state buffers, so
