@@ -6,7 +6,7 @@
 #include <string.h>
 
 #include "test-ops-conv.h"
-#include "tach-params.h"
+#include "tach-layers.h"
 
 static const TachConvDesc block_descs[] = {
   /* N  C  H  W  K   R  S  pad_h pad_w need_dx */

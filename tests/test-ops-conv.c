@@ -4,7 +4,6 @@
 #include <string.h>
 
 #include "test-ops-conv.h"
-#include "tach-params.h"
 
 static const TachConvDesc conv_descs[] = {
   /* N  C  H  W  K  R  S  pad_h pad_w need_dx */

@@ -23,7 +23,7 @@
 #include "tach-backend.h"
 #include "tach-ref.h"
 #include "tach-lstm-stack.h"
-#include "tach-params.h"
+#include "tach-layers.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4

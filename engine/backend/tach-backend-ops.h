@@ -82,7 +82,7 @@ typedef struct {
  * With block set, the plan is a convolution block (conv + bias + ReLU +
  * 2x2 stride-2 max pool, W3's layers) for conv_block_fwd/bwd, which a
  * backend may fuse and run in its own layouts; such a plan serves only the
- * block ops (tach_conv_block_forward/backward in tach-params.h fall
+ * block ops (tach_conv_block_forward/backward in tach-layers.h fall
  * back to conv_fwd/bwd, relu and max pool when the slots are NULL, so a
  * backend without them plans the bare convolution and ignores the flag). */
 typedef struct {

@@ -46,6 +46,7 @@
 #include "tach-feeder.h"
 #include "tach-error-private.h"
 #include "tach-lstm-stack.h"
+#include "tach-layers.h"
 #include "tach-params.h"
 #include "tach-model.h"
 #include "tach-rand.h"

@@ -1,12 +1,8 @@
-/* tach-params.h: helpers every model shares.
- *
- *   TachParams   one flat parameter buffer on the device, cut into named
- *                slices, with its gradient and optimizer-state buffers, so
- *                that one optimizer op updates every trainable parameter
- *   dense        fully connected layer forward/backward (GEMM + bias)
- *   conv block   conv + bias + ReLU + max pool, fused where the backend can
- *   init         counter-based host initialisers (the same numbers on every
- *                backend and in every mode)
+/* tach-params.h: a model's parameters: one flat parameter buffer on the
+ * device, cut into named slices, with its gradient and optimizer-state
+ * buffers, so that one optimizer op updates every trainable parameter, and
+ * counter-based host initialisers (the same numbers on every backend and
+ * in every mode).  The layers are tach-layers.h's.
  *
  * Layout of the flat buffer: trainable slices first, in the order they were
  * added, then frozen ones.  The gradient, Adam m and v buffers cover the
@@ -93,43 +89,6 @@ void          tach_params_update (TachParams *params);
 void          tach_params_free (TachParams *params);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachParams, tach_params_free)
-
-/* Dense layer, PyTorch weight layout: x [m, in], w [out, in], b [out] (may be
- * NULL), y [m, out].  y = x w^T + b. */
-void          tach_dense_forward (TachBackend *be, const float *x, const float *w, const float *b,
-                                  float *y, int m, int in, int out);
-/* dw = beta * dw + dy^T x and db = beta * db + sum_rows dy (db may be NULL;
- * beta 0 overwrites, 1 accumulates); dx = dy w when @dx is not NULL
- * (always overwritten). */
-void          tach_dense_backward (TachBackend *be, const float *x, const float *w, const float *dy,
-                                   float *dx, float *dw, float *db, int m, int in, int out,
-                                   float beta);
-/* The same in @precision: bf16 rounds x, w and dy to bf16 for the products
- * (fp32 sums, fp32 results and master weights) where the backend has
- * gemm_bf16; anything else runs in fp32. */
-void          tach_dense_forward_prec (TachBackend *be, TachPrecision precision, const float *x,
-                                       const float *w, const float *b, float *y, int m, int in,
-                                       int out);
-void          tach_dense_backward_prec (TachBackend *be, TachPrecision precision, const float *x,
-                                        const float *w, const float *dy, float *dx, float *dw,
-                                        float *db, int m, int in, int out, float beta);
-/* FLOPs of one dense forward (2 m in out), plus backward when @backward
- * (dw, and dx when @need_dx). */
-double        tach_dense_flops (int m, int in, int out, gboolean backward, gboolean need_dx);
-
-/* A convolution block, y = maxpool2x2 (relu (conv (x, w) + b)), on a plan
- * made from @desc with block set: the backend's fused conv_block_fwd/bwd
- * where it has them, else conv_fwd, relu_fwd and maxpool_fwd (and their
- * backward ops) on the same buffers.  act (N*K*OH*OW floats) and idx
- * (N*K*(OH/2)*(OW/2) int32) carry what backward needs; dact (as big as
- * act) is backward's scratch; dx may be NULL unless desc->need_dx. */
-void          tach_conv_block_forward (TachBackend *be, TachConvPlan *plan,
-                                       const TachConvDesc *desc, const float *x, const float *w,
-                                       const float *b, float *act, int32_t *idx, float *y);
-void          tach_conv_block_backward (TachBackend *be, TachConvPlan *plan,
-                                        const TachConvDesc *desc, const float *x, const float *w,
-                                        const float *act, const int32_t *idx, const float *dy,
-                                        float *dact, float *dx, float *dw, float *db);
 
 /* Host initialisers keyed by (@seed, @tensor_index) on the INIT stream. */
 void          tach_init_uniform (float *host, size_t n, float limit, guint64 seed,
