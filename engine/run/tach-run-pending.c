@@ -12,7 +12,7 @@
 #include <math.h>
 
 #include "tach-config-private.h"
-#include "tach-run-engine-private.h"
+#include "tach-run-thread-private.h"
 
 /* Timed pending steps move to the held store in batches of at least this
  * many (at most that many records, 40 KiB, wait as TachRunPending). */
@@ -40,7 +40,7 @@ notify_dispatch (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
-/* TachRunEngine thread: schedules a notification unless one is pending. */
+/* The run's thread: schedules a notification unless one is pending. */
 void
 tach_run_schedule_notify (TachRun *run)
 {
@@ -59,14 +59,14 @@ tach_run_schedule_notify (TachRun *run)
 
 /* The steps held or pending, from the first held. */
 static guint64
-engine_first_waiting (const TachRunEngine *e)
+thread_first_waiting (const TachRunThread *e)
 {
   return e->pending_first - tach_sample_store_get_length (e->held);
 }
 
 /* Notes the bytes kept for the steps not yet synced. */
 void
-tach_engine_note_pending_bytes (TachRunEngine *e)
+tach_run_pending_note_bytes (TachRunThread *e)
 {
   e->pending_peak = MAX (e->pending_peak,
                         e->held_bytes + e->pending->len * sizeof (TachRunPending));
@@ -74,7 +74,7 @@ tach_engine_note_pending_bytes (TachRunEngine *e)
 
 /* The pending step @i's sample, with @sync_ms. */
 static void
-engine_sample (const TachRunEngine *e, guint i, double sync_ms, TachSample *out)
+thread_sample (const TachRunThread *e, guint i, double sync_ms, TachSample *out)
 {
   const TachRunPending *p = &g_array_index (e->pending, TachRunPending, i);
   guint64 step = e->pending_first + i;
@@ -114,7 +114,7 @@ engine_sample (const TachRunEngine *e, guint i, double sync_ms, TachSample *out)
 /* Between steps (every pending step has ended): moves the timed pending
  * steps to the held store once there are hold_min of them. */
 void
-tach_engine_hold (TachRunEngine *e)
+tach_run_pending_hold (TachRunThread *e)
 {
   guint n = e->timer.host_clock ? e->pending->len : e->n_timed;
 
@@ -124,7 +124,7 @@ tach_engine_hold (TachRunEngine *e)
     {
       TachSample s;
 
-      engine_sample (e, i, 0.0, &s);
+      thread_sample (e, i, 0.0, &s);
       tach_sample_store_append (e->held, &s);
     }
   g_array_remove_range (e->pending, 0, n);
@@ -136,7 +136,7 @@ tach_engine_hold (TachRunEngine *e)
 /* Reads the device times of the pending steps up to index @upto (see
  * tach-run-timing.h), those not read yet, in order. */
 void
-tach_engine_time (TachRunEngine *e, guint upto)
+tach_run_pending_time (TachRunThread *e, guint upto)
 {
   for (; e->n_timed <= upto && e->n_timed < e->pending->len; e->n_timed++)
     {
@@ -157,10 +157,10 @@ tach_engine_time (TachRunEngine *e, guint upto)
  * buffer at a time (one download each for a sync every N steps), into the
  * held store and the pending records.  Returns the time spent, in ms. */
 gboolean
-tach_engine_sync (TachRunEngine *e, double *sync_ms)
+tach_run_pending_sync (TachRunThread *e, double *sync_ms)
 {
   gint64 t = tach_now_ns ();
-  guint64 first = engine_first_waiting (e);
+  guint64 first = thread_first_waiting (e);
   guint64 count = e->pending_first + e->pending->len - first;
   guint64 held = tach_sample_store_get_length (e->held);
 
@@ -201,14 +201,14 @@ tach_engine_sync (TachRunEngine *e, double *sync_ms)
     return FALSE;
 
   if (e->pending->len > 0)
-    tach_engine_time (e, e->pending->len - 1);
+    tach_run_pending_time (e, e->pending->len - 1);
   return tach_backend_ok (e->be);
 }
 
 /* Publishes the waiting steps' samples; the last one synced for
  * @last_sync_ms. */
 void
-tach_engine_publish (TachRunEngine *e, double last_sync_ms)
+tach_run_pending_publish (TachRunThread *e, double last_sync_ms)
 {
   TachRun *run = e->run;
 
@@ -218,7 +218,7 @@ tach_engine_publish (TachRunEngine *e, double last_sync_ms)
     {
       TachSample s;
 
-      engine_sample (e, i, i + 1 == e->pending->len ? last_sync_ms : 0.0, &s);
+      thread_sample (e, i, i + 1 == e->pending->len ? last_sync_ms : 0.0, &s);
       tach_sample_store_append (run->samples, &s);
     }
   g_mutex_unlock (&run->lock);
@@ -232,11 +232,11 @@ tach_engine_publish (TachRunEngine *e, double last_sync_ms)
  * were measured; losses never read back stay missing), not the one that
  * failed. */
 void
-tach_engine_publish_ended (TachRunEngine *e)
+tach_run_pending_publish_ended (TachRunThread *e)
 {
   while (e->pending->len > 0
          && g_array_index (e->pending, TachRunPending, e->pending->len - 1).step_ms <= 0.0f)
     g_array_set_size (e->pending, e->pending->len - 1);
   e->n_timed = MIN (e->n_timed, e->pending->len);
-  tach_engine_publish (e, 0.0);
+  tach_run_pending_publish (e, 0.0);
 }

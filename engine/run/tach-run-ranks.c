@@ -19,7 +19,7 @@
 
 #include <glib/gi18n-lib.h>
 
-#include "tach-run-engine-private.h"
+#include "tach-run-thread-private.h"
 
 enum {
   F_WALL, F_STEP, F_FEED, F_COMPUTE, F_SYNC, F_HOST, F_LOSS, F_ACCURACY,
@@ -143,7 +143,7 @@ unpack (const double *row, guint64 step, guint rank, double imbalance, TachSampl
 }
 
 gboolean
-tach_engine_gather_ranks (TachRunEngine *e, GError **error)
+tach_run_gather_ranks (TachRunThread *e, GError **error)
 {
   TachRun *run = e->run;
   TachRanks *ranks = tach_ranks_world ();

@@ -45,7 +45,7 @@
 #include "tach-config-private.h"
 #include "tach-error-private.h"
 #include "tach-model.h"
-#include "tach-run-engine-private.h"
+#include "tach-run-thread-private.h"
 
 /* How often a run between sync points tells its front end it progresses. */
 #define PROGRESS_NS (G_GINT64_CONSTANT (100) * 1000 * 1000)
@@ -137,7 +137,7 @@ tach_run_new (const TachConfig *config, GError **error)
 /* ------------------------------------------------------------- engine */
 
 static void
-engine_clear (TachRunEngine *e)
+thread_clear (TachRunThread *e)
 {
   if (e->be != NULL)
     {
@@ -164,7 +164,7 @@ engine_clear (TachRunEngine *e)
 }
 
 static gboolean
-engine_setup (TachRunEngine *e, guint64 total, GError **error)
+thread_setup (TachRunThread *e, guint64 total, GError **error)
 {
   TachRun *run = e->run;
   const TachConfig *config = &run->config;
@@ -253,7 +253,7 @@ engine_setup (TachRunEngine *e, guint64 total, GError **error)
 /* Captures step @ctx->step's compute as the run's graph, with the fixed
  * loss slots and the step offset.  Nothing of it runs yet. */
 static gboolean
-engine_capture (TachRunEngine *e, TachStepCtx *ctx, GError **error)
+thread_capture (TachRunThread *e, TachStepCtx *ctx, GError **error)
 {
   TachStepCtx captured = *ctx;
   gboolean ok;
@@ -287,7 +287,7 @@ engine_capture (TachRunEngine *e, TachStepCtx *ctx, GError **error)
 /* Queues step @i: prepare, the compute (eagerly, or the graph's replay and
  * the copies out of its fixed slots) and finish. */
 static gboolean
-engine_step (TachRunEngine *e, guint64 i, TachStepCtx *ctx, GError **error)
+thread_step (TachRunThread *e, guint64 i, TachStepCtx *ctx, GError **error)
 {
   const TachModelClass *klass = e->klass;
 
@@ -303,7 +303,7 @@ engine_step (TachRunEngine *e, guint64 i, TachStepCtx *ctx, GError **error)
     }
   else
     {
-      if (i == e->capture_step && !engine_capture (e, ctx, error))
+      if (i == e->capture_step && !thread_capture (e, ctx, error))
         return FALSE;
       tach_graph_launch (e->be, e->graph);
       if (ctx->loss_slot != NULL)
@@ -319,7 +319,7 @@ engine_step (TachRunEngine *e, guint64 i, TachStepCtx *ctx, GError **error)
  * so that the step it interrupts becomes the last one and is still synced
  * and published. */
 static gboolean
-engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **error)
+thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **error)
 {
   TachRun *run = e->run;
   guint sync_every = run->config.sync_every;
@@ -352,14 +352,14 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
        * steps, so it is found by its distance from the first (a scan of
        * the list would make a long unsynced run quadratic). */
       if (tach_step_timer_due (i, &due) && e->pending->len > 0 && e->pending_first <= due)
-        tach_engine_time (e, (guint) (due - e->pending_first));
-      tach_engine_hold (e);
+        tach_run_pending_time (e, (guint) (due - e->pending_first));
+      tach_run_pending_hold (e);
 
       t_start = t_prev;
       if (e->reducer != NULL)
         tach_grad_reducer_begin_step (e->reducer, i);
       tach_step_timer_begin (&e->timer, i, &marks);
-      if (!engine_step (e, i, &ctx, error))
+      if (!thread_step (e, i, &ctx, error))
         {
           if (error != NULL && *error == NULL)
             tach_backend_take_error (e->be, error);
@@ -395,14 +395,14 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
       if (e->pending->len == 0)
         e->pending_first = i;
       g_array_append_val (e->pending, p);
-      tach_engine_note_pending_bytes (e);
+      tach_run_pending_note_bytes (e);
 
       last = i + 1 == total;
       stopping = g_atomic_int_get (&run->stop) != 0;
       /* And the end of warm-up, where the end-to-end clock starts. */
       sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0)
                    || i + 1 == warmup || i == e->capture_step;
-      if (sync_point && !tach_engine_sync (e, &sync_ms))
+      if (sync_point && !tach_run_pending_sync (e, &sync_ms))
         {
           tach_backend_take_error (e->be, error);
           return FALSE;
@@ -426,7 +426,7 @@ engine_loop (TachRunEngine *e, guint64 total, gboolean *cancelled, GError **erro
       g_atomic_int_set (&run->steps_done, (gint) MIN (i + 1, (guint64) G_MAXINT));
       if (sync_point)
         {
-          tach_engine_publish (e, sync_ms);
+          tach_run_pending_publish (e, sync_ms);
           e->t_notify = t_end;
         }
       else if (t_end - e->t_notify >= PROGRESS_NS)
@@ -459,7 +459,7 @@ run_finish (TachRun *run, TachRunState state, GError *error)
 
 /* The test-set evaluation's progress (TachEvalCtx), on the engine thread. */
 typedef struct {
-  TachRunEngine *e;
+  TachRunThread *e;
   gboolean       stopped;  /* a stop request ended it */
 } EvalProgress;
 
@@ -487,7 +487,7 @@ eval_progress (gpointer data, guint64 done, guint64 total)
  * the run's wall time, reporting progress and ended by a stop request
  * within a batch (*stopped: no accuracy then). */
 static double
-run_evaluate (TachRunEngine *e, gboolean *stopped, GError **error)
+run_evaluate (TachRunThread *e, gboolean *stopped, GError **error)
 {
   TachRun *run = e->run;
   EvalProgress progress = { e, FALSE };
@@ -513,7 +513,7 @@ static gpointer
 run_main (gpointer data)
 {
   TachRun *run = data;
-  TachRunEngine e = { 0 };
+  TachRunThread e = { 0 };
   g_autoptr(GError) error = NULL;
   guint64 total = run->config.steps;
   gboolean cancelled = FALSE;
@@ -523,7 +523,7 @@ run_main (gpointer data)
   e.pending = g_array_new (FALSE, FALSE, sizeof (TachRunPending));
   e.held = tach_sample_store_new ();
 
-  ok = engine_setup (&e, total, &error);
+  ok = thread_setup (&e, total, &error);
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
   e.t0 = tach_now_ns ();
@@ -532,13 +532,13 @@ run_main (gpointer data)
     cancelled = TRUE;
   else if (ok)
     {
-      ok = engine_loop (&e, total, &cancelled, &error);
+      ok = thread_loop (&e, total, &cancelled, &error);
       if (!ok)
-        tach_engine_publish_ended (&e);
+        tach_run_pending_publish_ended (&e);
       /* Every rank's parameters the same, and their figures on rank 0. */
       else if (e.reducer != NULL)
         ok = tach_grad_reducer_check_params (e.reducer, &error)
-             && tach_engine_gather_ranks (&e, &error);
+             && tach_run_gather_ranks (&e, &error);
     }
 
   if (ok)
@@ -586,7 +586,7 @@ run_main (gpointer data)
       run->algorithms = algorithms;
       g_mutex_unlock (&run->lock);
     }
-  engine_clear (&e);
+  thread_clear (&e);
 
   if (!ok && error == NULL)
     g_set_error (&error, TACH_ERROR, TACH_ERROR_LIBRARY, _("the run failed without a message"));

@@ -1,4 +1,4 @@
-/* tach-run-engine-private.h: the engine thread's working state, shared by
+/* tach-run-thread-private.h: the engine thread's working state, shared by
  * tach-run.c (the thread and its step loop) and tach-run-pending.c (the
  * steps executed but not yet published: timing, holding, syncing,
  * publishing).
@@ -26,13 +26,13 @@ G_BEGIN_DECLS
  * is the first pending step's plus the index (pending steps are
  * consecutive), warm-up follows from the step, the events' slots from the
  * step number (tach_step_marks_for), whether the device times were read
- * from TachRunEngine.n_timed, and sync_ms is only the last step's (the one that
+ * from TachRunThread.n_timed, and sync_ms is only the last step's (the one that
  * syncs, published at once).  The loss and the accuracy are NaN until the
  * sync reads them back.
  *
  * With sync=end every step of the run waits for the end, so once hold_min (1024)
  * steps have their times they move on to a sample store of their own
- * (TachRunEngine.held, a dozen bytes a step instead of 40), which gets their
+ * (TachRunThread.held, a dozen bytes a step instead of 40), which gets their
  * losses at the sync and then joins the run's store whole. */
 typedef struct {
   double wall_s;
@@ -87,28 +87,28 @@ typedef struct {
    * process keeps as small as before. */
   TachGradReducer      *reducer;
   GArray               *rank_steps;
-} TachRunEngine;
+} TachRunThread;
 
-/* TachRunEngine thread: schedules a notification unless one is pending. */
-void     tach_run_schedule_notify       (TachRun *run);
+/* The run's thread: schedules a notification unless one is pending. */
+void     tach_run_schedule_notify (TachRun *run);
 /* Notes the bytes kept for the steps not yet synced. */
-void     tach_engine_note_pending_bytes (TachRunEngine *e);
+void     tach_run_pending_note_bytes (TachRunThread *e);
 /* Between steps: moves the timed pending steps to the held store once
  * there are enough of them (tach_run_set_hold_min). */
-void     tach_engine_hold               (TachRunEngine *e);
+void     tach_run_pending_hold (TachRunThread *e);
 /* Reads the device times of the pending steps up to index @upto. */
-void     tach_engine_time               (TachRunEngine *e, guint upto);
+void     tach_run_pending_time (TachRunThread *e, guint upto);
 /* Synchronises and reads the waiting steps' losses back; *sync_ms is the
  * time spent.  FALSE when the backend failed. */
-gboolean tach_engine_sync               (TachRunEngine *e, double *sync_ms);
+gboolean tach_run_pending_sync (TachRunThread *e, double *sync_ms);
 /* Publishes the waiting steps' samples; the last one synced for
  * @last_sync_ms. */
-void     tach_engine_publish            (TachRunEngine *e, double last_sync_ms);
+void     tach_run_pending_publish (TachRunThread *e, double last_sync_ms);
 /* After a failure: publishes the steps that ended before it. */
-void     tach_engine_publish_ended      (TachRunEngine *e);
+void     tach_run_pending_publish_ended (TachRunThread *e);
 /* Data parallel, after the last step (run/tach-run-ranks.c): gathers every
  * rank's samples on rank 0, splits each step's communication into the
  * exposed part and the imbalance, and keeps them in the run.  Collective. */
-gboolean tach_engine_gather_ranks       (TachRunEngine *e, GError **error);
+gboolean tach_run_gather_ranks (TachRunThread *e, GError **error);
 
 G_END_DECLS
