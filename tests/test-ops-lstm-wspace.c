@@ -57,7 +57,7 @@ assert_holes_zero (const TachLstmBlock *block, const TachLstmDesc *desc, int lay
       g_autoptr (GArray) holes = NULL;
 
       tach_lstm_stack_layer_desc (desc, l, &d);
-      holes = tach_lstm_layout_holes (&d, tach_lstm_block_layout (block, l));
+      holes = tach_lstm_weight_map_holes (&d, tach_lstm_block_weight_map (block, l));
       for (guint i = 0; i < holes->len; i++)
         {
           const TachLstmRange *h = &g_array_index (holes, TachLstmRange, i);
@@ -161,14 +161,14 @@ test_lstm_wspace (TachBackend *be)
     {
       const WspaceCase *c = &wspace_cases[i];
       TachLstmDesc d = { WT, WN, WI, WH, c->dirs, c->time_major, TRUE, FALSE, be->precision };
-      TachLstmLayout lean, canon;
+      TachLstmWeightMap lean, canon;
       WspaceResult v = { 0 }, k = { 0 };
       size_t ny = (size_t) WT * WN * c->dirs * WH, nc = tach_lstm_stack_param_count (&d, c->layers);
 
       /* The views are cuDNN's layout, not the canonical one (it has a
        * second bias), and the copying path's block is the canonical one. */
-      g_assert_true (tach_lstm_layout (be, &d, &lean));
-      g_assert_true (tach_lstm_layout (plain, &d, &canon));
+      g_assert_true (tach_lstm_weight_map (be, &d, &lean));
+      g_assert_true (tach_lstm_weight_map (plain, &d, &canon));
       g_assert_cmpuint (lean.floats, >, tach_lstm_param_count (&d));
       g_assert_cmpuint (lean.align % 256, ==, 0);
       g_assert_cmpuint (canon.floats, ==, tach_lstm_param_count (&d));

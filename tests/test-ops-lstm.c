@@ -91,37 +91,37 @@ lstm_case_clear (LstmCase *c)
 }
 
 /* The fused op reads its weights in the block layout its backend reports
- * (tach_lstm_layout): canonical weights go in through the layout's views,
+ * (tach_lstm_weight_map): canonical weights go in through the layout's views,
  * and the weight gradient comes back out through them, its holes checked
  * to be zero (the contract, so that the optimiser keeps them zero). */
 static void
-upload_lstm_w_f (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout,
+upload_lstm_w_f (TachBackend *be, const TachLstmDesc *d, const TachLstmWeightMap *layout,
                  const float *canon, float *dev)
 {
   g_autofree float *block = g_new (float, layout->floats);
 
-  tach_lstm_layout_scatter (d, layout, canon, block);
+  tach_lstm_weight_map_scatter (d, layout, canon, block);
   tach_backend_upload (be, dev, block, layout->floats * sizeof (float));
 }
 
 static float *
-upload_lstm_w (TachBackend *be, const TachLstmDesc *d, const double *w, TachLstmLayout *layout)
+upload_lstm_w (TachBackend *be, const TachLstmDesc *d, const double *w, TachLstmWeightMap *layout)
 {
   g_autofree float *canon = tach_ref_to_float (w, tach_ref_lstm_weights (d));
   float *dev;
 
-  g_assert_true (tach_lstm_layout (be, d, layout));
+  g_assert_true (tach_lstm_weight_map (be, d, layout));
   dev = tach_ops_alloc (be, layout->floats * sizeof (float));
   upload_lstm_w_f (be, d, layout, canon, dev);
   return dev;
 }
 
 static float *
-download_lstm_dw (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout,
+download_lstm_dw (TachBackend *be, const TachLstmDesc *d, const TachLstmWeightMap *layout,
                   const float *dev)
 {
   g_autofree float *block = tach_ops_download_f (be, dev, layout->floats);
-  g_autoptr (GArray) holes = tach_lstm_layout_holes (d, layout);
+  g_autoptr (GArray) holes = tach_lstm_weight_map_holes (d, layout);
   float *canon = g_new (float, tach_ref_lstm_weights (d));
 
   for (guint i = 0; i < holes->len; i++)
@@ -131,7 +131,7 @@ download_lstm_dw (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *
       for (size_t k = 0; k < h->count; k++)
         g_assert_cmpfloat (block[h->start + k], ==, 0.0f);
     }
-  tach_lstm_layout_gather (d, layout, block, canon);
+  tach_lstm_weight_map_gather (d, layout, block, canon);
   return canon;
 }
 
@@ -143,7 +143,7 @@ backend_lstm (TachBackend *be, const LstmCase *c, float **y_out, float **dx_out,
   size_t nx = lstm_x_len (&c->d), ny = lstm_y_len (&c->d), nw = tach_ref_lstm_weights (&c->d);
   TachLstmPlan *plan = tach_lstm_plan_new (be, &c->d);
   float *d_x, *d_w, *d_y, *d_dy, *d_dx = NULL, *d_dw;
-  TachLstmLayout layout;
+  TachLstmWeightMap layout;
   void *reserve;
 
   tach_ops_assert_ok (be);
@@ -260,7 +260,7 @@ test_lstm_shapes (TachBackend *be)
       g_autofree double *dw = NULL;
       g_autofree double *junk = NULL;
       TachLstmPlan *plan;
-      TachLstmLayout layout;
+      TachLstmWeightMap layout;
       float *d_x, *d_w, *d_y, *d_dy, *d_dx, *d_dw;
       void *reserve;
       LstmCase c;
@@ -379,7 +379,7 @@ backend_lstm_loss (TachBackend *be, TachLstmPlan *plan, const LstmCase *c, float
 
 /* Uploads the probed weights (@which 0, through the layout) or input. */
 static void
-upload_probe (TachBackend *be, const TachLstmDesc *d, const TachLstmLayout *layout, int which,
+upload_probe (TachBackend *be, const TachLstmDesc *d, const TachLstmWeightMap *layout, int which,
               const float *host, float *dev, size_t n)
 {
   if (which == 0)
@@ -403,7 +403,7 @@ test_lstm_finite_difference (TachBackend *be)
   g_autofree float *dw = NULL;
   g_autofree float *host = NULL;
   TachLstmPlan *plan;
-  TachLstmLayout layout;
+  TachLstmWeightMap layout;
   float *d_x, *d_w, *d_y;
   void *reserve;
   LstmCase c;

@@ -46,7 +46,7 @@ typedef struct _TachLstmPlan     TachLstmPlan;
 typedef struct _TachConvPlan     TachConvPlan;
 typedef struct _TachEvent        TachEvent;
 typedef struct _TachGraph        TachGraph;
-typedef struct _TachLstmLayout   TachLstmLayout;   /* tach-lstm-layout.h */
+typedef struct _TachLstmWeightMap   TachLstmWeightMap;   /* tach-lstm-weight-map.h */
 
 /* An LSTM over a whole sequence (the fused op).
  *
@@ -58,7 +58,7 @@ typedef struct _TachLstmLayout   TachLstmLayout;   /* tach-lstm-layout.h */
  * then backward): W_x [4H, I], W_h [4H, H], b [4H]; gate order i, f, g, o.
  * Size: dirs * 4H * (I + H + 1) floats.  The fused op reads them (and
  * writes their gradient) in the block layout its backend reports
- * (lstm_layout, tach-lstm-layout.h), which is this one unless the backend
+ * (lstm_weight_map, tach-lstm-weight-map.h), which is this one unless the backend
  * says otherwise: the model keeps the block in that layout, so nothing is
  * converted per step.
  *
@@ -189,9 +189,9 @@ struct _TachBackendOps {
    * that lstm_fwd/bwd read and write for plans of @desc, the same for every
    * plan whose desc has the same I, H, dirs and precision (so a plan
    * rebuilt per call, or for another batch, reads the same block).  FALSE +
-   * sticky error on failure.  Callers use tach_lstm_layout(). */
-  gboolean (*lstm_layout) (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout *layout);
-  /* w and dw in the block layout of lstm_layout */
+   * sticky error on failure.  Callers use tach_lstm_weight_map(). */
+  gboolean (*lstm_weight_map) (TachBackend *be, const TachLstmDesc *desc, TachLstmWeightMap *map);
+  /* w and dw in the block layout of lstm_weight_map */
   void (*lstm_fwd) (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w,
                     float *y, void *reserve);
   /* dw is overwritten (not accumulated), the floats no view of the layout

@@ -10,7 +10,7 @@
 #pragma once
 
 #include "tach-backend-ops.h"
-#include "tach-lstm-layout.h"
+#include "tach-lstm-weight-map.h"
 
 G_BEGIN_DECLS
 

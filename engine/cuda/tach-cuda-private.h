@@ -153,15 +153,15 @@ TachLstmPlan *tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc
 void          tach_cuda_lstm_plan_free (TachBackend *be, TachLstmPlan *plan);
 size_t        tach_cuda_lstm_reserve_bytes (TachBackend *be, TachLstmPlan *plan);
 
-/* tach-cuda-rnn-layout.c */
+/* tach-cuda-rnn-weight-map.c */
 /* cudaMalloc's alignment, which every weight space in cuDNN's
  * documentation and samples has: cuDNN's offsets are relative to the
  * base, and its kernels may load the matrices in wide vectors. */
 #define TACH_CUDA_WSPACE_ALIGN 256
-/* The ops' lstm_layout: the standard algorithm's weight space for @desc
+/* The ops' lstm_weight_map: the standard algorithm's weight space for @desc
  * (TACH_CUDA_PLAIN=wspace: the canonical layout). */
-gboolean      tach_cuda_lstm_layout (TachBackend *be, const TachLstmDesc *desc,
-                                     TachLstmLayout *layout);
+gboolean      tach_cuda_lstm_weight_map (TachBackend *be, const TachLstmDesc *desc,
+                                         TachLstmWeightMap *layout);
 /* Sets @rnn up for @d (see the file's comment). */
 cudnnStatus_t tach_cuda_rnn_set (cudnnRNNDescriptor_t rnn, cudnnDropoutDescriptor_t dropout,
                                  const TachLstmDesc *d, cudnnRNNAlgo_t algo, cudnnMathType_t math);
@@ -175,7 +175,7 @@ void          tach_cuda_rnn_fail_standard (TachBackend *be, cudnnStatus_t status
 gboolean      tach_cuda_rnn_query_layout (TachBackend *be, cudnnRNNDescriptor_t rnn,
                                           const TachLstmDesc *d, const void *space, size_t bytes,
                                           cudnnTensorDescriptor_t mdesc,
-                                          cudnnTensorDescriptor_t bdesc, TachLstmLayout *layout);
+                                          cudnnTensorDescriptor_t bdesc, TachLstmWeightMap *layout);
 void          tach_cuda_lstm_fwd (TachBackend *be, TachLstmPlan *plan, const float *x,
                                   const float *w, float *y, void *reserve);
 void          tach_cuda_lstm_bwd (TachBackend *be, TachLstmPlan *plan, const float *x,

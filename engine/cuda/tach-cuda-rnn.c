@@ -14,8 +14,8 @@
  * where the four swaps move the same bytes in a few microseconds.
  *
  * Weights: the model keeps the LSTM's parameters and their gradient in
- * cuDNN's own weight-space layout (tach_cuda_lstm_layout, the ops'
- * lstm_layout), as views into its flat parameter buffer: the forward and
+ * cuDNN's own weight-space layout (tach_cuda_lstm_weight_map, the ops'
+ * lstm_weight_map), as views into its flat parameter buffer: the forward and
  * both backward passes hand cuDNN the model's block and gradient block
  * directly and Adam updates them in place, so a step copies nothing.
  * cuDNN's LSTM uses Tach's gate order (linear layers 0-3 act on the input,
@@ -34,7 +34,7 @@
  *
  * The layout the model allocates is the standard algorithm's; a plan whose
  * algorithm lays the weights out differently (none is known to), and every
- * plan under TACH_CUDA_PLAIN=wspace (where lstm_layout reports the
+ * plan under TACH_CUDA_PLAIN=wspace (where lstm_weight_map reports the
  * canonical layout), keeps a weight space of its own and copies the block
  * in on every forward and the gradient out on every backward, the adjacent
  * copies merged once when the plan is built: the numbers are the same
@@ -75,7 +75,7 @@ struct _TachLstmPlan {
   cudnnMathType_t           math;
   cudnnForwardMode_t        fwd_mode;
   size_t                    weight_bytes;
-  TachLstmLayout            block;     /* the layout of the caller's w and dw (lstm_layout) */
+  TachLstmWeightMap         block;     /* where the caller's w and dw lie (lstm_weight_map) */
   gboolean                  views;     /* the block is cuDNN's weight space: no copies */
   GArray                   *holes;     /* TachLstmRange: the block's floats no view covers */
   float                    *wspace;    /* owned, device, copies only: cuDNN's weights */
@@ -134,10 +134,10 @@ try_algo (TachBackend *be, TachLstmPlan *plan, cudnnRNNAlgo_t algo, size_t *work
  * plan->block) and the plan's weight space (in @own), for the copying
  * path. */
 static gboolean
-map_weights (TachBackend *be, TachLstmPlan *plan, const TachLstmLayout *own)
+map_weights (TachBackend *be, TachLstmPlan *plan, const TachLstmWeightMap *own)
 {
   const TachLstmDesc *d = &plan->desc;
-  const TachLstmLayout *blk = &plan->block;
+  const TachLstmWeightMap *blk = &plan->block;
   size_t H = d->H, I = d->I;
 
   g_array_set_size (plan->segments, 0);
@@ -219,7 +219,7 @@ realize (TachBackend *be, TachLstmPlan *plan, size_t work_bytes)
 {
   TachCudaBackend *cb = TACH_CUDA (be);
   size_t weight_bytes = 0;
-  TachLstmLayout own;
+  TachLstmWeightMap own;
 
   TACH_CUDNN_TRY (be, cudnnGetRNNWeightSpaceSize (cb->cudnn, plan->rnn, &weight_bytes), return FALSE);
   release_buffers (be, plan);
@@ -235,14 +235,14 @@ realize (TachBackend *be, TachLstmPlan *plan, size_t work_bytes)
   {
     GError *error = NULL;
 
-    if (!tach_lstm_layout_check (&plan->desc, &own, &error))
+    if (!tach_lstm_weight_map_check (&plan->desc, &own, &error))
       {
         g_prefix_error (&error, "cuDNN: ");
         tach_backend_set_error (be, error);
         return FALSE;
       }
   }
-  plan->views = tach_lstm_layout_equal (&plan->desc, &plan->block, &own);
+  plan->views = tach_lstm_weight_map_equal (&plan->desc, &plan->block, &own);
   g_array_set_size (plan->segments, 0);
   if (plan->views)
     {
@@ -345,9 +345,9 @@ tach_cuda_lstm_plan_new (TachBackend *be, const TachLstmDesc *desc)
   plan->math = cb->cudnn_math;
   plan->fwd_mode = desc->training ? CUDNN_FWD_MODE_TRAINING : CUDNN_FWD_MODE_INFERENCE;
   /* The block the caller hands in: the layout the model allocated. */
-  if (!tach_cuda_lstm_layout (be, desc, &plan->block))
+  if (!tach_cuda_lstm_weight_map (be, desc, &plan->block))
     goto fail;
-  plan->holes = tach_lstm_layout_holes (desc, &plan->block);
+  plan->holes = tach_lstm_weight_map_holes (desc, &plan->block);
 
   TACH_CUDNN_TRY (be, cudnnCreateRNNDescriptor (&plan->rnn), goto fail);
   TACH_CUDNN_TRY (be, cudnnCreateRNNDataDescriptor (&plan->xdesc), goto fail);

@@ -61,12 +61,12 @@ tach_lstm_init_params (const TachLstmDesc *desc, guint64 seed, guint64 tensor_in
 }
 
 gboolean
-tach_lstm_layer_layout (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
-                        TachLstmLayout *layout)
+tach_lstm_layer_weight_map (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
+                            TachLstmWeightMap *layout)
 {
   if (rnn == TACH_RNN_FUSED)
-    return tach_lstm_layout (be, desc, layout);
-  tach_lstm_layout_canonical (desc, layout);
+    return tach_lstm_weight_map (be, desc, layout);
+  tach_lstm_weight_map_canonical (desc, layout);
   return tach_backend_ok (be);
 }
 

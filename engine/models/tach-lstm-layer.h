@@ -30,15 +30,15 @@ void           tach_lstm_init_params (const TachLstmDesc *desc, guint64 seed, gu
                                       float *host_w);
 
 /* The layout of the weight block the layer's ops read: the backend's
- * (tach_lstm_layout) for rnn=fused, the canonical one for rnn=unrolled,
+ * (tach_lstm_weight_map) for rnn=fused, the canonical one for rnn=unrolled,
  * whose GEMMs read canonical views.  FALSE + sticky error on failure. */
-gboolean       tach_lstm_layer_layout (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
-                                       TachLstmLayout *layout);
+gboolean       tach_lstm_layer_weight_map (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
+                                           TachLstmWeightMap *layout);
 
 TachLstmLayer *tach_lstm_layer_new (TachBackend *be, const TachLstmDesc *desc, TachRnn rnn,
                                     TachCallSetup call_setup);
 /* y: same layout as x (see TachLstmDesc), dirs*H features; w (and dw
- * below) in tach_lstm_layer_layout(). */
+ * below) in tach_lstm_layer_weight_map(). */
 void           tach_lstm_layer_forward  (TachLstmLayer *layer, const float *x, const float *w, float *y);
 /* After forward on the same x: dw overwritten, dx written when need_dx (else may be NULL). */
 void           tach_lstm_layer_backward (TachLstmLayer *layer, const float *x, const float *w,

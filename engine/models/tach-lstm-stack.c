@@ -13,7 +13,7 @@ struct _TachLstmBlock {
   size_t          floats;
   size_t          align;       /* bytes: the largest of the layers' */
   size_t         *offset;      /* owned, [layers] */
-  TachLstmLayout *layout;      /* owned, [layers] */
+  TachLstmWeightMap *maps;    /* owned, [layers] */
 };
 
 struct _TachLstmStack {
@@ -83,7 +83,7 @@ tach_lstm_block_new (TachBackend *be, const TachLstmDesc *desc, int layers, Tach
   block->desc = *desc;
   block->layers = layers;
   block->offset = g_new0 (size_t, layers);
-  block->layout = g_new0 (TachLstmLayout, layers);
+  block->maps = g_new0 (TachLstmWeightMap, layers);
   block->align = sizeof (float);
   for (int l = 0; l < layers; l++)
     {
@@ -91,17 +91,17 @@ tach_lstm_block_new (TachBackend *be, const TachLstmDesc *desc, int layers, Tach
       size_t step;
 
       tach_lstm_stack_layer_desc (desc, l, &d);
-      if (!tach_lstm_layer_layout (be, &d, rnn, &block->layout[l]))
+      if (!tach_lstm_layer_weight_map (be, &d, rnn, &block->maps[l]))
         {
           tach_backend_take_error (be, error);
           return NULL;
         }
       /* Each layer's start aligned as its layout asks, relative to a block
        * start that is aligned to the largest of them. */
-      step = block->layout[l].align / sizeof (float);
+      step = block->maps[l].align / sizeof (float);
       block->offset[l] = (block->floats + step - 1) / step * step;
-      block->floats = block->offset[l] + block->layout[l].floats;
-      block->align = MAX (block->align, block->layout[l].align);
+      block->floats = block->offset[l] + block->maps[l].floats;
+      block->align = MAX (block->align, block->maps[l].align);
     }
   return g_steal_pointer (&block);
 }
@@ -125,11 +125,11 @@ tach_lstm_block_offset (const TachLstmBlock *block, int l)
   return block->offset[l];
 }
 
-const TachLstmLayout *
-tach_lstm_block_layout (const TachLstmBlock *block, int l)
+const TachLstmWeightMap *
+tach_lstm_block_weight_map (const TachLstmBlock *block, int l)
 {
   g_return_val_if_fail (l >= 0 && l < block->layers, NULL);
-  return &block->layout[l];
+  return &block->maps[l];
 }
 
 void
@@ -152,9 +152,9 @@ tach_lstm_block_from_canonical (const TachLstmBlock *block, const float *canon, 
       TachLstmDesc d;
 
       tach_lstm_stack_layer_desc (&block->desc, l, &d);
-      tach_lstm_layout_scatter (&d, &block->layout[l],
-                                canon + tach_lstm_stack_param_offset (&block->desc, l),
-                                host + block->offset[l]);
+      tach_lstm_weight_map_scatter (&d, &block->maps[l],
+                                    canon + tach_lstm_stack_param_offset (&block->desc, l),
+                                    host + block->offset[l]);
     }
 }
 
@@ -166,8 +166,8 @@ tach_lstm_block_to_canonical (const TachLstmBlock *block, const float *host, flo
       TachLstmDesc d;
 
       tach_lstm_stack_layer_desc (&block->desc, l, &d);
-      tach_lstm_layout_gather (&d, &block->layout[l], host + block->offset[l],
-                               canon + tach_lstm_stack_param_offset (&block->desc, l));
+      tach_lstm_weight_map_gather (&d, &block->maps[l], host + block->offset[l],
+                                   canon + tach_lstm_stack_param_offset (&block->desc, l));
     }
 }
 
@@ -177,7 +177,7 @@ tach_lstm_block_free (TachLstmBlock *block)
   if (block == NULL)
     return;
   g_free (block->offset);
-  g_free (block->layout);
+  g_free (block->maps);
   g_free (block);
 }
 

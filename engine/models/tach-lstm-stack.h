@@ -38,7 +38,7 @@ double         tach_lstm_stack_flops (const TachLstmDesc *desc, int layers, gboo
 guint64        tach_lstm_stack_between_bytes (const TachLstmDesc *desc, int layers);
 
 /* The stack's weight block as the ops read it on a backend: layer l's
- * block (in tach_lstm_layer_layout()) at an offset aligned as it asks.
+ * block (in tach_lstm_layer_weight_map()) at an offset aligned as it asks.
  * The same for every stack of @desc, @layers and @rnn on one backend
  * (whatever the batch or call setup), so one block serves them all. */
 typedef struct _TachLstmBlock TachLstmBlock;
@@ -50,7 +50,7 @@ size_t         tach_lstm_block_floats (const TachLstmBlock *block);
 /* Bytes the block's start must be aligned to (tach_params_add_aligned). */
 size_t         tach_lstm_block_align (const TachLstmBlock *block);
 size_t         tach_lstm_block_offset (const TachLstmBlock *block, int l);
-const TachLstmLayout *tach_lstm_block_layout (const TachLstmBlock *block, int l);
+const TachLstmWeightMap *tach_lstm_block_weight_map (const TachLstmBlock *block, int l);
 /* Fills the host block (tach_lstm_block_floats) with the weights of
  * tach_lstm_stack_init_params, through the views; the rest zero. */
 void           tach_lstm_block_init (const TachLstmBlock *block, guint64 seed,

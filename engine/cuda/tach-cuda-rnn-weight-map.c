@@ -1,4 +1,4 @@
-/* tach-cuda-rnn-layout.c: the fused LSTM's cuDNN descriptor and where
+/* tach-cuda-rnn-weight-map.c: the fused LSTM's cuDNN descriptor and where
  * cuDNN keeps its weights (the layout of the block the model allocates:
  * see tach-cuda-rnn.c).
  *
@@ -76,7 +76,7 @@ dense_matrix (int n, const int *dims, const int *strides, size_t rows, size_t co
 gboolean
 tach_cuda_rnn_query_layout (TachBackend *be, cudnnRNNDescriptor_t rnn, const TachLstmDesc *d,
                             const void *space, size_t bytes, cudnnTensorDescriptor_t mdesc,
-                            cudnnTensorDescriptor_t bdesc, TachLstmLayout *layout)
+                            cudnnTensorDescriptor_t bdesc, TachLstmWeightMap *layout)
 {
   TachCudaBackend *cb = TACH_CUDA (be);
   size_t H = d->H, I = d->I;
@@ -129,7 +129,7 @@ tach_cuda_rnn_query_layout (TachBackend *be, cudnnRNNDescriptor_t rnn, const Tac
 }
 
 gboolean
-tach_cuda_lstm_layout (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout *layout)
+tach_cuda_lstm_weight_map (TachBackend *be, const TachLstmDesc *desc, TachLstmWeightMap *layout)
 {
   TachCudaBackend *cb = TACH_CUDA (be);
   cudnnRNNDescriptor_t rnn = NULL;
@@ -142,7 +142,7 @@ tach_cuda_lstm_layout (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout
 
   if (!TACH_CUDA_LEAN_ON (be, TACH_CUDA_LEAN_WSPACE))
     {
-      tach_lstm_layout_canonical (desc, layout);
+      tach_lstm_weight_map_canonical (desc, layout);
       return TRUE;
     }
   if (!tach_cuda_not_capturing (be, "laying out an LSTM's weights"))

@@ -1,18 +1,18 @@
-/* test-lstm-layout.c: the LSTM weight block's layouts (tach-lstm-layout.h)
+/* test-lstm-weight-map.c: the LSTM weight block's layouts (tach-lstm-weight-map.h)
  * and the models that keep their weights in them.
  *
- *   /engine/lstm-layout/canonical      the canonical layout: checked, no
+ *   /engine/lstm-weight-map/canonical      the canonical layout: checked, no
  *                                      holes, scatter and gather are copies
- *   /engine/lstm-layout/cudnn-like     a layout as cuDNN's (a second bias,
+ *   /engine/lstm-weight-map/cudnn-like     a layout as cuDNN's (a second bias,
  *                                      padded directions, 256-byte aligned):
  *                                      views, holes, round trip
- *   /engine/lstm-layout/strided        rows further apart than their length
- *   /engine/lstm-layout/bad            overlaps, overruns and bad alignments
+ *   /engine/lstm-weight-map/strided        rows further apart than their length
+ *   /engine/lstm-weight-map/bad            overlaps, overruns and bad alignments
  *                                      are refused, naming the problem
- *   /engine/lstm-layout/params-align   an aligned slice of the flat buffer;
+ *   /engine/lstm-weight-map/params-align   an aligned slice of the flat buffer;
  *                                      its padding stays zero under Adam
- *   /engine/lstm-layout/block-cpu      the CPU's block is the canonical one
- *   /engine/lstm-layout/models         bilstm and lstm-lm train to the same
+ *   /engine/lstm-weight-map/block-cpu      the CPU's block is the canonical one
+ *   /engine/lstm-weight-map/models         bilstm and lstm-lm train to the same
  *                                      losses, bit for bit, on a CPU backend
  *                                      that reports a foreign layout (its
  *                                      fused op converts), as with the plain
@@ -61,18 +61,18 @@ holes_total (GArray *holes)
  * every hole came out zero and every view float non-zero, and that gather
  * gives the weights back. */
 static void
-assert_round_trip (const TachLstmDesc *d, const TachLstmLayout *layout)
+assert_round_trip (const TachLstmDesc *d, const TachLstmWeightMap *layout)
 {
   size_t n = tach_lstm_param_count (d);
   g_autofree float *canon = numbered_canon (d);
   g_autofree float *block = g_new (float, layout->floats);
   g_autofree float *back = g_new0 (float, n);
-  g_autoptr (GArray) holes = tach_lstm_layout_holes (d, layout);
+  g_autoptr (GArray) holes = tach_lstm_weight_map_holes (d, layout);
   size_t zeros = 0;
 
   for (size_t i = 0; i < layout->floats; i++)
     block[i] = NAN;
-  tach_lstm_layout_scatter (d, layout, canon, block);
+  tach_lstm_weight_map_scatter (d, layout, canon, block);
   for (guint i = 0; i < holes->len; i++)
     {
       const TachLstmRange *h = &g_array_index (holes, TachLstmRange, i);
@@ -85,7 +85,7 @@ assert_round_trip (const TachLstmDesc *d, const TachLstmLayout *layout)
   /* The views hold exactly the n weights, none of them zero. */
   g_assert_cmpuint (zeros, ==, holes_total (holes));
   g_assert_cmpuint (layout->floats - zeros, ==, n);
-  tach_lstm_layout_gather (d, layout, block, back);
+  tach_lstm_weight_map_gather (d, layout, block, back);
   g_assert_cmpmem (back, n * sizeof (float), canon, n * sizeof (float));
 }
 
@@ -95,23 +95,23 @@ test_canonical (void)
   for (int dirs = 1; dirs <= 2; dirs++)
     {
       TachLstmDesc d = small_desc (dirs);
-      TachLstmLayout c;
+      TachLstmWeightMap c;
       g_autoptr (GError) error = NULL;
       g_autoptr (GArray) holes = NULL;
       size_t n = tach_lstm_param_count (&d);
       g_autofree float *canon = numbered_canon (&d);
       g_autofree float *block = g_new (float, n);
 
-      tach_lstm_layout_canonical (&d, &c);
+      tach_lstm_weight_map_canonical (&d, &c);
       g_assert_cmpuint (c.floats, ==, n);
       g_assert_cmpuint (c.align, ==, sizeof (float));
-      g_assert_true (tach_lstm_layout_check (&d, &c, &error));
+      g_assert_true (tach_lstm_weight_map_check (&d, &c, &error));
       g_assert_no_error (error);
-      holes = tach_lstm_layout_holes (&d, &c);
+      holes = tach_lstm_weight_map_holes (&d, &c);
       g_assert_cmpuint (holes->len, ==, 0);
-      g_assert_true (tach_lstm_layout_equal (&d, &c, &c));
+      g_assert_true (tach_lstm_weight_map_equal (&d, &c, &c));
       /* Scatter into the canonical layout is a plain copy. */
-      tach_lstm_layout_scatter (&d, &c, canon, block);
+      tach_lstm_weight_map_scatter (&d, &c, canon, block);
       g_assert_cmpmem (block, n * sizeof (float), canon, n * sizeof (float));
       /* The gate f bias of the last direction: where TachLstmDesc says. */
       g_assert_cmpuint (c.b[dirs - 1][1].offset, ==,
@@ -125,7 +125,7 @@ test_canonical (void)
  * then the input biases and the recurrent biases; each direction padded to
  * 64 floats; aligned to 256 bytes. */
 static void
-cudnn_like (const TachLstmDesc *d, TachLstmLayout *l)
+cudnn_like (const TachLstmDesc *d, TachLstmWeightMap *l)
 {
   size_t H = d->H, I = d->I, at = 0;
 
@@ -151,17 +151,17 @@ test_cudnn_like (void)
   for (int dirs = 1; dirs <= 2; dirs++)
     {
       TachLstmDesc d = small_desc (dirs);
-      TachLstmLayout l, c;
+      TachLstmWeightMap l, c;
       g_autoptr (GError) error = NULL;
       g_autoptr (GArray) holes = NULL;
       size_t per_dir = 4 * 3 * (5 + 3 + 2);   /* matrices and both biases */
 
       cudnn_like (&d, &l);
-      tach_lstm_layout_canonical (&d, &c);
-      g_assert_true (tach_lstm_layout_check (&d, &l, &error));
+      tach_lstm_weight_map_canonical (&d, &c);
+      g_assert_true (tach_lstm_weight_map_check (&d, &l, &error));
       g_assert_no_error (error);
-      g_assert_false (tach_lstm_layout_equal (&d, &l, &c));
-      holes = tach_lstm_layout_holes (&d, &l);
+      g_assert_false (tach_lstm_weight_map_equal (&d, &l, &c));
+      holes = tach_lstm_weight_map_holes (&d, &l);
       /* Per direction one hole: the recurrent biases and the padding after
        * them, merged. */
       g_assert_cmpuint (holes->len, ==, dirs);
@@ -176,7 +176,7 @@ static void
 test_strided (void)
 {
   TachLstmDesc d = small_desc (2);
-  TachLstmLayout l;
+  TachLstmWeightMap l;
   g_autoptr (GError) error = NULL;
   g_autoptr (GArray) holes = NULL;
   size_t at = 0;
@@ -196,9 +196,9 @@ test_strided (void)
         at += (size_t) d.H * (d.H + 2);
       }
   l.floats = at;
-  g_assert_true (tach_lstm_layout_check (&d, &l, &error));
+  g_assert_true (tach_lstm_weight_map_check (&d, &l, &error));
   g_assert_no_error (error);
-  holes = tach_lstm_layout_holes (&d, &l);
+  holes = tach_lstm_weight_map_holes (&d, &l);
   /* Two floats after every row of every matrix. */
   g_assert_cmpuint (holes->len, ==, 2 * 4 * 2 * d.H);
   g_assert_cmpuint (holes_total (holes), ==, 2 * holes->len);
@@ -206,11 +206,11 @@ test_strided (void)
 }
 
 static void
-assert_refused (const TachLstmDesc *d, const TachLstmLayout *l, const char *part)
+assert_refused (const TachLstmDesc *d, const TachLstmWeightMap *l, const char *part)
 {
   g_autoptr (GError) error = NULL;
 
-  g_assert_false (tach_lstm_layout_check (d, l, &error));
+  g_assert_false (tach_lstm_weight_map_check (d, l, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_LIBRARY);
   if (strstr (error->message, part) == NULL)
     g_error ("expected \"%s\" in: %s", part, error->message);
@@ -220,7 +220,7 @@ static void
 test_bad (void)
 {
   TachLstmDesc d = small_desc (2);
-  TachLstmLayout good, l;
+  TachLstmWeightMap good, l;
 
   cudnn_like (&d, &good);
   l = good;
@@ -303,7 +303,7 @@ test_block_cpu (void)
       TachRnn mode = rnn == 0 ? TACH_RNN_FUSED : TACH_RNN_UNROLLED;
       g_autoptr (GError) error = NULL;
       g_autoptr (TachLstmBlock) block = tach_lstm_block_new (be, &d, 3, mode, &error);
-      TachLstmLayout c;
+      TachLstmWeightMap c;
 
       g_assert_no_error (error);
       g_assert_cmpuint (tach_lstm_block_floats (block), ==, tach_lstm_stack_param_count (&d, 3));
@@ -313,10 +313,11 @@ test_block_cpu (void)
           TachLstmDesc dl;
 
           tach_lstm_stack_layer_desc (&d, l, &dl);
-          tach_lstm_layout_canonical (&dl, &c);
+          tach_lstm_weight_map_canonical (&dl, &c);
           g_assert_cmpuint (tach_lstm_block_offset (block, l), ==,
                             tach_lstm_stack_param_offset (&d, l));
-          g_assert_true (tach_lstm_layout_equal (&dl, tach_lstm_block_layout (block, l), &c));
+          g_assert_true (tach_lstm_weight_map_equal (&dl, tach_lstm_block_weight_map (block, l),
+                                                     &c));
         }
     }
   tach_backend_free (be);
@@ -331,7 +332,7 @@ static TachBackendOps real_ops, foreign_ops;
 static GHashTable *plan_descs;   /* TachLstmPlan* -> TachLstmDesc* (owned) */
 
 static gboolean
-foreign_layout (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout *layout)
+foreign_layout (TachBackend *be, const TachLstmDesc *desc, TachLstmWeightMap *layout)
 {
   cudnn_like (desc, layout);
   return TRUE;
@@ -359,11 +360,11 @@ foreign_fwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w
              void *reserve)
 {
   const TachLstmDesc *d = g_hash_table_lookup (plan_descs, plan);
-  TachLstmLayout l;
+  TachLstmWeightMap l;
   g_autofree float *canon = g_new (float, tach_lstm_param_count (d));
 
   cudnn_like (d, &l);
-  tach_lstm_layout_gather (d, &l, w, canon);
+  tach_lstm_weight_map_gather (d, &l, w, canon);
   real_ops.lstm_fwd (be, plan, x, canon, y, reserve);
 }
 
@@ -372,14 +373,14 @@ foreign_bwd (TachBackend *be, TachLstmPlan *plan, const float *x, const float *w
              const float *dy, void *reserve, float *dx, float *dw)
 {
   const TachLstmDesc *d = g_hash_table_lookup (plan_descs, plan);
-  TachLstmLayout l;
+  TachLstmWeightMap l;
   g_autofree float *canon = g_new (float, tach_lstm_param_count (d));
   g_autofree float *dcanon = g_new (float, tach_lstm_param_count (d));
 
   cudnn_like (d, &l);
-  tach_lstm_layout_gather (d, &l, w, canon);
+  tach_lstm_weight_map_gather (d, &l, w, canon);
   real_ops.lstm_bwd (be, plan, x, canon, y, dy, reserve, dx, dcanon);
-  tach_lstm_layout_scatter (d, &l, dcanon, dw);
+  tach_lstm_weight_map_scatter (d, &l, dcanon, dw);
 }
 
 static void
@@ -388,7 +389,7 @@ foreign_open_hook (TachBackend *be, gpointer user_data)
   g_assert_true (be->caps & TACH_BACKEND_CAP_HOST_MEMORY);
   real_ops = *be->ops;
   foreign_ops = real_ops;
-  foreign_ops.lstm_layout = foreign_layout;
+  foreign_ops.lstm_weight_map = foreign_layout;
   foreign_ops.lstm_plan_new = foreign_plan_new;
   foreign_ops.lstm_plan_free = foreign_plan_free;
   foreign_ops.lstm_fwd = foreign_fwd;
@@ -430,12 +431,12 @@ int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
-  g_test_add_func ("/engine/lstm-layout/canonical", test_canonical);
-  g_test_add_func ("/engine/lstm-layout/cudnn-like", test_cudnn_like);
-  g_test_add_func ("/engine/lstm-layout/strided", test_strided);
-  g_test_add_func ("/engine/lstm-layout/bad", test_bad);
-  g_test_add_func ("/engine/lstm-layout/params-align", test_params_align);
-  g_test_add_func ("/engine/lstm-layout/block-cpu", test_block_cpu);
-  g_test_add_func ("/engine/lstm-layout/models", test_models);
+  g_test_add_func ("/engine/lstm-weight-map/canonical", test_canonical);
+  g_test_add_func ("/engine/lstm-weight-map/cudnn-like", test_cudnn_like);
+  g_test_add_func ("/engine/lstm-weight-map/strided", test_strided);
+  g_test_add_func ("/engine/lstm-weight-map/bad", test_bad);
+  g_test_add_func ("/engine/lstm-weight-map/params-align", test_params_align);
+  g_test_add_func ("/engine/lstm-weight-map/block-cpu", test_block_cpu);
+  g_test_add_func ("/engine/lstm-weight-map/models", test_models);
   return g_test_run ();
 }

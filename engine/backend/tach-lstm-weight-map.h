@@ -1,8 +1,8 @@
-/* tach-lstm-layout.h: where an LSTM's parameters lie in its weight block.
+/* tach-lstm-weight-map.h: where an LSTM's parameters lie in its weight block.
  *
  * The fused LSTM op (lstm_fwd/bwd) reads its weights from, and writes its
  * weight gradient into, one block per plan in a layout of the backend's
- * choosing, which the backend reports (tach_lstm_layout()): the block's
+ * choosing, which the backend reports (tach_lstm_weight_map()): the block's
  * size and alignment and, for each direction and gate (i, f, g, o), where
  * W_x [H, I], W_h [H, H] and the bias [H] start and how far apart their
  * rows are.  The model allocates the block at that size in its flat
@@ -29,7 +29,7 @@ typedef struct {
   size_t ld;       /* floats from one row to the next (a bias: 1) */
 } TachLstmView;
 
-struct _TachLstmLayout {
+struct _TachLstmWeightMap {
   size_t       floats;    /* the block's size */
   size_t       align;     /* bytes its start must be aligned to: a power of two, >= 4 */
   TachLstmView wx[2][4];  /* [direction][gate]: W_x of that gate, H rows of I */
@@ -43,30 +43,30 @@ typedef struct {
 } TachLstmRange;
 
 /* The canonical layout of @desc (align: one float). */
-void     tach_lstm_layout_canonical (const TachLstmDesc *desc, TachLstmLayout *layout);
+void     tach_lstm_weight_map_canonical (const TachLstmDesc *desc, TachLstmWeightMap *map);
 /* Whether two layouts of @desc are the same (size, alignment, every view). */
-gboolean tach_lstm_layout_equal (const TachLstmDesc *desc, const TachLstmLayout *a,
-                                 const TachLstmLayout *b);
-/* Whether @layout is usable for @desc: every view inside the block, no two
+gboolean tach_lstm_weight_map_equal (const TachLstmDesc *desc, const TachLstmWeightMap *a,
+                                     const TachLstmWeightMap *b);
+/* Whether @map is usable for @desc: every view inside the block, no two
  * overlapping, rows at least as long as the matrix's, a power-of-two
  * alignment.  FALSE + TACH_ERROR_LIBRARY saying which view is wrong. */
-gboolean tach_lstm_layout_check (const TachLstmDesc *desc, const TachLstmLayout *layout,
-                                 GError **error);
+gboolean tach_lstm_weight_map_check (const TachLstmDesc *desc, const TachLstmWeightMap *map,
+                                     GError **error);
 /* The runs of the block that no view covers, ascending and merged
- * (TachLstmRange); the layout must pass tach_lstm_layout_check(). */
-GArray  *tach_lstm_layout_holes (const TachLstmDesc *desc, const TachLstmLayout *layout);
+ * (TachLstmRange); the layout must pass tach_lstm_weight_map_check(). */
+GArray  *tach_lstm_weight_map_holes (const TachLstmDesc *desc, const TachLstmWeightMap *map);
 /* Host copies between the canonical weights (tach_lstm_param_count floats)
- * and a block in @layout (layout->floats): scatter writes every float of
+ * and a block in @map (map->floats): scatter writes every float of
  * the block, the holes zero; gather reads only the views. */
-void     tach_lstm_layout_scatter (const TachLstmDesc *desc, const TachLstmLayout *layout,
-                                   const float *canon, float *block);
-void     tach_lstm_layout_gather (const TachLstmDesc *desc, const TachLstmLayout *layout,
-                                  const float *block, float *canon);
+void     tach_lstm_weight_map_scatter (const TachLstmDesc *desc, const TachLstmWeightMap *map,
+                                       const float *canon, float *block);
+void     tach_lstm_weight_map_gather (const TachLstmDesc *desc, const TachLstmWeightMap *map,
+                                      const float *block, float *canon);
 
 /* The layout of the block the fused op reads for plans of @desc on @be:
- * ops->lstm_layout, or the canonical one where the backend has none.  On
+ * ops->lstm_weight_map, or the canonical one where the backend has none.  On
  * failure (sticky error set, also for a layout that fails the check) the
  * canonical one is filled in and FALSE returned. */
-gboolean tach_lstm_layout (TachBackend *be, const TachLstmDesc *desc, TachLstmLayout *layout);
+gboolean tach_lstm_weight_map (TachBackend *be, const TachLstmDesc *desc, TachLstmWeightMap *map);
 
 G_END_DECLS
