@@ -126,8 +126,17 @@ const TachModelClass *tach_model_class_for (TachWorkload workload);
 const char          *tach_model_knob_unused (const TachConfig *config, TachKnobId knob);
 /* The row of the workload that owns @knob (and that workload), or NULL. */
 const TachModelKnob *tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner);
-/* The reason @klass's own row for @knob gives, or NULL. */
-const char          *tach_model_owned_why (const TachModelClass *klass, TachKnobId knob);
+/* The reason @klass's own row for @knob gives, or NULL: read from the
+ * class itself, so a model asks it of its own class without going through
+ * the registry (tach-models.c), which lists the models. */
+static inline const char *
+tach_model_owned_why (const TachModelClass *klass, TachKnobId knob)
+{
+  for (const TachModelKnob *k = klass->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
+    if (k->knob == knob)
+      return k->why;
+  return NULL;
+}
 
 /* Each workload's class, tach_<model class>_model_class, as
  * TACH_WORKLOAD_LIST (tach-knob-list.h) names it. */

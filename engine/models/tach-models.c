@@ -19,15 +19,6 @@ tach_model_class_for (TachWorkload workload)
   return NULL;
 }
 
-const char *
-tach_model_owned_why (const TachModelClass *klass, TachKnobId knob)
-{
-  for (const TachModelKnob *k = klass->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
-    if (k->knob == knob)
-      return k->why;
-  return NULL;
-}
-
 const TachModelKnob *
 tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner)
 {
