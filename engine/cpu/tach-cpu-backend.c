@@ -1,5 +1,5 @@
 /* tach-cpu-backend.c: the CPU backend's lifecycle, memory, timing, device
- * description and op table.
+ * description (its model name and measured peak) and op table.
  *
  * Every op runs synchronously on the calling (engine) thread, so "device"
  * memory is host memory, events are host monotonic timestamps and
@@ -300,8 +300,9 @@ static const TachBackendOps cpu_ops = {
 
 /* ---------------------------------------------------------------- device */
 
-char *
-tach_cpu_model_name (void)
+/* The CPU's model name from /proc/cpuinfo ("CPU" when unknown); free it. */
+static char *
+cpu_model_name (void)
 {
   g_autofree char *text = NULL;
   g_auto(GStrv) lines = NULL;
@@ -322,6 +323,109 @@ tach_cpu_model_name (void)
   return g_strdup ("CPU");
 }
 
+/* --------------------------------------------------------- peak FLOP/s */
+
+/* The best of up to @reps sgemms of @size^3 within @budget_us, after a
+ * warm-up call: on a shared machine the best run is the one least
+ * disturbed by other processes. */
+static double
+measure_sgemm_peak (int threads, int size, int reps, gint64 budget_us)
+{
+  const size_t count = (size_t) size * (size_t) size;
+  g_autofree float *a = g_try_new (float, count);
+  g_autofree float *b = g_try_new (float, count);
+  g_autofree float *c = g_try_new (float, count);
+  double best_s = G_MAXDOUBLE;
+  gint64 budget_end;
+
+  if (a == NULL || b == NULL || c == NULL)
+    return 0.0;
+  for (size_t i = 0; i < count; i++)
+    {
+      a[i] = (float) (i % 7) * 0.25f;
+      b[i] = (float) (i % 5) * 0.5f;
+    }
+  omp_set_num_threads (threads);
+  dnnl_sgemm ('N', 'N', size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
+  budget_end = g_get_monotonic_time () + budget_us;
+  for (int rep = 0; rep < reps; rep++)
+    {
+      gint64 t0 = g_get_monotonic_time ();
+      gint64 t1;
+
+      dnnl_sgemm ('N', 'N', size, size, size, 1.0f, a, size, b, size, 0.0f, c, size);
+      t1 = g_get_monotonic_time ();
+      best_s = MIN (best_s, (double) (t1 - t0) / 1e6);
+      if (t1 > budget_end && rep >= 2)
+        break;
+    }
+  return best_s > 0.0 && best_s < G_MAXDOUBLE
+           ? 2.0 * (double) size * (double) size * (double) size / best_s
+           : 0.0;
+}
+
+/* The cache: $XDG_CACHE_HOME/tach/cpu-peak.ini, one group per CPU model,
+ * one key per thread count, in GFLOP/s: the best rate this machine has
+ * shown.  Without it, one thorough measurement (1024^3 sgemms, about
+ * 0.4 s); with it, a short probe (about 20 ms) that raises it when the
+ * machine does better than ever before, so that a measurement disturbed
+ * by other processes does not stay the peak for good. */
+static char *
+peak_cache_path (void)
+{
+  return g_build_filename (g_get_user_cache_dir (), "tach", "cpu-peak.ini", NULL);
+}
+
+static gpointer
+measure_peak (gpointer data)
+{
+  double *result = data;
+  g_autofree char *path = peak_cache_path ();
+  g_autofree char *model = cpu_model_name ();
+  g_autofree char *key = NULL;
+  g_autoptr(GKeyFile) cache = g_key_file_new ();
+  int threads = g_get_num_processors ();
+  double measured;
+  double cached = 0.0;
+
+  /* A run capped by TACH_CPU_ISA has a peak of its own. */
+  key = tach_cpu_isa_capped ()
+          ? g_strdup_printf ("threads-%d-%s", threads, tach_cpu_isa_name (tach_cpu_isa ()))
+          : g_strdup_printf ("threads-%d", threads);
+  if (g_key_file_load_from_file (cache, path, G_KEY_FILE_NONE, NULL))
+    {
+      g_autoptr(GError) error = NULL;
+
+      cached = g_key_file_get_double (cache, model, key, &error) * 1e9;
+      if (error != NULL || !(cached > 0.0))
+        cached = 0.0;
+    }
+  measured = cached > 0.0 ? measure_sgemm_peak (threads, 512, 8, 20000)
+                          : measure_sgemm_peak (threads, 1024, 40, 400000);
+  *result = MAX (cached, measured);
+  if (measured > cached)
+    {
+      g_autofree char *dir = g_path_get_dirname (path);
+
+      /* A cache that cannot be written only costs a measurement next time. */
+      g_key_file_set_double (cache, model, key, measured / 1e9);
+      if (g_mkdir_with_parents (dir, 0700) == 0)
+        g_key_file_save_to_file (cache, path, NULL);
+    }
+  return result;
+}
+
+double
+tach_cpu_measure_peak_flops (void)
+{
+  static GOnce once = G_ONCE_INIT;
+  static double peak = 0.0;
+
+  /* Cached for the process too: listing devices must stay cheap. */
+  g_once (&once, measure_peak, &peak);
+  return peak;
+}
+
 static TachDeviceInfo *
 cpu_device_info_new (guint threads)
 {
@@ -331,7 +435,7 @@ cpu_device_info_new (guint threads)
   long page_size = sysconf (_SC_PAGE_SIZE);
 
   info->id = g_strdup ("cpu");
-  info->name = tach_cpu_model_name ();
+  info->name = cpu_model_name ();
   info->kind = TACH_DEVICE_KIND_CPU;
   info->memory_bytes = pages > 0 && page_size > 0 ? (guint64) pages * (guint64) page_size : 0;
   info->threads = threads;

@@ -533,8 +533,4 @@ void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m
                       size_t n, float lr, float beta1, float beta2, float eps, float *t);
 void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);
 
-/* The CPU's model name from /proc/cpuinfo ("CPU" when unknown); free it. */
-char  *tach_cpu_model_name (void);
-
-
 G_END_DECLS
