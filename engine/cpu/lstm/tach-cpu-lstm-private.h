@@ -39,7 +39,6 @@ struct _TachLstmPlan {
   float *wh_k;           /* [dirs][H, 4H] each direction's W_h transposed, for the
                           * forward's recurrent products; sliced */
   float *dg_block;       /* [threads][block * T, dirs * 4H] a block's gate gradients; sliced training */
-  float *hprev_block;    /* [threads][block * T, dirs * H] each step's previous h; sliced training */
   float *dw_part;        /* [blocks][dirs * dir_stride] each block's weight gradient
                           * (tach-cpu-lstm.c: part_dwh); sliced training */
   float *dw_sum;         /* [dirs * dir_stride] the blocks' copies added, in their layout,

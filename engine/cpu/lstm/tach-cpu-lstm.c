@@ -26,13 +26,13 @@
  * per step the recurrent GEMM and the pointwise pass; backward, per step
  * the pointwise pass into the block's gate gradients (the bias gradient
  * summed beside the math) and dh_{t-1}, then over the block's steps
- * dW_x += dG^T X (and dx) for both directions in one GEMM and dW_h +=
- * dG^T H_prev for each in one.  So no pass over the whole sequence's gates
+ * dW_x += dG^T X (and dx) for both directions in one GEMM, and dW_h +=
+ * dG^T H_prev per step from the block's gate gradients, still in L2, and
+ * y's rows as they lie (tach-cpu-lstm-bwd.c).  So no pass over the whole sequence's gates
  * or gate gradients is left (13 MB each for W1, which no cache holds), and
  * the products that carry most of the FLOPs run on 640 rows rather than
  * per step on strided rows fetched from memory (W1, one thread, loaded
- * Xeon: the input side 0.87x, dW_x 0.78x and dW_h 0.85x their per-step
- * time); each block sums into its own copy of the weight gradient, the
+ * Xeon: the input side 0.87x, dW_x 0.78x their per-step time); each block sums into its own copy of the weight gradient, the
  * copies added in block order at the end, and the
  * slices are whole blocks, so that the number of threads changes no bit
  * of the result.
@@ -105,7 +105,6 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->wx_k);
   tach_cpu_mem_free (be, plan->wh_k);
   tach_cpu_mem_free (be, plan->dg_block);
-  tach_cpu_mem_free (be, plan->hprev_block);
   tach_cpu_mem_free (be, plan->dw_part);
   tach_cpu_mem_free (be, plan->dw_sum);
   tach_cpu_mem_free (be, plan->packed);
@@ -179,8 +178,6 @@ tach_cpu_lstm_plan_build (TachBackend *be, const TachLstmDesc *desc)
 
       plan->dg_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldg
                                                  * sizeof (float));
-      plan->hprev_block = tach_cpu_mem_alloc (be, (size_t) th * plan->block * d->T * plan->ldh
-                                                    * sizeof (float));
       plan->dw_part = tach_cpu_mem_alloc (be, (size_t) tach_cpu_lstm_blocks (plan) * d->dirs
                                                 * plan->dir_stride * sizeof (float));
       plan->dw_sum = tach_cpu_mem_alloc (be, (size_t) d->dirs * plan->dir_stride * sizeof (float));
