@@ -16,6 +16,7 @@ typedef struct {
   gboolean    time_major;
   gboolean    need_dx;
   int         n;            /* batch; 0: LN */
+  gboolean    repeat;       /* rows of x repeat (TachLstmDesc.rows_repeat) */
 } LstmVariant;
 
 /* Small, all different, so that a swapped dimension cannot line up. */
@@ -36,6 +37,10 @@ static const LstmVariant variants[] = {
   { "uni time-major wide dx", 1, TRUE, TRUE, 71 },
   { "bi batch-major blocks dx", 2, FALSE, TRUE, 300 },
   { "bi time-major blocks", 2, TRUE, FALSE, 290 },
+  /* Rows that repeat, as the lstm-lm's words do: most are copies of a few
+   * rows, scattered over the blocks and steps. */
+  { "uni batch-major blocks repeat", 1, FALSE, FALSE, 150, TRUE },
+  { "bi time-major blocks repeat dx", 2, TRUE, TRUE, 140, TRUE },
 };
 
 static TachLstmDesc
@@ -43,6 +48,8 @@ lstm_desc (const LstmVariant *v, gboolean training)
 {
   TachLstmDesc d = { LT, v->n > 0 ? v->n : LN, LI, LH, v->dirs, v->time_major, training,
                      v->need_dx, TACH_PRECISION_FP32 };
+
+  d.rows_repeat = v->repeat;
   return d;
 }
 
@@ -77,6 +84,11 @@ lstm_case_init (LstmCase *c, const TachLstmDesc *d, guint64 seed)
   tach_ref_fill_normal (c->x, lstm_x_len (d), seed, 1, 1.0);
   tach_ref_fill_uniform (c->w, nw, seed, 2, -0.6, 0.6);
   tach_ref_fill_normal (c->dy, lstm_y_len (d), seed, 3, 1.0);
+  /* Two rows in three a copy of one of 23 rows. */
+  if (d->rows_repeat)
+    for (size_t r = 0; r < (size_t) d->T * d->N; r++)
+      if (r % 3 != 0)
+        memcpy (c->x + r * d->I, c->x + (r * 7 % 23) * 3 * d->I, (size_t) d->I * sizeof (double));
   tach_ref_round_to_float (c->x, lstm_x_len (d));
   tach_ref_round_to_float (c->w, nw);
   tach_ref_round_to_float (c->dy, lstm_y_len (d));

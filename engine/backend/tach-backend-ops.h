@@ -75,6 +75,11 @@ typedef struct {
    * the library (oneDNN's primitive cache): what call-setup=per-call asks
    * for, as a Keras predict call that retraces rebuilds everything. */
   gboolean uncached;
+  /* Many rows of x are the same row (rows of a lookup table: an
+   * embedding's): a backend may compute each distinct row's input side
+   * and weight gradient once.  A hint: the sums are the same up to their
+   * order. */
+  gboolean rows_repeat;
 } TachLstmDesc;
 
 /* A 2-D convolution, NCHW, stride 1, symmetric zero padding.

@@ -272,6 +272,8 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
     /* Per-call setup really rebuilds the plan: a library cache hit would
      * hide the cost the knob exists to show. */
     .uncached = config->call_setup == TACH_CALL_SETUP_PER_CALL,
+    /* The rows are words: the vocabulary's rows of the embedding. */
+    .rows_repeat = TRUE,
   };
   ctx_elems = (size_t) self->batch * self->context;
 

@@ -35,6 +35,8 @@ tach_lstm_stack_layer_desc (const TachLstmDesc *desc, int l, TachLstmDesc *out)
       out->I = desc->dirs * desc->H;
       /* The layer below needs its output's gradient. */
       out->need_dx = desc->training;
+      /* Its rows are the layer below's outputs. */
+      out->rows_repeat = FALSE;
     }
 }
 

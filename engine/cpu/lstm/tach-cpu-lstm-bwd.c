@@ -209,7 +209,9 @@ backward_slice (const TachLstmPass *pass, int n0, int n1)
           const float *dg_r = dg + (d->time_major ? (size_t) t * nb * ldg : 0);
           size_t xr = row_of (d, t, b0) * I;
 
-          if (plan->dwx_t)
+          if (plan->repeat)
+            st = t == 0 ? tach_cpu_lstm_repeat_dwx (pass, dg, b0, nb, part) : dnnl_success;
+          else if (plan->dwx_t)
             st = tach_cpu_sgemm_local (TRUE, FALSE, I, ldg, rows, 1.0f, pass->x + xr, I, dg_r,
                                        ldg, t == 0 ? 0.0f : 1.0f, part, ldg);
           else

@@ -188,8 +188,8 @@ tach_cpu_lstm_frozen_pack (TachBackend *be, TachLstmPlan *plan, const float *w)
 /* A hash of the @n floats' bits: FNV-1a over 32-bit words in eight
  * independent lanes (one chain of multiplies would take ~1600 cycles for
  * a generation step's four rows of 100), then the lanes folded. */
-static guint32
-row_hash (const float *x, size_t n)
+guint32
+tach_cpu_lstm_row_hash (const float *x, size_t n)
 {
   guint32 lane[8] = { 2166136261u, 2166136261u, 2166136261u, 2166136261u,
                       2166136261u, 2166136261u, 2166136261u, 2166136261u };
@@ -218,7 +218,7 @@ static size_t
 memo_slot_of (const TachLstmPlan *plan, const float *x)
 {
   size_t I = (size_t) plan->desc.I, mask = plan->memo_slots - 1;
-  size_t slot = row_hash (x, I) & mask;
+  size_t slot = tach_cpu_lstm_row_hash (x, I) & mask;
 
   while (plan->memo_slot[slot] != 0
          && memcmp (plan->memo_x + (plan->memo_slot[slot] - 1) * I, x, I * sizeof (float)) != 0)

@@ -43,6 +43,20 @@ struct _TachLstmPlan {
                           * (tach-cpu-lstm.c: part_dwh); sliced training */
   float *dw_sum;         /* [dirs * dir_stride] the blocks' copies added, in their layout,
                           * before the transposes into dw; sliced training */
+  /* Sliced training on rows that repeat (desc.rows_repeat,
+   * tach-cpu-lstm-repeat.c): each block's distinct rows of x, found by
+   * the forward pass and kept for the backward one. */
+  gboolean repeat;
+  gint32  *rep_map;      /* [T*N] block b's rows from b * block * T: each row's distinct
+                          * row, numbered in the block from 0 */
+  gint32  *rep_first;    /* [T*N] from the same place: each distinct row's first row in
+                          * the block */
+  gint32  *rep_count;    /* [blocks] distinct rows of each block */
+  float   *rep_x;        /* [threads][block * T, I] a block's distinct rows */
+  float   *rep_p;        /* [threads][block * T, dirs * 4H] their input side (forward), the
+                          * gate gradients of their rows added (backward) */
+  guint32 *rep_slot;     /* [threads][rep_slots] a distinct row's number + 1, or 0: free */
+  size_t   rep_slots;
 
   /* The recurrence runs in slices of the batch, one per thread. */
   gboolean sliced;
@@ -218,6 +232,20 @@ typedef struct {
 
 typedef dnnl_status_t (*TachLstmSliceFunc) (const TachLstmPass *pass, int n0, int n1);
 
+/* Rows that repeat (tach-cpu-lstm-repeat.c): the input side of block
+ * [@b0, @b0 + @nb) of @pass into its gates from each distinct row's
+ * product with @wx ([I, dirs * 4H]); and that block's dW_x (or its
+ * transpose, plan->dwx_t) into @part from its gate gradients @dg (the
+ * block's rows in the data's order, as backward_slice keeps them) added
+ * per distinct row. */
+dnnl_status_t tach_cpu_lstm_repeat_input_side (const TachLstmPass *pass, const float *wx, int b0,
+                                               int nb);
+dnnl_status_t tach_cpu_lstm_repeat_dwx (const TachLstmPass *pass, const float *dg, int b0, int nb,
+                                        float *part);
+/* The plan's buffers for rows that repeat (a failure sets the backend's
+ * sticky error). */
+void          tach_cpu_lstm_repeat_alloc (TachBackend *be, TachLstmPlan *plan);
+
 /* Runs @func on slices of the batch, one per thread of the pool
  * (tach-cpu-lstm.c); FALSE with the error set when a slice failed. */
 gboolean tach_cpu_lstm_run_slices (TachBackend *be, const TachLstmPass *pass,
@@ -265,6 +293,9 @@ gboolean tach_cpu_lstm_frozen_runs_ahead (TachBackend *be, const TachLstmPlan *p
  * computed: before what they read (the packed W_h, ahead_h) changes or
  * goes. */
 void     tach_cpu_lstm_frozen_settle (TachLstmPlan *plan);
+
+/* A hash of the bits of the @n floats at @x (tach-cpu-lstm-frozen.c). */
+guint32 tach_cpu_lstm_row_hash (const float *x, size_t n);
 
 /* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
  * same columns of @dst (@ldd apart): dst[c * ldd + r] = src[r * lds + c]. */

@@ -107,6 +107,12 @@ tach_cpu_lstm_plan_free (TachBackend *be, TachLstmPlan *plan)
   tach_cpu_mem_free (be, plan->dg_block);
   tach_cpu_mem_free (be, plan->dw_part);
   tach_cpu_mem_free (be, plan->dw_sum);
+  tach_cpu_mem_free (be, plan->rep_map);
+  tach_cpu_mem_free (be, plan->rep_first);
+  tach_cpu_mem_free (be, plan->rep_count);
+  tach_cpu_mem_free (be, plan->rep_x);
+  tach_cpu_mem_free (be, plan->rep_p);
+  tach_cpu_mem_free (be, plan->rep_slot);
   tach_cpu_mem_free (be, plan->packed);
   tach_cpu_mem_free (be, plan->memo_x);
   tach_cpu_mem_free (be, plan->memo_g);
@@ -181,6 +187,9 @@ tach_cpu_lstm_plan_build (TachBackend *be, const TachLstmDesc *desc)
       plan->dw_part = tach_cpu_mem_alloc (be, (size_t) tach_cpu_lstm_blocks (plan) * d->dirs
                                                 * plan->dir_stride * sizeof (float));
       plan->dw_sum = tach_cpu_mem_alloc (be, (size_t) d->dirs * plan->dir_stride * sizeof (float));
+      plan->repeat = d->rows_repeat;
+      if (plan->repeat)
+        tach_cpu_lstm_repeat_alloc (be, plan);
     }
   if (!d->training)
     plan->work = tach_cpu_mem_alloc (be, tach_cpu_lstm_reserve_floats (plan) * sizeof (float));
@@ -372,7 +381,9 @@ forward_slice (const TachLstmPass *pass, int n0, int n1)
   for (int b0 = n0; b0 < n1; b0 += plan->block)
     {
       int nb = MIN (plan->block, n1 - b0);
-      dnnl_status_t st = block_input_gemm (pass, plan->wx_k, b0, nb);
+      dnnl_status_t st = plan->repeat
+                           ? tach_cpu_lstm_repeat_input_side (pass, plan->wx_k, b0, nb)
+                           : block_input_gemm (pass, plan->wx_k, b0, nb);
 
       if (st != dnnl_success)
         return st;
