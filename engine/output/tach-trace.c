@@ -16,6 +16,7 @@
 
 #include "tach-engine.h"
 #include "tach-trace.h"
+#include "tach-strided.h"
 
 typedef enum { EV_SLICE, EV_COUNTER, EV_PROCESS, EV_THREAD } EventKind;
 
@@ -28,9 +29,7 @@ typedef struct {
 } Event;
 
 struct _TachTrace {
-  GArray    *events;     /* Event */
-  guint      max_events;
-  guint64    stride;
+  TachStrided   events;    /* Event; metadata at step 0, kept at every stride */
   GStringChunk *names;
   GHashTable   *interned;  /* name -> the chunk's copy */
 };
@@ -40,9 +39,7 @@ tach_trace_new (guint max_events)
 {
   TachTrace *trace = g_new0 (TachTrace, 1);
 
-  trace->events = g_array_new (FALSE, FALSE, sizeof (Event));
-  trace->max_events = MAX (max_events, 64);
-  trace->stride = 1;
+  tach_strided_init (&trace->events, sizeof (Event), G_STRUCT_OFFSET (Event, step), max_events);
   trace->names = g_string_chunk_new (1024);
   trace->interned = g_hash_table_new (g_str_hash, g_str_equal);
   return trace;
@@ -64,53 +61,25 @@ intern (TachTrace *trace, const char *name)
 gboolean
 tach_trace_keeps (const TachTrace *trace, guint64 step)
 {
-  return step % trace->stride == 0;
+  return tach_strided_keeps (&trace->events, step);
 }
 
 guint64
 tach_trace_get_stride (const TachTrace *trace)
 {
-  return trace->stride;
+  return trace->events.stride;
 }
 
 guint
 tach_trace_get_n_events (const TachTrace *trace)
 {
-  return trace->events->len;
-}
-
-/* Doubles the stride and drops the events of the steps no longer kept. */
-static void
-thin (TachTrace *trace)
-{
-  guint kept = 0;
-
-  trace->stride *= 2;
-  for (guint i = 0; i < trace->events->len; i++)
-    {
-      Event *e = &g_array_index (trace->events, Event, i);
-
-      if ((e->kind == EV_PROCESS || e->kind == EV_THREAD) || tach_trace_keeps (trace, e->step))
-        g_array_index (trace->events, Event, kept++) = *e;
-    }
-  g_array_set_size (trace->events, kept);
+  return trace->events.items->len;
 }
 
 static void
 add (TachTrace *trace, const Event *e)
 {
-  if (e->kind == EV_SLICE || e->kind == EV_COUNTER)
-    {
-      if (!tach_trace_keeps (trace, e->step))
-        return;
-      while (trace->events->len >= trace->max_events && trace->stride < G_MAXUINT64 / 2)
-        {
-          thin (trace);
-          if (!tach_trace_keeps (trace, e->step))
-            return;
-        }
-    }
-  g_array_append_val (trace->events, *e);
+  tach_strided_add (&trace->events, e);
 }
 
 void
@@ -195,10 +164,12 @@ tach_trace_write (TachTrace *trace, const char *path, GError **error)
   g_autoptr(GString) out = g_string_new ("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
   char num[3][G_ASCII_DTOSTR_BUF_SIZE];
 
-  g_array_sort (trace->events, event_order);
-  for (guint i = 0; i < trace->events->len; i++)
+  GArray *events = trace->events.items;
+
+  g_array_sort (events, event_order);
+  for (guint i = 0; i < events->len; i++)
     {
-      const Event *e = &g_array_index (trace->events, Event, i);
+      const Event *e = &g_array_index (events, Event, i);
 
       if (i > 0)
         g_string_append (out, ",\n");
@@ -234,7 +205,7 @@ tach_trace_write (TachTrace *trace, const char *path, GError **error)
         }
     }
   g_string_append_printf (out, "\n],\"otherData\":{\"step_stride\":%" G_GUINT64_FORMAT "}}\n",
-                          trace->stride);
+                          trace->events.stride);
   if (!g_file_set_contents (path, out->str, (gssize) out->len, error))
     {
       g_prefix_error (error, _("could not write the trace %s: "), path);
@@ -248,7 +219,7 @@ tach_trace_free (TachTrace *trace)
 {
   if (trace == NULL)
     return;
-  g_array_unref (trace->events);
+  tach_strided_clear (&trace->events);
   g_hash_table_unref (trace->interned);
   g_string_chunk_free (trace->names);
   g_free (trace);
