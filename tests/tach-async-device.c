@@ -2,40 +2,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "tach-async-device.h"
+#include "tach-async-device-private.h"
 #include "tach-config-private.h"
-
-typedef struct _AsyncJob AsyncJob;
-typedef void (*AsyncJobFunc) (TachBackend *cpu, AsyncJob *job);
-
-/* A queued call.  Each kind of job is a struct that starts with this. */
-struct _AsyncJob {
-  AsyncJobFunc func;        /* NULL: the worker ends */
-  uint64_t    *step_offset; /* TachBackend.step_offset when it was queued */
-};
-
-typedef struct {
-  GAsyncQueue *queue;       /* AsyncJob*, owned */
-  GThread     *thread;
-  guint64      submitted;   /* under the backend's lock */
-  guint64      done;        /* under the backend's lock */
-} AsyncStream;
-
-typedef struct {
-  TachBackend  base;        /* first */
-  TachBackend *cpu;         /* owned: runs the ops, on the workers */
-  AsyncStream  compute, copy;
-  GMutex       lock;        /* stream counters and events */
-  GCond        cond;
-} AsyncBackend;
-
-typedef struct {
-  guint64 recorded;         /* host: records queued */
-  guint64 reached;          /* worker: the last record run */
-  gint64  t_ns;             /* worker: when it ran */
-} AsyncEvent;
-
-#define ASYNC(be) ((AsyncBackend *) (be))
 
 static double copy_ns_per_byte = 0.0;
 static double op_us = 0.0;
@@ -106,8 +74,8 @@ stream_start (AsyncBackend *ab, AsyncStream *stream, const char *name)
   stream->thread = g_thread_new (name, worker_main, w);
 }
 
-static void
-submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func)
+void
+async_submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func)
 {
   AsyncBackend *ab = ASYNC (be);
 
@@ -120,8 +88,6 @@ submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func)
   g_mutex_unlock (&ab->lock);
   g_async_queue_push (stream->queue, job);
 }
-
-#define JOB_NEW(type) ((type *) g_malloc0 (sizeof (type)))
 
 /* Moves an error of a queued op into the sticky error (after a wait). */
 static void
@@ -138,7 +104,8 @@ async_synchronize (TachBackend *be)
 
   be->api_calls++;
   g_mutex_lock (&ab->lock);
-  while (ab->compute.done < ab->compute.submitted || ab->copy.done < ab->copy.submitted)
+  while (ab->compute.done < ab->compute.submitted || ab->copy.done < ab->copy.submitted
+         || ab->side.done < ab->side.submitted)
     g_cond_wait (&ab->cond, &ab->lock);
   g_mutex_unlock (&ab->lock);
   take_cpu_error (ab);
@@ -176,8 +143,9 @@ run_wait (TachBackend *cpu, AsyncJob *job)
   g_mutex_unlock (&j->ab->lock);
 }
 
-static void
-queue_event_job (TachBackend *be, AsyncStream *stream, TachEvent *event, gboolean record)
+void
+async_queue_event_job (TachBackend *be, AsyncStream *stream, TachEvent *event,
+                       gboolean record)
 {
   AsyncBackend *ab = ASYNC (be);
   AsyncEvent *ev = (AsyncEvent *) event;
@@ -190,7 +158,7 @@ queue_event_job (TachBackend *be, AsyncStream *stream, TachEvent *event, gboolea
   g_mutex_unlock (&ab->lock);
   j->ev = ev;
   j->ab = ab;
-  submit (be, stream, &j->job, record ? run_record : run_wait);
+  async_submit (be, stream, &j->job, record ? run_record : run_wait);
 }
 
 static TachEvent *
@@ -210,7 +178,7 @@ async_event_free (TachBackend *be, TachEvent *ev)
 static void
 async_event_record (TachBackend *be, TachEvent *ev)
 {
-  queue_event_job (be, &ASYNC (be)->compute, ev, TRUE);
+  async_queue_event_job (be, &ASYNC (be)->compute, ev, TRUE);
 }
 
 static void
@@ -238,7 +206,7 @@ async_event_elapsed_ms (TachBackend *be, TachEvent *start, TachEvent *end)
 static void
 async_stream_wait (TachBackend *be, TachEvent *ev)
 {
-  queue_event_job (be, &ASYNC (be)->compute, ev, FALSE);
+  async_queue_event_job (be, &ASYNC (be)->compute, ev, FALSE);
 }
 
 /* ------------------------------------------------------------- memory */
@@ -280,7 +248,7 @@ queue_copy (TachBackend *be, AsyncStream *stream, void *dst, const void *src, si
   /* A pageable source may change once the call returns: copy it now, as
    * a driver stages pageable memory. */
   j->src = stage ? (j->owned = g_memdup2 (src, bytes)) : src;
-  submit (be, stream, &j->job, run_copy);
+  async_submit (be, stream, &j->job, run_copy);
 }
 
 static void *
@@ -334,11 +302,11 @@ async_upload_overlapped (TachBackend *be, void *dst, const void *src, size_t byt
   AsyncStream *copy = &ASYNC (be)->copy;
 
   if (after != NULL)
-    queue_event_job (be, copy, after, FALSE);
+    async_queue_event_job (be, copy, after, FALSE);
   if (bytes > 0)
     queue_copy (be, copy, dst, src, bytes, TRUE, FALSE);
   if (done != NULL)
-    queue_event_job (be, copy, done, TRUE);
+    async_queue_event_job (be, copy, done, TRUE);
 }
 
 static void
@@ -357,7 +325,7 @@ async_zero (TachBackend *be, void *ptr, size_t bytes)
   j->dst = ptr;
   j->bytes = bytes;
   j->fill = 0;
-  submit (be, &ASYNC (be)->compute, &j->job, run_copy);
+  async_submit (be, &ASYNC (be)->compute, &j->job, run_copy);
 }
 
 static void
@@ -467,7 +435,7 @@ async_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   {                                                                                      \
     slot##_job *j = JOB_NEW (slot##_job);                                                \
     TA_MAP (TA_SET, TA_NONE, __VA_ARGS__)                                                \
-    submit (be, &ASYNC (be)->compute, &j->job, slot##_run);                              \
+    async_submit (be, &ASYNC (be)->compute, &j->job, slot##_run);                              \
   }
 
 #define GEMM_ARGS gboolean, ta, gboolean, tb, int, m, int, n, int, k, float, alpha,          \
@@ -543,6 +511,7 @@ async_free (TachBackend *be)
 
   stream_stop (ab, &ab->compute);
   stream_stop (ab, &ab->copy);
+  stream_stop (ab, &ab->side);
   tach_backend_free (ab->cpu);
   g_mutex_clear (&ab->lock);
   g_cond_clear (&ab->cond);
@@ -582,6 +551,7 @@ fill_ops (const TachBackend *cpu)
     .conv_plan_new = async_conv_plan_new,
     .conv_plan_free = async_conv_plan_free,
   };
+  async_fill_coll_ops (&async_ops);
   FILL (gemm);
   FILL (gemm_bf16);
   FILL (bias_add);
@@ -666,6 +636,7 @@ async_open (guint ordinal, guint threads, TachPrecision precision, GError **erro
   g_cond_init (&ab->cond);
   stream_start (ab, &ab->compute, "async-compute");
   stream_start (ab, &ab->copy, "async-copy");
+  stream_start (ab, &ab->side, "async-side");
   return &ab->base;
 }
 

@@ -7,6 +7,9 @@
  * taken on the thread that runs them.  Only synchronize, download,
  * event_synchronize and event_elapsed_ms wait; errors of queued ops reach
  * the sticky error at those waits, as CUDA's do.  It has no graphs.  It
+ * has the collectives of data-parallel ranks (the coll_* slots, as the
+ * CUDA backend's NCCL) for a communicator of one rank, on a third worker
+ * (the "side stream"), fp32 only.  It
  * counts its calls as the CUDA backend does (TachBackend.api_calls): each
  * queued op, copy or event and each wait is one.
  *
@@ -30,5 +33,8 @@ void tach_async_device_set_copy_cost (double ns_per_byte);
  * that a test's step time is set by the double rather than by how busy
  * this machine's cores are.  0 (the default): none. */
 void tach_async_device_set_op_cost (double us);
+/* A simulated all-reduce time: each coll_allreduce sleeps @us on its
+ * stream.  0 (the default): none. */
+void tach_async_device_set_collective_cost (double us);
 
 G_END_DECLS

@@ -17,13 +17,19 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
   - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run ends the run
     within 10 s of it, rank 0's rows kept, the stopped rank named;
   - --trace writes Chrome Trace Event JSON with one process per rank and
-    monotone timestamps on every track.
+    monotone timestamps on every track; the all-reduces on their own
+    track (per-tensor), or one track per bucket (overlap), each slice
+    apart from the next, and a counter of the bytes in flight per rank.
 Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
 variables) refuses with exit 2 and a message saying how to build with MPI.
 
 Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
 
-Usage: test-mpi.py PATH/TO/tach-cli mpi|nompi
+  - the reducer's device path (NCCL's on a GPU) on a test double of an
+    asynchronous device, one rank, and two ranks on its one device
+    refused: test-grad-device, run under mpirun.
+
+Usage: test-mpi.py PATH/TO/tach-cli mpi|nompi [PATH/TO/test-grad-device]
 Exit status: 0 passed, 1 failed, 77 skipped (no mpirun).
 """
 import csv
@@ -37,6 +43,7 @@ import time
 
 CLI = sys.argv[1]
 HAVE_MPI = sys.argv[2] == "mpi"
+GRAD_DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
 BASE = ["run", "--device", "cpu", "--threads", "1", "--warmup", "2"]
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
@@ -173,19 +180,9 @@ def test_lost_rank(tmp, signal_name):
               signal_name + ": the message says a rank was lost: " + out.strip()[:300])
 
 
-def test_trace(tmp):
-    path = os.path.join(tmp, "trace.json")
-    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
-                       "--trace", path])
-    check(p.returncode == 0, "--trace: the run ends well: " + p.stderr[-300:])
-    if p.returncode != 0:
-        return
-    with open(path) as f:
-        trace = json.load(f)
-    events = trace["traceEvents"]
-    names = {(e["pid"], e["args"]["name"]) for e in events
-             if e["ph"] == "M" and e["name"] == "process_name"}
-    check({pid for pid, _ in names} == {0, 1}, "--trace: one process per rank: %s" % names)
+def check_tracks(events, what):
+    """Monotone timestamps on every track, and slices that never overlap
+    on one track (Perfetto would nest them)."""
     last = {}
     monotone = True
     for e in events:
@@ -195,11 +192,86 @@ def test_trace(tmp):
         if e["ts"] < last.get(key, -1.0):
             monotone = False
         last[key] = e["ts"]
-    check(monotone, "--trace: timestamps monotone on every track")
+    check(monotone, what + ": timestamps monotone on every track")
+    ends = {}
+    apart = True
+    for e in events:
+        if e["ph"] != "X" or e["tid"] < 2:
+            continue
+        key = (e["pid"], e["tid"])
+        if e["ts"] < ends.get(key, -1.0) - 1e-3:
+            apart = False
+        ends[key] = e["ts"] + e["dur"]
+    check(apart, what + ": the all-reduces of one track never overlap")
+
+
+def load_trace(path):
+    with open(path) as f:
+        trace = json.load(f)
+    return trace["traceEvents"]
+
+
+def test_trace(tmp):
+    path = os.path.join(tmp, "trace.json")
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
+                       "--trace", path, "--grad-sync", "per-tensor"])
+    check(p.returncode == 0, "--trace: the run ends well: " + p.stderr[-300:])
+    if p.returncode != 0:
+        return
+    events = load_trace(path)
+    names = {(e["pid"], e["args"]["name"]) for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    check({pid for pid, _ in names} == {0, 1}, "--trace: one process per rank: %s" % names)
+    check_tracks(events, "--trace")
     slices = [e for e in events if e["ph"] == "X"]
     check(all(e["dur"] >= 0 for e in slices) and len(slices) > 0, "--trace: slices")
     check({e["name"] for e in slices} >= {"step", "compute", "all-reduce"},
           "--trace: steps, compute and all-reduces: %s" % sorted({e["name"] for e in slices}))
+    tracks = {(e["pid"], e["args"]["name"]) for e in events
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    check({(0, "all-reduces"), (1, "all-reduces")} <= tracks,
+          "--trace: per-tensor's all-reduces on one track per rank: %s" % sorted(tracks))
+
+    # Overlap, with two buckets (a 3.2 MB and a small one at bucket-mb 1):
+    # a track per bucket on every rank, each bucket's all-reduce on it
+    # every step, and the bytes in flight.
+    path = os.path.join(tmp, "trace-overlap.json")
+    p = mpirun(BASE + ["--workload", "bilstm", "--hidden", "200", "--batch", "4", "--steps", "6",
+                       "--grad-sync", "overlap", "--bucket-mb", "1", "--trace", path])
+    check(p.returncode == 0, "--trace overlap: the run ends well: " + p.stderr[-300:])
+    if p.returncode != 0:
+        return
+    events = load_trace(path)
+    check_tracks(events, "--trace overlap")
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    for pid in (0, 1):
+        buckets = {tid for (p_, tid), name in tracks.items()
+                   if p_ == pid and name.startswith("all-reduce, bucket")}
+        check(len(buckets) == 2, "--trace overlap: rank %d has a track per bucket: %s"
+              % (pid, sorted(tracks.items())))
+        for tid in buckets:
+            steps = {e["args"]["step"] for e in events
+                     if e["ph"] == "X" and e["pid"] == pid and e["tid"] == tid}
+            check(steps == set(range(6)), "--trace overlap: rank %d, track %d: an all-reduce"
+                  " every step: %s" % (pid, tid, sorted(steps)))
+        flights = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] in buckets]
+        values = [e["args"]["value"] for e in events
+                  if e["ph"] == "C" and e["pid"] == pid and e["name"] == "bytes in flight"]
+        check(len(values) == 2 * len(flights) and min(values) >= 0 and values[-1] == 0
+              and max(values) > 3e6,
+              "--trace overlap: rank %d's bytes in flight rise with each launch and fall back"
+              " to 0 (%d points for %d all-reduces, peak %.0f)"
+              % (pid, len(values), len(flights), max(values) if values else -1))
+
+
+def test_grad_device():
+    for np, what in ((1, "the device path on one rank"),
+                     (2, "two ranks on one device refused")):
+        p = subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), GRAD_DEVICE], env=ENV,
+                           capture_output=True, text=True, timeout=180)
+        check(p.returncode == 0, "%s (test-grad-device, %d rank(s)): exit %d: %s"
+              % (what, np, p.returncode, (p.stdout + p.stderr).strip()[-600:]))
 
 
 def main():
@@ -218,6 +290,8 @@ def main():
             test_lost_rank(tmp, "STOP")
             test_lost_rank(tmp, "KILL")
             test_trace(tmp)
+            if GRAD_DEVICE is not None:
+                test_grad_device()
     finally:
         shutil.rmtree(tmp, ignore_errors=True)
     if failures:

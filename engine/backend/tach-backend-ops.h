@@ -48,6 +48,9 @@ typedef struct _TachEvent        TachEvent;
 typedef struct _TachGraph        TachGraph;
 typedef struct _TachLstmWeightMap   TachLstmWeightMap;   /* tach-lstm-weight-map.h */
 
+/* The size of a collective communicator's id (NCCL's ncclUniqueId). */
+#define TACH_COLL_ID_BYTES 128
+
 /* An LSTM over a whole sequence (the fused op).
  *
  * Data: x is [T, N, I] when time_major, else [N, T, I]; y is laid out the same
@@ -295,6 +298,36 @@ struct _TachBackendOps {
   void (*adam) (TachBackend *be, float *param, const float *grad, float *m, float *v, size_t n,
                 float lr, float beta1, float beta2, float eps, float *t);
   void (*sgd)  (TachBackend *be, float *param, const float *grad, size_t n, float lr);
+
+  /* --- data-parallel collectives (optional, all or none) ---
+   * A backend with them sums its own device buffers across the ranks (the
+   * CUDA backend through NCCL); without them the gradients must be host
+   * memory, which the runner sums over MPI.  Each op is queued on the
+   * compute stream, or with @side on a second stream beside it, on which
+   * the collectives that overlap compute run; side_record and side_wait
+   * order the two.  Failures become the sticky error. */
+  /* Rank 0: a new communicator's id (TACH_COLL_ID_BYTES), which the
+   * runner hands every rank. */
+  void     (*coll_new_id) (TachBackend *be, guint8 *id);
+  /* Joins the communicator @id as @rank of @size; returns once every rank
+   * has joined. */
+  void     (*coll_join)   (TachBackend *be, const guint8 *id, guint rank, guint size);
+  /* Leaves it; @abort: at once, without the other ranks (one is lost). */
+  void     (*coll_leave)  (TachBackend *be, gboolean abort);
+  /* The in-place sum over the ranks of @count elements of @buf: floats,
+   * or with @wire fp16 or bf16 halves (each partial sum rounded to them). */
+  void     (*coll_allreduce) (TachBackend *be, void *buf, size_t count, TachGradCompress wire,
+                              gboolean side);
+  /* @wire[i] = @grad[i] rounded to nearest even in fp16 or bf16. */
+  void     (*coll_pack)   (TachBackend *be, const float *grad, guint16 *wire, size_t n,
+                           TachGradCompress compress, gboolean side);
+  /* @grad[i] = (@wire[i] widened, or @grad[i] when @wire is NULL) / @divisor. */
+  void     (*coll_unpack) (TachBackend *be, const guint16 *wire, float *grad, size_t n,
+                           TachGradCompress compress, float divisor, gboolean side);
+  void     (*side_record) (TachBackend *be, TachEvent *ev);
+  void     (*side_wait)   (TachBackend *be, TachEvent *ev);
+  /* Whether @ev has passed; never blocks. */
+  gboolean (*event_query) (TachBackend *be, TachEvent *ev);
 };
 
 /* Data-parallel gradient synchronisation: what the runner's reducer

@@ -544,6 +544,8 @@ cuda_free (TachBackend *be)
         (void) cudaGraphDestroy (graph);
       (void) cudaGetLastError ();
     }
+  /* Before the wait below: a communicator still here has lost a rank. */
+  tach_cuda_nccl_clear (be);
   if (cb->stream != NULL)
     (void) cudaStreamSynchronize (cb->stream);
   tach_cuda_host_clear (be);
@@ -707,6 +709,7 @@ tach_cuda_backend_new (int ordinal, guint threads, TachPrecision precision, GErr
   if (g_once_init_enter (&cuda_ops_ready))
     {
       tach_cuda_ops_fill_kernels (&cuda_ops);
+      tach_cuda_nccl_fill_ops (&cuda_ops);
       g_once_init_leave (&cuda_ops_ready, 1);
     }
 

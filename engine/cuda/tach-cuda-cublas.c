@@ -10,6 +10,8 @@
  * when cudaGetDeviceCount found one.  cuDNN 9 stays linked: its front
  * library is 2 MB and loads its engines itself, on first use.
  *
+ * tach_cuda_load_once() does the same for NCCL (tach-cuda-nccl.c).
+ *
  * Threads: tach_cublas_load() may be called from any thread (it runs
  * once); the table is read after it returned TRUE.
  */
@@ -22,12 +24,13 @@
 
 TachCublas tach_cublas;
 
-/* The name the loader is asked for: the soname (LD_LIBRARY_PATH, the
- * cache), then the toolkit this build was linked against. */
+/* dlopen of @soname by its name, then from the toolkit this build was
+ * linked against; NULL with the loader's reasons appended to @why. */
 static void *
-open_cublas (GString *why)
+open_library (const char *soname, GString *why)
 {
-  static const char *const names[] = { TACH_CUBLAS_SONAME, TACH_CUDA_LIBDIR "/" TACH_CUBLAS_SONAME };
+  g_autofree char *in_toolkit = g_build_filename (TACH_CUDA_LIBDIR, soname, NULL);
+  const char *const names[] = { soname, in_toolkit };
 
   for (guint i = 0; i < G_N_ELEMENTS (names); i++)
     {
@@ -40,55 +43,62 @@ open_cublas (GString *why)
   return NULL;
 }
 
-/* Reads every entry of the table from @handle; FALSE (naming the first
- * symbol missing in @why) when one is not there. */
-static gboolean
-resolve (void *handle, GString *why)
+const char *
+tach_cuda_load_once (gsize *once, char **failure, const char *soname,
+                     const TachCudaSymbol *symbols, guint n_symbols, void *table, gsize size)
 {
-#define RESOLVE(field, symbol)                                               \
-  if ((*(void **) &tach_cublas.field = dlsym (handle, symbol)) == NULL)      \
-    {                                                                        \
-      g_string_append_printf (why, "%s has no %s", TACH_CUBLAS_SONAME, symbol);   \
-      return FALSE;                                                          \
+  if (g_once_init_enter (once))
+    {
+      g_autoptr(GString) why = g_string_new (NULL);
+      void *handle = open_library (soname, why);
+
+      for (guint i = 0; handle != NULL && i < n_symbols; i++)
+        {
+          void *entry = dlsym (handle, symbols[i].name);
+
+          if (entry == NULL)
+            {
+              g_string_append_printf (why, "%s has no %s", soname, symbols[i].name);
+              memset (table, 0, size);
+              dlclose (handle);
+              handle = NULL;
+              break;
+            }
+          memcpy ((guchar *) table + symbols[i].offset, &entry, sizeof entry);
+        }
+      if (handle == NULL)
+        *failure = g_string_free (g_steal_pointer (&why), FALSE);
+      g_once_init_leave (once, 1);
     }
-  RESOLVE (create, "cublasCreate_v2");
-  RESOLVE (destroy, "cublasDestroy_v2");
-  RESOLVE (set_stream, "cublasSetStream_v2");
-  RESOLVE (set_workspace, "cublasSetWorkspace_v2");
-  RESOLVE (set_math_mode, "cublasSetMathMode");
-  RESOLVE (gemm_ex, "cublasGemmEx");
-  RESOLVE (get_property, "cublasGetProperty");
-  RESOLVE (get_status_name, "cublasGetStatusName");
-  RESOLVE (get_status_string, "cublasGetStatusString");
-#undef RESOLVE
-  return TRUE;
+  return *failure;
 }
 
 gboolean
 tach_cublas_load (GError **error)
 {
+#define SYMBOL(field, name) { G_STRUCT_OFFSET (TachCublas, field), name }
+  static const TachCudaSymbol symbols[] = {
+    SYMBOL (create, "cublasCreate_v2"),
+    SYMBOL (destroy, "cublasDestroy_v2"),
+    SYMBOL (set_stream, "cublasSetStream_v2"),
+    SYMBOL (set_workspace, "cublasSetWorkspace_v2"),
+    SYMBOL (set_math_mode, "cublasSetMathMode"),
+    SYMBOL (gemm_ex, "cublasGemmEx"),
+    SYMBOL (get_property, "cublasGetProperty"),
+    SYMBOL (get_status_name, "cublasGetStatusName"),
+    SYMBOL (get_status_string, "cublasGetStatusString"),
+  };
+#undef SYMBOL
   static gsize done;
   static char *failure;   /* why loading failed, kept for later callers */
+  const char *why = tach_cuda_load_once (&done, &failure, TACH_CUBLAS_SONAME, symbols,
+                                         G_N_ELEMENTS (symbols), &tach_cublas,
+                                         sizeof tach_cublas);
 
-  if (g_once_init_enter (&done))
-    {
-      g_autoptr(GString) why = g_string_new (NULL);
-      void *handle = open_cublas (why);
-
-      if (handle != NULL && !resolve (handle, why))
-        {
-          memset (&tach_cublas, 0, sizeof tach_cublas);
-          dlclose (handle);
-          handle = NULL;
-        }
-      if (handle == NULL)
-        failure = g_string_free (g_steal_pointer (&why), FALSE);
-      g_once_init_leave (&done, 1);
-    }
-  if (failure == NULL)
+  if (why == NULL)
     return TRUE;
   g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
                _("cuBLAS could not be loaded: install CUDA %d's cuBLAS (%s) or use --device cpu: %s"),
-               CUBLAS_VER_MAJOR, TACH_CUBLAS_SONAME, failure);
+               CUBLAS_VER_MAJOR, TACH_CUBLAS_SONAME, why);
   return FALSE;
 }

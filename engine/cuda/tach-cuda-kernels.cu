@@ -7,6 +7,9 @@
 #include <float.h>
 #include <math.h>
 
+#include <cuda_bf16.h>
+#include <cuda_fp16.h>
+
 #include "tach-cuda-kernels.h"
 #include "tach-cuda-device.cuh"
 #include "tach-adam.h"
@@ -124,6 +127,32 @@ relu_bwd_kernel (const float *y, const float *dy, float *dx, size_t n)
 {
   GRID_STRIDE (i, n)
     dx[i] = y[i] > 0.0f ? dy[i] : 0.0f;
+}
+
+/* --------------------------------------------- gradients on the wire */
+
+/* Data-parallel gradients (tach-cuda-nccl.c): to the wire's halves, and
+ * back widened and divided by the ranks.  Round to nearest even, as the
+ * CPU reducer's casts. */
+__global__ void
+grad_pack_kernel (const float *grad, unsigned short *wire, size_t n, int bf16)
+{
+  GRID_STRIDE (i, n)
+    wire[i] = bf16 ? __bfloat16_as_ushort (__float2bfloat16_rn (grad[i]))
+                   : __half_as_ushort (__float2half_rn (grad[i]));
+}
+
+__global__ void
+grad_unpack_kernel (const unsigned short *wire, float *grad, size_t n, int bf16, float divisor)
+{
+  GRID_STRIDE (i, n)
+    {
+      float v = wire == NULL ? grad[i]
+                : bf16 ? __bfloat162float (__ushort_as_bfloat16 (wire[i]))
+                       : __half2float (__ushort_as_half (wire[i]));
+
+      grad[i] = v / divisor;
+    }
 }
 
 /* -------------------------------------------------------------- LSTM */
@@ -522,6 +551,22 @@ cudaError_t
 tach_cuda_launch_relu_fwd (cudaStream_t stream, const float *x, float *y, size_t n)
 {
   relu_fwd_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, y, n);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+tach_cuda_launch_grad_pack (cudaStream_t stream, const float *grad, unsigned short *wire,
+                            size_t n, int bf16)
+{
+  grad_pack_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (grad, wire, n, bf16);
+  return cudaGetLastError ();
+}
+
+cudaError_t
+tach_cuda_launch_grad_unpack (cudaStream_t stream, const unsigned short *wire, float *grad,
+                              size_t n, int bf16, float divisor)
+{
+  grad_unpack_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (wire, grad, n, bf16, divisor);
   return cudaGetLastError ();
 }
 

@@ -24,6 +24,14 @@ cudaError_t tach_cuda_launch_relu_fwd (cudaStream_t stream, const float *x, floa
 cudaError_t tach_cuda_launch_relu_bwd (cudaStream_t stream, const float *y, const float *dy, float *dx,
                                        size_t n);
 
+/* Data-parallel gradients on the wire (tach-cuda-nccl.c): wire[i] =
+ * grad[i] in fp16 (bf16: bfloat16), rounded to nearest even; and grad[i] =
+ * (wire[i] widened, or grad[i] itself when @wire is NULL) / divisor. */
+cudaError_t tach_cuda_launch_grad_pack (cudaStream_t stream, const float *grad, unsigned short *wire,
+                                        size_t n, int bf16);
+cudaError_t tach_cuda_launch_grad_unpack (cudaStream_t stream, const unsigned short *wire,
+                                          float *grad, size_t n, int bf16, float divisor);
+
 cudaError_t tach_cuda_launch_lstm_cell_fwd (cudaStream_t stream, int n, int h, float *gates,
                                             const float *bias, const float *c_prev, float *c,
                                             float *h_out, int ldh);

@@ -46,6 +46,11 @@ typedef struct {
   void           *rows_scratch;  /* internal, zeroed at init: softmax_ce's and the sampler's
                                   * block sums (TACH_CUDA_ROWS_SCRATCH_BYTES) */
   guint           plain;         /* TachCudaLean bits turned off by TACH_CUDA_PLAIN */
+  /* Data parallel (tach-cuda-nccl.c): the stream of the collectives that
+   * overlap compute, and the communicator (an ncclComm_t), both NULL
+   * until coll_join. */
+  cudaStream_t    side_stream;
+  void           *comm;
 } TachCudaBackend;
 
 #define TACH_CUDA(be) ((TachCudaBackend *) (be))
@@ -72,6 +77,19 @@ extern TachCublas tach_cublas;
  * FALSE with TACH_ERROR_LIBRARY (the soname and the loader's reason) when
  * it is not there.  Any thread. */
 gboolean tach_cublas_load (GError **error);
+/* A library's entry, by name, and where its pointer goes in a table. */
+typedef struct {
+  gsize       offset;
+  const char *name;
+} TachCudaSymbol;
+/* Opens @soname (dlopen: by the loader's search, LD_LIBRARY_PATH and the
+ * cache, then from the toolkit this build was linked against) and fills
+ * @table (@size bytes) with @symbols, once (@once
+ * and @failure: the caller's statics); NULL once loaded, else why not
+ * (the loader's reasons, or the first symbol missing), for every call. */
+const char *tach_cuda_load_once (gsize *once, char **failure, const char *soname,
+                                 const TachCudaSymbol *symbols, guint n_symbols, void *table,
+                                 gsize size);
 
 /* The lean paths of the GPU step, each of which can be turned off with
  * TACH_CUDA_PLAIN=name[,name...] (or "all") so that one GPU run measures
@@ -138,6 +156,12 @@ void    tach_cuda_free_internal (TachBackend *be, void *ptr);
 /* Fails with a clear message when called while a graph is being captured:
  * for calls that would block or allocate and so break the capture. */
 gboolean tach_cuda_not_capturing (TachBackend *be, const char *what);
+
+/* tach-cuda-nccl.c: fills the collective slots of @ops (a build with NCCL's
+ * header; NCCL itself is opened on the first coll_join), and ends the
+ * communicator and the side stream of a backend being freed. */
+void          tach_cuda_nccl_fill_ops (TachBackendOps *ops);
+void          tach_cuda_nccl_clear (TachBackend *be);
 
 /* tach-cuda-host.c (see there) */
 void         *tach_cuda_pinned_alloc (TachBackend *be, size_t bytes);  /* NULL + out-of-memory error */

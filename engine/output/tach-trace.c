@@ -7,7 +7,12 @@
  * A run's trace (tach_run_write_trace) is made from its samples: each
  * rank a process, a track of steps and one of phases, laid end to end in
  * each step, on each rank's own clock from its first step (steps end in
- * the same all-reduce on every rank, so the ranks' steps line up).
+ * the same all-reduce on every rank, so the ranks' steps line up).  Beside
+ * them, each rank's all-reduces as they flew (the reducer's flights, from
+ * launch to completion, measured from the step's start: on the host's
+ * clock over MPI, on the device's over NCCL, drawn from the host step's
+ * start): a track per bucket under grad-sync=overlap, where they overlap
+ * one another, else one track; and a counter of the bytes in flight.
  */
 #include <math.h>
 #include <string.h>
@@ -15,6 +20,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-engine.h"
+#include "tach-run-private.h"
 #include "tach-trace.h"
 #include "tach-strided.h"
 
@@ -230,7 +236,10 @@ tach_trace_free (TachTrace *trace)
 /* At most this many events: a few tens of MB of JSON. */
 #define RUN_TRACE_EVENTS 400000
 
-enum { TRACK_STEPS, TRACK_PHASES };
+/* Tracks of a rank: its steps, its phases, then its all-reduces: one per
+ * bucket under grad-sync=overlap (they fly at once), else one (they fly
+ * one after another). */
+enum { TRACK_STEPS, TRACK_PHASES, TRACK_BUCKETS };
 
 /* Lays step @s's phases end to end on the phases track, in the order a
  * step runs them: feeding, compute (backward's all-reduces overlapped
@@ -268,6 +277,115 @@ trace_step (TachTrace *trace, guint pid, const TachSample *s)
     tach_trace_counter (trace, s->step, pid, "loss", start, s->loss);
 }
 
+/* One rank's all-reduces as they flew (TachGradFlight, in step order). */
+typedef struct {
+  GArray  *flights;
+  guint    next;          /* the first not yet traced */
+  gboolean per_bucket;    /* a track per bucket */
+  double  *track_end;     /* µs: where each track's last slice ends */
+  guint    n_tracks;
+  double   counter_ts;    /* µs: the last bytes-in-flight point */
+} Flights;
+
+typedef struct {
+  double ts, delta;
+} FlightEdge;
+
+static int
+edge_order (gconstpointer pa, gconstpointer pb)
+{
+  const FlightEdge *a = pa, *b = pb;
+
+  if (a->ts != b->ts)
+    return a->ts < b->ts ? -1 : 1;
+  /* A landing before a launch at the same instant. */
+  return (a->delta > b->delta) - (a->delta < b->delta);
+}
+
+/* Step @s's all-reduces: each a slice on its bucket's track, from its
+ * launch to its completion, within the step; and the bytes in flight, a
+ * counter that rises at each launch and falls at each landing. */
+static void
+trace_flights (TachTrace *trace, guint pid, const TachSample *s, Flights *f)
+{
+  double start = (s->wall_s * 1000.0 - s->step_ms) * 1000.0;   /* µs */
+  double end = s->wall_s * 1e6;
+  g_autoptr(GArray) edges = g_array_new (FALSE, FALSE, sizeof (FlightEdge));
+  double in_flight = 0.0;
+
+  while (f->next < f->flights->len
+         && g_array_index (f->flights, TachGradFlight, f->next).step < s->step)
+    f->next++;
+  for (; f->next < f->flights->len; f->next++)
+    {
+      const TachGradFlight *fl = &g_array_index (f->flights, TachGradFlight, f->next);
+      guint track = f->per_bucket ? MIN (fl->bucket, f->n_tracks - 1) : 0;
+      g_autofree char *name = NULL;
+      double ts, dur;
+
+      if (fl->step != s->step)
+        break;
+      if (!isfinite (fl->start_ms) || !isfinite (fl->dur_ms))
+        continue;
+      /* On this rank's step (the device's clock runs behind the host's:
+       * its flights are drawn from the step's start), never over the
+       * track's last slice. */
+      ts = CLAMP (start + fl->start_ms * 1000.0, MAX (start, f->track_end[track]), end);
+      dur = MIN (fl->dur_ms * 1000.0, end - ts);
+      f->track_end[track] = ts + dur;
+      {
+        g_autofree char *size = g_format_size ((guint64) fl->bytes);
+
+        name = g_strdup_printf ("all-reduce %s", size);
+      }
+      tach_trace_slice (trace, s->step, pid, TRACK_BUCKETS + track, name, ts, dur);
+      g_array_append_val (edges, ((FlightEdge) { ts, fl->bytes }));
+      g_array_append_val (edges, ((FlightEdge) { ts + dur, -fl->bytes }));
+    }
+  g_array_sort (edges, edge_order);
+  for (guint i = 0; i < edges->len; i++)
+    {
+      const FlightEdge *edge = &g_array_index (edges, FlightEdge, i);
+
+      in_flight = MAX (0.0, in_flight + edge->delta);
+      f->counter_ts = MAX (f->counter_ts, edge->ts);
+      tach_trace_counter (trace, s->step, pid, "bytes in flight", f->counter_ts, in_flight);
+    }
+}
+
+/* Reads rank @rank's flights and names their tracks. */
+static void
+flights_init (Flights *f, TachTrace *trace, TachRun *run, guint rank)
+{
+  const TachConfig *config = tach_run_get_config (run);
+  guint n_buckets = 0;
+
+  f->flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
+  f->next = 0;
+  f->counter_ts = -G_MAXDOUBLE;
+  tach_run_copy_rank_flights (run, rank, f->flights);
+  for (guint i = 0; i < f->flights->len; i++)
+    n_buckets = MAX (n_buckets, g_array_index (f->flights, TachGradFlight, i).bucket + 1);
+  f->per_bucket = config->grad_sync == TACH_GRAD_SYNC_OVERLAP;
+  f->n_tracks = f->per_bucket ? MAX (n_buckets, 1) : 1;
+  f->track_end = g_new0 (double, f->n_tracks);
+  for (guint t = 0; t < f->n_tracks && f->flights->len > 0; t++)
+    {
+      g_autofree char *name = f->per_bucket ? g_strdup_printf (_("all-reduce, bucket %u"), t)
+                                            : g_strdup (_("all-reduces"));
+
+      f->track_end[t] = -G_MAXDOUBLE;
+      tach_trace_name_thread (trace, rank, TRACK_BUCKETS + t, name);
+    }
+}
+
+static void
+flights_clear (Flights *f)
+{
+  g_array_unref (f->flights);
+  g_free (f->track_end);
+}
+
 gboolean
 tach_run_write_trace (TachRun *run, const char *path, GError **error)
 {
@@ -278,15 +396,23 @@ tach_run_write_trace (TachRun *run, const char *path, GError **error)
   for (guint rank = 0; rank < n_ranks; rank++)
     {
       g_autofree char *name = g_strdup_printf (_("rank %u"), rank);
+      Flights flights;
 
       tach_trace_name_process (trace, rank, name);
       tach_trace_name_thread (trace, rank, TRACK_STEPS, _("steps"));
       tach_trace_name_thread (trace, rank, TRACK_PHASES, _("phases"));
+      flights_init (&flights, trace, run, rank);
       for (guint from = 0;
            tach_run_copy_rank_samples (run, rank, from, 4096, piece) > 0;
            from += piece->len, g_array_set_size (piece, 0))
         for (guint i = 0; i < piece->len; i++)
-          trace_step (trace, rank, &g_array_index (piece, TachSample, i));
+          {
+            const TachSample *s = &g_array_index (piece, TachSample, i);
+
+            trace_step (trace, rank, s);
+            trace_flights (trace, rank, s, &flights);
+          }
+      flights_clear (&flights);
     }
   return tach_trace_write (trace, path, error);
 }

@@ -20,7 +20,13 @@
  * are complete and, under overlap, polls the ones in flight with MPI_Test:
  * Open MPI's only progress), and tach_params_update calls reduce before
  * the optimizer.  The gradients are the backend's memory: host memory on
- * the CPU (TACH_BACKEND_CAP_SYNC_OPS), the only backend this path serves.
+ * the CPU (TACH_BACKEND_CAP_HOST_MEMORY), which this file sums over MPI;
+ * a device's memory, which tach-grad-device.c sums with the backend's own
+ * collectives (NCCL on CUDA), the buckets and their order being the same.
+ *
+ * Each step's figures (TachGradStepStats) are kept by step, and each
+ * all-reduce's flight (launch to completion, TachGradFlight) in a store
+ * bounded as the trace is (tach-strided.h), for the trace's tracks.
  *
  * Threads: the engine thread.
  */
@@ -30,49 +36,13 @@
 #include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
-#include "tach-ranks-private.h"
+#include "tach-grad-reducer-private.h"
 
 /* DDP starts with a small bucket (1 MB), so that communication starts
  * early in backward (pytorch docs/source/notes/ddp.rst). */
 #define FIRST_BUCKET_BYTES (1024 * 1024)
-
-/* ------------------------------------------------------------- buckets */
-
-typedef struct {
-  size_t   start, end;   /* floats of the flat buffer */
-  guint    n_tensors;
-  guint    n_ready;      /* this step */
-  gboolean launched;
-  gboolean done;
-#ifdef HAVE_MPI
-  MPI_Request req;
-#endif
-} Bucket;
-
-struct _TachGradReducer {
-  TachGradSyncHook  hook;         /* first: what the backend holds */
-  TachRanks        *ranks;        /* borrowed */
-  TachBackend      *be;           /* borrowed */
-  TachGradSync      mode;
-  TachGradCompress  compress;
-  size_t            bucket_floats;
-  GArray           *buckets;      /* Bucket, in launch order */
-  guint            *tensor_bucket;
-  guint             n_tensors;
-  size_t            trainable;
-  guint             next_launch;
-  guint16          *wire;         /* owned: grad-compress's buffer, trainable halves */
-  const float      *params;       /* borrowed, from the last reduce */
-  size_t            total;
-  guint64           step;
-  double            t_begin;      /* ms: the step began */
-  gboolean          arrived;      /* this step reached its synchronisation */
-  TachGradStepStats stats;        /* this step's */
-  TachGradStepStats last;         /* the last step synchronised */
-#ifdef HAVE_MPI
-  MPI_Op            op;           /* the wire's sum under grad-compress */
-#endif
-};
+/* At most this many flights are kept (the trace's bound, tach-strided.h). */
+#define MAX_FLIGHTS 200000
 
 #ifdef HAVE_MPI
 
@@ -181,13 +151,15 @@ sum_bf16 (void *in, void *inout, int *len, MPI_Datatype *type)
 
 /* The rank reached its step's synchronisation: the heartbeat, and the
  * time it took to get there (compute, feeding, host work). */
-static void
-arrive (TachGradReducer *self)
+void
+tach_grad_reducer_arrive (TachGradReducer *self)
 {
   if (self->arrived)
     return;
   self->arrived = TRUE;
-  self->stats.arrive_ms = tach_ranks_now_ms () - self->t_begin;
+  /* On a device, the arrival is read from its events. */
+  if (!self->device)
+    tach_grad_reducer_current (self)->arrive_ms = tach_ranks_now_ms () - self->t_begin;
   tach_ranks_heartbeat (self->ranks, self->step);
 }
 
@@ -195,6 +167,7 @@ static gboolean
 bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
 {
   size_t count = b->end - b->start;
+  TachGradStepStats *st = tach_grad_reducer_current (self);
   int code;
 
   if (count > G_MAXINT)
@@ -204,6 +177,7 @@ bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
                      " lower {bucket-mb}"), count);
       return FALSE;
     }
+  b->t_launch = tach_ranks_now_ms ();
   if (self->compress != TACH_GRAD_COMPRESS_NONE)
     {
       double t0 = tach_ranks_now_ms ();
@@ -216,12 +190,12 @@ bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
       else
         for (size_t i = 0; i < count; i++)
           w[i] = float_to_bf16 (g[i]);
-      self->stats.pack_ms += tach_ranks_now_ms () - t0;
+      st->pack_ms += tach_ranks_now_ms () - t0;
       t0 = tach_ranks_now_ms ();
       code = MPI_Iallreduce (MPI_IN_PLACE, w, (int) count, MPI_UINT16_T, self->op,
                              self->ranks->comm, &b->req);
-      self->stats.comm_ms += tach_ranks_now_ms () - t0;
-      self->stats.bytes += (double) count * sizeof (guint16);
+      st->comm_ms += tach_ranks_now_ms () - t0;
+      st->bytes += (double) count * sizeof (guint16);
     }
   else
     {
@@ -229,13 +203,13 @@ bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
 
       code = MPI_Iallreduce (MPI_IN_PLACE, grad + b->start, (int) count, MPI_FLOAT, MPI_SUM,
                              self->ranks->comm, &b->req);
-      self->stats.comm_ms += tach_ranks_now_ms () - t0;
-      self->stats.bytes += (double) count * sizeof (float);
+      st->comm_ms += tach_ranks_now_ms () - t0;
+      st->bytes += (double) count * sizeof (float);
     }
   if (!tach_ranks_mpi_check (code, "MPI_Iallreduce", error))
     return FALSE;
   b->launched = TRUE;
-  self->stats.collectives++;
+  st->collectives++;
   return TRUE;
 }
 
@@ -248,10 +222,13 @@ bucket_finish (TachGradReducer *self, Bucket *b, float *grad, GError **error)
   float *g = grad + b->start;
   double t0;
 
-  if (!b->done
-      && !tach_ranks_wait (self->ranks, &b->req, "gradient all-reduce", self->step,
-                           &self->stats.comm_ms, error))
-    return FALSE;
+  if (!b->done)
+    {
+      if (!tach_ranks_wait (self->ranks, &b->req, "gradient all-reduce", self->step,
+                            &tach_grad_reducer_current (self)->comm_ms, error))
+        return FALSE;
+      b->t_done = tach_ranks_now_ms ();
+    }
   b->done = TRUE;
   t0 = tach_ranks_now_ms ();
   if (self->compress == TACH_GRAD_COMPRESS_FP16)
@@ -263,7 +240,7 @@ bucket_finish (TachGradReducer *self, Bucket *b, float *grad, GError **error)
   else
     for (size_t i = 0; i < count; i++)
       g[i] /= n;
-  self->stats.pack_ms += tach_ranks_now_ms () - t0;
+  tach_grad_reducer_current (self)->pack_ms += tach_ranks_now_ms () - t0;
   return TRUE;
 }
 
@@ -281,10 +258,15 @@ launch_ready (TachGradReducer *self, float *grad, GError **error)
 
       if (b->n_ready < b->n_tensors)
         break;
-      if (!bucket_launch (self, b, grad, error))
+      if (self->device)
+        tach_grad_device_launch (self, self->next_launch, grad);
+      else if (!bucket_launch (self, b, grad, error))
         return FALSE;
       self->next_launch++;
     }
+  /* A device's streams move on by themselves. */
+  if (self->device)
+    return TRUE;
   t0 = tach_ranks_now_ms ();
   for (guint i = 0; i < self->next_launch; i++)
     {
@@ -297,8 +279,10 @@ launch_ready (TachGradReducer *self, float *grad, GError **error)
                                  error))
         return FALSE;
       b->done = done != 0;
+      if (b->done)
+        b->t_done = tach_ranks_now_ms ();
     }
-  self->stats.poll_ms += tach_ranks_now_ms () - t0;
+  tach_grad_reducer_current (self)->poll_ms += tach_ranks_now_ms () - t0;
   return TRUE;
 }
 
@@ -316,9 +300,28 @@ hook_ready (TachGradSyncHook *hook, float *grad, guint index)
   b = &g_array_index (self->buckets, Bucket, self->tensor_bucket[index]);
   b->n_ready++;
   if (b->n_ready == b->n_tensors)
-    arrive (self);
+    tach_grad_reducer_arrive (self);
   if (!launch_ready (self, grad, &error))
     set_error (self, error);
+}
+
+/* The step's flights (MPI: on the host clock, from the step's start). */
+static void
+add_host_flights (TachGradReducer *self)
+{
+  for (guint i = 0; i < self->buckets->len; i++)
+    {
+      const Bucket *b = &g_array_index (self->buckets, Bucket, i);
+      size_t wire = self->compress != TACH_GRAD_COMPRESS_NONE ? sizeof (guint16) : sizeof (float);
+      TachGradFlight f = {
+        .step = self->step, .bucket = i,
+        .start_ms = b->t_launch - self->t_begin,
+        .dur_ms = MAX (0.0, b->t_done - b->t_launch),
+        .bytes = (double) (b->end - b->start) * wire,
+      };
+
+      tach_grad_reducer_add_flight (self, &f);
+    }
 }
 
 static void
@@ -331,7 +334,7 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
   self->total = total;
   if (!tach_backend_ok (self->be) || self->buckets == NULL)
     return;
-  arrive (self);
+  tach_grad_reducer_arrive (self);
   /* Whatever backward did not announce is ready now. */
   for (guint i = 0; i < self->buckets->len; i++)
     {
@@ -339,24 +342,30 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
 
       b->n_ready = b->n_tensors;
     }
-  for (guint i = 0; i < self->buckets->len && error == NULL; i++)
+  if (self->device)
+    tach_grad_device_reduce (self, grad);
+  else
     {
-      Bucket *b = &g_array_index (self->buckets, Bucket, i);
+      for (guint i = 0; i < self->buckets->len && error == NULL; i++)
+        {
+          Bucket *b = &g_array_index (self->buckets, Bucket, i);
 
-      /* per-tensor and fused block on each bucket in turn; overlap has
-       * launched most of them already, and waits for all in order. */
-      if (!b->launched && !bucket_launch (self, b, grad, &error))
-        break;
-      if (self->mode != TACH_GRAD_SYNC_OVERLAP)
-        bucket_finish (self, b, grad, &error);
-    }
-  if (self->mode == TACH_GRAD_SYNC_OVERLAP)
-    for (guint i = 0; i < self->buckets->len && error == NULL; i++)
-      bucket_finish (self, &g_array_index (self->buckets, Bucket, i), grad, &error);
-  if (error != NULL)
-    {
-      set_error (self, error);
-      return;
+          /* per-tensor and fused block on each bucket in turn; overlap has
+           * launched most of them already, and waits for all in order. */
+          if (!b->launched && !bucket_launch (self, b, grad, &error))
+            break;
+          if (self->mode != TACH_GRAD_SYNC_OVERLAP)
+            bucket_finish (self, b, grad, &error);
+        }
+      if (self->mode == TACH_GRAD_SYNC_OVERLAP)
+        for (guint i = 0; i < self->buckets->len && error == NULL; i++)
+          bucket_finish (self, &g_array_index (self->buckets, Bucket, i), grad, &error);
+      if (error != NULL)
+        {
+          set_error (self, error);
+          return;
+        }
+      add_host_flights (self);
     }
   for (guint i = 0; i < self->buckets->len; i++)
     {
@@ -366,7 +375,6 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
       b->launched = b->done = FALSE;
     }
   self->next_launch = 0;
-  self->last = self->stats;
 }
 
 #endif /* HAVE_MPI */
@@ -469,7 +477,9 @@ hook_layout (TachGradSyncHook *hook, const size_t *offsets, const size_t *counts
 
     tach_backend_note_algorithm (self->be, "gradient all-reduce", layout);
   }
-  if (self->compress != TACH_GRAD_COMPRESS_NONE)
+  if (self->compress != TACH_GRAD_COMPRESS_NONE && self->device)
+    self->wire = tach_backend_alloc (self->be, MAX (trainable, 1) * sizeof (guint16));
+  else if (self->compress != TACH_GRAD_COMPRESS_NONE)
     {
       self->wire = g_try_new (guint16, MAX (trainable, 1));
       if (self->wire == NULL)
@@ -477,6 +487,10 @@ hook_layout (TachGradSyncHook *hook, const size_t *offsets, const size_t *counts
                            _("out of host memory for the compressed gradients (%zu bytes)"),
                            (gsize) (trainable * sizeof (guint16)));
     }
+#ifdef HAVE_MPI
+  if (self->device)
+    tach_grad_device_layout (self);
+#endif
 }
 
 #ifndef HAVE_MPI
@@ -499,6 +513,12 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
 }
 #endif
 
+void
+tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *flight)
+{
+  tach_strided_add (&self->flights, flight);
+}
+
 TachGradReducer *
 tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *config)
 {
@@ -513,11 +533,19 @@ tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *conf
   self->compress = config->grad_compress;
   self->bucket_floats = MAX ((size_t) ((double) config->bucket_mb * 1024 * 1024 / sizeof (float)),
                              (size_t) 1);
+  self->steps = g_array_new (FALSE, TRUE, sizeof (TachGradStepStats));
+  tach_strided_init (&self->flights, sizeof (TachGradFlight),
+                     G_STRUCT_OFFSET (TachGradFlight, step), MAX_FLIGHTS);
+  /* Device memory travels by the device's collectives, host memory by
+   * MPI. */
+  self->device = (be->caps & TACH_BACKEND_CAP_HOST_MEMORY) == 0;
 #ifdef HAVE_MPI
   self->op = MPI_OP_NULL;
-  if (self->compress != TACH_GRAD_COMPRESS_NONE)
+  if (self->compress != TACH_GRAD_COMPRESS_NONE && !self->device)
     MPI_Op_create (self->compress == TACH_GRAD_COMPRESS_FP16 ? sum_fp16 : sum_bf16, 1,
                    &self->op);
+  if (self->device && ranks != NULL)
+    self->joined = tach_grad_device_join (self);
 #endif
   be->grad_sync = &self->hook;
   return self;
@@ -528,14 +556,51 @@ tach_grad_reducer_begin_step (TachGradReducer *self, guint64 step)
 {
   self->step = step;
   self->arrived = FALSE;
-  memset (&self->stats, 0, sizeof self->stats);
+  if (self->steps->len <= step)
+    g_array_set_size (self->steps, (guint) step + 1);
+  memset (tach_grad_reducer_current (self), 0, sizeof (TachGradStepStats));
   self->t_begin = tach_ranks_now_ms ();
+#ifdef HAVE_MPI
+  if (self->device)
+    tach_grad_device_begin_step (self);
+#endif
 }
 
-void
-tach_grad_reducer_get_stats (TachGradReducer *self, TachGradStepStats *stats)
+gboolean
+tach_grad_reducer_step_stats (TachGradReducer *self, guint64 step, TachGradStepStats *stats)
 {
-  *stats = self->last;
+  if (step >= self->steps->len)
+    return FALSE;
+#ifdef HAVE_MPI
+  if (self->device)
+    tach_grad_device_read (self, step);
+#endif
+  *stats = g_array_index (self->steps, TachGradStepStats, step);
+  return TRUE;
+}
+
+gboolean
+tach_grad_reducer_settle (TachGradReducer *self, GError **error)
+{
+#ifdef HAVE_MPI
+  if (self->device)
+    return tach_grad_device_settle (self, error);
+#endif
+  (void) self;
+  (void) error;
+  return TRUE;
+}
+
+GArray *
+tach_grad_reducer_get_flights (TachGradReducer *self)
+{
+  return self->flights.items;
+}
+
+guint
+tach_grad_reducer_get_n_buckets (TachGradReducer *self)
+{
+  return self->buckets != NULL ? self->buckets->len : 0;
 }
 
 gboolean
@@ -543,6 +608,15 @@ tach_grad_reducer_check_params (TachGradReducer *self, GError **error)
 {
   g_autofree float *host = NULL;
 
+  /* Every step's figures read, and the flights complete. */
+  if (!tach_grad_reducer_settle (self, error))
+    return FALSE;
+  for (guint64 k = 0; k < self->steps->len; k++)
+    {
+      TachGradStepStats st;
+
+      tach_grad_reducer_step_stats (self, k, &st);
+    }
   if (self->params == NULL || self->total == 0)
     return TRUE;
   host = g_try_new (float, self->total);
@@ -566,10 +640,17 @@ tach_grad_reducer_free (TachGradReducer *self)
 #ifdef HAVE_MPI
   if (self->op != MPI_OP_NULL)
     MPI_Op_free (&self->op);
+  if (self->device)
+    tach_grad_device_clear (self);
 #endif
   if (self->buckets != NULL)
     g_array_unref (self->buckets);
   g_free (self->tensor_bucket);
-  g_free (self->wire);
+  if (self->device)
+    tach_backend_dealloc (self->be, self->wire);
+  else
+    g_free (self->wire);
+  g_array_unref (self->steps);
+  tach_strided_clear (&self->flights);
   g_free (self);
 }

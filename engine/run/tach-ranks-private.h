@@ -24,6 +24,8 @@ struct _TachRanks {
   MPI_Comm comm;
   int      rank;
   int      size;
+  int      local_rank;   /* among the ranks on this machine */
+  int      local_size;
   gboolean broken;   /* a wait timed out: finish aborts */
   /* rank 0: the last step each rank announced, and the receives posted */
   guint64     *hb_step;
@@ -45,6 +47,16 @@ gboolean tach_ranks_mpi_check (int code, const char *call, GError **error);
  * aborts.  Adds the time spent to *blocked_ms (may be NULL). */
 gboolean tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 step,
                           double *blocked_ms, GError **error);
+/* The same wait for what @poll tells: 1 done, 0 not yet, -1 failed (with
+ * @error set). */
+typedef int (*TachRanksPoll) (gpointer data, GError **error);
+gboolean tach_ranks_wait_for (TachRanks *ranks, TachRanksPoll poll, gpointer data,
+                              const char *what, guint64 step, double *blocked_ms,
+                              GError **error);
+/* Rank 0's @n bytes at @buf to every rank, within the first step's
+ * timeout.  Collective. */
+gboolean tach_ranks_bcast_bytes (TachRanks *ranks, void *buf, int n, const char *what,
+                                 GError **error);
 /* Announces to rank 0 that this rank has reached step @step's
  * synchronisation (the heartbeat). */
 void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);

@@ -189,11 +189,11 @@ set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double wait
                  ranks->rank, waited_s, step, what);
 }
 
-/* Waits for @req within the timeout of step @step, taking in heartbeats
- * meanwhile.  *blocked_ms gets the time spent. */
+/* Waits until @poll says done, within the timeout of step @step, taking in
+ * heartbeats meanwhile.  *blocked_ms gets the time spent. */
 gboolean
-tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 step,
-            double *blocked_ms, GError **error)
+tach_ranks_wait_for (TachRanks *ranks, TachRanksPoll poll, gpointer data, const char *what,
+                     guint64 step, double *blocked_ms, GError **error)
 {
   double limit_s = step == 0 ? timeout_first_s : timeout_later_s;
   double t0 = tach_ranks_now_ms (), t;
@@ -201,13 +201,12 @@ tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 s
 
   for (;;)
     {
-      int done = 0;
-      int code = MPI_Test (req, &done, MPI_STATUS_IGNORE);
+      int done = poll (data, error);
 
-      if (code != MPI_SUCCESS)
+      if (done < 0)
         {
           ranks->broken = TRUE;
-          return tach_ranks_mpi_check (code, what, error);
+          return FALSE;
         }
       t = tach_ranks_now_ms ();
       if (done)
@@ -243,6 +242,35 @@ tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 s
   return TRUE;
 }
 
+typedef struct {
+  MPI_Request *req;
+  const char  *what;
+} RequestPoll;
+
+static int
+poll_request (gpointer data, GError **error)
+{
+  RequestPoll *p = data;
+  int done = 0;
+  int code = MPI_Test (p->req, &done, MPI_STATUS_IGNORE);
+
+  if (code != MPI_SUCCESS)
+    {
+      tach_ranks_mpi_check (code, p->what, error);
+      return -1;
+    }
+  return done != 0;
+}
+
+gboolean
+tach_ranks_wait (TachRanks *ranks, MPI_Request *req, const char *what, guint64 step,
+                 double *blocked_ms, GError **error)
+{
+  RequestPoll p = { req, what };
+
+  return tach_ranks_wait_for (ranks, poll_request, &p, what, step, blocked_ms, error);
+}
+
 gboolean
 tach_ranks_init (int *argc, char ***argv, GError **error)
 {
@@ -275,6 +303,21 @@ tach_ranks_init (int *argc, char ***argv, GError **error)
   MPI_Comm_set_errhandler (world->comm, MPI_ERRORS_RETURN);
   world->rank = rank;
   world->size = size;
+  world->local_rank = 0;
+  world->local_size = 1;
+  {
+    /* The ranks on this machine: each takes the GPU of its place among
+     * them (tach_ranks_local). */
+    MPI_Comm local;
+
+    if (MPI_Comm_split_type (world->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local)
+        == MPI_SUCCESS)
+      {
+        MPI_Comm_rank (local, &world->local_rank);
+        MPI_Comm_size (local, &world->local_size);
+        MPI_Comm_free (&local);
+      }
+  }
   world->hb_send = MPI_REQUEST_NULL;
   if (rank == 0)
     {
@@ -352,43 +395,95 @@ tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
   return ranks_barrier_wait (ranks, &req, "gather", error);
 }
 
-/* Gathers every rank's NUL-terminated @text onto rank 0 (*all, size
- * strings, rank 0 only). */
-static gboolean
-gather_strings (TachRanks *ranks, const char *text, GStrv *all, GError **error)
+gboolean
+tach_ranks_gather_bytes (TachRanks *ranks, const void *data, gsize n, GPtrArray **all,
+                         GError **error)
 {
-  int len = (int) strlen (text) + 1;
+  int len = (int) n;
   g_autofree int *lens = NULL, *displs = NULL;
   g_autofree char *buf = NULL;
   MPI_Request req;
   int total = 0;
 
+  *all = NULL;
+  if (ranks == NULL)
+    {
+      *all = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+      g_ptr_array_add (*all, g_bytes_new (data, n));
+      return TRUE;
+    }
+  if (n > G_MAXINT)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   _("%zu bytes are more than one MPI gather takes"), (size_t) n);
+      return FALSE;
+    }
   if (ranks->rank == 0)
     lens = g_new0 (int, ranks->size);
   if (!MPI_TRY (MPI_Igather (&len, 1, MPI_INT, lens, 1, MPI_INT, 0, ranks->comm, &req), error)
-      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+      || !ranks_barrier_wait (ranks, &req, "gather", error))
     return FALSE;
   if (ranks->rank == 0)
     {
       displs = g_new0 (int, ranks->size);
       for (int r = 0; r < ranks->size; r++)
         {
+          if (lens[r] > G_MAXINT - total)
+            {
+              g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                           _("the ranks' figures are more than one MPI gather takes"));
+              /* The others wait in the gather below: let them fail too. */
+              ranks->broken = TRUE;
+              return FALSE;
+            }
           displs[r] = total;
           total += lens[r];
         }
       buf = g_malloc (MAX (total, 1));
     }
-  if (!MPI_TRY (MPI_Igatherv (text, len, MPI_CHAR, buf, lens, displs, MPI_CHAR, 0,
+  if (!MPI_TRY (MPI_Igatherv (data, len, MPI_BYTE, buf, lens, displs, MPI_BYTE, 0,
                               ranks->comm, &req), error)
-      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+      || !ranks_barrier_wait (ranks, &req, "gather", error))
     return FALSE;
   if (ranks->rank == 0)
     {
-      *all = g_new0 (char *, ranks->size + 1);
+      *all = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
       for (int r = 0; r < ranks->size; r++)
-        (*all)[r] = g_strdup (buf + displs[r]);
+        g_ptr_array_add (*all, g_bytes_new (buf + displs[r], (gsize) lens[r]));
     }
   return TRUE;
+}
+
+/* Gathers every rank's NUL-terminated @text onto rank 0 (*all, size
+ * strings, rank 0 only). */
+static gboolean
+gather_strings (TachRanks *ranks, const char *text, GStrv *all, GError **error)
+{
+  g_autoptr(GPtrArray) parts = NULL;
+
+  if (!tach_ranks_gather_bytes (ranks, text, strlen (text) + 1, &parts, error))
+    return FALSE;
+  if (parts != NULL)
+    {
+      *all = g_new0 (char *, parts->len + 1);
+      for (guint r = 0; r < parts->len; r++)
+        {
+          gsize n = 0;
+          const char *p = g_bytes_get_data (parts->pdata[r], &n);
+
+          (*all)[r] = g_strndup (p, n);
+        }
+    }
+  return TRUE;
+}
+
+gboolean
+tach_ranks_bcast_bytes (TachRanks *ranks, void *buf, int n, const char *what, GError **error)
+{
+  MPI_Request req;
+
+  return MPI_TRY (MPI_Ibcast (buf, n, MPI_BYTE, 0, ranks->comm, &req), error)
+         && ranks_barrier_wait (ranks, &req, what, error);
 }
 
 /* Broadcasts rank 0's verdict (empty: none) to every rank. */
@@ -396,17 +491,12 @@ static gboolean
 bcast_string (TachRanks *ranks, char **text, GError **error)
 {
   int len = ranks->rank == 0 ? (int) strlen (*text) + 1 : 0;
-  MPI_Request req;
 
-  if (!MPI_TRY (MPI_Ibcast (&len, 1, MPI_INT, 0, ranks->comm, &req), error)
-      || !ranks_barrier_wait (ranks, &req, "settings check", error))
+  if (!tach_ranks_bcast_bytes (ranks, &len, sizeof len, "settings check", error))
     return FALSE;
   if (ranks->rank != 0)
     *text = g_malloc0 (len);
-  if (!MPI_TRY (MPI_Ibcast (*text, len, MPI_CHAR, 0, ranks->comm, &req), error)
-      || !ranks_barrier_wait (ranks, &req, "settings check", error))
-    return FALSE;
-  return TRUE;
+  return tach_ranks_bcast_bytes (ranks, *text, len, "settings check", error);
 }
 
 guint
@@ -419,6 +509,13 @@ guint
 tach_ranks_size (const TachRanks *ranks)
 {
   return ranks != NULL ? (guint) ranks->size : 1;
+}
+
+void
+tach_ranks_local (const TachRanks *ranks, guint *local_rank, guint *local_size)
+{
+  *local_rank = ranks != NULL ? (guint) ranks->local_rank : 0;
+  *local_size = ranks != NULL ? (guint) ranks->local_size : 1;
 }
 
 #else /* !HAVE_MPI */
@@ -508,6 +605,25 @@ tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
   (void) error;
   memcpy (out, values, n * sizeof (double));
   return TRUE;
+}
+
+gboolean
+tach_ranks_gather_bytes (TachRanks *ranks, const void *data, gsize n, GPtrArray **all,
+                         GError **error)
+{
+  (void) ranks;
+  (void) error;
+  *all = g_ptr_array_new_with_free_func ((GDestroyNotify) g_bytes_unref);
+  g_ptr_array_add (*all, g_bytes_new (data, n));
+  return TRUE;
+}
+
+void
+tach_ranks_local (const TachRanks *ranks, guint *local_rank, guint *local_size)
+{
+  (void) ranks;
+  *local_rank = 0;
+  *local_size = 1;
 }
 
 #endif /* HAVE_MPI */

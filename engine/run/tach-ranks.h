@@ -1,4 +1,4 @@
-/* tach-ranks.h: data-parallel ranks, over MPI.
+/* tach-ranks.h: data-parallel ranks, over MPI (and NCCL on GPUs).
  *
  * `mpirun -np N tach-cli run ...` starts N processes; each joins the job
  * (tach_ranks_init), trains the same model on its shard of every global
@@ -21,6 +21,11 @@
  * widens them after (it changes results).  The sum's division by N is the
  * same in every mode, so with two ranks (where a + b is the same sum
  * whatever the algorithm) every mode gives the same bits.
+ *
+ * On a CUDA device the same buckets travel by NCCL (tach-grad-device.c:
+ * ncclAllReduce on the device's buffers, the communicator bootstrapped
+ * over MPI: rank 0's NCCL id broadcast), one GPU per rank, each rank the
+ * GPU of its place among the ranks of its machine.
  *
  * Every wait on another rank has a deadline (tach_ranks_set_timeout): a
  * rank that dies or hangs fails the others' runs with an error that names
@@ -51,6 +56,10 @@ TachRanks  *tach_ranks_world (void);
 guint       tach_ranks_rank (const TachRanks *ranks);
 guint       tach_ranks_size (const TachRanks *ranks);
 
+/* This rank's place among the ranks on its machine, and how many there
+ * are (0 of 1 alone): a rank on GPUs drives the GPU of its place. */
+void        tach_ranks_local (const TachRanks *ranks, guint *local_rank, guint *local_size);
+
 /* Seconds a rank waits on the others before it gives up (8 after the first
  * step; the first step also waits for the slowest rank's set-up, 120). */
 void        tach_ranks_set_timeout (double first_s, double later_s);
@@ -67,6 +76,11 @@ gboolean    tach_ranks_check_config (TachRanks *ranks, const TachConfig *config,
  * timeout.  Collective. */
 gboolean    tach_ranks_gather (TachRanks *ranks, const double *values, guint n, double *out,
                                GError **error);
+/* Gathers every rank's @n bytes (@n may differ between ranks) onto rank
+ * 0: *all is a GBytes per rank, in rank order, on rank 0 (NULL
+ * elsewhere).  Collective. */
+gboolean    tach_ranks_gather_bytes (TachRanks *ranks, const void *data, gsize n,
+                                     GPtrArray **all, GError **error);
 /* Whether every rank holds the same @n bytes at @data (a hash of each,
  * compared on every rank); FALSE + @error naming the first rank whose
  * bytes differ from rank 0's.  Collective. */
@@ -75,7 +89,9 @@ gboolean    tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsi
 
 /* ------------------------------------------------------ gradient reducer */
 
-/* A step's communication figures, per rank (milliseconds). */
+/* A step's communication figures, per rank (milliseconds).  On a device
+ * backend (NCCL) they come from the device's events: exposed is the time
+ * the compute stream waited for the collectives. */
 typedef struct {
   double arrive_ms;   /* from the step's start to its synchronisation (compute, feeding) */
   double comm_ms;     /* exposed: blocked in MPI calls that compute did not hide */
@@ -86,20 +102,45 @@ typedef struct {
   guint  collectives; /* all-reduces this step */
 } TachGradStepStats;
 
+/* One all-reduce as it flew: from its launch to its completion, measured
+ * from the start of its step on this rank's clock (the host's over MPI,
+ * the device's over NCCL). */
+typedef struct {
+  guint64 step;
+  guint   bucket;     /* in launch order */
+  double  start_ms;
+  double  dur_ms;
+  double  bytes;      /* on the wire */
+} TachGradFlight;
+
 /* The reducer of one run (engine thread): @config's grad-sync,
  * bucket-mb and grad-compress.  It hooks itself into @be
  * (TachBackend.grad_sync), so that the models' tach_params_update and
  * tach_params_grad_ready reach it; its buckets become one of the run's
  * algorithm notes ("gradient all-reduce: overlap: 2 all-reduces a step:
- * 0.04 0.40 MB"). */
+ * 0.04 0.40 MB").  Over host memory (the CPU) the gradients travel by
+ * MPI; over a device with collectives (TachBackendOps' coll_* slots: the
+ * CUDA backend's NCCL) by the device's own, whose communicator it makes
+ * here over MPI.  Errors become @be's sticky error. */
 TachGradReducer *tach_grad_reducer_new  (TachRanks *ranks, TachBackend *be,
                                          const TachConfig *config);
 /* Marks the start of step @step (the watchdog's heartbeat) and clears its
  * figures. */
 void             tach_grad_reducer_begin_step (TachGradReducer *reducer, guint64 step);
-/* The figures of the step last synchronised. */
-void             tach_grad_reducer_get_stats (TachGradReducer *reducer,
-                                              TachGradStepStats *stats);
+/* The figures of step @step, once known (a device's are read when its
+ * events have passed: at the latest when the step's timing is read);
+ * FALSE when not known. */
+gboolean         tach_grad_reducer_step_stats (TachGradReducer *reducer, guint64 step,
+                                               TachGradStepStats *stats);
+/* Waits, within the ranks' timeout, for every collective queued so far:
+ * before the runner blocks on the device, so that a lost rank ends the
+ * run with a message instead of a hang.  TRUE at once over MPI. */
+gboolean         tach_grad_reducer_settle (TachGradReducer *reducer, GError **error);
+/* The flights kept (TachGradFlight; every step's, or every Nth step's in
+ * a long run, as the trace keeps them), complete after
+ * tach_grad_reducer_check_params. */
+GArray          *tach_grad_reducer_get_flights (TachGradReducer *reducer);
+guint            tach_grad_reducer_get_n_buckets (TachGradReducer *reducer);
 /* After the last step: whether every rank's parameters are bit-identical,
  * checked by their hashes (downloaded from @be). */
 gboolean         tach_grad_reducer_check_params (TachGradReducer *reducer, GError **error);

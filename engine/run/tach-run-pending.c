@@ -80,6 +80,7 @@ thread_sample (const TachRunThread *e, guint i, double sync_ms, TachSample *out)
   guint64 step = e->pending_first + i;
   /* On the host clock the runner timed each step as it ran. */
   gboolean timed = e->timer.host_clock || i < e->n_timed;
+  TachGradStepStats st;
 
   *out = (TachSample) {
     .step = step,
@@ -101,13 +102,15 @@ thread_sample (const TachRunThread *e, guint i, double sync_ms, TachSample *out)
     .imbalance_ms = NAN,
     .rank = e->be != NULL ? e->be->rank : 0,
   };
-  if (e->rank_steps != NULL && step < e->rank_steps->len)
+  if (e->reducer != NULL && tach_grad_reducer_step_stats (e->reducer, step, &st))
     {
-      const TachGradStepStats *st = &g_array_index (e->rank_steps, TachGradStepStats, step);
-
       /* The polls between layers are communication the step paid for. */
-      out->comm_ms = st->comm_ms + st->poll_ms;
-      out->pack_ms = st->pack_ms;
+      out->comm_ms = st.comm_ms + st.poll_ms;
+      out->pack_ms = st.pack_ms;
+      /* On a device the step's events enclose the collectives queued on
+       * its compute stream: compute is the rest. */
+      if (!e->timer.host_clock && timed)
+        out->compute_ms = MAX (0.0, out->compute_ms - out->comm_ms - out->pack_ms);
     }
 }
 

@@ -5,6 +5,7 @@
 
 #include "tach-engine.h"
 #include "tach-backend.h"
+#include "tach-ranks.h"
 #include "tach-sample-store.h"
 
 G_BEGIN_DECLS
@@ -27,6 +28,10 @@ TachSampleStore *tach_run_rank_samples (TachRun *run, guint rank);
 /* Data parallel: folds the other ranks' figures into @summary, rank 0's
  * (tach-engine.h's TachSummary says which); under the run's lock. */
 void             tach_run_summarise_ranks (TachRun *run, TachSummary *summary);
+/* Data parallel, on rank 0 once the run has ended: rank @rank's flights of
+ * its all-reduces (TachGradFlight) appended to @out; how many.  The
+ * trace's per-bucket tracks (output/tach-trace.c). */
+guint            tach_run_copy_rank_flights (TachRun *run, guint rank, GArray *out);
 /* The next process-wide run number (tach_run_get_id). */
 guint tach_run_next_id (void);
 
@@ -43,6 +48,9 @@ struct _TachRun {
   /* Data parallel, on rank 0 once the run has ended: the other ranks'
    * samples (TachSampleStore, ranks 1..), gathered; NULL otherwise. */
   GPtrArray     *rank_samples;    /* under lock */
+  /* ... and every rank's flights (a GArray of TachGradFlight per rank,
+   * rank 0's first), gathered; NULL otherwise. */
+  GPtrArray     *rank_flights;    /* under lock */
   guint          drained;         /* samples[0..drained) were drained */
   TachRunState   state;           /* under lock */
   GError        *error;           /* under lock; set once before FAILED */

@@ -40,6 +40,7 @@ tach_run_unref (TachRun *run)
   g_free (run->algorithms);
   g_clear_pointer (&run->record, tach_run_record_free);
   g_clear_pointer (&run->rank_samples, g_ptr_array_unref);
+  g_clear_pointer (&run->rank_flights, g_ptr_array_unref);
   g_free (run->varied);
   g_free (run->label);
   g_free (run->data_kind);

@@ -23,7 +23,7 @@
 
 enum {
   F_WALL, F_STEP, F_FEED, F_COMPUTE, F_SYNC, F_HOST, F_LOSS, F_ACCURACY,
-  F_COMM, F_PACK, F_ARRIVE, F_WARMUP,
+  F_COMM, F_PACK, F_ARRIVE, F_WARMUP, F_DEVICE_STEP, F_API_CALLS,
   N_FIELDS
 };
 
@@ -60,6 +60,54 @@ tach_run_copy_rank_samples (TachRun *run, guint rank, guint from, guint n, GArra
     copied = tach_sample_store_copy (store, from, n, out);
   g_mutex_unlock (&run->lock);
   return copied;
+}
+
+guint
+tach_run_copy_rank_flights (TachRun *run, guint rank, GArray *out)
+{
+  guint n = 0;
+
+  g_mutex_lock (&run->lock);
+  if (run->rank_flights != NULL && rank < run->rank_flights->len)
+    {
+      GArray *flights = run->rank_flights->pdata[rank];
+
+      g_array_append_vals (out, flights->data, flights->len);
+      n = flights->len;
+    }
+  g_mutex_unlock (&run->lock);
+  return n;
+}
+
+/* Every rank's flights onto rank 0 (run->rank_flights).  Collective. */
+static gboolean
+gather_flights (TachRunThread *e, GError **error)
+{
+  GArray *mine = tach_grad_reducer_get_flights (e->reducer);
+  g_autoptr(GPtrArray) all = NULL;
+  GPtrArray *flights;
+
+  if (!tach_ranks_gather_bytes (tach_ranks_world (), mine->data,
+                                (gsize) mine->len * sizeof (TachGradFlight), &all, error))
+    return FALSE;
+  if (all == NULL)
+    return TRUE;
+  flights = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  for (guint r = 0; r < all->len; r++)
+    {
+      gsize n = 0;
+      const void *data = g_bytes_get_data (all->pdata[r], &n);
+      GArray *one = g_array_sized_new (FALSE, FALSE, sizeof (TachGradFlight),
+                                       (guint) (n / sizeof (TachGradFlight)));
+
+      g_array_append_vals (one, data, (guint) (n / sizeof (TachGradFlight)));
+      g_ptr_array_add (flights, one);
+    }
+  g_mutex_lock (&e->run->lock);
+  g_clear_pointer (&e->run->rank_flights, g_ptr_array_unref);
+  e->run->rank_flights = flights;
+  g_mutex_unlock (&e->run->lock);
+  return TRUE;
 }
 
 void
@@ -117,6 +165,8 @@ pack (const TachSample *s, double arrive, double *row)
   row[F_PACK] = s->pack_ms;
   row[F_ARRIVE] = arrive;
   row[F_WARMUP] = s->warmup ? 1.0 : 0.0;
+  row[F_DEVICE_STEP] = s->device_step_ms;
+  row[F_API_CALLS] = s->api_calls;
 }
 
 static void
@@ -134,8 +184,8 @@ unpack (const double *row, guint64 step, guint rank, double imbalance, TachSampl
     .host_ms = row[F_HOST],
     .loss = row[F_LOSS],
     .accuracy = row[F_ACCURACY],
-    .device_step_ms = NAN,
-    .api_calls = NAN,
+    .device_step_ms = row[F_DEVICE_STEP],
+    .api_calls = row[F_API_CALLS],
     .comm_ms = MAX (0.0, row[F_COMM] - imbalance),
     .pack_ms = row[F_PACK],
     .imbalance_ms = imbalance,
@@ -168,15 +218,15 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
   for (guint i = 0; i < n; i++)
     {
       const TachSample *s = &g_array_index (mine, TachSample, i);
-      guint64 k = s->step;
+      TachGradStepStats st;
 
-      pack (s, k < e->rank_steps->len
-                 ? g_array_index (e->rank_steps, TachGradStepStats, k).arrive_ms : NAN,
+      pack (s, tach_grad_reducer_step_stats (e->reducer, s->step, &st) ? st.arrive_ms : NAN,
             table + (gsize) i * N_FIELDS);
     }
   if (me == 0)
     all = g_new (double, (gsize) MAX (n, 1) * N_FIELDS * size);
-  if (!tach_ranks_gather (ranks, table, n * N_FIELDS, all, error))
+  if (!tach_ranks_gather (ranks, table, n * N_FIELDS, all, error)
+      || !gather_flights (e, error))
     return FALSE;
   if (me != 0)
     return TRUE;

@@ -80,13 +80,12 @@ typedef struct {
   float                *loss_fixed;    /* device: the captured step's slots */
   float                *acc_fixed;
 
-  /* Data parallel: the gradients' reducer (NULL alone), and each step's
-   * figures from it (TachGradStepStats, indexed by step: comm and pack
-   * for the samples, the arrival for the imbalance worked out across
-   * ranks at the end).  Beside the pending records, which a run of one
-   * process keeps as small as before. */
+  /* Data parallel: the gradients' reducer (NULL alone), which keeps each
+   * step's figures (tach_grad_reducer_step_stats: comm and pack for the
+   * samples, the arrival for the imbalance worked out across ranks at the
+   * end) beside the pending records, which a run of one process keeps as
+   * small as before. */
   TachGradReducer      *reducer;
-  GArray               *rank_steps;
 } TachRunThread;
 
 /* The run's thread: schedules a notification unless one is pending. */

@@ -54,11 +54,64 @@
  * staging with the accuracy), not into host copies of every slot. */
 #define LOSS_PIECE 131072
 
-/* Data parallel: @config's ranks are the job's, and the device's backend
- * hands the reducer host memory (the CPU's).  NCCL, for CUDA devices, is
- * not built yet. */
+/* How many devices of @device's kind this machine lists. */
+static guint
+count_devices_like (const TachDeviceInfo *device)
+{
+  g_autoptr(GPtrArray) all = tach_devices_list ();
+  guint n = 0;
+
+  for (guint i = 0; i < all->len; i++)
+    n += ((const TachDeviceInfo *) all->pdata[i])->kind == device->kind;
+  return n;
+}
+
+/* Ranks on GPUs: one GPU per rank, each rank the GPU of its place among the
+ * ranks on its machine (rank r of one machine: GPU r), whichever GPU
+ * {device} named; more ranks on a machine than it has GPUs are refused.
+ * *device becomes the rank's. */
 static gboolean
-check_ranks (const TachConfig *config, const TachDeviceInfo *device, GError **error)
+pick_rank_device (const TachConfig *config, TachDevice **device, GError **error)
+{
+  const TachDeviceInfo *info = (*device)->info;
+  guint local_rank = 0, local_size = 1, count = count_devices_like (info);
+  g_autofree char *prefix = g_strndup (info->id, strcspn (info->id, ":"));
+  g_autofree char *mine = NULL;
+  TachDevice *resolved;
+
+  tach_ranks_local (tach_ranks_world (), &local_rank, &local_size);
+  if (local_size > count)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_DEVICE_UNAVAILABLE,
+                   W_("mpirun started %u ranks on this machine, which has %u GPU device(s) (%s):"
+                      " each rank needs one of its own: start at most %u ranks per machine"
+                      " (mpirun -np %u), or use {device=cpu}"),
+                   local_size, count, prefix, count, count);
+      tach_error_add_hint (error, TACH_KNOB_DEVICE, info->id, TACH_KNOB_DEVICE, "cpu", NULL);
+      return FALSE;
+    }
+  if (config->launch == TACH_LAUNCH_GRAPH)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("data-parallel ranks on GPUs launch their steps eagerly: the gradients'"
+                      " all-reduces and their watchdog are not captured in a graph: use"
+                      " {launch=eager}"));
+      tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
+      return FALSE;
+    }
+  mine = g_strdup_printf ("%s:%u", prefix, local_rank % MAX (count, 1));
+  resolved = tach_device_find (mine, error);
+  if (resolved == NULL)
+    return FALSE;
+  tach_device_free (*device);
+  *device = resolved;
+  return TRUE;
+}
+
+/* Data parallel: @config's ranks are the job's; on a GPU, *device becomes
+ * the rank's own (pick_rank_device). */
+static gboolean
+check_ranks (const TachConfig *config, TachDevice **device, GError **error)
 {
   guint world = tach_ranks_world_size ();
   g_autofree char *ranks = g_strdup_printf ("%u", config->ranks);
@@ -86,14 +139,8 @@ check_ranks (const TachConfig *config, const TachDeviceInfo *device, GError **er
       tach_error_add_hint (error, TACH_KNOB_TASK, "generate", TACH_KNOB_TASK, "train", NULL);
       return FALSE;
     }
-  if (world > 1 && device->kind != TACH_DEVICE_KIND_CPU)
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   W_("data-parallel ranks on %s need NCCL, which this engine does not use"
-                      " yet: use {device=cpu}"), device->id);
-      tach_error_add_hint (error, TACH_KNOB_DEVICE, device->id, TACH_KNOB_DEVICE, "cpu", NULL);
-      return FALSE;
-    }
+  if (tach_ranks_world () != NULL && (*device)->info->kind == TACH_DEVICE_KIND_GPU)
+    return pick_rank_device (config, device, error);
   return TRUE;
 }
 
@@ -110,7 +157,7 @@ tach_run_new (const TachConfig *config, GError **error)
     return NULL;
   if (!tach_config_validate_on (config, device, error))
     return NULL;
-  if (!check_ranks (config, device->info, error))
+  if (!check_ranks (config, &device, error))
     return NULL;
 
   run = g_new0 (TachRun, 1);
@@ -153,8 +200,6 @@ thread_clear (TachRunThread *e)
   if (e->model != NULL)
     e->klass->free (e->model);
   g_clear_pointer (&e->reducer, tach_grad_reducer_free);
-  if (e->rank_steps != NULL)
-    g_array_unref (e->rank_steps);
   tach_backend_free (e->be);
   g_free (e->loss_host);
   g_free (e->acc_host);
@@ -183,10 +228,12 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
    * parameters reach through the backend, both before the model. */
   e->be->rank = tach_ranks_world_rank ();
   e->be->ranks = tach_ranks_world_size ();
-  if (config->ranks > 1)
+  /* (On a GPU, one rank under mpirun goes through NCCL too: so a host
+   * with one GPU checks that path.) */
+  if (config->ranks > 1
+      || (tach_ranks_world () != NULL && run->device->info->kind == TACH_DEVICE_KIND_GPU))
     {
       e->reducer = tach_grad_reducer_new (tach_ranks_world (), e->be, config);
-      e->rank_steps = g_array_new (FALSE, FALSE, sizeof (TachGradStepStats));
     }
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)
@@ -371,13 +418,13 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
         return FALSE;
 
       p.feed_ms = (float) ctx.feed_ms;
-      if (e->reducer != NULL)
+      if (e->reducer != NULL && e->timer.host_clock)
         {
           TachGradStepStats st;
 
-          tach_grad_reducer_get_stats (e->reducer, &st);
-          g_array_append_val (e->rank_steps, st);
-          comm_ms = st.comm_ms + st.poll_ms + st.pack_ms;
+          /* (A device's figures wait for its events: tach-run-pending.c.) */
+          if (tach_grad_reducer_step_stats (e->reducer, i, &st))
+            comm_ms = st.comm_ms + st.poll_ms + st.pack_ms;
         }
       p.compute_ms = NAN;
       p.device_step_ms = NAN;
@@ -402,6 +449,10 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
       /* And the end of warm-up, where the end-to-end clock starts. */
       sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0)
                    || i + 1 == warmup || i == e->capture_step;
+      /* The device's collectives first, within the ranks' deadline: a
+       * lost rank must not hang the sync. */
+      if (sync_point && e->reducer != NULL && !tach_grad_reducer_settle (e->reducer, error))
+        return FALSE;
       if (sync_point && !tach_run_pending_sync (e, &sync_ms))
         {
           tach_backend_take_error (e->be, error);

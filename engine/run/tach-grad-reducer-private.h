@@ -1,0 +1,100 @@
+/* tach-grad-reducer-private.h: what the gradient reducer's two paths
+ * share: tach-grad-reducer.c (the buckets, host memory over MPI) and
+ * tach-grad-device.c (device memory over the backend's collectives).
+ *
+ * Threads: the engine thread.
+ */
+#pragma once
+
+#include "tach-ranks-private.h"
+#include "tach-strided.h"
+
+G_BEGIN_DECLS
+
+typedef struct {
+  size_t   start, end;   /* floats of the flat buffer */
+  guint    n_tensors;
+  guint    n_ready;      /* this step */
+  gboolean launched;
+  gboolean done;
+  double   t_launch;     /* host ms (MPI): launched, and seen complete */
+  double   t_done;
+#ifdef HAVE_MPI
+  MPI_Request req;
+#endif
+} Bucket;
+
+/* The device path's events of one step (a ring of them: the device runs
+ * behind the host).  On the compute stream: begin, sync (the update
+ * reached), after (the update may go on); per bucket: ready (overlap: its
+ * gradients written), and on the stream its all-reduce runs: t0 pack t1
+ * all-reduce t2 unpack t3. */
+typedef struct {
+  guint64     step;
+  gboolean    pending;   /* recorded, not read yet */
+  TachEvent  *begin, *sync, *after;
+  TachEvent **ready, **t0, **t1, **t2, **t3;
+} DeviceSlot;
+
+#define DEVICE_RING 4
+
+struct _TachGradReducer {
+  TachGradSyncHook  hook;         /* first: what the backend holds */
+  TachRanks        *ranks;        /* borrowed */
+  TachBackend      *be;           /* borrowed */
+  TachGradSync      mode;
+  TachGradCompress  compress;
+  gboolean          device;       /* the backend's collectives, on its memory */
+  size_t            bucket_floats;
+  GArray           *buckets;      /* Bucket, in launch order */
+  guint            *tensor_bucket;
+  guint             n_tensors;
+  size_t            trainable;
+  guint             next_launch;
+  guint16          *wire;         /* owned: grad-compress's buffer, trainable halves
+                                   * (host memory, or the device's) */
+  const float      *params;       /* borrowed, from the last reduce */
+  size_t            total;
+  guint64           step;
+  double            t_begin;      /* ms: the step began */
+  gboolean          arrived;      /* this step reached its synchronisation */
+  GArray           *steps;        /* TachGradStepStats, by step */
+  TachStrided       flights;      /* TachGradFlight */
+  DeviceSlot        slots[DEVICE_RING];
+  gboolean          joined;       /* device: the communicator is made */
+#ifdef HAVE_MPI
+  MPI_Op            op;           /* the wire's sum under grad-compress */
+#endif
+};
+
+/* This step's figures (the step began). */
+static inline TachGradStepStats *
+tach_grad_reducer_current (TachGradReducer *self)
+{
+  return &g_array_index (self->steps, TachGradStepStats, self->step);
+}
+
+/* The rank reached its step's synchronisation (tach-grad-reducer.c). */
+void tach_grad_reducer_arrive (TachGradReducer *self);
+/* Keeps @flight, as the trace would keep its step. */
+void tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *flight);
+
+/* tach-grad-device.c: the device path, with MPI only (ranks need it). */
+#ifdef HAVE_MPI
+/* Makes the communicator over MPI (FALSE + the backend's error). */
+gboolean tach_grad_device_join (TachGradReducer *self);
+/* Makes the events of the ring, once the buckets are known. */
+void     tach_grad_device_layout (TachGradReducer *self);
+void     tach_grad_device_begin_step (TachGradReducer *self);
+/* Queues bucket @b's all-reduce (after its gradients). */
+void     tach_grad_device_launch (TachGradReducer *self, guint b, float *grad);
+/* The update's side: every bucket queued; the compute stream waits for
+ * them; the watchdog waits for the step before. */
+void     tach_grad_device_reduce (TachGradReducer *self, float *grad);
+gboolean tach_grad_device_settle (TachGradReducer *self, GError **error);
+/* Reads the events of @step if they are still pending. */
+void     tach_grad_device_read (TachGradReducer *self, guint64 step);
+void     tach_grad_device_clear (TachGradReducer *self);
+#endif
+
+G_END_DECLS

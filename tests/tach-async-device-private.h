@@ -1,0 +1,53 @@
+/* tach-async-device-private.h: what the asynchronous test double's two
+ * files share: tach-async-device.c (the streams, events, memory and ops)
+ * and tach-async-coll.c (the collectives of one rank). */
+#pragma once
+
+#include "tach-async-device.h"
+
+G_BEGIN_DECLS
+
+typedef struct _AsyncJob AsyncJob;
+typedef void (*AsyncJobFunc) (TachBackend *cpu, AsyncJob *job);
+
+/* A queued call.  Each kind of job is a struct that starts with this. */
+struct _AsyncJob {
+  AsyncJobFunc func;        /* NULL: the worker ends */
+  uint64_t    *step_offset; /* TachBackend.step_offset when it was queued */
+};
+
+typedef struct {
+  GAsyncQueue *queue;       /* AsyncJob*, owned */
+  GThread     *thread;
+  guint64      submitted;   /* under the backend's lock */
+  guint64      done;        /* under the backend's lock */
+} AsyncStream;
+
+typedef struct {
+  TachBackend  base;        /* first */
+  TachBackend *cpu;         /* owned: runs the ops, on the workers */
+  AsyncStream  compute, copy, side;  /* side: the collectives' (coll_*) */
+  gboolean     joined;      /* coll_join: a communicator of one rank */
+  GMutex       lock;        /* stream counters and events */
+  GCond        cond;
+} AsyncBackend;
+
+typedef struct {
+  guint64 recorded;         /* host: records queued */
+  guint64 reached;          /* worker: the last record run */
+  gint64  t_ns;             /* worker: when it ran */
+} AsyncEvent;
+
+#define ASYNC(be) ((AsyncBackend *) (be))
+
+#define JOB_NEW(type) ((type *) g_malloc0 (sizeof (type)))
+
+/* Queues @job (its @func run by @stream's worker); one API call. */
+void async_submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func);
+/* Queues on @stream the recording of @event (@record) or a wait for it. */
+void async_queue_event_job (TachBackend *be, AsyncStream *stream, TachEvent *event,
+                            gboolean record);
+/* The collective slots (tach-async-coll.c). */
+void async_fill_coll_ops (TachBackendOps *ops);
+
+G_END_DECLS

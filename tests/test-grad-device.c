@@ -1,0 +1,204 @@
+/* test-grad-device.c: the gradient reducer's device path (what the CUDA
+ * backend's NCCL serves), without a GPU: one rank under mpirun on the
+ * asynchronous test double (tach-async-device.h), whose collectives are a
+ * communicator of one rank on a side stream.  What the NCCL path relies on:
+ *   - the communicator is made over MPI (rank 0's id, MPI's broadcast, the
+ *     join), and the run says so among its algorithms;
+ *   - each grad-sync queues its all-reduces where it should (per-tensor and
+ *     fused on the compute stream, overlap's buckets on the side stream
+ *     ordered by events) and gives the CPU's losses, bit for bit;
+ *   - each step's figures come from the device's events (and its device
+ *     step time reaches rank 0's samples): exposed
+ *     communication (the collectives take a simulated 2 ms: per-tensor and
+ *     fused expose them all, overlap at most that) and packing, finite and
+ *     not negative, compute what is left of the step;
+ *   - every step's all-reduces are kept as flights, one per bucket, within
+ *     the step, and the trace draws a track per bucket under overlap;
+ *   - the rank picks its device among the GPUs of its machine, and under
+ *     mpirun -np 2 two ranks on a machine with one such device are refused.
+ *
+ * Run under mpirun -np 1 and -np 2 (tests/test-mpi.py does): alone it
+ * exits 77.
+ */
+#include <math.h>
+#include <string.h>
+
+#include "tach-async-device.h"
+#include "tach-run-private.h"
+#include "test-run-util.h"
+
+#define STEPS 8
+#define COLLECTIVE_MS 2.0
+
+static TachRun *
+run_sync (const char *sync)
+{
+  g_autofree char *settings = g_strdup_printf ("device=async:0 workload=bilstm hidden=200"
+                                               " batch=4 steps=%d warmup=2 threads=1"
+                                               " bucket-mb=1 grad-sync=%s", STEPS, sync);
+  TachConfig config;
+  TachRun *run;
+
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, settings);
+  run = test_run_to_end (&config);
+  tach_config_clear (&config);
+  return run;
+}
+
+static GArray *
+losses_of (GArray *samples)
+{
+  GArray *losses = g_array_new (FALSE, FALSE, sizeof (double));
+
+  for (guint i = 0; i < samples->len; i++)
+    g_array_append_val (losses, g_array_index (samples, TachSample, i).loss);
+  return losses;
+}
+
+/* How many all-reduces a step the run's note says @sync makes. */
+static guint
+buckets_of (const char *algorithms, const char *sync)
+{
+  g_autofree char *head = g_strdup_printf ("gradient all-reduce: %s: ", sync);
+  const char *at = strstr (algorithms, head);
+
+  g_assert_nonnull (at);
+  return (guint) g_ascii_strtoull (at + strlen (head), NULL, 10);
+}
+
+/* A run of @sync, which must make @buckets all-reduces a step (0: more
+ * than 2, per-tensor's one per tensor). */
+static void
+check_sync (const char *sync, guint buckets, GArray *cpu_losses)
+{
+  g_autoptr(TachRun) run = run_sync (sync);
+  g_autoptr(GArray) samples = tach_run_dup_samples (run);
+  g_autoptr(GArray) losses = losses_of (samples);
+  g_autoptr(GArray) flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
+  g_autofree char *algorithms = tach_run_dup_algorithms (run);
+  gboolean overlap = g_str_equal (sync, "overlap");
+
+  g_test_message ("%s: %s", sync, algorithms);
+  g_assert_nonnull (strstr (algorithms, "collectives: test double, rank 0 of 1"));
+  if (buckets == 0)
+    {
+      buckets = buckets_of (algorithms, sync);
+      g_assert_cmpuint (buckets, >, 2);
+    }
+  g_assert_cmpuint (buckets_of (algorithms, sync), ==, buckets);
+  g_assert_cmpstr (tach_run_get_device (run)->id, ==, TACH_ASYNC_DEVICE_ID);
+  test_assert_same_losses (cpu_losses, losses, 0.0, sync);
+
+  g_assert_cmpuint (samples->len, ==, STEPS);
+  {
+    const TachSample *last = &g_array_index (samples, TachSample, STEPS - 1);
+
+    g_test_message ("%s, last step: compute %.2f ms, exposed communication %.2f ms, packing"
+                    " %.3f ms, device step %.2f ms", sync, last->compute_ms, last->comm_ms,
+                    last->pack_ms, last->device_step_ms);
+  }
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+
+      g_assert_true (isfinite (s->comm_ms) && s->comm_ms >= 0.0);
+      g_assert_true (isfinite (s->pack_ms) && s->pack_ms >= 0.0);
+      g_assert_true (isfinite (s->compute_ms) && s->compute_ms >= 0.0);
+      /* The device timeline survives the ranks' gather on rank 0. */
+      if (!s->warmup)
+        g_assert_true (isfinite (s->device_step_ms) && s->device_step_ms > 0.0);
+      /* Every all-reduce on the compute stream is exposed: at least the
+       * simulated time of each (the double sleeps at least that). */
+      if (!overlap)
+        g_assert_cmpfloat (s->comm_ms, >=, 0.9 * COLLECTIVE_MS * buckets);
+    }
+
+  g_assert_cmpuint (tach_run_copy_rank_flights (run, 0, flights), ==, STEPS * buckets);
+  for (guint i = 0; i < flights->len; i++)
+    {
+      const TachGradFlight *f = &g_array_index (flights, TachGradFlight, i);
+
+      g_assert_cmpuint (f->step, ==, i / buckets);
+      g_assert_cmpuint (f->bucket, ==, i % buckets);
+      g_assert_true (f->start_ms >= 0.0 && f->dur_ms >= 0.9 * COLLECTIVE_MS);
+      g_assert_cmpfloat (f->bytes, >, 0.0);
+    }
+
+  if (overlap)
+    {
+      g_autofree char *dir = test_make_tmp_dir ("tach-grad-device-XXXXXX");
+      g_autofree char *path = g_build_filename (dir, "trace.json", NULL);
+      g_autofree char *json = NULL;
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (tach_run_write_trace (run, path, &error));
+      g_assert_no_error (error);
+      g_assert_true (g_file_get_contents (path, &json, NULL, NULL));
+      g_assert_nonnull (strstr (json, "all-reduce, bucket 1"));
+      g_assert_nonnull (strstr (json, "\"bytes in flight\""));
+      test_remove_tree (dir);
+    }
+}
+
+static void
+test_modes (void)
+{
+  g_autoptr(TestRunResult) cpu = test_run_ok (TACH_WORKLOAD_BILSTM,
+                                              "device=cpu hidden=200 batch=4 warmup=2 threads=1",
+                                              "steps=" G_STRINGIFY (STEPS), NULL);
+
+  tach_async_device_set_collective_cost (COLLECTIVE_MS * 1000.0);
+  check_sync ("per-tensor", 0, cpu->losses);
+  check_sync ("fused", 1, cpu->losses);
+  /* bucket-mb=1: the 3.2 MB of LSTM weights and the rest. */
+  check_sync ("overlap", 2, cpu->losses);
+}
+
+/* Two ranks on this machine, one device of the GPU kind: refused before
+ * anything runs, naming the rule. */
+static void
+test_one_device_per_rank (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) run = NULL;
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0 batch=4 steps=2 ranks=2");
+  run = tach_run_new (&config, &error);
+  tach_config_clear (&config);
+  g_assert_null (run);
+  g_assert_nonnull (error);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "mpirun started 2 ranks on this machine, which has 1"));
+  g_assert_nonnull (strstr (error->message, "each rank needs one of its own"));
+}
+
+int
+main (int argc, char **argv)
+{
+  g_autoptr(GError) error = NULL;
+  int status;
+
+  if (!tach_ranks_init (&argc, &argv, &error))
+    {
+      g_printerr ("%s\n", error->message);
+      return 1;
+    }
+  if (tach_ranks_world () == NULL)
+    {
+      g_print ("skip: the device path needs one rank under mpirun (mpirun -np 1 %s)\n", argv[0]);
+      return 77;
+    }
+  g_test_init (&argc, &argv, NULL);
+  tach_async_device_register ();
+  /* One rank: the device path; two: the rule of one device per rank. */
+  if (tach_ranks_world_size () == 1)
+    g_test_add_func ("/grad-device/modes", test_modes);
+  else
+    g_test_add_func ("/grad-device/one-device-per-rank", test_one_device_per_rank);
+  status = g_test_run ();
+  tach_ranks_finish (status);
+  return status;
+}
