@@ -5,11 +5,12 @@
  * the intervals' coverage over 1000 simulated draws (95% intervals must
  * cover the truth in 90-99% of them; a wrong interval misses by far more).
  * Every draw comes from a fixed seed, so the counts are the same on every
- * machine.
+ * machine.  And the store that keeps every Nth step (tach-strided.h).
  */
 #include <math.h>
 
 #include "tach-stats.h"
+#include "tach-strided.h"
 
 #define DRAWS 1000
 
@@ -344,6 +345,42 @@ test_shrink (void)
   g_assert_cmpfloat_with_epsilon (tach_interval_rel_halfwidth (&ratio), 0.1 / 1.2, 1e-12);
 }
 
+/* The store that keeps every Nth step (the trace's and the reducer's
+ * bound): 3 records a step for 1000 steps into at most 64 keep the first
+ * step and an even sample, every kept step whole and in order. */
+static void
+test_strided (void)
+{
+  typedef struct { guint64 step; guint k; } Record;
+  TachStrided s;
+  guint64 last = 0;
+
+  tach_strided_init (&s, sizeof (Record), G_STRUCT_OFFSET (Record, step), 64);
+  for (guint64 step = 0; step < 1000; step++)
+    for (guint k = 0; k < 3; k++)
+      {
+        Record r = { step, k };
+
+        g_assert_cmpint (tach_strided_add (&s, &r), ==, tach_strided_keeps (&s, step));
+      }
+  /* 1000 steps of 3 at most 64 records: a stride of 64 keeps 16 steps, 48
+   * records; 32 would keep 32 steps, 96. */
+  g_assert_cmpuint (s.stride, ==, 64);
+  g_assert_cmpuint (s.items->len, ==, 48);
+  for (guint i = 0; i < s.items->len; i++)
+    {
+      const Record *r = &g_array_index (s.items, Record, i);
+
+      g_assert_cmpuint (r->step % s.stride, ==, 0);
+      g_assert_cmpuint (r->k, ==, i % 3);
+      g_assert_cmpuint (r->step, ==, (guint64) (i / 3) * s.stride);
+      g_assert_cmpuint (r->step, >=, last);
+      last = r->step;
+    }
+  g_assert_false (tach_strided_keeps (&s, 1000 + 32));
+  tach_strided_clear (&s);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -358,5 +395,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/stats/diff/paired", test_diff_paired);
   g_test_add_func ("/engine/stats/fraction", test_fraction);
   g_test_add_func ("/engine/stats/shrink", test_shrink);
+  g_test_add_func ("/engine/stats/strided", test_strided);
   return g_test_run ();
 }
