@@ -33,8 +33,8 @@
 #   1. the device, the bundle's commit, the library path Tach runs with and
 #      ldd of each binary;
 #   2. a 3-step fused-LSTM smoke run (cuDNN logging at its most verbose),
-#      then one rank through NCCL under mpirun for each grad-sync (when
-#      mpirun is here);
+#      then one rank (and two, with two GPUs) through NCCL under mpirun
+#      for each grad-sync, when mpirun is here;
 #   3. PyTorch eager and CUDA-graphed, TF32 off and PyTorch's default, with
 #      the environment this script was started with (Tach's library path
 #      can break 'import torch');
@@ -336,27 +336,32 @@ rc=$?
 tail -n 12 "$work/logs/smoke.log" | tee -a "$log"
 [ "$rc" = 0 ] && say "smoke: passed" || { say "smoke: FAILED (exit $rc)"; status=1; }
 
-# One rank through NCCL (issue 34): the communicator made over MPI, every
-# gradient all-reduce NCCL's, on each grad-sync; the GPU-count refusal.
-# Needs mpirun on this host (Open MPI); tests/test-nccl.py is the same
-# check, and with two GPUs its mode 2 runs two ranks against one process.
-say "== nccl: one rank through NCCL under mpirun"
+# Ranks through NCCL (issue 34): the communicator made over MPI, every
+# gradient all-reduce NCCL's, on each grad-sync: one rank, and two (one GPU
+# each) where the host has two GPUs.  Needs mpirun on this host (Open MPI);
+# tests/test-nccl.py checks the same with its losses.
+say "== nccl: ranks through NCCL under mpirun"
+n_gpus=$(grep -c '^cuda:' "$work/logs/devices.log")
 if ! command -v mpirun > /dev/null 2>&1; then
   say "nccl: skipped: no mpirun on this host (apt-get install openmpi-bin)"
 else
-  for sync in per-tensor fused overlap; do
-    run_tach 60 INT "nccl-$sync" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-      mpirun -np 1 -x LD_LIBRARY_PATH "$cli" run --device cuda --workload bilstm --hidden 200 \
-      --batch 8 --steps 20 --warmup 2 --grad-sync "$sync" --bucket-mb 1 \
-      --trace "$work/tach/nccl-$sync.json"
-    rc=$?
-    grep -E 'steps/s|ranks|algorithms' "$work/logs/nccl-$sync.log" | tee -a "$log"
-    if [ "$rc" = 0 ] && grep -q 'NCCL' "$work/logs/nccl-$sync.log"; then
-      say "nccl $sync: passed"
-    else
-      say "nccl $sync: FAILED (exit $rc): $(tail -n 3 "$work/logs/nccl-$sync.log" | tr '\n' ' ')"
-      status=1
-    fi
+  for np in 1 2; do
+    [ "$np" -gt "$n_gpus" ] && { say "nccl: $np ranks skipped: $n_gpus GPU(s) here"; continue; }
+    for sync in per-tensor fused overlap; do
+      name="nccl-$np-$sync"
+      run_tach 60 INT "$name" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+        mpirun -np "$np" -x LD_LIBRARY_PATH "$cli" run --device cuda --workload bilstm \
+        --hidden 200 --batch 8 --steps 20 --warmup 2 --grad-sync "$sync" --bucket-mb 1 \
+        --trace "$work/tach/$name.json"
+      rc=$?
+      grep -E 'steps/s|ranks|algorithms' "$work/logs/$name.log" | tee -a "$log"
+      if [ "$rc" = 0 ] && grep -q 'NCCL' "$work/logs/$name.log"; then
+        say "$name: passed"
+      else
+        say "$name: FAILED (exit $rc): $(tail -n 3 "$work/logs/$name.log" | tr '\n' ' ')"
+        status=1
+      fi
+    done
   done
 fi
 
