@@ -1,8 +1,20 @@
-/* tach-synthetic.c: seeded synthetic sequences with teacher or random labels. */
+/* tach-synthetic.c: seeded synthetic sequences with teacher or random labels,
+ * and the dataset's size a configuration asks for (synthetic data's
+ * default: TACH_DEFAULT_BATCHES global batches). */
 #include <math.h>
 
+#include "tach-engine.h"
 #include "tach-rand.h"
 #include "tach-synthetic.h"
+
+guint64
+tach_config_get_samples (const TachConfig *config)
+{
+  if (config->samples > 0)
+    return config->samples;
+  /* Global batches: with ranks, each global batch is every rank's. */
+  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1);
+}
 
 struct _TachSyntheticSeq {
   guint64    seed;

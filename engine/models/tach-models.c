@@ -51,16 +51,6 @@ tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
   return owned != NULL && owner != klass ? owned->why : NULL;
 }
 
-/* The dataset's size, beside where it comes from (below). */
-guint64
-tach_config_get_samples (const TachConfig *config)
-{
-  if (config->samples > 0)
-    return config->samples;
-  /* Global batches: with ranks, each global batch is every rank's. */
-  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1);
-}
-
 void
 tach_config_get_data_source (const TachConfig *config, const char **kind, char **path)
 {
