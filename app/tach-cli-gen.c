@@ -46,6 +46,8 @@ static const GenEntry options[] = {
   { "tensorboard", "DIR", "Write every run as a TensorBoard event file under DIR, one folder per run." },
   { "trace", "FILE", "run: write the run's timeline as Chrome Trace Event JSON (Perfetto UI, "
                      "chrome://tracing): a process per rank, its steps and phases." },
+  { "progress", NULL, "run: also write machine-readable progress lines on stdout, about twice a "
+                      "second, every rank its own (the window reads them)." },
   { "help", NULL, "Show the help." },
   { "version", NULL, "Show the version." },
 };

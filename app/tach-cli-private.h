@@ -9,9 +9,12 @@
  */
 #pragma once
 
+#include <stdio.h>
+
 #include <glib.h>
 
 #include "tach-engine.h"
+#include "tach-progress.h"
 
 G_BEGIN_DECLS
 
@@ -74,6 +77,7 @@ typedef struct {
   double  target;     /* explain's target: a ratio to +-target (0.05) */
   char   *tensorboard_dir; /* owned, or NULL */
   char   *trace_path;      /* owned, or NULL: run's --trace FILE */
+  gboolean progress;       /* run's --progress: tach-progress.h lines on stdout */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 
@@ -130,6 +134,10 @@ gboolean tach_cli_check_outputs (const TachCliOptions *options, GError **error);
 /* Appends @runs to DIR/runs.csv and samples.csv; reports an error itself. */
 gboolean tach_cli_write_csv (const char *dir, GPtrArray *runs);
 
+/* Where --progress lines go: stdout, or under mpirun on ranks other than 0
+ * (whose stdout is silenced) the stdout they were given; NULL: stdout. */
+extern FILE *tach_cli_progress_out;
+
 /* State shared by every run of one command. */
 typedef struct {
   GMainLoop *loop;
@@ -153,6 +161,9 @@ typedef struct {
   double     rate;          /* steps/s over the last tick, 0 before the first */
   gint64     started_us;    /* monotonic time the run started */
   gboolean   eval_said;     /* without a live line: the evaluation's start was said */
+  /* --progress: the lines of tach-progress.h, from the drained samples. */
+  gboolean   progress_on;
+  TachProgress progress;
 
   /* --csv DIR: samples.csv streams as the runs go; a run is added once it
    * has samples (so exactly the runs with results get a row). */

@@ -22,6 +22,7 @@
 
 #include "tach-cli-private.h"
 
+FILE *tach_cli_progress_out;
 
 void
 tach_cli_session_init (TachCliSession *session)
@@ -145,6 +146,8 @@ tach_cli_on_notify (TachRun *run, gpointer user_data)
           session->done_steps = MAX (session->done_steps, sample->step + 1);
           if (!isnan (sample->loss))
             session->last_loss = sample->loss;
+          if (session->progress_on)
+            tach_progress_add (&session->progress, sample);
         }
     }
   while (session->scratch->len == TACH_RUN_DRAIN_MAX);
@@ -195,6 +198,29 @@ tach_cli_on_tick (gpointer user_data)
   if (session->run != NULL && tach_cli_run_state_is_final (tach_run_get_state (session->run)))
     g_main_loop_quit (session->loop);
 
+  return G_SOURCE_CONTINUE;
+}
+
+/* Main thread: --progress's line for the steps since the last one, on
+ * stdout (every rank's own under mpirun, which merges them). */
+static void
+tach_cli_progress_print (TachCliSession *session)
+{
+  g_autofree char *line = NULL;
+
+  if (!session->progress_on)
+    return;
+  /* Between sync points the engine still says how far it has got. */
+  session->progress.step = MAX (session->progress.step, session->done_steps);
+  line = tach_progress_take_line (&session->progress);
+  fputs (line, tach_cli_progress_out != NULL ? tach_cli_progress_out : stdout);
+  fflush (tach_cli_progress_out != NULL ? tach_cli_progress_out : stdout);
+}
+
+static gboolean
+tach_cli_on_progress_tick (gpointer user_data)
+{
+  tach_cli_progress_print (user_data);
   return G_SOURCE_CONTINUE;
 }
 
@@ -279,7 +305,7 @@ tach_cli_run_one (TachCliSession   *session,
                   GError          **error)
 {
   g_autoptr(TachRun) run = NULL;
-  guint tick_id;
+  guint tick_id, progress_id = 0;
 
   run = tach_run_new (config, error);
   if (run == NULL)
@@ -310,12 +336,21 @@ tach_cli_run_one (TachCliSession   *session,
     }
 
   tick_id = g_timeout_add_seconds (1, tach_cli_on_tick, session);
+  if (session->progress_on)
+    {
+      tach_progress_init (&session->progress, tach_ranks_world_rank (),
+                          tach_ranks_world_size (), config->steps);
+      progress_id = g_timeout_add (500, tach_cli_on_progress_tick, session);
+    }
   if (!tach_cli_run_state_is_final (tach_run_get_state (run)))
     g_main_loop_run (session->loop);
   g_source_remove (tick_id);
+  if (progress_id != 0)
+    g_source_remove (progress_id);
   tach_cli_live_clear (session);
 
   tach_run_wait (run, error);
+  tach_cli_progress_print (session);
   tach_cli_stream_csv (session);
   session->run = NULL;
   return g_steal_pointer (&run);
@@ -705,6 +740,7 @@ tach_cli_command_run (const TachCliOptions *options)
   tach_cli_print_notices (options, &config);
 
   tach_cli_session_init (&session);
+  session.progress_on = options->progress;
   /* Before the folder is opened: a Ctrl-C while the folder's rows are
    * copied stops the run as it starts, instead of killing the command. */
   tach_cli_session_watch_signals (&session);

@@ -10,6 +10,7 @@
 #include <math.h>
 #include <stdio.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <glib/gi18n.h>
 
@@ -100,7 +101,8 @@ tach_cli_print_help (void)
                             tach_workload_to_string ((TachWorkload) w));
 
   g_string_append (out, _("Usage:\n"));
-  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR] [--trace FILE]\n"));
+  g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR] [--trace FILE]\n"
+                          "                [--progress]\n"));
   g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]...\n"
                           "                 [--rounds N] [--budget SECONDS] [--target PERCENT] [--csv DIR] [--tensorboard DIR]\n"));
@@ -154,6 +156,9 @@ tach_cli_print_help (void)
   tach_cli_print_option (out, "--trace FILE",
                          _("run: write the run's timeline as Chrome Trace Event JSON (Perfetto UI,"
                            " chrome://tracing): a process per rank, its steps and phases"));
+  tach_cli_print_option (out, "--progress",
+                         _("run: also write machine-readable progress lines on stdout, about "
+                           "twice a second, every rank its own (the window reads them)"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -324,6 +329,17 @@ tach_cli_parse_options (const char     *command,
         }
       else
         name = g_strdup (arg + 2);
+
+      if (g_str_equal (name, "progress") && eq == NULL)
+        {
+          if (!g_str_equal (command, "run"))
+            {
+              tach_cli_usage_error (_("'--progress' belongs to 'run'"));
+              return FALSE;
+            }
+          options->progress = TRUE;
+          continue;
+        }
 
       info = tach_knob_lookup (name);
       if (info == NULL && !g_str_equal (name, "workload") && !g_str_equal (name, "preset") &&
@@ -503,17 +519,25 @@ main (int argc, char **argv)
   g_set_prgname ("tach-cli");
 
   /* Started by mpirun: join the job before any thread starts.  Only rank
-   * 0 speaks on stdout; every rank's errors reach stderr. */
+   * 0 speaks on stdout; every rank's errors reach stderr, and every rank's
+   * --progress lines the stdout it was given (tach_cli_progress_out). */
   {
     g_autoptr(GError) error = NULL;
+    int fd;
 
     if (!tach_ranks_init (&argc, &argv, &error))
       {
         fprintf (stderr, "tach-cli: %s\n", error->message);
         return TACH_CLI_EXIT_USAGE;
       }
-    if (tach_ranks_world_rank () != 0 && freopen ("/dev/null", "w", stdout) == NULL)
-      return TACH_CLI_EXIT_FAILURE;
+    if (tach_ranks_world_rank () != 0)
+      {
+        fflush (stdout);
+        fd = dup (STDOUT_FILENO);
+        tach_cli_progress_out = fd >= 0 ? fdopen (fd, "w") : NULL;
+        if (freopen ("/dev/null", "w", stdout) == NULL)
+          return TACH_CLI_EXIT_FAILURE;
+      }
   }
 
   if (argc < 2)

@@ -19,7 +19,10 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
   - --trace writes Chrome Trace Event JSON with one process per rank and
     monotone timestamps on every track; the all-reduces on their own
     track (per-tensor), or one track per bucket (overlap), each slice
-    apart from the next, and a counter of the bytes in flight per rank.
+    apart from the next, and a counter of the bytes in flight per rank;
+  - --progress: every rank writes its progress lines on mpirun's stdout
+    (tach-progress.h), the last at the last step, with phases that add up
+    to at most the step.
 Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
 variables) refuses with exit 2 and a message saying how to build with MPI.
 
@@ -274,6 +277,25 @@ def test_grad_device():
               % (what, np, p.returncode, (p.stdout + p.stderr).strip()[-600:]))
 
 
+def test_progress(tmp):
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "40", "--progress"])
+    check(p.returncode == 0, "--progress: exit 0 (got %d: %s)" % (p.returncode, p.stderr[-300:]))
+    last = {}
+    for line in p.stdout.splitlines():
+        if not line.startswith("tach-progress "):
+            continue
+        fields = dict(w.split("=", 1) for w in line.split()[1:])
+        last[int(fields["rank"])] = fields
+    check(sorted(last) == [0, 1], "--progress: both ranks' lines on stdout: %s" % sorted(last))
+    for rank, f in sorted(last.items()):
+        check(f["ranks"] == "2" and f["step"] == "40" and f["steps"] == "40",
+              "--progress: rank %d's last line at step 40 of 40: %s" % (rank, f))
+        parts = sum(float(f[k]) for k in ("feed_ms", "compute_ms", "sync_ms", "host_ms",
+                                          "comm_ms", "pack_ms"))
+        check(float(f["rate"]) > 0 and parts <= float(f["step_ms"]) * 1.001,
+              "--progress: rank %d's rate and phases within its step: %s" % (rank, f))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tach-mpi-")
     try:
@@ -290,6 +312,7 @@ def main():
             test_lost_rank(tmp, "STOP")
             test_lost_rank(tmp, "KILL")
             test_trace(tmp)
+            test_progress(tmp)
             if GRAD_DEVICE is not None:
                 test_grad_device()
     finally:

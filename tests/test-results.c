@@ -9,6 +9,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-run-private.h"
+#include "tach-progress.h"
 #include "test-run-util.h"
 
 typedef struct {
@@ -407,10 +408,65 @@ test_blocks (Fixture *f, gconstpointer data)
   tach_results_set_block_size (old);
 }
 
+/* tach-cli run --progress's lines (tach-progress.h): the means of the
+ * steps since the last line, read back as written; any other line, a
+ * rank outside the job or a missing field is refused; a key a later
+ * version adds is passed over. */
+static void
+test_progress_lines (void)
+{
+  TachProgress progress, back;
+  g_autofree char *first = NULL, *second = NULL, *later = NULL;
+
+  tach_progress_init (&progress, 1, 2, 50);
+  for (guint i = 0; i < 4; i++)
+    {
+      TachSample s = { .step = i, .warmup = i < 2, .rank = 1, .wall_s = 0.1 * (i + 1),
+                       .step_ms = 10.0 + i, .feed_ms = 1, .compute_ms = 6, .sync_ms = 0,
+                       .host_ms = 0.5, .loss = 2.0 - i, .accuracy = NAN,
+                       .comm_ms = 2, .pack_ms = 0.25, .imbalance_ms = NAN };
+
+      tach_progress_add (&progress, &s);
+    }
+  /* Measured steps only, once there are any: steps 2 and 3. */
+  first = tach_progress_take_line (&progress);
+  g_assert_true (g_str_has_suffix (first, "\n"));
+  g_assert_true (tach_progress_parse (first, &back));
+  g_assert_cmpuint (back.rank, ==, 1);
+  g_assert_cmpuint (back.ranks, ==, 2);
+  g_assert_cmpuint (back.step, ==, 4);
+  g_assert_cmpuint (back.steps, ==, 50);
+  g_assert_cmpuint (back.window, ==, 2);
+  g_assert_false (back.warmup);
+  g_assert_cmpfloat_with_epsilon (back.step_ms, 12.5, 1e-9);
+  g_assert_cmpfloat_with_epsilon (back.rate, 80.0, 1e-4);
+  g_assert_cmpfloat_with_epsilon (back.comm_ms, 2.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (back.pack_ms, 0.25, 1e-9);
+  g_assert_cmpfloat_with_epsilon (back.loss, -1.0, 1e-9);
+  g_assert_cmpfloat_with_epsilon (back.wall_s, 0.4, 1e-9);
+
+  /* Nothing since: the line says how far it got, with no figures. */
+  second = tach_progress_take_line (&progress);
+  g_assert_true (tach_progress_parse (second, &back));
+  g_assert_cmpuint (back.window, ==, 0);
+  g_assert_cmpuint (back.step, ==, 4);
+  g_assert_true (isnan (back.rate) && isnan (back.step_ms));
+
+  later = g_strconcat (g_strchomp (second), " new_key=7", NULL);
+  g_assert_true (tach_progress_parse (later, &back));
+  g_assert_false (tach_progress_parse ("  steps/s      936.85 median", &back));
+  g_assert_false (tach_progress_parse ("tach-progress rank=2 ranks=2 step=1", &back));
+  g_assert_false (tach_progress_parse ("tach-progress rank=0 ranks=2", &back));
+  g_assert_false (tach_progress_parse ("tach-progress rank=0 ranks=2 step=x", &back));
+  g_assert_false (tach_progress_parse ("tach-progress rank=0 ranks=2 step=3 rate=fast", &back));
+  g_assert_false (tach_progress_parse ("tach-progress rank=0 ranks=2 step=3 word", &back));
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
+  g_test_add_func ("/engine/results/progress-lines", test_progress_lines);
   g_test_add ("/engine/results/roundtrip", Fixture, NULL, fixture_set_up, test_roundtrip, fixture_tear_down);
   g_test_add ("/engine/results/older-columns", Fixture, NULL, fixture_set_up, test_older_columns, fixture_tear_down);
   g_test_add ("/engine/results/malformed", Fixture, NULL, fixture_set_up, test_malformed, fixture_tear_down);
