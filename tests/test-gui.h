@@ -77,6 +77,9 @@ void     assert_panel_not_ellipsised (TachWindow *window);
 /* The window and the engine's messages in Chinese (test-gui-shots.c). */
 void     test_i18n_zh_cn     (Fixture      *fixture,
                               gconstpointer data);
+/* Runs of several ranks through mpirun (test-gui-ranks.c): adds its tests. */
+void     test_gui_ranks_add  (void (*setup) (Fixture *, gconstpointer),
+                              void (*teardown) (Fixture *, gconstpointer));
 /* The README's screenshots, rendered as artifacts (test-gui-shots.c). */
 void     test_screenshots    (Fixture      *fixture,
                               gconstpointer data);

@@ -1,5 +1,5 @@
 /* tach-phase-bar.c: a stacked bar of feed / compute / sync wait / host
- * overhead shares, small enough to sit in a table cell. */
+ * overhead shares (and a rank's communication, packing and imbalance), small enough to sit in a table cell. */
 #include "tach-phase-bar.h"
 
 #include <adwaita.h>
@@ -10,7 +10,7 @@ struct _TachPhaseBar
 {
   GtkWidget parent_instance;
 
-  double    shares[TACH_PHASE_COUNT];
+  double    shares[TACH_PHASE_ALL];
 };
 
 G_DEFINE_FINAL_TYPE (TachPhaseBar, tach_phase_bar, GTK_TYPE_WIDGET)
@@ -21,21 +21,26 @@ enum {
   PROP_COMPUTE_SHARE,
   PROP_SYNC_SHARE,
   PROP_HOST_SHARE,
+  PROP_COMM_SHARE,
+  PROP_PACK_SHARE,
+  PROP_IMBALANCE_SHARE,
   N_PROPS
 };
 
 static GParamSpec *properties[N_PROPS];
 
 /* The same colours as the .phase-swatch CSS classes in style.css. */
-static const char *colors_light[TACH_PHASE_COUNT] = { "#e5a50a", "#3584e4", "#e01b24", "#9a9996" };
-static const char *colors_dark[TACH_PHASE_COUNT] = { "#f8e45c", "#62a0ea", "#f66151", "#c0bfbc" };
+static const char *colors_light[TACH_PHASE_ALL] = { "#e5a50a", "#3584e4", "#e01b24", "#9a9996",
+                                                    "#9141ac", "#2ec27e", "#865e3c" };
+static const char *colors_dark[TACH_PHASE_ALL] = { "#f8e45c", "#62a0ea", "#f66151", "#c0bfbc",
+                                                   "#c061cb", "#57e389", "#b5835a" };
 
 void
 tach_phase_get_color (TachPhase  phase,
                       gboolean   dark,
                       GdkRGBA   *color)
 {
-  g_return_if_fail (phase < TACH_PHASE_COUNT);
+  g_return_if_fail (phase < TACH_PHASE_ALL);
   gdk_rgba_parse (color, (dark ? colors_dark : colors_light)[phase]);
 }
 
@@ -52,7 +57,13 @@ tach_phase_get_label (TachPhase phase)
       return _("Sync wait");
     case TACH_PHASE_HOST:
       return _("Host overhead");
-    case TACH_PHASE_COUNT:
+    case TACH_PHASE_COMM:
+      return _("Exposed communication");
+    case TACH_PHASE_PACK:
+      return _("Packing");
+    case TACH_PHASE_IMBALANCE:
+      return _("Imbalance");
+    case TACH_PHASE_ALL:
     default:
       g_return_val_if_reached (NULL);
     }
@@ -91,7 +102,7 @@ tach_phase_bar_snapshot (GtkWidget   *widget,
   double total = 0.0, x = 0.0;
   GskRoundedRect outline;
 
-  for (guint i = 0; i < TACH_PHASE_COUNT; i++)
+  for (guint i = 0; i < TACH_PHASE_ALL; i++)
     total += self->shares[i];
 
   gsk_rounded_rect_init_from_rect (&outline, &GRAPHENE_RECT_INIT (0, y, width, height), height / 2);
@@ -103,7 +114,7 @@ tach_phase_bar_snapshot (GtkWidget   *widget,
       gtk_snapshot_append_color (snapshot, &empty, &GRAPHENE_RECT_INIT (0, y, width, height));
     }
   else
-    for (guint i = 0; i < TACH_PHASE_COUNT; i++)
+    for (guint i = 0; i < TACH_PHASE_ALL; i++)
       {
         /* Rounded to whole pixels so that neighbouring phases do not
          * blend into a seam. */
@@ -122,9 +133,11 @@ tach_phase_bar_update_tooltip (TachPhaseBar *self)
 {
   g_autoptr(GString) text = g_string_new (NULL);
 
-  for (guint i = 0; i < TACH_PHASE_COUNT; i++)
-    g_string_append_printf (text, "%s%s: %.0f %%", i ? "\n" : "",
-                            tach_phase_get_label (i), 100.0 * self->shares[i]);
+  for (guint i = 0; i < TACH_PHASE_ALL; i++)
+    /* A rank's phases only where there are ranks. */
+    if (i < TACH_PHASE_COUNT || self->shares[i] > 0.0)
+      g_string_append_printf (text, "%s%s: %.0f %%", i ? "\n" : "",
+                              tach_phase_get_label (i), 100.0 * self->shares[i]);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self), text->str);
 }
 
@@ -134,7 +147,7 @@ tach_phase_bar_set_share (TachPhaseBar *self,
                           double        share)
 {
   g_return_if_fail (TACH_IS_PHASE_BAR (self));
-  g_return_if_fail (phase < TACH_PHASE_COUNT);
+  g_return_if_fail (phase < TACH_PHASE_ALL);
 
   /* A phase the engine did not observe is drawn as nothing, not as NaN. */
   if (!isfinite (share) || share < 0.0)
@@ -152,7 +165,7 @@ tach_phase_bar_get_share (TachPhaseBar *self,
                           TachPhase     phase)
 {
   g_return_val_if_fail (TACH_IS_PHASE_BAR (self), 0.0);
-  g_return_val_if_fail (phase < TACH_PHASE_COUNT, 0.0);
+  g_return_val_if_fail (phase < TACH_PHASE_ALL, 0.0);
   return self->shares[phase];
 }
 
@@ -164,7 +177,7 @@ tach_phase_bar_get_property (GObject    *object,
 {
   TachPhaseBar *self = TACH_PHASE_BAR (object);
 
-  if (prop_id >= PROP_FEED_SHARE && prop_id <= PROP_HOST_SHARE)
+  if (prop_id >= PROP_FEED_SHARE && prop_id <= PROP_IMBALANCE_SHARE)
     g_value_set_double (value, self->shares[prop_id - PROP_FEED_SHARE]);
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -178,7 +191,7 @@ tach_phase_bar_set_property (GObject      *object,
 {
   TachPhaseBar *self = TACH_PHASE_BAR (object);
 
-  if (prop_id >= PROP_FEED_SHARE && prop_id <= PROP_HOST_SHARE)
+  if (prop_id >= PROP_FEED_SHARE && prop_id <= PROP_IMBALANCE_SHARE)
     tach_phase_bar_set_share (self, prop_id - PROP_FEED_SHARE, g_value_get_double (value));
   else
     G_OBJECT_WARN_INVALID_PROPERTY_ID (object, prop_id, pspec);
@@ -189,14 +202,15 @@ tach_phase_bar_class_init (TachPhaseBarClass *klass)
 {
   GObjectClass *object_class = G_OBJECT_CLASS (klass);
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
-  static const char *names[] = { "feed-share", "compute-share", "sync-share", "host-share" };
+  static const char *names[] = { "feed-share", "compute-share", "sync-share", "host-share",
+                                 "comm-share", "pack-share", "imbalance-share" };
 
   object_class->get_property = tach_phase_bar_get_property;
   object_class->set_property = tach_phase_bar_set_property;
   widget_class->measure = tach_phase_bar_measure;
   widget_class->snapshot = tach_phase_bar_snapshot;
 
-  for (guint i = 0; i < TACH_PHASE_COUNT; i++)
+  for (guint i = 0; i < TACH_PHASE_ALL; i++)
     properties[PROP_FEED_SHARE + i] =
       g_param_spec_double (names[i], NULL, NULL, -G_MAXDOUBLE, G_MAXDOUBLE, 0.0,
                            G_PARAM_READWRITE | G_PARAM_EXPLICIT_NOTIFY | G_PARAM_STATIC_STRINGS);

@@ -10,7 +10,14 @@ typedef enum {
   TACH_PHASE_COMPUTE,
   TACH_PHASE_SYNC,
   TACH_PHASE_HOST,
-  TACH_PHASE_COUNT
+  TACH_PHASE_COUNT,
+  /* A data-parallel rank's step has three more, each cut from compute
+   * (TachSample): the exposed communication, the packing and the wait for
+   * the slowest rank.  Runs of one process have none of them. */
+  TACH_PHASE_COMM = TACH_PHASE_COUNT,
+  TACH_PHASE_PACK,
+  TACH_PHASE_IMBALANCE,
+  TACH_PHASE_ALL
 } TachPhase;
 
 #define TACH_TYPE_PHASE_BAR (tach_phase_bar_get_type ())

@@ -58,6 +58,9 @@ enum {
   PROP_COMPUTE_SHARE,
   PROP_SYNC_SHARE,
   PROP_HOST_SHARE,
+  PROP_COMM_SHARE,
+  PROP_PACK_SHARE,
+  PROP_IMBALANCE_SHARE,
   PROP_COLOR_INDEX,
   PROP_SWATCH_CLASSES,
   PROP_VISIBLE,
@@ -382,6 +385,9 @@ tach_run_object_get_property (GObject    *object,
     case PROP_COMPUTE_SHARE:
     case PROP_SYNC_SHARE:
     case PROP_HOST_SHARE:
+    case PROP_COMM_SHARE:
+    case PROP_PACK_SHARE:
+    case PROP_IMBALANCE_SHARE:
       g_value_set_double (value, finite_or_zero (tach_run_object_get_share (self, prop_id - PROP_FEED_SHARE)));
       break;
     case PROP_COLOR_INDEX:
@@ -476,6 +482,10 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   properties[PROP_COMPUTE_SHARE] = double_prop ("compute-share");
   properties[PROP_SYNC_SHARE] = double_prop ("sync-share");
   properties[PROP_HOST_SHARE] = double_prop ("host-share");
+  /* A data-parallel run's (0 for one process): TachPhase's order. */
+  properties[PROP_COMM_SHARE] = double_prop ("comm-share");
+  properties[PROP_PACK_SHARE] = double_prop ("pack-share");
+  properties[PROP_IMBALANCE_SHARE] = double_prop ("imbalance-share");
   properties[PROP_COLOR_INDEX] =
     g_param_spec_uint ("color-index", NULL, NULL, 0, G_MAXUINT, 0,
                        G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
@@ -521,8 +531,17 @@ tach_run_object_new (TachRun *run,
   config = tach_run_get_config (run);
   /* Its preset, or what an explain mix or a sweep's point is. */
   self->mode = tach_run_dup_name (run, _("custom"));
-  self->short_title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
-                                       tach_workload_to_string (config->workload), self->mode);
+  if (config->ranks > 1)
+    /* Translators: a run of several data-parallel ranks: its number,
+     * workload, preset and ranks ("#3 bilstm · tuned · 2 ranks"). */
+    self->short_title = g_strdup_printf (ngettext ("#%u %s · %s · %u rank", "#%u %s · %s · %u ranks",
+                                                   config->ranks),
+                                         tach_run_get_id (run),
+                                         tach_workload_to_string (config->workload), self->mode,
+                                         config->ranks);
+  else
+    self->short_title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
+                                         tach_workload_to_string (config->workload), self->mode);
   if (tach_run_get_source (run) != NULL)
     {
       g_autofree char *folder = g_path_get_basename (tach_run_get_source (run));
@@ -670,6 +689,7 @@ tach_run_object_get_share (TachRunObject *self,
   const double shares[] = {
     self->summary.feed_share, self->summary.compute_share,
     self->summary.sync_share, self->summary.host_share,
+    self->summary.comm_share, self->summary.pack_share, self->summary.imbalance_share,
   };
 
   g_return_val_if_fail (phase < G_N_ELEMENTS (shares), NAN);

@@ -7,6 +7,8 @@
 #include "tach-compare-view.h"
 #include "tach-scaling-view.h"
 #include "tach-run-object.h"
+#include "tach-ranks-job.h"
+#include "tach-ranks-view.h"
 
 G_BEGIN_DECLS
 
@@ -27,12 +29,18 @@ struct _TachWindow
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
   GtkWidget            *live_figures;  /* the active run's rate and loss */
+  TachRanksView        *ranks_view;    /* a data-parallel run's ranks */
 
   /* State. */
   GListStore           *runs;          /* TachRunObject, every run */
   GListStore           *sweep;         /* TachRunObject, the last comparison */
   GQueue                queue;         /* TachQueuedRun*, waiting to start */
   TachRunObject        *active_run;    /* the running (or last) run */
+  TachRanksJob         *ranks_job;     /* the last run of several ranks, or NULL */
+  TachChartSeries      *ranks_rate;    /* its rank 0's rate and loss while it runs */
+  TachChartSeries      *ranks_loss;
+  guint64               ranks_plotted; /* steps plotted so far */
+  double                ranks_plotted_s; /* and the wall time they ended at */
   GtkFileChooserNative *chooser;
   char                 *last_folder;   /* the last folder opened or exported to */
   GSettings            *settings;      /* NULL when the schema is not installed */
@@ -72,6 +80,13 @@ void     tach_window_init_scaling    (TachWindow    *self);
 /* Open…, drag and drop (tach-window-open.c). */
 void     tach_window_class_init_open (GtkWidgetClass *widget_class);
 void     tach_window_init_open       (TachWindow    *self);
+/* Runs of several ranks, through mpirun (tach-window-ranks.c). */
+void     tach_window_init_ranks      (TachWindow       *self);
+gboolean tach_window_start_ranks     (TachWindow       *self,
+                                      const TachConfig *config,
+                                      GError          **error);
+gboolean tach_window_ranks_running   (TachWindow       *self);
+void     tach_window_stop_ranks      (TachWindow       *self);
 /* Desktop notifications (tach-window-notify.c). */
 void     tach_window_job_started      (TachWindow    *self,
                                        gboolean       is_sweep);

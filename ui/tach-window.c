@@ -37,6 +37,7 @@ tach_window_get_running (TachWindow *self)
   g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
   /* An explanation's runs are the engine's too: one thing at a time. */
   return (self->active_run != NULL && tach_run_object_is_active (self->active_run))
+         || tach_window_ranks_running (self)
          || (self->explain_view != NULL && tach_explain_view_get_running (self->explain_view))
          || (self->scaling_view != NULL && tach_scaling_view_get_running (self->scaling_view));
 }
@@ -259,6 +260,10 @@ tach_window_start_run (TachWindow  *self,
       return FALSE;
     }
   tach_window_job_started (self, FALSE);
+  /* Ranks are processes of their own: mpirun starts them. */
+  if (tach_config_panel_get_config (self->config_panel)->ranks > 1)
+    return tach_window_start_ranks (self, tach_config_panel_get_config (self->config_panel),
+                                    error);
   return tach_window_start_config (self, tach_config_panel_get_config (self->config_panel),
                                    FALSE, error);
 }
@@ -271,6 +276,7 @@ tach_window_stop (TachWindow *self)
   g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
   if (self->active_run != NULL)
     tach_run_object_stop (self->active_run);
+  tach_window_stop_ranks (self);
   tach_explain_view_stop (self->explain_view);
   tach_scaling_view_stop (self->scaling_view);
 }
@@ -381,6 +387,9 @@ tach_window_dispose (GObject *object)
     gtk_native_dialog_destroy (GTK_NATIVE_DIALOG (self->chooser));
   g_clear_object (&self->chooser);
   g_clear_object (&self->active_run);
+  g_clear_object (&self->ranks_job);
+  g_clear_object (&self->ranks_rate);
+  g_clear_object (&self->ranks_loss);
   gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_WINDOW);
   g_clear_object (&self->runs);
   g_clear_object (&self->sweep);
@@ -521,6 +530,7 @@ tach_window_class_init (TachWindowClass *klass)
   g_type_ensure (TACH_TYPE_COMPARE_VIEW);
   g_type_ensure (TACH_TYPE_EXPLAIN_VIEW);
   g_type_ensure (TACH_TYPE_SCALING_VIEW);
+  g_type_ensure (TACH_TYPE_RANKS_VIEW);
 
   gtk_widget_class_set_template_from_resource (widget_class, "/io/github/tach/Tach/ui/tach-window.ui");
   gtk_widget_class_bind_template_child (widget_class, TachWindow, toast_overlay);
@@ -535,6 +545,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, live_figures);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, ranks_view);
 
   tach_window_class_init_actions (widget_class);
   tach_window_class_init_open (widget_class);
@@ -562,6 +573,7 @@ tach_window_init (TachWindow *self)
   tach_window_init_open (self);
   tach_window_init_explain (self);
   tach_window_init_scaling (self);
+  tach_window_init_ranks (self);
   tach_window_settings_restore (self);
   on_sweep_changed (self);
   on_runs_changed (self);

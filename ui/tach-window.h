@@ -8,6 +8,7 @@
 #include "tach-run-table.h"
 #include "tach-explain-view.h"
 #include "tach-scaling-view.h"
+#include "tach-ranks-view.h"
 
 G_BEGIN_DECLS
 
@@ -23,6 +24,7 @@ GListModel      *tach_window_get_runs          (TachWindow           *self);
 GListModel      *tach_window_get_sweep         (TachWindow           *self);
 TachExplainView *tach_window_get_explain_view  (TachWindow           *self);
 TachScalingView *tach_window_get_scaling_view  (TachWindow           *self);
+TachRanksView   *tach_window_get_ranks_view    (TachWindow           *self);
 gboolean         tach_window_get_running       (TachWindow           *self);
 gboolean         tach_window_start_run         (TachWindow           *self,
                                                 GError              **error);
