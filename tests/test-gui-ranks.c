@@ -2,6 +2,7 @@
  * build's tach-cli, tach-ranks-job.h): the ranks' rows while it runs and
  * after, the run landing in the table, Stop, and the message when mpirun
  * is missing. */
+#include <math.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -9,6 +10,7 @@
 #include "tach-config-panel.h"
 #include "tach-ranks-job.h"
 #include "tach-run-object.h"
+#include "tach-scaling-view.h"
 
 /* Every rank's row has had a progress line: a rate and its step. */
 static gboolean
@@ -180,12 +182,64 @@ test_ranks_missing_mpirun (Fixture *fixture, gconstpointer data)
   gtk_window_destroy (GTK_WINDOW (dialog));
 }
 
+static gboolean
+scaling_idle (gpointer data)
+{
+  return !tach_scaling_view_get_running (data);
+}
+
+/* The Scaling view over ranks 1 and 2: the 2-rank points run through
+ * mpirun, and the chart draws each preset's ideal scaling, twice its
+ * one-rank items/s at 2 ranks. */
+static void
+test_ranks_scaling (Fixture *fixture, gconstpointer data)
+{
+  TachScalingView *view = tach_window_get_scaling_view (fixture->window);
+  const TachScalingGrid *grid;
+  guint np, measured = 0;
+
+  if (!set_up_ranks (fixture, 12))
+    return;
+  g_assert_true (tach_config_panel_set_knob (tach_window_get_config_panel (fixture->window),
+                                             "ranks", "1", NULL));
+  g_assert_true (tach_scaling_view_set_spec (view, "ranks", "1,2"));
+  gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.scale", NULL);
+  g_assert_true (tach_scaling_view_get_running (view));
+  g_assert_true (iterate_until (scaling_idle, view, 300));
+  g_assert_null (find_message_dialog (fixture->window));
+
+  grid = tach_scaling_view_get_grid (view);
+  g_assert_nonnull (grid);
+  g_assert_true (grid->ideal);
+  np = g_strv_length (grid->presets);
+  for (guint p = 0; p < np; p++)
+    {
+      TachRun *one = tach_scaling_view_get_run (view, p, 0);
+      TachRun *two = tach_scaling_view_get_run (view, p, 1);
+      double base = tach_scaling_grid_value (grid, TACH_SCALING_RATE, p, 0);
+
+      if (one == NULL || two == NULL || !isfinite (base))
+        continue;
+      g_assert_cmpuint (tach_run_get_config (one)->ranks, ==, 1);
+      g_assert_cmpuint (tach_run_get_config (two)->ranks, ==, 2);
+      g_assert_cmpuint (tach_run_get_n_ranks (two), ==, 2);
+      g_assert_cmpstr (tach_run_get_varied (two), ==, "ranks");
+      g_assert_true (isfinite (tach_scaling_grid_value (grid, TACH_SCALING_RATE, p, 1)));
+      g_assert_cmpfloat_with_epsilon (tach_scaling_grid_ideal (grid, p, 1), 2 * base,
+                                      1e-9 * base);
+      measured++;
+    }
+  g_assert_cmpuint (measured, >, 0);
+  render_window (fixture->window, "ranks-scaling-light.png");
+}
+
 void
 test_gui_ranks_add (void (*setup) (Fixture *, gconstpointer),
                     void (*teardown) (Fixture *, gconstpointer))
 {
   g_test_add ("/gui/ranks/launch", Fixture, NULL, setup, test_ranks_launch, teardown);
   g_test_add ("/gui/ranks/stop", Fixture, NULL, setup, test_ranks_stop, teardown);
+  g_test_add ("/gui/ranks/scaling", Fixture, NULL, setup, test_ranks_scaling, teardown);
   g_test_add ("/gui/ranks/missing-mpirun", Fixture, NULL, setup, test_ranks_missing_mpirun,
               teardown);
 }

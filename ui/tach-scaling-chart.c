@@ -88,6 +88,23 @@ tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
   return tach_interval_ratio (&base, &rate, out);
 }
 
+double
+tach_scaling_grid_ideal (const TachScalingGrid *grid, guint p, guint v)
+{
+  guint nv = n_values (grid);
+
+  if (!grid->ideal)
+    return NAN;
+  for (guint first = 0; first < nv; first++)
+    {
+      double y = tach_scaling_grid_value (grid, TACH_SCALING_RATE, p, first);
+
+      if (isfinite (y) && grid->x[first] > 0)
+        return y * grid->x[v] / grid->x[first];
+    }
+  return NAN;
+}
+
 /* The plot area of @panel, and its axes over the shown presets' values. */
 static void
 frame_init (TachScalingChart *self, TachScalingPanel panel, int width, int height, Frame *f)
@@ -115,12 +132,15 @@ frame_init (TachScalingChart *self, TachScalingPanel panel, int width, int heigh
     for (guint p = 0; p < np; p++)
       {
         double y = tach_scaling_grid_value (grid, panel, p, v);
+        double ideal = panel == TACH_SCALING_RATE ? tach_scaling_grid_ideal (grid, p, v) : NAN;
 
         if (!grid->hidden[p] && isfinite (y))
           {
             lo = MIN (lo, y);
             hi = MAX (hi, y);
           }
+        if (!grid->hidden[p] && isfinite (ideal))
+          hi = MAX (hi, ideal);
       }
   if (panel == TACH_SCALING_SPEEDUP)
     {
@@ -248,7 +268,10 @@ draw_panel (TachScalingChart *self, cairo_t *cr, TachScalingPanel panel, int wid
   int w, h;
 
   frame_init (self, panel, width, height, &f);
-  if (panel == TACH_SCALING_RATE)
+  if (panel == TACH_SCALING_RATE && grid->ideal)
+    title = g_strdup_printf (_("%s against %s (higher is faster; dashed: ideal scaling)"),
+                             grid->unit, grid->knob);
+  else if (panel == TACH_SCALING_RATE)
     title = g_strdup_printf (_("%s against %s (higher is faster)"), grid->unit, grid->knob);
   else
     title = g_strdup_printf (_("Speed-up against %s at each %s"), grid->presets[0], grid->knob);
@@ -306,6 +329,23 @@ draw_panel (TachScalingChart *self, cairo_t *cr, TachScalingPanel panel, int wid
         continue;
       tach_chart_get_run_color (p, dark, &color);
       gdk_cairo_set_source_rgba (cr, &color);
+      /* Ideal scaling first, dashed and thin, under the measured line. */
+      if (panel == TACH_SCALING_RATE && isfinite (tach_scaling_grid_ideal (grid, p, 0)))
+        {
+          cairo_set_line_width (cr, 1.2);
+          cairo_set_dash (cr, (double[]) { 6, 4 }, 2, 0);
+          for (guint v = 0; v < nv; v++)
+            {
+              double y = tach_scaling_grid_ideal (grid, p, v);
+
+              if (v == 0)
+                cairo_move_to (cr, px_x (&f, grid->x[v]), px_y (&f, y));
+              else
+                cairo_line_to (cr, px_x (&f, grid->x[v]), px_y (&f, y));
+            }
+          cairo_stroke (cr);
+          cairo_set_dash (cr, NULL, 0, 0);
+        }
       cairo_set_line_width (cr, 2);
       for (guint v = 0; v < nv; v++)
         {

@@ -22,6 +22,10 @@ typedef struct {
   double     *rate_lo;    /* the same points' 95% intervals (NaN: none) */
   double     *rate_hi;
   gboolean   *hidden;     /* n_presets: left out of the drawing */
+  /* Data-parallel ranks varied: each preset's ideal scaling is drawn too,
+   * a dashed line through its first point proportional to the value
+   * (tach_scaling_grid_ideal). */
+  gboolean    ideal;
 } TachScalingGrid;
 
 typedef enum {
@@ -40,6 +44,10 @@ void       tach_scaling_chart_set_grid (TachScalingChart *self, const TachScalin
  * speed-up), NaN where there is none. */
 double     tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel,
                                     guint p, guint v);
+/* Ideal scaling of preset @p at value @v: its first measured items/s
+ * times @v's value over that point's; NaN without @grid->ideal or a
+ * measured point. */
+double     tach_scaling_grid_ideal (const TachScalingGrid *grid, guint p, guint v);
 /* The same value with its 95% interval (a run's median's, or the speed-up
  * from the two runs' intervals) and its verdict (against 1 for the
  * speed-up; TACH_VERDICT_UNKNOWN for items/s and the first preset). */

@@ -19,6 +19,7 @@
 
 #include "tach-export-chooser.h"
 #include "tach-task-view.h"
+#include "tach-ranks-job.h"
 
 #include <glib/gi18n.h>
 #include <math.h>
@@ -313,10 +314,29 @@ on_point_ran (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome ou
   g_source_unref (idle);
 }
 
+/* TachSweepFuncs.run, on the sweep's thread: a point of several ranks is
+ * a run of mpirun (tach-ranks-job.h), read back from its results. */
+static TachRun *
+run_point (TachSweep *sweep, const TachSweepPoint *point, const TachConfig *config,
+           gpointer user_data, GError **error)
+{
+  GCancellable *cancellable = g_task_get_cancellable (user_data);
+  TachRun *run;
+
+  (void) point;
+  if (config->ranks <= 1)
+    return tach_sweep_run_point (sweep, config, cancellable, error);
+  run = tach_ranks_job_run_sync (config, cancellable, error);
+  if (run != NULL)
+    tach_run_set_varied (run, tach_sweep_get_axis (sweep) != NULL
+                              ? tach_sweep_get_axis (sweep)->knob->name : NULL);
+  return run;
+}
+
 static void
 scaling_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
-  static const TachSweepFuncs funcs = { NULL, on_point_ran, NULL };
+  static const TachSweepFuncs funcs = { run_point, on_point_ran, NULL };
 
   (void) source;
   tach_sweep_run (task_data, &funcs, task, cancellable, NULL);
@@ -416,6 +436,8 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   self->grid.unit = _("items/s");
   self->grid.values = self->axis->values;
   self->grid.geometric = self->axis->geometric;
+  /* Over ranks, each preset's ideal (weak) scaling: N times one rank's. */
+  self->grid.ideal = self->axis->knob->id == TACH_KNOB_RANKS;
   self->grid.x = g_new (double, nv);
   for (guint v = 0; v < nv; v++)
     {

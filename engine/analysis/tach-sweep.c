@@ -430,6 +430,14 @@ tach_analysis_run (const TachConfig *config, const char *varied, GCancellable *c
   return g_steal_pointer (&run);
 }
 
+TachRun *
+tach_sweep_run_point (TachSweep *sweep, const TachConfig *config, GCancellable *cancellable,
+                      GError **error)
+{
+  return tach_analysis_run (config, sweep->axis != NULL ? sweep->axis->knob->name : NULL,
+                            cancellable, error);
+}
+
 gboolean
 tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_data,
                 GCancellable *cancellable, GError **error)
@@ -479,8 +487,7 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
               point.ordinal = ++started;
               run = funcs->run != NULL
                     ? funcs->run (sweep, &point, config, user_data, &point_error)
-                    : tach_analysis_run (config, sweep->axis != NULL ? sweep->axis->knob->name : NULL,
-                                       cancellable, &point_error);
+                    : tach_sweep_run_point (sweep, config, cancellable, &point_error);
               sweep->runs->pdata[round * sweep->n_points + point.index] = run;
             }
           if (funcs->done != NULL)

@@ -153,6 +153,12 @@ typedef struct {
   gboolean (*round_done) (TachSweep *sweep, guint round, gpointer user_data);
 } TachSweepFuncs;
 
+/* What a NULL funcs->run does, for a given one to leave points to: runs
+ * @config (a point of @sweep) to its end on this thread, marked varied by
+ * the axis's knob, stopped when @cancellable is cancelled. */
+TachRun            *tach_sweep_run_point (TachSweep *sweep, const TachConfig *config,
+                                          GCancellable *cancellable, GError **error);
+
 /* Runs the grid round after round, each in tach_sweep_point()'s order,
  * skipping the points with a problem.  Once @cancellable is cancelled the
  * run in progress is stopped (by the default funcs->run; a given one stops
