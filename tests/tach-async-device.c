@@ -480,9 +480,9 @@ ASYNC_OP (conv_block_bwd, TachConvPlan *, plan, const float *, x, const float *,
 ASYNC_OP (avgpool_fwd, const float *, x, float *, y, int, n, int, c, int, hw)
 ASYNC_OP (avgpool_bwd, const float *, dy, float *, dx, int, n, int, c, int, hw)
 ASYNC_OP (dropout_fwd, const float *, x, float *, y, size_t, n, float, p, guint64, seed,
-          guint64, counter)
+          guint64, counter, guint64, first)
 ASYNC_OP (dropout_bwd, const float *, dy, float *, dx, size_t, n, float, p, guint64, seed,
-          guint64, counter)
+          guint64, counter, guint64, first)
 ASYNC_OP (embedding, const float *, table, const int32_t *, idx, float *, out, int, n, int, dim)
 ASYNC_OP (sample_tokens, const float *, logits, int, n, int, vocab, guint64, seed,
           guint64, counter, int32_t *, tok, int32_t *, ctx, int, len)

@@ -66,20 +66,20 @@ test_offset_dropout (void)
   tach_backend_upload (be, dx, x, n * sizeof (float));
 
   /* The host counter of step 3 + k, no offset... */
-  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c + k);
+  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c + k, 0);
   tach_backend_download (be, want, dy, n * sizeof (float));
   /* ... and the counter of step 3 with the offset k. */
   be->step_offset = offset;
-  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c);
+  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c, 0);
   tach_backend_download (be, got, dy, n * sizeof (float));
   g_assert_cmpmem (want, n * sizeof (float), got, n * sizeof (float));
-  tach_op (be, dropout_bwd, dx, dy, n, 0.4f, SEED, c);
+  tach_op (be, dropout_bwd, dx, dy, n, 0.4f, SEED, c, 0);
   tach_backend_download (be, got, dy, n * sizeof (float));
   g_assert_cmpmem (want, n * sizeof (float), got, n * sizeof (float));
 
   /* Without the offset the mask is step 3's: a different one. */
   be->step_offset = NULL;
-  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c);
+  tach_op (be, dropout_fwd, dx, dy, n, 0.4f, SEED, c, 0);
   tach_backend_download (be, got, dy, n * sizeof (float));
   for (size_t e = 0; e < n; e++)
     dropped += (got[e] == 0.0f) != (want[e] == 0.0f);

@@ -4,7 +4,9 @@
 With MPI (the build's mpi option found Open MPI and mpirun is here):
   - 2 ranks at batch B give, step by step, the losses of one process at
     batch 2B (the mean of the ranks' losses, each its shard's), to
-    relative 1e-4 over 20 steps, for the bilstm and the lstm-lm;
+    relative 1e-4 over 20 steps, for the bilstm, the lstm-lm and the cnn
+    (whose dropout masks each rank draws as its shard of the global
+    batch's);
   - grad-sync per-tensor, fused and overlap, and bucket-mb 1 and 25, give
     the same bits (with two ranks every all-reduce sums the same two
     numbers); the runs end by checking that every rank's parameters are
@@ -88,15 +90,15 @@ def test_without_mpi(tmp):
           "without MPI: the message says how to build with MPI: " + p.stderr.strip()[:200])
 
 
-def test_equivalence(tmp, workload, batch):
+def test_equivalence(tmp, workload, batch, extra=()):
     one = os.path.join(tmp, workload + "-one")
     two = os.path.join(tmp, workload + "-two")
     p = subprocess.run([CLI] + BASE + ["--workload", workload, "--batch", str(2 * batch),
-                                       "--steps", "20", "--csv", one],
+                                       "--steps", "20", "--csv", one] + list(extra),
                        env=ENV, capture_output=True, text=True, timeout=120)
     check(p.returncode == 0, workload + ": one process at batch %d runs" % (2 * batch))
     p = mpirun(BASE + ["--workload", workload, "--batch", str(batch), "--steps", "20",
-                       "--csv", two])
+                       "--csv", two] + list(extra))
     check(p.returncode == 0, workload + ": 2 ranks at batch %d run: %s" % (batch, p.stderr[-300:]))
     if p.returncode != 0:
         return
@@ -307,6 +309,8 @@ def main():
         else:
             test_equivalence(tmp, "bilstm", 16)
             test_equivalence(tmp, "lstm-lm", 8)
+            # Synthetic images (Fashion-MNIST is 28x28): no long test set.
+            test_equivalence(tmp, "cnn", 8, ["--input", "16x16x1"])
             test_modes(tmp)
             test_mismatch(tmp)
             test_lost_rank(tmp, "STOP")

@@ -182,7 +182,8 @@ test_graph_step_offset (TachBackend *be)
   tach_backend_zero (be, offset, sizeof (uint64_t));
   be->step_offset = offset;
   tach_graph_begin (be);
-  tach_op (be, dropout_fwd, dx, dy, N, 0.4f, SEED, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 4));
+  tach_op (be, dropout_fwd, dx, dy, N, 0.4f, SEED, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 4),
+           0);
   tach_backend_sample_tokens (be, dz, ROWS, VOCAB, SEED,
                               TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, 4), tok, NULL, 0, loss);
   tach_backend_counter_add (be, offset, 1);
@@ -198,7 +199,7 @@ test_graph_step_offset (TachBackend *be)
       tach_backend_download (be, got_tok, tok, sizeof got_tok);
       tach_backend_download (be, &got_loss, loss, sizeof got_loss);
       tach_op (be, dropout_fwd, dx, dy, N, 0.4f, SEED,
-               TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step));
+               TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step), 0);
       tach_backend_sample_tokens (be, dz, ROWS, VOCAB, SEED,
                                   TACH_RAND_COUNTER (TACH_RAND_STREAM_SAMPLE, step), tok, NULL, 0,
                                   loss);

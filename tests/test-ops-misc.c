@@ -42,9 +42,9 @@ test_dropout (TachBackend *be)
   d_dy = tach_ops_upload_d (be, dy, N);
   d_dx = tach_ops_alloc (be, N * sizeof (float));
   d_id = tach_ops_alloc (be, N * sizeof (float));
-  tach_op (be, dropout_fwd, d_x, d_y, N, p, seed, counter);
-  tach_op (be, dropout_bwd, d_dy, d_dx, N, p, seed, counter);
-  tach_op (be, dropout_fwd, d_x, d_id, N, 0.0f, seed, counter);
+  tach_op (be, dropout_fwd, d_x, d_y, N, p, seed, counter, 0);
+  tach_op (be, dropout_bwd, d_dy, d_dx, N, p, seed, counter, 0);
+  tach_op (be, dropout_fwd, d_x, d_id, N, 0.0f, seed, counter, 0);
 
   tach_ref_dropout (x, y, N, p, seed, counter);
   tach_ref_dropout (dy, dx, N, p, seed, counter);
@@ -60,7 +60,18 @@ test_dropout (TachBackend *be)
       g_assert_cmpint (got_y[e] != 0.0f, ==, keep);
       g_assert_cmpint (got_dx[e] != 0.0f, ==, keep);
     }
+  /* A shard that starts at element N/3 of the mask (a data-parallel rank's
+   * part of the global batch) draws that part of the whole mask. */
+  {
+    g_autofree float *shard = NULL;
+
+    tach_op (be, dropout_fwd, d_x + N / 3, d_id, N - N / 3, p, seed, counter, N / 3);
+    shard = tach_ops_download_f (be, d_id, N - N / 3);
+    g_assert_cmpmem (shard, (N - N / 3) * sizeof (float), got_y + N / 3,
+                     (N - N / 3) * sizeof (float));
+  }
   /* p = 0 keeps everything unscaled. */
+  tach_op (be, dropout_fwd, d_x, d_id, N, 0.0f, seed, counter, 0);
   got_id = tach_ops_download_f (be, d_id, N);
   xf = tach_ref_to_float (x, N);
   g_assert_cmpmem (got_id, N * sizeof (float), xf, N * sizeof (float));
@@ -85,8 +96,8 @@ test_dropout_statistics (TachBackend *be)
   d_x = tach_ops_upload_f (be, ones, N);
   d_a = tach_ops_alloc (be, N * sizeof (float));
   d_b = tach_ops_alloc (be, N * sizeof (float));
-  tach_op (be, dropout_fwd, d_x, d_a, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 1));
-  tach_op (be, dropout_fwd, d_x, d_b, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 2));
+  tach_op (be, dropout_fwd, d_x, d_a, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 1), 0);
+  tach_op (be, dropout_fwd, d_x, d_b, N, p, 9, TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, 2), 0);
   a = tach_ops_download_f (be, d_a, N);
   b = tach_ops_download_f (be, d_b, N);
   for (size_t i = 0; i < N; i++)

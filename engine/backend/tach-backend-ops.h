@@ -263,14 +263,17 @@ struct _TachBackendOps {
   /* global average pool [N,C,H,W] -> [N,C] */
   void (*avgpool_fwd) (TachBackend *be, const float *x, float *y, int n, int c, int hw);
   void (*avgpool_bwd) (TachBackend *be, const float *dy, float *dx, int n, int c, int hw);
-  /* counter-based dropout: element e is kept iff tach_rand_uniform(seed, counter, e) >= p,
-   * kept values scaled by 1/(1-p).  bwd regenerates the same mask.
+  /* counter-based dropout: element e is kept iff
+   * tach_rand_uniform(seed, counter, first + e) >= p, kept values scaled by
+   * 1/(1-p).  bwd regenerates the same mask.  @first is where x[0] lies in
+   * a larger mask: a data-parallel rank's shard of the global batch draws
+   * the elements one process at the global batch draws for those samples.
    * Like sample_tokens, it adds the step offset to @counter (see
    * TachBackend.step_offset). */
   void (*dropout_fwd) (TachBackend *be, const float *x, float *y, size_t n, float p,
-                       guint64 seed, guint64 counter);
+                       guint64 seed, guint64 counter, guint64 first);
   void (*dropout_bwd) (TachBackend *be, const float *dy, float *dx, size_t n, float p,
-                       guint64 seed, guint64 counter);
+                       guint64 seed, guint64 counter, guint64 first);
 
   /* --- embedding and generation --- */
   /* out[i, :] = table[idx[i], :] for i < n */

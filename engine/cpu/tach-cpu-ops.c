@@ -348,25 +348,25 @@ tach_cpu_accuracy (TachBackend *be, const float *logits, const void *labels, int
  * element is scaled and then selected, so that no load is conditional. */
 TACH_CPU_SIMD_BODY void
 dropout_span_body (const float *in, float *out, size_t i0, size_t i1, float p, float scale,
-                   guint64 key)
+                   guint64 key, guint64 first)
 {
 #pragma omp simd
   for (size_t i = i0; i < i1; i++)
     {
       float kept = in[i] * scale;
 
-      out[i] = tach_rand_uniform_key (key, i) >= p ? kept : 0.0f;
+      out[i] = tach_rand_uniform_key (key, first + i) >= p ? kept : 0.0f;
     }
 }
 
 TACH_CPU_SIMD_DISPATCH (static, dropout_span,
                         (const float *in, float *out, size_t i0, size_t i1, float p, float scale,
-                         guint64 key),
-                        (in, out, i0, i1, p, scale, key))
+                         guint64 key, guint64 first),
+                        (in, out, i0, i1, p, scale, key, first))
 
 static void
 dropout_apply (TachBackend *be, const float *in, float *out, size_t n, float p,
-               guint64 seed, guint64 counter)
+               guint64 seed, guint64 counter, guint64 first)
 {
   float scale;
   guint64 key;
@@ -389,22 +389,23 @@ dropout_apply (TachBackend *be, const float *in, float *out, size_t n, float p,
   tach_cpu_bind_threads (be);
 #pragma omp parallel for if (n >= TACH_CPU_PARALLEL_MIN)
   for (size_t b = 0; b < blocks; b++)
-    dropout_span (in, out, b * DROPOUT_BLOCK, MIN (n, (b + 1) * DROPOUT_BLOCK), p, scale, key);
+    dropout_span (in, out, b * DROPOUT_BLOCK, MIN (n, (b + 1) * DROPOUT_BLOCK), p, scale, key,
+                  first);
 }
 
 void
 tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p,
-                      guint64 seed, guint64 counter)
+                      guint64 seed, guint64 counter, guint64 first)
 {
-  dropout_apply (be, x, y, n, p, seed, tach_backend_host_counter (be, counter));
+  dropout_apply (be, x, y, n, p, seed, tach_backend_host_counter (be, counter), first);
 }
 
 void
 tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p,
-                      guint64 seed, guint64 counter)
+                      guint64 seed, guint64 counter, guint64 first)
 {
   /* The mask is regenerated from the same counters: nothing is stored. */
-  dropout_apply (be, dy, dx, n, p, seed, tach_backend_host_counter (be, counter));
+  dropout_apply (be, dy, dx, n, p, seed, tach_backend_host_counter (be, counter), first);
 }
 
 /* ---------------------------------------------- embedding and sampling */

@@ -518,9 +518,9 @@ void   tach_cpu_softmax_ce (TachBackend *be, const float *logits, const int32_t 
 void   tach_cpu_accuracy (TachBackend *be, const float *logits, const void *labels, int n,
                           int classes, float *acc);
 void   tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p,
-                             guint64 seed, guint64 counter);
+                             guint64 seed, guint64 counter, guint64 first);
 void   tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p,
-                             guint64 seed, guint64 counter);
+                             guint64 seed, guint64 counter, guint64 first);
 void   tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
                            int n, int dim);
 void   tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,

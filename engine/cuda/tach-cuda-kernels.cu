@@ -379,12 +379,12 @@ avgpool_bwd_kernel (const float *dy, float *dx, size_t total, int hw)
 
 __global__ void
 dropout_kernel (const float *x, float *y, size_t n, float p, float scale, uint64_t seed,
-                uint64_t counter, const uint64_t *offset)
+                uint64_t counter, uint64_t first, const uint64_t *offset)
 {
   uint64_t c = effective_counter (counter, offset);
 
   GRID_STRIDE (e, n)
-    y[e] = tach_rand_uniform (seed, c, e) >= p ? x[e] * scale : 0.0f;
+    y[e] = tach_rand_uniform (seed, c, first + e) >= p ? x[e] * scale : 0.0f;
 }
 
 __global__ void
@@ -684,12 +684,12 @@ tach_cuda_launch_avgpool_bwd (cudaStream_t stream, const float *dy, float *dx, i
 
 cudaError_t
 tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,
-                          uint64_t seed, uint64_t counter, const uint64_t *offset)
+                          uint64_t seed, uint64_t counter, uint64_t first, const uint64_t *offset)
 {
   float scale = p < 1.0f ? 1.0f / (1.0f - p) : 0.0f;
 
   dropout_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, y, n, p, scale, seed, counter,
-                                                             offset);
+                                                             first, offset);
   return cudaGetLastError ();
 }
 

@@ -94,7 +94,8 @@ cudaError_t tach_cuda_launch_conv_pool_bwd (cudaStream_t stream, const float *dy
 /* The counter-taking kernels add *@offset (NULL: 0) to @counter when they
  * run: TachBackend.step_offset. */
 cudaError_t tach_cuda_launch_dropout (cudaStream_t stream, const float *x, float *y, size_t n, float p,
-                                      uint64_t seed, uint64_t counter, const uint64_t *offset);
+                                      uint64_t seed, uint64_t counter, uint64_t first,
+                                      const uint64_t *offset);
 /* *@counter += @delta: one tiny kernel, so a graph capture records it. */
 cudaError_t tach_cuda_launch_counter_add (cudaStream_t stream, uint64_t *counter, uint64_t delta);
 

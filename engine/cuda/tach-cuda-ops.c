@@ -113,16 +113,17 @@ cuda_avgpool_bwd (TachBackend *be, const float *dy, float *dx, int n, int c, int
  * the same scale to dy, which is exactly the forward op applied to dy. */
 static void
 cuda_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n, float p, guint64 seed,
-                  guint64 counter)
+                  guint64 counter, guint64 first)
 {
-  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), x, y, n, p, seed, counter, be->step_offset));
+  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), x, y, n, p, seed, counter, first,
+                                        be->step_offset));
 }
 
 static void
 cuda_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p, guint64 seed,
-                  guint64 counter)
+                  guint64 counter, guint64 first)
 {
-  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), dy, dx, n, p, seed, counter,
+  LAUNCH (be, tach_cuda_launch_dropout (STREAM (be), dy, dx, n, p, seed, counter, first,
                                         be->step_offset));
 }
 

@@ -15,7 +15,8 @@
  * Fashion-MNIST when installed and --input is 28x28x1, else seeded
  * synthetic images that can be learnt (one blurred prototype per class plus
  * noise).  The dropout mask is counter-based, keyed by (seed, step), so it is
- * the same whatever the mode; in a replayed graph the backend adds the
+ * the same whatever the mode (and a data-parallel rank draws its shard's
+ * part of the global batch's mask); in a replayed graph the backend adds the
  * runner's step offset to the step captured (TachBackend.step_offset).
  *
  * launch=graph: prepare gets the batch (the feeder hands out fixed
@@ -324,6 +325,16 @@ fail:
   return NULL;
 }
 
+/* Where this rank's dropout mask lies in the global batch's: rank r of N
+ * takes the r-th batch of the global one (the feeder's shard), so its
+ * elements are those one process at batch N B draws for the same samples,
+ * and N ranks drop what one process drops. */
+static guint64
+cnn_dropout_first (const TachCnn *self)
+{
+  return (guint64) self->be->rank * self->batch * self->dense;
+}
+
 /* The forward pass up to the logits; dropout only when training. */
 static void
 cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
@@ -352,7 +363,7 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
   tach_op (be, relu_fwd, self->h1, self->h1, n * self->dense);
   if (training)
     tach_op (be, dropout_fwd, self->h1, self->d1, n * self->dense, CNN_DROPOUT, self->seed,
-             TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step));
+             TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step), cnn_dropout_first (self));
   tach_dense_forward (be, training ? self->d1 : self->h1, tach_params_data (p, self->p_d2w),
                       tach_params_data (p, self->p_d2b), self->logits, self->batch, self->dense,
                       CNN_CLASSES);
@@ -396,7 +407,7 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
   tach_params_grad_ready (p, self->p_d2b);
   tach_params_grad_ready (p, self->p_d2w);
   tach_op (be, dropout_bwd, self->dd1, self->dd1, n * self->dense, CNN_DROPOUT, self->seed,
-           TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step));
+           TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step), cnn_dropout_first (self));
   tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * self->dense);
   feat = self->head == TACH_HEAD_GAP ? self->g : self->p2;
   dfeat = self->head == TACH_HEAD_GAP ? self->dfeat : self->dp2;
