@@ -49,8 +49,38 @@ tach_cli_build_config (const TachCliOptions *options,
 
   if (preset != NULL && !tach_config_apply_preset (config, preset, error))
     return FALSE;
+  /* Under mpirun every rank trains, unless --ranks 1 (rank 0 alone). */
+  if (tach_ranks_world_size () > 1)
+    config->ranks = tach_ranks_world_size ();
 
   return tach_cli_apply_knobs (options, config, error);
+}
+
+gboolean
+tach_cli_join_ranks (const TachConfig *config, const TachCliOptions **options,
+                     TachCliOptions *quiet)
+{
+  g_autoptr(GError) error = NULL;
+
+  if (tach_ranks_world_size () == 1)
+    return TRUE;
+  if (!tach_ranks_check_world_config (config, &error))
+    {
+      if (tach_ranks_world_rank () == 0)
+        tach_cli_usage_error ("%s", error->message);
+      return FALSE;
+    }
+  /* Rank 0 holds every rank's figures once a run has ended: the outputs
+   * are its alone. */
+  if (tach_ranks_world_rank () != 0)
+    {
+      *quiet = **options;
+      quiet->csv_dir = NULL;
+      quiet->tensorboard_dir = NULL;
+      quiet->trace_path = NULL;
+      *options = quiet;
+    }
+  return TRUE;
 }
 
 gboolean
@@ -74,6 +104,28 @@ tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config)
 {
   g_autoptr(GHashTable) said = g_hash_table_new (g_str_hash, g_str_equal);
 
+  /* Under mpirun, rank 0 says it for the job. */
+  if (tach_ranks_world_rank () != 0)
+    return;
+  /* A data-parallel preset alone: its own knobs are the ranks'. */
+  if (options->preset != NULL && config->ranks <= 1)
+    {
+      g_autoptr(GPtrArray) presets = tach_presets_for_workload (config->workload);
+
+      for (guint i = 0; i < presets->len; i++)
+        {
+          const TachPreset *preset = g_ptr_array_index (presets, i);
+          const char *why = NULL;
+
+          if (preset->between_ranks && g_str_equal (preset->name, options->preset))
+            {
+              tach_config_knob_applies (config, "grad-sync", &why);
+              fprintf (stderr, _("tach-cli: note: preset %s sets how gradients are synchronised,"
+                                 " which does not apply here (%s): alone, it runs tuned's other"
+                                 " modes\n"), preset->name, why != NULL ? why : "");
+            }
+        }
+    }
   /* Only the knobs given: a preset's or a default's unused knob is no
    * surprise.  A knob given twice is said once. */
   for (guint i = options->knobs->len; i-- > 0;)

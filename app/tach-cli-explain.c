@@ -301,6 +301,7 @@ int
 tach_cli_command_explain (const TachCliOptions *options)
 {
   TachConfig from = { 0 }, to = { 0 };
+  TachCliOptions quiet;
   g_autoptr(GError) error = NULL;
   g_autoptr(TachExplain) explain = NULL;
   g_autoptr(TachDeviceInfo) device = NULL;
@@ -317,6 +318,13 @@ tach_cli_command_explain (const TachCliOptions *options)
       tach_config_clear (&from);
       tach_config_clear (&to);
       return tach_cli_exit_code_for_error (error);
+    }
+  /* Under mpirun: every rank started alike, and the outputs rank 0's. */
+  if (!tach_cli_join_ranks (&from, &options, &quiet))
+    {
+      tach_config_clear (&from);
+      tach_config_clear (&to);
+      return TACH_CLI_EXIT_USAGE;
     }
   tach_explain_set_labels (explain, options->from, options->to);
   tach_explain_set_budget (explain, options->budget_s, options->target);

@@ -34,7 +34,7 @@ static const GenEntry options[] = {
                            "commas), A..BxF (geometric), A..B+S, or all values of a choice." },
   { "from", "A", "explain: the starting configuration, a preset or \"k=v ...\" settings." },
   { "to", "B", "explain: the target configuration, a preset or \"k=v ...\" settings." },
-  { "rounds", "N", "explain, sweep: interleaved rounds of every configuration, each in a new "
+  { "rounds", "N", "explain, sweep, run --scaling: interleaved rounds of every configuration, each in a new "
                   "shuffled order (3 by default; explain: at least 3)." },
   { "budget", "SECONDS", "explain, sweep: after those rounds, add rounds while an interval "
                          "misses the target and time is left (45 by default; 0: the rounds "
@@ -48,6 +48,9 @@ static const GenEntry options[] = {
                      "chrome://tracing): a process per rank, its steps and phases." },
   { "progress", NULL, "run: also write machine-readable progress lines on stdout, about twice a "
                       "second, every rank its own (the window reads them)." },
+  { "scaling", NULL, "run, under mpirun -np N: also one process at the same batch and at N "
+                     "times it, in shuffled rounds (--rounds): weak and strong scaling "
+                     "efficiency." },
   { "help", NULL, "Show the help." },
   { "version", NULL, "Show the version." },
 };
@@ -226,6 +229,7 @@ print_man (void)
           "[\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR] "
           "[\\fB\\-\\-trace\\fR \\fIFILE\\fR]\n.br\n"
           ".B mpirun \\-np \\fIN\\fR tach\\-cli run\n...: \\fIN\\fR data\\-parallel ranks, \\fB\\-\\-batch\\fR per rank\n.br\n"
+          ".B mpirun \\-np \\fIN\\fR tach\\-cli run\n... \\fB\\-\\-scaling\\fR [\\fB\\-\\-rounds\\fR \\fIN\\fR]: and one process beside them\n.br\n"
           ".B tach\\-cli sweep\n\\fB\\-\\-workload\\fR \\fIW\\fR \\fB\\-\\-presets\\fR \\fILIST\\fR|\\fBall\\fR "
           "[\\fB\\-\\-vary\\fR \\fIKNOB=VALUES\\fR] [\\fB\\-\\-\\fR\\fIKNOB VALUE\\fR]... [\\fB\\-\\-rounds\\fR \\fIN\\fR] "
           "[\\fB\\-\\-budget\\fR \\fISECONDS\\fR] [\\fB\\-\\-target\\fR \\fIPERCENT\\fR] [\\fB\\-\\-csv\\fR \\fIDIR\\fR] [\\fB\\-\\-tensorboard\\fR \\fIDIR\\fR]\n.br\n"

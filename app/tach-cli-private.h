@@ -78,6 +78,7 @@ typedef struct {
   char   *tensorboard_dir; /* owned, or NULL */
   char   *trace_path;      /* owned, or NULL: run's --trace FILE */
   gboolean progress;       /* run's --progress: tach-progress.h lines on stdout */
+  gboolean scaling;        /* run --scaling: against one process, under mpirun */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 
@@ -94,7 +95,8 @@ void  tach_cli_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
 int   tach_cli_exit_code_for_error (const GError *error);
 
 /* Builds the configuration of one run: the workload's defaults, then
- * @preset (may be NULL), then the explicit knobs in the order given. */
+ * @preset (may be NULL), then, under mpirun, ranks = the job's size, then
+ * the explicit knobs in the order given. */
 gboolean tach_cli_build_config (const TachCliOptions *options,
                                 const char           *preset,
                                 TachConfig           *config,
@@ -137,6 +139,13 @@ gboolean tach_cli_write_csv (const char *dir, GPtrArray *runs);
 /* Where --progress lines go: stdout, or under mpirun on ranks other than 0
  * (whose stdout is silenced) the stdout they were given; NULL: stdout. */
 extern FILE *tach_cli_progress_out;
+
+/* Under mpirun (else TRUE at once): checks that every rank was started
+ * with @config (rank 0 prints the difference; FALSE then), and on ranks
+ * other than 0, which print nothing and write no file, points *@options at
+ * @quiet, a copy without outputs.  Collective. */
+gboolean tach_cli_join_ranks (const TachConfig *config, const TachCliOptions **options,
+                              TachCliOptions *quiet);
 
 /* State shared by every run of one command. */
 typedef struct {
@@ -194,10 +203,12 @@ TachRun  *tach_cli_run_one       (TachCliSession   *session,
  * run is, with the steps it measured (its row says how it ended). */
 gboolean  tach_cli_run_has_results (TachRun *run);
 /* What both sweeps do first: the workload, the preset names (the
- * workload's own for "all") and a check of the --csv folder.  Returns
- * TACH_CLI_EXIT_OK and sets *names, or reports and returns the exit status. */
-int       tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload,
-                                GStrv *names);
+ * workload's own for "all"; alone, not the data-parallel ones), under
+ * mpirun the ranks' agreement (tach_cli_join_ranks: *@options may become
+ * @quiet) and a check of the --csv folder.  Returns TACH_CLI_EXIT_OK and
+ * sets *names, or reports and returns the exit status. */
+int       tach_cli_sweep_start (const TachCliOptions **options, TachCliOptions *quiet,
+                                TachWorkload *workload, GStrv *names);
 /* What `run` and both sweeps do last: the CSV and TensorBoard logs of
  * @runs (both, whatever became of the other), the interrupted status, the
  * session's signal handlers and the session itself.  Returns the status. */
@@ -218,6 +229,13 @@ G_DEFINE_AUTO_CLEANUP_CLEAR_FUNC (TachCliSummaryText, tach_cli_summary_text_clea
 gboolean tach_cli_write_tensorboard (const char *dir, GPtrArray *runs);
 /* @value in @format, or "–" when it is not a finite number. */
 char     *tach_cli_format_number (double value, const char *format);
+/* A scaling efficiency with its interval: "94% (90–98%)", "not measured". */
+char     *tach_cli_format_efficiency (double value, double lo, double hi);
+/* Prints a run's summary as `run` does. */
+void      tach_cli_print_summary (TachRun *run);
+/* `run --scaling` under mpirun (tach-cli-scaling.c): @config on its N
+ * ranks against one process at its batch and at N times it, in rounds. */
+int       tach_cli_run_scaling (const TachCliOptions *options, const TachConfig *config);
 
 int   tach_cli_command_run     (const TachCliOptions *options);
 int   tach_cli_command_sweep   (const TachCliOptions *options);

@@ -161,7 +161,8 @@ tach_cli_on_notify (TachRun *run, gpointer user_data)
     {
       if (session->live)
         tach_cli_live_print (session);
-      else if (!session->eval_said && eval_total > 0)
+      /* Under mpirun, rank 0 says it for the job. */
+      else if (!session->eval_said && eval_total > 0 && tach_ranks_world_rank () == 0)
         {
           fprintf (stderr, _("tach-cli: %s%sevaluating the test set (%" PRIu64 " items)\n"),
                    session->label != NULL ? session->label : "",
@@ -367,6 +368,16 @@ tach_cli_format_percent (double share)
 }
 
 char *
+tach_cli_format_efficiency (double value, double lo, double hi)
+{
+  if (isnan (value))
+    return g_strdup (_("not measured"));
+  if (isnan (lo) || isnan (hi))
+    return g_strdup_printf ("%.0f%% (–)", 100.0 * value);
+  return g_strdup_printf ("%.0f%% (%.0f–%.0f%%)", 100.0 * value, 100.0 * lo, 100.0 * hi);
+}
+
+char *
 tach_cli_format_number (double value, const char *format)
 {
   if (isnan (value) || isinf (value))
@@ -439,7 +450,7 @@ tach_cli_print_header (const TachConfig     *config,
   fflush (stdout);
 }
 
-static void
+void
 tach_cli_print_summary (TachRun *run)
 {
   TachSummary s;
@@ -482,6 +493,18 @@ tach_cli_print_summary (TachRun *run)
       if (!isnan (s.slowest_rank))
         printf (_("               slowest rank %.0f, its compute %.1f%% above the quickest's\n"),
                 s.slowest_rank, 100.0 * s.rank_compute_spread);
+    }
+  if (!isnan (s.weak_scaling))
+    {
+      g_autofree char *weak = tach_cli_format_efficiency (s.weak_scaling, s.weak_scaling_lo,
+                                                          s.weak_scaling_hi);
+      g_autofree char *strong = tach_cli_format_efficiency (s.strong_scaling,
+                                                            s.strong_scaling_lo,
+                                                            s.strong_scaling_hi);
+
+      printf (_("  scaling      weak %s, strong %s of ideal, against one process (samples/s"
+                " over %u times one process's at batch %u and at %u)\n"),
+              weak, strong, config->ranks, config->batch, config->batch * config->ranks);
     }
   if (!isnan (s.achieved_flops) && s.achieved_flops > 0)
     {
@@ -708,28 +731,23 @@ tach_cli_command_run (const TachCliOptions *options)
       tach_config_clear (&config);
       return tach_cli_exit_code_for_error (error);
     }
+  if (options->scaling && (tach_ranks_world_size () == 1 || config.ranks == 1))
+    {
+      /* Said by rank 0 alone, not once per rank. */
+      if (tach_ranks_world_rank () == 0)
+        tach_cli_usage_error (_("--scaling compares N ranks with one process: start it as"
+                                " mpirun -np N tach-cli run ... --scaling (N of 2 or more),"
+                                " without --ranks 1"));
+      tach_config_clear (&config);
+      return TACH_CLI_EXIT_USAGE;
+    }
   /* Under mpirun: the job's ranks, the same settings on every rank (rank
    * 0 names a difference), and the outputs rank 0's alone, since it holds
    * every rank's figures once the run has ended. */
-  if (tach_ranks_world_size () > 1)
+  if (!tach_cli_join_ranks (&config, &options, &quiet))
     {
-      if (config.ranks == 1)
-        config.ranks = tach_ranks_world_size ();
-      if (!tach_ranks_check_world_config (&config, &error))
-        {
-          if (tach_ranks_world_rank () == 0)
-            tach_cli_usage_error ("%s", error->message);
-          tach_config_clear (&config);
-          return TACH_CLI_EXIT_USAGE;
-        }
-      if (tach_ranks_world_rank () != 0)
-        {
-          quiet = *options;
-          quiet.csv_dir = NULL;
-          quiet.tensorboard_dir = NULL;
-          quiet.trace_path = NULL;
-          options = &quiet;
-        }
+      tach_config_clear (&config);
+      return TACH_CLI_EXIT_USAGE;
     }
   if (!tach_cli_check_outputs (options, &error))
     {
@@ -737,7 +755,22 @@ tach_cli_command_run (const TachCliOptions *options)
       tach_config_clear (&config);
       return TACH_CLI_EXIT_FAILURE;
     }
+  /* --ranks 1 under mpirun: rank 0 runs alone, the others wait for it
+   * (asleep) and print nothing. */
+  if (!tach_ranks_takes_part (&config))
+    {
+      guchar done = 0;
+
+      tach_config_clear (&config);
+      return tach_ranks_share (&done, 1, NULL) ? TACH_CLI_EXIT_OK : TACH_CLI_EXIT_FAILURE;
+    }
   tach_cli_print_notices (options, &config);
+  if (options->scaling)
+    {
+      status = tach_cli_run_scaling (options, &config);
+      tach_config_clear (&config);
+      return status;
+    }
 
   tach_cli_session_init (&session);
   session.progress_on = options->progress;
@@ -805,6 +838,13 @@ tach_cli_command_run (const TachCliOptions *options)
     }
 
   status = tach_cli_session_finish (options, &session, runs, status);
+  if (tach_ranks_world_size () > 1 && config.ranks == 1)
+    {
+      guchar done = 1;
+
+      /* Releases the ranks that sat this run out. */
+      tach_ranks_share (&done, 1, NULL);
+    }
   tach_config_clear (&config);
   return status;
 }

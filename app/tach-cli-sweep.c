@@ -391,7 +391,7 @@ tach_cli_vary_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutc
       cli->status = MAX (cli->status, run == NULL ? tach_cli_exit_code_for_error (run_error)
                                                   : TACH_CLI_EXIT_FAILURE);
     }
-  else if (!cli->session.live)
+  else if (!cli->session.live && tach_ranks_world_rank () == 0)
     fprintf (stderr, _("tach-cli: preset %s, %s=%s done (%u/%u)\n"), name, knob, value,
              point->ordinal, tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
   if (run != NULL && tach_cli_run_has_results (run))
@@ -410,7 +410,8 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
   g_auto(GStrv) names = NULL;
   g_autofree char *values_text = NULL;
   guint n_names, n_points, bad;
-  int status = tach_cli_sweep_start (options, &workload, &names);
+  TachCliOptions quiet;
+  int status = tach_cli_sweep_start (&options, &quiet, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
     return status;
@@ -565,7 +566,8 @@ tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
 
   if (g_str_equal (list, "all"))
     {
-      g_autoptr(GPtrArray) presets = tach_presets_for_workload (workload);
+      /* Alone, a data-parallel preset would run as tuned does. */
+      g_autoptr(GPtrArray) presets = tach_presets_for_ranks (workload, tach_ranks_world_size ());
 
       for (guint i = 0; i < presets->len; i++)
         {
@@ -617,33 +619,41 @@ tach_cli_sweep_preset_names (const char *list, TachWorkload workload)
 }
 
 int
-tach_cli_sweep_start (const TachCliOptions *options, TachWorkload *workload, GStrv *names)
+tach_cli_sweep_start (const TachCliOptions **options, TachCliOptions *quiet,
+                      TachWorkload *workload, GStrv *names)
 {
   g_autoptr(GError) error = NULL;
+  TachConfig first = { 0 };
+  gboolean made;
 
-  if (!tach_workload_from_string (options->workload, workload, &error))
+  if (!tach_workload_from_string ((*options)->workload, workload, &error))
     {
       tach_cli_usage_error ("%s", error->message);
       return tach_cli_exit_code_for_error (error);
     }
-  *names = tach_cli_sweep_preset_names (options->presets, *workload);
+  *names = tach_cli_sweep_preset_names ((*options)->presets, *workload);
   if (*names == NULL)
     return TACH_CLI_EXIT_USAGE;
-  if (!tach_cli_check_outputs (options, &error))
+  /* Under mpirun: every rank started alike, and the outputs rank 0's. */
+  made = tach_cli_build_config (*options, (*names)[0], &first, NULL);
+  if (made && !tach_cli_join_ranks (&first, options, quiet))
+    {
+      tach_config_clear (&first);
+      g_clear_pointer (names, g_strfreev);
+      return TACH_CLI_EXIT_USAGE;
+    }
+  if (!tach_cli_check_outputs (*options, &error))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
+      tach_config_clear (&first);
       g_clear_pointer (names, g_strfreev);
       return TACH_CLI_EXIT_FAILURE;
     }
   /* The knobs given are the same for every preset: said once, from the
    * first (a configuration that cannot be made is reported later). */
-  {
-    TachConfig first = { 0 };
-
-    if (tach_cli_build_config (options, (*names)[0], &first, NULL))
-      tach_cli_print_notices (options, &first);
-    tach_config_clear (&first);
-  }
+  if (made)
+    tach_cli_print_notices (*options, &first);
+  tach_config_clear (&first);
   return TACH_CLI_EXIT_OK;
 }
 
@@ -682,7 +692,7 @@ tach_cli_presets_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepO
                                                                       : _("failed (see above)");
       cli->status = MAX (cli->status, row_status);
     }
-  else if (!cli->session.live)
+  else if (!cli->session.live && tach_ranks_world_rank () == 0)
     {
       /* Without a live line, say where a long sweep is. */
       fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->preset + 1,
@@ -697,7 +707,8 @@ tach_cli_command_sweep (const TachCliOptions *options)
   TachWorkload workload;
   g_auto(GStrv) names = NULL;
   g_autoptr(TachSweep) sweep = NULL;
-  int status = tach_cli_sweep_start (options, &workload, &names);
+  TachCliOptions quiet;
+  int status = tach_cli_sweep_start (&options, &quiet, &workload, &names);
 
   if (status != TACH_CLI_EXIT_OK)
     return status;

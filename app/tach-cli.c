@@ -104,6 +104,8 @@ tach_cli_print_help (void)
   g_string_append (out, _("  tach-cli run --workload W [--device D] [--preset NAME] [--KNOB VALUE]... [--csv DIR] [--tensorboard DIR] [--trace FILE]\n"
                           "                [--progress]\n"));
   g_string_append (out, _("  mpirun -np N tach-cli run ...    N data-parallel ranks (--batch is per rank)\n"));
+  g_string_append (out, _("  mpirun -np N tach-cli run ... --scaling [--rounds N]\n"
+                          "                                   and one process beside them: scaling efficiency\n"));
   g_string_append (out, _("  tach-cli sweep --workload W --presets A,B,...|all [--vary KNOB=VALUES] [--KNOB VALUE]...\n"
                           "                 [--rounds N] [--budget SECONDS] [--target PERCENT] [--csv DIR] [--tensorboard DIR]\n"));
   g_string_append (out, _("  tach-cli explain --workload W --from PRESET|\"k=v ...\" --to PRESET|\"k=v ...\"\n"
@@ -136,7 +138,7 @@ tach_cli_print_help (void)
   tach_cli_print_option (out, _("--from A, --to B"),
                          _("explain: each a preset, or \"k=v ...\" settings on the workload's defaults"));
   tach_cli_print_option (out, "--rounds N",
-                         _("explain, sweep: interleaved rounds of every configuration, each in a new "
+                         _("explain, sweep, run --scaling: interleaved rounds of every configuration, each in a new "
                            "shuffled order (explain: at least 3; 3 by default)"));
   {
     g_autofree char *help = g_strdup_printf (_("explain, sweep: after those rounds, add rounds while an "
@@ -159,6 +161,10 @@ tach_cli_print_help (void)
   tach_cli_print_option (out, "--progress",
                          _("run: also write machine-readable progress lines on stdout, about "
                            "twice a second, every rank its own (the window reads them)"));
+  tach_cli_print_option (out, "--scaling",
+                         _("run, under mpirun -np N: also one process at the same batch and at "
+                           "N times it, in shuffled rounds (--rounds, 3 by default): weak and "
+                           "strong scaling efficiency"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -293,6 +299,8 @@ tach_cli_parse_options (const char     *command,
                         TachCliOptions *options,
                         gboolean       *exit_early)
 {
+  gboolean rounds_given = FALSE;
+
   *exit_early = FALSE;
 
   for (int i = 0; i < argc; i++)
@@ -347,7 +355,8 @@ tach_cli_parse_options (const char     *command,
           !g_str_equal (name, "csv") &&
           !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
           !g_str_equal (name, "budget") && !g_str_equal (name, "target") &&
-          !g_str_equal (name, "tensorboard") && !g_str_equal (name, "trace"))
+          !g_str_equal (name, "tensorboard") && !g_str_equal (name, "trace") &&
+          !g_str_equal (name, "scaling"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
           return FALSE;
@@ -368,9 +377,21 @@ tach_cli_parse_options (const char     *command,
           tach_cli_usage_error (_("'--%s' belongs to 'explain'"), name);
           return FALSE;
         }
-      if ((g_str_equal (name, "rounds") || g_str_equal (name, "budget")
-           || g_str_equal (name, "target"))
-          && !g_str_equal (command, "explain") && !g_str_equal (command, "sweep"))
+      if (g_str_equal (name, "scaling"))
+        {
+          if (!g_str_equal (command, "run") || value != NULL)
+            {
+              tach_cli_usage_error (_("'--scaling' belongs to 'run' and takes no value"));
+              return FALSE;
+            }
+          options->scaling = TRUE;
+          continue;
+        }
+      if (g_str_equal (name, "rounds") && g_str_equal (command, "run"))
+        rounds_given = TRUE;
+      else if ((g_str_equal (name, "rounds") || g_str_equal (name, "budget")
+                || g_str_equal (name, "target"))
+               && !g_str_equal (command, "explain") && !g_str_equal (command, "sweep"))
         {
           tach_cli_usage_error (_("'--%s' belongs to 'explain' and 'sweep'"), name);
           return FALSE;
@@ -479,6 +500,17 @@ tach_cli_parse_options (const char     *command,
         }
     }
 
+  if (rounds_given && !options->scaling)
+    {
+      tach_cli_usage_error (_("'--rounds' belongs to 'explain', 'sweep' and 'run --scaling'"));
+      return FALSE;
+    }
+  if (options->scaling && options->trace_path != NULL)
+    {
+      tach_cli_usage_error (_("'--trace' writes one run, and '--scaling' makes several: leave"
+                              " one of them out"));
+      return FALSE;
+    }
   if (options->workload == NULL)
     {
       g_autoptr(GString) names = g_string_new (NULL);
@@ -599,13 +631,6 @@ main (int argc, char **argv)
     status = TACH_CLI_EXIT_USAGE;
   else if (exit_early)
     status = TACH_CLI_EXIT_OK;
-  else if (tach_ranks_world_size () > 1 && !g_str_equal (command, "run"))
-    {
-      /* Said by rank 0 alone, not once per rank. */
-      if (tach_ranks_world_rank () == 0)
-        tach_cli_usage_error (_("'%s' runs in one process: under mpirun, use 'run'"), command);
-      status = TACH_CLI_EXIT_USAGE;
-    }
   else if (g_str_equal (command, "run"))
     status = tach_cli_command_run (&options);
   else if (g_str_equal (command, "explain"))

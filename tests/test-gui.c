@@ -463,7 +463,7 @@ sweep_done (gpointer data)
 {
   TachWindow *window = data;
   GListModel *sweep = tach_window_get_sweep (window);
-  g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
+  g_autoptr(GPtrArray) presets = tach_presets_for_ranks (TACH_WORKLOAD_BILSTM, 1);
 
   return g_list_model_get_n_items (sweep) == presets->len && !tach_window_get_running (window);
 }
@@ -514,7 +514,7 @@ test_compare (Fixture       *fixture,
               gconstpointer  data)
 {
   GListModel *sweep = tach_window_get_sweep (fixture->window);
-  g_autoptr(GPtrArray) presets = tach_presets_for_workload (TACH_WORKLOAD_BILSTM);
+  g_autoptr(GPtrArray) presets = tach_presets_for_ranks (TACH_WORKLOAD_BILSTM, 1);
 
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.compare", NULL);
   g_assert_true (iterate_until (sweep_done, fixture->window, 120));

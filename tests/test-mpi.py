@@ -24,7 +24,15 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     apart from the next, and a counter of the bytes in flight per rank;
   - --progress: every rank writes its progress lines on mpirun's stdout
     (tach-progress.h), the last at the last step, with phases that add up
-    to at most the step.
+    to at most the step;
+  - the data-parallel presets set the synchronisation knobs they cite, and
+    alone a process says they do not apply;
+  - sweep and explain run under mpirun, every rank the same runs in the
+    same order, rank 0 alone printing and writing (sweep --vary ranks=1,2
+    runs the ranks=1 points on rank 0 alone);
+  - run --scaling measures weak and strong scaling efficiency against one
+    process and writes them to runs.csv (values checked to be numbers in
+    range, never against a speed).
 Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
 variables) refuses with exit 2 and a message saying how to build with MPI.
 
@@ -49,7 +57,8 @@ import time
 CLI = sys.argv[1]
 HAVE_MPI = sys.argv[2] == "mpi"
 GRAD_DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
-BASE = ["run", "--device", "cpu", "--threads", "1", "--warmup", "2"]
+ONE_THREAD = ["--device", "cpu", "--threads", "1", "--warmup", "2"]
+BASE = ["run"] + ONE_THREAD
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
 failures = []
@@ -298,6 +307,99 @@ def test_progress(tmp):
               "--progress: rank %d's rate and phases within its step: %s" % (rank, f))
 
 
+def read_runs(folder):
+    with open(os.path.join(folder, "runs.csv"), newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def test_presets(tmp):
+    folder = os.path.join(tmp, "preset-horovod")
+    p = mpirun(BASE + ["--workload", "bilstm", "--preset", "horovod-no-overlap", "--batch", "8",
+                       "--steps", "4", "--csv", folder])
+    check(p.returncode == 0, "preset horovod-no-overlap runs on 2 ranks: " + p.stderr[-300:])
+    if p.returncode == 0:
+        row = read_runs(folder)[0]
+        check((row["grad-sync"], row["bucket-mb"], row["grad-compress"], row["feed"])
+              == ("per-tensor", "64", "none", "resident"),
+              "horovod-no-overlap: per-tensor, 64 MB, no compression, tuned's feed: %s"
+              % [row[k] for k in ("grad-sync", "bucket-mb", "grad-compress", "feed")])
+    p = subprocess.run([CLI] + BASE + ["--workload", "cnn", "--preset", "ddp", "--batch", "4",
+                                       "--steps", "3"],
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0 and "preset ddp" in p.stderr and "does not apply" in p.stderr,
+          "alone, preset ddp runs and says its synchronisation does not apply: "
+          + p.stderr.strip()[:300])
+    p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
+    check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
+          "tach-cli presets lists the data-parallel presets with their sources")
+
+
+def test_sweep_explain(tmp):
+    folder = os.path.join(tmp, "sweep")
+    p = mpirun(["sweep"] + ONE_THREAD + ["--workload", "bilstm", "--presets",
+                                         "horovod-no-overlap,tuned", "--batch", "8", "--steps",
+                                         "6", "--rounds", "2", "--budget", "0", "--csv", folder],
+               timeout=300)
+    check(p.returncode == 0, "sweep --presets under mpirun: " + p.stderr[-300:])
+    if p.returncode == 0:
+        rows = read_runs(folder)
+        check(len(rows) == 4 and {r["ranks"] for r in rows} == {"2"},
+              "sweep under mpirun: 2 presets x 2 rounds, each on 2 ranks (%d rows)" % len(rows))
+        check(p.stdout.count("horovod-no-overlap") >= 1 and p.stdout.count("tuned") >= 1,
+              "sweep under mpirun: rank 0 prints the table")
+    folder = os.path.join(tmp, "sweep-ranks")
+    p = mpirun(["sweep"] + ONE_THREAD + ["--workload", "lstm-lm", "--presets", "tuned", "--vary",
+                                         "ranks=1,2", "--batch", "8", "--steps", "6", "--rounds",
+                                         "1", "--budget", "0", "--csv", folder], timeout=300)
+    check(p.returncode == 0, "sweep --vary ranks=1,2 under mpirun: " + p.stderr[-300:])
+    if p.returncode == 0:
+        rows = read_runs(folder)
+        check(sorted(r["ranks"] for r in rows) == ["1", "2"],
+              "sweep --vary ranks=1,2: rank 0 alone, then both: %s" % [r["ranks"] for r in rows])
+    folder = os.path.join(tmp, "explain")
+    p = mpirun(["explain"] + ONE_THREAD + ["--workload", "bilstm", "--from", "horovod-no-overlap",
+                                           "--to", "tuned", "--batch", "8", "--steps", "8",
+                                           "--rounds", "3", "--budget", "0", "--csv", folder],
+               timeout=400)
+    check(p.returncode == 0, "explain horovod-no-overlap -> tuned under mpirun: " + p.stderr[-300:])
+    if p.returncode == 0:
+        check("Gradient sync" in p.stdout and "Bucket size" in p.stdout,
+              "explain attributes the gap to grad-sync and bucket-mb: " + p.stdout[-600:])
+        rows = read_runs(folder)
+        check(len(rows) == 12 and {r["ranks"] for r in rows} == {"2"},
+              "explain under mpirun: 4 configurations x 3 rounds on 2 ranks (%d rows)" % len(rows))
+    p = mpirun(["sweep", "--device", "cpu", "--workload", "bilstm", "--presets", "tuned",
+                "--steps", "4"],
+               wrapper=[os.path.join(tmp, "mismatch.sh")])
+    check(p.returncode != 0 and "rank 1 runs with --batch 16" in p.stdout + p.stderr,
+          "sweep under mpirun: mismatched settings refused, naming the knob")
+
+
+def test_scaling(tmp):
+    folder = os.path.join(tmp, "scaling")
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "8", "--scaling",
+                       "--rounds", "2", "--csv", folder], timeout=300)
+    check(p.returncode == 0, "run --scaling under mpirun: " + p.stderr[-300:])
+    if p.returncode == 0:
+        rows = read_runs(folder)
+        by = sorted((r["ranks"], r["batch"]) for r in rows)
+        check(by == [("1", "16"), ("1", "16"), ("1", "8"), ("1", "8"), ("2", "8"), ("2", "8")],
+              "--scaling: 2 rounds of 2 ranks at 8, one process at 8 and at 16: %s" % by)
+        ranked = [r for r in rows if r["ranks"] == "2"]
+        ok = True
+        for r in ranked:
+            for k in ("weak_scaling", "strong_scaling"):
+                v, lo, hi = (float(r[k]), float(r[k + "_lo"] or "nan"), float(r[k + "_hi"] or "nan"))
+                ok = ok and 0 < v < 10 and (not lo == lo or lo <= v <= hi)
+        check(ok and len(ranked) == 2, "--scaling: weak and strong efficiency in runs.csv, each"
+              " within its interval: %s" % [(r["weak_scaling"], r["strong_scaling"]) for r in ranked])
+        check("scaling      weak" in p.stdout, "--scaling: the summary says the efficiencies")
+    p = subprocess.run([CLI] + BASE + ["--workload", "bilstm", "--steps", "2", "--scaling"],
+                       env=ENV, capture_output=True, text=True, timeout=60)
+    check(p.returncode == 2 and "mpirun -np N" in p.stderr,
+          "--scaling alone: exit 2, saying to start it under mpirun: " + p.stderr.strip()[:200])
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tach-mpi-")
     try:
@@ -313,6 +415,9 @@ def main():
             test_equivalence(tmp, "cnn", 8, ["--input", "16x16x1"])
             test_modes(tmp)
             test_mismatch(tmp)
+            test_presets(tmp)
+            test_sweep_explain(tmp)
+            test_scaling(tmp)
             test_lost_rank(tmp, "STOP")
             test_lost_rank(tmp, "KILL")
             test_trace(tmp)

@@ -30,7 +30,8 @@ tach_window_compare_presets (TachWindow  *self,
                              GError     **error)
 {
   const TachConfig *base = tach_config_panel_get_config (self->config_panel);
-  g_autoptr(GPtrArray) presets = tach_presets_for_workload (base->workload);
+  /* The window runs one process: not the data-parallel presets. */
+  g_autoptr(GPtrArray) presets = tach_presets_for_ranks (base->workload, base->ranks);
 
   g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
 

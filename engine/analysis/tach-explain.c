@@ -623,6 +623,26 @@ update_shares (TachExplain *explain, const gboolean *known_bad)
   return TRUE;
 }
 
+/* funcs->measure, and under mpirun rank 0's verdict on it for every rank:
+ * a configuration that failed on rank 0 is left out on every rank, so
+ * that the ranks go on measuring the same ones. */
+static gboolean
+measure_agreed (const TachExplainCostFuncs *funcs, guint mask, guint round,
+                TachExplainCost *cost, gpointer user_data, GError **error)
+{
+  gboolean ok = funcs->measure (mask, round, cost, user_data, error);
+  guchar agreed = ok;
+
+  if (tach_ranks_world_size () == 1)
+    return ok;
+  if (!tach_ranks_share (&agreed, 1, NULL))
+    agreed = FALSE;
+  if (!agreed && ok)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 _("the configuration failed on rank 0 (its message is rank 0's)"));
+  return agreed;
+}
+
 gboolean
 tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
                        gpointer user_data, TachExplainProgress progress,
@@ -692,13 +712,17 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       if (r == explain->rounds)
         {
           double spent = now_s (funcs, user_data) - start_s;
+          guchar more = !(explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
+                          || spent + spent / r > explain->budget_s)
+                        && update_shares (explain, known_bad)
+                        && !tach_explain_is_resolved (explain);
 
-          if (explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
-              || spent + spent / r > explain->budget_s)
-            break;
-          if (!update_shares (explain, known_bad))
-            break;
-          if (tach_explain_is_resolved (explain))
+          /* Under mpirun every rank measures the same configurations in
+           * the same order (the seed is the same on every rank); whether
+           * to add a round, from a clock and figures, is rank 0's word. */
+          if (tach_ranks_world_size () > 1 && !tach_ranks_share (&more, 1, error))
+            return FALSE;
+          if (!more)
             break;
           explain->rounds++;
           explain->costs = g_renew (TachExplainCost, explain->costs,
@@ -718,7 +742,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
           TachExplainCost *cost = &explain->costs[(gsize) r * explain->masks->len + idx];
 
           done++;
-          if (!explain->failed[idx] && !funcs->measure (mask, r, cost, user_data, &local))
+          if (!explain->failed[idx] && !measure_agreed (funcs, mask, r, cost, user_data, &local))
             {
               if (g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED) || mask == 0
                   || mask == full)

@@ -438,6 +438,21 @@ tach_sweep_run_point (TachSweep *sweep, const TachConfig *config, GCancellable *
                             cancellable, error);
 }
 
+/* Rank 0's @flag on every rank (tach_ranks_share); FALSE when the ranks
+ * lost each other.  TRUE at once alone. */
+static gboolean
+share_flag (gboolean *flag)
+{
+  guchar byte = *flag ? 1 : 0;
+
+  if (tach_ranks_world_size () == 1)
+    return TRUE;
+  if (!tach_ranks_share (&byte, 1, NULL))
+    return FALSE;
+  *flag = byte != 0;
+  return TRUE;
+}
+
 gboolean
 tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_data,
                 GCancellable *cancellable, GError **error)
@@ -475,10 +490,18 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
           point.index = point.value * sweep->n_presets + point.preset;
           point.round = round;
           stopped = stopped || g_cancellable_is_cancelled (cancellable);
+          /* Under mpirun every rank runs the same points in the same
+           * order (the shuffle's seed is the same on every rank): rank 0
+           * says whether to stop, and a rank with no part in the point
+           * (ranks=1: rank 0's alone) waits here, asleep, for the next. */
+          if (!share_flag (&stopped))
+            stopped = TRUE;
           if (stopped)
             outcome = TACH_SWEEP_STOPPED;
           else if (sweep->problems[point.index] != NULL)
             outcome = TACH_SWEEP_UNRUNNABLE;
+          else if (!tach_ranks_takes_part (&sweep->configs[point.index]))
+            continue;
           else
             {
               const TachConfig *config = &sweep->configs[point.index];
@@ -494,11 +517,15 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
             funcs->done (sweep, &point, outcome, run, point_error, user_data);
         }
       stopped = stopped || g_cancellable_is_cancelled (cancellable);
-      if (stopped)
-        break;
-      if (funcs->round_done != NULL ? !funcs->round_done (sweep, round, user_data)
-                                    : round + 1 >= sweep->rounds)
-        break;
+      {
+        gboolean last = stopped
+                        || (funcs->round_done != NULL ? !funcs->round_done (sweep, round, user_data)
+                                                      : round + 1 >= sweep->rounds);
+
+        /* Rank 0's clock and figures decide for every rank. */
+        if (!share_flag (&last) || last)
+          break;
+      }
     }
   if (stopped)
     {

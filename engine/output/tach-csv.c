@@ -36,6 +36,8 @@ static const char *const runs_tail[] = {
   "flops_per_step", "achieved_gflops", "peak_share", "peak_memory_bytes", "wall_s",
   "rate_clock", "e2e_steps_per_s", "algorithms", "api_calls_per_step",
   "comm_share", "pack_share", "imbalance_share", "slowest_rank", "rank_compute_spread",
+  "weak_scaling", "weak_scaling_lo", "weak_scaling_hi",
+  "strong_scaling", "strong_scaling_lo", "strong_scaling_hi",
   "varied", "varied_value",
   "machine_busy", "eval_s", "data_source", "data_path", "label", NULL
 };
@@ -240,6 +242,12 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.imbalance_share);
   add_double (row, s.slowest_rank);
   add_double (row, s.rank_compute_spread);
+  add_double (row, s.weak_scaling);
+  add_double (row, s.weak_scaling_lo);
+  add_double (row, s.weak_scaling_hi);
+  add_double (row, s.strong_scaling);
+  add_double (row, s.strong_scaling_lo);
+  add_double (row, s.strong_scaling_hi);
   add_field (row, tach_run_get_varied (run));
   add_field (row, varied_value);
   add_double (row, s.machine_busy);

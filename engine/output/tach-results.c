@@ -343,6 +343,13 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "imbalance_share", G_STRUCT_OFFSET (TachSummary, imbalance_share), 1 },
     { "slowest_rank", G_STRUCT_OFFSET (TachSummary, slowest_rank), 1 },
     { "rank_compute_spread", G_STRUCT_OFFSET (TachSummary, rank_compute_spread), 1 },
+    /* Absent (NaN) in folders written before scaling was measured. */
+    { "weak_scaling", G_STRUCT_OFFSET (TachSummary, weak_scaling), 1 },
+    { "weak_scaling_lo", G_STRUCT_OFFSET (TachSummary, weak_scaling_lo), 1 },
+    { "weak_scaling_hi", G_STRUCT_OFFSET (TachSummary, weak_scaling_hi), 1 },
+    { "strong_scaling", G_STRUCT_OFFSET (TachSummary, strong_scaling), 1 },
+    { "strong_scaling_lo", G_STRUCT_OFFSET (TachSummary, strong_scaling_lo), 1 },
+    { "strong_scaling_hi", G_STRUCT_OFFSET (TachSummary, strong_scaling_hi), 1 },
   };
 
   memset (s, 0, sizeof *s);

@@ -60,6 +60,8 @@ gboolean tach_ranks_bcast_bytes (TachRanks *ranks, void *buf, int n, const char 
 /* Announces to rank 0 that this rank has reached step @step's
  * synchronisation (the heartbeat). */
 void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);
+/* Whether mpirun is ending the job (tach_ranks_abandon was called). */
+gboolean tach_ranks_abandoned (void);
 
 G_END_DECLS
 

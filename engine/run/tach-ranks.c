@@ -49,6 +49,12 @@ tach_ranks_abandon (void)
 }
 
 gboolean
+tach_ranks_abandoned (void)
+{
+  return g_atomic_int_get (&abandoned) != 0;
+}
+
+gboolean
 tach_ranks_have_mpi (void)
 {
   return TRUE;
@@ -215,7 +221,7 @@ tach_ranks_wait_for (TachRanks *ranks, TachRanksPoll poll, gpointer data, const 
         heartbeat_drain (ranks);
       if (ranks->rank != 0 && t - ranks->hb_sent > HEARTBEAT_MS)
         tach_ranks_heartbeat (ranks, step);
-      if (g_atomic_int_get (&abandoned))
+      if (tach_ranks_abandoned ())
         {
           if (blocked_ms != NULL)
             *blocked_ms += t - t0;

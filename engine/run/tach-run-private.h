@@ -64,6 +64,8 @@ struct _TachRun {
   TachEvaluation evaluation;      /* under lock, with eval_done, eval_total and eval_s */
   guint64        eval_done, eval_total;
   double         eval_s;          /* the evaluation's wall time, NaN where none ran */
+  TachInterval   weak_scaling;    /* under lock: tach_run_set_scaling, NaN unset */
+  TachInterval   strong_scaling;
   double         machine_busy;    /* under lock: others' share of the CPU while measuring, NaN unknown */
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */

@@ -200,6 +200,12 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   if (!isnan (run->eval_s))
     summary->wall_s += run->eval_s;
   summary->machine_busy = run->machine_busy;
+  summary->weak_scaling = run->weak_scaling.value;
+  summary->weak_scaling_lo = run->weak_scaling.lo;
+  summary->weak_scaling_hi = run->weak_scaling.hi;
+  summary->strong_scaling = run->strong_scaling.value;
+  summary->strong_scaling_lo = run->strong_scaling.lo;
+  summary->strong_scaling_hi = run->strong_scaling.hi;
   g_mutex_unlock (&run->lock);
   if (run->config.task == TACH_TASK_GENERATE)
     summary->items_unit = "tokens/s";

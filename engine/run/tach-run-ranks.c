@@ -20,6 +20,7 @@
 #include <glib/gi18n-lib.h>
 
 #include "tach-run-thread-private.h"
+#include "tach-stats.h"
 
 enum {
   F_WALL, F_STEP, F_FEED, F_COMPUTE, F_SYNC, F_HOST, F_LOSS, F_ACCURACY,
@@ -264,4 +265,59 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
   run->rank_samples = g_steal_pointer (&stores);
   g_mutex_unlock (&run->lock);
   return TRUE;
+}
+
+/* ------------------------------------------------------------- scaling */
+
+/* @run's items/s with its interval, if it measured (finished or stopped
+ * with measured steps); FALSE otherwise. */
+static gboolean
+items_rate (TachRun *run, TachInterval *rate)
+{
+  TachSummary s;
+
+  if (run == NULL || tach_run_get_state (run) == TACH_RUN_STATE_FAILED)
+    return FALSE;
+  tach_run_get_summary (run, &s);
+  *rate = (TachInterval) { s.items_per_s, s.items_per_s_lo, s.items_per_s_hi };
+  return s.steps > 0 && s.items_per_s > 0 && isfinite (s.items_per_s);
+}
+
+void
+tach_scaling_efficiency (TachRun *const *ranked, TachRun *const *alone, guint n_rounds,
+                         TachInterval *out)
+{
+  g_autofree double *a = g_new (double, MAX (n_rounds, 1));
+  g_autofree double *b = g_new (double, MAX (n_rounds, 1));
+  TachInterval ra = { NAN, NAN, NAN }, rb = { NAN, NAN, NAN };
+  double n_ranks = 1.0;
+  guint n = 0;
+
+  *out = (TachInterval) { NAN, NAN, NAN };
+  for (guint k = 0; k < n_rounds; k++)
+    if (items_rate (ranked[k], &rb) && items_rate (alone[k], &ra))
+      {
+        n_ranks = MAX (tach_run_get_config (ranked[k])->ranks, 1);
+        a[n] = ra.value;
+        b[n++] = rb.value;
+      }
+  if (n == 0)
+    return;
+  /* Ideal: N ranks process N times the samples a second of one process. */
+  if (n >= 2)
+    tach_stats_ratio_paired (a, b, n, out);
+  else
+    tach_stats_ratio_unpaired (&ra, &rb, out);
+  out->value /= n_ranks;
+  out->lo /= n_ranks;
+  out->hi /= n_ranks;
+}
+
+void
+tach_run_set_scaling (TachRun *run, const TachInterval *weak, const TachInterval *strong)
+{
+  g_mutex_lock (&run->lock);
+  run->weak_scaling = *weak;
+  run->strong_scaling = *strong;
+  g_mutex_unlock (&run->lock);
 }

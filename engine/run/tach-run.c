@@ -117,7 +117,16 @@ check_ranks (const TachConfig *config, TachDevice **device, GError **error)
   g_autofree char *ranks = g_strdup_printf ("%u", config->ranks);
   g_autofree char *fix = g_strdup_printf ("%u", world);
 
-  if (config->ranks != world)
+  /* Under mpirun -np N: the N ranks, or rank 0 alone (ranks=1: the
+   * one-process baseline of a scaling measurement, the others idle). */
+  if (world > 1 && config->ranks == 1 && tach_ranks_world_rank () != 0)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   W_("{ranks=1} runs on rank 0 alone, not on rank %u"),
+                   tach_ranks_world_rank ());
+      return FALSE;
+    }
+  if (config->ranks != world && !(world > 1 && config->ranks == 1))
     {
       if (world == 1)
         g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -126,12 +135,13 @@ check_ranks (const TachConfig *config, TachDevice **device, GError **error)
                      config->ranks, config->ranks);
       else
         g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                     W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, or"
-                        " start mpirun -np %u"), config->ranks, world, config->ranks);
+                     W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, use"
+                        " {ranks=1} for rank 0 alone, or start mpirun -np %u"),
+                     config->ranks, world, config->ranks);
       tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
       return FALSE;
     }
-  if (world > 1 && config->task != TACH_TASK_TRAIN)
+  if (config->ranks > 1 && config->task != TACH_TASK_TRAIN)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                    W_("data-parallel ranks train; text generation runs in one process: use"
@@ -178,6 +188,7 @@ tach_run_new (const TachConfig *config, GError **error)
     run->data_kind = g_strdup (kind);
   }
   run->machine_busy = NAN;
+  run->weak_scaling = run->strong_scaling = (TachInterval) { NAN, NAN, NAN };
   return run;
 }
 
@@ -226,12 +237,15 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
   g_mutex_unlock (&run->lock);
   /* Data parallel: the feeder's shard, and the reducer that the model's
    * parameters reach through the backend, both before the model. */
-  e->be->rank = tach_ranks_world_rank ();
-  e->be->ranks = tach_ranks_world_size ();
-  /* (On a GPU, one rank under mpirun goes through NCCL too: so a host
-   * with one GPU checks that path.) */
+  /* ranks=1 under mpirun -np N is rank 0 alone, a process of its own. */
+  e->be->rank = config->ranks > 1 ? tach_ranks_world_rank () : 0;
+  e->be->ranks = MAX (config->ranks, 1);
+  /* (On a GPU, the one rank of mpirun -np 1 goes through NCCL too: so a
+   * host with one GPU checks that path.  Not rank 0 alone in a larger
+   * job: the others take no part in its collectives.) */
   if (config->ranks > 1
-      || (tach_ranks_world () != NULL && run->device->info->kind == TACH_DEVICE_KIND_GPU))
+      || (tach_ranks_world () != NULL && tach_ranks_world_size () == 1
+          && run->device->info->kind == TACH_DEVICE_KIND_GPU))
     {
       e->reducer = tach_grad_reducer_new (tach_ranks_world (), e->be, config);
     }

@@ -353,6 +353,8 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   memset (out, 0, sizeof *out);
   out->steps_per_s_lo = out->steps_per_s_hi = NAN;
   out->machine_busy = NAN;
+  out->weak_scaling = out->weak_scaling_lo = out->weak_scaling_hi = NAN;
+  out->strong_scaling = out->strong_scaling_lo = out->strong_scaling_hi = NAN;
   out->items_unit = "samples/s";
   out->flops_per_step = flops_per_step;
   out->test_accuracy = NAN;

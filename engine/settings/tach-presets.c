@@ -16,6 +16,66 @@
 #include "tach-error-private.h"
 #include "tach-config-private.h"
 
+/* The data-parallel presets (horovod-no-overlap, horovod, ddp) set the
+ * gradient-synchronisation knobs as the report or the framework's defaults
+ * did, and every other mode knob as tuned does: those reports compare the
+ * same training step on one and on several GPUs, so that only the
+ * synchronisation differs, and so explain's gap between them and tuned is
+ * the synchronisation's alone.  A workload's tuned modes and the three
+ * reference synchronisations are each written once, here. */
+#define BILSTM_TUNED "layout=batch-major rnn=fused feed=resident sync=end metrics=none"
+#define LSTM_LM_TUNED "rnn=fused call-setup=persistent sampling=device sync=end"
+#define CNN_TUNED "feed=resident sync=end metrics=none"
+#define SYNC_HOROVOD_NO_OVERLAP " grad-sync=per-tensor bucket-mb=64 grad-compress=none"
+#define SYNC_HOROVOD " grad-sync=fused bucket-mb=64 grad-compress=none"
+#define SYNC_DDP " grad-sync=overlap bucket-mb=25 grad-compress=none"
+/* tuned's synchronisation: the fastest of the correct ones with 2 ranks on
+ * this project's 2-core machine (bench/run-mpi.sh measures them side by
+ * side; see the commit that set it). */
+#define SYNC_TUNED " grad-sync=overlap bucket-mb=25 grad-compress=none"
+
+#define WHY_HOROVOD_NO_OVERLAP \
+  N_("grad-sync=per-tensor: horovod#889 (TensorFlow 1.12, Horovod 0.16.0, ResNet-50 on 4 V100 " \
+     "of one server, batch 64 per GPU): the timeline shows Horovod's all-reduces not " \
+     "overlapping backward, 2.62 steps/s on 4 GPUs against 3.81 on one\n" \
+     "bucket-mb=64: HOROVOD_FUSION_THRESHOLD's default in Horovod 0.16 (docs/tensor-fusion.rst, " \
+     "64 MB; 128 MB since 0.21); per-tensor all-reduces have no buckets\n" \
+     "grad-compress=none: hvd.DistributedOptimizer's default compression, Compression.none " \
+     "(horovod/tensorflow/__init__.py)\n" \
+     "the other modes as tuned, kernels launched one by one: the report compares the same step " \
+     "on one GPU and on four")
+#define WHY_HOROVOD \
+  N_("grad-sync=fused: Horovod's tensor fusion copies the ready gradients into one buffer and " \
+     "all-reduces it once, after backward here (docs/tensor-fusion.rst)\n" \
+     "bucket-mb=64: HOROVOD_FUSION_THRESHOLD's default in Horovod 0.16 (docs/tensor-fusion.rst, " \
+     "64 MB; 128 MB since 0.21), more than these models' gradients: one fused all-reduce\n" \
+     "grad-compress=none: hvd.DistributedOptimizer's default compression, Compression.none " \
+     "(horovod/tensorflow/__init__.py)\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
+#define WHY_DDP \
+  N_("grad-sync=overlap: PyTorch DistributedDataParallel's Reducer all-reduces each bucket " \
+     "asynchronously as backward completes it, in reverse order of the parameters " \
+     "(docs/source/notes/ddp.rst; torch/nn/parallel/distributed.py)\n" \
+     "bucket-mb=25: DDP's bucket_cap_mb default (torch/nn/parallel/distributed.py); the first " \
+     "bucket is smaller\n" \
+     "grad-compress=none: DDP registers no communication hook unless asked " \
+     "(fp16_compress_hook is opt-in, torch/distributed/algorithms/ddp_comm_hooks)\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
+/* The three data-parallel presets of a training workload, whose tuned
+ * modes are @tuned. */
+#define BETWEEN_RANKS(workload, tuned) \
+  { "horovod-no-overlap", workload, \
+    N_("Horovod as horovod#889 ran it: an all-reduce per tensor after backward, no overlap"), \
+    tuned SYNC_HOROVOD_NO_OVERLAP, NULL, WHY_HOROVOD_NO_OVERLAP, TRUE }, \
+  { "horovod", workload, \
+    N_("Horovod's tensor fusion: one all-reduce of every gradient after backward"), \
+    tuned SYNC_HOROVOD, NULL, WHY_HOROVOD, TRUE }, \
+  { "ddp", workload, \
+    N_("PyTorch DDP's defaults: 25 MB buckets all-reduced while backward goes on"), \
+    tuned SYNC_DDP, NULL, WHY_DDP, TRUE },
+
 /* Each preset sets every mode knob of its workload, and its rationale says,
  * one line per knob ("knob=value: ..."), what in the reported code the value
  * stands for and the framework file and version it comes from. */
@@ -63,15 +123,19 @@ static const TachPreset presets[] = {
        "to the callbacks (keras/engine/training_arrays.py, Keras 2.2.2)\n"
        "metrics=none: the report compiles with model.compile(loss='binary_crossentropy', "
        "optimizer='adam'), no metrics") },
+  BETWEEN_RANKS (TACH_WORKLOAD_BILSTM, BILSTM_TUNED)
   { "tuned", TACH_WORKLOAD_BILSTM,
     N_("The fastest correct combination: resident data, fused RNN, one sync at the end"),
-    "layout=batch-major rnn=fused feed=resident sync=end metrics=none", "launch=graph",
+    BILSTM_TUNED SYNC_TUNED, "launch=graph",
     N_("No framework: each knob at its fastest value that keeps the math\n"
        "layout=batch-major: the layout the model means\n"
        "rnn=fused: one library call over the sequence\n"
        "feed=resident: the whole dataset on the device before the first step\n"
        "sync=end: the loss read back once, after the last step\n"
        "metrics=none: no metric work\n"
+       "grad-sync=overlap: between ranks, buckets all-reduced while backward goes on\n"
+       "bucket-mb=25: buckets of at most 25 MB\n"
+       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)\n"
        "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 
   /* W2 */
@@ -99,14 +163,18 @@ static const TachPreset presets[] = {
        "from it\n"
        "sync=1: predict returns its NumPy result once per token "
        "(tensorflow/python/keras/engine/training.py, TF 2.2)") },
+  BETWEEN_RANKS (TACH_WORKLOAD_LSTM_LM, LSTM_LM_TUNED)
   { "tuned", TACH_WORKLOAD_LSTM_LM,
     N_("The fastest correct combination: fused, persistent, sampled on the device"),
-    "rnn=fused call-setup=persistent sampling=device sync=end", "launch=graph",
+    LSTM_LM_TUNED SYNC_TUNED, "launch=graph",
     N_("No framework: each knob at its fastest value that keeps the math\n"
        "rnn=fused: one library call over the sequence\n"
        "call-setup=persistent: plans built once\n"
        "sampling=device: the next token picked on the device\n"
        "sync=end: results read back once, after the last step\n"
+       "grad-sync=overlap: between ranks, buckets all-reduced while backward goes on\n"
+       "bucket-mb=25: buckets of at most 25 MB\n"
+       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)\n"
        "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 
   /* W3: both of the report's paths read the same input_fn. */
@@ -131,13 +199,17 @@ static const TachPreset presets[] = {
        "accuracy to the callbacks and the progress bar "
        "(tensorflow/python/keras/engine/training_arrays.py, TF 1.12)\n"
        "metrics=accuracy: the report compiles with metrics=['accuracy'], computed every step") },
+  BETWEEN_RANKS (TACH_WORKLOAD_CNN, CNN_TUNED)
   { "tuned", TACH_WORKLOAD_CNN,
     N_("The fastest correct combination: resident data, one sync at the end"),
-    "feed=resident sync=end metrics=none", "launch=graph",
+    CNN_TUNED SYNC_TUNED, "launch=graph",
     N_("No framework: each knob at its fastest value that keeps the math\n"
        "feed=resident: the whole dataset on the device before the first step\n"
        "sync=end: the loss read back once, after the last step\n"
        "metrics=none: no metric work\n"
+       "grad-sync=overlap: between ranks, buckets all-reduced while backward goes on\n"
+       "bucket-mb=25: buckets of at most 25 MB\n"
+       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)\n"
        "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 };
 
@@ -147,6 +219,17 @@ tach_presets (guint *n_presets)
   if (n_presets != NULL)
     *n_presets = G_N_ELEMENTS (presets);
   return presets;
+}
+
+GPtrArray *
+tach_presets_for_ranks (TachWorkload workload, guint ranks)
+{
+  GPtrArray *out = tach_presets_for_workload (workload);
+
+  for (guint i = out->len; i-- > 0;)
+    if (((const TachPreset *) out->pdata[i])->between_ranks && ranks <= 1)
+      g_ptr_array_remove_index (out, i);
+  return out;
 }
 
 GPtrArray *

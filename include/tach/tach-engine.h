@@ -236,11 +236,18 @@ typedef struct {
    * "knob=value: what in the reported code the value stands for (framework
    * file, version)". */
   const char   *rationale;
+  /* It reproduces a data-parallel report: its own knobs are the gradients'
+   * synchronisation, which apply only between ranks (mpirun -np 2 or
+   * more); alone, a process runs it as the workload's tuned. */
+  gboolean      between_ranks;
 } TachPreset;
 
 const TachPreset *tach_presets (guint *n_presets);
 /* The presets of one workload, in the order a sweep runs them. */
 GPtrArray        *tach_presets_for_workload (TachWorkload workload);
+/* The same, less those that change nothing at @ranks ranks: alone (1), the
+ * data-parallel ones (between_ranks), which would run as tuned. */
+GPtrArray        *tach_presets_for_ranks (TachWorkload workload, guint ranks);
 /* Resets the execution-mode knobs to the workload's defaults, then applies
  * the preset's settings for config->workload and config->device: set the
  * workload, task and device first.  Setting "device" later re-applies the
@@ -359,6 +366,13 @@ typedef struct {
   double  comm_share, pack_share, imbalance_share;
   double  slowest_rank;
   double  rank_compute_spread;
+  /* Scaling efficiency against one process (NaN unless measured:
+   * `tach-cli run --scaling` under mpirun): the N ranks' samples/s over N
+   * times one process's, weak at the same batch per process (B), strong at
+   * the N ranks' global batch (N B), each with its 95% interval (paired
+   * by round where rounds ran).  1 is ideal. */
+  double  weak_scaling, weak_scaling_lo, weak_scaling_hi;
+  double  strong_scaling, strong_scaling_lo, strong_scaling_hi;
   /* The share (0 to 1) of the machine's CPU time that other processes
    * took while the run measured (tach-machine.h), NaN when unknown; and
    * whether that is enough to say so beside a verdict
@@ -392,6 +406,16 @@ guint    tach_ranks_world_size (void);   /* 1 alone */
  * TACH_ERROR_INVALID_CONFIG on every rank naming the first difference.
  * Collective. */
 gboolean tach_ranks_check_world_config (const TachConfig *config, GError **error);
+/* Every rank gets rank 0's @size bytes at @data (what runs next, decided
+ * by rank 0: another round, a stop).  Collective: between runs, on the
+ * thread that drives them.  The wait sleeps, so that a rank with no part
+ * in a run (ranks=1: rank 0 alone, the one-process baseline) waits here
+ * without taking a processor from it; it has no deadline, but fails once
+ * mpirun ends the job.  TRUE at once alone. */
+gboolean tach_ranks_share (gpointer data, gsize size, GError **error);
+/* Whether this process runs @config: the first config->ranks ranks of
+ * the job do (under mpirun -np N, ranks is N, or 1: rank 0 alone). */
+gboolean tach_ranks_takes_part (const TachConfig *config);
 /* MPI_Finalize, or MPI_Abort with @status when a rank was lost (a
  * finalize would wait for it forever). */
 void     tach_ranks_finish (int status);
@@ -465,6 +489,17 @@ guint         tach_run_get_n_samples (TachRun *run);
  * type TachSample); returns how many.  Long runs are read this way, a
  * bounded range at a time.  Any thread. */
 guint         tach_run_copy_samples (TachRun *run, guint from, guint n, GArray *out);
+/* Scaling efficiency (TachSummary.weak_scaling): the @n_rounds runs of N
+ * ranks @ranked against the runs of one process @alone measured in the
+ * same rounds (round i: ranked[i], alone[i]; NULL or unfinished: not
+ * measured): the N ranks' items/s over N times the process's, paired by
+ * round (one round: from the two runs' intervals).  NaN when no round
+ * measured both. */
+void          tach_scaling_efficiency (TachRun *const *ranked, TachRun *const *alone,
+                                       guint n_rounds, TachInterval *out);
+/* Sets @run's weak and strong scaling efficiency (its summary's figures). */
+void          tach_run_set_scaling (TachRun *run, const TachInterval *weak,
+                                    const TachInterval *strong);
 /* Data parallel: how many ranks' samples the run holds (on rank 0 once a
  * run of N ranks has ended: N; else 1), and rank @rank's, as
  * tach_run_copy_samples gives rank 0's.  Any thread. */

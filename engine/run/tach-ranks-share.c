@@ -1,0 +1,78 @@
+/* tach-ranks-share.c: the ranks agree on what runs next.
+ *
+ * A sweep, an explanation or a scaling measurement runs many runs in a row,
+ * and every rank must start the same ones in the same order: the order
+ * comes from the seed every rank shares, and whatever rank 0 decides from
+ * its clock or its figures (another round, a stop) it hands the others
+ * here.  Between runs a rank may have nothing to do for long: a run of
+ * ranks=1 is rank 0's alone, the one-process baseline of scaling.  So this
+ * wait sleeps between its tests, instead of the spinning waits of a step's
+ * all-reduces: an idle rank must not take a processor from the run it
+ * waits for.  It has no deadline (a run of one process may take as long as
+ * it likes), but it gives up when mpirun ends the job (tach_ranks_abandon),
+ * which mpirun does when a rank exits or is killed.
+ *
+ * Threads: as tach-ranks.h: whichever thread drives the runs, between them.
+ */
+#include <string.h>
+
+#include <glib/gi18n-lib.h>
+
+#include "tach-ranks-private.h"
+
+/* How long an idle rank sleeps between two looks at the broadcast: short
+ * beside any run, long enough to cost no processor. */
+#define SHARE_SLEEP_US 2000
+
+gboolean
+tach_ranks_share (gpointer data, gsize size, GError **error)
+{
+#ifdef HAVE_MPI
+  TachRanks *ranks = tach_ranks_world ();
+  MPI_Request req;
+
+  if (ranks == NULL)
+    return TRUE;
+  if (ranks->broken)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                   _("the ranks lost each other in the last run; nothing more runs"));
+      return FALSE;
+    }
+  if (!MPI_TRY (MPI_Ibcast (data, (int) size, MPI_BYTE, 0, ranks->comm, &req), error))
+    return FALSE;
+  for (;;)
+    {
+      int done = 0;
+      int code = MPI_Test (&req, &done, MPI_STATUS_IGNORE);
+
+      if (code != MPI_SUCCESS)
+        {
+          ranks->broken = TRUE;
+          return tach_ranks_mpi_check (code, "MPI_Ibcast", error);
+        }
+      if (done)
+        return TRUE;
+      if (tach_ranks_abandoned ())
+        {
+          ranks->broken = TRUE;
+          g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                       _("mpirun is ending the job between two runs: a rank exited, was"
+                         " killed or failed (mpirun's message names it)"));
+          return FALSE;
+        }
+      g_usleep (SHARE_SLEEP_US);
+    }
+#else
+  (void) data;
+  (void) size;
+  (void) error;
+  return TRUE;
+#endif
+}
+
+gboolean
+tach_ranks_takes_part (const TachConfig *config)
+{
+  return tach_ranks_world_rank () < MAX (config->ranks, 1);
+}
