@@ -58,12 +58,6 @@ typedef struct {
   char *value;  /* owned */
 } TachCliKnob;
 
-/* explain's default time budget: the README's explain (the bilstm at batch
- * 1024, 8 configurations of 30 steps) measures its 3 rounds in about 20 s
- * on an idle 2-core machine, and this leaves rounds to add within a
- * minute. */
-#define TACH_CLI_DEFAULT_BUDGET_S 45.0
-
 /* What the run and sweep commands need from the command line. */
 typedef struct {
   char   *workload;   /* owned, or NULL when not given */

@@ -45,12 +45,8 @@ tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep
   tach_cli_session_init (&cli->session);
   cli->session.header = 2;
   /* Each preset against the first at the same value, paired by round. */
-  cli->rounds = tach_sweep_rounds_new (tach_sweep_get_n_points (sweep), options->rounds,
-                                       options->budget_s, options->target);
-  for (guint v = 0; v < tach_sweep_get_n_values (sweep); v++)
-    for (guint p = 1; p < tach_sweep_get_n_presets (sweep); p++)
-      tach_sweep_rounds_add_comparison (cli->rounds, v * tach_sweep_get_n_presets (sweep),
-                                        v * tach_sweep_get_n_presets (sweep) + p);
+  cli->rounds = tach_sweep_rounds_new_for_sweep (sweep, options->rounds, options->budget_s,
+                                                 options->target);
 }
 
 static void
@@ -110,19 +106,6 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
   return run;
 }
 
-/* The rate a sweep compares: items/s, steps/s times the batch, so that
- * presets of other batch sizes compare the same work. */
-static double
-sweep_rate (TachRun *run)
-{
-  TachSummary s;
-
-  if (run == NULL || tach_run_get_state (run) != TACH_RUN_STATE_FINISHED)
-    return NAN;
-  tach_run_get_summary (run, &s);
-  return s.items_per_s;
-}
-
 /* TachSweepFuncs.round_done: the round's rates into the verdicts, and
  * another round while a speed-up misses the target and time is left. */
 static gboolean
@@ -130,8 +113,7 @@ tach_cli_sweep_round_done (TachSweep *sweep, guint round, gpointer user_data)
 {
   TachCliSweep *cli = user_data;
 
-  for (guint i = 0; i < tach_sweep_get_n_points (sweep); i++)
-    tach_sweep_rounds_record (cli->rounds, i, round, sweep_rate (tach_sweep_get_run (sweep, i, round)));
+  tach_sweep_rounds_record_round (cli->rounds, sweep, round);
   return tach_sweep_rounds_want_more (cli->rounds, round + 1,
                                       g_get_monotonic_time () / 1e6 - cli->start_s);
 }
@@ -141,21 +123,7 @@ tach_cli_sweep_round_done (TachSweep *sweep, guint round, gpointer user_data)
 static TachRun *
 sweep_point_run (TachCliSweep *cli, TachSweep *sweep, guint index)
 {
-  double median = tach_sweep_rounds_get_rate (cli->rounds, index), best = INFINITY;
-  TachRun *pick = tach_sweep_get_run (sweep, index, 0);
-
-  for (guint k = 0; k < tach_sweep_get_rounds_run (sweep) && isfinite (median); k++)
-    {
-      TachRun *run = tach_sweep_get_run (sweep, index, k);
-      double d = fabs (sweep_rate (run) - median);
-
-      if (run != NULL && d < best)
-        {
-          pick = run;
-          best = d;
-        }
-    }
-  return pick;
+  return tach_sweep_rounds_pick_run (cli->rounds, sweep, index);
 }
 
 /* Runs @sweep with @done reporting each point; FALSE (nothing run) when
@@ -226,7 +194,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
                 const TachSummary *base, const TachSummary *s, gboolean *any_items,
                 double *busy)
 {
-  guint np = tach_sweep_get_n_presets (sweep);
+  int c = tach_sweep_rounds_point_comparison (sweep, index);
   TachInterval ratio;
   gboolean by_items = FALSE;
   TachVerdict verdict;
@@ -237,10 +205,10 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
     return g_strdup ("1.00x");
   verdict = tach_summary_compare (base, s, &ratio, &by_items);
   *any_items |= by_items;
-  /* Comparison (v, p) is v * (np - 1) + p - 1, against preset 0. */
-  if (tach_sweep_get_rounds_run (sweep) >= 2 && base_index % np == 0)
-    verdict = tach_sweep_rounds_get_ratio (cli->rounds, (index / np) * (np - 1) + index % np - 1,
-                                           &ratio);
+  /* Against the value's first preset, paired by round. */
+  if (tach_sweep_get_rounds_run (sweep) >= 2 && c >= 0
+      && base_index == index - index % tach_sweep_get_n_presets (sweep))
+    verdict = tach_sweep_rounds_get_ratio (cli->rounds, c, &ratio);
   return format_ratio (&ratio, verdict, by_items);
 }
 
@@ -249,7 +217,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
 static void
 print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, double busy)
 {
-  guint np = tach_sweep_get_n_presets (sweep), rounds = tach_sweep_get_rounds_run (sweep);
+  guint rounds = tach_sweep_get_rounds_run (sweep);
 
   if (rounds >= 2)
     printf (_("speed-up: against the first preset, paired by round over %u interleaved rounds, "
@@ -262,24 +230,12 @@ print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, do
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
               "processes\n"), 100.0 * busy);
-  for (guint i = 0; i < tach_sweep_get_n_points (sweep) && np > 1; i++)
-    {
-      guint c = (i / np) * (np - 1) + i % np - 1;
-      TachInterval ratio;
-      g_autofree char *name = NULL;
+  {
+    g_autofree char *unresolved = tach_sweep_rounds_dup_unresolved (cli->rounds, sweep);
 
-      if (i % np == 0 || tach_sweep_rounds_is_resolved (cli->rounds, c)
-          || tach_sweep_rounds_get_ratio (cli->rounds, c, &ratio) == TACH_VERDICT_UNKNOWN)
-        continue;
-      name = tach_sweep_get_axis (sweep) != NULL
-             ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, i % np),
-                                tach_sweep_get_axis (sweep)->knob->name,
-                                tach_sweep_get_value (sweep, i / np))
-             : g_strdup (tach_sweep_get_preset (sweep, i % np));
-      printf (_("unresolved after %u rounds: %s against %s is known to +-%.1f%%, not the +-%.0f%% "
-                "asked\n"), rounds, name, tach_sweep_get_preset (sweep, 0),
-              100.0 * tach_interval_rel_halfwidth (&ratio), 100.0 * cli->options->target);
-    }
+    if (unresolved != NULL)
+      printf ("%s\n", unresolved);
+  }
 }
 
 static void

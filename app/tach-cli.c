@@ -17,6 +17,7 @@
 #include "tach-cli-private.h"
 #include "tach-explain.h"
 #include "tach-i18n.h"
+#include "tach-sweep.h"
 
 static void
 tach_cli_knob_clear (gpointer data)
@@ -144,7 +145,7 @@ tach_cli_print_help (void)
     g_autofree char *help = g_strdup_printf (_("explain, sweep: after those rounds, add rounds while an "
                                                "interval misses the target and time is left "
                                                "(%.0f s by default; 0: the rounds given only)"),
-                                             TACH_CLI_DEFAULT_BUDGET_S);
+                                             TACH_SWEEP_DEFAULT_BUDGET_S);
 
     tach_cli_print_option (out, "--budget SECONDS", help);
   }
@@ -622,9 +623,9 @@ main (int argc, char **argv)
     }
 
   options.knobs = g_array_new (FALSE, TRUE, sizeof (TachCliKnob));
-  options.rounds = TACH_EXPLAIN_MIN_ROUNDS;
-  options.budget_s = TACH_CLI_DEFAULT_BUDGET_S;
-  options.target = TACH_EXPLAIN_DEFAULT_TARGET;
+  options.rounds = TACH_SWEEP_DEFAULT_ROUNDS;
+  options.budget_s = TACH_SWEEP_DEFAULT_BUDGET_S;
+  options.target = TACH_SWEEP_DEFAULT_TARGET;
   g_array_set_clear_func (options.knobs, tach_cli_knob_clear);
 
   if (!tach_cli_parse_options (command, argc - 2, argv + 2, &options, &exit_early))

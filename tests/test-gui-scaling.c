@@ -91,9 +91,25 @@ test_scaling (Fixture *fixture, gconstpointer data)
         tach_run_get_summary (base, &b);
         g_assert_cmpfloat (s.items_per_s, >, 0);
         check_point (chart, TACH_SCALING_RATE, p, v, s.items_per_s);
-        check_point (chart, TACH_SCALING_SPEEDUP, p, v, s.items_per_s / b.items_per_s);
+        /* The speed-up is paired by round (the fixture runs two): the
+         * geometric mean of the rounds' ratios, inside its interval. */
+        if (p > 0)
+          {
+            TachInterval iv;
+
+            g_assert_cmpint (tach_scaling_grid_interval (grid, TACH_SCALING_SPEEDUP, p, v, &iv),
+                             !=, TACH_VERDICT_UNKNOWN);
+            g_assert_cmpfloat (iv.value, ==, grid->ratio[v * np + p]);
+            g_assert_cmpfloat (iv.lo, <=, iv.value);
+            g_assert_cmpfloat (iv.hi, >=, iv.value);
+            check_point (chart, TACH_SCALING_SPEEDUP, p, v, iv.value);
+          }
+        else
+          check_point (chart, TACH_SCALING_SPEEDUP, p, v, 1.0);
         g_assert_cmpstr (grid->unit, ==, s.items_unit);
       }
+  /* The rounds run, said under the controls. */
+  g_assert_true (g_str_has_prefix (tach_scaling_view_get_rounds_text (view), "2 rounds."));
   /* Larger values sit further right, on a log axis. */
   {
     double x0, x1, x2, y;
@@ -159,7 +175,8 @@ test_scaling (Fixture *fixture, gconstpointer data)
     g_assert_true (tach_scaling_view_export_csv (view, csv_dir, &error));
     g_assert_no_error (error);
     g_assert_true (g_file_get_contents (runs_path, &csv, NULL, NULL));
-    g_assert_cmpuint (count_lines (runs_path), ==, 1 + np * nv);
+    /* Every round's run, as tach-cli sweep --csv writes them. */
+    g_assert_cmpuint (count_lines (runs_path), ==, 1 + 2 * np * nv);
     g_assert_nonnull (strstr (csv, ",varied,varied_value"));
     g_assert_nonnull (strstr (csv, ",batch,"));
   }
@@ -171,4 +188,5 @@ test_scaling (Fixture *fixture, gconstpointer data)
   g_assert_true (iterate_until (scaling_idle, view, 60));
   g_assert_false (tach_window_get_running (fixture->window));
   g_assert_null (find_message_dialog (fixture->window));
+  g_assert_true (g_str_has_prefix (tach_scaling_view_get_rounds_text (view), "Stopped in round 1"));
 }

@@ -16,6 +16,7 @@
 
 #include "tach-run-object.h"
 #include "tach-chart-draw.h"
+#include "tach-compare-view.h"
 #include "test-gui.h"
 
 /* Iterates the main loop until @done says so or @seconds pass. */
@@ -68,6 +69,9 @@ fixture_setup (Fixture       *fixture,
   g_assert_no_error (error);
 
   fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
+  /* Two rounds and no time budget: Compare and Scaling pair their runs by
+   * round, and how many rounds run does not depend on the clock. */
+  tach_window_set_rounds (fixture->window, 2, 0, 0.05);
   gtk_window_present (GTK_WINDOW (fixture->window));
   g_assert_true (iterate_until (window_mapped, fixture->window, 10));
 
@@ -341,6 +345,12 @@ has_class (GtkWidget *widget, const char *css_class)
   return gtk_widget_has_css_class (widget, css_class);
 }
 
+static gboolean
+has_css_name (GtkWidget *widget, const char *name)
+{
+  return g_str_equal (gtk_widget_get_css_name (widget), name);
+}
+
 GtkWidget *
 find_widget_with_class (GtkWidget  *widget,
                         const char *css_class)
@@ -527,6 +537,18 @@ test_compare (Fixture       *fixture,
       g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_FINISHED);
       g_assert_true (tach_run_object_get_rate (run) > 0);
     }
+  /* Two rounds of every preset: every run in the table, one row each in
+   * the comparison, and the rounds said above the bars. */
+  g_assert_cmpuint (g_list_model_get_n_items (tach_window_get_runs (fixture->window)), ==,
+                    2 * presets->len);
+  {
+    const char *line = tach_compare_view_get_rounds_text (
+      TACH_COMPARE_VIEW (find_widget (GTK_WIDGET (fixture->window), has_css_name,
+                                      "tach-compare-view")));
+
+    g_assert_nonnull (line);
+    g_assert_true (g_str_has_prefix (line, "2 rounds."));
+  }
   render_window (fixture->window, "test-gui-compare.png");
 
   /* The exported charts tell the runs apart: one legend entry per visible

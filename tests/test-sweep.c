@@ -15,6 +15,10 @@
  *   /engine/sweep/verdicts    when to stop, on injected rates and clock: a
  *                             quiet comparison at the minimum rounds, a noisy
  *                             one at the budget, unresolved
+ *   /engine/sweep/rounds-text a grid's comparisons, the rounds that fit a
+ *                             budget at an injected pace, the "round 3 of up
+ *                             to N" line and the unresolved lines the window
+ *                             and tach-cli show, a round's order handed out
  */
 #include <math.h>
 #include <string.h>
@@ -484,6 +488,58 @@ test_sweep_verdicts (void)
   }
 }
 
+static void
+test_sweep_rounds_text (void)
+{
+  static const char *const presets[] = { "tf1-feed-dict", "tuned", NULL };
+  g_autoptr(TachSweep) sweep = NULL;
+  g_autoptr(TachSweepRounds) rounds = NULL;
+  g_autoptr(GRand) rand = g_rand_new_with_seed (5);
+  g_autofree char *line = NULL;
+  g_autofree char *unresolved = NULL;
+  guint order[2];
+  TachConfig base;
+
+  /* The pace is the caller's (an injected clock): 2 rounds in 12 s leave
+   * room for 10 in 60 s; none measured, or no budget, the minimum. */
+  g_assert_cmpuint (tach_rounds_fit (3, 60, 2, 12), ==, 10);
+  g_assert_cmpuint (tach_rounds_fit (3, 60, 0, 0), ==, 3);
+  g_assert_cmpuint (tach_rounds_fit (3, 0, 5, 100), ==, 3);
+  g_assert_cmpuint (tach_rounds_fit (3, 1e6, 1, 1), ==, TACH_SWEEP_MAX_ROUNDS);
+  line = tach_rounds_dup_progress (1, 3, 60, 0.05, 0, 0, NAN);
+  g_assert_cmpstr (line, ==, "round 1 of at least 3");
+  g_clear_pointer (&line, g_free);
+  line = tach_rounds_dup_progress (3, 3, 60, 0.05, 2, 12, 0.062);
+  g_assert_cmpstr (line, ==, "round 3 of up to 10, speed-ups known to ±6.2% (target ±5%)");
+  g_clear_pointer (&line, g_free);
+
+  test_tiny_config (&base, 2);
+  sweep = tach_sweep_new (&base, presets, NULL, NULL, NULL, FALSE);
+  tach_config_clear (&base);
+  rounds = tach_sweep_rounds_new_for_sweep (sweep, 3, 60, 0.05);
+  g_assert_cmpint (tach_sweep_rounds_point_comparison (sweep, 0), ==, -1);
+  g_assert_cmpint (tach_sweep_rounds_point_comparison (sweep, 1), ==, 0);
+  /* A caller that runs the points itself takes each round's order and
+   * hands the runs back (none here): the rounds begun follow. */
+  tach_sweep_set_shuffle (sweep, 1);
+  for (guint r = 0; r < 3; r++)
+    {
+      tach_sweep_next_order (sweep, order);
+      g_assert_cmpuint (order[0] + order[1], ==, 1);
+      tach_sweep_set_run (sweep, order[0], r, NULL);
+      /* tuned about twice as fast, each round's ratio noisy by 40%. */
+      tach_sweep_rounds_record (rounds, 0, r, 100);
+      tach_sweep_rounds_record (rounds, 1, r, 200 * exp (0.4 * normal (rand)));
+    }
+  g_assert_cmpuint (tach_sweep_get_rounds_run (sweep), ==, 3);
+  g_assert_cmpfloat (tach_sweep_rounds_get_widest (rounds), >, 0.05);
+  unresolved = tach_sweep_rounds_dup_unresolved (rounds, sweep);
+  g_assert_nonnull (unresolved);
+  g_assert_true (g_str_has_prefix (unresolved, "unresolved after 3 rounds: tuned against "
+                                               "tf1-feed-dict is known to +-"));
+  g_assert_nonnull (strstr (unresolved, "not the +-5% asked"));
+}
+
 int
 main (int argc, char **argv)
 {
@@ -496,5 +552,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/sweep/run", test_sweep_run);
   g_test_add_func ("/engine/sweep/shuffle", test_sweep_shuffle);
   g_test_add_func ("/engine/sweep/verdicts", test_sweep_verdicts);
+  g_test_add_func ("/engine/sweep/rounds-text", test_sweep_rounds_text);
   return g_test_run ();
 }

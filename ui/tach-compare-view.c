@@ -3,7 +3,10 @@
  * Time per step, not steps per second, is what splits into phases: a bar's
  * length is the median step time and its segments are the shares of
  * feeding, compute, sync wait and host overhead.  Speed-ups are against the
- * first run of the sweep, the preset that reproduces the reported slow case.
+ * first run of the sweep, the preset that reproduces the reported slow case:
+ * paired by round where the comparison ran in rounds (set by the window
+ * after each round, with the rounds line drawn above the bars), else from
+ * the two runs' intervals.
  */
 #include "tach-compare-view.h"
 #include "tach-phase-bar.h"
@@ -15,15 +18,30 @@
 #include <math.h>
 
 #define ROW_HEIGHT 52
-#define TOP 36
+#define TOP_TITLE 36
 #define LEGEND_HEIGHT 36
+#define LINE_HEIGHT 18
 
 struct _TachCompareView
 {
   GtkWidget   parent_instance;
 
   GListModel *model;
+  GHashTable *paired;   /* TachRunObject (ref) -> TachInterval*: speed-ups paired by round */
+  char       *rounds_text;  /* the rounds line, or NULL */
 };
+
+/* Where the bars begin: under the title and the rounds text's lines. */
+static int
+top_of_bars (TachCompareView *self)
+{
+  int lines = 0;
+
+  for (const char *c = self->rounds_text; c != NULL && *c != '\0'; c++)
+    lines += *c == '\n';
+  return TOP_TITLE + (self->rounds_text != NULL && *self->rounds_text != '\0'
+                      ? (lines + 1) * LINE_HEIGHT : 0);
+}
 
 G_DEFINE_FINAL_TYPE (TachCompareView, tach_compare_view, GTK_TYPE_WIDGET)
 
@@ -90,6 +108,7 @@ tach_compare_view_draw (TachCompareView *self,
   gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
   guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
   double max_ms = 0.0, first_rate = NAN, label_w = 120, bar_x, bar_w, x;
+  int top = top_of_bars (self);
   GdkRGBA fg;
   int w;
 
@@ -99,6 +118,8 @@ G_GNUC_END_IGNORE_DEPRECATIONS
 
   tach_compare_show_text (cr, small, _("Time per step, split into phases (shorter is faster)"),
              0, 8, &fg, 0.6, NULL);
+  if (top > TOP_TITLE)
+    tach_compare_show_text (cr, small, self->rounds_text, 0, 8 + LINE_HEIGHT, &fg, 0.85, NULL);
 
   for (guint i = 0; i < n; i++)
     {
@@ -132,7 +153,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
       double rate = tach_run_object_get_rate (run);
       double ms = isfinite (rate) && rate > 0.0 ? 1000.0 / rate : NAN;
-      double y = TOP + i * ROW_HEIGHT, total = 0.0;
+      double y = top + i * ROW_HEIGHT, total = 0.0;
       g_autofree char *mode = NULL;
       g_autofree char *status = NULL;
       g_autofree char *rate_text = NULL;
@@ -146,8 +167,17 @@ G_GNUC_END_IGNORE_DEPRECATIONS
           TachInterval ratio;
           gboolean by_items = FALSE;
           TachVerdict verdict = tach_run_object_compare (run, first, &ratio, &by_items);
-          g_autofree char *speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
-                                     : tach_run_object_format_speedup (verdict, &ratio, by_items);
+          const TachInterval *paired = g_hash_table_lookup (self->paired, run);
+          g_autofree char *speedup = NULL;
+
+          /* Paired by round where rounds ran: the figure the CLI prints. */
+          if (paired != NULL && isfinite (paired->value))
+            {
+              ratio = *paired;
+              verdict = tach_interval_verdict (&ratio, 1);
+            }
+          speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
+                           : tach_run_object_format_speedup (verdict, &ratio, by_items);
 
           /* Translators: steps per second, and the speed-up against the
            * first run with its interval ("1.52× (1.40–1.65)"). */
@@ -195,7 +225,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
   x = bar_x;
   for (guint p = 0; p < TACH_PHASE_COUNT && n > 0; p++)
     {
-      double y = TOP + n * ROW_HEIGHT + 12;
+      double y = top + n * ROW_HEIGHT + 12;
       GdkRGBA color;
 
       tach_phase_get_color (p, dark, &color);
@@ -234,7 +264,7 @@ tach_compare_view_measure (GtkWidget      *widget,
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
     *minimum = *natural = 360;
   else
-    *minimum = *natural = TOP + n * ROW_HEIGHT + LEGEND_HEIGHT;
+    *minimum = *natural = top_of_bars (self) + n * ROW_HEIGHT + LEGEND_HEIGHT;
 }
 
 static void
@@ -254,6 +284,46 @@ on_items_changed (GListModel      *model,
                                self, G_CONNECT_SWAPPED);
     }
   gtk_widget_queue_resize (GTK_WIDGET (self));
+}
+
+void
+tach_compare_view_set_paired (TachCompareView    *self,
+                              TachRunObject      *row,
+                              const TachInterval *ratio)
+{
+  g_return_if_fail (TACH_IS_COMPARE_VIEW (self));
+  if (ratio != NULL)
+    g_hash_table_insert (self->paired, g_object_ref (row), g_memdup2 (ratio, sizeof *ratio));
+  else
+    g_hash_table_remove (self->paired, row);
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tach_compare_view_set_rounds_text (TachCompareView *self,
+                                   const char      *text)
+{
+  g_return_if_fail (TACH_IS_COMPARE_VIEW (self));
+  if (g_strcmp0 (text, self->rounds_text) == 0)
+    return;
+  g_free (self->rounds_text);
+  self->rounds_text = g_strdup (text);
+  gtk_widget_queue_resize (GTK_WIDGET (self));
+}
+
+void
+tach_compare_view_clear_rounds (TachCompareView *self)
+{
+  g_return_if_fail (TACH_IS_COMPARE_VIEW (self));
+  g_hash_table_remove_all (self->paired);
+  tach_compare_view_set_rounds_text (self, NULL);
+}
+
+const char *
+tach_compare_view_get_rounds_text (TachCompareView *self)
+{
+  g_return_val_if_fail (TACH_IS_COMPARE_VIEW (self), NULL);
+  return self->rounds_text;
 }
 
 GListModel *
@@ -290,6 +360,8 @@ tach_compare_view_dispose (GObject *object)
   if (self->model)
     g_signal_handlers_disconnect_by_func (self->model, on_items_changed, self);
   g_clear_object (&self->model);
+  g_clear_pointer (&self->paired, g_hash_table_unref);
+  g_clear_pointer (&self->rounds_text, g_free);
   G_OBJECT_CLASS (tach_compare_view_parent_class)->dispose (object);
 }
 
@@ -349,6 +421,7 @@ tach_compare_view_class_init (TachCompareViewClass *klass)
 static void
 tach_compare_view_init (TachCompareView *self)
 {
+  self->paired = g_hash_table_new_full (NULL, NULL, g_object_unref, g_free);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

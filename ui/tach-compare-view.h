@@ -4,6 +4,9 @@
 
 #include <gtk/gtk.h>
 
+#include "tach-run-object.h"
+#include "tach-verdict.h"
+
 G_BEGIN_DECLS
 
 #define TACH_TYPE_COMPARE_VIEW (tach_compare_view_get_type ())
@@ -13,6 +16,18 @@ GtkWidget  *tach_compare_view_new       (void);
 GListModel *tach_compare_view_get_model (TachCompareView *self);
 void        tach_compare_view_set_model (TachCompareView *self,
                                          GListModel      *model);
+/* The speed-up of @row (an item of the model) against the first row,
+ * paired by round (NULL: from the two runs' intervals again). */
+void        tach_compare_view_set_paired (TachCompareView    *self,
+                                          TachRunObject      *row,
+                                          const TachInterval *ratio);
+/* The line(s) above the bars: the rounds so far, then what stayed
+ * unresolved (NULL: none). */
+void        tach_compare_view_set_rounds_text (TachCompareView *self,
+                                               const char      *text);
+const char *tach_compare_view_get_rounds_text (TachCompareView *self);
+/* Forgets the paired speed-ups and the rounds line (another comparison). */
+void        tach_compare_view_clear_rounds (TachCompareView *self);
 void        tach_compare_view_draw      (TachCompareView *self,
                                          cairo_t         *cr,
                                          int              width,

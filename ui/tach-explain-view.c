@@ -11,6 +11,7 @@
 #include "tach-explain-view.h"
 
 #include "tach-export-chooser.h"
+#include "tach-sweep.h"
 #include "tach-task-view.h"
 
 #include <glib/gi18n.h>
@@ -38,7 +39,12 @@ struct _TachExplainView
   GCancellable           *cancellable; /* the running one's, or NULL */
   guint                   generation;
   gint                    done, total; /* atomic, written by the worker */
+  gint                    rounds_done; /* atomic: whole rounds measured */
+  gint                    widest;      /* atomic: the speed-up's +- in 1/10000, or -1 */
   gint                    idle_pending; /* atomic */
+  gint64                  start_us;    /* monotonic: the measuring began */
+  guint                   min_rounds;  /* tach-cli's --rounds, --budget and --target */
+  double                  budget_s, target;
 };
 
 G_DEFINE_FINAL_TYPE (TachExplainView, tach_explain_view, GTK_TYPE_WIDGET)
@@ -69,6 +75,15 @@ const char *
 tach_explain_view_get_text (TachExplainView *self)
 {
   return gtk_label_get_text (self->text);
+}
+
+void
+tach_explain_view_set_rounds (TachExplainView *self, guint min_rounds, double budget_s,
+                              double target)
+{
+  self->min_rounds = MAX (min_rounds, TACH_EXPLAIN_MIN_ROUNDS);
+  self->budget_s = MAX (budget_s, 0.0);
+  self->target = target > 0 ? target : TACH_EXPLAIN_DEFAULT_TARGET;
 }
 
 void
@@ -223,7 +238,14 @@ on_progress_idle (gpointer data)
   if (idle->generation == self->generation && self->cancellable != NULL)
     {
       int done = g_atomic_int_get (&self->done), total = g_atomic_int_get (&self->total);
-      g_autofree char *label = g_strdup_printf (_("%d of %d configurations measured"), done, total);
+      int rounds = g_atomic_int_get (&self->rounds_done), widest = g_atomic_int_get (&self->widest);
+      g_autofree char *line =
+        tach_rounds_dup_progress (rounds + 1, self->min_rounds, self->budget_s, self->target,
+                                  rounds, (g_get_monotonic_time () - self->start_us) / 1e6,
+                                  widest >= 0 ? widest / 1e4 : NAN);
+      /* Translators: the rounds line, then configurations measured. */
+      g_autofree char *label = g_strdup_printf (_("%s · %d of %d configurations measured"),
+                                                line, done, total);
 
       gtk_progress_bar_set_fraction (self->progress, total > 0 ? (double) done / total : 0);
       gtk_progress_bar_set_text (self->progress, label);
@@ -241,7 +263,18 @@ on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
   TachExplainView *self = g_task_get_source_object (task);
   ProgressIdle *idle;
 
-  (void) explain;
+  /* The worker owns the explanation while it runs: its rounds and the
+   * speed-up's interval so far are read here and handed over. */
+  {
+    guint per_round = tach_explain_get_n_configs (explain);
+    TachInterval ratio;
+    double half;
+
+    tach_explain_get_speedup (explain, &ratio);
+    half = tach_interval_rel_halfwidth (&ratio);
+    g_atomic_int_set (&self->rounds_done, per_round > 0 ? (gint) (done / per_round) : 0);
+    g_atomic_int_set (&self->widest, isfinite (half) && half < 1e4 ? (gint) lround (half * 1e4) : -1);
+  }
   g_atomic_int_set (&self->done, (gint) done);
   g_atomic_int_set (&self->total, (gint) total);
   if (!g_atomic_int_compare_and_exchange (&self->idle_pending, 0, 1))
@@ -315,14 +348,19 @@ tach_explain_view_start_configs (TachExplainView *self,
                            _("An explanation is already running: stop it first"));
       return FALSE;
     }
-  explain = tach_explain_new (from, to, TACH_EXPLAIN_MIN_ROUNDS, error);
+  explain = tach_explain_new (from, to, self->min_rounds, error);
   if (explain == NULL)
     return FALSE;
   tach_explain_set_labels (explain, from_label, to_label);
+  /* Rounds added as tach-cli explain adds them, to the same targets. */
+  tach_explain_set_budget (explain, self->budget_s, self->target);
 
   self->generation++;
   self->cancellable = g_cancellable_new ();
   g_atomic_int_set (&self->done, 0);
+  g_atomic_int_set (&self->rounds_done, 0);
+  g_atomic_int_set (&self->widest, -1);
+  self->start_us = g_get_monotonic_time ();
   g_atomic_int_set (&self->total, (gint) (tach_explain_get_n_configs (explain)
                                           * tach_explain_get_rounds (explain)));
   gtk_progress_bar_set_fraction (self->progress, 0);
@@ -470,6 +508,8 @@ tach_explain_view_init (TachExplainView *self)
   GtkWidget *content = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
   GtkWidget *label;
 
+  tach_explain_view_set_rounds (self, TACH_SWEEP_DEFAULT_ROUNDS, TACH_SWEEP_DEFAULT_BUDGET_S,
+                                TACH_SWEEP_DEFAULT_TARGET);
   /* The row of controls stays in place above the waterfall and its text,
    * which scroll under it: scrolled with them, it went under the Compare
    * bars above the view. */

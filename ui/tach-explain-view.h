@@ -25,6 +25,11 @@ void              tach_explain_view_set_base_func (TachExplainView *self,
                                                    gpointer user_data);
 /* Fills the two preset choices for the base's workload. */
 void              tach_explain_view_refresh_presets (TachExplainView *self);
+/* The rounds of the next explanations, as tach-cli explain's --rounds (at
+ * least TACH_EXPLAIN_MIN_ROUNDS), --budget (seconds; 0: the rounds given
+ * only) and --target (a fraction); tach-cli's defaults unless set. */
+void              tach_explain_view_set_rounds (TachExplainView *self, guint min_rounds,
+                                                double budget_s, double target);
 /* Chooses the presets by name; FALSE if the workload has no such preset. */
 gboolean          tach_explain_view_set_presets (TachExplainView *self, const char *from,
                                                  const char *to);

@@ -61,6 +61,8 @@ tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel, gu
   rate = grid->rate[v * np + p];
   if (panel == TACH_SCALING_RATE)
     return rate > 0 ? rate : NAN;
+  if (grid->ratio != NULL && p > 0 && isfinite (grid->ratio[v * np + p]))
+    return grid->ratio[v * np + p];
   base = grid->rate[v * np];
   return rate > 0 && base > 0 ? rate / base : NAN;
 }
@@ -84,6 +86,12 @@ tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
     }
   if (p == 0)
     return TACH_VERDICT_UNKNOWN;
+  if (grid->ratio != NULL && isfinite (grid->ratio[v * np + p]))
+    {
+      *out = (TachInterval) { grid->ratio[v * np + p], grid->ratio_lo[v * np + p],
+                              grid->ratio_hi[v * np + p] };
+      return tach_interval_verdict (out, 1);
+    }
   base = (TachInterval) { grid->rate[v * np], grid->rate_lo[v * np], grid->rate_hi[v * np] };
   return tach_interval_ratio (&base, &rate, out);
 }

@@ -21,6 +21,10 @@ typedef struct {
   double     *rate;       /* [v * n_presets + p] items/s, NaN until measured */
   double     *rate_lo;    /* the same points' 95% intervals (NaN: none) */
   double     *rate_hi;
+  /* The speed-ups paired by round (the geometric mean of the rounds'
+   * ratios, with its 95% interval), [v * n_presets + p]; NULL, or NaN
+   * where fewer than 2 rounds paired them: then the two runs' ratio. */
+  double     *ratio, *ratio_lo, *ratio_hi;
   gboolean   *hidden;     /* n_presets: left out of the drawing */
   /* Data-parallel ranks varied: each preset's ideal scaling is drawn too,
    * a dashed line through its first point proportional to the value
@@ -49,7 +53,7 @@ double     tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPane
  * measured point. */
 double     tach_scaling_grid_ideal (const TachScalingGrid *grid, guint p, guint v);
 /* The same value with its 95% interval (a run's median's, or the speed-up
- * from the two runs' intervals) and its verdict (against 1 for the
+ * paired by round, else from the two runs' intervals) and its verdict (against 1 for the
  * speed-up; TACH_VERDICT_UNKNOWN for items/s and the first preset). */
 TachVerdict tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
                                         guint p, guint v, TachInterval *out);

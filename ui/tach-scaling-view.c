@@ -10,6 +10,12 @@
  * sweep (tach-sweep.h), run on the GTask thread with its callbacks there;
  * the chosen knob and the entry's values make its axis directly, so the
  * GUI and tach-cli sweep the same grid the same way.
+ *
+ * It runs in shuffled rounds as tach-cli sweep does (TachSweepRounds, the
+ * same defaults): after each round the worker records the rounds' rates,
+ * decides whether to run another and posts the figures so far (each
+ * point's run nearest its median, the speed-ups paired by round) with the
+ * "round 3 of up to N" line; Stop keeps every round measured.
  */
 #include "tach-scaling-view.h"
 #include "tach-sweep.h"
@@ -35,6 +41,7 @@ struct _TachScalingView
   GtkButton              *button;
   GtkMenuButton          *export_button;
   GtkProgressBar         *progress;
+  GtkLabel               *rounds_label; /* the rounds so far, then what stayed unresolved */
   GtkWidget              *toggles;     /* a button per preset */
   TachScalingChart       *chart;
 
@@ -45,8 +52,11 @@ struct _TachScalingView
   /* The grid shown: axis, presets, and per point its run. */
   TachSweepAxis          *axis;
   TachScalingGrid         grid;
-  TachRun               **runs;        /* [v * n_presets + p], owned, or NULL */
+  TachRun               **runs;        /* [v * n_presets + p], owned, or NULL: the shown */
   guint                   n_points;
+  GPtrArray              *all_runs;    /* TachRun*, owned: every round's, for the export */
+  guint                   min_rounds;  /* tach-cli's --rounds, --budget and --target */
+  double                  budget_s, target;
 
   GCancellable           *cancellable; /* the running sweep's, or NULL */
   guint                   generation;
@@ -98,9 +108,22 @@ grid_clear (TachScalingView *self)
   g_clear_pointer (&self->grid.rate, g_free);
   g_clear_pointer (&self->grid.rate_lo, g_free);
   g_clear_pointer (&self->grid.rate_hi, g_free);
+  g_clear_pointer (&self->grid.ratio, g_free);
+  g_clear_pointer (&self->grid.ratio_lo, g_free);
+  g_clear_pointer (&self->grid.ratio_hi, g_free);
   g_clear_pointer (&self->grid.hidden, g_free);
+  g_ptr_array_set_size (self->all_runs, 0);
   g_clear_pointer (&self->axis, tach_sweep_axis_free);
   memset (&self->grid, 0, sizeof self->grid);
+}
+
+void
+tach_scaling_view_set_rounds (TachScalingView *self, guint min_rounds, double budget_s,
+                              double target)
+{
+  self->min_rounds = MAX (min_rounds, 1);
+  self->budget_s = MAX (budget_s, 0.0);
+  self->target = target > 0 ? target : TACH_SWEEP_DEFAULT_TARGET;
 }
 
 void
@@ -176,6 +199,20 @@ update_state (TachScalingView *self)
   g_object_notify_by_pspec (G_OBJECT (self), running_pspec);
 }
 
+const char *
+tach_scaling_view_get_rounds_text (TachScalingView *self)
+{
+  return gtk_label_get_text (self->rounds_label);
+}
+
+/* The line under the row: the rounds so far, then the outcome. */
+static void
+set_rounds_line (TachScalingView *self, const char *text)
+{
+  gtk_label_set_text (self->rounds_label, text);
+  gtk_widget_set_visible (GTK_WIDGET (self->rounds_label), text != NULL && *text != '\0');
+}
+
 static void
 update_progress (TachScalingView *self)
 {
@@ -244,9 +281,120 @@ fill_toggles (TachScalingView *self)
 
 /* ---------------------------------------------------------------- worker */
 
+/* The sweep and its rounds: the worker's while it runs, the main
+ * thread's once it returned. */
+typedef struct {
+  TachSweep       *sweep;
+  TachSweepRounds *rounds;
+  gint64           start_us;   /* monotonic: the first round began */
+} ScalingJob;
+
+static void
+scaling_job_free (ScalingJob *job)
+{
+  tach_sweep_free (job->sweep);
+  tach_sweep_rounds_free (job->rounds);
+  g_free (job);
+}
+
+/* The figures after a round: made where the rounds are, shown on the main
+ * thread. */
+typedef struct {
+  TachScalingView *view;     /* owned ref */
+  guint            generation, n_points;
+  TachRun        **shown;    /* [index] owned refs or NULL: each point's run nearest its median */
+  double          *ratio;    /* [index] x 3: value, lo, hi; NaN unpaired */
+  char            *line;     /* owned, or NULL: the rounds line */
+} RoundFigures;
+
+static RoundFigures *
+round_figures_new (TachSweep *sweep, TachSweepRounds *rounds)
+{
+  guint n = tach_sweep_get_n_points (sweep);
+  RoundFigures *f = g_new0 (RoundFigures, 1);
+
+  f->n_points = n;
+  f->shown = g_new0 (TachRun *, n);
+  f->ratio = g_new (double, 3 * n);
+  for (guint i = 0; i < n; i++)
+    {
+      TachRun *run = tach_sweep_rounds_pick_run (rounds, sweep, i);
+      int c = tach_sweep_rounds_point_comparison (sweep, i);
+      TachInterval iv = { NAN, NAN, NAN };
+
+      f->shown[i] = run != NULL ? tach_run_ref (run) : NULL;
+      /* One round pairs nothing: the chart takes the two runs' ratio. */
+      if (c >= 0 && tach_sweep_get_rounds_run (sweep) >= 2
+          && tach_sweep_rounds_get_ratio (rounds, c, &iv) == TACH_VERDICT_UNKNOWN)
+        iv = (TachInterval) { NAN, NAN, NAN };
+      f->ratio[3 * i] = iv.value;
+      f->ratio[3 * i + 1] = iv.lo;
+      f->ratio[3 * i + 2] = iv.hi;
+    }
+  return f;
+}
+
+static void
+round_figures_free (RoundFigures *f)
+{
+  for (guint i = 0; i < f->n_points; i++)
+    g_clear_pointer (&f->shown[i], tach_run_unref);
+  g_free (f->shown);
+  g_free (f->ratio);
+  g_free (f->line);
+  g_clear_object (&f->view);
+  g_free (f);
+}
+
+/* Main thread: the figures into the grid, the line under the row. */
+static void
+round_figures_show (TachScalingView *self, RoundFigures *f)
+{
+  if (self->axis == NULL || f->n_points != self->n_points)
+    return;
+  for (guint i = 0; i < f->n_points; i++)
+    {
+      if (f->shown[i] != NULL)
+        {
+          g_clear_pointer (&self->runs[i], tach_run_unref);
+          self->runs[i] = tach_run_ref (f->shown[i]);
+        }
+      if (self->runs[i] != NULL && tach_run_get_state (self->runs[i]) == TACH_RUN_STATE_FINISHED)
+        {
+          TachSummary s;
+
+          tach_run_get_summary (self->runs[i], &s);
+          self->grid.rate[i] = s.items_per_s;
+          self->grid.rate_lo[i] = s.items_per_s_lo;
+          self->grid.rate_hi[i] = s.items_per_s_hi;
+        }
+      self->grid.ratio[i] = f->ratio[3 * i];
+      self->grid.ratio_lo[i] = f->ratio[3 * i + 1];
+      self->grid.ratio_hi[i] = f->ratio[3 * i + 2];
+    }
+  if (f->line != NULL)
+    set_rounds_line (self, f->line);
+  gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+}
+
+static gboolean
+on_round_figures (gpointer data)
+{
+  RoundFigures *f = data;
+
+  if (f->generation == f->view->generation && f->view->cancellable != NULL)
+    {
+      round_figures_show (f->view, f);
+      f->view->done = 0;
+      update_progress (f->view);
+    }
+  round_figures_free (f);
+  return G_SOURCE_REMOVE;
+}
+
 typedef struct {
   TachScalingView *view;   /* owned ref */
-  guint            generation, index;
+  guint            generation, index, round;
   TachRun         *run;    /* owned */
   GError          *error;  /* owned, or NULL */
 } PointDone;
@@ -261,7 +409,10 @@ on_point_done (gpointer data)
     {
       self->done++;
       update_progress (self);
-      if (done->run != NULL && tach_run_get_state (done->run) == TACH_RUN_STATE_FINISHED)
+      /* The first round fills the chart as it goes; later rounds change
+       * it when they end (on_round_figures). */
+      if (done->round == 0 && done->run != NULL
+          && tach_run_get_state (done->run) == TACH_RUN_STATE_FINISHED)
         {
           TachSummary s;
 
@@ -274,7 +425,11 @@ on_point_done (gpointer data)
           gtk_widget_queue_draw (GTK_WIDGET (self->chart));
         }
       if (done->run != NULL)
-        self->runs[done->index] = g_steal_pointer (&done->run);
+        {
+          g_ptr_array_add (self->all_runs, tach_run_ref (done->run));
+          if (self->runs[done->index] == NULL)
+            self->runs[done->index] = tach_run_ref (done->run);
+        }
       if (done->error != NULL && !g_error_matches (done->error, TACH_ERROR, TACH_ERROR_CANCELLED))
         g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_ERROR], 0, NULL, done->error);
     }
@@ -285,9 +440,28 @@ on_point_done (gpointer data)
   return G_SOURCE_REMOVE;
 }
 
+/* Posts @func(@data) to the main thread, at the task's own priority, so
+ * that every point and round is shown before the sweep is reported
+ * finished. */
+static void
+post_to_view (GTask *task, GSourceFunc func, gpointer data)
+{
+  GSource *idle = g_idle_source_new ();
+
+  g_source_set_priority (idle, G_PRIORITY_DEFAULT);
+  g_source_set_callback (idle, func, data, NULL);
+  g_source_attach (idle, g_task_get_context (task));
+  g_source_unref (idle);
+}
+
+static guint
+task_generation (GTask *task)
+{
+  return GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+}
+
 /* TachSweepFuncs.done, on the sweep's thread: a point that ran is posted
- * to the main thread, at the task's own priority, so that every point is
- * shown before the sweep is reported finished. */
+ * to the main thread. */
 static void
 on_point_ran (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome outcome,
               TachRun *run, const GError *error, gpointer user_data)
@@ -295,23 +469,42 @@ on_point_ran (TachSweep *sweep, const TachSweepPoint *point, TachSweepOutcome ou
   GTask *task = user_data;
   const TachConfig *config = tach_sweep_get_config (sweep, point->index);
   PointDone *done;
-  GSource *idle;
 
   if (outcome != TACH_SWEEP_RAN)
     return;
   done = g_new0 (PointDone, 1);
   done->view = g_object_ref (g_task_get_source_object (task));
-  done->generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+  done->generation = task_generation (task);
   done->index = point->index;
+  done->round = point->round;
   done->run = run != NULL ? tach_run_ref (run) : NULL;
   done->error = error != NULL ? g_error_copy (error) : NULL;
   if (done->error != NULL && config->preset != NULL)
     g_prefix_error (&done->error, "%s: ", config->preset);
-  idle = g_idle_source_new ();
-  g_source_set_priority (idle, G_PRIORITY_DEFAULT);
-  g_source_set_callback (idle, on_point_done, done, NULL);
-  g_source_attach (idle, g_task_get_context (task));
-  g_source_unref (idle);
+  post_to_view (task, on_point_done, done);
+}
+
+/* TachSweepFuncs.round_done, on the sweep's thread: the round's rates
+ * into the verdicts, the figures so far to the view, and another round
+ * while a speed-up misses the target and time is left. */
+static gboolean
+on_round_ran (TachSweep *sweep, guint round, gpointer user_data)
+{
+  GTask *task = user_data;
+  ScalingJob *job = g_task_get_task_data (task);
+  double spent = (g_get_monotonic_time () - job->start_us) / 1e6;
+  RoundFigures *f;
+  gboolean more;
+
+  tach_sweep_rounds_record_round (job->rounds, sweep, round);
+  more = tach_sweep_rounds_want_more (job->rounds, round + 1, spent);
+  f = round_figures_new (sweep, job->rounds);
+  f->view = g_object_ref (g_task_get_source_object (task));
+  f->generation = task_generation (task);
+  if (more)
+    f->line = tach_sweep_rounds_dup_progress (job->rounds, round + 2, round + 1, spent);
+  post_to_view (task, on_round_figures, f);
+  return more;
 }
 
 /* TachSweepFuncs.run, on the sweep's thread: a point of several ranks is
@@ -336,23 +529,43 @@ run_point (TachSweep *sweep, const TachSweepPoint *point, const TachConfig *conf
 static void
 scaling_thread (GTask *task, gpointer source, gpointer task_data, GCancellable *cancellable)
 {
-  static const TachSweepFuncs funcs = { run_point, on_point_ran, NULL };
+  static const TachSweepFuncs funcs = { run_point, on_point_ran, on_round_ran };
+  ScalingJob *job = task_data;
 
   (void) source;
-  tach_sweep_run (task_data, &funcs, task, cancellable, NULL);
+  job->start_us = g_get_monotonic_time ();
+  tach_sweep_run (job->sweep, &funcs, task, cancellable, NULL);
   g_task_return_boolean (task, TRUE);
+}
+
+/* Main thread, the sweep over: the figures of every round measured (a
+ * stopped round's pairs too) and what stayed unresolved. */
+static void
+show_outcome (TachScalingView *self, ScalingJob *job, gboolean stopped)
+{
+  g_autofree char *line = NULL;
+  RoundFigures *f;
+
+  if (tach_sweep_get_rounds_run (job->sweep) == 0)
+    return;
+  line = tach_sweep_rounds_dup_outcome (job->rounds, job->sweep, stopped);
+  f = round_figures_new (job->sweep, job->rounds);
+  round_figures_show (self, f);
+  round_figures_free (f);
+  set_rounds_line (self, line);
 }
 
 static void
 on_swept (GObject *source, GAsyncResult *result, gpointer user_data)
 {
   TachScalingView *self = TACH_SCALING_VIEW (source);
-  guint generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (result), "tach-generation"));
+  GTask *task = G_TASK (result);
 
   (void) user_data;
-  g_task_propagate_boolean (G_TASK (result), NULL);
-  if (generation != self->generation)
+  g_task_propagate_boolean (task, NULL);
+  if (task_generation (task) != self->generation)
     return;
+  show_outcome (self, g_task_get_task_data (task), g_cancellable_is_cancelled (self->cancellable));
   g_clear_object (&self->cancellable);
   update_state (self);
   g_signal_emit (self, signals[TACH_TASK_VIEW_SIGNAL_FINISHED], 0);
@@ -370,6 +583,7 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   g_autoptr(TachSweepAxis) axis = NULL;
   g_autoptr(TachSweep) sweep = NULL;
   g_autoptr(GTask) task = NULL;
+  ScalingJob *job;
   guint np, nv, n_points, bad;
 
   g_return_val_if_fail (base != NULL, FALSE);
@@ -452,8 +666,12 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   self->grid.rate = g_new (double, n_points);
   self->grid.rate_lo = g_new (double, n_points);
   self->grid.rate_hi = g_new (double, n_points);
+  self->grid.ratio = g_new (double, n_points);
+  self->grid.ratio_lo = g_new (double, n_points);
+  self->grid.ratio_hi = g_new (double, n_points);
   for (guint i = 0; i < n_points; i++)
-    self->grid.rate[i] = self->grid.rate_lo[i] = self->grid.rate_hi[i] = NAN;
+    self->grid.rate[i] = self->grid.rate_lo[i] = self->grid.rate_hi[i] = self->grid.ratio[i]
+      = self->grid.ratio_lo[i] = self->grid.ratio_hi[i] = NAN;
   self->grid.hidden = g_new0 (gboolean, np);
   self->n_points = n_points;
   self->runs = g_new0 (TachRun *, n_points);
@@ -465,10 +683,23 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   self->done = 0;
   self->total = n_points - bad;
   update_progress (self);
+  /* Shuffled rounds, each preset against the first at each value, paired
+   * by round: tach-cli sweep's. */
+  job = g_new0 (ScalingJob, 1);
+  job->rounds = tach_sweep_rounds_new_for_sweep (sweep, self->min_rounds, self->budget_s,
+                                                 self->target);
+  if (self->min_rounds > 1 || self->budget_s > 0)
+    tach_sweep_set_shuffle (sweep, base->seed);
+  job->sweep = g_steal_pointer (&sweep);
+  {
+    g_autofree char *line = tach_sweep_rounds_dup_progress (job->rounds, 1, 0, 0);
+
+    set_rounds_line (self, line);
+  }
   task = g_task_new (self, self->cancellable, on_swept, NULL);
   g_task_set_source_tag (task, tach_scaling_view_start);
   g_object_set_data (G_OBJECT (task), "tach-generation", GUINT_TO_POINTER (self->generation));
-  g_task_set_task_data (task, g_steal_pointer (&sweep), (GDestroyNotify) tach_sweep_free);
+  g_task_set_task_data (task, job, (GDestroyNotify) scaling_job_free);
   g_task_run_in_thread (task, scaling_thread);
   update_state (self);
   return TRUE;
@@ -492,11 +723,9 @@ tach_scaling_view_export_image (TachScalingView *self, const char *path, GError 
 gboolean
 tach_scaling_view_export_csv (TachScalingView *self, const char *dir, GError **error)
 {
-  g_autoptr(GPtrArray) runs = g_ptr_array_new ();
+  /* Every round's runs, as tach-cli sweep --csv writes them. */
+  GPtrArray *runs = self->all_runs;
 
-  for (guint i = 0; i < self->n_points; i++)
-    if (self->runs[i] != NULL)
-      g_ptr_array_add (runs, self->runs[i]);
   if (runs->len == 0)
     {
       g_set_error_literal (error, TACH_ERROR, TACH_ERROR_IO, _("There is no scaling sweep to export yet"));
@@ -540,6 +769,7 @@ tach_scaling_view_dispose (GObject *object)
   if (self->chart != NULL)
     tach_scaling_chart_set_grid (self->chart, NULL);
   grid_clear (self);
+  g_clear_pointer (&self->all_runs, g_ptr_array_unref);
   g_clear_pointer (&self->box, gtk_widget_unparent);
   G_OBJECT_CLASS (tach_scaling_view_parent_class)->dispose (object);
 }
@@ -581,6 +811,9 @@ tach_scaling_view_init (TachScalingView *self)
   GtkWidget *label;
 
   self->workload = -1;
+  self->all_runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  tach_scaling_view_set_rounds (self, TACH_SWEEP_DEFAULT_ROUNDS, TACH_SWEEP_DEFAULT_BUDGET_S,
+                                TACH_SWEEP_DEFAULT_TARGET);
   self->box = gtk_box_new (GTK_ORIENTATION_VERTICAL, 10);
   gtk_widget_set_parent (self->box, GTK_WIDGET (self));
 
@@ -610,6 +843,13 @@ tach_scaling_view_init (TachScalingView *self)
   self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), row);
+
+  self->rounds_label = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_xalign (self->rounds_label, 0);
+  gtk_label_set_wrap (self->rounds_label, TRUE);
+  gtk_widget_add_css_class (GTK_WIDGET (self->rounds_label), "dim-label");
+  gtk_widget_set_visible (GTK_WIDGET (self->rounds_label), FALSE);
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->rounds_label));
 
   self->toggles = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
   gtk_box_append (GTK_BOX (self->box), self->toggles);

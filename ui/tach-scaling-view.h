@@ -22,6 +22,14 @@ GtkWidget        *tach_scaling_view_new (void);
 void              tach_scaling_view_set_base_func (TachScalingView *self,
                                                    TachScalingViewBaseFunc func,
                                                    gpointer user_data);
+/* The rounds of the next sweeps, as tach-cli sweep's --rounds, --budget
+ * (seconds; 0: the rounds given only) and --target (a fraction: 0.05 is
+ * +-5%); tach-cli's defaults unless set. */
+void              tach_scaling_view_set_rounds (TachScalingView *self, guint min_rounds,
+                                                double budget_s, double target);
+/* The line under the controls: the rounds so far while a sweep runs, then
+ * how many ran and what stayed unresolved ("" before the first). */
+const char       *tach_scaling_view_get_rounds_text (TachScalingView *self);
 /* Fills the knob choice for the base's workload. */
 void              tach_scaling_view_refresh (TachScalingView *self);
 /* Chooses the knob by name and the values (a --vary spec's right side);

@@ -23,48 +23,6 @@ stop_action (GtkWidget  *widget,
   tach_window_stop (TACH_WINDOW (widget));
 }
 
-/* Queues every preset of the current workload, with the panel's other
- * settings (batch, steps, seed, device), and shows the comparison. */
-gboolean
-tach_window_compare_presets (TachWindow  *self,
-                             GError     **error)
-{
-  const TachConfig *base = tach_config_panel_get_config (self->config_panel);
-  /* The window runs one process: not the data-parallel presets. */
-  g_autoptr(GPtrArray) presets = tach_presets_for_ranks (base->workload, base->ranks);
-
-  g_return_val_if_fail (TACH_IS_WINDOW (self), FALSE);
-
-  if (tach_window_get_running (self))
-    {
-      g_set_error_literal (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                           _("A run is already in progress: stop it first"));
-      return FALSE;
-    }
-
-  g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
-  for (guint i = 0; i < presets->len; i++)
-    {
-      const TachPreset *preset = g_ptr_array_index (presets, i);
-      TachQueuedRun *queued = g_new0 (TachQueuedRun, 1);
-
-      tach_config_copy (&queued->config, base);
-      queued->in_sweep = TRUE;
-      if (!tach_config_apply_preset (&queued->config, preset->name, error))
-        {
-          tach_window_queued_run_free (queued);
-          g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
-          return FALSE;
-        }
-      g_queue_push_tail (&self->queue, queued);
-    }
-
-  g_list_store_remove_all (self->sweep);
-  adw_view_stack_set_visible_child_name (self->view_stack, "compare");
-  tach_window_job_started (self, TRUE);
-  return tach_window_start_next (self, error);
-}
-
 static void
 compare_action (GtkWidget  *widget,
                 const char *action_name,

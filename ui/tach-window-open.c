@@ -51,7 +51,10 @@ add_loaded_runs (TachWindow *self,
                       && !tach_window_get_running (self);
 
   if (to_sweep)
-    g_list_store_remove_all (self->sweep);
+    {
+      g_list_store_remove_all (self->sweep);
+      tach_compare_view_clear_rounds (self->compare_view);
+    }
   for (guint i = 0; i < runs->len; i++)
     {
       g_autoptr(TachRunObject) object = tach_run_object_new (runs->pdata[i], self->next_color++);

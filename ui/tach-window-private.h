@@ -33,7 +33,8 @@ struct _TachWindow
 
   /* State. */
   GListStore           *runs;          /* TachRunObject, every run */
-  GListStore           *sweep;         /* TachRunObject, the last comparison */
+  GListStore           *sweep;         /* TachRunObject, the last comparison's rows */
+  struct _TachWindowCompare *compare;  /* Compare Presets' rounds (tach-window-compare.c) */
   GQueue                queue;         /* TachQueuedRun*, waiting to start */
   TachRunObject        *active_run;    /* the running (or last) run */
   TachRanksJob         *ranks_job;     /* the last run of several ranks, or NULL */
@@ -61,7 +62,22 @@ struct _TachWindow
 typedef struct {
   TachConfig config;
   gboolean   in_sweep;
+  int        point;   /* the comparison's point (its preset), or -1 */
+  guint      round;   /* the comparison's round, 0-based */
 } TachQueuedRun;
+
+/* Compare Presets in rounds (tach-window-compare.c). */
+typedef struct _TachWindowCompare TachWindowCompare;
+TachWindowCompare *tach_window_compare_new (void);
+void     tach_window_compare_free     (TachWindowCompare *compare);
+/* @object runs @queued (a comparison's point when queued->point >= 0). */
+void     tach_window_compare_started  (TachWindow          *self,
+                                       const TachQueuedRun *queued,
+                                       TachRunObject       *object);
+/* @run ended (the active run): at a round's end, the figures so far and
+ * the next round queued, or the comparison's outcome. */
+void     tach_window_compare_run_finished (TachWindow    *self,
+                                           TachRunObject *run);
 
 void     tach_window_queued_run_free (TachQueuedRun *queued);
 gboolean tach_window_start_next      (TachWindow    *self,

@@ -176,6 +176,7 @@ on_run_finished (TachWindow    *self,
     return;
   if (tach_run_object_get_state (run) == TACH_RUN_STATE_CANCELLED)
     g_queue_clear_full (&self->queue, (GDestroyNotify) tach_window_queued_run_free);
+  tach_window_compare_run_finished (self, run);
 
   if (!g_queue_is_empty (&self->queue) && !tach_window_start_next (self, &error))
     tach_window_show_error (self, _("Cannot Compare the Presets"), error);
@@ -185,10 +186,10 @@ on_run_finished (TachWindow    *self,
 }
 
 static gboolean
-tach_window_start_config (TachWindow        *self,
-                          const TachConfig  *config,
-                          gboolean           in_sweep,
-                          GError           **error)
+tach_window_start_config (TachWindow          *self,
+                          const TachConfig    *config,
+                          const TachQueuedRun *queued,
+                          GError             **error)
 {
   g_autoptr(TachRun) run = NULL;
   g_autoptr(TachRunObject) object = NULL;
@@ -203,8 +204,8 @@ tach_window_start_config (TachWindow        *self,
   tach_chart_add_series (self->rate_chart, tach_run_object_get_rate_series (object));
   tach_chart_add_series (self->loss_chart, tach_run_object_get_loss_series (object));
   g_list_store_append (self->runs, object);
-  if (in_sweep)
-    g_list_store_append (self->sweep, object);
+  if (queued != NULL && queued->in_sweep)
+    tach_window_compare_started (self, queued, object);
 
   g_set_object (&self->active_run, object);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_ACTIVE_RUN]);
@@ -230,7 +231,7 @@ tach_window_start_next (TachWindow  *self,
   while ((queued = g_queue_pop_head (&self->queue)) != NULL)
     {
       g_autoptr(GError) local_error = NULL;
-      gboolean ok = tach_window_start_config (self, &queued->config, queued->in_sweep, &local_error);
+      gboolean ok = tach_window_start_config (self, &queued->config, queued, &local_error);
 
       if (!ok && queued->config.preset != NULL)
         g_prefix_error (&local_error, "%s: ", queued->config.preset);
@@ -265,7 +266,7 @@ tach_window_start_run (TachWindow  *self,
     return tach_window_start_ranks (self, tach_config_panel_get_config (self->config_panel),
                                     error);
   return tach_window_start_config (self, tach_config_panel_get_config (self->config_panel),
-                                   FALSE, error);
+                                   NULL, error);
 }
 
 void
@@ -393,6 +394,7 @@ tach_window_dispose (GObject *object)
   gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_WINDOW);
   g_clear_object (&self->runs);
   g_clear_object (&self->sweep);
+  g_clear_pointer (&self->compare, tach_window_compare_free);
   g_clear_pointer (&self->last_folder, g_free);
   g_clear_object (&self->settings);
   g_clear_pointer (&self->last_notice, g_free);
@@ -559,6 +561,7 @@ tach_window_init (TachWindow *self)
   self->show_config = TRUE;
   self->runs = g_list_store_new (TACH_TYPE_RUN_OBJECT);
   self->sweep = g_list_store_new (TACH_TYPE_RUN_OBJECT);
+  self->compare = tach_window_compare_new ();
   g_queue_init (&self->queue);
 
   gtk_widget_init_template (GTK_WIDGET (self));

@@ -31,6 +31,13 @@ gboolean         tach_window_start_run         (TachWindow           *self,
 void             tach_window_stop              (TachWindow           *self);
 gboolean         tach_window_compare_presets   (TachWindow           *self,
                                                 GError              **error);
+/* The rounds of the next Compare, Scaling sweep and explanation, as
+ * tach-cli's --rounds, --budget (seconds; 0: the rounds given only) and
+ * --target (a fraction: 0.05 is +-5%); tach-cli's defaults unless set. */
+void             tach_window_set_rounds        (TachWindow           *self,
+                                                guint                 min_rounds,
+                                                double                budget_s,
+                                                double                target);
 gboolean         tach_window_explain_runs      (TachWindow           *self,
                                                 GError              **error);
 void             tach_window_export_csv        (TachWindow           *self,

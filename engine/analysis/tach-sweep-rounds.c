@@ -10,6 +10,8 @@
  */
 #include <math.h>
 
+#include <glib/gi18n-lib.h>
+
 #include "tach-stats.h"
 #include "tach-sweep.h"
 
@@ -155,4 +157,192 @@ tach_sweep_rounds_want_more (TachSweepRounds *r, guint rounds_done, double spent
         return TRUE;
     }
   return FALSE;
+}
+
+double
+tach_sweep_rounds_get_widest (TachSweepRounds *r)
+{
+  double widest = NAN;
+
+  for (guint i = 0; i < r->base->len; i++)
+    {
+      TachInterval ratio;
+      double half;
+
+      if (tach_sweep_rounds_get_ratio (r, i, &ratio) == TACH_VERDICT_UNKNOWN)
+        continue;
+      half = tach_interval_rel_halfwidth (&ratio);
+      if (isfinite (half) && !(half <= widest))
+        widest = half;
+    }
+  return widest;
+}
+
+guint
+tach_rounds_fit (guint min_rounds, double budget_s, guint rounds_done, double spent_s)
+{
+  double fit;
+
+  if (budget_s <= 0 || rounds_done == 0 || spent_s <= 0)
+    return budget_s <= 0 ? min_rounds : MAX (min_rounds, rounds_done);
+  /* want_more's rule: a round is begun while it is expected to end within
+   * the budget at the pace so far. */
+  fit = floor (budget_s / (spent_s / rounds_done));
+  return CLAMP ((guint) MIN (fit, TACH_SWEEP_MAX_ROUNDS), MAX (min_rounds, rounds_done),
+                TACH_SWEEP_MAX_ROUNDS);
+}
+
+char *
+tach_rounds_dup_progress (guint round, guint min_rounds, double budget_s, double target,
+                          guint rounds_done, double spent_s, double widest)
+{
+  guint most = MAX (tach_rounds_fit (min_rounds, budget_s, rounds_done, spent_s), round);
+
+  if (rounds_done == 0 && budget_s > 0)
+    /* Translators: the round being measured and the fewest that will run. */
+    return g_strdup_printf (_("round %u of at least %u"), round, min_rounds);
+  if (!isfinite (widest))
+    /* Translators: the round being measured and the most that may run. */
+    return g_strdup_printf (_("round %u of up to %u"), round, most);
+  /* Translators: the round being measured, the most that may run, the
+   * widest speed-up interval so far and the one asked for, as +-percent. */
+  return g_strdup_printf (_("round %u of up to %u, speed-ups known to ±%.1f%% (target ±%.0f%%)"),
+                          round, most, 100.0 * widest, 100.0 * target);
+}
+
+guint
+tach_sweep_rounds_get_max_rounds (TachSweepRounds *r, guint rounds_done, double spent_s)
+{
+  return tach_rounds_fit (r->min_rounds, r->budget_s, rounds_done, spent_s);
+}
+
+char *
+tach_sweep_rounds_dup_progress (TachSweepRounds *r, guint round, guint rounds_done,
+                                double spent_s)
+{
+  return tach_rounds_dup_progress (round, r->min_rounds, r->budget_s, r->target, rounds_done,
+                                   spent_s, tach_sweep_rounds_get_widest (r));
+}
+
+TachSweepRounds *
+tach_sweep_rounds_new_for_sweep (TachSweep *sweep, guint min_rounds, double budget_s,
+                                 double target)
+{
+  guint np = tach_sweep_get_n_presets (sweep);
+  TachSweepRounds *r = tach_sweep_rounds_new (tach_sweep_get_n_points (sweep), min_rounds,
+                                              budget_s, target);
+
+  /* Comparison (v, p) is v * (np - 1) + p - 1: tach_sweep_rounds_point_comparison. */
+  for (guint v = 0; v < tach_sweep_get_n_values (sweep); v++)
+    for (guint p = 1; p < np; p++)
+      tach_sweep_rounds_add_comparison (r, v * np, v * np + p);
+  return r;
+}
+
+int
+tach_sweep_rounds_point_comparison (TachSweep *sweep, guint index)
+{
+  guint np = tach_sweep_get_n_presets (sweep);
+
+  if (index % np == 0 || index >= tach_sweep_get_n_points (sweep))
+    return -1;
+  return (int) ((index / np) * (np - 1) + index % np - 1);
+}
+
+double
+tach_sweep_run_rate (TachRun *run)
+{
+  TachSummary s;
+
+  if (run == NULL || tach_run_get_state (run) != TACH_RUN_STATE_FINISHED)
+    return NAN;
+  tach_run_get_summary (run, &s);
+  return s.items_per_s;
+}
+
+void
+tach_sweep_rounds_record_round (TachSweepRounds *r, TachSweep *sweep, guint round)
+{
+  for (guint i = 0; i < tach_sweep_get_n_points (sweep); i++)
+    tach_sweep_rounds_record (r, i, round, tach_sweep_run_rate (tach_sweep_get_run (sweep, i, round)));
+}
+
+TachRun *
+tach_sweep_rounds_pick_run (TachSweepRounds *r, TachSweep *sweep, guint index)
+{
+  double median = tach_sweep_rounds_get_rate (r, index), best = INFINITY;
+  TachRun *pick = NULL;
+
+  for (guint k = 0; k < tach_sweep_get_rounds_run (sweep); k++)
+    {
+      TachRun *run = tach_sweep_get_run (sweep, index, k);
+      double d = fabs (tach_sweep_run_rate (run) - median);
+
+      if (run == NULL)
+        continue;
+      /* The first run when none has a rate (failed, stopped). */
+      if (pick == NULL || d < best)
+        {
+          pick = run;
+          best = isfinite (d) ? d : INFINITY;
+        }
+    }
+  return pick;
+}
+
+char *
+tach_sweep_rounds_dup_unresolved (TachSweepRounds *r, TachSweep *sweep)
+{
+  g_autoptr(GString) text = g_string_new (NULL);
+  guint np = tach_sweep_get_n_presets (sweep), rounds = tach_sweep_get_rounds_run (sweep);
+  const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+
+  for (guint i = 0; i < tach_sweep_get_n_points (sweep); i++)
+    {
+      int c = tach_sweep_rounds_point_comparison (sweep, i);
+      TachInterval ratio;
+      g_autofree char *name = NULL;
+
+      if (c < 0 || (guint) c >= r->base->len || tach_sweep_rounds_is_resolved (r, c)
+          || tach_sweep_rounds_get_ratio (r, c, &ratio) == TACH_VERDICT_UNKNOWN)
+        continue;
+      name = axis != NULL ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, i % np),
+                                             axis->knob->name, tach_sweep_get_value (sweep, i / np))
+                          : g_strdup (tach_sweep_get_preset (sweep, i % np));
+      if (text->len > 0)
+        g_string_append_c (text, '\n');
+      g_string_append_printf (text, _("unresolved after %u rounds: %s against %s is known to "
+                                      "+-%.1f%%, not the +-%.0f%% asked"),
+                              rounds, name, tach_sweep_get_preset (sweep, 0),
+                              100.0 * tach_interval_rel_halfwidth (&ratio), 100.0 * r->target);
+    }
+  return text->len > 0 ? g_string_free (g_steal_pointer (&text), FALSE) : NULL;
+}
+
+char *
+tach_sweep_rounds_dup_outcome (TachSweepRounds *r, TachSweep *sweep, gboolean stopped)
+{
+  guint rounds = tach_sweep_get_rounds_run (sweep);
+  g_autoptr(GString) line = g_string_new (NULL);
+  g_autofree char *unresolved = NULL;
+
+  if (rounds == 0)
+    return g_strdup ("");
+  /* Recorded again: a stopped round's pairs count too. */
+  tach_sweep_rounds_record_round (r, sweep, rounds - 1);
+  unresolved = tach_sweep_rounds_dup_unresolved (r, sweep);
+  if (stopped)
+    g_string_append_printf (line, _("Stopped in round %u; the rounds measured are shown."), rounds);
+  else if (unresolved == NULL && r->budget_s > 0 && rounds >= 2)
+    g_string_append_printf (line, g_dngettext (GETTEXT_PACKAGE,
+                                               "%u round: every speed-up known to ±%.0f%%.",
+                                               "%u rounds: every speed-up known to ±%.0f%%.",
+                                               rounds),
+                            rounds, 100.0 * r->target);
+  else
+    g_string_append_printf (line, g_dngettext (GETTEXT_PACKAGE, "%u round.", "%u rounds.", rounds),
+                            rounds);
+  if (unresolved != NULL)
+    g_string_append_printf (line, "\n%s", unresolved);
+  return g_string_free (g_steal_pointer (&line), FALSE);
 }

@@ -385,6 +385,30 @@ tach_sweep_set_rounds (TachSweep *sweep, guint rounds)
   sweep->rounds = rounds;
 }
 
+void
+tach_sweep_next_order (TachSweep *sweep, guint *order)
+{
+  /* Shuffled rounds: a busy spell falls on no point more than another. */
+  for (guint k = 0; k < sweep->n_points; k++)
+    order[k] = k;
+  if (sweep->shuffle != NULL)
+    tach_stats_shuffle (sweep->shuffle, order, sweep->n_points);
+}
+
+void
+tach_sweep_set_run (TachSweep *sweep, guint index, guint round, TachRun *run)
+{
+  guint i = round * sweep->n_points + index;
+
+  g_return_if_fail (index < sweep->n_points && round < TACH_SWEEP_MAX_ROUNDS);
+  if (sweep->runs->len <= i)
+    g_ptr_array_set_size (sweep->runs, (round + 1) * sweep->n_points);
+  sweep->rounds_run = MAX (sweep->rounds_run, round + 1);
+  if (sweep->runs->pdata[i] != NULL)
+    tach_run_unref (sweep->runs->pdata[i]);
+  sweep->runs->pdata[i] = run != NULL ? tach_run_ref (run) : NULL;
+}
+
 guint
 tach_sweep_get_rounds_run (TachSweep *sweep)
 {
@@ -473,11 +497,7 @@ tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *funcs, gpointer user_dat
 
       sweep->rounds_run = round + 1;
       g_ptr_array_set_size (sweep->runs, (round + 1) * sweep->n_points);
-      /* Shuffled rounds: a busy spell falls on no point more than another. */
-      for (guint k = 0; k < sweep->n_points; k++)
-        order[k] = k;
-      if (sweep->shuffle != NULL)
-        tach_stats_shuffle (sweep->shuffle, order, sweep->n_points);
+      tach_sweep_next_order (sweep, order);
       for (guint j = 0; j < sweep->n_points; j++)
         {
           TachSweepPoint point = { 0 };

@@ -110,6 +110,17 @@ void                tach_sweep_set_shuffle (TachSweep *sweep, guint64 seed);
 /* The rounds run when funcs->round_done is NULL: 1 unless set.  Call
  * before tach_sweep_run(). */
 void                tach_sweep_set_rounds (TachSweep *sweep, guint rounds);
+/* The order of the next round's points (@order: n_points indices, each
+ * value * n_presets + preset): tach_sweep_point()'s order, or a new
+ * shuffled one after tach_sweep_set_shuffle().  tach_sweep_run() takes
+ * every round's order from here; a caller that runs the points itself,
+ * one at a time on its main loop (the window's Compare), takes them from
+ * here too and hands each run back with tach_sweep_set_run(). */
+void                tach_sweep_next_order (TachSweep *sweep, guint *order);
+/* Point @index's run of round @round (a new reference is taken; NULL:
+ * none), for a caller that runs the points itself; rounds begun grow to
+ * @round + 1.  Not while tach_sweep_run() runs. */
+void                tach_sweep_set_run (TachSweep *sweep, guint index, guint round, TachRun *run);
 /* Rounds begun by tach_sweep_run() (so far, or in all once it returned). */
 guint               tach_sweep_get_rounds_run (TachSweep *sweep);
 /* Point @index's run of round @round, or NULL (not run, or it could not
@@ -181,6 +192,20 @@ gboolean            tach_sweep_run (TachSweep *sweep, const TachSweepFuncs *func
  * funcs->round_done asks tach_sweep_rounds_want_more().  Any thread, one
  * at a time; the clock is the caller's (tests inject one). */
 #define TACH_SWEEP_MAX_ROUNDS 64
+/* The defaults of tach-cli's --rounds, --budget and --target, which the
+ * window's Compare and Scaling use too: at least 3 rounds (2 give a
+ * Student-t interval with 1 degree of freedom, 12.7 times the standard
+ * error: too wide to resolve anything), rounds added for up to 45 s (the
+ * README's examples finish in under a minute on an idle 2-core machine),
+ * each speed-up known to +-5% (differences between execution modes are
+ * tens of percent; 5% is the run-to-run drift of an idle machine).  The
+ * README's explain (the bilstm at batch 1024, 8 configurations of 30
+ * steps) measures its 3 rounds in about 20 s on an idle 2-core machine;
+ * the budget leaves rounds to add within a minute.  Explain's are the
+ * same (TACH_EXPLAIN_MIN_ROUNDS, TACH_EXPLAIN_DEFAULT_TARGET). */
+#define TACH_SWEEP_DEFAULT_ROUNDS 3
+#define TACH_SWEEP_DEFAULT_BUDGET_S 45.0
+#define TACH_SWEEP_DEFAULT_TARGET 0.05
 
 typedef struct _TachSweepRounds TachSweepRounds;
 
@@ -205,5 +230,59 @@ TachVerdict      tach_sweep_rounds_get_ratio (TachSweepRounds *rounds, guint i,
                                               TachInterval *ratio);
 /* Whether comparison @i met the target (always TRUE without a budget). */
 gboolean         tach_sweep_rounds_is_resolved (TachSweepRounds *rounds, guint i);
+/* The widest relative half-width (tach_interval_rel_halfwidth) of the
+ * comparisons measured so far; NaN when none has an interval yet. */
+double           tach_sweep_rounds_get_widest (TachSweepRounds *rounds);
+/* How many rounds the run will reach at most: the minimum, or after
+ * @rounds_done rounds that took @spent_s seconds, as many as fit the
+ * budget at that pace (at most TACH_SWEEP_MAX_ROUNDS). */
+guint            tach_sweep_rounds_get_max_rounds (TachSweepRounds *rounds, guint rounds_done,
+                                                   double spent_s);
+/* "round 3 of up to 9, speed-ups known to +-6.2% (target +-5%)": where
+ * the measuring is while round @round (1-based) runs, @rounds_done rounds
+ * having taken @spent_s seconds (translated). */
+char            *tach_sweep_rounds_dup_progress (TachSweepRounds *rounds, guint round,
+                                                 guint rounds_done, double spent_s);
+
+/* The same for any measurement in rounds (explain's too): the most
+ * rounds that fit @budget_s at the pace of @rounds_done rounds in
+ * @spent_s seconds, and the line; @widest is NaN while no interval is
+ * known. */
+guint            tach_rounds_fit (guint min_rounds, double budget_s, guint rounds_done,
+                                  double spent_s);
+char            *tach_rounds_dup_progress (guint round, guint min_rounds, double budget_s,
+                                           double target, guint rounds_done, double spent_s,
+                                           double widest);
+
+/* The comparisons of a sweep's grid: each preset against the first preset
+ * at the same value, paired by round (what tach-cli's sweep tables and the
+ * window's Compare and Scaling show). */
+TachSweepRounds *tach_sweep_rounds_new_for_sweep (TachSweep *sweep, guint min_rounds,
+                                                  double budget_s, double target);
+/* The comparison of point @index against its value's first preset, or -1
+ * for a first preset (tach_sweep_rounds_new_for_sweep's). */
+int              tach_sweep_rounds_point_comparison (TachSweep *sweep, guint index);
+/* The rate a sweep compares: @run's items/s (steps/s times the batch, so
+ * that presets of other batch sizes compare the same work), NaN unless it
+ * finished. */
+double           tach_sweep_run_rate (TachRun *run);
+/* Records every point's rate of round @round from @sweep's runs. */
+void             tach_sweep_rounds_record_round (TachSweepRounds *rounds, TachSweep *sweep,
+                                                 guint round);
+/* The run of point @index to show: the round whose rate is nearest the
+ * point's median over rounds (borrowed; NULL when none ran). */
+TachRun         *tach_sweep_rounds_pick_run (TachSweepRounds *rounds, TachSweep *sweep,
+                                             guint index);
+/* One line per comparison of tach_sweep_rounds_new_for_sweep that missed
+ * the target ("unresolved after 5 rounds: tuned against tf1-feed-dict is
+ * known to +-7.1%, not the +-5% asked"), or NULL when none did
+ * (translated). */
+char            *tach_sweep_rounds_dup_unresolved (TachSweepRounds *rounds, TachSweep *sweep);
+/* The sweep over (@stopped: by Stop): its last round's rates recorded (a
+ * stopped round's pairs count too), then "5 rounds: every speed-up known
+ * to +-5%.", "5 rounds." or "Stopped in round 2; ...", and the unresolved
+ * lines under it (translated). */
+char            *tach_sweep_rounds_dup_outcome (TachSweepRounds *rounds, TachSweep *sweep,
+                                                gboolean stopped);
 
 G_END_DECLS
