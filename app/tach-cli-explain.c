@@ -362,8 +362,16 @@ tach_cli_command_explain (const TachCliOptions *options)
   if (session.live_shown)
     fputs ("\r\033[K", stderr);
 
-  if (session.ok)
+  if (session.ok || tach_explain_is_partial (explain))
     print_table (explain);
+  if (session.ok)
+    status = TACH_CLI_EXIT_OK;
+  else if (tach_explain_is_partial (explain))
+    /* Stop keeps the whole rounds measured: the table is theirs. */
+    printf (ngettext ("  (stopped: the table is the %u whole round measured before the stop)\n",
+                      "  (stopped: the table is the %u whole rounds measured before the stop)\n",
+                      tach_explain_get_rounds (explain)),
+            tach_explain_get_rounds (explain));
   else if (g_error_matches (session.error, TACH_ERROR, TACH_ERROR_CANCELLED))
     printf (_("  (stopped: no explanation; the runs that ended go to the CSV)\n"));
   else
@@ -375,7 +383,7 @@ tach_cli_command_explain (const TachCliOptions *options)
   if (options->csv_dir != NULL)
     {
       g_autoptr(GError) csv_error = NULL;
-      gboolean written = session.ok
+      gboolean written = session.ok || tach_explain_is_partial (explain)
                          ? tach_explain_csv_append (explain, options->csv_dir, &csv_error)
                          : tach_cli_write_csv (options->csv_dir, tach_explain_get_runs (explain));
 

@@ -553,6 +553,20 @@ test_cancel (void)
   g_assert_false (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_CANCELLED);
   g_assert_cmpuint (c.calls->len, ==, 5);
+  /* In the first round: nothing whole to keep. */
+  g_assert_false (tach_explain_is_partial (explain));
+  costs_clear (&c);
+
+  /* Stopped in the third round (8 configurations a round): the two whole
+   * rounds before it stand, and their shares still add up to the gap. */
+  g_clear_error (&error);
+  costs_init (&c, 3);
+  c.cancel_after = 2 * 8 + 3;
+  g_assert_false (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_CANCELLED);
+  g_assert_true (tach_explain_is_partial (explain));
+  g_assert_cmpuint (tach_explain_get_rounds (explain), ==, 2);
+  assert_additive (explain);
   costs_clear (&c);
 }
 

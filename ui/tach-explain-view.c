@@ -213,6 +213,10 @@ show_result (TachExplainView *self)
     g_autofree char *unresolved = tach_explain_dup_unresolved (explain);
 
     g_string_append_printf (summary, "\n%s", verdict);
+    if (tach_explain_is_partial (explain))
+      g_string_append_printf (summary, "\n%s",
+                              _("Stopped: the figures are those of the whole rounds measured "
+                                "before the stop."));
     if (unresolved != NULL)
       g_string_append_printf (summary, "\n%s", unresolved);
   }
@@ -322,6 +326,14 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
     {
       /* The task keeps its data until it is freed: take a copy of the
        * pointer and keep the explanation alive through the task's ref. */
+      g_clear_pointer (&self->explain, tach_explain_free);
+      self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
+      show_result (self);
+    }
+  else if (g_error_matches (error, TACH_ERROR, TACH_ERROR_CANCELLED)
+           && tach_explain_is_partial (g_object_get_data (G_OBJECT (task), "tach-explain")))
+    {
+      /* Stopped after whole rounds: their explanation, said to be theirs. */
       g_clear_pointer (&self->explain, tach_explain_free);
       self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
       show_result (self);

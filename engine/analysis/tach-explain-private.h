@@ -12,6 +12,7 @@ struct _TachExplain {
   guint            rounds;         /* measured (at least min_rounds after a run) */
   guint            min_rounds;
   double           budget_s;       /* 0: exactly min_rounds */
+  gboolean         partial;        /* stopped, the whole rounds before kept */
   double           target;
   guint64          seed;
 

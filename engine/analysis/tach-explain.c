@@ -188,6 +188,12 @@ tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci)
   *ci = to ? explain->to_ci : explain->from_ci;
 }
 
+gboolean
+tach_explain_is_partial (TachExplain *explain)
+{
+  return explain->partial;
+}
+
 TachVerdict
 tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio)
 {
@@ -662,6 +668,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
 
   plan_clear (explain);
   g_ptr_array_set_size (explain->runs, 0);
+  explain->partial = FALSE;
 
   /* What cannot run is known first, so that sampled orderings avoid it.
    * Only the configurations an exact plan needs are asked about when
@@ -747,6 +754,13 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
               if (g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED) || mask == 0
                   || mask == full)
                 {
+                  /* Stopped: the whole rounds before this one stand, when
+                   * they are 2 or more (a paired interval needs 2). */
+                  if (g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED) && r >= 2)
+                    {
+                      explain->rounds = r;
+                      explain->partial = update_shares (explain, known_bad);
+                    }
                   if (!g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED))
                     {
                       add_failure (explain, mask, local);

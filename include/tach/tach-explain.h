@@ -185,6 +185,12 @@ gboolean     tach_explain_run (TachExplain *explain, GCancellable *cancellable,
                                TachExplainProgress progress, gpointer progress_data,
                                GError **error);
 
+/* Whether a run that was stopped (tach_explain_run returned FALSE with
+ * TACH_ERROR_CANCELLED) kept the whole rounds it measured before the stop,
+ * 2 or more: then every figure below is theirs (tach_explain_get_rounds
+ * says how many). */
+gboolean     tach_explain_is_partial (TachExplain *explain);
+
 /* After a run.  Step times of A and B, mean over rounds, with the lowest
  * and highest round's. */
 const TachExplainCost *tach_explain_get_cost (TachExplain *explain, gboolean to);
