@@ -1,7 +1,8 @@
 /* test-tensorboard.c: the TensorBoard event files, read back by a reader of
  * the test's own: TFRecord framing with its masked CRC-32C computed here bit
  * by bit (not with the writer's table), Event protobufs unpacked, and every
- * step's scalars against the run's samples; the knobs' text summary; and a
+ * step's scalars against the run's samples; the run's figures with their
+ * intervals and machine_busy at its last step; the knobs' text summary; and a
  * folder that cannot be written. */
 #include <math.h>
 #include <string.h>
@@ -114,7 +115,7 @@ check_run (TachRun *run, const char *path)
   const TachKnobInfo *infos = tach_knobs (&n_knobs);
   double start_s = tach_run_get_start_time (run) / (double) G_USEC_PER_SEC;
 
-  g_assert_cmpuint (events->len, ==, 2 + samples->len);
+  g_assert_cmpuint (events->len, ==, 2 + samples->len + 1);
   version = events->pdata[0];
   g_assert_cmpint (version->what_case, ==, TENSORBOARD__EVENT__WHAT_FILE_VERSION);
   g_assert_cmpstr (version->file_version, ==, "brain.Event:2");
@@ -157,6 +158,35 @@ check_run (TachRun *run, const char *path)
       assert_scalar (e, "ms_per_step/sync", s->sync_ms);
       assert_scalar (e, "ms_per_step/host", s->host_ms);
     }
+
+  /* Last, at the last step, the run's figures with their intervals, as
+   * runs.csv has them; one not known is left out. */
+  {
+    const Tensorboard__Event *e = events->pdata[events->len - 1];
+    TachSummary sum;
+    static const char *const tags[] = {
+      "run/median_steps_per_s", "run/median_steps_per_s_lo", "run/median_steps_per_s_hi",
+      "run/items_per_s", "run/items_per_s_lo", "run/items_per_s_hi", "run/machine_busy",
+    };
+    double v[G_N_ELEMENTS (tags)];
+
+    tach_run_get_summary (run, &sum);
+    v[0] = sum.steps_per_s_median;
+    v[1] = sum.steps_per_s_lo;
+    v[2] = sum.steps_per_s_hi;
+    v[3] = sum.items_per_s;
+    v[4] = sum.items_per_s_lo;
+    v[5] = sum.items_per_s_hi;
+    v[6] = sum.machine_busy;
+    g_assert_cmpint (e->what_case, ==, TENSORBOARD__EVENT__WHAT_SUMMARY);
+    g_assert_cmpint (e->step, ==, (gint64) g_array_index (samples, TachSample, samples->len - 1).step);
+    g_assert_true (isfinite (v[0]) && isfinite (v[3]));
+    for (guint i = 0; i < G_N_ELEMENTS (tags); i++)
+      if (isfinite (v[i]))
+        assert_scalar (e, tags[i], v[i]);
+      else
+        g_assert_null (find_value (e, tags[i]));
+  }
 }
 
 static void
@@ -177,12 +207,22 @@ test_roundtrip (void)
   test_apply (&c, "preset=keras-fit device=cpu batch=8");
   g_ptr_array_add (runs, test_run_to_end (&c));
   tach_config_clear (&c);
+  /* Enough steps for the median's interval: run/..._lo and _hi are there. */
+  test_tiny_config (&c, 40);
+  g_ptr_array_add (runs, test_run_to_end (&c));
+  tach_config_clear (&c);
+  {
+    TachSummary sum;
+
+    tach_run_get_summary (runs->pdata[2], &sum);
+    g_assert_true (isfinite (sum.steps_per_s_lo) && isfinite (sum.items_per_s_hi));
+  }
   /* A run that never started has nothing to write. */
   g_ptr_array_add (runs, test_tiny_run_new (3));
 
   g_assert_true (tach_tensorboard_export (dir, runs, paths, &error));
   g_assert_no_error (error);
-  g_assert_cmpuint (paths->len, ==, 2);
+  g_assert_cmpuint (paths->len, ==, 3);
   for (guint i = 0; i < paths->len; i++)
     {
       g_autofree char *base = g_path_get_basename (paths->pdata[i]);

@@ -9,7 +9,9 @@
  * step 0, holds the run's knobs as a text summary (a Markdown table, as
  * TensorBoard's text plugin shows it); then one event per step holds that
  * step's scalars: steps_per_s, loss, accuracy and the step's time and each
- * phase's, in ms.  A figure the engine did not observe is left out, not
+ * phase's, in ms; last, at the last step, the run's figures that verdicts
+ * use (run/median_steps_per_s, run/items_per_s, each with _lo and _hi, its
+ * 95% interval, and run/machine_busy).  A figure the engine did not observe is left out, not
  * written as 0.  Each file is written to a temporary name (a megabyte of
  * events at a time) and renamed.
  */
@@ -97,27 +99,20 @@ append_event (GByteArray *out, const Tensorboard__Event *event)
 
 /* ------------------------------------------------------------ events */
 
-/* The step's scalars, those observed. */
+typedef struct { const char *tag; double v; } Scalar;
+
+/* One event of @scalars at @step, those observed (a NaN is left out). */
 static void
-append_step (GByteArray *out, const TachSample *s, double start_s)
+append_scalars (GByteArray *out, const Scalar *scalars, guint n_scalars, double wall_time,
+                gint64 step)
 {
-  struct { const char *tag; double v; } scalars[] = {
-    { "steps_per_s", s->step_ms > 0 ? 1000.0 / s->step_ms : NAN },
-    { "loss", s->loss },
-    { "accuracy", s->accuracy },
-    { "ms_per_step/step", s->step_ms },
-    { "ms_per_step/feed", s->feed_ms },
-    { "ms_per_step/compute", s->compute_ms },
-    { "ms_per_step/sync", s->sync_ms },
-    { "ms_per_step/host", s->host_ms },
-  };
-  Tensorboard__Summary__Value values[G_N_ELEMENTS (scalars)];
-  Tensorboard__Summary__Value *pointers[G_N_ELEMENTS (scalars)];
+  g_autofree Tensorboard__Summary__Value *values = g_new (Tensorboard__Summary__Value, n_scalars);
+  g_autofree Tensorboard__Summary__Value **pointers = g_new (Tensorboard__Summary__Value *, n_scalars);
   Tensorboard__Summary summary = TENSORBOARD__SUMMARY__INIT;
   Tensorboard__Event event = TENSORBOARD__EVENT__INIT;
   guint n = 0;
 
-  for (guint i = 0; i < G_N_ELEMENTS (scalars); i++)
+  for (guint i = 0; i < n_scalars; i++)
     {
       if (!isfinite (scalars[i].v))
         continue;
@@ -130,11 +125,58 @@ append_step (GByteArray *out, const TachSample *s, double start_s)
     }
   summary.n_value = n;
   summary.value = pointers;
-  event.wall_time = start_s + (isfinite (s->wall_s) ? s->wall_s : 0.0);
-  event.step = (int64_t) s->step;
+  event.wall_time = wall_time;
+  event.step = step;
   event.what_case = TENSORBOARD__EVENT__WHAT_SUMMARY;
   event.summary = &summary;
   append_event (out, &event);
+}
+
+/* The step's scalars, those observed. */
+static void
+append_step (GByteArray *out, const TachSample *s, double start_s)
+{
+  const Scalar scalars[] = {
+    { "steps_per_s", s->step_ms > 0 ? 1000.0 / s->step_ms : NAN },
+    { "loss", s->loss },
+    { "accuracy", s->accuracy },
+    { "ms_per_step/step", s->step_ms },
+    { "ms_per_step/feed", s->feed_ms },
+    { "ms_per_step/compute", s->compute_ms },
+    { "ms_per_step/sync", s->sync_ms },
+    { "ms_per_step/host", s->host_ms },
+  };
+
+  append_scalars (out, scalars, G_N_ELEMENTS (scalars),
+                  start_s + (isfinite (s->wall_s) ? s->wall_s : 0.0), (gint64) s->step);
+}
+
+/* The run's verdict figures, once, at its last step: the median rates with
+ * their 95% intervals and how busy the machine was, under runs.csv's
+ * column names, so that TensorBoard shows each run's interval beside its
+ * curves (scalars are TensorBoard's only numbers; a run's figure is one
+ * point of its own series).  @last: the last sample, or NULL. */
+static void
+append_run_figures (GByteArray *out, TachRun *run, const TachSample *last, double start_s)
+{
+  TachSummary s;
+
+  tach_run_get_summary (run, &s);
+  {
+    const Scalar scalars[] = {
+      { "run/median_steps_per_s", s.steps_per_s_median },
+      { "run/median_steps_per_s_lo", s.steps_per_s_lo },
+      { "run/median_steps_per_s_hi", s.steps_per_s_hi },
+      { "run/items_per_s", s.items_per_s },
+      { "run/items_per_s_lo", s.items_per_s_lo },
+      { "run/items_per_s_hi", s.items_per_s_hi },
+      { "run/machine_busy", s.machine_busy },
+    };
+
+    append_scalars (out, scalars, G_N_ELEMENTS (scalars),
+                    start_s + (last != NULL && isfinite (last->wall_s) ? last->wall_s : 0.0),
+                    last != NULL ? (gint64) last->step : 0);
+  }
 }
 
 /* A Markdown cell: pipes and line ends would break the table. */
@@ -279,7 +321,8 @@ export_run (const char *dir, TachRun *run, GError **error)
   g_autoptr(GError) local = NULL;
   Tensorboard__Event version = TENSORBOARD__EVENT__INIT;
   double start_s = tach_run_get_start_time (run) / (double) G_USEC_PER_SEC;
-  gboolean ok;
+  TachSample last;
+  gboolean ok, have_last = FALSE;
 
   if (g_mkdir_with_parents (folder, 0755) != 0)
     {
@@ -309,11 +352,17 @@ export_run (const char *dir, TachRun *run, GError **error)
   ok = TRUE;
   for (guint from = 0; ok && tach_run_copy_samples (run, from, TACH_RUN_DRAIN_MAX, samples) > 0;
        from += samples->len, g_array_set_size (samples, 0))
-    for (guint i = 0; ok && i < samples->len; i++)
-      {
-        append_step (out, &g_array_index (samples, TachSample, i), start_s);
-        ok = flush_events (G_OUTPUT_STREAM (stream), out, FALSE, &local);
-      }
+    {
+      for (guint i = 0; ok && i < samples->len; i++)
+        {
+          append_step (out, &g_array_index (samples, TachSample, i), start_s);
+          ok = flush_events (G_OUTPUT_STREAM (stream), out, FALSE, &local);
+        }
+      last = g_array_index (samples, TachSample, samples->len - 1);
+      have_last = TRUE;
+    }
+  if (ok)
+    append_run_figures (out, run, have_last ? &last : NULL, start_s);
   if (ok && flush_events (G_OUTPUT_STREAM (stream), out, TRUE, &local)
       && g_output_stream_close (G_OUTPUT_STREAM (stream), NULL, &local))
     return g_steal_pointer (&path);

@@ -633,7 +633,10 @@ gboolean    tach_run_knob_is_known (TachRun *run, const char *key);
  * (run_id as in runs.csv, so writing a run again replaces its file): the
  * knobs as a text summary "knobs" at step 0, and per step the scalars
  * steps_per_s, loss, accuracy and ms_per_step/{step,feed,compute,sync,host}
- * (those observed).  Each file is written to a temporary name and renamed.
+ * (those observed), then at the last step the run's figures:
+ * run/median_steps_per_s and run/items_per_s, each with _lo and _hi (the
+ * median's 95% interval), and run/machine_busy (0 to 1), those known.
+ * Each file is written to a temporary name and renamed.
  * The paths written are added to @paths (char*) when it is not NULL.
  * Fails with TACH_ERROR_IO, leaving the files written before.  Any thread. */
 gboolean    tach_tensorboard_export (const char *dir, GPtrArray *runs, GPtrArray *paths,
