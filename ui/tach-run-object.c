@@ -53,6 +53,8 @@ enum {
   PROP_LOSS_TEXT,
   PROP_SPEEDUP,
   PROP_SPEEDUP_TEXT,
+  PROP_SPEEDUP_VALUE_TEXT,
+  PROP_SPEEDUP_DETAIL_TEXT,
   PROP_SPEEDUP_OPACITY,
   PROP_FEED_SHARE,
   PROP_COMPUTE_SHARE,
@@ -232,7 +234,8 @@ tach_run_object_ingest (TachRunObject *self)
   tach_run_get_summary (self->run, &self->summary);
   self->summary_cost = g_get_monotonic_time () - now;
   for (guint p = PROP_RATE; p < PROP_COLOR_INDEX; p++)
-    if (p != PROP_SPEEDUP && p != PROP_SPEEDUP_TEXT && p != PROP_SPEEDUP_OPACITY)
+    if (p != PROP_SPEEDUP && p != PROP_SPEEDUP_TEXT && p != PROP_SPEEDUP_VALUE_TEXT
+        && p != PROP_SPEEDUP_DETAIL_TEXT && p != PROP_SPEEDUP_OPACITY)
       g_object_notify_by_pspec (G_OBJECT (self), properties[p]);
 }
 
@@ -377,6 +380,17 @@ tach_run_object_get_property (GObject    *object,
                                                                   &self->speedup_ci,
                                                                   self->speedup_by_items));
       break;
+    case PROP_SPEEDUP_VALUE_TEXT:
+    case PROP_SPEEDUP_DETAIL_TEXT:
+      {
+        char *parts[2] = { NULL, NULL };
+
+        tach_run_object_format_speedup_parts (self->speedup_verdict, &self->speedup_ci,
+                                              self->speedup_by_items, &parts[0], &parts[1]);
+        g_value_take_string (value, parts[prop_id == PROP_SPEEDUP_DETAIL_TEXT]);
+        g_free (parts[prop_id != PROP_SPEEDUP_DETAIL_TEXT]);
+      }
+      break;
     case PROP_SPEEDUP_OPACITY:
       /* Within noise is no finding: muted, as GNOME's dim labels are. */
       g_value_set_double (value, self->speedup_verdict == TACH_VERDICT_WITHIN_NOISE ? 0.55 : 1.0);
@@ -477,6 +491,9 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   properties[PROP_LOSS_TEXT] = string_prop ("loss-text");
   properties[PROP_SPEEDUP] = double_prop ("speedup");
   properties[PROP_SPEEDUP_TEXT] = string_prop ("speedup-text");
+  /* The same in two lines, for the run table's narrow column. */
+  properties[PROP_SPEEDUP_VALUE_TEXT] = string_prop ("speedup-value-text");
+  properties[PROP_SPEEDUP_DETAIL_TEXT] = string_prop ("speedup-detail-text");
   properties[PROP_SPEEDUP_OPACITY] = double_prop ("speedup-opacity");
   properties[PROP_FEED_SHARE] = double_prop ("feed-share");
   properties[PROP_COMPUTE_SHARE] = double_prop ("compute-share");
@@ -753,6 +770,33 @@ tach_run_object_format_speedup (TachVerdict         verdict,
 }
 
 void
+tach_run_object_format_speedup_parts (TachVerdict         verdict,
+                                      const TachInterval *ratio,
+                                      gboolean            by_items,
+                                      char              **value,
+                                      char              **detail)
+{
+  if (verdict == TACH_VERDICT_WITHIN_NOISE)
+    {
+      /* Translators: a speed-up whose 95% interval holds 1× (the line
+       * under it says "within noise"). */
+      *value = g_strdup_printf (_("~%.2f×"), ratio->value);
+      *detail = g_strdup (_("within noise"));
+      return;
+    }
+  *value = isfinite (ratio->value) ? g_strdup_printf (_("%.2f×"), ratio->value) : g_strdup ("—");
+  if (verdict != TACH_VERDICT_SIGNIFICANT)
+    *detail = g_strdup ("");
+  else if (by_items)
+    /* Translators: a speed-up's 95% interval, of items per second where the
+     * batch sizes differ (under the speed-up). */
+    *detail = g_strdup_printf (_("%.2f–%.2f per item"), ratio->lo, ratio->hi);
+  else
+    /* Translators: a speed-up's 95% interval, under the speed-up. */
+    *detail = g_strdup_printf (_("%.2f–%.2f"), ratio->lo, ratio->hi);
+}
+
+void
 tach_run_object_set_baseline (TachRunObject *self,
                               TachRunObject *baseline)
 {
@@ -778,6 +822,8 @@ tach_run_object_set_baseline (TachRunObject *self,
   self->speedup_by_items = by_items;
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP]);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_TEXT]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_VALUE_TEXT]);
+  g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_DETAIL_TEXT]);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_SPEEDUP_OPACITY]);
 }
 

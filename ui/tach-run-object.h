@@ -46,6 +46,14 @@ TachVerdict      tach_run_object_compare            (TachRunObject      *self,
 char            *tach_run_object_format_speedup     (TachVerdict         verdict,
                                                      const TachInterval *ratio,
                                                      gboolean            by_items);
+/* The same in two lines for a narrow column: the value ("2.50×", "~1.02×",
+ * "—") and the line under it ("2.31–2.70", "2.31–2.70 per item", "within
+ * noise", or ""); both newly allocated. */
+void             tach_run_object_format_speedup_parts (TachVerdict         verdict,
+                                                       const TachInterval *ratio,
+                                                       gboolean            by_items,
+                                                       char              **value,
+                                                       char              **detail);
 /* The speed-up over @baseline (NULL: none; @self: 1×), with its 95%
  * interval and verdict, of items/s where the batch sizes differ. */
 void             tach_run_object_set_baseline       (TachRunObject  *self,
