@@ -273,26 +273,12 @@ echo "Output: $out"
   echo "skipped=$skipped"
 } >"$out/machine.txt"
 
-# --busy: N processes spinning through every side's runs, each a shell in
-# an empty loop; killed whatever ends this script.
-busy_pids=
-stop_busy () {
-  for pid in $busy_pids; do
-    kill "$pid" 2>/dev/null || :
-  done
-  for pid in $busy_pids; do
-    wait "$pid" 2>/dev/null || :
-  done
-  busy_pids=
-}
+# --busy: N processes spinning through every side's runs (bench/busy.sh);
+# killed whatever ends this script.
+. "$here/busy.sh"
 trap stop_busy EXIT
 trap 'stop_busy; echo "run-cpu.sh: interrupted" >&2; exit 130' INT TERM HUP
-n=0
-while [ "$n" -lt "$busy" ]; do
-  sh -c 'while :; do :; done' &
-  busy_pids="$busy_pids $!"
-  n=$((n + 1))
-done
+start_busy "$busy"
 if [ "$busy" -gt 0 ]; then
   echo "Busy: $busy of $cores cores spinning during every run (processes$busy_pids)"
 fi
@@ -314,12 +300,10 @@ while [ "$round" -le "$rounds" ]; do
 done
 
 # The load held to the end: a spinner that died took its core back.
-for pid in $busy_pids; do
-  if ! kill -0 "$pid" 2>/dev/null; then
-    echo "run-cpu.sh: the busy process $pid ended before the runs did: the figures are not all under --busy $busy" >&2
-    exit 1
-  fi
-done
+if ! busy_alive; then
+  echo "run-cpu.sh: a busy process ended before the runs did: the figures are not all under --busy $busy" >&2
+  exit 1
+fi
 stop_busy
 
 "$python" - "$out" "$cases" "${tach_isa:-unknown}" "$busy" "$cores" "$skipped" <<'EOF'
