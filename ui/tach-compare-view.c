@@ -221,8 +221,16 @@ G_GNUC_END_IGNORE_DEPRECATIONS
       }
     }
 
-  /* The phase legend under the bars. */
-  x = bar_x;
+  /* The phase legend under the bars, moved left where it would pass the
+   * right edge (a narrow window: 1280 px with the settings panel). */
+  x = 0;
+  for (guint p = 0; p < TACH_PHASE_COUNT; p++)
+    {
+      pango_layout_set_text (small, tach_phase_get_label (p), -1);
+      pango_layout_get_pixel_size (small, &w, NULL);
+      x += 18 + w + 20;
+    }
+  x = MAX (0.0, MIN (bar_x, width - (x - 20)));
   for (guint p = 0; p < TACH_PHASE_COUNT && n > 0; p++)
     {
       double y = top + n * ROW_HEIGHT + 12;
