@@ -94,7 +94,7 @@ test_explain (Fixture *fixture, gconstpointer data)
   g_assert_false (tach_window_start_run (fixture->window, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
   g_clear_error (&error);
-  g_assert_true (iterate_until (explain_idle, view, 300));
+  g_assert_true (iterate_until (explain_idle, view, shots != NULL ? 1800 : 300));
 
   explain = tach_explain_view_get_explain (view);
   g_assert_nonnull (explain);
@@ -198,7 +198,7 @@ test_explain (Fixture *fixture, gconstpointer data)
     tach_run_table_select (table, 1);
     g_assert_true (tach_window_explain_runs (fixture->window, &error));
     g_assert_no_error (error);
-    g_assert_true (iterate_until (explain_idle, view, 300));
+    g_assert_true (iterate_until (explain_idle, view, shots != NULL ? 1800 : 300));
     explain = tach_explain_view_get_explain (view);
     g_assert_nonnull (explain);
     /* Each knob goes from the baseline run's value to the selected run's. */

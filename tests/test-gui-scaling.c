@@ -64,7 +64,7 @@ test_scaling (Fixture *fixture, gconstpointer data)
   g_assert_false (tach_window_start_run (fixture->window, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
   g_clear_error (&error);
-  g_assert_true (iterate_until (scaling_idle, view, 300));
+  g_assert_true (iterate_until (scaling_idle, view, shots != NULL ? 1800 : 300));
 
   grid = tach_scaling_view_get_grid (view);
   g_assert_nonnull (grid);
