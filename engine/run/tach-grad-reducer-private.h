@@ -76,8 +76,14 @@ tach_grad_reducer_current (TachGradReducer *self)
 
 /* The rank reached its step's synchronisation (tach-grad-reducer.c). */
 void tach_grad_reducer_arrive (TachGradReducer *self);
-/* Keeps @flight, as the trace would keep its step. */
-void tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *flight);
+/* Keeps @flight, as the trace would keep its step (both paths record
+ * flights: here, so that the device path needs nothing of
+ * tach-grad-reducer.c, which drives it). */
+static inline void
+tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *flight)
+{
+  tach_strided_add (&self->flights, flight);
+}
 
 /* tach-grad-device.c: the device path, with MPI only (ranks need it). */
 #ifdef HAVE_MPI

@@ -513,12 +513,6 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
 }
 #endif
 
-void
-tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *flight)
-{
-  tach_strided_add (&self->flights, flight);
-}
-
 TachGradReducer *
 tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *config)
 {
