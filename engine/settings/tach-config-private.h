@@ -21,7 +21,7 @@ gboolean tach_config_validate_on (const TachConfig *config, const TachDevice *de
                                   GError **error);
 
 /* tach_backend_supports_knob() by a knob's name and value ("launch",
- * "graph"), read with the knob table (tach-validate.c). */
+ * "graph"), read with the knob table (tach-presets.c). */
 gboolean tach_backend_supports (const char *device_id, const char *key, const char *value,
                                 const char **why);
 

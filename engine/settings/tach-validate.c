@@ -452,18 +452,3 @@ tach_config_validate (const TachConfig *config, const char *device_id, GError **
     return FALSE;
   return check_on_device (config, klass, device, error);
 }
-
-/* The registry asked by a knob's name and value (the knob table's). */
-gboolean
-tach_backend_supports (const char *device_id, const char *key, const char *value,
-                       const char **why)
-{
-  const TachKnobInfo *knob = tach_knob_lookup (key);
-
-  for (guint i = 0; knob != NULL && knob->values != NULL && knob->values[i] != NULL; i++)
-    if (g_strcmp0 (knob->values[i], value) == 0)
-      return tach_backend_supports_knob (device_id, knob->id, (int) i, why);
-  /* A knob that is not a choice, or a value it does not have, is not the
-   * backend's to refuse: tach_config_set() says what is wrong with it. */
-  return tach_backend_supports_knob (device_id, knob != NULL ? knob->id : TACH_KNOB_COUNT, -1, why);
-}
