@@ -5,6 +5,10 @@
  * the main context with a notify callback that drains samples, a GMainLoop
  * that waits for the run to end, and SIGINT (SIGTERM, SIGHUP) turned into
  * tach_run_stop().
+ *
+ * One unit with tach-cli-scaling.c (tools/folder-arrows.py lists the two
+ * as one): `run --scaling` is a mode of this command, which hands it the
+ * configuration it built, and its rounds run through this file's session.
  */
 #include "tach-build-config.h"
 

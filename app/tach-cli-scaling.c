@@ -11,6 +11,9 @@
  * N times the process's, paired by round (tach_scaling_efficiency), and
  * goes into the N-rank runs' summaries (runs.csv's weak_scaling and
  * strong_scaling); every run is written, the baselines with ranks 1.
+ *
+ * One unit with tach-cli-run.c: a mode of the run command, which calls it
+ * with the configuration it built; its runs go through that file's session.
  */
 #include "tach-build-config.h"
 

@@ -1,6 +1,10 @@
 /* tach-config.c: workload defaults, and setting and getting knobs by name.
  * Every front end goes through tach_config_set(), so parsing and its
  * messages live here and in the knob table (tach-knobs.c), nowhere else.
+ *
+ * One unit with tach-knobs.c, tach-knob-words.c and tach-presets.c: the
+ * knob table and the configuration it parses into (tach-knobs.c's opening
+ * comment says why; tools/folder-arrows.py lists the four as one).
  */
 #include <stddef.h>
 #include <string.h>

@@ -5,7 +5,12 @@
  * in where an error of a lower layer reaches the settings.
  *
  * The markup and the error domain are backend/tach-error.c's; this file
- * installs the knob table's words there (tach_wording_set_namer). */
+ * installs the knob table's words there (tach_wording_set_namer).
+ *
+ * One unit with tach-config.c, tach-knobs.c and tach-presets.c: the knob
+ * table and the configuration it parses into (tach-knobs.c's opening
+ * comment says why; tools/folder-arrows.py lists the four as one).
+ */
 #include <string.h>
 
 #include <glib/gi18n-lib.h>

@@ -5,6 +5,15 @@
  * validation messages and the CSV columns all read these rows; a knob is
  * added by its line in tach-knob-list.h, which also gives its TachKnobId and
  * its TachConfig field.
+ *
+ * One unit with tach-config.c, tach-knob-words.c and tach-presets.c (they
+ * call one another, and tools/folder-arrows.py lists them as one): the
+ * knob table and the configuration it parses into.  tach_config_set/get
+ * go through the rows; the rows' parsers write the configuration (the
+ * workload re-initialises it, the preset applies its settings through
+ * tach_config_set, the device re-applies the preset's GPU settings) and
+ * word their errors with the rows' names.  Validation (tach-validate.c)
+ * sits above them: nothing of the four calls it.
  */
 #include <math.h>
 #include <stddef.h>

@@ -7,6 +7,10 @@
  * only a GPU can do (CUDA graphs) live apart in gpu_settings and are applied
  * only where config->device can do them: a preset never asks a device for
  * what it cannot do.
+ *
+ * One unit with tach-config.c, tach-knobs.c and tach-knob-words.c: the
+ * knob table and the configuration it parses into (tach-knobs.c's opening
+ * comment says why; tools/folder-arrows.py lists the four as one).
  */
 #include <string.h>
 
