@@ -5,9 +5,11 @@
  * the intervals' coverage over 1000 simulated draws (95% intervals must
  * cover the truth in 90-99% of them; a wrong interval misses by far more).
  * Every draw comes from a fixed seed, so the counts are the same on every
- * machine.  And the store that keeps every Nth step (tach-strided.h).
+ * machine.  Explain's speed-up from its paired gap.  And
+ * the store that keeps every Nth step (tach-strided.h).
  */
 #include <math.h>
+#include <string.h>
 
 #include "tach-stats.h"
 #include "tach-strided.h"
@@ -222,6 +224,68 @@ test_ratio_paired (void)
   g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
 }
 
+/* Explain's speed-up comes from the paired gap of the same rounds: over
+ * draws of step times around and away from a gap of 0, the ratio is
+ * significant exactly when the gap is, on the matching side (a gap above
+ * 0, b slower, is a ratio below 1), and within noise exactly when the gap
+ * is. */
+static void
+test_speedup_from_gap (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (13);
+  double a[6], b[6], a_mean;
+  TachInterval gap, ratio;
+  guint significant = 0, within = 0;
+
+  for (guint d = 0; d < DRAWS; d++)
+    {
+      /* Rates 100 against 90..110: step times whose gap is sometimes
+       * resolved, sometimes not, with shared load per round. */
+      draw_rounds (rand, 100, 90 + 20 * g_rand_double (rand), 0.05, 6, a, b);
+      a_mean = 0;
+      for (guint i = 0; i < 6; i++)
+        {
+          a[i] = 1000 / a[i];
+          b[i] = 1000 / b[i];
+          a_mean += a[i] / 6;
+        }
+      tach_stats_diff_paired (a, b, 6, &gap);
+      g_assert_cmpint (tach_stats_speedup_from_gap (a_mean, &gap, &ratio), ==,
+                       tach_interval_verdict (&gap, 0));
+      g_assert_cmpint (tach_interval_verdict (&ratio, 1), ==, tach_interval_verdict (&gap, 0));
+      g_assert_cmpfloat (ratio.lo, <=, ratio.value);
+      g_assert_cmpfloat (ratio.value, <=, ratio.hi);
+      if (tach_interval_verdict (&gap, 0) == TACH_VERDICT_SIGNIFICANT)
+        {
+          significant++;
+          g_assert_true ((gap.lo > 0) == (ratio.hi < 1));
+          g_assert_true ((gap.hi < 0) == (ratio.lo > 1));
+        }
+      else
+        within++;
+    }
+  /* Both kinds were drawn. */
+  g_assert_cmpuint (significant, >, DRAWS / 10);
+  g_assert_cmpuint (within, >, DRAWS / 10);
+
+  /* The value: a's 10 ms against b's 5 ms is 2x, and a gap of 0 is 1x. */
+  gap = (TachInterval) { -5, -6, -4 };
+  tach_stats_speedup_from_gap (10, &gap, &ratio);
+  g_assert_cmpfloat_with_epsilon (ratio.value, 2.0, 1e-12);
+  g_assert_cmpfloat_with_epsilon (ratio.lo, 10.0 / 6, 1e-12);
+  g_assert_cmpfloat_with_epsilon (ratio.hi, 2.5, 1e-12);
+  /* An end at which b would take no time is unbounded; the verdict is
+   * still the gap's, significant, and its finite end is above 1. */
+  gap = (TachInterval) { -8, -12, -4 };
+  g_assert_cmpint (tach_stats_speedup_from_gap (10, &gap, &ratio), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_true (isinf (ratio.hi));
+  g_assert_cmpfloat (ratio.lo, >, 1);
+  /* Fewer than 2 rounds: a value, no interval, no verdict. */
+  gap = (TachInterval) { 0, NAN, NAN };
+  g_assert_cmpint (tach_stats_speedup_from_gap (10, &gap, &ratio), ==, TACH_VERDICT_UNKNOWN);
+  g_assert_cmpfloat_with_epsilon (ratio.value, 1.0, 1e-12);
+}
+
 static void
 test_ratio_unpaired (void)
 {
@@ -392,6 +456,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/stats/mean/coverage", test_mean_coverage);
   g_test_add_func ("/engine/stats/ratio/paired", test_ratio_paired);
   g_test_add_func ("/engine/stats/ratio/unpaired", test_ratio_unpaired);
+  g_test_add_func ("/engine/stats/ratio/from-gap", test_speedup_from_gap);
   g_test_add_func ("/engine/stats/diff/paired", test_diff_paired);
   g_test_add_func ("/engine/stats/fraction", test_fraction);
   g_test_add_func ("/engine/stats/shrink", test_shrink);

@@ -197,8 +197,10 @@ tach_explain_is_partial (TachExplain *explain)
 TachVerdict
 tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio)
 {
+  /* The speed-up is the gap's transform (tach_stats_speedup_from_gap):
+   * its verdict is the gap's, the same statistic as the shares'. */
   *ratio = explain->speedup;
-  return tach_interval_verdict (ratio, 1);
+  return tach_stats_speedup_from_gap (explain->from_ci.value, &explain->gap, ratio);
 }
 
 gboolean
@@ -576,8 +578,10 @@ compute_shares (TachExplain *explain)
   tach_stats_mean_ci (step_a, n, &explain->from_ci);
   tach_stats_mean_ci (step_b, n, &explain->to_ci);
   tach_stats_diff_paired (step_a, step_b, n, &explain->gap);
-  /* B's speed-up is t(A) / t(B): the ratio of A's times over B's. */
-  tach_stats_ratio_paired (step_b, step_a, n, &explain->speedup);
+  /* B's speed-up is t(A) / t(B), from the same paired gap as the shares
+   * (not a second statistic), so the headline and the shares never
+   * disagree on whether there is a gap. */
+  tach_stats_speedup_from_gap (explain->from_ci.value, &explain->gap, &explain->speedup);
   gap_verdict = tach_interval_verdict (&explain->gap, 0);
   for (guint i = 0; i < k; i++)
     {

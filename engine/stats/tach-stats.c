@@ -345,6 +345,38 @@ tach_stats_ratio_unpaired (const TachInterval *a, const TachInterval *b, TachInt
   out->hi = exp (log (r) + Z975 * se);
 }
 
+/* A speed-up and a gap measured over the same rounds must give one
+ * verdict: deriving the ratio from the gap's interval (a monotonic map,
+ * decreasing in the gap) keeps its ends on the same sides of 1 as the
+ * gap's are of 0, where a separate mean of per-round log ratios could say
+ * "within noise" beside a significant gap. */
+static double
+speedup_at (double a_mean, double gap)
+{
+  double t_b = a_mean + gap;
+
+  return t_b > 0 ? a_mean / t_b : INFINITY;
+}
+
+TachVerdict
+tach_stats_speedup_from_gap (double a_mean, const TachInterval *gap, TachInterval *out)
+{
+  if (!(a_mean > 0) || !isfinite (gap->value) || !(a_mean + gap->value > 0))
+    {
+      interval_unknown (out, NAN);
+      return TACH_VERDICT_UNKNOWN;
+    }
+  if (!tach_interval_is_known (gap))
+    {
+      interval_unknown (out, speedup_at (a_mean, gap->value));
+      return TACH_VERDICT_UNKNOWN;
+    }
+  out->value = speedup_at (a_mean, gap->value);
+  out->lo = speedup_at (a_mean, gap->hi);
+  out->hi = speedup_at (a_mean, gap->lo);
+  return tach_interval_verdict (gap, 0);
+}
+
 TachVerdict
 tach_interval_ratio (const TachInterval *a, const TachInterval *b, TachInterval *ratio)
 {

@@ -64,6 +64,18 @@ void         tach_stats_ratio_unpaired (const TachInterval *a, const TachInterva
  * a Student-t interval of the per-round differences. */
 void         tach_stats_diff_paired (const double *a, const double *b, gsize n,
                                      TachInterval *out);
+/* The speed-up t(a) / t(b) of b over a, as the transform of the paired
+ * difference of their times (@gap: mean t(b) - t(a) over the same rounds,
+ * with its interval) relative to a's mean time @a_mean: a_mean / (a_mean +
+ * gap) at the value and at each end.  One statistic, so the ratio's
+ * interval holds 1 exactly when the gap's holds 0, and a gap above 0 (b
+ * slower) is a ratio below 1.  An end at which b's time would be 0 or
+ * less is INFINITY (the gap's interval reaches past a's whole time), and
+ * such an interval is not "known": the verdict is the gap's, which this
+ * returns (against 0), and which the ratio's agrees with wherever both of
+ * its ends are finite. */
+TachVerdict  tach_stats_speedup_from_gap (double a_mean, const TachInterval *gap,
+                                          TachInterval *out);
 /* The fraction mean (part) / mean (whole) of @n pairs from the same
  * rounds (a knob's share of a gap), with a delta-method interval.  The
  * value is NaN (and the interval unknown) when @whole's own interval
