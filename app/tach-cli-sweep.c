@@ -32,6 +32,8 @@ typedef struct {
   int                   status;
   TachSweepRounds      *rounds;      /* owned: each point's rate by round, the verdicts */
   double                start_s;     /* when the first round began, monotonic seconds */
+  GString              *busy_apart;  /* owned, NULL: the points whose speed-up the load
+                                      * between runs measured apart leaves unresolved */
 } TachCliSweep;
 
 static void
@@ -42,6 +44,7 @@ tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep
   cli->runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   cli->outcomes = g_new0 (const char *, tach_sweep_get_n_points (sweep));
   cli->status = TACH_CLI_EXIT_OK;
+  cli->busy_apart = NULL;
   tach_cli_session_init (&cli->session);
   cli->session.header = 2;
   /* Each preset against the first at the same value, paired by round. */
@@ -56,6 +59,9 @@ tach_cli_sweep_clear (TachCliSweep *cli)
   g_clear_pointer (&cli->runs, g_ptr_array_unref);
   g_clear_pointer (&cli->outcomes, g_free);
   g_clear_pointer (&cli->rounds, tach_sweep_rounds_free);
+  if (cli->busy_apart != NULL)
+    g_string_free (cli->busy_apart, TRUE);
+  cli->busy_apart = NULL;
 }
 
 /* Main thread: Ctrl+C (or SIGTERM, SIGHUP) stops the run in progress, as
@@ -209,6 +215,23 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
   if (tach_sweep_get_rounds_run (sweep) >= 2 && c >= 0
       && base_index == index - index % tach_sweep_get_n_presets (sweep))
     verdict = tach_sweep_rounds_get_ratio (cli->rounds, c, &ratio);
+  /* Measured apart: the load between the two runs may be the difference. */
+  else if (verdict != TACH_VERDICT_UNKNOWN)
+    {
+      g_autofree char *why = tach_summary_dup_busy_apart (base, s);
+      const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+      guint n_presets = tach_sweep_get_n_presets (sweep);
+
+      if (why != NULL)
+        {
+          if (cli->busy_apart == NULL)
+            cli->busy_apart = g_string_new (NULL);
+          g_string_append_printf (cli->busy_apart, "~ %s%s%s: %s\n",
+                                  axis != NULL ? axis->values[index / n_presets] : "",
+                                  axis != NULL ? " " : "",
+                                  tach_sweep_get_preset (sweep, index % n_presets), why);
+        }
+    }
   return format_ratio (&ratio, verdict, by_items);
 }
 
@@ -230,6 +253,12 @@ print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, do
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
               "processes\n"), 100.0 * busy);
+  if (cli->busy_apart != NULL)
+    {
+      printf ("%s", cli->busy_apart->str);
+      g_string_free (cli->busy_apart, TRUE);
+      cli->busy_apart = NULL;
+    }
   {
     g_autofree char *unresolved = tach_sweep_rounds_dup_unresolved (cli->rounds, sweep);
 

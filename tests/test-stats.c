@@ -5,13 +5,15 @@
  * the intervals' coverage over 1000 simulated draws (95% intervals must
  * cover the truth in 90-99% of them; a wrong interval misses by far more).
  * Every draw comes from a fixed seed, so the counts are the same on every
- * machine.  Explain's speed-up from its paired gap.  And
+ * machine.  The verdict of two runs measured apart on a busy machine
+ * (tach_summary_compare), and explain's speed-up from its paired gap.  And
  * the store that keeps every Nth step (tach-strided.h).
  */
 #include <math.h>
 #include <string.h>
 
 #include "tach-stats.h"
+#include "tach-engine.h"
 #include "tach-strided.h"
 
 #define DRAWS 1000
@@ -286,6 +288,71 @@ test_speedup_from_gap (void)
   g_assert_cmpfloat_with_epsilon (ratio.value, 1.0, 1e-12);
 }
 
+/* A run's summary with a median of @rate steps/s known to +-1%, 32 items a
+ * step, and others taking @busy of the machine. */
+static TachSummary
+summary_at (double rate, double busy)
+{
+  TachSummary s;
+
+  memset (&s, 0, sizeof s);
+  s.steps_per_s_median = rate;
+  s.steps_per_s_lo = 0.99 * rate;
+  s.steps_per_s_hi = 1.01 * rate;
+  s.items_per_s = 32 * rate;
+  s.items_per_s_lo = 32 * s.steps_per_s_lo;
+  s.items_per_s_hi = 32 * s.steps_per_s_hi;
+  s.machine_busy = busy;
+  return s;
+}
+
+/* Two runs measured apart: narrow within-run intervals 20% apart are
+ * significant on an idle machine, and not resolved (within noise, with
+ * the reason) where either run's machine was busy or the two runs' loads
+ * differ; an unmeasured load is no evidence. */
+static void
+test_ratio_busy_apart (void)
+{
+  TachSummary a = summary_at (100, 0.02), b = summary_at (120, 0.03);
+  TachInterval ratio;
+  g_autofree char *why = NULL;
+
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpfloat_with_epsilon (ratio.value, 1.2, 1e-9);
+  g_assert_false (tach_summary_busy_apart (&a, &b));
+  g_assert_null (tach_summary_dup_busy_apart (&a, &b));
+
+  /* Either run busy: the same interval, no longer a finding. */
+  b.machine_busy = TACH_SUMMARY_BUSY_SHARE + 0.2;
+  a.machine_busy = TACH_SUMMARY_BUSY_SHARE + 0.2;
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_WITHIN_NOISE);
+  g_assert_cmpfloat (ratio.lo, >, 1);
+  g_assert_true (tach_summary_busy_apart (&b, &a));
+  a.machine_busy = 0.0;
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_WITHIN_NOISE);
+  why = tach_summary_dup_busy_apart (&a, &b);
+  g_assert_nonnull (why);
+  g_assert_nonnull (strstr (why, "0% vs 30%"));
+
+  /* Both below the threshold but apart by more than the spread. */
+  a.machine_busy = 0.0;
+  b.machine_busy = TACH_SUMMARY_APART_BUSY_SPREAD + 0.02;
+  g_assert_cmpfloat (b.machine_busy, <, TACH_SUMMARY_BUSY_SHARE);
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_WITHIN_NOISE);
+
+  /* Unknown loads: the within-run interval stands. */
+  a.machine_busy = b.machine_busy = NAN;
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_SIGNIFICANT);
+
+  /* A ratio within noise stays so, and one without an interval stays
+   * without a verdict, whatever the load. */
+  b = summary_at (100.5, 0.5);
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_WITHIN_NOISE);
+  b.steps_per_s_lo = b.steps_per_s_hi = NAN;
+  b.items_per_s_lo = b.items_per_s_hi = NAN;
+  g_assert_cmpint (tach_summary_compare (&a, &b, &ratio, NULL), ==, TACH_VERDICT_UNKNOWN);
+}
+
 static void
 test_ratio_unpaired (void)
 {
@@ -457,6 +524,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/stats/ratio/paired", test_ratio_paired);
   g_test_add_func ("/engine/stats/ratio/unpaired", test_ratio_unpaired);
   g_test_add_func ("/engine/stats/ratio/from-gap", test_speedup_from_gap);
+  g_test_add_func ("/engine/stats/ratio/busy-apart", test_ratio_busy_apart);
   g_test_add_func ("/engine/stats/diff/paired", test_diff_paired);
   g_test_add_func ("/engine/stats/fraction", test_fraction);
   g_test_add_func ("/engine/stats/shrink", test_shrink);

@@ -29,6 +29,10 @@ struct _TachRunObject
   TachInterval     speedup_ci;
   TachVerdict      speedup_verdict;
   gboolean         speedup_by_items;
+  /* Why the speed-up is not resolved though its interval excludes 1 (the
+   * runs were measured apart on a busy machine,
+   * tach_summary_dup_busy_apart), or NULL. */
+  char            *speedup_busy;
   gboolean         visible;
   gboolean         started;
   gboolean         finished;       /* the final state has been taken in */
@@ -294,6 +298,7 @@ tach_run_object_finalize (GObject *object)
   g_free (self->mode);
   g_free (self->knobs);
   g_free (self->status);
+  g_free (self->speedup_busy);
   G_OBJECT_CLASS (tach_run_object_parent_class)->finalize (object);
 }
 
@@ -376,9 +381,15 @@ tach_run_object_get_property (GObject    *object,
       g_value_set_double (value, finite_or_zero (self->speedup));
       break;
     case PROP_SPEEDUP_TEXT:
-      g_value_take_string (value, tach_run_object_format_speedup (self->speedup_verdict,
-                                                                  &self->speedup_ci,
-                                                                  self->speedup_by_items));
+      {
+        g_autofree char *text = tach_run_object_format_speedup (self->speedup_verdict,
+                                                                &self->speedup_ci,
+                                                                self->speedup_by_items);
+
+        g_value_take_string (value, self->speedup_busy == NULL
+                                    ? g_steal_pointer (&text)
+                                    : g_strdup_printf ("%s\n%s", text, self->speedup_busy));
+      }
       break;
     case PROP_SPEEDUP_VALUE_TEXT:
     case PROP_SPEEDUP_DETAIL_TEXT:
@@ -387,6 +398,15 @@ tach_run_object_get_property (GObject    *object,
 
         tach_run_object_format_speedup_parts (self->speedup_verdict, &self->speedup_ci,
                                               self->speedup_by_items, &parts[0], &parts[1]);
+        /* Not resolved for the machine's load, not for the runs' noise:
+         * the tooltip says how busy. */
+        if (self->speedup_busy != NULL)
+          {
+            g_free (parts[1]);
+            /* Translators: under a speed-up that two runs measured apart on
+             * a busy machine leave unresolved (the tooltip says more). */
+            parts[1] = g_strdup (_("machine busy"));
+          }
         g_value_take_string (value, parts[prop_id == PROP_SPEEDUP_DETAIL_TEXT]);
         g_free (parts[prop_id != PROP_SPEEDUP_DETAIL_TEXT]);
       }
@@ -803,6 +823,7 @@ tach_run_object_set_baseline (TachRunObject *self,
   TachInterval ci = { NAN, NAN, NAN };
   TachVerdict verdict = TACH_VERDICT_UNKNOWN;
   gboolean by_items = FALSE;
+  g_autofree char *busy = NULL;
 
   g_return_if_fail (TACH_IS_RUN_OBJECT (self));
 
@@ -811,11 +832,16 @@ tach_run_object_set_baseline (TachRunObject *self,
     ci.value = isfinite (tach_run_object_get_rate (self)) ? 1.0 : NAN;
   else if (baseline != NULL)
     verdict = tach_run_object_compare (self, baseline, &ci, &by_items);
+  if (baseline != NULL && baseline != self && verdict != TACH_VERDICT_UNKNOWN)
+    busy = tach_summary_dup_busy_apart (&baseline->summary, &self->summary);
 
   if (verdict == self->speedup_verdict && by_items == self->speedup_by_items
       && (ci.value == self->speedup || (isnan (ci.value) && isnan (self->speedup)))
-      && (ci.lo == self->speedup_ci.lo || (isnan (ci.lo) && isnan (self->speedup_ci.lo))))
+      && (ci.lo == self->speedup_ci.lo || (isnan (ci.lo) && isnan (self->speedup_ci.lo)))
+      && g_strcmp0 (busy, self->speedup_busy) == 0)
     return;
+  g_free (self->speedup_busy);
+  self->speedup_busy = g_steal_pointer (&busy);
   self->speedup = ci.value;
   self->speedup_ci = ci;
   self->speedup_verdict = verdict;

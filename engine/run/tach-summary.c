@@ -23,6 +23,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include <glib/gi18n-lib.h>
+
 #include "tach-sample-store.h"
 #include "tach-stats.h"
 
@@ -532,6 +534,7 @@ tach_summary_compare (const TachSummary *a, const TachSummary *b, TachInterval *
   gboolean items = isfinite (per_step_a) && isfinite (per_step_b)
                    && fabs (per_step_a - per_step_b) > 1e-9 * MAX (per_step_a, per_step_b);
   TachInterval ia, ib;
+  TachVerdict verdict;
 
   if (items)
     {
@@ -545,5 +548,35 @@ tach_summary_compare (const TachSummary *a, const TachSummary *b, TachInterval *
     }
   if (by_items != NULL)
     *by_items = items;
-  return tach_interval_ratio (&ia, &ib, ratio);
+  verdict = tach_interval_ratio (&ia, &ib, ratio);
+  if (verdict == TACH_VERDICT_SIGNIFICANT && tach_summary_busy_apart (a, b))
+    verdict = TACH_VERDICT_WITHIN_NOISE;
+  return verdict;
+}
+
+static double
+busy_or_idle (const TachSummary *s)
+{
+  return isfinite (s->machine_busy) ? s->machine_busy : 0.0;
+}
+
+gboolean
+tach_summary_busy_apart (const TachSummary *a, const TachSummary *b)
+{
+  double busy_a = busy_or_idle (a), busy_b = busy_or_idle (b);
+
+  return busy_a >= TACH_SUMMARY_BUSY_SHARE || busy_b >= TACH_SUMMARY_BUSY_SHARE
+         || fabs (busy_a - busy_b) > TACH_SUMMARY_APART_BUSY_SPREAD;
+}
+
+char *
+tach_summary_dup_busy_apart (const TachSummary *a, const TachSummary *b)
+{
+  if (!tach_summary_busy_apart (a, b))
+    return NULL;
+  /* Translators: a speed-up between two runs measured one after the other;
+   * the shares of CPU time other processes took during each run. */
+  return g_strdup_printf (_("not resolved: measured apart while the machine was busy "
+                            "(%.0f%% vs %.0f%%)"),
+                          100.0 * busy_or_idle (a), 100.0 * busy_or_idle (b));
 }

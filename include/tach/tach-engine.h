@@ -387,6 +387,17 @@ typedef struct {
  * more. */
 #define TACH_SUMMARY_BUSY_SHARE 0.10
 
+/* Two runs measured apart (one after the other, not interleaved by round)
+ * share no rounds: each run's interval sees the variation within that
+ * run, not a change of machine load between them.  Where the two runs'
+ * busy shares differ by more than this (or either reaches
+ * TACH_SUMMARY_BUSY_SHARE), their ratio is not resolved however narrow its
+ * interval: a run that keeps the processors busy loses about the share
+ * others take, so 5 points of difference in that share can move the ratio
+ * by about 5%, more than the 1-3% that within-run intervals of a few
+ * hundred steps typically span, and more than they can see. */
+#define TACH_SUMMARY_APART_BUSY_SPREAD 0.05
+
 /* ------------------------------------------------------ data parallel */
 
 /* `mpirun -np N tach-cli run ...` runs N data-parallel ranks
@@ -560,9 +571,22 @@ void          tach_summary_compute (const TachSample *samples, guint n,
  * unequal work), with a 95% interval combining the two medians' (runs
  * measured apart; comparisons of interleaved rounds pair them instead).
  * *@by_items (may be NULL) says which rate.  Returns the verdict against
- * 1: TACH_VERDICT_UNKNOWN where either run has no interval. */
+ * 1: TACH_VERDICT_UNKNOWN where either run has no interval, and
+ * TACH_VERDICT_WITHIN_NOISE (not resolved) wherever
+ * tach_summary_busy_apart says the machine's load may have moved between
+ * the runs. */
 TachVerdict   tach_summary_compare (const TachSummary *a, const TachSummary *b,
                                     TachInterval *ratio, gboolean *by_items);
+/* Whether the load between two runs measured apart leaves their ratio
+ * unresolved: either run's machine_busy at TACH_SUMMARY_BUSY_SHARE or
+ * more, or the two more than TACH_SUMMARY_APART_BUSY_SPREAD apart.  A run
+ * whose load was not measured (NaN) gives no evidence either way and
+ * counts as idle.  The one decision every between-run ratio uses. */
+gboolean      tach_summary_busy_apart (const TachSummary *a, const TachSummary *b);
+/* Why, where tach_summary_busy_apart holds: "not resolved: measured apart
+ * while the machine was busy (34% vs 3%)" (translated), newly allocated;
+ * NULL where it does not hold. */
+char         *tach_summary_dup_busy_apart (const TachSummary *a, const TachSummary *b);
 
 /* ------------------------------------------------------------------- CSV */
 
