@@ -218,7 +218,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
   /* Measured apart: the load between the two runs may be the difference. */
   else if (verdict != TACH_VERDICT_UNKNOWN)
     {
-      g_autofree char *why = tach_summary_dup_busy_apart (base, s);
+      g_autofree char *why = tach_summary_dup_busy_apart (base->machine_busy, s->machine_busy);
       const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
       guint n_presets = tach_sweep_get_n_presets (sweep);
 

@@ -1,7 +1,8 @@
 /* test-gui-scaling.c: the Scaling view under xvfb-run (part of test-gui):
  * a small sweep of one knob across the workload's presets on the engine,
  * the plotted points against the engine's summaries, show/hide, hover,
- * the exports, a bad spec, and stop. */
+ * the exports, a bad spec, and stop; and a synthetic grid whose points ran
+ * apart on a busy machine. */
 #include <adwaita.h>
 #include <math.h>
 #include <string.h>
@@ -30,6 +31,35 @@ check_point (TachScalingChart *chart, TachScalingPanel panel, guint p, guint v, 
   g_assert_cmpfloat (py, <=, 560);
   g_assert_cmpfloat_with_epsilon (tach_scaling_chart_unmap_y (chart, panel, 900, 560, py),
                                   expected, 1e-9 * MAX (1.0, expected));
+}
+
+/* Two presets at one value, measured apart (no rounds paired them), their
+ * rates 20% apart and each known to +-1%: a finding on an idle machine,
+ * within noise where the machine was busy during either run
+ * (tach_summary_busy_apart, the run table's decision too). */
+void
+test_scaling_busy_apart (void)
+{
+  char *presets[] = { "a", "b", NULL }, *values[] = { "32", NULL };
+  double x[] = { 32 }, rate[] = { 100, 120 }, lo[] = { 99, 118.8 }, hi[] = { 101, 121.2 };
+  double busy[] = { 0.02, 0.03 };
+  TachScalingGrid grid = {
+    .knob = "batch", .unit = "samples/s", .presets = presets, .values = values, .x = x,
+    .rate = rate, .rate_lo = lo, .rate_hi = hi, .busy = busy,
+  };
+  TachInterval iv;
+
+  g_assert_cmpint (tach_scaling_grid_interval (&grid, TACH_SCALING_SPEEDUP, 1, 0, &iv), ==,
+                   TACH_VERDICT_SIGNIFICANT);
+  g_assert_cmpfloat_with_epsilon (iv.value, 1.2, 1e-9);
+  busy[1] = 0.30;
+  g_assert_cmpint (tach_scaling_grid_interval (&grid, TACH_SCALING_SPEEDUP, 1, 0, &iv), ==,
+                   TACH_VERDICT_WITHIN_NOISE);
+  g_assert_cmpfloat (iv.lo, >, 1);
+  /* Unknown loads: the runs' intervals stand. */
+  grid.busy = NULL;
+  g_assert_cmpint (tach_scaling_grid_interval (&grid, TACH_SCALING_SPEEDUP, 1, 0, &iv), ==,
+                   TACH_VERDICT_SIGNIFICANT);
 }
 
 void

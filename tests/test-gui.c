@@ -733,6 +733,7 @@ main (int   argc,
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);
   g_test_add ("/gui/scaling", Fixture, NULL, fixture_setup, test_scaling, fixture_teardown);
+  g_test_add_func ("/gui/scaling/busy-apart", test_scaling_busy_apart);
   test_gui_ranks_add (fixture_setup, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);

@@ -833,7 +833,8 @@ tach_run_object_set_baseline (TachRunObject *self,
   else if (baseline != NULL)
     verdict = tach_run_object_compare (self, baseline, &ci, &by_items);
   if (baseline != NULL && baseline != self && verdict != TACH_VERDICT_UNKNOWN)
-    busy = tach_summary_dup_busy_apart (&baseline->summary, &self->summary);
+    busy = tach_summary_dup_busy_apart (baseline->summary.machine_busy,
+                                        self->summary.machine_busy);
 
   if (verdict == self->speedup_verdict && by_items == self->speedup_by_items
       && (ci.value == self->speedup || (isnan (ci.value) && isnan (self->speedup)))

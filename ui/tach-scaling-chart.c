@@ -11,6 +11,7 @@
 #include "tach-chart-axis.h"
 #include "tach-chart-draw.h"
 #include "tach-compare-view.h"
+#include <tach-engine.h>
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
@@ -73,6 +74,7 @@ tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
 {
   guint np = n_presets (grid);
   TachInterval base, rate;
+  TachVerdict verdict;
 
   *out = (TachInterval) { tach_scaling_grid_value (grid, panel, p, v), NAN, NAN };
   if (!isfinite (out->value) || grid->rate_lo == NULL || grid->rate_hi == NULL)
@@ -93,7 +95,11 @@ tach_scaling_grid_interval (const TachScalingGrid *grid, TachScalingPanel panel,
       return tach_interval_verdict (out, 1);
     }
   base = (TachInterval) { grid->rate[v * np], grid->rate_lo[v * np], grid->rate_hi[v * np] };
-  return tach_interval_ratio (&base, &rate, out);
+  verdict = tach_interval_ratio (&base, &rate, out);
+  if (verdict == TACH_VERDICT_SIGNIFICANT && grid->busy != NULL
+      && tach_summary_busy_apart (grid->busy[v * np], grid->busy[v * np + p]))
+    verdict = TACH_VERDICT_WITHIN_NOISE;
+  return verdict;
 }
 
 double

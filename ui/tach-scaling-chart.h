@@ -25,6 +25,11 @@ typedef struct {
    * ratios, with its 95% interval), [v * n_presets + p]; NULL, or NaN
    * where fewer than 2 rounds paired them: then the two runs' ratio. */
   double     *ratio, *ratio_lo, *ratio_hi;
+  /* [v * n_presets + p] the share of the machine other processes took
+   * while the point ran (TachSummary.machine_busy; NULL or NaN: unknown):
+   * a two runs' ratio on a busy machine is no finding
+   * (tach_summary_busy_apart). */
+  double     *busy;
   gboolean   *hidden;     /* n_presets: left out of the drawing */
   /* Data-parallel ranks varied: each preset's ideal scaling is drawn too,
    * a dashed line through its first point proportional to the value

@@ -111,6 +111,7 @@ grid_clear (TachScalingView *self)
   g_clear_pointer (&self->grid.ratio, g_free);
   g_clear_pointer (&self->grid.ratio_lo, g_free);
   g_clear_pointer (&self->grid.ratio_hi, g_free);
+  g_clear_pointer (&self->grid.busy, g_free);
   g_clear_pointer (&self->grid.hidden, g_free);
   g_ptr_array_set_size (self->all_runs, 0);
   g_clear_pointer (&self->axis, tach_sweep_axis_free);
@@ -367,6 +368,7 @@ round_figures_show (TachScalingView *self, RoundFigures *f)
           self->grid.rate[i] = s.items_per_s;
           self->grid.rate_lo[i] = s.items_per_s_lo;
           self->grid.rate_hi[i] = s.items_per_s_hi;
+          self->grid.busy[i] = s.machine_busy;
         }
       self->grid.ratio[i] = f->ratio[3 * i];
       self->grid.ratio_lo[i] = f->ratio[3 * i + 1];
@@ -420,6 +422,7 @@ on_point_done (gpointer data)
           self->grid.rate[done->index] = s.items_per_s;
           self->grid.rate_lo[done->index] = s.items_per_s_lo;
           self->grid.rate_hi[done->index] = s.items_per_s_hi;
+          self->grid.busy[done->index] = s.machine_busy;
           if (s.items_unit != NULL)
             self->grid.unit = s.items_unit;
           gtk_widget_queue_draw (GTK_WIDGET (self->chart));
@@ -669,9 +672,10 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   self->grid.ratio = g_new (double, n_points);
   self->grid.ratio_lo = g_new (double, n_points);
   self->grid.ratio_hi = g_new (double, n_points);
+  self->grid.busy = g_new (double, n_points);
   for (guint i = 0; i < n_points; i++)
     self->grid.rate[i] = self->grid.rate_lo[i] = self->grid.rate_hi[i] = self->grid.ratio[i]
-      = self->grid.ratio_lo[i] = self->grid.ratio_hi[i] = NAN;
+      = self->grid.ratio_lo[i] = self->grid.ratio_hi[i] = self->grid.busy[i] = NAN;
   self->grid.hidden = g_new0 (gboolean, np);
   self->n_points = n_points;
   self->runs = g_new0 (TachRun *, n_points);

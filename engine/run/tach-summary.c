@@ -549,34 +549,34 @@ tach_summary_compare (const TachSummary *a, const TachSummary *b, TachInterval *
   if (by_items != NULL)
     *by_items = items;
   verdict = tach_interval_ratio (&ia, &ib, ratio);
-  if (verdict == TACH_VERDICT_SIGNIFICANT && tach_summary_busy_apart (a, b))
+  if (verdict == TACH_VERDICT_SIGNIFICANT && tach_summary_busy_apart (a->machine_busy, b->machine_busy))
     verdict = TACH_VERDICT_WITHIN_NOISE;
   return verdict;
 }
 
 static double
-busy_or_idle (const TachSummary *s)
+busy_or_idle (double busy)
 {
-  return isfinite (s->machine_busy) ? s->machine_busy : 0.0;
+  return isfinite (busy) ? busy : 0.0;
 }
 
 gboolean
-tach_summary_busy_apart (const TachSummary *a, const TachSummary *b)
+tach_summary_busy_apart (double busy_a, double busy_b)
 {
-  double busy_a = busy_or_idle (a), busy_b = busy_or_idle (b);
-
+  busy_a = busy_or_idle (busy_a);
+  busy_b = busy_or_idle (busy_b);
   return busy_a >= TACH_SUMMARY_BUSY_SHARE || busy_b >= TACH_SUMMARY_BUSY_SHARE
          || fabs (busy_a - busy_b) > TACH_SUMMARY_APART_BUSY_SPREAD;
 }
 
 char *
-tach_summary_dup_busy_apart (const TachSummary *a, const TachSummary *b)
+tach_summary_dup_busy_apart (double busy_a, double busy_b)
 {
-  if (!tach_summary_busy_apart (a, b))
+  if (!tach_summary_busy_apart (busy_a, busy_b))
     return NULL;
   /* Translators: a speed-up between two runs measured one after the other;
    * the shares of CPU time other processes took during each run. */
   return g_strdup_printf (_("not resolved: measured apart while the machine was busy "
                             "(%.0f%% vs %.0f%%)"),
-                          100.0 * busy_or_idle (a), 100.0 * busy_or_idle (b));
+                          100.0 * busy_or_idle (busy_a), 100.0 * busy_or_idle (busy_b));
 }

@@ -578,15 +578,17 @@ void          tach_summary_compute (const TachSample *samples, guint n,
 TachVerdict   tach_summary_compare (const TachSummary *a, const TachSummary *b,
                                     TachInterval *ratio, gboolean *by_items);
 /* Whether the load between two runs measured apart leaves their ratio
- * unresolved: either run's machine_busy at TACH_SUMMARY_BUSY_SHARE or
- * more, or the two more than TACH_SUMMARY_APART_BUSY_SPREAD apart.  A run
- * whose load was not measured (NaN) gives no evidence either way and
- * counts as idle.  The one decision every between-run ratio uses. */
-gboolean      tach_summary_busy_apart (const TachSummary *a, const TachSummary *b);
+ * unresolved, from the two runs' machine_busy: either at
+ * TACH_SUMMARY_BUSY_SHARE or more, or the two more than
+ * TACH_SUMMARY_APART_BUSY_SPREAD apart.  A run whose load was not measured
+ * (NaN) gives no evidence either way and counts as idle.  The one decision
+ * every between-run ratio uses (tach_summary_compare, the Scaling view's
+ * unpaired points). */
+gboolean      tach_summary_busy_apart (double busy_a, double busy_b);
 /* Why, where tach_summary_busy_apart holds: "not resolved: measured apart
  * while the machine was busy (34% vs 3%)" (translated), newly allocated;
  * NULL where it does not hold. */
-char         *tach_summary_dup_busy_apart (const TachSummary *a, const TachSummary *b);
+char         *tach_summary_dup_busy_apart (double busy_a, double busy_b);
 
 /* ------------------------------------------------------------------- CSV */
 
