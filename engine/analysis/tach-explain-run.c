@@ -337,22 +337,31 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
                           knob->to, cost, from, to);
 }
 
+/* A speed-up's upper end, "∞" where the gap's interval reaches past A's
+ * whole step time (tach_stats_speedup_from_gap): B might take no time. */
+static char *
+dup_ratio_end (double end)
+{
+  return isinf (end) ? g_strdup ("∞") : g_strdup_printf ("%.2f", end);
+}
+
 char *
 tach_explain_dup_verdict (TachExplain *explain)
 {
   g_autoptr(GString) out = g_string_new (NULL);
   TachInterval ratio;
   TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
+  g_autofree char *hi = dup_ratio_end (ratio.hi);
   double busy = tach_explain_get_machine_busy (explain);
   const char *la = tach_explain_get_label (explain, FALSE);
   const char *lb = tach_explain_get_label (explain, TRUE);
 
   if (verdict == TACH_VERDICT_SIGNIFICANT)
-    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%.2fx), "
-                                   "significant"), lb, ratio.value, la, ratio.lo, ratio.hi);
+    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%sx), "
+                                   "significant"), lb, ratio.value, la, ratio.lo, hi);
   else if (verdict == TACH_VERDICT_WITHIN_NOISE)
     g_string_append_printf (out, _("verdict: ~ %s against %s is %.2fx, within noise (95%% interval "
-                                   "%.2f–%.2fx)"), lb, la, ratio.value, ratio.lo, ratio.hi);
+                                   "%.2f–%sx)"), lb, la, ratio.value, ratio.lo, hi);
   else
     g_string_append_printf (out, _("verdict: %s against %s is %.2fx; too few rounds for an "
                                    "interval"), lb, la, ratio.value);
@@ -368,8 +377,10 @@ tach_explain_dup_unresolved (TachExplain *explain)
   g_autoptr(GString) out = g_string_new (NULL);
   TachInterval gap, ratio;
   TachVerdict verdict = tach_explain_get_gap (explain, &gap);
+  g_autofree char *hi = NULL;
 
   tach_explain_get_speedup (explain, &ratio);
+  hi = dup_ratio_end (ratio.hi);
   if (verdict != TACH_VERDICT_SIGNIFICANT)
     {
       double shrink = tach_interval_shrink_needed (&gap, 0);
@@ -390,9 +401,9 @@ tach_explain_dup_unresolved (TachExplain *explain)
     }
   if (!explain->gap_resolved)
     g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is known "
-                                   "to +-%.1f%% (%.2f–%.2fx), not the +-%.0f%% asked."),
+                                   "to +-%.1f%% (%.2f–%sx), not the +-%.0f%% asked."),
                             out->len > 0 ? "\n" : "", explain->rounds, ratio.value,
-                            100.0 * tach_interval_rel_halfwidth (&ratio), ratio.lo, ratio.hi,
+                            100.0 * tach_interval_rel_halfwidth (&ratio), ratio.lo, hi,
                             100.0 * explain->target);
   for (guint i = 0; i < explain->n_knobs; i++)
     {
