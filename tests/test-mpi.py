@@ -7,10 +7,11 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     relative 1e-4 over 20 steps, for the bilstm, the lstm-lm and the cnn
     (whose dropout masks each rank draws as its shard of the global
     batch's);
-  - grad-sync per-tensor, fused and overlap, and bucket-mb 1 and 25, give
-    the same bits (with two ranks every all-reduce sums the same two
-    numbers); the runs end by checking that every rank's parameters are
-    bit-identical (a mismatch fails the run);
+  - grad-sync per-tensor, fused and overlap, bucket-mb 1 and 25, and
+    grad-progress poll and thread (a progress thread testing the buckets
+    in flight) give the same bits (with two ranks every all-reduce sums
+    the same two numbers); the runs end by checking that every rank's
+    parameters are bit-identical (a mismatch fails the run);
   - every rank's rows reach rank 0's samples.csv, and each step's phases
     (feed, compute, sync, host, exposed communication, packing, imbalance)
     add up to its time;
@@ -127,7 +128,8 @@ def test_modes(tmp):
     seen = {}
     for mode in (["--grad-sync", "per-tensor"], ["--grad-sync", "fused"],
                  ["--grad-sync", "overlap", "--bucket-mb", "1"],
-                 ["--grad-sync", "overlap", "--bucket-mb", "25"]):
+                 ["--grad-sync", "overlap", "--bucket-mb", "25"],
+                 ["--grad-sync", "overlap", "--bucket-mb", "1", "--grad-progress", "thread"]):
         folder = os.path.join(tmp, "mode-" + "-".join(m.strip("-") for m in mode))
         p = mpirun(BASE + ["--workload", "lstm-lm", "--batch", "8", "--steps", "10",
                            "--csv", folder] + mode)
@@ -148,8 +150,8 @@ def test_modes(tmp):
               % worst)
         check({r["rank"] for r in rows} == {"0", "1"}, " ".join(mode) + ": both ranks' rows")
     values = list(seen.values())
-    check(len(values) == 4 and all(v == values[0] for v in values),
-          "grad-sync and bucket-mb give the same losses, bit for bit")
+    check(len(values) == 5 and all(v == values[0] for v in values),
+          "grad-sync, bucket-mb and grad-progress give the same losses, bit for bit")
 
 
 def test_mismatch(tmp):

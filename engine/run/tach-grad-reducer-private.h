@@ -2,7 +2,9 @@
  * share: tach-grad-reducer.c (the buckets, host memory over MPI) and
  * tach-grad-device.c (device memory over the backend's collectives).
  *
- * Threads: the engine thread.
+ * Threads: the engine thread, and under grad-progress=thread the progress
+ * thread, which touches the buckets and MPI only under the reducer's lock
+ * while they fly (tach-grad-reducer.c).
  */
 #pragma once
 
@@ -65,6 +67,14 @@ struct _TachGradReducer {
 #ifdef HAVE_MPI
   MPI_Op            op;           /* the wire's sum under grad-compress */
 #endif
+  /* grad-progress=thread: the progress thread, and what it shares with
+   * the engine thread under @lock (tach-grad-reducer.c). */
+  GThread          *progress;
+  GMutex            lock;
+  GCond             wake;
+  gboolean          flying;       /* buckets launched and not all done: test them */
+  gboolean          quit;
+  GError           *progress_error;
 };
 
 /* This step's figures (the step began). */

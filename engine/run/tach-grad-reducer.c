@@ -24,11 +24,24 @@
  * a device's memory, which tach-grad-device.c sums with the backend's own
  * collectives (NCCL on CUDA), the buckets and their order being the same.
  *
+ * Open MPI's TCP transport moves a large message's fragments only inside
+ * MPI calls, and backward's layers can be a few long library calls (the
+ * cnn's convolutions), so tests between layers (grad-progress=poll) can
+ * leave a bucket sitting in flight through most of backward.
+ * grad-progress=thread starts a progress thread with the reducer: while
+ * buckets fly (launched, not all complete) it tests them every PROGRESS_US
+ * and sleeps in between.  MPI stays MPI_THREAD_SERIALIZED (tach-ranks.c):
+ * the thread calls MPI only under the reducer's lock, and the engine
+ * thread takes the lock for its own MPI calls while buckets fly (the
+ * ready hook: launches and the heartbeat); at reduce it clears `flying`
+ * under the lock, after which the thread makes no MPI call until the next
+ * step's first launch, and the waits run as under poll.
+ *
  * Each step's figures (TachGradStepStats) are kept by step, and each
  * all-reduce's flight (launch to completion, TachGradFlight) in a store
  * bounded as the trace is (tach-strided.h), for the trace's tracks.
  *
- * Threads: the engine thread.
+ * Threads: the engine thread; the progress thread under grad-progress=thread.
  */
 #include <math.h>
 #include <string.h>
@@ -43,6 +56,11 @@
 #define FIRST_BUCKET_BYTES (1024 * 1024)
 /* At most this many flights are kept (the trace's bound, tach-strided.h). */
 #define MAX_FLIGHTS 200000
+/* The progress thread's sleep between tests of the buckets in flight:
+ * Open MPI's TCP transport fills and drains the socket buffers on each
+ * test, and 100 us at 1 Gbit/s is 12.5 kB, less than those buffers hold,
+ * while a wake-up costs a few microseconds of a core. */
+#define PROGRESS_US 100
 
 #ifdef HAVE_MPI
 
@@ -244,6 +262,32 @@ bucket_finish (TachGradReducer *self, Bucket *b, float *grad, GError **error)
   return TRUE;
 }
 
+/* Tests the launched buckets not yet complete, so that Open MPI moves
+ * them on: the number still in flight, or -1 with @error set. */
+static int
+test_flying (TachGradReducer *self, GError **error)
+{
+  int left = 0;
+
+  for (guint i = 0; i < self->next_launch; i++)
+    {
+      Bucket *b = &g_array_index (self->buckets, Bucket, i);
+      int done = 0;
+
+      if (b->done)
+        continue;
+      if (!tach_ranks_mpi_check (MPI_Test (&b->req, &done, MPI_STATUS_IGNORE), "MPI_Test",
+                                 error))
+        return -1;
+      b->done = done != 0;
+      if (b->done)
+        b->t_done = tach_ranks_now_ms ();
+      else
+        left++;
+    }
+  return left;
+}
+
 /* Launches the complete buckets, in order; under overlap, polls the ones
  * in flight so that Open MPI moves them on. */
 static gboolean
@@ -264,26 +308,58 @@ launch_ready (TachGradReducer *self, float *grad, GError **error)
         return FALSE;
       self->next_launch++;
     }
-  /* A device's streams move on by themselves. */
+  /* A device's streams move on by themselves; the progress thread tests
+   * what flies. */
   if (self->device)
     return TRUE;
-  t0 = tach_ranks_now_ms ();
-  for (guint i = 0; i < self->next_launch; i++)
+  if (self->progress != NULL)
     {
-      Bucket *b = &g_array_index (self->buckets, Bucket, i);
-      int done = 0;
-
-      if (b->done)
-        continue;
-      if (!tach_ranks_mpi_check (MPI_Test (&b->req, &done, MPI_STATUS_IGNORE), "MPI_Test",
-                                 error))
-        return FALSE;
-      b->done = done != 0;
-      if (b->done)
-        b->t_done = tach_ranks_now_ms ();
+      if (self->next_launch > 0)
+        {
+          self->flying = TRUE;
+          g_cond_signal (&self->wake);
+        }
+      return TRUE;
     }
+  t0 = tach_ranks_now_ms ();
+  if (test_flying (self, error) < 0)
+    return FALSE;
   tach_grad_reducer_current (self)->poll_ms += tach_ranks_now_ms () - t0;
   return TRUE;
+}
+
+/* The progress thread (grad-progress=thread): tests the buckets in flight
+ * every PROGRESS_US while there are any, under the lock; waits on `wake`
+ * otherwise. */
+static gpointer
+progress_main (gpointer data)
+{
+  TachGradReducer *self = data;
+
+  g_mutex_lock (&self->lock);
+  while (!self->quit)
+    {
+      int left;
+
+      if (!self->flying)
+        {
+          g_cond_wait (&self->wake, &self->lock);
+          continue;
+        }
+      left = test_flying (self, self->progress_error == NULL ? &self->progress_error : NULL);
+      /* All done (or failed: the engine thread's wait reports it): rest
+       * until the next launch. */
+      if (left <= 0)
+        {
+          self->flying = FALSE;
+          continue;
+        }
+      g_mutex_unlock (&self->lock);
+      g_usleep (PROGRESS_US);
+      g_mutex_lock (&self->lock);
+    }
+  g_mutex_unlock (&self->lock);
+  return NULL;
 }
 
 static void
@@ -297,12 +373,17 @@ hook_ready (TachGradSyncHook *hook, float *grad, guint index)
   if (self->mode != TACH_GRAD_SYNC_OVERLAP || index >= self->n_tensors
       || !tach_backend_ok (self->be))
     return;
+  /* The progress thread may be testing the buckets in flight. */
+  if (self->progress != NULL)
+    g_mutex_lock (&self->lock);
   b = &g_array_index (self->buckets, Bucket, self->tensor_bucket[index]);
   b->n_ready++;
   if (b->n_ready == b->n_tensors)
     tach_grad_reducer_arrive (self);
   if (!launch_ready (self, grad, &error))
     set_error (self, error);
+  if (self->progress != NULL)
+    g_mutex_unlock (&self->lock);
 }
 
 /* The step's flights (MPI: on the host clock, from the step's start). */
@@ -332,6 +413,16 @@ hook_reduce (TachGradSyncHook *hook, float *grad, const float *params, size_t to
 
   self->params = params;
   self->total = total;
+  if (self->progress != NULL)
+    {
+      /* From here on the engine thread alone calls MPI, until the next
+       * step's first launch. */
+      g_mutex_lock (&self->lock);
+      self->flying = FALSE;
+      if (self->progress_error != NULL)
+        set_error (self, g_steal_pointer (&self->progress_error));
+      g_mutex_unlock (&self->lock);
+    }
   if (!tach_backend_ok (self->be) || self->buckets == NULL)
     return;
   tach_grad_reducer_arrive (self);
@@ -540,6 +631,11 @@ tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *conf
                    &self->op);
   if (self->device && ranks != NULL)
     self->joined = tach_grad_device_join (self);
+  g_mutex_init (&self->lock);
+  g_cond_init (&self->wake);
+  if (ranks != NULL && !self->device && self->mode == TACH_GRAD_SYNC_OVERLAP
+      && config->grad_progress == TACH_GRAD_PROGRESS_THREAD)
+    self->progress = g_thread_new ("tach-progress", progress_main, self);
 #endif
   be->grad_sync = &self->hook;
   return self;
@@ -632,6 +728,17 @@ tach_grad_reducer_free (TachGradReducer *self)
   if (self->be != NULL && self->be->grad_sync == &self->hook)
     self->be->grad_sync = NULL;
 #ifdef HAVE_MPI
+  if (self->progress != NULL)
+    {
+      g_mutex_lock (&self->lock);
+      self->quit = TRUE;
+      g_cond_signal (&self->wake);
+      g_mutex_unlock (&self->lock);
+      g_thread_join (self->progress);
+    }
+  g_mutex_clear (&self->lock);
+  g_cond_clear (&self->wake);
+  g_clear_error (&self->progress_error);
   if (self->op != MPI_OP_NULL)
     MPI_Op_free (&self->op);
   if (self->device)

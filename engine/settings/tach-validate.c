@@ -35,11 +35,18 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
     reason = N_("graph capture needs a GPU");
   else if (knob != NULL && config->ranks <= 1
            && (knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
-               || knob->id == TACH_KNOB_GRAD_COMPRESS))
+               || knob->id == TACH_KNOB_GRAD_PROGRESS || knob->id == TACH_KNOB_GRAD_COMPRESS))
     reason = N_("gradients are synchronised only between ranks (mpirun -np 2 or more)");
   else if (knob != NULL && knob->id == TACH_KNOB_BUCKET_MB
            && config->grad_sync != TACH_GRAD_SYNC_OVERLAP)
     reason = N_("buckets are grad-sync=overlap's; per-tensor and fused have none");
+  else if (knob != NULL && knob->id == TACH_KNOB_GRAD_PROGRESS
+           && config->grad_sync != TACH_GRAD_SYNC_OVERLAP)
+    reason = N_("per-tensor and fused wait on each all-reduce; only grad-sync=overlap leaves"
+                " them in flight");
+  else if (knob != NULL && knob->id == TACH_KNOB_GRAD_PROGRESS && config->device != NULL
+           && !(caps & TACH_BACKEND_CAP_HOST_MEMORY))
+    reason = N_("a device's collectives move on by themselves, on their own stream");
 
   if (why != NULL)
     *why = reason != NULL ? _(reason) : NULL;

@@ -47,6 +47,7 @@ typedef enum { TACH_OPTIMIZER_ADAM, TACH_OPTIMIZER_SGD } TachOptimizer;
 typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
 typedef enum { TACH_GRAD_SYNC_PER_TENSOR, TACH_GRAD_SYNC_FUSED, TACH_GRAD_SYNC_OVERLAP } TachGradSync;
 typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPRESS_BF16 } TachGradCompress;
+typedef enum { TACH_GRAD_PROGRESS_POLL, TACH_GRAD_PROGRESS_THREAD } TachGradProgress;
 
 /* The knobs, in the order of the command line's help, the GUI's rows and
  * the CSV columns:
@@ -170,6 +171,17 @@ typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPR
      N_("Most gradient megabytes in one overlapped all-reduce (DDP's bucket_cap_mb)"), \
      TACH_KNOB_GROUP_MODE, INTEGER (1, 4096), .default_value = "25", .is_mode = TRUE, \
      .trains = TRUE, .clause = clause_bucket_mb) \
+  /* Open MPI moves a message on only inside MPI calls: who makes them \
+   * while overlapped buckets fly (engine/run/tach-grad-reducer.c). */ \
+  X (GRAD_PROGRESS, (TachGradProgress grad_progress), grad_progress, "grad-progress", \
+     N_("All-reduce progress"), \
+     N_("Who moves overlapped all-reduces on: tests between layers, or a progress thread"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("poll", "thread"), \
+              (NC_("knob value", "Between layers"), NC_("knob value", "Progress thread"))), \
+     .default_value = "poll", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("the buckets in flight are tested only between layers of backward"), \
+              N_("a progress thread tests the buckets in flight every 100 us"))) \
   X (GRAD_COMPRESS, (TachGradCompress grad_compress), grad_compress, "grad-compress", \
      N_("Gradient compression"), \
      N_("Send the gradients as fp32, or cast to fp16 or bf16 and back"), \
