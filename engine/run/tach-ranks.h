@@ -14,9 +14,10 @@
  *               parameters (the order backward produces them), each
  *               all-reduced asynchronously (MPI_Iallreduce) once every
  *               tensor in it is ready, launched in bucket order on every
- *               rank, and polled with MPI_Test as backward goes on, since
- *               Open MPI progresses a request only inside MPI calls; all
- *               are waited on before the update (PyTorch DDP's Reducer)
+ *               rank, and tested with MPI_Test as backward goes on, since
+ *               Open MPI progresses a request only inside MPI calls
+ *               (grad-progress: between layers, or by a progress thread);
+ *               all are waited on before the update (PyTorch DDP's Reducer)
  * and grad-compress casts the buckets to fp16 or bf16 before the wire and
  * widens them after (it changes results).  The sum's division by N is the
  * same in every mode, so with two ranks (where a + b is the same sum
@@ -37,7 +38,10 @@
  *
  * Threads: MPI is initialised for MPI_THREAD_SERIALIZED: the main thread
  * calls tach_ranks_init, tach_ranks_check_config and tach_ranks_finish;
- * the engine thread, in between, everything else.  Never two at once.
+ * the engine thread, in between, everything else; under
+ * grad-progress=thread the reducer's progress thread tests the buckets in
+ * flight, under the reducer's lock, which the engine thread holds for its
+ * own MPI calls while they fly.  Never two at once.
  */
 #pragma once
 
