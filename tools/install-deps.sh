@@ -7,7 +7,7 @@ packages="build-essential pkg-config meson ninja-build libglib2.0-dev
   libgtk-4-dev libadwaita-1-dev libdnnl-dev dataset-fashion-mnist
   gettext desktop-file-utils appstream xvfb xauth imagemagick
   fonts-wqy-microhei locales clang libclang-rt-14-dev protobuf-c-compiler libprotobuf-c-dev
-  openmpi-bin libopenmpi-dev"
+  openmpi-bin libopenmpi-dev python3"
 
 missing=""
 for p in $packages; do

@@ -89,9 +89,14 @@ if [ -n "$fuzz_failed" ]; then
   status=1
 fi
 
-# One closing line over the builds, counted from meson's own logs.
-cat build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json \
-    build-tsan/meson-logs/testlog.json build-tsan/meson-logs/testlog-gui.json |
+# The tests that failed, by build, with their last lines, then one closing
+# line over the builds, both read from meson's own logs.
+logs="build-tests/meson-logs/testlog.json build-asan/meson-logs/testlog.json
+  build-tsan/meson-logs/testlog.json build-tsan/meson-logs/testlog-gui.json"
+# shellcheck disable=SC2086
+python3 tools/failed-tests.py $logs
+# shellcheck disable=SC2086
+cat $logs |
   sed -n 's/.*"result": "\([A-Z]*\)".*/\1/p' |
   awk '/^OK$|^EXPECTEDFAIL$/ {p++} /^SKIP$/ {s++} /^FAIL$|^TIMEOUT$|^ERROR$|^UNEXPECTEDPASS$/ {f++}
        END {printf "%d passed, %d failed, %d skipped\n", p, f, s}'
