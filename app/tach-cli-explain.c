@@ -127,12 +127,24 @@ format_spread (const TachInterval *ci)
   return g_strdup_printf (fabs (ci->hi - ci->lo) < 20 ? "±%.3f" : "±%.2f", (ci->hi - ci->lo) / 2);
 }
 
+/* The phases' columns: a process's four, and under mpirun the ranks'
+ * three (TachExplainPhase's order).
+ * TRANSLATORS: column heads of at most 8 characters (imbalance: 10): the
+ * step's time feeding data, computing, waiting on sync, on the host, in
+ * exposed communication between ranks, packing gradients for it, and
+ * waiting for the slowest rank. */
+static const TachCliCell phase_cells[TACH_EXPLAIN_N_PHASES] = {
+  { N_("feed"), 8, TRUE }, { N_("compute"), 8, TRUE }, { N_("sync"), 8, TRUE },
+  { N_("host"), 8, TRUE }, { N_("comm"), 8, TRUE }, { N_("pack"), 8, TRUE },
+  { N_("imbalance"), 10, TRUE },
+};
+
 /* One line of the table: a label, the values change, ms, share, spread and
- * the four phases. */
+ * the @n_phases phases. */
 static void
 print_row (const char *label, const char *change, const char *ms, const char *share,
-           const char *spread, const double *phase, gboolean sign, const char *note,
-           int label_width, int change_width)
+           const char *spread, const double *phase, int n_phases, gboolean sign,
+           const char *note, int label_width, int change_width)
 {
   g_autoptr(GString) line = g_string_new (NULL);
 
@@ -142,11 +154,11 @@ print_row (const char *label, const char *change, const char *ms, const char *sh
   tach_cli_pad (line, ms, 9, TRUE);
   tach_cli_pad (line, share, 7, TRUE);
   tach_cli_pad (line, spread, 7, TRUE);
-  for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+  for (int p = 0; p < n_phases; p++)
     {
       g_autofree char *text = phase != NULL ? format_ms (phase[p], sign) : g_strdup ("");
 
-      tach_cli_pad (line, text, 8, TRUE);
+      tach_cli_pad (line, text, phase_cells[p].width, TRUE);
     }
   if (note != NULL)
     g_string_append_printf (line, "  %s", note);
@@ -181,6 +193,9 @@ print_table (TachExplain *explain)
   GArray *failures = tach_explain_get_failures (explain);
   gboolean any_flag = FALSE;
   guint used = 0, drawn = 0;
+  /* Under mpirun the ranks' phases too: where a gap in synchronisation goes. */
+  int n_phases = tach_explain_has_rank_phases (explain) ? TACH_EXPLAIN_N_PHASES
+                                                        : TACH_EXPLAIN_N_SINGLE_PHASES;
 
   for (guint i = 0; i < n; i++)
     {
@@ -197,13 +212,17 @@ print_table (TachExplain *explain)
     tach_cli_pad (line, "", label_width, FALSE);
     g_string_append (line, "  ");
     {
-      const TachCliCell head[] = {
+      TachCliCell head[4 + TACH_EXPLAIN_N_PHASES] = {
         { _("from -> to"), change_width, FALSE }, { _("ms/step"), 9, TRUE },
-        { _("share"), 7, TRUE }, { _("±95%"), 7, TRUE }, { _("feed"), 8, TRUE },
-        { _("compute"), 8, TRUE }, { _("sync"), 8, TRUE }, { _("host"), 8, TRUE },
+        { _("share"), 7, TRUE }, { _("±95%"), 7, TRUE },
       };
 
-      tach_cli_pad_cells (line, head, G_N_ELEMENTS (head));
+      for (int p = 0; p < n_phases; p++)
+        {
+          head[4 + p] = phase_cells[p];
+          head[4 + p].text = _(phase_cells[p].text);
+        }
+      tach_cli_pad_cells (line, head, 4 + n_phases);
     }
     printf ("\n%s\n", line->str);
   }
@@ -215,7 +234,8 @@ print_table (TachExplain *explain)
 
     tach_explain_get_cost_ci (explain, FALSE, &ci);
     spread = format_spread (&ci);
-    print_row (la, "", ms, "", spread, a->phase_ms, FALSE, NULL, label_width, change_width);
+    print_row (la, "", ms, "", spread, a->phase_ms, n_phases, FALSE, NULL, label_width,
+               change_width);
   }
   for (guint i = 0; i < n; i++)
     {
@@ -232,7 +252,7 @@ print_table (TachExplain *explain)
 
       sum += k->share_ms;
       any_flag |= k->changes_results;
-      print_row (label, change, ms, share, spread, k->phase_ms, TRUE,
+      print_row (label, change, ms, share, spread, k->phase_ms, n_phases, TRUE,
                  k->changes_results ? _("* changes results") : NULL, label_width, change_width);
     }
   {
@@ -242,7 +262,8 @@ print_table (TachExplain *explain)
 
     tach_explain_get_cost_ci (explain, TRUE, &ci);
     spread = format_spread (&ci);
-    print_row (lb, "", ms, "", spread, b->phase_ms, FALSE, NULL, label_width, change_width);
+    print_row (lb, "", ms, "", spread, b->phase_ms, n_phases, FALSE, NULL, label_width,
+               change_width);
   }
 
   /* The check: the shares against the measured difference. */

@@ -29,6 +29,7 @@ typedef struct {
   double  noise_ms;
   double  clock_s;           /* the injected clock: each measurement takes measure_s */
   double  measure_s;
+  gboolean ranked;           /* phases of a data-parallel step too */
 
   /* What was asked. */
   GArray *calls;             /* guint: round << 16 | mask, in order */
@@ -112,8 +113,17 @@ costs_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_dat
   cost->phase_ms[TACH_EXPLAIN_PHASE_FEED] = 0.1 * t * (mask & 1 ? 1 : 3);
   cost->phase_ms[TACH_EXPLAIN_PHASE_SYNC] = 0.05 * t * (mask & 2 ? 2 : 1);
   cost->phase_ms[TACH_EXPLAIN_PHASE_HOST] = 0.05 * t;
-  cost->phase_ms[TACH_EXPLAIN_PHASE_COMPUTE] = t - cost->phase_ms[0] - cost->phase_ms[2]
-                                               - cost->phase_ms[3];
+  if (c->ranked)
+    {
+      /* Knob 0 hides most of the communication, as grad-sync=overlap. */
+      cost->phase_ms[TACH_EXPLAIN_PHASE_COMM] = 0.3 * t * (mask & 1 ? 0.2 : 1);
+      cost->phase_ms[TACH_EXPLAIN_PHASE_PACK] = 0.02 * t;
+      cost->phase_ms[TACH_EXPLAIN_PHASE_IMBALANCE] = 0.03 * t;
+    }
+  cost->phase_ms[TACH_EXPLAIN_PHASE_COMPUTE] = t;
+  for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+    if (p != TACH_EXPLAIN_PHASE_COMPUTE)
+      cost->phase_ms[TACH_EXPLAIN_PHASE_COMPUTE] -= cost->phase_ms[p];
   return TRUE;
 }
 
@@ -213,6 +223,109 @@ test_additive (void)
   g_assert_true (tach_explain_get_knob (explain, 0)->changes_results);
   g_assert_false (tach_explain_get_knob (explain, 1)->changes_results);
   assert_additive (explain);
+  /* A process of its own: no ranks' phases. */
+  g_assert_false (tach_explain_has_rank_phases (explain));
+  costs_clear (&c);
+}
+
+/* explain.csv's header before the ranks' phases were added. */
+static const char old_header[] =
+  "explain_id,date,workload,task,device,from,to,row,knob,from_value,to_value,changes_results,"
+  "step_ms,share_ms,share_lo_ms,share_hi_ms,round_min_ms,round_max_ms,gap_fraction,"
+  "gap_fraction_lo,gap_fraction_hi,speedup,speedup_lo,speedup_hi,verdict,feed_ms,compute_ms,"
+  "sync_ms,host_ms,method,rounds,orderings_used,orderings_drawn,configurations,unrunnable,"
+  "machine_busy";
+
+static int
+column (char **names, const char *name)
+{
+  for (int i = 0; names[i] != NULL; i++)
+    if (g_str_equal (names[i], name))
+      return i;
+  g_assert_not_reached ();
+}
+
+/* Under mpirun a step also has exposed communication, packing and
+ * imbalance: the shares split into them too, still adding up, and
+ * explain.csv gains their columns at its end, widening a file written
+ * before them (its rows keep their figures, the new columns empty). */
+static void
+test_rank_phases (void)
+{
+  g_autoptr(TachExplain) explain = explain_new (2, 3);
+  g_autoptr(GError) error = NULL;
+  g_autofree char *dir = g_dir_make_tmp ("tach-explain-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "explain.csv", NULL);
+  g_autofree char *old_row = g_strnfill (35, ',');
+  g_autofree char *old = g_strdup_printf ("%s\r\nold-id%s\r\n", old_header, old_row);
+  g_autofree char *text = NULL;
+  g_auto(GStrv) lines = NULL;
+  g_auto(GStrv) names = NULL;
+  const TachExplainCost *a, *b;
+  guint rows = 0;
+  Costs c;
+
+  costs_init (&c, 2);
+  c.own[0] = -30.0;
+  c.own[1] = -2.0;
+  c.ranked = TRUE;
+  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, NULL, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_explain_has_rank_phases (explain));
+  assert_additive (explain);
+  a = tach_explain_get_cost (explain, FALSE);
+  b = tach_explain_get_cost (explain, TRUE);
+  for (const TachExplainCost *cost = a; cost != NULL; cost = cost == a ? b : NULL)
+    {
+      double sum = 0;
+
+      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
+        sum += cost->phase_ms[p];
+      g_assert_cmpfloat_with_epsilon (sum, cost->step_ms, 1e-9 * cost->step_ms);
+    }
+  g_assert_cmpfloat_with_epsilon (a->phase_ms[TACH_EXPLAIN_PHASE_COMM], 30.0, 1e-9);
+  /* Knob 0's share is mostly the communication it hides. */
+  g_assert_cmpfloat (tach_explain_get_knob (explain, 0)->phase_ms[TACH_EXPLAIN_PHASE_COMM], <,
+                     -20.0);
+
+  g_assert_true (g_file_set_contents (path, old, -1, NULL));
+  g_assert_true (tach_explain_csv_append (explain, dir, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  lines = g_strsplit (text, "\r\n", -1);
+  names = g_strsplit (lines[0], ",", -1);
+  /* The old columns in place, the new ones after them. */
+  g_assert_true (g_str_has_prefix (lines[0], old_header));
+  g_assert_cmpint (column (names, "comm_ms"), ==, column (names, "machine_busy") + 1);
+  g_assert_cmpint (column (names, "imbalance_ms"), ==, g_strv_length (names) - 1);
+  g_assert_true (g_str_has_prefix (lines[1], "old-id,"));
+  {
+    g_auto(GStrv) f = g_strsplit (lines[1], ",", -1);
+
+    g_assert_cmpuint (g_strv_length (f), ==, g_strv_length (names));
+  }
+  g_assert_true (g_str_has_suffix (lines[1], ",,,"));
+  for (guint l = 2; lines[l] != NULL && lines[l][0] != '\0'; l++)
+    {
+      g_auto(GStrv) f = g_strsplit (lines[l], ",", -1);
+      const char *const phases[] = { "feed_ms", "compute_ms", "sync_ms", "host_ms", "comm_ms",
+                                     "pack_ms", "imbalance_ms" };
+      const char *total = g_str_equal (f[column (names, "row")], "knob") ? "share_ms" : "step_ms";
+      double sum = 0;
+
+      g_assert_cmpuint (g_strv_length (f), ==, g_strv_length (names));
+      for (guint p = 0; p < G_N_ELEMENTS (phases); p++)
+        {
+          g_assert_cmpstr (f[column (names, phases[p])], !=, "");
+          sum += g_ascii_strtod (f[column (names, phases[p])], NULL);
+        }
+      g_assert_cmpfloat_with_epsilon (sum, g_ascii_strtod (f[column (names, total)], NULL),
+                                      1e-6 * MAX (1, fabs (sum)));
+      rows++;
+    }
+  g_assert_cmpuint (rows, ==, 4);  /* A, two knobs, B */
+  g_assert_cmpint (g_remove (path), ==, 0);
+  g_assert_cmpint (g_rmdir (dir), ==, 0);
   costs_clear (&c);
 }
 
@@ -639,6 +752,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/engine/explain/additive", test_additive);
+  g_test_add_func ("/engine/explain/rank-phases", test_rank_phases);
   g_test_add_func ("/engine/explain/interaction", test_interaction);
   g_test_add_func ("/engine/explain/sum", test_sum);
   g_test_add_func ("/engine/explain/sampled-additive", test_sampled_additive);

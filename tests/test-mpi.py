@@ -30,7 +30,9 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     alone a process says they do not apply;
   - sweep and explain run under mpirun, every rank the same runs in the
     same order, rank 0 alone printing and writing (sweep --vary ranks=1,2
-    runs the ranks=1 points on rank 0 alone);
+    runs the ranks=1 points on rank 0 alone); explain's table and
+    explain.csv split each step and share into the ranks' phases too
+    (exposed communication, packing, imbalance), adding up;
   - run --scaling measures weak and strong scaling efficiency against one
     process and writes them to runs.csv (values checked to be numbers in
     range, never against a speed).
@@ -336,6 +338,33 @@ def test_presets(tmp):
           "tach-cli presets lists the data-parallel presets with their sources")
 
 
+EXPLAIN_PHASES = ("feed_ms", "compute_ms", "sync_ms", "host_ms", "comm_ms", "pack_ms",
+                  "imbalance_ms")
+
+
+def check_explain_phases(folder):
+    """explain.csv under mpirun: A's and B's rows carry the ranks' phases,
+    and every row's seven phases add up to its step (A, B) or share (a
+    knob)."""
+    with open(os.path.join(folder, "explain.csv"), newline="") as f:
+        rows = list(csv.DictReader(f))
+    ok = len(rows) == 4
+    worst = 0.0
+    for r in rows:
+        total = float(r["share_ms"] if r["row"] == "knob" else r["step_ms"])
+        if any(r[k] == "" for k in EXPLAIN_PHASES):
+            ok = False
+            continue
+        worst = max(worst, abs(sum(float(r[k]) for k in EXPLAIN_PHASES) - total)
+                    / max(1.0, abs(total)))
+    ok = ok and worst < 1e-6
+    ends = [r for r in rows if r["row"] in ("from", "to")]
+    ok = ok and len(ends) == 2 and all(float(r["comm_ms"]) > 0 for r in ends)
+    check(ok, "explain.csv under mpirun: comm_ms, pack_ms and imbalance_ms on every row, A's and"
+          " B's exposed communication above 0, the phases adding up (worst %.2g): %s"
+          % (worst, [(r["row"], r["comm_ms"], r["pack_ms"], r["imbalance_ms"]) for r in rows]))
+
+
 def test_sweep_explain(tmp):
     folder = os.path.join(tmp, "sweep")
     p = mpirun(["sweep"] + ONE_THREAD + ["--workload", "bilstm", "--presets",
@@ -370,6 +399,10 @@ def test_sweep_explain(tmp):
         rows = read_runs(folder)
         check(len(rows) == 12 and {r["ranks"] for r in rows} == {"2"},
               "explain under mpirun: 4 configurations x 3 rounds on 2 ranks (%d rows)" % len(rows))
+        head = [l for l in p.stdout.splitlines() if "ms/step" in l]
+        check(len(head) == 1 and all(w in head[0].split() for w in ("comm", "pack", "imbalance")),
+              "explain under mpirun: the table has the ranks' phases: %s" % head)
+        check_explain_phases(folder)
     p = mpirun(["sweep", "--device", "cpu", "--workload", "bilstm", "--presets", "tuned",
                 "--steps", "4"],
                wrapper=[os.path.join(tmp, "mismatch.sh")])

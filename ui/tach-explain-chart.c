@@ -23,6 +23,12 @@
 #define LEGEND_HEIGHT 36
 #define BAR_HEIGHT 20
 
+/* An explanation's phases are drawn with the phase bar's colours and
+ * labels, in the same order. */
+G_STATIC_ASSERT ((int) TACH_EXPLAIN_PHASE_COMM == (int) TACH_PHASE_COMM
+                 && (int) TACH_EXPLAIN_PHASE_IMBALANCE == (int) TACH_PHASE_IMBALANCE
+                 && (int) TACH_EXPLAIN_N_PHASES == (int) TACH_PHASE_ALL);
+
 struct _TachExplainChart
 {
   GtkWidget       parent_instance;
@@ -159,7 +165,9 @@ tach_explain_chart_dup_tooltip (TachExplainChart *self, guint i)
                           (hi - lo) / 2);
   phase = bar_phases (self, i, &step);
   for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
-    g_string_append_printf (out, "\n%s  %+.2f ms", tach_phase_get_label ((TachPhase) p), phase[p]);
+    if (p < TACH_EXPLAIN_N_SINGLE_PHASES || tach_explain_has_rank_phases (self->explain))
+      g_string_append_printf (out, "\n%s  %+.2f ms", tach_phase_get_label ((TachPhase) p),
+                              phase[p]);
   if (i > 0 && i <= n && tach_explain_get_knob (self->explain, i - 1)->changes_results)
     g_string_append_printf (out, "\n%s", _("Changes results: the losses differ, not only the speed"));
   return g_string_free (g_steal_pointer (&out), FALSE);
@@ -298,7 +306,11 @@ G_GNUC_END_IGNORE_DEPRECATIONS
   {
     double x = 0, y = TOP + n_bars * ROW_HEIGHT + 8;
 
-    for (guint p = 0; p < TACH_PHASE_COUNT; p++)
+    /* The ranks' phases only where the runs had them (under mpirun). */
+    guint n_phases = tach_explain_has_rank_phases (self->explain) ? TACH_PHASE_ALL
+                                                                  : TACH_PHASE_COUNT;
+
+    for (guint p = 0; p < n_phases; p++)
       {
         GdkRGBA color;
 

@@ -194,23 +194,34 @@ real_check (guint mask, gpointer user_data, GError **error)
 
 /* A run's step time is its median measured step; its phases are their
  * means scaled to add up to that median, so that one slow step moves
- * neither and the phases still sum to the step. */
+ * neither and the phases still sum to the step.  A run of several ranks
+ * (rank 0's, which holds every rank's samples once it has ended) counts
+ * every rank's steps: its phases are then the ranks' means, the exposed
+ * communication, packing and imbalance among them, as runs.csv's shares
+ * are. */
 static void
-cost_from_samples (GArray *samples, TachExplainCost *cost)
+cost_from_run (TachRun *run, TachExplainCost *cost)
 {
+  g_autoptr(GArray) samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
   g_autoptr(GArray) steps = g_array_new (FALSE, FALSE, sizeof (double));
   double phase[TACH_EXPLAIN_N_PHASES] = { 0 };
   double sum = 0;
-  guint n;
+  guint n, n_ranks = tach_run_get_n_ranks (run);
 
+  for (guint r = 0; r < n_ranks; r++)
+    tach_run_copy_rank_samples (run, r, 0, G_MAXUINT, samples);
   for (guint i = 0; i < samples->len; i++)
     {
       const TachSample *s = &g_array_index (samples, TachSample, i);
-      const double p[TACH_EXPLAIN_N_PHASES] = { s->feed_ms, s->compute_ms, s->sync_ms, s->host_ms };
+      const double p[TACH_EXPLAIN_N_PHASES] = {
+        s->feed_ms, s->compute_ms, s->sync_ms, s->host_ms, s->comm_ms, s->pack_ms,
+        s->imbalance_ms,
+      };
 
       if (s->warmup || !isfinite (s->step_ms))
         continue;
       g_array_append_val (steps, s->step_ms);
+      /* NaN where not observed: the ranks' phases in a process alone. */
       for (int k = 0; k < TACH_EXPLAIN_N_PHASES; k++)
         if (isfinite (p[k]))
           phase[k] += p[k];
@@ -237,7 +248,6 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
 {
   RealRuns *real = user_data;
   g_autoptr(TachRun) run = NULL;
-  g_autoptr(GArray) samples = NULL;
   g_autoptr(GError) run_error = NULL;
   TachConfig config;
 
@@ -271,8 +281,7 @@ real_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_data
       return FALSE;
     }
 
-  samples = tach_run_dup_samples (run);
-  cost_from_samples (samples, cost);
+  cost_from_run (run, cost);
   if (!(cost->step_ms > 0))
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -430,8 +439,27 @@ static const char *const explain_header[] = {
   "share_hi_ms", "round_min_ms", "round_max_ms", "gap_fraction", "gap_fraction_lo",
   "gap_fraction_hi", "speedup", "speedup_lo", "speedup_hi", "verdict", "feed_ms",
   "compute_ms", "sync_ms", "host_ms", "method", "rounds", "orderings_used", "orderings_drawn",
-  "configurations", "unrunnable", "machine_busy", NULL
+  "configurations", "unrunnable", "machine_busy",
+  /* Added later, at the end: a file written before takes them empty
+   * (tach_csv_widen). */
+  "comm_ms", "pack_ms", "imbalance_ms", NULL
 };
+
+gboolean
+tach_explain_has_rank_phases (TachExplain *explain)
+{
+  if (!explain->done)
+    return FALSE;
+  for (int p = TACH_EXPLAIN_N_SINGLE_PHASES; p < TACH_EXPLAIN_N_PHASES; p++)
+    {
+      if (explain->cost_from.phase_ms[p] != 0 || explain->cost_to.phase_ms[p] != 0)
+        return TRUE;
+      for (guint i = 0; i < explain->n_knobs; i++)
+        if (explain->knobs[i].phase_ms[p] != 0)
+          return TRUE;
+    }
+  return FALSE;
+}
 
 double
 tach_explain_get_machine_busy (TachExplain *explain)
@@ -464,6 +492,8 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   g_autoptr(GString) row = g_string_new (NULL);
   const TachConfig *config = explain->has_configs ? &explain->from : NULL;
   g_autofree char *task = config != NULL ? tach_config_get (config, "task") : NULL;
+  gboolean ranked = tach_explain_has_rank_phases (explain);
+  const double *phases;
 
   tach_csv_add_field (row, explain->id);
   tach_csv_add_field (row, date);
@@ -492,8 +522,7 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
       for (int c = 0; c < 3; c++)
         tach_csv_add_field (row, NULL);
       tach_csv_add_field (row, tach_verdict_to_string (knob->verdict));
-      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
-        tach_csv_add_double (row, knob->phase_ms[p]);
+      phases = knob->phase_ms;
     }
   else
     {
@@ -511,9 +540,10 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
       tach_csv_add_double (row, to ? ratio.lo : NAN);
       tach_csv_add_double (row, to ? ratio.hi : NAN);
       tach_csv_add_field (row, to ? tach_verdict_to_string (ratio_verdict) : NULL);
-      for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
-        tach_csv_add_double (row, cost->phase_ms[p]);
+      phases = cost->phase_ms;
     }
+  for (int p = 0; p < TACH_EXPLAIN_N_SINGLE_PHASES; p++)
+    tach_csv_add_double (row, phases[p]);
   tach_csv_add_field (row, explain->exact ? "exact" : "sampled");
   tach_csv_add_uint (row, explain->rounds);
   tach_csv_add_uint (row, explain->orderings_used);
@@ -521,6 +551,9 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   tach_csv_add_uint (row, explain->masks->len);
   tach_csv_add_field (row, failures);
   tach_csv_add_double (row, busy);
+  /* The ranks' phases, empty for a process of its own (not observed). */
+  for (int p = TACH_EXPLAIN_N_SINGLE_PHASES; p < TACH_EXPLAIN_N_PHASES; p++)
+    tach_csv_add_double (row, ranked ? phases[p] : NAN);
   tach_csv_end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

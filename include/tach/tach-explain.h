@@ -54,13 +54,24 @@ G_BEGIN_DECLS
 /* Orderings drawn when they are sampled (in reversed pairs). */
 #define TACH_EXPLAIN_SAMPLED_ORDERINGS 24
 
+/* A step's phases, TachSample's: a data-parallel step (under mpirun, on
+ * several ranks) has three more, each cut from compute: the exposed
+ * communication, the packing and the imbalance (the wait for the slowest
+ * rank), each the ranks' mean.  A process of its own has none of them
+ * (0 ms; tach_explain_has_rank_phases() says which). */
 typedef enum {
   TACH_EXPLAIN_PHASE_FEED,
   TACH_EXPLAIN_PHASE_COMPUTE,
   TACH_EXPLAIN_PHASE_SYNC,
   TACH_EXPLAIN_PHASE_HOST,
+  TACH_EXPLAIN_PHASE_COMM,
+  TACH_EXPLAIN_PHASE_PACK,
+  TACH_EXPLAIN_PHASE_IMBALANCE,
   TACH_EXPLAIN_N_PHASES,
 } TachExplainPhase;
+
+/* The phases of a process of its own: feed, compute, sync and host. */
+#define TACH_EXPLAIN_N_SINGLE_PHASES (TACH_EXPLAIN_PHASE_HOST + 1)
 
 /* One measurement of one configuration: its step time and that time split
  * into phases, in ms. */
@@ -194,6 +205,11 @@ gboolean     tach_explain_is_partial (TachExplain *explain);
 /* After a run.  Step times of A and B, mean over rounds, with the lowest
  * and highest round's. */
 const TachExplainCost *tach_explain_get_cost (TachExplain *explain, gboolean to);
+/* After a run: whether its steps had the data-parallel phases (exposed
+ * communication, packing, imbalance), measured on several ranks under
+ * mpirun; FALSE for a process of its own, whose phases are the first
+ * TACH_EXPLAIN_N_SINGLE_PHASES. */
+gboolean     tach_explain_has_rank_phases (TachExplain *explain);
 void         tach_explain_get_gap_range (TachExplain *explain, double *min_ms, double *max_ms);
 /* The gap t(B) - t(A) in ms, mean over rounds, with its 95% interval
  * paired by round; its verdict against 0. */
