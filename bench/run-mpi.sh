@@ -3,14 +3,19 @@
 # 2 ranks, side by side in one run.
 #
 # For each training workload (bilstm, lstm-lm, cnn) and each grad-sync
-# (per-tensor, fused, overlap), `mpirun -np 2 tach-cli run --scaling` runs,
-# in shuffled rounds, the 2 ranks at batch B each (one thread each), one
-# process at batch B (the weak-scaling baseline, the other rank asleep) and
-# one process at batch 2B (strong), and writes every run to one CSV folder:
-# the table printed at the end has per case both sides' samples/s, the
-# weak- and strong-scaling efficiency with their 95% intervals, and the
-# 2-rank runs' phases (exposed communication, packing, imbalance, the
-# slowest rank and how much longer its compute took).
+# (per-tensor, fused, overlap), `mpirun -np 2 tach-cli run --scaling
+# --rounds 1` runs, in a shuffled order, the 2 ranks at batch B each (one
+# thread each), one process at batch B (the weak-scaling baseline, the
+# other rank asleep) and one process at batch 2B (strong).  The grad-sync
+# values are interleaved round by round (per-tensor, fused, overlap,
+# per-tensor, fused, overlap, ...; every workload within each round), so
+# that a drift of the machine falls on every value alike; each round's
+# runs go to a CSV folder of their own (OUT/local/round-R), and each
+# efficiency is paired within its round.  The table printed at the end
+# has per case the median over the rounds, with the range from the
+# lowest round to the highest, of both sides' samples/s, the weak- and
+# strong-scaling efficiency and the 2-rank runs' phases (exposed
+# communication, packing, imbalance).
 #
 # Then, as root (network namespaces; skipped otherwise), the slow link:
 # tools/mpi-slow-link.sh puts each rank in a namespace of its own behind a
@@ -22,7 +27,8 @@
 # Usage: bench/run-mpi.sh [--rounds N] [--quick] [--cases LIST] [--rate RATE]
 #                         [--no-slow-link] [--out DIR]
 #   --rounds N      rounds of each comparison (default 5)
-#   --quick         fewer steps and rounds, to check the script in a few minutes
+#   --quick         fewer steps (and 2 rounds unless --rounds says), to check the
+#                   script in a few minutes
 #   --cases LIST    comma-separated workloads (default bilstm,lstm-lm,cnn)
 #   --rate RATE     the slow link's rate each way (default 100mbit)
 #   --no-slow-link  skip the slow-link part
@@ -36,7 +42,7 @@ here=$(cd "$(dirname "$0")" && pwd)
 root=$(dirname "$here")
 cli=${TACH_CLI:-$root/build/app/tach-cli}
 mpirun=${MPIRUN:-mpirun}
-rounds=5
+rounds=
 quick=no
 cases="bilstm,lstm-lm,cnn"
 rate=100mbit
@@ -74,8 +80,9 @@ slow_steps=12
 if [ "$quick" = yes ]; then
   steps=12
   slow_steps=4
-  rounds=2
+  rounds=${rounds:-2}
 fi
+rounds=${rounds:-5}
 batch_of () {
   case $1 in
     bilstm) echo 256 ;;
@@ -86,61 +93,76 @@ batch_of () {
 }
 
 echo "run-mpi.sh: $(nproc) processors, $("$mpirun" --version | head -1), rounds $rounds, out $out"
-for w in $(echo "$cases" | tr ',' ' '); do
-  b=$(batch_of "$w")
-  for sync in per-tensor fused overlap; do
-    echo "== $w, batch $b per rank, grad-sync $sync"
-    "$mpirun" -np 2 "$cli" run --workload "$w" --device cpu --threads 1 --batch "$b" \
-      --steps "$steps" --warmup 5 --preset tuned --grad-sync "$sync" --scaling \
-      --rounds "$rounds" --csv "$out/local" > "$out/local-$w-$sync.log" 2>&1 \
-      || { echo "run-mpi.sh: $w $sync failed:" >&2; tail -5 "$out/local-$w-$sync.log" >&2; exit 1; }
+for r in $(seq 1 "$rounds"); do
+  for w in $(echo "$cases" | tr ',' ' '); do
+    b=$(batch_of "$w")
+    for sync in per-tensor fused overlap; do
+      echo "== round $r/$rounds: $w, batch $b per rank, grad-sync $sync"
+      # A seed per round: the order of the three runs in a round is drawn
+      # from it, so that it changes from round to round.
+      log="$out/local-$w-$sync-$r.log"
+      "$mpirun" -np 2 "$cli" run --workload "$w" --device cpu --threads 1 --batch "$b" \
+        --steps "$steps" --warmup 5 --preset tuned --grad-sync "$sync" --scaling \
+        --rounds 1 --seed "$r" --csv "$out/local/round-$r" > "$log" 2>&1 \
+        || { echo "run-mpi.sh: $w $sync failed:" >&2; tail -5 "$log" >&2; exit 1; }
+    done
   done
 done
 
-python3 - "$out/local/runs.csv" <<'EOF'
-import csv, sys
-rows = list(csv.DictReader(open(sys.argv[1], newline="")))
+python3 - "$out/local" "$rounds" <<'EOF'
+import csv, os, sys
+folder, n_rounds = sys.argv[1], int(sys.argv[2])
+rows = []
+for r in range(1, n_rounds + 1):
+    with open(os.path.join(folder, "round-%d" % r, "runs.csv"), newline="") as f:
+        rows += [dict(row, round=r) for row in csv.DictReader(f)]
 
 def median(xs):
     xs = sorted(xs)
     return xs[(len(xs) - 1) // 2] if xs else float("nan")
 
-def pct(r, k):
-    v, lo, hi = (r.get(k + s, "") for s in ("", "_lo", "_hi"))
-    if not v:
+def spread(xs, scale=1.0, fmt="%.0f"):
+    """The median over the rounds (the lower middle: one of them) and the
+    range from the lowest round to the highest."""
+    xs = [scale * x for x in xs if x == x]
+    if not xs:
         return "-"
-    if not lo or not hi:
-        return "%.0f%%" % (100 * float(v))
-    return "%.0f%% (%.0f-%.0f)" % (100 * float(v), 100 * float(lo), 100 * float(hi))
+    if len(xs) == 1:
+        return fmt % xs[0]
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
 
-print()
-print("%-8s %-10s %12s %12s %12s  %-16s %-16s %6s %6s %6s %5s" % (
-    "workload", "grad-sync", "1 proc B/s", "1 proc 2B/s", "2 ranks/s", "weak", "strong",
-    "comm", "pack", "imbal", "busy"))
+def value(r, k):
+    return float(r[k]) if r.get(k, "") != "" else float("nan")
+
 cases = []
 for r in rows:
     key = (r["workload"], r["grad-sync"])
     if key not in cases:
         cases.append(key)
+print()
+print("%-8s %-10s %-20s %-20s %-20s %-14s %-14s %-17s %-14s %-14s %5s" % (
+    "workload", "grad-sync", "1 proc B/s", "1 proc 2B/s", "2 ranks/s", "weak %",
+    "strong %", "comm %", "pack %", "imbal %", "busy"))
 for w, sync in cases:
     mine = [r for r in rows if (r["workload"], r["grad-sync"]) == (w, sync)]
     ranked = [r for r in mine if r["ranks"] == "2"]
     batch = min(int(r["batch"]) for r in mine)
-    one_b = [float(r["items_per_s"]) for r in mine if r["ranks"] == "1" and int(r["batch"]) == batch]
-    one_2b = [float(r["items_per_s"]) for r in mine if r["ranks"] == "1" and int(r["batch"]) > batch]
-    two = [float(r["items_per_s"]) for r in ranked]
-    last = ranked[-1] if ranked else {}
-    share = lambda k: "%5.1f%%" % (100 * median([float(r[k]) for r in ranked])) if ranked else "-"
-    busy = max([float(r["machine_busy"]) for r in mine if r["machine_busy"]] or [float("nan")])
-    print("%-8s %-10s %12.1f %12.1f %12.1f  %-16s %-16s %6s %6s %6s %4.0f%%" % (
-        w, sync, median(one_b), median(one_2b), median(two), pct(last, "weak_scaling"),
-        pct(last, "strong_scaling"), share("comm_share"), share("pack_share"),
-        share("imbalance_share"), 100 * busy))
-print("samples/s: medians over the rounds; weak: 2 ranks' samples/s over twice one process's at")
-print("the same batch per process, strong: over twice one process's at the 2 ranks' global batch,")
-print("each paired by round with its 95% interval; comm, pack, imbal: the 2 ranks' mean shares of")
-print("the step (exposed communication, casting and averaging, waiting for the slowest rank);")
-print("busy: the most of the CPU time other processes took during a case's runs")
+    one_b = [value(r, "items_per_s") for r in mine if r["ranks"] == "1" and int(r["batch"]) == batch]
+    one_2b = [value(r, "items_per_s") for r in mine if r["ranks"] == "1" and int(r["batch"]) > batch]
+    of = lambda k, scale=1.0, fmt="%.0f": spread([value(r, k) for r in ranked], scale, fmt)
+    busy = max([value(r, "machine_busy") for r in mine if r["machine_busy"]] or [float("nan")])
+    print("%-8s %-10s %-20s %-20s %-20s %-14s %-14s %-17s %-14s %-14s %4.0f%%" % (
+        w, sync, spread(one_b), spread(one_2b), of("items_per_s"),
+        of("weak_scaling", 100), of("strong_scaling", 100), of("comm_share", 100, "%.1f"),
+        of("pack_share", 100, "%.1f"), of("imbalance_share", 100, "%.1f"), 100 * busy))
+print("each figure: the median over %d round%s (lowest-highest round), the grad-sync values"
+      % (n_rounds, "" if n_rounds == 1 else "s"))
+print("interleaved round by round; samples/s of one process at the batch per rank and at the")
+print("2 ranks' global batch, and of the 2 ranks; weak: 2 ranks' samples/s over twice one")
+print("process's at the same batch per process, strong: over twice one process's at the global")
+print("batch, each within its round; comm, pack, imbal: the 2 ranks' mean shares of the step")
+print("(exposed communication, casting and averaging, waiting for the slowest rank); busy: the")
+print("most of the CPU time other processes took during a case's runs")
 EOF
 
 if [ "$slow_link" = no ]; then
@@ -180,17 +202,23 @@ def median(xs):
     xs = sorted(xs)
     return xs[(len(xs) - 1) // 2] if xs else float("nan")
 
-print("%-10s %10s %12s %10s" % ("grad-sync", "steps/s", "step ms", "exposed"))
+def spread(xs, fmt):
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
+
+print("%-10s %-24s %-24s" % ("grad-sync", "steps/s", "exposed ms"))
 comm = {}
 for sync in ("per-tensor", "overlap"):
     mine = [r for r in rows if r["grad-sync"] == sync]
-    rate = median([float(r["median_steps_per_s"]) for r in mine])
-    exposed = median([float(r["comm_share"]) / float(r["median_steps_per_s"]) * 1000 for r in mine])
-    comm[sync] = exposed
-    print("%-10s %10.3f %12.1f %8.0f ms" % (sync, rate, 1000 / rate, exposed))
+    rates = [float(r["median_steps_per_s"]) for r in mine]
+    exposed = [float(r["comm_share"]) / float(r["median_steps_per_s"]) * 1000 for r in mine]
+    comm[sync] = median(exposed)
+    print("%-10s %-24s %-24s" % (sync, spread(rates, "%.3f"), spread(exposed, "%.0f")))
+print("medians over %d runs each (lowest-highest), the two alternating run by run"
+      % len([r for r in rows if r["grad-sync"] == "overlap"]))
 hidden = 1 - comm["overlap"] / comm["per-tensor"]
 print("overlap hides %.0f%% of the communication per-tensor exposes (target 80%%), link %s each way"
       % (100 * hidden, sys.argv[2]))
 EOF
 echo "explain horovod-no-overlap -> ddp on the slow link ($out/slow-explain.log):"
-grep -E "Gradient sync|Bucket size|verdict" "$out/slow-explain.log" || true
+grep -E "ms/step|^horovod-no-overlap |^ddp |Gradient sync|Bucket size|verdict" \
+  "$out/slow-explain.log" || true
