@@ -62,6 +62,16 @@ gboolean tach_ranks_bcast_bytes (TachRanks *ranks, void *buf, int n, const char 
 void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);
 /* Whether mpirun is ending the job (tach_ranks_abandon was called). */
 gboolean tach_ranks_abandoned (void);
+/* Rank 0 of @ranks: posts a receive for every other rank's heartbeat;
+ * the others: no heartbeat in flight yet.  Once its comm, rank and size
+ * are set. */
+void     tach_ranks_listen (TachRanks *ranks);
+/* Cancels @ranks' receives, waits for its heartbeat in flight, frees its
+ * communicator and @ranks (tach-ranks-first.c). */
+void     tach_ranks_release (TachRanks *ranks);
+/* The job, which the caller now owns (tach_ranks_world() is NULL after):
+ * tach_ranks_finish (tach-ranks-first.c) ends it. */
+TachRanks *tach_ranks_steal_world (void);
 
 G_END_DECLS
 

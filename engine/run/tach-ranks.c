@@ -324,21 +324,26 @@ tach_ranks_init (int *argc, char ***argv, GError **error)
         MPI_Comm_free (&local);
       }
   }
-  world->hb_send = MPI_REQUEST_NULL;
-  if (rank == 0)
-    {
-      world->hb_step = g_new0 (guint64, size);
-      world->hb_time = g_new0 (double, size);
-      world->hb_buf = g_new0 (guint64, size);
-      world->hb_req = g_new (MPI_Request, size);
-      world->hb_req[0] = MPI_REQUEST_NULL;
-      for (int peer = 1; peer < size; peer++)
-        {
-          world->hb_time[peer] = tach_ranks_now_ms ();
-          heartbeat_post (world, peer);
-        }
-    }
+  tach_ranks_listen (world);
   return TRUE;
+}
+
+void
+tach_ranks_listen (TachRanks *ranks)
+{
+  ranks->hb_send = MPI_REQUEST_NULL;
+  if (ranks->rank != 0)
+    return;
+  ranks->hb_step = g_new0 (guint64, ranks->size);
+  ranks->hb_time = g_new0 (double, ranks->size);
+  ranks->hb_buf = g_new0 (guint64, ranks->size);
+  ranks->hb_req = g_new (MPI_Request, ranks->size);
+  ranks->hb_req[0] = MPI_REQUEST_NULL;
+  for (int peer = 1; peer < ranks->size; peer++)
+    {
+      ranks->hb_time[peer] = tach_ranks_now_ms ();
+      heartbeat_post (ranks, peer);
+    }
 }
 
 TachRanks *
@@ -347,34 +352,10 @@ tach_ranks_world (void)
   return world;
 }
 
-void
-tach_ranks_finish (int status)
+TachRanks *
+tach_ranks_steal_world (void)
 {
-  if (world == NULL)
-    return;
-  if (world->broken)
-    {
-      /* A rank is dead or hung: a finalize would wait on it forever. */
-      fflush (stdout);
-      fflush (stderr);
-      MPI_Abort (MPI_COMM_WORLD, status != 0 ? status : 1);
-    }
-  if (world->rank == 0)
-    for (int peer = 1; peer < world->size; peer++)
-      if (world->hb_req[peer] != MPI_REQUEST_NULL)
-        {
-          MPI_Cancel (&world->hb_req[peer]);
-          MPI_Request_free (&world->hb_req[peer]);
-        }
-  if (world->hb_send != MPI_REQUEST_NULL)
-    MPI_Wait (&world->hb_send, MPI_STATUS_IGNORE);
-  MPI_Comm_free (&world->comm);
-  g_free (world->hb_step);
-  g_free (world->hb_time);
-  g_free (world->hb_buf);
-  g_free (world->hb_req);
-  g_clear_pointer (&world, g_free);
-  MPI_Finalize ();
+  return g_steal_pointer (&world);
 }
 
 /* A blocking collective as a request with a deadline. */
@@ -581,12 +562,6 @@ TachRanks *
 tach_ranks_world (void)
 {
   return NULL;
-}
-
-void
-tach_ranks_finish (int status)
-{
-  (void) status;
 }
 
 guint

@@ -57,6 +57,10 @@ typedef struct _TachGradReducer TachGradReducer;
 
 /* The job this process belongs to, or NULL when it runs alone. */
 TachRanks  *tach_ranks_world (void);
+/* The ranks a run of config ranks=@n goes over: the job for n = N (or
+ * alone), the first @n ranks as tach_ranks_prepare_first made them, or
+ * NULL (not prepared, or this rank is not among them). */
+TachRanks  *tach_ranks_for_count (guint n);
 guint       tach_ranks_rank (const TachRanks *ranks);
 guint       tach_ranks_size (const TachRanks *ranks);
 

@@ -88,7 +88,7 @@ gather_flights (TachRunThread *e, GError **error)
   g_autoptr(GPtrArray) all = NULL;
   GPtrArray *flights;
 
-  if (!tach_ranks_gather_bytes (tach_ranks_world (), mine->data,
+  if (!tach_ranks_gather_bytes (tach_ranks_for_count (e->run->config.ranks), mine->data,
                                 (gsize) mine->len * sizeof (TachGradFlight), &all, error))
     return FALSE;
   if (all == NULL)
@@ -197,7 +197,7 @@ gboolean
 tach_run_gather_ranks (TachRunThread *e, GError **error)
 {
   TachRun *run = e->run;
-  TachRanks *ranks = tach_ranks_world ();
+  TachRanks *ranks = tach_ranks_for_count (e->run->config.ranks);
   guint size = tach_ranks_size (ranks), me = tach_ranks_rank (ranks);
   g_autoptr(GArray) mine = g_array_new (FALSE, FALSE, sizeof (TachSample));
   g_autofree double *table = NULL, *all = NULL;

@@ -126,7 +126,10 @@ check_ranks (const TachConfig *config, TachDevice **device, GError **error)
                    tach_ranks_world_rank ());
       return FALSE;
     }
-  if (config->ranks != world && !(world > 1 && config->ranks == 1))
+  /* Or the first ranks=n of them, made a job of their own beforehand
+   * (run --scaling-ranks). */
+  if (config->ranks != world && !(world > 1 && config->ranks == 1)
+      && !(config->ranks > 1 && tach_ranks_for_count (config->ranks) != NULL))
     {
       if (world == 1)
         g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -247,7 +250,7 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
       || (tach_ranks_world () != NULL && tach_ranks_world_size () == 1
           && run->device->info->kind == TACH_DEVICE_KIND_GPU))
     {
-      e->reducer = tach_grad_reducer_new (tach_ranks_world (), e->be, config);
+      e->reducer = tach_grad_reducer_new (tach_ranks_for_count (config->ranks), e->be, config);
     }
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)

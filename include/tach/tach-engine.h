@@ -427,6 +427,12 @@ gboolean tach_ranks_share (gpointer data, gsize size, GError **error);
 /* Whether this process runs @config: the first config->ranks ranks of
  * the job do (under mpirun -np N, ranks is N, or 1: rank 0 alone). */
 gboolean tach_ranks_takes_part (const TachConfig *config);
+/* Makes the first @n ranks of the job a job of their own, so that a run
+ * of ranks=@n (1 < @n < N) can run on them while the others sit it out
+ * (tach_ranks_takes_part).  Collective over the whole job: every rank
+ * calls it for the same counts in the same order, before the runs; TRUE
+ * at once for 1, N, or alone. */
+gboolean tach_ranks_prepare_first (guint n, GError **error);
 /* MPI_Finalize, or MPI_Abort with @status when a rank was lost (a
  * finalize would wait for it forever). */
 void     tach_ranks_finish (int status);
