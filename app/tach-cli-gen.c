@@ -51,6 +51,9 @@ static const GenEntry options[] = {
   { "scaling", NULL, "run, under mpirun -np N: also one process at the same batch and at N "
                      "times it, in shuffled rounds (--rounds): weak and strong scaling "
                      "efficiency." },
+  { "scaling-ranks", "LIST", "run --scaling: the counts of ranks measured against one process, "
+                             "such as 1,2,4 (N by default); a count below N runs on the first "
+                             "ranks while the others sit it out." },
   { "help", NULL, "Show the help." },
   { "version", NULL, "Show the version." },
 };

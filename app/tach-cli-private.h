@@ -73,6 +73,7 @@ typedef struct {
   char   *trace_path;      /* owned, or NULL: run's --trace FILE */
   gboolean progress;       /* run's --progress: tach-progress.h lines on stdout */
   gboolean scaling;        /* run --scaling: against one process, under mpirun */
+  char   *scaling_ranks;   /* owned: run --scaling-ranks LIST ("1,2,4"), or NULL: N */
   GArray *knobs;      /* owned; element type TachCliKnob */
 } TachCliOptions;
 

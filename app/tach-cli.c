@@ -40,6 +40,7 @@ tach_cli_options_clear (TachCliOptions *options)
   g_clear_pointer (&options->to, g_free);
   g_clear_pointer (&options->tensorboard_dir, g_free);
   g_clear_pointer (&options->trace_path, g_free);
+  g_clear_pointer (&options->scaling_ranks, g_free);
   g_clear_pointer (&options->knobs, g_array_unref);
 }
 
@@ -166,6 +167,10 @@ tach_cli_print_help (void)
                          _("run, under mpirun -np N: also one process at the same batch and at "
                            "N times it, in shuffled rounds (--rounds, 3 by default): weak and "
                            "strong scaling efficiency"));
+  tach_cli_print_option (out, "--scaling-ranks LIST",
+                         _("run --scaling: the counts of ranks measured against one process, "
+                           "such as 1,2,4 (N by default); a count below N runs on the first "
+                           "ranks while the others sit it out"));
   tach_cli_print_option (out, "--help", _("Show this help"));
   tach_cli_print_option (out, "--version", _("Show the version"));
   g_string_append (out, "\n");
@@ -357,7 +362,7 @@ tach_cli_parse_options (const char     *command,
           !g_str_equal (name, "from") && !g_str_equal (name, "to") && !g_str_equal (name, "rounds") &&
           !g_str_equal (name, "budget") && !g_str_equal (name, "target") &&
           !g_str_equal (name, "tensorboard") && !g_str_equal (name, "trace") &&
-          !g_str_equal (name, "scaling"))
+          !g_str_equal (name, "scaling") && !g_str_equal (name, "scaling-ranks"))
         {
           tach_cli_usage_error (_("unknown option '--%s'"), name);
           return FALSE;
@@ -474,6 +479,17 @@ tach_cli_parse_options (const char     *command,
               return FALSE;
             }
           tach_cli_set_str (&options->csv_dir, value);
+        }
+      else if (g_str_equal (name, "scaling-ranks"))
+        {
+          if (*value == '\0' || !g_str_equal (command, "run"))
+            {
+              tach_cli_usage_error (_("option '--scaling-ranks' needs a list of counts of "
+                                      "ranks, such as 1,2,4, and belongs to 'run'"));
+              return FALSE;
+            }
+          tach_cli_set_str (&options->scaling_ranks, value);
+          options->scaling = TRUE;
         }
       else if (g_str_equal (name, "trace"))
         {

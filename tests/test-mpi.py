@@ -35,7 +35,10 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     (exposed communication, packing, imbalance), adding up;
   - run --scaling measures weak and strong scaling efficiency against one
     process and writes them to runs.csv (values checked to be numbers in
-    range, never against a speed).
+    range, never against a speed); --scaling-ranks 1,2,3 under -np 3 runs
+    2 ranks on the first two (a communicator of theirs), the third sitting
+    it out, and 3 on all, each count with its efficiencies; a count out of
+    range is refused (exit 2).
 Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
 variables) refuses with exit 2 and a message saying how to build with MPI.
 
@@ -435,6 +438,37 @@ def test_scaling(tmp):
           "--scaling alone: exit 2, saying to start it under mpirun: " + p.stderr.strip()[:200])
 
 
+def test_scaling_ranks(tmp):
+    """--scaling-ranks 1,2,3 under mpirun -np 3: 2 ranks run on the first two
+    (a communicator of theirs) while the third sits it out, 3 on all; each
+    count with its strong baseline and its efficiencies."""
+    folder = os.path.join(tmp, "scaling-ranks")
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "6",
+                       "--scaling-ranks", "1,2,3", "--rounds", "1", "--csv", folder],
+               np=3, timeout=300)
+    check(p.returncode == 0, "run --scaling-ranks 1,2,3 under mpirun -np 3: " + p.stderr[-300:])
+    if p.returncode == 0:
+        rows = read_runs(folder)
+        by = sorted((int(r["ranks"]), int(r["batch"])) for r in rows)
+        check(by == [(1, 8), (1, 16), (1, 24), (2, 8), (3, 8)],
+              "--scaling-ranks: 2 and 3 ranks at 8, one process at 8, 16 and 24: %s" % by)
+        ids = {r["run_id"]: r["ranks"] for r in rows}
+        seen = {}
+        for s in samples(folder):
+            seen.setdefault(ids[s["run_id"]], set()).add(s["rank"])
+        check(seen.get("2") == {"0", "1"} and seen.get("3") == {"0", "1", "2"},
+              "--scaling-ranks: the 2-rank run's rows are ranks 0 and 1's, the 3-rank run's all"
+              " three's: %s" % seen)
+        ok = all(0 < float(r[k]) < 10 for r in rows if r["ranks"] != "1"
+                 for k in ("weak_scaling", "strong_scaling"))
+        check(ok, "--scaling-ranks: weak and strong efficiency on the 2- and 3-rank rows")
+    for bad in ("5", "1"):
+        p = mpirun(BASE + ["--workload", "bilstm", "--steps", "2", "--scaling-ranks", bad])
+        check(p.returncode == 2 and "--scaling-ranks" in p.stderr,
+              "--scaling-ranks %s under -np 2: exit 2, naming the option: %s"
+              % (bad, p.stderr.strip()[:200]))
+
+
 def main():
     tmp = tempfile.mkdtemp(prefix="tach-mpi-")
     try:
@@ -453,6 +487,7 @@ def main():
             test_presets(tmp)
             test_sweep_explain(tmp)
             test_scaling(tmp)
+            test_scaling_ranks(tmp)
             test_lost_rank(tmp, "STOP")
             test_lost_rank(tmp, "KILL")
             test_trace(tmp)
