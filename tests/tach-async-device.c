@@ -29,6 +29,29 @@ now_ns (void)
   return (gint64) ts.tv_sec * G_GINT64_CONSTANT (1000000000) + ts.tv_nsec;
 }
 
+static GMutex trace_lock;
+static GArray *trace;       /* TachAsyncSpan, the caller's, or NULL */
+
+void
+tach_async_device_trace (GArray *spans)
+{
+  g_mutex_lock (&trace_lock);
+  trace = spans;
+  g_mutex_unlock (&trace_lock);
+}
+
+/* Notes what ran from @start_ns to now, if a test traces. */
+static void
+trace_span (TachAsyncSpanKind kind, gboolean copy_stream, gint64 start_ns)
+{
+  TachAsyncSpan span = { kind, copy_stream, start_ns, now_ns () };
+
+  g_mutex_lock (&trace_lock);
+  if (trace != NULL)
+    g_array_append_val (trace, span);
+  g_mutex_unlock (&trace_lock);
+}
+
 /* ---------------------------------------------------------- the streams */
 
 typedef struct {
@@ -218,6 +241,7 @@ typedef struct {
   size_t      bytes;
   void       *owned;     /* freed after the copy (a staged pageable upload) */
   gboolean    h2d;       /* pays the simulated copy cost */
+  gboolean    copy_stream; /* queued on the copy stream */
   int         fill;      /* -1: copy; else memset value */
 } CopyJob;
 
@@ -225,6 +249,7 @@ static void
 run_copy (TachBackend *cpu, AsyncJob *job)
 {
   CopyJob *j = (CopyJob *) job;
+  gint64 t0 = now_ns ();
 
   if (j->h2d && copy_ns_per_byte > 0.0)
     g_usleep ((gulong) (copy_ns_per_byte * (double) j->bytes / 1000.0));
@@ -233,6 +258,8 @@ run_copy (TachBackend *cpu, AsyncJob *job)
   else
     memcpy (j->dst, j->src, j->bytes);
   g_free (j->owned);
+  if (j->h2d)
+    trace_span (TACH_ASYNC_SPAN_UPLOAD, j->copy_stream, t0);
 }
 
 static void
@@ -244,6 +271,7 @@ queue_copy (TachBackend *be, AsyncStream *stream, void *dst, const void *src, si
   j->dst = dst;
   j->bytes = bytes;
   j->h2d = h2d;
+  j->copy_stream = stream == &ASYNC (be)->copy;
   j->fill = -1;
   /* A pageable source may change once the call returns: copy it now, as
    * a driver stages pageable memory. */
@@ -426,9 +454,11 @@ async_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   slot##_run (TachBackend *cpu, AsyncJob *job)                                           \
   {                                                                                      \
     slot##_job *j = (slot##_job *) job;                                                  \
+    gint64 t0 = now_ns ();                                                               \
     if (op_us > 0.0)                                                                     \
       g_usleep ((gulong) op_us);                                                         \
     cpu->ops->slot (cpu, TA_MAP (TA_USE, TA_COMMA, __VA_ARGS__));                        \
+    trace_span (TACH_ASYNC_SPAN_OP, FALSE, t0);                                          \
   }                                                                                      \
   static void                                                                            \
   slot##_queue (TachBackend *be, TA_MAP (TA_PARAM, TA_COMMA, __VA_ARGS__))               \

@@ -37,4 +37,23 @@ void tach_async_device_set_op_cost (double us);
  * stream.  0 (the default): none. */
 void tach_async_device_set_collective_cost (double us);
 
+/* What ran when, for tests that check what overlapped: a compute op (on
+ * the compute stream) or a host-to-device copy (on the stream that ran
+ * it), from its start (its simulated cost included) to its end, on the
+ * clock of the double's events (CLOCK_MONOTONIC, ns). */
+typedef enum {
+  TACH_ASYNC_SPAN_OP,
+  TACH_ASYNC_SPAN_UPLOAD,
+} TachAsyncSpanKind;
+
+typedef struct {
+  TachAsyncSpanKind kind;
+  gboolean          copy_stream;  /* ran on the copy stream (upload_overlapped) */
+  gint64            start_ns, end_ns;
+} TachAsyncSpan;
+
+/* From now on every op and upload appends its TachAsyncSpan to @spans
+ * (any thread; the array is the caller's), until it is called with NULL. */
+void tach_async_device_trace (GArray *spans);
+
 G_END_DECLS
