@@ -38,7 +38,7 @@ gboolean  tach_csv_append_rows (const char *dir, const char *name, const char *h
 /* The line of the first record of @text (@len bytes: a header line, then
  * records) that Open Results (tach_results_load) skips as malformed (a
  * stray quote, or not the header's number of fields), or 0 when every
- * record reads cleanly.  (tach-results.c, whose reader it is) */
+ * record reads cleanly.  (tach-csv-read.c, Open Results' reader) */
 guint     tach_csv_first_malformed (const char *text, gsize len);
 
 /* Rewrites @old (@len bytes: a header line, then records) under @header (a
