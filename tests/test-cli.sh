@@ -342,19 +342,27 @@ stop_signal () {
   name="SIG$sig stops the run and writes the CSV"
   intr=$tmp/stopped-$sig
   "$cli" run --workload bilstm --device cpu --batch 8 --steps 10000000 --warmup 0 \
-    --threads 1 --csv "$intr" >"$out" 2>&1 &
+    --threads 1 --progress --csv "$intr" >"$out" 2>&1 &
   pid=$!
-  sleep 3
+  # Signalled once its progress lines show steps run, however long set-up
+  # takes on a loaded machine (a fixed sleep could signal it before its
+  # first step, with no rows to write).  The waits are bounds on a hang.
+  waited=0
+  while ! grep -q '^tach-progress .* step=[1-9]' "$out" && kill -0 "$pid" 2>/dev/null &&
+        [ "$waited" -lt 1200 ]; do
+    sleep 0.1
+    waited=$((waited + 1))
+  done
   kill -"$sig" "$pid" 2>/dev/null
   waited=0
-  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 30 ]; do
+  while kill -0 "$pid" 2>/dev/null && [ "$waited" -lt 120 ]; do
     sleep 1
     waited=$((waited + 1))
   done
   if kill -0 "$pid" 2>/dev/null; then
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    fail "$name" "still running 30 s after SIG$sig"
+    fail "$name" "still running 120 s after SIG$sig"
     return
   fi
   wait "$pid"
