@@ -378,7 +378,7 @@ test_open_many_runs (Fixture       *fixture,
   runs = tach_window_get_runs (window);
   gtk_window_set_default_size (GTK_WINDOW (window), 1280, 800);
   gtk_window_present (GTK_WINDOW (window));
-  if (!iterate_until (window_is_1280x800, window, 10))
+  if (!iterate_until (window_is_1280x800, window, 60))
     g_error ("the window is %dx%d, not 1280x800", gtk_widget_get_width (GTK_WIDGET (window)),
              gtk_widget_get_height (GTK_WIDGET (window)));
   /* With no run, the legend takes no room. */

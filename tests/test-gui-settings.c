@@ -110,7 +110,7 @@ test_settings_restore (Fixture       *fixture,
   /* Bound: saved at once. */
   g_assert_false (g_settings_get_boolean (settings, "by-time"));
   gtk_window_close (GTK_WINDOW (window));
-  g_assert_true (iterate_until (window_gone, &window, 10));
+  g_assert_true (iterate_until (window_gone, &window, 60));
 
   knobs = g_settings_get_value (settings, "knobs");
   g_assert_true (g_variant_lookup (knobs, "batch", "s", &batch));

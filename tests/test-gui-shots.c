@@ -44,7 +44,7 @@ test_i18n_zh_cn (Fixture       *fixture,
 
   /* Chinese labels are no more cut short than English ones. */
   gtk_window_present (GTK_WINDOW (window));
-  g_assert_true (iterate_until (window_mapped, window, 10));
+  g_assert_true (iterate_until (window_mapped, window, 60));
   assert_panel_not_ellipsised (window);
   gtk_window_destroy (GTK_WINDOW (window));
 

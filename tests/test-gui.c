@@ -73,7 +73,7 @@ fixture_setup (Fixture       *fixture,
    * round, and how many rounds run does not depend on the clock. */
   tach_window_set_rounds (fixture->window, 2, 0, 0.05);
   gtk_window_present (GTK_WINDOW (fixture->window));
-  g_assert_true (iterate_until (window_mapped, fixture->window, 10));
+  g_assert_true (iterate_until (window_mapped, fixture->window, 60));
 
   /* A short CPU run: the properties the panel's rows are bound to. */
   panel = tach_window_get_config_panel (fixture->window);
@@ -148,7 +148,7 @@ assert_panel_not_ellipsised (TachWindow *window)
 
       g_object_set (panel, "workload", workloads[i], NULL);
       gtk_widget_queue_allocate (GTK_WIDGET (window));
-      g_assert_true (iterate_until (window_mapped, window, 10));
+      g_assert_true (iterate_until (window_mapped, window, 60));
       g_main_context_iteration (NULL, FALSE);
       while (g_main_context_iteration (NULL, FALSE))
         ;
@@ -302,11 +302,11 @@ render_window (TachWindow *window,
   /* The paintable takes the widget's picture at its next frame. */
   g_signal_connect_swapped (paintable, "invalidate-contents", G_CALLBACK (mark_drawn), &drawn);
   gtk_widget_queue_draw (content);
-  g_assert_true (iterate_until (is_drawn, &drawn, 10));
+  g_assert_true (iterate_until (is_drawn, &drawn, 60));
   /* One more frame, so that style changes queued by that one show too. */
   drawn = FALSE;
   gtk_widget_queue_draw (content);
-  g_assert_true (iterate_until (is_drawn, &drawn, 10));
+  g_assert_true (iterate_until (is_drawn, &drawn, 60));
   /* The window, not its content, paints the background. */
   gdk_rgba_parse (&background, adw_style_manager_get_dark (adw_style_manager_get_default ())
                                ? "#242424" : "#fafafa");
@@ -401,7 +401,7 @@ test_run_export (Fixture       *fixture,
 
   /* Export with nothing finished is an error, not a crash. */
   tach_window_export_csv (window, folder, NULL, on_exported, &error);
-  g_assert_true (iterate_until (exported, window, 10));
+  g_assert_true (iterate_until (exported, window, 60));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_IO);
   g_clear_error (&error);
   g_object_set_data (G_OBJECT (window), "test-exported", NULL);
