@@ -37,7 +37,9 @@ rc=$?
 t1=$(date +%s)
 [ "$rc" = 77 ] || fail "no GPU: exit $rc, expected 77: $(cat "$tmp/nogpu.txt")"
 grep -q "no GPU" "$tmp/nogpu.txt" || fail "no GPU: the output does not say 'no GPU'"
-[ $((t1 - t0)) -le 5 ] || fail "no GPU: took $((t1 - t0)) s"
+# Seconds, not the budget (345 s): 30 s is far from both, so that a busy
+# machine's slow forks cannot fail it and a wait for the budget still does.
+[ $((t1 - t0)) -le 30 ] || fail "no GPU: took $((t1 - t0)) s"
 echo "ok 1 no GPU: exit 77 in $((t1 - t0)) s"
 
 # 2. A device on which everything hangs.
@@ -198,7 +200,8 @@ grep -q "bundle built from commit $commit (the tree's own)" "$tmp/older.txt" ||
 grep -q "REFUSED: the bundle is older than the tree" "$tmp/older.txt" ||
   fail "older bundle: not refused: $(cat "$tmp/older.txt")"
 [ ! -s "$tmp/calls5" ] || fail "older bundle: ran $(cat "$tmp/calls5")"
-[ $((t1 - t0)) -le 10 ] || fail "older bundle: refused after $((t1 - t0)) s"
+# Refused at once, not at the 60 s budget (half of it, for a busy machine).
+[ $((t1 - t0)) -le 30 ] || fail "older bundle: refused after $((t1 - t0)) s"
 [ -s "$tmp/out5/gpu-check.tar.gz" ] || fail "older bundle: no archive"
 echo "ok 5 a GPU by its device node; an older bundle refused in $((t1 - t0)) s, nothing run"
 
