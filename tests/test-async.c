@@ -97,9 +97,13 @@ check_timeline (const char *sync)
   /* The median is of the same steps.  In a steady run it is a few percent
    * from the end-to-end rate; on this machine's shared cores some steps
    * take several times longer, which the mean feels and the median does
-   * not, so the bound here only catches a median of another clock (the
-   * host's enqueue rate is 10-1000x the device's). */
-  g_assert_cmpfloat (r->summary.steps_per_s_median, <=, 3.0 * e2e);
+   * not, so the bounds here only catch a median of another clock (the
+   * host's enqueue rate is 1000x the device's and more at sync=end).  A
+   * loaded machine's stalls only lower the end-to-end rate, so the median
+   * may stand up to 10x above it (it took a stall of over a second among
+   * these 40 steps of a few ms; 3x took a third of one), and no lower than
+   * a third of it. */
+  g_assert_cmpfloat (r->summary.steps_per_s_median, <=, 10.0 * e2e);
   g_assert_cmpfloat (r->summary.steps_per_s_median, >=, e2e / 3.0);
   /* The calls of each step are counted, the runner's own included: the
    * same for every step between sync points, more for a step that syncs. */
