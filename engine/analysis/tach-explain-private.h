@@ -49,4 +49,12 @@ struct _TachExplain {
  * takes (tach_run_set_label). */
 char *tach_explain_dup_mask_label (TachExplain *explain, guint mask);
 
+/* The orderings that still run at every step (@known_bad: 1 << n_knobs
+ * entries, the configurations that cannot run), and every figure over
+ * the first explain->rounds rounds; FALSE when no ordering is left. */
+gboolean tach_explain_update_shares (TachExplain *explain, const gboolean *known_bad);
+
+/* Frees a TachExplainFailure's strings (the failures array's clear func). */
+void     tach_explain_failure_clear (gpointer data);
+
 G_END_DECLS

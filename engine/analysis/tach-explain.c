@@ -37,8 +37,8 @@ knob_clear (TachExplainKnob *knob)
   g_clear_pointer (&knob->to, g_free);
 }
 
-static void
-failure_clear (gpointer data)
+void
+tach_explain_failure_clear (gpointer data)
 {
   TachExplainFailure *failure = data;
 
@@ -126,7 +126,7 @@ tach_explain_new_for_knobs (guint n_knobs, const char *const *keys,
   explain->exact = n_knobs <= TACH_EXPLAIN_MAX_EXACT;
   explain->masks = g_array_new (FALSE, FALSE, sizeof (guint));
   explain->failures = g_array_new (FALSE, TRUE, sizeof (TachExplainFailure));
-  g_array_set_clear_func (explain->failures, failure_clear);
+  g_array_set_clear_func (explain->failures, tach_explain_failure_clear);
   explain->runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
 
   for (guint i = 0; i < n_knobs; i++)
@@ -615,8 +615,8 @@ now_s (const TachExplainCostFuncs *funcs, gpointer user_data)
 
 /* The orderings that still run at every step, and the shares over the
  * rounds so far; FALSE when no ordering is left. */
-static gboolean
-update_shares (TachExplain *explain, const gboolean *known_bad)
+gboolean
+tach_explain_update_shares (TachExplain *explain, const gboolean *known_bad)
 {
   guint k = explain->n_knobs;
 
@@ -725,7 +725,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
           double spent = now_s (funcs, user_data) - start_s;
           guchar more = !(explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
                           || spent + spent / r > explain->budget_s)
-                        && update_shares (explain, known_bad)
+                        && tach_explain_update_shares (explain, known_bad)
                         && !tach_explain_is_resolved (explain);
 
           /* Under mpirun every rank measures the same configurations in
@@ -763,7 +763,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
                   if (g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED) && r >= 2)
                     {
                       explain->rounds = r;
-                      explain->partial = update_shares (explain, known_bad);
+                      explain->partial = tach_explain_update_shares (explain, known_bad);
                     }
                   if (!g_error_matches (local, TACH_ERROR, TACH_ERROR_CANCELLED))
                     {
@@ -783,7 +783,7 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
         }
     }
 
-  if (!update_shares (explain, known_bad))
+  if (!tach_explain_update_shares (explain, known_bad))
     {
       g_autofree char *text = failures_text (explain);
 

@@ -196,6 +196,16 @@ gboolean     tach_explain_run (TachExplain *explain, GCancellable *cancellable,
                                TachExplainProgress progress, gpointer progress_data,
                                GError **error);
 
+/* The explanation so far, while tach_explain_run() or _run_with() measures
+ * it: a new explanation (free it with tach_explain_free) of the first
+ * @rounds whole rounds, every figure below computed over them as the end
+ * computes it over all; its runs are not kept (no machine share).  Call it
+ * on the measuring thread, e.g. from the progress callback once
+ * @done / tach_explain_get_n_configs() rounds are whole; the copy may go
+ * to any thread.  NULL under 2 rounds (no interval), before the plan is
+ * drawn, or when no ordering runs. */
+TachExplain *tach_explain_dup_so_far (TachExplain *explain, guint rounds);
+
 /* Whether a run that was stopped (tach_explain_run returned FALSE with
  * TACH_ERROR_CANCELLED) kept the whole rounds it measured before the stop,
  * 2 or more: then every figure below is theirs (tach_explain_get_rounds
