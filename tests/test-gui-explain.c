@@ -16,6 +16,47 @@ explain_idle (gpointer data)
   return !tach_explain_view_get_running (data);
 }
 
+/* The chart shows the rounds so far, or the explanation has ended. */
+static gboolean
+explain_provisional (gpointer data)
+{
+  return tach_explain_chart_get_provisional (tach_explain_view_get_chart (data))
+         || !tach_explain_view_get_running (data);
+}
+
+/* The bars walk from A's step time through each knob's share to B's, as
+ * @explain's figures say, each bar's end inside its 95% interval. */
+static void
+check_bars (TachExplainChart *chart, TachExplain *explain)
+{
+  guint n = tach_explain_get_n_knobs (explain);
+  TachExplainBar bar, ci;
+  double total;
+
+  g_assert_cmpuint (tach_explain_chart_get_n_bars (chart), ==, n + 2);
+  g_assert_true (tach_explain_chart_get_bar (chart, 0, &bar));
+  g_assert_cmpfloat (bar.start_ms, ==, 0);
+  g_assert_cmpfloat (bar.end_ms, ==, tach_explain_get_cost (explain, FALSE)->step_ms);
+  total = bar.end_ms;
+  for (guint i = 0; i < n + 2; i++)
+    {
+      g_assert_true (tach_explain_chart_get_bar (chart, i, &bar));
+      if (i > 0 && i <= n)
+        {
+          const TachExplainKnob *knob = tach_explain_get_knob (explain, i - 1);
+
+          g_assert_cmpfloat_with_epsilon (bar.start_ms, total, 1e-9);
+          g_assert_cmpfloat_with_epsilon (bar.end_ms - bar.start_ms, knob->share_ms, 1e-9);
+          total = bar.end_ms;
+        }
+      /* Two rounds or more: every bar has its interval. */
+      g_assert_true (tach_explain_chart_get_whisker (chart, i, &ci));
+      g_assert_cmpfloat (ci.start_ms, <=, bar.end_ms + 1e-9);
+      g_assert_cmpfloat (ci.end_ms, >=, bar.end_ms - 1e-9);
+    }
+  g_assert_cmpfloat_with_epsilon (total, bar.end_ms, 1e-9 * MAX (1, bar.end_ms));
+}
+
 static gboolean
 explain_idle_window (gpointer data)
 {
@@ -88,19 +129,55 @@ test_explain (Fixture *fixture, gconstpointer data)
   else
     g_object_set (panel, "steps", 6, NULL);
   g_assert_true (tach_explain_view_set_presets (view, "tf1-feed-dict", "tuned"));
+  /* Four rounds: the chart shows the second's and the third's figures
+   * while the rounds after them run. */
+  tach_explain_view_set_rounds (view, 4, 0, 0.05);
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.explain", NULL);
   g_assert_true (tach_explain_view_get_running (view));
+  g_assert_null (tach_explain_view_get_live (view));
   /* Compare's rule: one thing on the engine at a time. */
   g_assert_false (tach_window_start_run (fixture->window, &error));
   g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
   g_clear_error (&error);
+
+  /* Before the end: the rounds so far, drawn with their intervals and
+   * said to be provisional. */
+  g_assert_true (iterate_until (explain_provisional, view, shots != NULL ? 1800 : 300));
+  g_assert_true (tach_explain_view_get_running (view));
+  g_assert_true (tach_explain_chart_get_provisional (chart));
+  {
+    TachExplain *live = tach_explain_view_get_live (view);
+    guint rounds = live != NULL ? tach_explain_get_rounds (live) : 0;
+    g_autofree char *caption = NULL;
+    g_autofree char *so_far = g_strdup_printf ("provisional: %u rounds so far", rounds);
+
+    g_assert_nonnull (live);
+    g_assert_cmpuint (rounds, >=, 2);
+    g_assert_cmpuint (rounds, <, 4);
+    caption = tach_explain_chart_dup_caption (chart);
+    g_assert_nonnull (strstr (caption, so_far));
+    g_assert_cmpuint (tach_explain_get_n_knobs (live), ==, 3);
+    check_bars (chart, live);
+    g_assert_nonnull (strstr (gtk_label_get_text (GTK_LABEL (find_label_prefix (GTK_WIDGET (view), "The shares sum"))),
+                              "Provisional"));
+    render_window (fixture->window, "test-gui-explain-provisional.png");
+  }
   g_assert_true (iterate_until (explain_idle, view, shots != NULL ? 1800 : 300));
 
+  /* The end: the final figures, no longer provisional. */
+  g_assert_false (tach_explain_chart_get_provisional (chart));
+  g_assert_null (tach_explain_view_get_live (view));
   explain = tach_explain_view_get_explain (view);
   g_assert_nonnull (explain);
+  g_assert_cmpuint (tach_explain_get_rounds (explain), ==, 4);
+  {
+    g_autofree char *caption = tach_explain_chart_dup_caption (chart);
+
+    g_assert_null (strstr (caption, "provisional"));
+  }
   n = tach_explain_get_n_knobs (explain);
   g_assert_cmpuint (n, ==, 3);
-  g_assert_cmpuint (tach_explain_chart_get_n_bars (chart), ==, n + 2);
+  check_bars (chart, explain);
 
   /* The bars walk from A's step time to B's by the engine's shares. */
   g_assert_true (tach_explain_chart_get_bar (chart, 0, &bar));

@@ -378,6 +378,18 @@ find_label (GtkWidget *widget, const char *text)
   return find_widget (widget, is_label, text);
 }
 
+static gboolean
+is_label_prefix (GtkWidget *widget, const char *prefix)
+{
+  return GTK_IS_LABEL (widget) && g_str_has_prefix (gtk_label_get_label (GTK_LABEL (widget)), prefix);
+}
+
+GtkWidget *
+find_label_prefix (GtkWidget *widget, const char *prefix)
+{
+  return find_widget (widget, is_label_prefix, prefix);
+}
+
 static void
 test_run_export (Fixture       *fixture,
                  gconstpointer  data)

@@ -59,6 +59,9 @@ GtkWidget *scrolled_child        (GtkWidget *scroller);
 /* The label at or below @widget whose text is @text, or NULL. */
 GtkWidget *find_label            (GtkWidget *widget,
                                   const char *text);
+/* The label at or below @widget whose text starts with @prefix, or NULL. */
+GtkWidget *find_label_prefix     (GtkWidget *widget,
+                                  const char *prefix);
 /* Fifty loaded runs at 1280x800: the Live view's legend stays bounded. */
 void     test_open_many_runs (Fixture      *fixture,
                               gconstpointer data);

@@ -34,7 +34,9 @@ struct _TachExplainChart
   GtkWidget       parent_instance;
 
   TachExplain    *explain;   /* borrowed */
+  gboolean        provisional;  /* figures of the rounds so far, run going on */
   GArray         *bars;      /* TachExplainBar: A, knobs, B */
+  GArray         *whiskers;  /* TachExplainBar: each bar's end's 95% interval, NaN none */
   double          min_ms, max_ms;  /* the time axis: min_ms <= 0 */
 };
 
@@ -56,13 +58,52 @@ bar_phases (TachExplainChart *self, guint i, double *step)
   return tach_explain_get_knob (self->explain, i - 1)->phase_ms;
 }
 
+/* Where each bar's end may lie, by its 95% interval: A's and B's step
+ * times', each knob's share's from where its bar starts.  The axis takes
+ * them in, so that no interval is cut off. */
+static void
+add_whiskers (TachExplainChart *self)
+{
+  guint n = tach_explain_get_n_knobs (self->explain);
+
+  for (guint i = 0; i < self->bars->len; i++)
+    {
+      const TachExplainBar *bar = &g_array_index (self->bars, TachExplainBar, i);
+      TachExplainBar w = { NAN, NAN };
+      TachInterval ci;
+
+      if (i == 0 || i == n + 1)
+        {
+          tach_explain_get_cost_ci (self->explain, i != 0, &ci);
+          w.start_ms = ci.lo;
+          w.end_ms = ci.hi;
+        }
+      else
+        {
+          ci = tach_explain_get_knob (self->explain, i - 1)->share_ci;
+          w.start_ms = bar->start_ms + ci.lo;
+          w.end_ms = bar->start_ms + ci.hi;
+        }
+      if (!isfinite (w.start_ms) || !isfinite (w.end_ms))
+        w.start_ms = w.end_ms = NAN;
+      else
+        {
+          self->min_ms = MIN (self->min_ms, w.start_ms);
+          self->max_ms = MAX (self->max_ms, w.end_ms);
+        }
+      g_array_append_val (self->whiskers, w);
+    }
+}
+
 void
 tach_explain_chart_set_explain (TachExplainChart *self, TachExplain *explain)
 {
   g_return_if_fail (TACH_IS_EXPLAIN_CHART (self));
 
   self->explain = explain;
+  self->provisional = FALSE;
   g_array_set_size (self->bars, 0);
+  g_array_set_size (self->whiskers, 0);
   self->min_ms = self->max_ms = 0;
   if (explain != NULL)
     {
@@ -96,9 +137,56 @@ tach_explain_chart_set_explain (TachExplainChart *self, TachExplain *explain)
       bar.end_ms = tach_explain_get_cost (explain, TRUE)->step_ms;
       g_array_append_val (self->bars, bar);
       self->max_ms = MAX (self->max_ms, bar.end_ms);
+      add_whiskers (self);
     }
   gtk_widget_queue_resize (GTK_WIDGET (self));
   gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+void
+tach_explain_chart_set_provisional (TachExplainChart *self, gboolean provisional)
+{
+  g_return_if_fail (TACH_IS_EXPLAIN_CHART (self));
+  if (self->provisional == provisional)
+    return;
+  self->provisional = provisional;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tach_explain_chart_get_provisional (TachExplainChart *self)
+{
+  return self->provisional;
+}
+
+char *
+tach_explain_chart_dup_caption (TachExplainChart *self)
+{
+  g_autofree char *caption = NULL;
+  guint rounds;
+
+  g_return_val_if_fail (self->explain != NULL, NULL);
+  /* Translators: the waterfall's caption: from configuration A to B. */
+  caption = g_strdup_printf (_("Where the gap goes, from %s to %s (time per step)"),
+                             tach_explain_get_label (self->explain, FALSE),
+                             tach_explain_get_label (self->explain, TRUE));
+  if (!self->provisional)
+    return g_steal_pointer (&caption);
+  rounds = tach_explain_get_rounds (self->explain);
+  /* Translators: after the waterfall's caption while its rounds run: the
+   * figures are those of the rounds measured so far. */
+  return g_strdup_printf (ngettext ("%s · provisional: %u round so far",
+                                    "%s · provisional: %u rounds so far", rounds),
+                          caption, rounds);
+}
+
+gboolean
+tach_explain_chart_get_whisker (TachExplainChart *self, guint i, TachExplainBar *whisker)
+{
+  if (i >= self->whiskers->len)
+    return FALSE;
+  *whisker = g_array_index (self->whiskers, TachExplainBar, i);
+  return isfinite (whisker->start_ms);
 }
 
 guint
@@ -163,6 +251,19 @@ tach_explain_chart_dup_tooltip (TachExplainChart *self, guint i)
   g_string_append_printf (out, "\n");
   g_string_append_printf (out, _("Rounds: %+.2f to %+.2f ms (spread ±%.2f ms)"), lo, hi,
                           (hi - lo) / 2);
+  {
+    TachExplainBar w;
+
+    if (tach_explain_chart_get_whisker (self, i, &w))
+      {
+        const TachExplainBar *bar = &g_array_index (self->bars, TachExplainBar, i);
+        double from = i == 0 || i == n + 1 ? 0 : bar->start_ms;
+
+        g_string_append_printf (out, "\n");
+        g_string_append_printf (out, _("95%% interval: %+.2f to %+.2f ms"), w.start_ms - from,
+                                w.end_ms - from);
+      }
+  }
   phase = bar_phases (self, i, &step);
   for (int p = 0; p < TACH_EXPLAIN_N_PHASES; p++)
     if (p < TACH_EXPLAIN_N_SINGLE_PHASES || tach_explain_has_rank_phases (self->explain))
@@ -220,11 +321,9 @@ G_GNUC_BEGIN_IGNORE_DEPRECATIONS
 G_GNUC_END_IGNORE_DEPRECATIONS
 
   {
-    /* Translators: the waterfall's caption: from configuration A to B. */
-    g_autofree char *caption = g_strdup_printf (_("Where the gap goes, from %s to %s (time per step)"),
-                                                tach_explain_get_label (self->explain, FALSE),
-                                                tach_explain_get_label (self->explain, TRUE));
-    show_text (cr, small, caption, 0, 8, &fg, 0.6);
+    g_autofree char *caption = tach_explain_chart_dup_caption (self);
+
+    show_text (cr, small, caption, 0, 8, &fg, self->provisional ? 0.9 : 0.6);
   }
 
   for (guint i = 0; i < n_bars; i++)
@@ -279,6 +378,23 @@ G_GNUC_END_IGNORE_DEPRECATIONS
                        pass == 0 ? BAR_HEIGHT : BAR_HEIGHT / 2.0);
             x += v;
           }
+
+      /* The 95% interval of where the bar ends, across its middle. */
+      {
+        const TachExplainBar *ci = &g_array_index (self->whiskers, TachExplainBar, i);
+
+        if (isfinite (ci->start_ms))
+          {
+            double x0 = round (bar_x + ci->start_ms * scale), x1 = round (bar_x + ci->end_ms * scale);
+            double ym = by + BAR_HEIGHT / 2.0;
+
+            cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.8);
+            cairo_rectangle (cr, x0, ym - 0.5, MAX (1.0, x1 - x0), 1);
+            cairo_rectangle (cr, x0, ym - 4, 1, 8);
+            cairo_rectangle (cr, x1 - 1, ym - 4, 1, 8);
+            cairo_fill (cr);
+          }
+      }
 
       /* The bar's true end, and the step to the next bar. */
       cairo_set_source_rgba (cr, fg.red, fg.green, fg.blue, 0.7);
@@ -396,6 +512,7 @@ tach_explain_chart_finalize (GObject *object)
   TachExplainChart *self = TACH_EXPLAIN_CHART (object);
 
   g_clear_pointer (&self->bars, g_array_unref);
+  g_clear_pointer (&self->whiskers, g_array_unref);
   G_OBJECT_CLASS (tach_explain_chart_parent_class)->finalize (object);
 }
 
@@ -416,6 +533,7 @@ static void
 tach_explain_chart_init (TachExplainChart *self)
 {
   self->bars = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
+  self->whiskers = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
   gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
   g_signal_connect (self, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",

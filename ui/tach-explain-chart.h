@@ -22,9 +22,21 @@ GtkWidget *tach_explain_chart_new (void);
 /* Shows a finished explanation (borrowed: keep it alive while shown), or
  * nothing with NULL. */
 void       tach_explain_chart_set_explain (TachExplainChart *self, TachExplain *explain);
+/* Marks the explanation shown as provisional (the rounds so far, while
+ * they run: the caption says so and how many) or final; set_explain makes
+ * it final. */
+void       tach_explain_chart_set_provisional (TachExplainChart *self, gboolean provisional);
+gboolean   tach_explain_chart_get_provisional (TachExplainChart *self);
+/* The caption above the bars: "Where the gap goes, from A to B (time per
+ * step)", with " · provisional: 2 rounds so far" while provisional. */
+char      *tach_explain_chart_dup_caption (TachExplainChart *self);
 /* Bars: A first, one per knob, then B; 0 without an explanation. */
 guint      tach_explain_chart_get_n_bars (TachExplainChart *self);
 gboolean   tach_explain_chart_get_bar (TachExplainChart *self, guint i, TachExplainBar *bar);
+/* Where bar @i's end lies by its 95% interval (on the bars' axis); FALSE
+ * where it has none (fewer than 2 rounds). */
+gboolean   tach_explain_chart_get_whisker (TachExplainChart *self, guint i,
+                                           TachExplainBar *whisker);
 /* The label of bar @i: "Layout: misread -> batch-major  -44.1 ms (80%)". */
 char      *tach_explain_chart_dup_label (TachExplainChart *self, guint i);
 /* The hover text of bar @i: the spread over rounds and the phases. */

@@ -3,9 +3,13 @@
  * The measurement blocks for as long as its runs take, so it runs in a
  * GTask thread that gets copied configurations and a cancellable; each of
  * its runs makes its own engine thread.  Progress is two atomics that the
- * worker writes and a coalesced idle reads; the result is posted when the
- * task completes, and a result from an explanation that was replaced is
- * dropped by generation number.  Errors go to the window as the "error"
+ * worker writes and a coalesced idle reads.  After each whole round from
+ * the second on, the worker also leaves a copy of the figures so far
+ * (tach_explain_dup_so_far) in a slot that the same idle empties, so the
+ * waterfall and its intervals grow, marked provisional, as rounds
+ * complete.  The result is posted when the task completes, and a result
+ * (or a copy) from an explanation that was replaced is dropped by
+ * generation number.  Errors go to the window as the "error"
  * signal, which shows them the way Compare's are shown.
  */
 #include "tach-explain-view.h"
@@ -35,7 +39,9 @@ struct _TachExplainView
   gpointer                base_data;
   TachWorkload            workload;
 
-  TachExplain            *explain;     /* owned: the shown one */
+  TachExplain            *explain;     /* owned: the last finished one */
+  TachExplain            *live;        /* owned: the running one's rounds so far, shown */
+  gpointer                live_slot;   /* atomic: a LiveFigures the worker left, or NULL */
   GCancellable           *cancellable; /* the running one's, or NULL */
   guint                   generation;
   gint                    done, total; /* atomic, written by the worker */
@@ -63,6 +69,12 @@ TachExplain *
 tach_explain_view_get_explain (TachExplainView *self)
 {
   return self->explain;
+}
+
+TachExplain *
+tach_explain_view_get_live (TachExplainView *self)
+{
+  return self->live;
 }
 
 TachExplainChart *
@@ -159,11 +171,12 @@ update_state (TachExplainView *self)
 }
 
 /* What the chart shows, in words: the check, the method, and a sentence
- * per knob with more than a tenth of the gap. */
+ * per knob with more than a tenth of the gap.  @provisional: the rounds so
+ * far of a running explanation, said to be so, with nothing yet called
+ * unresolved. */
 static void
-show_result (TachExplainView *self)
+show_explain (TachExplainView *self, TachExplain *explain, gboolean provisional)
 {
-  TachExplain *explain = self->explain;
   g_autoptr(GString) summary = g_string_new (NULL);
   g_autoptr(GString) text = g_string_new (NULL);
   const TachExplainCost *a = tach_explain_get_cost (explain, FALSE);
@@ -213,16 +226,34 @@ show_result (TachExplainView *self)
     g_autofree char *unresolved = tach_explain_dup_unresolved (explain);
 
     g_string_append_printf (summary, "\n%s", verdict);
-    if (tach_explain_is_partial (explain))
+    if (provisional)
+      {
+        guint rounds = tach_explain_get_rounds (explain);
+
+        g_string_append_c (summary, '\n');
+        g_string_append_printf (summary,
+                                ngettext ("Provisional: the figures of %u round so far; they "
+                                          "change as rounds complete.",
+                                          "Provisional: the figures of %u rounds so far; they "
+                                          "change as rounds complete.", rounds), rounds);
+      }
+    else if (tach_explain_is_partial (explain))
       g_string_append_printf (summary, "\n%s",
                               _("Stopped: the figures are those of the whole rounds measured "
                                 "before the stop."));
-    if (unresolved != NULL)
+    if (unresolved != NULL && !provisional)
       g_string_append_printf (summary, "\n%s", unresolved);
   }
   gtk_label_set_text (self->summary, summary->str);
   gtk_label_set_text (self->text, text->str);
   tach_explain_chart_set_explain (self->chart, explain);
+  tach_explain_chart_set_provisional (self->chart, provisional);
+}
+
+static void
+show_result (TachExplainView *self)
+{
+  show_explain (self, self->explain, FALSE);
 }
 
 /* ---------------------------------------------------------------- worker */
@@ -231,6 +262,28 @@ typedef struct {
   TachExplainView *view;   /* owned ref */
   guint            generation;
 } ProgressIdle;
+
+/* The figures so far of explanation @generation, from the worker. */
+typedef struct {
+  TachExplain *explain;    /* owned */
+  guint        generation;
+} LiveFigures;
+
+static void
+live_figures_free (LiveFigures *live)
+{
+  if (live == NULL)
+    return;
+  tach_explain_free (live->explain);
+  g_free (live);
+}
+
+/* Empties the worker's slot: what it held, or NULL. */
+static LiveFigures *
+take_live (TachExplainView *self)
+{
+  return g_atomic_pointer_exchange (&self->live_slot, NULL);
+}
 
 static gboolean
 on_progress_idle (gpointer data)
@@ -254,6 +307,18 @@ on_progress_idle (gpointer data)
       gtk_progress_bar_set_fraction (self->progress, total > 0 ? (double) done / total : 0);
       gtk_progress_bar_set_text (self->progress, label);
     }
+  {
+    LiveFigures *live = take_live (self);
+
+    /* A copy from an explanation that was replaced or has ended is dropped. */
+    if (live != NULL && live->generation == self->generation && self->cancellable != NULL)
+      {
+        g_clear_pointer (&self->live, tach_explain_free);
+        self->live = g_steal_pointer (&live->explain);
+        show_explain (self, self->live, TRUE);
+      }
+    live_figures_free (live);
+  }
   g_object_unref (idle->view);
   g_free (idle);
   return G_SOURCE_REMOVE;
@@ -278,6 +343,21 @@ on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
     half = tach_interval_rel_halfwidth (&ratio);
     g_atomic_int_set (&self->rounds_done, per_round > 0 ? (gint) (done / per_round) : 0);
     g_atomic_int_set (&self->widest, isfinite (half) && half < 1e4 ? (gint) lround (half * 1e4) : -1);
+    /* A round has just become whole: its figures, for the chart. */
+    if (per_round > 0 && done % per_round == 0)
+      {
+        TachExplain *so_far = tach_explain_dup_so_far (explain, done / per_round);
+
+        if (so_far != NULL)
+          {
+            LiveFigures *live = g_new (LiveFigures, 1);
+
+            live->explain = so_far;
+            live->generation = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (task), "tach-generation"));
+            /* The newest replaces one the main thread has not taken yet. */
+            live_figures_free (g_atomic_pointer_exchange (&self->live_slot, live));
+          }
+      }
   }
   g_atomic_int_set (&self->done, (gint) done);
   g_atomic_int_set (&self->total, (gint) total);
@@ -322,6 +402,10 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
   if (generation != self->generation)
     return;
   g_clear_object (&self->cancellable);
+  /* The end replaces the rounds so far, whatever it is. */
+  live_figures_free (take_live (self));
+  tach_explain_chart_set_explain (self->chart, self->explain);
+  g_clear_pointer (&self->live, tach_explain_free);
   if (g_task_propagate_boolean (task, &error))
     {
       /* The task keeps its data until it is freed: take a copy of the
@@ -478,8 +562,20 @@ tach_explain_view_dispose (GObject *object)
   if (self->chart != NULL)
     tach_explain_chart_set_explain (self->chart, NULL);
   g_clear_pointer (&self->explain, tach_explain_free);
+  g_clear_pointer (&self->live, tach_explain_free);
   g_clear_pointer (&self->box, gtk_widget_unparent);
   G_OBJECT_CLASS (tach_explain_view_parent_class)->dispose (object);
+}
+
+static void
+tach_explain_view_finalize (GObject *object)
+{
+  TachExplainView *self = TACH_EXPLAIN_VIEW (object);
+
+  /* The worker holds the view until its task ends: the last copy it left
+   * may come after dispose. */
+  live_figures_free (take_live (self));
+  G_OBJECT_CLASS (tach_explain_view_parent_class)->finalize (object);
 }
 
 static void
@@ -502,6 +598,7 @@ tach_explain_view_class_init (TachExplainViewClass *klass)
   GtkWidgetClass *widget_class = GTK_WIDGET_CLASS (klass);
 
   object_class->dispose = tach_explain_view_dispose;
+  object_class->finalize = tach_explain_view_finalize;
   object_class->get_property = tach_explain_view_get_property;
 
   /* "error" gets the heading of an explanation that failed. */

@@ -45,6 +45,10 @@ void              tach_explain_view_stop (TachExplainView *self);
 gboolean          tach_explain_view_get_running (TachExplainView *self);
 /* The last finished explanation, or NULL. */
 TachExplain      *tach_explain_view_get_explain (TachExplainView *self);
+/* While an explanation runs, the figures of its whole rounds so far (from
+ * the second round on), which the chart shows marked provisional; NULL
+ * otherwise. */
+TachExplain      *tach_explain_view_get_live (TachExplainView *self);
 TachExplainChart *tach_explain_view_get_chart (TachExplainView *self);
 /* The sentences under the chart. */
 const char       *tach_explain_view_get_text (TachExplainView *self);
