@@ -737,6 +737,7 @@ main (int   argc,
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
   g_test_add ("/gui/run/fault", Fixture, NULL, fixture_setup, test_run_fault, fixture_teardown);
+  g_test_add ("/gui/run/machine-busy", Fixture, NULL, fixture_setup, test_run_busy, fixture_teardown);
   g_test_add ("/gui/settings/restore", Fixture, NULL, fixture_setup, test_settings_restore, fixture_teardown);
   g_test_add ("/gui/notify/finished", Fixture, NULL, fixture_setup, test_notify_finished, fixture_teardown);
   g_test_add ("/gui/open/command-line", Fixture, NULL, fixture_setup, test_open_command_line, fixture_teardown);

@@ -67,6 +67,10 @@ void     test_open_many_runs (Fixture      *fixture,
                               gconstpointer data);
 /* The window's dialog, transient for @window, or NULL. */
 AdwMessageDialog *find_message_dialog (TachWindow *window);
+/* The run table's "machine busy" caption, from runs of known busy shares
+ * (test-gui-busy.c). */
+void     test_run_busy       (Fixture      *fixture,
+                              gconstpointer data);
 /* A run whose backend fails half-way (test-gui-fault.c). */
 void     test_run_fault      (Fixture      *fixture,
                               gconstpointer data);
