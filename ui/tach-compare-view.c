@@ -147,7 +147,15 @@ G_GNUC_END_IGNORE_DEPRECATIONS
   }
 
   bar_x = label_w + 20;
-  bar_w = MAX (40.0, width - bar_x - 110);
+  /* Room right of the longest bar for its time, as wide as it is in the
+   * language shown ("131.53 毫秒" is wider than "131.53 ms"). */
+  {
+    g_autofree char *widest = g_strdup_printf (_("%.2f ms"), max_ms);
+
+    pango_layout_set_text (title, widest, -1);
+    pango_layout_get_pixel_size (title, &w, NULL);
+  }
+  bar_w = MAX (40.0, width - bar_x - MAX (110, 8 + w + 8));
   for (guint i = 0; i < n; i++)
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
