@@ -404,8 +404,19 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
   g_clear_object (&self->cancellable);
   /* The end replaces the rounds so far, whatever it is. */
   live_figures_free (take_live (self));
-  tach_explain_chart_set_explain (self->chart, self->explain);
-  g_clear_pointer (&self->live, tach_explain_free);
+  if (self->live != NULL)
+    {
+      /* Until a result replaces them: the last finished one, or nothing. */
+      if (self->explain != NULL)
+        show_result (self);
+      else
+        {
+          tach_explain_chart_set_explain (self->chart, NULL);
+          gtk_label_set_text (self->summary, "");
+          gtk_label_set_text (self->text, "");
+        }
+      g_clear_pointer (&self->live, tach_explain_free);
+    }
   if (g_task_propagate_boolean (task, &error))
     {
       /* The task keeps its data until it is freed: take a copy of the
