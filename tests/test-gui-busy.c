@@ -92,7 +92,7 @@ open_folder (TachWindow *window, const char *dir)
 
   g_object_set_data (G_OBJECT (window), "test-opened", NULL);
   tach_window_open_folders (window, folders, 1, on_opened, &error);
-  g_assert_true (iterate_until (opened, window, 30));
+  g_assert_true (iterate_until (opened, window, 60));
   g_assert_no_error (error);
 }
 
@@ -122,7 +122,7 @@ show_against (TachWindow *window, guint baseline)
   tach_run_table_update_speedups (table);
   g_object_set_data (G_OBJECT (table), "test-frames", NULL);
   gtk_widget_queue_draw (GTK_WIDGET (table));
-  g_assert_true (iterate_until (drawn, table, 10));
+  g_assert_true (iterate_until (drawn, table, 60));
 }
 
 static char *
@@ -220,7 +220,7 @@ test_run_busy (Fixture *fixture, gconstpointer data)
     adjustment = gtk_scrolled_window_get_vadjustment (GTK_SCROLLED_WINDOW (scroller));
     gtk_adjustment_set_value (adjustment, gtk_adjustment_get_upper (adjustment));
     g_object_set_data (G_OBJECT (table), "test-frames", NULL);
-    g_assert_true (iterate_until (drawn, table, 10));
+    g_assert_true (iterate_until (drawn, table, 60));
     render_window (window, "test-gui-busy.png");
     g_assert_true (gtk_widget_get_mapped (find_label (table, "machine busy")));
   }
