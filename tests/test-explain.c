@@ -683,88 +683,6 @@ test_cancel (void)
   costs_clear (&c);
 }
 
-/* The progress callback's copies of the rounds so far: one per whole
- * round from the second on. */
-static void
-on_progress_copy (TachExplain *explain, guint done, guint total, gpointer user_data)
-{
-  GPtrArray *copies = user_data;
-  guint per_round = tach_explain_get_n_configs (explain);
-
-  (void) total;
-  if (done % per_round != 0)
-    return;
-  /* One round has no interval: no copy. */
-  g_assert_null (tach_explain_dup_so_far (explain, 1));
-  if (done / per_round >= 2)
-    g_ptr_array_add (copies, tach_explain_dup_so_far (explain, done / per_round));
-}
-
-static void
-assert_same_figures (TachExplain *a, TachExplain *b)
-{
-  TachInterval ga, gb;
-
-  g_assert_cmpuint (tach_explain_get_rounds (a), ==, tach_explain_get_rounds (b));
-  tach_explain_get_gap (a, &ga);
-  tach_explain_get_gap (b, &gb);
-  g_assert_cmpfloat (ga.value, ==, gb.value);
-  g_assert_cmpfloat (ga.lo, ==, gb.lo);
-  g_assert_cmpfloat (tach_explain_get_cost (a, TRUE)->step_ms, ==,
-                     tach_explain_get_cost (b, TRUE)->step_ms);
-  for (guint i = 0; i < tach_explain_get_n_knobs (a); i++)
-    {
-      const TachExplainKnob *ka = tach_explain_get_knob (a, i);
-      const TachExplainKnob *kb = tach_explain_get_knob (b, i);
-
-      g_assert_cmpstr (ka->key, ==, kb->key);
-      g_assert_cmpfloat (ka->share_ms, ==, kb->share_ms);
-      g_assert_cmpfloat (ka->share_ci.lo, ==, kb->share_ci.lo);
-      g_assert_cmpfloat (ka->share_ci.hi, ==, kb->share_ci.hi);
-      g_assert_cmpint (ka->verdict, ==, kb->verdict);
-    }
-}
-
-/* While rounds run, a copy of the figures so far is what an explanation
- * of only those rounds gives (from the third: the fewest one may ask) (the costs depend on the round, the
- * shuffled order does not change them), and later rounds leave it as it
- * was. */
-static void
-test_so_far (void)
-{
-  g_autoptr(TachExplain) explain = explain_new (3, 4);
-  g_autoptr(GPtrArray) copies = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_explain_free);
-  g_autoptr(GError) error = NULL;
-  Costs c;
-
-  g_assert_null (tach_explain_dup_so_far (explain, 2));
-  costs_init (&c, 3);
-  c.round_noise = 0.5;
-  g_assert_true (tach_explain_run_with (explain, &cost_funcs, &c, on_progress_copy, copies, &error));
-  g_assert_no_error (error);
-  costs_clear (&c);
-  g_assert_cmpuint (copies->len, ==, 3);
-  /* Two rounds: fewer than an explanation may ask for, an interval all the same. */
-  g_assert_cmpuint (tach_explain_get_rounds (copies->pdata[0]), ==, 2);
-  g_assert_true (isfinite (tach_explain_get_knob (copies->pdata[0], 0)->share_ci.lo));
-  assert_additive (copies->pdata[0]);
-  for (guint r = 3; r <= 4; r++)
-    {
-      g_autoptr(TachExplain) only = explain_new (3, r);
-      TachExplain *copy = copies->pdata[r - 2];
-
-      costs_init (&c, 3);
-      c.round_noise = 0.5;
-      g_assert_true (tach_explain_run_with (only, &cost_funcs, &c, NULL, NULL, &error));
-      g_assert_no_error (error);
-      costs_clear (&c);
-      assert_same_figures (copy, only);
-      assert_additive (copy);
-      g_assert_cmpstr (tach_explain_get_label (copy, TRUE), ==, "B");
-    }
-  assert_same_figures (copies->pdata[2], explain);
-}
-
 /* Real runs under real load (issue 33): a child process spins on one of
  * the processors while tf1-feed-dict -> tuned is explained on a small
  * bilstm.  The layout misread (64 recurrent steps of batch 10 where
@@ -843,7 +761,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/explain/real-busy", test_real_busy);
   g_test_add_func ("/engine/explain/unrunnable", test_unrunnable);
   g_test_add_func ("/engine/explain/cancel", test_cancel);
-  g_test_add_func ("/engine/explain/so-far", test_so_far);
   test_explain_real_add ();
+  test_explain_so_far_add ();
   return g_test_run ();
 }

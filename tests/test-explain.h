@@ -1,4 +1,4 @@
-/* test-explain.h: what the two files of test-explain share. */
+/* test-explain.h: what the files of test-explain share. */
 #pragma once
 
 #include "tach-explain.h"
@@ -9,3 +9,5 @@ double sum_shares      (TachExplain *explain);
 void   assert_additive (TachExplain *explain);
 /* Adds the tests of test-explain-real.c. */
 void   test_explain_real_add (void);
+/* Adds the tests of test-explain-so-far.c. */
+void   test_explain_so_far_add (void);
