@@ -370,6 +370,11 @@ tach_cli_run_one (TachCliSession   *session,
   session->rate = 0;
   session->eval_said = FALSE;
   session->started_us = g_get_monotonic_time ();
+  /* A stop signal that came while the run was being built found no run to
+   * stop (session->run was still NULL): the run stops before its first
+   * step instead of running all its steps. */
+  if (session->stop.signo != 0)
+    tach_run_stop (run);
 
   if (!tach_run_start (run, g_main_loop_get_context (session->loop),
                        tach_cli_on_notify, session, error))

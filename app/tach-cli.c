@@ -8,6 +8,8 @@
 
 #include <locale.h>
 #include <math.h>
+#include <pthread.h>
+#include <signal.h>
 #include <stdio.h>
 #include <string.h>
 #include <unistd.h>
@@ -559,6 +561,18 @@ main (int argc, char **argv)
   const char *command;
   gboolean exit_early = FALSE;
   int status;
+  sigset_t stop_signals;
+
+  /* The signals that stop a command are handled (tach_cli_stop_watch),
+   * but a handler never runs for a signal that is blocked, and a parent
+   * can hand its children a blocked mask: a SIGTERM would then wait,
+   * pending, for as long as the run lasts.  Unblocked here, before any
+   * thread starts (each inherits this thread's mask). */
+  sigemptyset (&stop_signals);
+  sigaddset (&stop_signals, SIGINT);
+  sigaddset (&stop_signals, SIGTERM);
+  sigaddset (&stop_signals, SIGHUP);
+  pthread_sigmask (SIG_UNBLOCK, &stop_signals, NULL);
 
   /* Messages follow the user's language; numbers stay in the C locale so
    * that output and CSV read the same everywhere. */

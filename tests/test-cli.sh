@@ -341,6 +341,10 @@ stop_signal () {
   sig=$1; want=$2
   name="SIG$sig stops the run and writes the CSV"
   intr=$tmp/stopped-$sig
+  # Emptied here, not only by the redirection in the child: the wait below
+  # must not read the last command's progress lines and signal this one
+  # while it is still being set up.
+  : >"$out"
   "$cli" run --workload bilstm --device cpu --batch 8 --steps 10000000 --warmup 0 \
     --threads 1 --progress --csv "$intr" >"$out" 2>&1 &
   pid=$!
@@ -360,9 +364,13 @@ stop_signal () {
     waited=$((waited + 1))
   done
   if kill -0 "$pid" 2>/dev/null; then
+    # What the kernel says of it: its state, and the signals it blocks,
+    # has pending and ignores (a hex mask each).
+    why=$(grep -E '^(State|SigPnd|ShdPnd|SigBlk|SigIgn|SigCgt|Threads):' "/proc/$pid/status" 2>/dev/null |
+          tr '\t\n' '  ')
     kill -KILL "$pid" 2>/dev/null
     wait "$pid" 2>/dev/null
-    fail "$name" "still running 120 s after SIG$sig"
+    fail "$name" "still running 120 s after SIG$sig ($why)"
     return
   fi
   wait "$pid"
