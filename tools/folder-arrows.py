@@ -17,8 +17,10 @@ every arrow with its symbols.
 
 --circles also reads the arrows between the object files of one folder
 (a room, such as cpu/lstm/, is a folder of its own), in the library and
-in each OBJDIR given (the CLI's objects, build/app/tach-cli.p: folder
-app/), and finds their circles (strongly connected components, of any
+in each OBJDIR given (meson's object directories: the CLI's,
+build/app/tach-cli.p, and the window's, build/app/tach.p and
+build/ui/libtach-ui.a.p, each file named by the folder it is built in),
+and finds their circles (strongly connected components, of any
 length).  A circle passes only if its files lie within one unit of UNITS:
 files that are one thing, each with the reason; any other circle fails,
 naming the symbols of each arrow in it, and so does a unit of UNITS whose
@@ -65,6 +67,15 @@ UNITS = [
      "the run command: `run --scaling` is one of its modes, called with the configuration "
      "tach_cli_command_run built, and its rounds run through the run command's session "
      "(hand-off, summary, CSV)"),
+    ({"ui/tach-window.c", "ui/tach-window-actions.c", "ui/tach-window-compare.c",
+      "ui/tach-window-notify.c", "ui/tach-window-open.c", "ui/tach-window-ranks.c",
+      "ui/tach-window-settings.c"},
+     "one class, TachWindow, written in parts by concern: every part works on the window's "
+     "private struct (tach-window-private.h), the window's class and instance init call each "
+     "part's, and the parts start, stop and report runs through the window's own functions"),
+    ({"ui/tach-run-object.c", "ui/tach-run-object-text.c"},
+     "one class, TachRunObject: its property getter (the text its figures are shown in) is "
+     "the text file's, and that text reads the object's live figures through its getters"),
 ]
 
 
@@ -82,16 +93,27 @@ def folder_of(member):
     return None
 
 
+def objdir_folder(member):
+    """The source folder of an object directory's object, from the
+    directory meson builds it in: build/app/tach-cli.p/x.c.o -> app,
+    build/ui/libtach-ui.a.p/x.c.o -> ui; None for a library's member."""
+    parent = os.path.dirname(member)
+    if parent.endswith(".p"):
+        return os.path.basename(os.path.dirname(parent)) or None
+    return None
+
+
 def file_of(member):
     """The source file an object file comes from, as the tree names it:
     settings_tach-config.c.o -> settings/tach-config.c, cpu_lstm_... ->
-    cpu/lstm/..., the CUDA library's and the CLI's objects by their folder."""
+    cpu/lstm/..., the CUDA library's objects by their folder, an object
+    directory's (the CLI's, the window's) by the folder it is built in."""
     name = member.rsplit("/", 1)[-1]
     if name.startswith("meson-generated_"):
         return "output/" + name.rsplit("_", 1)[-1][:-2]
     parts = name[:-2].split("_")
     if len(parts) == 1:
-        return "%s/%s" % (folder_of(member) or "app", parts[0])
+        return "%s/%s" % (objdir_folder(member) or folder_of(member) or "app", parts[0])
     return "/".join(parts)
 
 

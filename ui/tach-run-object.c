@@ -1,7 +1,11 @@
 /* tach-run-object.c: a run's live state, for binding: its life cycle
  * (start, stop, wait, the engine's notifications), the samples drained into
  * the chart series, the status line, the speed-up over a baseline and the
- * class; the text its figures are shown in is tach-run-object-text.c's. */
+ * class; the text its figures are shown in is tach-run-object-text.c's.
+ *
+ * tach-run-object.c and tach-run-object-text.c are one class,
+ * TachRunObject, and call one another as one unit, which
+ * tools/folder-arrows.py lists.  */
 #include "tach-run-object-private.h"
 
 #include <glib/gi18n.h>

@@ -1,5 +1,9 @@
 /* tach-window-actions.c: the window's actions: run, stop, compare presets,
- * clear, and the CSV and chart exports with their file choosers. */
+ * clear, and the CSV and chart exports with their file choosers.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 
 #include <glib/gi18n.h>

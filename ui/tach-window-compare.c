@@ -10,7 +10,10 @@
  * median with the speed-up paired by round, and another round is queued
  * while a speed-up misses the target and the next round fits the budget.
  * Stop ends it keeping the rounds measured.
- */
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 #include "tach-sweep.h"
 

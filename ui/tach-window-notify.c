@@ -1,6 +1,10 @@
 /* tach-window-notify.c: a desktop notification (GNotification) when a run
  * or a comparison that took longer than notify-after seconds (30 by
- * default) ends while the window is not focused, with its result line. */
+ * default) ends while the window is not focused, with its result line.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 
 #include <glib/gi18n.h>

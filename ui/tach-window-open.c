@@ -2,7 +2,11 @@
  * written by tach-cli --csv or Export CSV, here or on another machine):
  * Open… (Ctrl+O), folders given on the command line and folders dropped on
  * the window.  The files are read on a worker thread; their runs join the
- * table, the charts and the comparison like runs made here. */
+ * table, the charts and the comparison like runs made here.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 
 #include <glib/gi18n.h>

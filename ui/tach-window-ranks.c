@@ -5,7 +5,11 @@
  * ranks view shows each rank's rate and phases from its progress lines;
  * when it ends, its results folder is opened as Open Results opens one, so
  * its run joins the table, the charts and the comparisons like any other,
- * and the ranks view shows its final per-rank figures. */
+ * and the ranks view shows its final per-rank figures.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 
 #include <glib/gi18n.h>

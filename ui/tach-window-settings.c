@@ -5,7 +5,11 @@
  * knobs set on top of them.  The chart options and the panel's visibility
  * are bound, so they are saved as they change; the rest is saved when the
  * window closes.  Where the schema is not installed (Tach run from its
- * build folder) the window simply remembers nothing. */
+ * build folder) the window simply remembers nothing.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-build-config.h"
 #include "tach-window-private.h"
 

@@ -1,6 +1,10 @@
 /* tach-window.c: the main window: template, properties, and the lifecycle
  * of runs (start, live updates, the queue of a comparison, clean stop on
- * close).  Menu actions and exports are in tach-window-actions.c. */
+ * close).  Menu actions and exports are in tach-window-actions.c.
+ *
+ * TachWindow is one class written in parts by concern (tach-window.c and
+ * its six tach-window-*.c, over tach-window-private.h): the parts call one
+ * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
 #include "tach-phase-bar.h"
 #include "tach-knob-mark.h"
