@@ -270,6 +270,7 @@ echo "Output: $out"
   echo "isa_cap=${isa_cap:-none}"
   echo "peak=$tach_peak"
   echo "busy=$busy"
+  echo "cores=$cores"
   echo "skipped=$skipped"
 } >"$out/machine.txt"
 
@@ -306,93 +307,4 @@ if ! busy_alive; then
 fi
 stop_busy
 
-"$python" - "$out" "$cases" "${tach_isa:-unknown}" "$busy" "$cores" "$skipped" <<'EOF'
-import os
-import sys
-
-import pandas as pd
-
-out, cases, isa = sys.argv[1], sys.argv[2].split(","), sys.argv[3]
-busy, cores, skipped = int(sys.argv[4]), int(sys.argv[5]), sys.argv[6]
-# Every peer's rows; none when every peer was skipped or left out.
-peer_runs = pd.concat([pd.DataFrame(columns=["framework", "mode", "case", "precision",
-                                             "threads", "steps_per_s_median"])] +
-                      [pd.read_csv(os.path.join(out, f"{peer}.csv"))
-                       for peer in ("torch", "torch-compile", "tf", "jax", "onnx")
-                       if os.path.exists(os.path.join(out, f"{peer}.csv"))],
-                      ignore_index=True)
-peer_runs["side"] = peer_runs["framework"].map({"pytorch": "PyTorch", "tensorflow": "TF",
-                                                "jax": "JAX", "onnxruntime": "ONNX Runtime"})
-peer_runs.loc[peer_runs["mode"] == "compile", "side"] = "PyTorch compile"
-peaks = []
-# Issue 37's targets: Tach's steps/s over the best of all peers'.
-TARGETS = {"bilstm": 2.0, "lstm-lm-train": 2.0, "cnn": 1.6, "lstm-lm-generate": 8.0}
-
-
-def column(frame, *names):
-    for name in names:
-        if name in frame.columns:
-            return frame[name]
-    raise SystemExit(f"run-cpu.sh: runs.csv has none of {names}; its columns: "
-                     + ", ".join(frame.columns))
-
-
-rows = []
-for case in cases:
-    all_runs = pd.read_csv(os.path.join(out, f"tach-{case}", "runs.csv"))
-    # The device's fp32 sgemm peak, as Tach measured it on an idle machine
-    # and recorded with each run: achieved / share.
-    share = column(all_runs, "peak_share")
-    peaks.extend((column(all_runs, "achieved_gflops") / share)[share > 0])
-    # Tach at its best thread count, as each peer (the share stays of the
-    # all-core peak).
-    threads = column(all_runs, "threads")
-    tach_threads = all_runs.groupby(threads)["median_steps_per_s"].median().idxmax()
-    tach = all_runs[threads == tach_threads]
-    tach_median = column(tach, "median_steps_per_s").median()
-    gflops = column(tach, "achieved_gflops").median()
-    share = column(tach, "peak_share")
-    peer_case = case.removesuffix("-bf16")
-    precision = "bf16" if case.endswith("-bf16") else "fp32"
-    runs = peer_runs[(peer_runs["case"] == peer_case) & (peer_runs["precision"] == precision)]
-    row = {"case": case, "rounds": len(tach), "Tach": tach_median,
-           "Tach thr": int(tach_threads)}
-    best_side, best = None, 0.0
-    for side, group in runs.groupby("side", sort=False):
-        median = group["steps_per_s_median"].median()
-        row[side] = median
-        row[f"{side} thr"] = int(group["threads"].mode().iloc[0])
-        if median > best:
-            best_side, best = side, median
-    target = TARGETS.get(peer_case, float("nan"))
-    ratio = tach_median / best if best > 0 else float("nan")
-    row.update({
-        "best peer": best_side or "-",
-        "Tach/best": ratio,
-        "target": target,
-        "met": "-" if ratio != ratio else "yes" if ratio >= target else "no",
-        "Tach GFLOP/s": gflops,
-        f"% {isa} sgemm peak": 100.0 * share.median(),
-    })
-    rows.append(row)
-
-table = pd.DataFrame(rows)
-table.to_csv(os.path.join(out, "summary.csv"), index=False)
-print()
-peak = pd.Series(peaks).median() if peaks else float("nan")
-print(f"sgemm peak at {isa}: {peak:.1f} GFLOP/s fp32 (Tach's device figure at the level "
-      "its kernels run at, measured on 1024^3 products and cached per CPU model and level; "
-      "tach-cli devices)")
-pd.set_option("display.width", 250)
-print(table.to_string(index=False, float_format=lambda v: f"{v:.2f}"))
-print()
-print("Steps/s, each side's median over rounds of each run's median; each side (Tach too) at "
-      "its best of 1 and 2 threads (thr).\nTach/best: Tach over the fastest of all peers (best "
-      "peer); target: issue 37's.\n"
-      + (f"Load: {busy} of {cores} cores spinning during every side's runs (--busy {busy}).\n"
-         if busy else "Load: none added (--busy 0).\n")
-      + (f"Skipped peers: {skipped}.\n" if skipped else "")
-      + "GFLOP/s count every side's work as a direct algorithm does it: Tach's "
-      "cnn runs conv2 by Winograd's F(4x4, 5x5)\n(4 multiplies an output, not 25), so its "
-      "share of the peak can pass 100%.")
-EOF
+"$python" "$here/run_cpu_report.py" "$out"
