@@ -207,6 +207,7 @@ fill (float *v, size_t n, guint32 seed)
     }
 }
 
+
 /* What one plan computed: y, and for training dx (when asked) and dw. */
 typedef struct {
   float *y, *dx, *dw;
@@ -307,6 +308,33 @@ run_plan (const TachLstmDesc *d, guint threads, const ForcedPath *path, gboolean
   return ran;
 }
 
+/* On frozen weights whose serial pass runs ahead on the helper thread
+ * (generation's windows), the plan keeps that pass however much faster
+ * the split's timing is; with no helper (TACH_CPU_AHEAD=never) the timing
+ * decides as elsewhere.  (run_plan's first call on the frozen weights
+ * times the paths again, on them.) */
+static void
+test_frozen_ahead (void)
+{
+  /* The split times at a tenth of the serial pass. */
+  static const ForcedPath split_wins = { TACH_CPU_GEMM_SERIAL, NULL };
+  static const struct { const char *ahead; TachCpuGemmMode chosen; } cases[] = {
+    { NULL, TACH_CPU_GEMM_SERIAL },
+    { "never", TACH_CPU_GEMM_SPLIT },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      PlanOutputs out = { 0 };
+
+      if (cases[i].ahead != NULL)
+        g_setenv ("TACH_CPU_AHEAD", cases[i].ahead, TRUE);
+      g_assert_cmpint (run_plan (&desc, 2, &split_wins, TRUE, &out), ==, cases[i].chosen);
+      g_unsetenv ("TACH_CPU_AHEAD");
+      plan_outputs_clear (&out);
+    }
+}
+
 /* Every path a two-thread plan may take (serial, split; on frozen
  * weights for inference) gives the bits of the one-thread plan, which is
  * not tuned, for the workloads' shapes and odd ones: which path a timing
@@ -377,6 +405,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cpu/lstm-tune/noisy-choice", test_noisy_choice);
   g_test_add_func ("/cpu/lstm-tune/split-margin", test_split_margin);
   g_test_add_func ("/cpu/lstm-tune/recheck", test_recheck);
+  g_test_add_func ("/cpu/lstm-tune/frozen-ahead", test_frozen_ahead);
   g_test_add_func ("/cpu/lstm-tune/same-bits", test_same_bits);
   return g_test_run ();
 }

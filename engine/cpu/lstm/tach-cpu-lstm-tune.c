@@ -29,6 +29,10 @@
  * the serial pass gets its own core (run-cpu.sh, generation at 2 threads,
  * 2026-12-02: a run whose plan chose the split went at 43.7 k tokens/s,
  * one whose plan kept the serial pass at 82.2 k).
+ * On frozen weights whose serial pass runs the next step's products ahead
+ * on the helper thread (generation), the split is not timed at all: the
+ * helper hides what the split would share out, and its core is the one
+ * the split's barriers would need (tune).
  * TACH_CPU_LSTM_SPLIT=always or =never decides the split without
  * measuring (the tests hold the split pass to the others' results).  And a plan
  * whose forward calls then take more than RECHECK_RATIO times its estimate,
@@ -146,7 +150,17 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
 {
   const TachLstmDesc *d = &plan->desc;
   static const TachCpuGemmMode modes[2] = { TACH_CPU_GEMM_SERIAL, TACH_CPU_GEMM_SPLIT };
-  const guint paths = G_N_ELEMENTS (modes);
+  /* On frozen weights whose serial pass runs the next step's products
+   * ahead on the helper thread (tach-cpu-ahead.c), only the serial path
+   * is timed: the helper hides those products behind the ops that follow
+   * the pass (the output layer, sampling), which these passes of the LSTM
+   * alone cannot see, and the split's barriers would take the helper's
+   * core.  Measured, generation of one stream at two threads on the AMD
+   * EPYC Zen 4 (bench/HISTORY.md, 2026-12-07): the split 89-105 k
+   * tokens/s, the serial pass with the helper 137-202 k, without it
+   * 131-136 k; a plan that took the split on its timing ran at 87 k. */
+  const guint paths = w != NULL && tach_cpu_lstm_frozen_runs_ahead (be, plan)
+                      ? 1 : G_N_ELEMENTS (modes);
   size_t n = plan->rows * (size_t) d->I + (size_t) d->dirs * plan->dir_stride
              + plan->rows * (size_t) plan->ldh
              + (d->training ? tach_cpu_lstm_reserve_floats (plan) : 0);
@@ -185,7 +199,7 @@ tune (TachBackend *be, TachLstmPlan *plan, const float *w)
       plan->gemm_mode = before;
       return;
     }
-  /* modes[1] is the split. */
+  /* modes[1] is the split (never timed: G_MAXDOUBLE). */
   fast = best[1] < SPLIT_MARGIN * best[0] ? 1 : 0;
   other = 1 - fast;
   plan->gemm_mode = modes[fast];
