@@ -4,6 +4,8 @@
  *   /engine/cpu/threads/bits     each workload's losses, bit for bit, on all
  *                                of a backend's threads, on one of them, and
  *                                on one and all by turns, op by op
+ *   /engine/cpu/threads/wanted   the thread count from others' runnable
+ *                                threads and their CPU time
  *   /engine/cpu/threads/busy     with a spinning process on every processor,
  *                                a two-thread backend runs its ops on one and
  *                                says so in its algorithms
@@ -88,18 +90,46 @@ test_busy (void)
   be = tach_backend_new ("cpu", 2, TACH_PRECISION_FP32, &error);
   g_assert_no_error (error);
   n = test_spinners_start (pids, G_N_ELEMENTS (pids));
-  g_usleep (20000);
+  /* Long enough for a window of CPU time of ten ticks and more. */
+  g_usleep (150000);
   /* Each look sees every spinner runnable: as many others as processors,
-   * none free for a second thread. */
+   * none free for a second thread; and their CPU time bears it out. */
   for (int i = 0; i < 3; i++)
     tach_cpu_threads_check (be);
   test_spinners_stop (pids, n);
   g_assert_cmpuint (TACH_CPU (be)->run.active, ==, 1);
   g_assert_cmpfloat (TACH_CPU (be)->run.others, >=, 0.75 * n);
+  if (g_file_test ("/proc/stat", G_FILE_TEST_EXISTS))
+    g_assert_cmpfloat (TACH_CPU (be)->run.taken, >=, 0.25);
   algorithms = tach_backend_dup_algorithms (be);
   g_test_message ("%s", algorithms);
   g_assert_nonnull (strstr (algorithms, "cpu threads: fewer than 2 while other processes"));
   tach_backend_free (be);
+}
+
+/* The decision alone: runnable others take processors only where others'
+ * CPU time shows them; a count with no CPU time behind it is this
+ * process's own threads caught changing state. */
+static void
+test_wanted (void)
+{
+  static const struct { guint n_cpus, threads; double others, taken; guint want; } rules[] = {
+    { 2, 2, 0.0, 0.0, 2 },    /* idle */
+    { 2, 2, 1.0, 0.0, 2 },    /* a phantom: counted, never ran */
+    { 2, 2, 1.0, 0.2, 2 },    /* a few kernel threads' time */
+    { 2, 2, 1.0, 0.67, 1 },   /* a spinner sharing with two threads */
+    { 2, 2, 1.0, 1.0, 1 },    /* a spinner on a core of its own */
+    { 2, 2, 2.0, 2.0, 1 },    /* every processor taken: one thread still runs */
+    { 2, 2, 1.0, -1.0, 1 },   /* no CPU time to tell: the counts decide */
+    { 2, 2, 0.4, 1.0, 2 },    /* CPU time, but under three quarters runnable */
+    { 4, 2, 1.0, 1.0, 2 },    /* processors to spare */
+    { 4, 4, 2.0, 2.0, 2 },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (rules); i++)
+    g_assert_cmpuint (tach_cpu_threads_wanted (rules[i].n_cpus, rules[i].threads,
+                                               rules[i].others, rules[i].taken),
+                      ==, rules[i].want);
 }
 
 typedef struct {
@@ -163,6 +193,7 @@ main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/engine/cpu/threads/bits", test_bits);
+  g_test_add_func ("/engine/cpu/threads/wanted", test_wanted);
   g_test_add_func ("/engine/cpu/threads/busy", test_busy);
   g_test_add_func ("/engine/cpu/threads/wait", test_wait);
   return g_test_run ();

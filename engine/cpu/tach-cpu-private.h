@@ -18,6 +18,7 @@
 #include "tach-backend.h"
 #include "tach-cpu.h"
 #include "tach-host-isa.h"
+#include "tach-machine.h"
 
 G_BEGIN_DECLS
 
@@ -37,6 +38,10 @@ typedef struct {
   guint    up_looks;      /* looks in a row that would run more threads */
   guint    fewest;        /* the fewest active so far */
   int      late;          /* atomic: a wait found its partner late */
+  TachMachineMark mark;   /* the start of the CPU-time window */
+  double   taken;         /* processors' worth of CPU time others took (and the
+                           * hypervisor stole) in the last window of ten ticks
+                           * or more; -1 unknown */
 } TachCpuThreads;
 
 /* Between looks at the machine, and the looks in a row that must find
@@ -134,6 +139,11 @@ guint    tach_cpu_threads_now (TachBackend *be);
 void     tach_cpu_threads_init (TachBackend *be);
 /* Looks at the machine now. */
 void     tach_cpu_threads_check (TachBackend *be);
+/* The threads to run on, of @threads, on @n_cpus processors: those that
+ * others' runnable threads (@others, smoothed) leave free, unless the CPU
+ * time others took (@taken, processors' worth; -1 unknown) shows that
+ * nobody else ran (tach-cpu-threads.c).  Pure, for the tests. */
+guint    tach_cpu_threads_wanted (guint n_cpus, guint threads, double others, double taken);
 
 /* A word some threads wait on (tach_cpu_wait_for) and one changes, then
  * wakes them (tach_cpu_wait_wake). */

@@ -18,6 +18,16 @@
  * does not make it switch back and forth.  Which thread runs a part
  * changes no result: the parts and their order are the same.
  *
+ * The runnable counts are samples that race with this process's own
+ * threads: one that goes to sleep between the read of the machine's count
+ * and the read of its own is counted as another's (with threads that
+ * alternate 50 µs of work and 50 µs of sleep, about 40% of the samples on
+ * an idle machine saw such a phantom, and a run fell to one thread for a
+ * third of its time).  So the CPU time others took over the last window of
+ * ten ticks or more (/proc/stat, tach_machine_load_between) must show
+ * them too: under a quarter of a processor, nobody else wants the
+ * processors, whatever the counts say (tach_cpu_threads_wanted).
+ *
  * What ran is noted on the backend for the run's algorithms line, where
  * any op ran on fewer threads than asked.  TACH_CPU_THREADS_ADAPT=never
  * runs on all of them whatever the load; =N (a number) on N of them (at
@@ -45,7 +55,6 @@
 #endif
 
 #include "tach-cpu-private.h"
-#include "tach-machine.h"
 
 static void
 note (TachBackend *be)
@@ -78,6 +87,8 @@ tach_cpu_threads_init (TachBackend *be)
   guint64 fixed = 0;
 
   memset (t, 0, sizeof *t);
+  tach_machine_mark (&t->mark);
+  t->taken = -1;
   t->active = be->threads;
   t->fewest = be->threads;
   t->adapt = be->threads > 1;
@@ -99,9 +110,10 @@ tach_cpu_threads_check (TachBackend *be)
 {
   TachCpuThreads *t = &TACH_CPU (be)->run;
   TachMachineBusy busy;
+  TachMachineMark mark;
+  TachMachineLoad load;
   gint64 now = g_get_monotonic_time ();
   guint want, before = t->active;
-  double free_cpus;
 
   t->next_us = now + TACH_CPU_THREADS_CHECK_US;
   g_atomic_int_set (&t->late, 0);
@@ -118,14 +130,21 @@ tach_cpu_threads_check (TachBackend *be)
   tach_machine_probe_busy (1, 0, &busy);
   if (!busy.known)
     return;
+  /* The window grows until it holds ten ticks (50 ms on two processors);
+   * until then the last full window's figure stands. */
+  tach_machine_mark (&mark);
+  if (tach_machine_load_between (&t->mark, &mark, &load) && load.ticks >= 10)
+    {
+      t->taken = (load.others_share + MAX (load.steal_share, 0.0)) * load.n_cpus;
+      t->mark = mark;
+    }
   t->others = t->looks == 0 ? busy.others_runnable
                             : 0.5 * t->others + 0.5 * busy.others_runnable;
   t->looks++;
-  t->others_most = MAX (t->others_most, t->others);
-  /* A processor is free while others want less than three quarters of
-   * it: one runnable thread seen twice in a row takes one. */
-  free_cpus = (double) busy.n_cpus - floor (t->others + 0.25);
-  want = free_cpus < 1 ? 1 : (guint) MIN (free_cpus, (double) be->threads);
+  want = tach_cpu_threads_wanted (busy.n_cpus, be->threads, t->others, t->taken);
+  /* The most others seen, where they ran (a phantom is not worth noting). */
+  if (want < be->threads)
+    t->others_most = MAX (t->others_most, t->others);
   if (want < t->active)
     {
       t->active = want;
@@ -144,6 +163,20 @@ tach_cpu_threads_check (TachBackend *be)
   t->fewest = MIN (t->fewest, t->active);
   if (t->active != before || t->fewest < be->threads)
     note (be);
+}
+
+guint
+tach_cpu_threads_wanted (guint n_cpus, guint threads, double others, double taken)
+{
+  /* A processor is free while others want less than three quarters of
+   * it: one runnable thread seen twice in a row takes one. */
+  double free_cpus = (double) n_cpus - floor (others + 0.25);
+
+  /* Counts that others' CPU time does not bear out are this process's
+   * own threads caught changing state. */
+  if (taken >= 0 && taken < 0.25)
+    return threads;
+  return free_cpus < 1 ? 1 : (guint) MIN (free_cpus, (double) threads);
 }
 
 guint
