@@ -10,7 +10,8 @@
 #          --workload bilstm --device cpu --threads 1 --steps 20 --grad-sync overlap
 #
 # Root only (namespaces); without root, ip, tc or mpirun it says so and
-# exits 77 (a skip, for tests).  The addresses are TEST-NET-1's
+# exits 77 (a skip, for tests).  A launch that fails before any rank
+# starts is tried again (three launches at most; below).  The addresses are TEST-NET-1's
 # (192.0.2.0/24, RFC 5737, never routed), and live only inside the
 # namespaces and the bridge this script makes.
 set -eu
@@ -88,8 +89,31 @@ exec ip netns exec "\$ns" sh -c "\$*"
 AGENT
 chmod +x "$tmp/agent"
 
+# Each rank marks that it started before it runs the command: Open MPI
+# 4.1.4's orted has crashed while starting in the namespaces (SIGSEGV in
+# hwloc_shmem_topology_write, one launch in nine, before any rank ran),
+# and a launch that failed with no rank started is tried again, three
+# launches at most.  A launch whose ranks started ends the script with its
+# status, whatever it is.
+cat > "$tmp/rank" <<'RANK'
+#!/bin/sh
+: > "$TACH_SLOW_LINK_STARTED.${OMPI_COMM_WORLD_RANK:-0}"
+exec "$@"
+RANK
+chmod +x "$tmp/rank"
+
 echo "mpi-slow-link: 2 ranks on $net.11 and $net.12, link limited to $rate each way" >&2
-ip netns exec "$ctl" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-  "$mpirun" --mca plm_rsh_agent "$tmp/agent" \
-    --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
-    -x PATH -H "$net.11,$net.12" -np 2 "$@"
+launch=1
+while :; do
+  status=0
+  ip netns exec "$ctl" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
+    TACH_SLOW_LINK_STARTED="$tmp/started" \
+    "$mpirun" --mca plm_rsh_agent "$tmp/agent" \
+      --mca btl tcp,self --mca btl_tcp_if_include "$net.0/24" --mca oob_tcp_if_include "$net.0/24" \
+      -x PATH -x TACH_SLOW_LINK_STARTED -H "$net.11,$net.12" -np 2 "$tmp/rank" "$@" || status=$?
+  if [ "$status" -eq 0 ] || ls "$tmp"/started.* >/dev/null 2>&1 || [ "$launch" -ge 3 ]; then
+    exit "$status"
+  fi
+  launch=$((launch + 1))
+  echo "mpi-slow-link: $mpirun failed (exit $status) before any rank started; launching again ($launch of 3)" >&2
+done
