@@ -307,4 +307,4 @@ if ! busy_alive; then
 fi
 stop_busy
 
-"$python" "$here/run_cpu_report.py" "$out"
+"$python" "$here/run_cpu_report.py" "$out" "$cases"

@@ -1,7 +1,11 @@
 #!/usr/bin/env python3
 """run_cpu_report.py: the tables of a bench/run-cpu.sh run, from its folder.
 
-Usage: bench/run_cpu_report.py DIR
+Usage: bench/run_cpu_report.py DIR [CASES]
+
+CASES (comma-separated, as run-cpu.sh's --cases) limits the tables to the
+cases of this run, where DIR also holds an earlier run's; by default every
+case with a tach-CASE/runs.csv in DIR.
 
 run-cpu.sh calls it when its rounds are done; run alone, it prints a
 finished run's tables again from the CSVs it kept (--out DIR).  It reads
@@ -83,7 +87,7 @@ def figure(values):
     values = [v for v in values if v == v]
     if not values:
         return "-"
-    med = statistics.median(values)
+    med = median(values)
     digits = 0 if med >= 1000 else 2
     if len(values) == 1:
         return f"{med:,.{digits}f}"
@@ -91,7 +95,7 @@ def figure(values):
 
 
 def main():
-    if len(sys.argv) != 2 or sys.argv[1] in ("-h", "--help"):
+    if len(sys.argv) not in (2, 3) or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
         return 2
     out = sys.argv[1]
@@ -99,7 +103,9 @@ def main():
     isa = info.get("tach_isa") or "unknown"
     busy = int(info.get("busy") or 0)
     skipped = info.get("skipped", "")
-    cases = [c for c in CASE_ORDER if os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))]
+    wanted = sys.argv[2].split(",") if len(sys.argv) == 3 else CASE_ORDER
+    cases = [c for c in CASE_ORDER
+             if c in wanted and os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))]
     if not cases:
         raise SystemExit(f"run_cpu_report.py: no tach-CASE/runs.csv in {out}: no case finished a "
                          "round")

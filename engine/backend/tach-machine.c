@@ -105,7 +105,7 @@ online_cpus (void)
 }
 
 void
-tach_machine_mark (TachMachineMark *mark)
+tach_machine_mark_times (TachMachineMark *mark)
 {
   struct rusage ru;
 
@@ -120,6 +120,12 @@ tach_machine_mark (TachMachineMark *mark)
                           + (gint64) ru.ru_stime.tv_sec * G_USEC_PER_SEC + ru.ru_stime.tv_usec;
       mark->self_nivcsw = ru.ru_nivcsw;
     }
+}
+
+void
+tach_machine_mark (TachMachineMark *mark)
+{
+  tach_machine_mark_times (mark);
   mark->freq_mhz = read_freq_mhz (mark->n_cpus);
 }
 

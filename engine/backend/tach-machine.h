@@ -68,6 +68,10 @@ typedef struct {
 /* Takes a reading now: a few reads of small /proc and /sys files (tens
  * of µs). */
 void     tach_machine_mark (TachMachineMark *mark);
+/* The same without the clock frequency (freq_mhz 0, unknown): /proc/stat
+ * and getrusage only, for a caller that looks often (a file a processor
+ * is what the frequency costs). */
+void     tach_machine_mark_times (TachMachineMark *mark);
 
 /* Fills @load with what happened from @start to @end (taken in that
  * order).  Returns FALSE, with every share unknown, where either mark

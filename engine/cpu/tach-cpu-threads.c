@@ -87,7 +87,7 @@ tach_cpu_threads_init (TachBackend *be)
   guint64 fixed = 0;
 
   memset (t, 0, sizeof *t);
-  tach_machine_mark (&t->mark);
+  tach_machine_mark_times (&t->mark);
   t->taken = -1;
   t->active = be->threads;
   t->fewest = be->threads;
@@ -131,12 +131,18 @@ tach_cpu_threads_check (TachBackend *be)
   if (!busy.known)
     return;
   /* The window grows until it holds ten ticks (50 ms on two processors);
-   * until then the last full window's figure stands. */
-  tach_machine_mark (&mark);
-  if (tach_machine_load_between (&t->mark, &mark, &load) && load.ticks >= 10)
+   * until then the last full window's figure stands.  A look that a late
+   * partner called before TACH_CPU_THREADS_CHECK_US had passed reads no
+   * /proc/stat and keeps that figure too: at most one read a period,
+   * however often waits come back late. */
+  if (now - t->mark.wall_us >= TACH_CPU_THREADS_CHECK_US)
     {
-      t->taken = (load.others_share + MAX (load.steal_share, 0.0)) * load.n_cpus;
-      t->mark = mark;
+      tach_machine_mark_times (&mark);
+      if (tach_machine_load_between (&t->mark, &mark, &load) && load.ticks >= 10)
+        {
+          t->taken = (load.others_share + MAX (load.steal_share, 0.0)) * load.n_cpus;
+          t->mark = mark;
+        }
     }
   t->others = t->looks == 0 ? busy.others_runnable
                             : 0.5 * t->others + 0.5 * busy.others_runnable;
