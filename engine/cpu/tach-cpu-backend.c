@@ -1,5 +1,6 @@
-/* tach-cpu-backend.c: the CPU backend's lifecycle, memory, timing, device
- * description (its model name and measured peak) and op table.
+/* tach-cpu-backend.c: the CPU backend's lifecycle, memory ops, timing,
+ * device description (its model name and measured peak) and op table; the
+ * memory itself is tach-cpu-memory.c's.
  *
  * Every op runs synchronously on the calling (engine) thread, so "device"
  * memory is host memory, events are host monotonic timestamps and
@@ -23,60 +24,7 @@ struct _TachEvent {
   gint64 ns;   /* CLOCK_MONOTONIC */
 };
 
-/* ---------------------------------------------------------------- errors */
-
-void
-tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
-                    const char *file, int line)
-{
-  tach_backend_fail (be, status == dnnl_out_of_memory ? TACH_ERROR_OUT_OF_MEMORY
-                                                      : TACH_ERROR_LIBRARY,
-                     W_("oneDNN failed on the CPU backend; try fewer {threads} or a smaller {batch}: %s in %s (%s:%d)"),
-                     dnnl_status2str (status), call, file, line);
-  /* The message's first advice; a backend's earlier error keeps its own. */
-  tach_error_add_hint (&be->error, TACH_KNOB_BATCH, NULL, TACH_KNOB_BATCH, NULL, NULL);
-}
-
 /* ---------------------------------------------------------------- memory */
-
-void *
-tach_cpu_mem_alloc (TachBackend *be, size_t bytes)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  void *ptr = NULL;
-  int rc;
-
-  /* A zero-byte request still gets a unique, freeable pointer. */
-  rc = posix_memalign (&ptr, 64, MAX (bytes, (size_t) 64));
-  if (rc != 0 || ptr == NULL)
-    {
-      tach_backend_fail (be, TACH_ERROR_OUT_OF_MEMORY,
-                         W_("out of host memory: could not allocate %zu"
-                           " bytes; lower {batch} or {samples}: posix_memalign: %s"),
-                         (gsize) bytes, g_strerror (rc));
-      return NULL;
-    }
-  g_hash_table_insert (cpu->sizes, ptr, GSIZE_TO_POINTER (bytes));
-  cpu->current_bytes += bytes;
-  cpu->peak_bytes = MAX (cpu->peak_bytes, cpu->current_bytes);
-  return ptr;
-}
-
-void
-tach_cpu_mem_free (TachBackend *be, void *ptr)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  gpointer size;
-
-  if (ptr == NULL)
-    return;
-  if (g_hash_table_steal_extended (cpu->sizes, ptr, NULL, &size))
-    {
-      cpu->current_bytes -= GPOINTER_TO_SIZE (size);
-      tach_cpu_frozen_write (be, ptr, MAX (GPOINTER_TO_SIZE (size), (size_t) 1));
-    }
-  free (ptr);
-}
 
 static void *
 cpu_alloc (TachBackend *be, size_t bytes)
@@ -136,34 +84,6 @@ cpu_peak_memory (TachBackend *be)
   return TACH_CPU (be)->peak_bytes;
 }
 
-/* -------------------------------------------------------------- oneDNN */
-
-gboolean
-tach_cpu_execute (TachBackend *be, dnnl_primitive_t prim, int nargs,
-                  const dnnl_exec_arg_t *args)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-
-  /* A primitive runs the threads it was made for (tach-cpu-private.h). */
-  tach_cpu_bind_all_threads (be);
-  TACH_DNNL_TRY (be, dnnl_primitive_execute (prim, cpu->stream, nargs, args), fail);
-  return TRUE;
-fail:
-  return FALSE;
-}
-
-dnnl_memory_t
-tach_cpu_memory_new (TachBackend *be, const dnnl_memory_desc_t *md)
-{
-  dnnl_memory_t mem = NULL;
-
-  TACH_DNNL_TRY (be, dnnl_memory_create (&mem, md, TACH_CPU (be)->engine, DNNL_MEMORY_NONE),
-                 fail);
-  return mem;
-fail:
-  return NULL;
-}
-
 /* ---------------------------------------------------------------- timing */
 
 static gint64
@@ -212,6 +132,7 @@ cpu_free (TachBackend *be)
   tach_cpu_ahead_stop (be);
   /* Before the primitives' engine and the allocation table go. */
   tach_cpu_gemm_bf16_clear (be);
+  tach_cpu_gemm_packs_clear (be);
   tach_cpu_frozen_clear (be);
   if (cpu->sizes != NULL)
     {

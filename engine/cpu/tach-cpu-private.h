@@ -59,11 +59,15 @@ typedef struct {
   GHashTable    *bf16_gemms;      /* owned: shape -> matmul primitive (gemm_bf16) */
   guint16       *bf16_scratch;    /* owned: gemm_bf16's rounded operands */
   size_t         bf16_scratch_elems;
-  /* Frozen weights (the freeze op, tach-cpu-packed.c): NULL until the
+  /* Frozen weights (the freeze op, tach-cpu-memory.c): NULL until the
    * first freeze. */
   GArray        *frozen;          /* owned: the frozen ranges */
-  GArray        *gemm_packs;      /* owned: the gemm op's packed copies of frozen Bs */
+  GPtrArray     *frozen_copies;   /* owned: allocations that copy frozen data */
   guint          frozen_epoch;    /* changes whenever a frozen range is written or freed */
+  /* The gemm op's packed copies of frozen Bs (tach-cpu-packed.c), each one
+   * of frozen_copies; the list holds while gemm_packs_epoch is current. */
+  GArray        *gemm_packs;      /* owned; NULL until the first pack */
+  guint          gemm_packs_epoch;
   /* The helper thread that runs jobs ahead (tach-cpu-ahead.c): NULL until
    * the first post. */
   struct _TachCpuAhead *ahead;    /* owned */
@@ -272,6 +276,8 @@ tach_cpu_fast_expf (float x)
  * pool costs more than the work. */
 #define TACH_CPU_PARALLEL_MIN 16384
 
+/* tach-cpu-memory.c: memory, frozen ranges and oneDNN's glue, which the
+ * backend and every room call and which calls none of them. */
 void   tach_cpu_dnnl_fail (TachBackend *be, dnnl_status_t status, const char *call,
                            const char *file, int line);
 
@@ -379,8 +385,15 @@ guint    tach_cpu_frozen_epoch (TachBackend *be, const void *ptr, size_t bytes);
 /* [ptr, ptr + bytes) is written or freed: the frozen ranges it touches
  * thaw (called by the backend's memory ops). */
 void     tach_cpu_frozen_write (TachBackend *be, const void *ptr, size_t bytes);
-/* Frees the frozen ranges and the packed copies (the backend's free). */
+/* Frees the frozen ranges and the copies of them (the backend's free). */
 void     tach_cpu_frozen_clear (TachBackend *be);
+/* Host memory as tach_cpu_mem_alloc's, for a copy of frozen data: freed by
+ * the backend as soon as any frozen range is written or freed (the epoch
+ * changes), or at its end.  Only after a freeze. */
+void    *tach_cpu_frozen_copy_alloc (TachBackend *be, size_t bytes);
+/* Forgets the gemm op's list of packed copies (the backend's free, after
+ * which tach_cpu_frozen_clear frees the copies themselves). */
+void     tach_cpu_gemm_packs_clear (TachBackend *be);
 /* The gemm op: tach_cpu_gemm, on the packed copy of a frozen B where
  * tach_cpu_gemm would run the small kernels. */
 void     tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,

@@ -95,13 +95,8 @@ tach_cpu_packed_nt (size_t m, size_t n, size_t k, float alpha, const float *a, s
 
 /* ---------------------------------------------------------- frozen weights */
 
-/* A range that the model promised not to change (the freeze op). */
-typedef struct {
-  const char *start;
-  size_t      bytes;
-} FrozenRange;
-
-/* A packed copy of a frozen B of the gemm op. */
+/* A packed copy of a frozen B of the gemm op (a frozen copy: it goes, with
+ * every other, when a frozen range is written or freed, tach-cpu-memory.c). */
 typedef struct {
   const float *b;
   size_t       n, k, ldb;
@@ -112,91 +107,9 @@ typedef struct {
 #define GEMM_PACKS_MAX 8
 
 void
-tach_cpu_freeze (TachBackend *be, const void *ptr, size_t bytes)
+tach_cpu_gemm_packs_clear (TachBackend *be)
 {
-  TachCpuBackend *cpu = TACH_CPU (be);
-  FrozenRange range = { ptr, bytes };
-
-  if (ptr == NULL || bytes == 0)
-    return;
-  if (cpu->frozen == NULL)
-    {
-      cpu->frozen = g_array_new (FALSE, FALSE, sizeof (FrozenRange));
-      cpu->gemm_packs = g_array_new (FALSE, FALSE, sizeof (GemmPack));
-      cpu->frozen_epoch = 1;
-    }
-  g_array_append_val (cpu->frozen, range);
-}
-
-guint
-tach_cpu_frozen_epoch (TachBackend *be, const void *ptr, size_t bytes)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  const char *p = ptr;
-
-  if (cpu->frozen == NULL)
-    return 0;
-  for (guint i = 0; i < cpu->frozen->len; i++)
-    {
-      const FrozenRange *r = &g_array_index (cpu->frozen, FrozenRange, i);
-
-      if (p >= r->start && bytes <= r->bytes && (size_t) (p - r->start) <= r->bytes - bytes)
-        return cpu->frozen_epoch;
-    }
-  return 0;
-}
-
-static void
-drop_gemm_packs (TachBackend *be)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  GArray *packs = cpu->gemm_packs;
-
-  /* Detached first: freeing a copy comes back through tach_cpu_frozen_write. */
-  cpu->gemm_packs = NULL;
-  for (guint i = 0; i < packs->len; i++)
-    tach_cpu_mem_free (be, g_array_index (packs, GemmPack, i).packed);
-  g_array_set_size (packs, 0);
-  cpu->gemm_packs = packs;
-}
-
-void
-tach_cpu_frozen_write (TachBackend *be, const void *ptr, size_t bytes)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  const char *p = ptr;
-  gboolean dropped = FALSE;
-
-  if (cpu->frozen == NULL || cpu->gemm_packs == NULL)
-    return;
-  for (guint i = cpu->frozen->len; i-- > 0;)
-    {
-      const FrozenRange *r = &g_array_index (cpu->frozen, FrozenRange, i);
-
-      if (r->start < p + bytes && p < r->start + r->bytes)
-        {
-          g_array_remove_index_fast (cpu->frozen, i);
-          dropped = TRUE;
-        }
-    }
-  if (!dropped)
-    return;
-  cpu->frozen_epoch++;
-  drop_gemm_packs (be);
-}
-
-void
-tach_cpu_frozen_clear (TachBackend *be)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-
-  if (cpu->frozen == NULL)
-    return;
-  drop_gemm_packs (be);
-  g_array_unref (cpu->gemm_packs);
-  g_array_unref (cpu->frozen);
-  cpu->gemm_packs = NULL;
-  cpu->frozen = NULL;
+  g_clear_pointer (&TACH_CPU (be)->gemm_packs, g_array_unref);
 }
 
 /* The packed copy of the frozen @b for the gemm op, made on first use;
@@ -207,6 +120,14 @@ gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
   TachCpuBackend *cpu = TACH_CPU (be);
   GemmPack pack = { b, n, k, ldb, NULL };
 
+  /* The copies of an earlier epoch are freed already. */
+  if (cpu->gemm_packs == NULL)
+    cpu->gemm_packs = g_array_new (FALSE, FALSE, sizeof (GemmPack));
+  if (cpu->gemm_packs_epoch != cpu->frozen_epoch)
+    {
+      g_array_set_size (cpu->gemm_packs, 0);
+      cpu->gemm_packs_epoch = cpu->frozen_epoch;
+    }
   for (guint i = 0; i < cpu->gemm_packs->len; i++)
     {
       const GemmPack *g = &g_array_index (cpu->gemm_packs, GemmPack, i);
@@ -216,7 +137,8 @@ gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
     }
   if (cpu->gemm_packs->len >= GEMM_PACKS_MAX)
     return NULL;
-  pack.packed = tach_cpu_mem_alloc (be, tach_cpu_packed_nt_floats (n, k) * sizeof (float));
+  pack.packed = tach_cpu_frozen_copy_alloc (be, tach_cpu_packed_nt_floats (n, k)
+                                                * sizeof (float));
   if (pack.packed == NULL)
     return NULL;
   tach_cpu_pack_nt (n, k, b, ldb, pack.packed);
