@@ -670,9 +670,14 @@ async_open (guint ordinal, guint threads, TachPrecision precision, GError **erro
   return &ab->base;
 }
 
+/* tach_async_device_set_graphs(): the double says it can launch graphs. */
+static gboolean claims_graphs;
+
 static gboolean
 async_supports (TachKnobId knob, int value, const char **why)
 {
+  if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH && claims_graphs)
+    return TRUE;
   if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH)
     {
       if (why != NULL)
@@ -684,7 +689,7 @@ async_supports (TachKnobId knob, int value, const char **why)
 
 /* A row like the built-in ones: device "async:0", a GPU-like device with
  * none of their capabilities. */
-static const TachBackendRow row = {
+static TachBackendRow row = {
   .prefix = "async", .ordinals = TRUE, .kind = TACH_DEVICE_KIND_GPU,
   .none = "the asynchronous test double lists no device '%s'",
   .devices = async_devices,
@@ -696,4 +701,11 @@ void
 tach_async_device_register (void)
 {
   tach_backend_registry_set_extra_row (&row);
+}
+
+void
+tach_async_device_set_graphs (gboolean claim)
+{
+  claims_graphs = claim;
+  row.caps = claim ? TACH_BACKEND_CAP_GRAPHS : 0;
 }

@@ -15,7 +15,10 @@
  *   - every step's all-reduces are kept as flights, one per bucket, within
  *     the step, and the trace draws a track per bucket under overlap;
  *   - the rank picks its device among the GPUs of its machine, and under
- *     mpirun -np 2 two ranks on a machine with one such device are refused.
+ *     mpirun -np 2 two ranks on a machine with one such device are refused;
+ *   - tuned on a device that launches graphs: eager under mpirun -np 1 and
+ *     -np 2 (the ranks' all-reduces are not captured), said among the run's
+ *     algorithms; launch=graph asked for still refused.
  *
  * Run under mpirun -np 1 and -np 2 (tests/test-mpi.py does): alone it
  * exits 77.
@@ -155,6 +158,55 @@ test_modes (void)
   check_sync ("overlap", 2, cpu->losses);
 }
 
+/* tuned on a device that launches graphs, in a process that is one of
+ * mpirun's ranks: the preset leaves launch eager (a GPU run under mpirun
+ * refuses launch=graph), the run then starts, and under -np 1 runs and says
+ * so among its algorithms; launch=graph asked for in so many words is
+ * still refused, saying why. */
+static void
+test_tuned (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) refused = NULL;
+  TachConfig config;
+
+  tach_async_device_set_graphs (TRUE);
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0");
+  g_assert_true (tach_config_apply_preset (&config, "tuned", &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (config.launch, ==, TACH_LAUNCH_EAGER);
+  if (tach_ranks_world_size () == 1)
+    {
+      g_autoptr(TachRun) run = NULL;
+      g_autofree char *algorithms = NULL;
+
+      test_apply (&config, "batch=4 steps=4 warmup=1 threads=1");
+      run = test_run_to_end (&config);
+      algorithms = tach_run_dup_algorithms (run);
+      g_test_message ("%s", algorithms);
+      g_assert_nonnull (strstr (algorithms, "launch: eager: the preset's launch=graph is one"
+                                            " process's"));
+      test_apply (&config, "launch=graph");
+      refused = tach_run_new (&config, &error);
+      g_assert_null (refused);
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+      g_assert_nonnull (strstr (error->message, "all-reduces and their watchdog are not"
+                                                " captured in a graph"));
+    }
+  else
+    {
+      /* Two ranks on the one device: refused for that alone. */
+      test_apply (&config, "batch=4 steps=2");
+      config.ranks = tach_ranks_world_size ();
+      refused = tach_run_new (&config, &error);
+      g_assert_null (refused);
+      g_assert_nonnull (strstr (error->message, "each rank needs one of its own"));
+    }
+  tach_config_clear (&config);
+  tach_async_device_set_graphs (FALSE);
+}
+
 /* Two ranks on this machine, one device of the GPU kind: refused before
  * anything runs, naming the rule. */
 static void
@@ -198,6 +250,7 @@ main (int argc, char **argv)
     g_test_add_func ("/grad-device/modes", test_modes);
   else
     g_test_add_func ("/grad-device/one-device-per-rank", test_one_device_per_rank);
+  g_test_add_func ("/grad-device/tuned", test_tuned);
   status = g_test_run ();
   tach_ranks_finish (status);
   return status;

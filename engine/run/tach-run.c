@@ -252,6 +252,10 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
     {
       e->reducer = tach_grad_reducer_new (tach_ranks_for_count (config->ranks), e->be, config);
     }
+  if (tach_config_preset_eager_for_ranks (config))
+    tach_backend_note_algorithm (e->be, "launch",
+                                 "eager: the preset's launch=graph is one process's (the ranks'"
+                                 " all-reduces are not captured in a graph)");
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)
     {
