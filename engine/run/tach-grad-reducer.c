@@ -721,6 +721,16 @@ tach_grad_reducer_check_params (TachGradReducer *self, GError **error)
 }
 
 void
+tach_grad_reducer_abort (TachGradReducer *self)
+{
+#ifdef HAVE_MPI
+  if (self->device)
+    tach_grad_device_abort (self);
+#endif
+  (void) self;
+}
+
+void
 tach_grad_reducer_free (TachGradReducer *self)
 {
   if (self == NULL)

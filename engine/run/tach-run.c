@@ -605,6 +605,11 @@ run_main (gpointer data)
   else if (ok)
     {
       ok = thread_loop (&e, total, &cancelled, &error);
+      /* The communicator aborted first: the steps' figures are read next,
+       * under the run's lock, and collectives that will never end (this
+       * rank's failure) must not hold them. */
+      if (!ok && e.reducer != NULL)
+        tach_grad_reducer_abort (e.reducer);
       if (!ok)
         tach_run_pending_publish_ended (&e);
       /* Every rank's parameters the same, and their figures on rank 0. */
@@ -658,6 +663,11 @@ run_main (gpointer data)
       run->algorithms = algorithms;
       g_mutex_unlock (&run->lock);
     }
+  /* Any failure (the check of the parameters, the evaluation): freeing
+   * device memory waits for the device, which must not wait on collectives
+   * that will never end. */
+  if (!ok && e.reducer != NULL)
+    tach_grad_reducer_abort (e.reducer);
   thread_clear (&e);
 
   if (!ok && error == NULL)
