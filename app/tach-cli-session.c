@@ -26,7 +26,6 @@
 #include "tach-cli-private.h"
 
 FILE *tach_cli_progress_out;
-FILE *tach_cli_progress_out;
 
 void
 tach_cli_session_init (TachCliSession *session)
@@ -211,15 +210,32 @@ tach_cli_on_tick (gpointer user_data)
 static void
 tach_cli_progress_print (TachCliSession *session)
 {
+  FILE *out = tach_cli_progress_out != NULL ? tach_cli_progress_out : stdout;
   g_autofree char *line = NULL;
+  gsize length, done = 0;
 
   if (!session->progress_on)
     return;
   /* Between sync points the engine still says how far it has got. */
   session->progress.step = MAX (session->progress.step, session->done_steps);
   line = tach_progress_take_line (&session->progress);
-  fputs (line, tach_cli_progress_out != NULL ? tach_cli_progress_out : stdout);
-  fflush (tach_cli_progress_out != NULL ? tach_cli_progress_out : stdout);
+  /* One write(2) of the whole line, after what stdio holds: through a
+   * stream's buffer a line could leave in two writes (the buffer's end
+   * falling within it), and mpirun hands on each piece as it comes, other
+   * output between them.  A pipe takes a write of up to PIPE_BUF bytes
+   * whole; the loop is for a write cut short by a signal. */
+  fflush (out);
+  length = strlen (line);
+  while (done < length)
+    {
+      gssize n = write (fileno (out), line + done, length - done);
+
+      if (n < 0 && errno == EINTR)
+        continue;
+      if (n <= 0)
+        break;
+      done += n;
+    }
 }
 
 static gboolean

@@ -259,6 +259,9 @@ tach_cli_command_presets (void)
           printf ("  %-16s %s\n", "", preset->settings != NULL ? preset->settings : "");
           if (preset->gpu_settings != NULL)
             printf ("  %-16s %s %s\n", "", _("on a GPU also:"), preset->gpu_settings);
+          if (preset->between_ranks)
+            printf ("  %-16s %s\n", "",
+                    _("between ranks only (mpirun -np 2 or more): alone it runs as tuned"));
           if (preset->rationale != NULL)
             {
               g_auto(GStrv) lines = g_strsplit (_(preset->rationale), "\n", -1);
@@ -554,6 +557,65 @@ tach_cli_parse_options (const char     *command,
   return TRUE;
 }
 
+/* The commands that run no configuration (help, the version, presets,
+ * devices) and the usage errors before any: TRUE when argv held one,
+ * *status its exit status. */
+static gboolean
+tach_cli_small_command (int argc, char **argv, int *status)
+{
+  const char *command;
+
+  if (argc < 2)
+    {
+      tach_cli_usage_error (_("missing command (run, sweep, explain, presets or devices)"));
+      *status = TACH_CLI_EXIT_USAGE;
+      return TRUE;
+    }
+
+  command = argv[1];
+  if (g_str_equal (command, "--help") || g_str_equal (command, "-h") ||
+      g_str_equal (command, "help"))
+    {
+      tach_cli_print_help ();
+      *status = TACH_CLI_EXIT_OK;
+      return TRUE;
+    }
+  if (g_str_equal (command, "--version"))
+    {
+      tach_cli_print_version ();
+      *status = TACH_CLI_EXIT_OK;
+      return TRUE;
+    }
+
+  /* Hidden: the build writes the bash completion and the manual page. */
+  if (g_str_equal (command, "_generate"))
+    {
+      *status = tach_cli_command_generate (argc - 2, argv + 2);
+      return TRUE;
+    }
+
+  if (g_str_equal (command, "presets") || g_str_equal (command, "devices"))
+    {
+      if (argc > 2)
+        {
+          if (g_str_equal (argv[2], "--help") || g_str_equal (argv[2], "-h"))
+            {
+              tach_cli_print_help ();
+              *status = TACH_CLI_EXIT_OK;
+              return TRUE;
+            }
+          tach_cli_usage_error (_("'%s' takes no arguments"), command);
+          *status = TACH_CLI_EXIT_USAGE;
+          return TRUE;
+        }
+      *status = g_str_equal (command, "presets") ? tach_cli_command_presets ()
+                                                 : tach_cli_command_devices ();
+      return TRUE;
+    }
+
+  return FALSE;
+}
+
 int
 main (int argc, char **argv)
 {
@@ -603,44 +665,14 @@ main (int argc, char **argv)
       }
   }
 
-  if (argc < 2)
+  /* Under mpirun too, a rank that leaves says so (MPI_Finalize), or mpirun
+   * takes even `tach-cli presets` for a rank that failed. */
+  if (tach_cli_small_command (argc, argv, &status))
     {
-      tach_cli_usage_error (_("missing command (run, sweep, explain, presets or devices)"));
-      return TACH_CLI_EXIT_USAGE;
+      tach_ranks_finish (status);
+      return status;
     }
-
   command = argv[1];
-  if (g_str_equal (command, "--help") || g_str_equal (command, "-h") ||
-      g_str_equal (command, "help"))
-    {
-      tach_cli_print_help ();
-      return TACH_CLI_EXIT_OK;
-    }
-  if (g_str_equal (command, "--version"))
-    {
-      tach_cli_print_version ();
-      return TACH_CLI_EXIT_OK;
-    }
-
-  /* Hidden: the build writes the bash completion and the manual page. */
-  if (g_str_equal (command, "_generate"))
-    return tach_cli_command_generate (argc - 2, argv + 2);
-
-  if (g_str_equal (command, "presets") || g_str_equal (command, "devices"))
-    {
-      if (argc > 2)
-        {
-          if (g_str_equal (argv[2], "--help") || g_str_equal (argv[2], "-h"))
-            {
-              tach_cli_print_help ();
-              return TACH_CLI_EXIT_OK;
-            }
-          tach_cli_usage_error (_("'%s' takes no arguments"), command);
-          return TACH_CLI_EXIT_USAGE;
-        }
-      return g_str_equal (command, "presets") ? tach_cli_command_presets ()
-                                              : tach_cli_command_devices ();
-    }
 
   if (!g_str_equal (command, "run") && !g_str_equal (command, "sweep")
       && !g_str_equal (command, "explain"))

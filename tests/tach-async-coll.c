@@ -9,11 +9,21 @@
  * queued on the compute stream or the side one, behind what is queued
  * there, and takes the simulated collective time. */
 static double collective_us = 0.0;
+/* tach_async_device_hang_collective(): which all-reduce never ends (0:
+ * none), and how many were queued since it was set. */
+static guint hang_at, allreduces;
 
 void
 tach_async_device_set_collective_cost (double us)
 {
   collective_us = us;
+}
+
+void
+tach_async_device_hang_collective (guint n)
+{
+  hang_at = n;
+  allreduces = 0;
 }
 
 typedef struct {
@@ -23,6 +33,7 @@ typedef struct {
   size_t   n;
   float    divisor;
   gboolean sleep;
+  AsyncBackend *hang;       /* never ends, until its communicator is aborted */
 } CollJob;
 
 static void
@@ -30,6 +41,16 @@ run_coll (TachBackend *cpu, AsyncJob *job)
 {
   CollJob *j = (CollJob *) job;
 
+  if (j->hang != NULL)
+    {
+      /* As an NCCL kernel waiting for a peer that never comes: only
+       * ncclCommAbort ends it. */
+      g_mutex_lock (&j->hang->lock);
+      while (!j->hang->aborted)
+        g_cond_wait (&j->hang->cond, &j->hang->lock);
+      g_mutex_unlock (&j->hang->lock);
+      return;
+    }
   if (j->sleep && collective_us > 0.0)
     g_usleep ((gulong) collective_us);
   for (size_t i = 0; j->grad != NULL && i < j->n; i++)
@@ -64,13 +85,27 @@ async_coll_join (TachBackend *be, const guint8 *id, guint rank, guint size)
       return;
     }
   ASYNC (be)->joined = TRUE;
+  ASYNC (be)->aborted = FALSE;
   tach_backend_note_algorithm (be, "collectives", "test double, rank 0 of 1");
 }
 
+/* As NCCL: an abort ends the collectives in flight; a destroy waits for
+ * them (here, for everything queued). */
 static void
 async_coll_leave (TachBackend *be, gboolean abort)
 {
-  ASYNC (be)->joined = FALSE;
+  AsyncBackend *ab = ASYNC (be);
+
+  ab->joined = FALSE;
+  if (abort)
+    {
+      g_mutex_lock (&ab->lock);
+      ab->aborted = TRUE;
+      g_cond_broadcast (&ab->cond);
+      g_mutex_unlock (&ab->lock);
+    }
+  else
+    async_synchronize (be);
 }
 
 static void
@@ -86,6 +121,11 @@ async_coll_allreduce (TachBackend *be, void *buf, size_t count, TachGradCompress
       return;
     }
   j->sleep = TRUE;
+  if (hang_at > 0 && ++allreduces == hang_at)
+    {
+      j->hang = ASYNC (be);
+      async_fail_next_op ();
+    }
   async_submit (be, stream_for (be, side), &j->job, run_coll);
 }
 

@@ -28,6 +28,7 @@ typedef struct {
   TachBackend *cpu;         /* owned: runs the ops, on the workers */
   AsyncStream  compute, copy, side;  /* side: the collectives' (coll_*) */
   gboolean     joined;      /* coll_join: a communicator of one rank */
+  gboolean     aborted;     /* coll_leave with abort: a hung collective ends (lock) */
   GMutex       lock;        /* stream counters and events */
   GCond        cond;
 } AsyncBackend;
@@ -47,6 +48,11 @@ void async_submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJob
 /* Queues on @stream the recording of @event (@record) or a wait for it. */
 void async_queue_event_job (TachBackend *be, AsyncStream *stream, TachEvent *event,
                             gboolean record);
+/* Waits for every stream (as cudaDeviceSynchronize). */
+void async_synchronize (TachBackend *be);
+/* The next compute op queued fails at once, as a kernel launch can
+ * (tach_async_device_hang_collective). */
+void async_fail_next_op (void);
 /* The collective slots (tach-async-coll.c). */
 void async_fill_coll_ops (TachBackendOps *ops);
 

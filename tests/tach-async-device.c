@@ -7,6 +7,13 @@
 
 static double copy_ns_per_byte = 0.0;
 static double op_us = 0.0;
+static gint fail_next_op;
+
+void
+async_fail_next_op (void)
+{
+  g_atomic_int_set (&fail_next_op, 1);
+}
 
 void
 tach_async_device_set_op_cost (double us)
@@ -120,7 +127,7 @@ take_cpu_error (AsyncBackend *ab)
     tach_backend_set_error (&ab->base, g_steal_pointer (&ab->cpu->error));
 }
 
-static void
+void
 async_synchronize (TachBackend *be)
 {
   AsyncBackend *ab = ASYNC (be);
@@ -463,7 +470,13 @@ async_conv_plan_free (TachBackend *be, TachConvPlan *plan)
   static void                                                                            \
   slot##_queue (TachBackend *be, TA_MAP (TA_PARAM, TA_COMMA, __VA_ARGS__))               \
   {                                                                                      \
-    slot##_job *j = JOB_NEW (slot##_job);                                                \
+    slot##_job *j;                                                                       \
+    if (g_atomic_int_compare_and_exchange (&fail_next_op, 1, 0))                         \
+      {                                                                                  \
+        tach_backend_fail (be, TACH_ERROR_LIBRARY, "injected: a kernel launch failed");  \
+        return;                                                                          \
+      }                                                                                  \
+    j = JOB_NEW (slot##_job);                                                            \
     TA_MAP (TA_SET, TA_NONE, __VA_ARGS__)                                                \
     async_submit (be, &ASYNC (be)->compute, &j->job, slot##_run);                              \
   }
@@ -670,9 +683,14 @@ async_open (guint ordinal, guint threads, TachPrecision precision, GError **erro
   return &ab->base;
 }
 
+/* tach_async_device_set_graphs(): the double says it can launch graphs. */
+static gboolean claims_graphs;
+
 static gboolean
 async_supports (TachKnobId knob, int value, const char **why)
 {
+  if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH && claims_graphs)
+    return TRUE;
   if (knob == TACH_KNOB_LAUNCH && value == TACH_LAUNCH_GRAPH)
     {
       if (why != NULL)
@@ -684,7 +702,7 @@ async_supports (TachKnobId knob, int value, const char **why)
 
 /* A row like the built-in ones: device "async:0", a GPU-like device with
  * none of their capabilities. */
-static const TachBackendRow row = {
+static TachBackendRow row = {
   .prefix = "async", .ordinals = TRUE, .kind = TACH_DEVICE_KIND_GPU,
   .none = "the asynchronous test double lists no device '%s'",
   .devices = async_devices,
@@ -696,4 +714,11 @@ void
 tach_async_device_register (void)
 {
   tach_backend_registry_set_extra_row (&row);
+}
+
+void
+tach_async_device_set_graphs (gboolean claim)
+{
+  claims_graphs = claim;
+  row.caps = claim ? TACH_BACKEND_CAP_GRAPHS : 0;
 }

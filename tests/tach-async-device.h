@@ -37,6 +37,18 @@ void tach_async_device_set_op_cost (double us);
  * stream.  0 (the default): none. */
 void tach_async_device_set_collective_cost (double us);
 
+/* Whether the double says it can launch graphs (launch=graph supported, as
+ * on a GPU), for what is decided before a run starts (presets, the ranks'
+ * rules); it still has none to capture.  FALSE (the default): it says no. */
+void tach_async_device_set_graphs (gboolean claim);
+
+/* The @n-th all-reduce queued from now (1: the next; 0: none) never ends,
+ * as one whose peer is gone, until the communicator is aborted (coll_leave
+ * with abort; a destroy waits for it, as NCCL's does), and the compute op
+ * queued after it fails at once (a kernel launch's error): a rank that
+ * fails on its own with a collective in flight. */
+void tach_async_device_hang_collective (guint n);
+
 /* What ran when, for tests that check what overlapped: a compute op (on
  * the compute stream) or a host-to-device copy (on the stream that ran
  * it), from its start (its simulated cost included) to its end, on the

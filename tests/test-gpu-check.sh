@@ -8,12 +8,20 @@
 #      leaves at most 8 files in $OUT (the log and one archive).
 #   3. A fast fake device: each GPU test binary runs once, then only the
 #      paths that did not pass there, one per process.
-#   4. A bundle: refused from a build older than its tree; it records the
+#   4. The steps in their order (devices, smoke, GPU tests, the NCCL step,
+#      the sweep, PyTorch last); the sweep runs every one-process preset (an
+#      18-character name followed by one space too) and none of the
+#      data-parallel ones; the NCCL step (mpirun and test-nccl.py stubbed)
+#      asks MPI first, then runs 1 rank, then 2.
+#   5. The NCCL step stops at its first failure, and at its cap when it
+#      hangs; an MPI that cannot start is the environment's failure.
+#   6. --dry-run: the order and the caps, without a GPU, nothing run.
+#   7. A bundle: refused from a build older than its tree; it records the
 #      commit, which the check prints.
-#   5. A GPU found without nvidia-smi (a failing one on PATH), by its device
+#   8. A GPU found without nvidia-smi (a failing one on PATH), by its device
 #      node; the bundle's sources no longer those of the tree: refused
 #      before any test or run.
-#   6. A GPU found by the CUDA driver alone (no node): a bundle that matches
+#   9. A GPU found by the CUDA driver alone (no node): a bundle that matches
 #      its tree runs; the timed runs have cuDNN's logging off, the smoke
 #      run has it on; a commit later, the check says the bundle's is one
 #      commit older than the tree's.
@@ -138,11 +146,117 @@ done
 [ "$(grep -c -- '-p /gpu/c' "$tmp/calls")" = 3 ] || fail "fast device: /gpu/c did not run alone in each binary"
 echo "ok 3 fast device: each binary once, then the paths that did not pass, in $((t1 - t0)) s"
 
-# 4. A bundle made in a tree of its own (a git repository holding the check
+# 4. The steps' order, the sweep's presets and the NCCL step, on a fast
+#    fake device with two GPUs, mpirun and test-nccl.py stubbed (a python3
+#    on PATH that plays test-nccl.py as FAKE_NCCL says).
+fake8=$tmp/fake8-bin
+build8=$tmp/build8
+mkdir -p "$fake8" "$build8"
+cp -R "$build3/app" "$build3/tests" "$build8/"
+cp "$fake/nvidia-smi" "$fake8/nvidia-smi"
+cat > "$build8/app/tach-cli" << 'SH'
+#!/bin/sh
+echo "tach-cli $*" >> "$FAKE_CALLS"
+case "$1" in
+  devices) printf 'cuda:0  Fake H200\ncuda:1  Fake H200\n' ;;
+  presets) printf 'bilstm\n  eighteen-chars-one one process, its name 18 characters\n'
+           printf '                   layout=batch-major\n'
+           printf '  horovod-no-overlap Horovod as horovod#889 ran it\n'
+           printf '                   grad-sync=per-tensor\n'
+           printf '                   between ranks only (mpirun -np 2 or more): alone it runs as tuned\n'
+           printf '  ddp              DDP\n'
+           printf '                   between ranks only (mpirun -np 2 or more): alone it runs as tuned\n'
+           printf '  tuned            the fastest\n' ;;
+esac
+exit 0
+SH
+cat > "$fake8/mpirun" << 'SH'
+#!/bin/sh
+echo "mpirun $*" >> "$FAKE_CALLS"
+if [ "$FAKE_MPI" = broken ]; then
+  echo "It looks like orte_init failed for some reason; your parallel process is" >&2
+  exit 1
+fi
+exit 0
+SH
+cat > "$fake8/python3" << 'SH'
+#!/bin/sh
+case "$1" in
+  */test-nccl.py)
+    echo "test-nccl $6" >> "$FAKE_CALLS"
+    case "$FAKE_NCCL" in
+      pass) echo "ok   the losses agree"; exit 0 ;;
+      fail) echo "FAIL the losses differ"; exit 1 ;;
+      hang) exec sleep 1000 ;;
+    esac ;;
+esac
+exit 1
+SH
+chmod +x "$fake8"/* "$build8"/app/*
+# check8 NAME MPI NCCL BUDGET: a run, its output in $tmp/NAME.txt, its calls
+# in $tmp/NAME.calls.
+check8() {
+  : > "$tmp/$1.calls"
+  FAKE_CALLS=$tmp/$1.calls FAKE_MPI=$2 FAKE_NCCL=$3 OUT=$tmp/out-$1 GPU_CHECK_BUDGET=$4 \
+    PYTHON=$fake8/python3 PATH=$fake8:$PATH bash "$script" "$build8" > "$tmp/$1.txt" 2>&1
+}
+check8 pass ok pass 60
+order=$(grep '^== ' "$tmp/pass.txt" | cut -d' ' -f2 | tr -d ':,' | tr '\n' ' ')
+[ "$order" = "gpu-check smoke GPU nccl Tach PyTorch summary " ] ||
+  fail "order: $order: $(cat "$tmp/pass.txt")"
+grep -q -- "--preset eighteen-chars-one " "$tmp/pass.calls" ||
+  fail "sweep: the preset with an 18-character name and one space did not run: $(cat "$tmp/pass.calls")"
+grep -q -- "--preset tuned " "$tmp/pass.calls" || fail "sweep: tuned did not run"
+if grep -E -q -- "--preset (horovod-no-overlap|ddp) " "$tmp/pass.calls"; then
+  fail "sweep: a data-parallel preset ran in one process: $(grep -- --preset "$tmp/pass.calls")"
+fi
+grep -q "^mpirun .*-np 1 .*tach-cli presets" "$tmp/pass.calls" || fail "nccl: MPI not asked first"
+[ "$(grep '^test-nccl' "$tmp/pass.calls" | tr '\n' ' ')" = "test-nccl 1 test-nccl 2 " ] ||
+  fail "nccl: test-nccl.py not run for 1 and then 2 ranks: $(cat "$tmp/pass.calls")"
+grep -q "^nccl-2: passed" "$tmp/pass.txt" || fail "nccl: a pass not said: $(cat "$tmp/pass.txt")"
+echo "ok 4 order: devices, smoke, GPU tests, nccl, sweep, PyTorch; the sweep's presets; nccl passes"
+
+# 5. The NCCL step fails: it stops at its first failure; it hangs: it is
+#    stopped at its cap (a tenth of a 60 s budget) and goes no further; MPI
+#    cannot start: the environment's failure, test-nccl.py not run.
+check8 fail ok fail 60
+[ "$(grep -c '^test-nccl' "$tmp/fail.calls")" = 1 ] || fail "nccl failed: it went on: $(cat "$tmp/fail.calls")"
+grep -q "^nccl-1: FAILED (exit 1)" "$tmp/fail.txt" || fail "nccl failed: not said: $(cat "$tmp/fail.txt")"
+grep -q "^FAIL the losses differ" "$tmp/fail.txt" || fail "nccl failed: its FAIL line not shown"
+t0=$(date +%s)
+check8 hang ok hang 60
+t1=$(date +%s)
+[ "$(grep -c '^test-nccl' "$tmp/hang.calls")" = 1 ] || fail "nccl hung: it went on: $(cat "$tmp/hang.calls")"
+grep -q "^nccl-1: TIMED OUT at the step's 6 s" "$tmp/hang.txt" || fail "nccl hung: not said: $(cat "$tmp/hang.txt")"
+[ $((t1 - t0)) -le 60 ] || fail "nccl hung: the check took $((t1 - t0)) s"
+check8 broken broken pass 60
+grep -q "^nccl: NOT RUN: MPI cannot start a process here (mpirun -np 1 tach-cli presets fails: It looks like orte_init failed" "$tmp/broken.txt" ||
+  fail "MPI broken: not said: $(cat "$tmp/broken.txt")"
+grep -q "^gpu-check: done in .* (the environment's failure, not Tach's: MPI cannot start a process)" \
+  "$tmp/broken.txt" || fail "MPI broken: the last line does not say the environment failed"
+! grep -q '^test-nccl' "$tmp/broken.calls" || fail "MPI broken: test-nccl.py ran"
+echo "ok 5 nccl: stops at its first failure, a hang at its cap; a broken MPI is the environment's"
+
+# 6. A dry run: no GPU needed, the steps in order with their caps, nothing
+#    run but the presets' list.
+: > "$tmp/dry.calls"
+FAKE_CALLS=$tmp/dry.calls OUT=$tmp/out-dry PATH=$fake8:$PATH GPU_DEV_DIR=$tmp/nodev PYTHON=$tmp/none \
+  bash "$script" --dry-run "$build8" > "$tmp/dry.txt" 2>&1
+rc=$?
+[ "$rc" = 0 ] || fail "dry run: exit $rc: $(cat "$tmp/dry.txt")"
+order=$(grep '^== ' "$tmp/dry.txt" | cut -d' ' -f2 | tr -d ':,' | tr '\n' ' ')
+[ "$order" = "gpu-check smoke GPU nccl Tach PyTorch summary " ] || fail "dry run: order: $order"
+grep -q "^\[dry run\] nccl-1: at most 30 s" "$tmp/dry.txt" || fail "dry run: the NCCL cap not shown: $(cat "$tmp/dry.txt")"
+grep -q "^\[dry run\] test-gpu-modes: .* at most [0-9]* s" "$tmp/dry.txt" || fail "dry run: the tests' caps not shown"
+[ "$(cat "$tmp/dry.calls")" = "tach-cli presets" ] || fail "dry run: ran $(cat "$tmp/dry.calls")"
+! grep -q "passed" "$tmp/dry.txt" || fail "dry run: says something passed: $(grep passed "$tmp/dry.txt")"
+echo "ok 6 dry run: the order and the caps, nothing run but the presets' list"
+
+# 7. A bundle made in a tree of its own (a git repository holding the check
 #    and one source file), from test 3's fake build (its tach-cli logs each
 #    call with the cuDNN logging level it was given).
 if ! command -v git > /dev/null 2>&1; then
-  echo "ok 4 # SKIP no git: the bundle's commit cannot be tested"
+  echo "ok 7 # SKIP no git: the bundle's commit cannot be tested"
   exit 0
 fi
 tree=$tmp/tree
@@ -177,9 +291,9 @@ tar -xzOf "$build4/gpu-bundle.tar.gz" ./COMMIT | grep -q "^commit $commit" ||
   fail "bundle: COMMIT does not record $commit"
 tar -xzOf "$build4/gpu-bundle.tar.gz" ./SOURCES | grep -q "engine/fake.c" ||
   fail "bundle: SOURCES lacks engine/fake.c"
-echo "ok 4 bundle: a stale build refused; the commit and the sources recorded"
+echo "ok 7 bundle: a stale build refused; the commit and the sources recorded"
 
-# 5. No nvidia-smi that lists a GPU (one on PATH that fails), a device node;
+# 8. No nvidia-smi that lists a GPU (one on PATH that fails), a device node;
 #    the tree changed since the bundle: refused, nothing run.
 mkdir -p "$tmp/smi-fails" "$tmp/dev5"
 printf '#!/bin/sh\nexit 9\n' > "$tmp/smi-fails/nvidia-smi"
@@ -203,9 +317,9 @@ grep -q "REFUSED: the bundle is older than the tree" "$tmp/older.txt" ||
 # Refused at once, not at the 60 s budget (half of it, for a busy machine).
 [ $((t1 - t0)) -le 30 ] || fail "older bundle: refused after $((t1 - t0)) s"
 [ -s "$tmp/out5/gpu-check.tar.gz" ] || fail "older bundle: no archive"
-echo "ok 5 a GPU by its device node; an older bundle refused in $((t1 - t0)) s, nothing run"
+echo "ok 8 a GPU by its device node; an older bundle refused in $((t1 - t0)) s, nothing run"
 
-# 6. No node: the CUDA driver counts one GPU (the probe through PYTHON).  The
+# 9. No node: the CUDA driver counts one GPU (the probe through PYTHON).  The
 #    tree back as bundled: the check runs; timed runs without cuDNN's log.
 git -C "$tree" checkout -q -- engine/fake.c
 cat > "$tmp/python-cuda" << 'SH'
@@ -235,4 +349,5 @@ grep -q "tach-cli run .*--preset tuned .*cudnn=off" "$tmp/calls6" || fail "timed
 if grep "tach-cli run .*--preset" "$tmp/calls6" | grep -v -q "cudnn=off"; then
   fail "timed runs: cuDNN's log on: $(grep -- --preset "$tmp/calls6" | grep -v cudnn=off)"
 fi
-echo "ok 6 a GPU by the CUDA driver alone; a matching bundle runs, timed runs without cuDNN's log (exit $rc)"
+echo "ok 9 a GPU by the CUDA driver alone; a matching bundle runs, timed runs without cuDNN's log (exit $rc)"
+

@@ -5,7 +5,8 @@
  * for generation, the generated words) must agree.  The same seed gives the
  * same data, initialisation and dropout masks whatever the mode.  Each
  * workload's graph-replayed run equals its eager run, and every feed mode
- * hands out the same bits.  (The ops themselves, graph replay of a step
+ * hands out the same bits.  NCCL's path without MPI: a communicator of one
+ * (test-coll-one-rank.c).  (The ops themselves, graph replay of a step
  * included, are test-ops' /engine/cuda/... cases.)
  *
  * Without a usable CUDA device (no GPU, no driver, or a build without the
@@ -17,9 +18,11 @@
 
 #include "tach-backend.h"
 #include "tach-feeder.h"
+#include "test-coll-one-rank.h"
 #include "test-run-util.h"
 
 static const char *gpu_id = NULL;   /* "cuda:0" once found */
+static TestCollCase coll_case = { NULL, TRUE };
 
 static TachBackend *
 open_gpu (TachPrecision precision)
@@ -403,5 +406,8 @@ main (int argc, char **argv)
   for (guint i = 0; i < G_N_ELEMENTS (graph_cases); i++)
     g_test_add_data_func (graph_paths[i], &graph_cases[i], test_graph_equals_eager);
   g_test_add_func ("/gpu/graph/refused", test_graph_refused);
+  /* NCCL without MPI: a communicator of one (test-coll-one-rank.c). */
+  coll_case.device_id = gpu_id;
+  g_test_add_data_func ("/gpu/nccl/one-rank", &coll_case, test_coll_one_rank);
   return g_test_run ();
 }

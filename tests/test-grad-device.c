@@ -15,7 +15,12 @@
  *   - every step's all-reduces are kept as flights, one per bucket, within
  *     the step, and the trace draws a track per bucket under overlap;
  *   - the rank picks its device among the GPUs of its machine, and under
- *     mpirun -np 2 two ranks on a machine with one such device are refused.
+ *     mpirun -np 2 two ranks on a machine with one such device are refused;
+ *   - a rank that fails on its own with a collective in flight that never
+ *     ends returns, failed, within a deadline (the communicator aborted);
+ *   - tuned on a device that launches graphs: eager under mpirun -np 1 and
+ *     -np 2 (the ranks' all-reduces are not captured), said among the run's
+ *     algorithms; launch=graph asked for still refused.
  *
  * Run under mpirun -np 1 and -np 2 (tests/test-mpi.py does): alone it
  * exits 77.
@@ -155,6 +160,134 @@ test_modes (void)
   check_sync ("overlap", 2, cpu->losses);
 }
 
+/* How long a failed run may take to return: far beyond the seconds it
+ * takes, and far below the forever of a hang. */
+#define RETURN_DEADLINE_S 120
+
+typedef struct {
+  TachRun *run;
+  GMutex   lock;
+  GCond    cond;
+  gboolean returned;
+  gboolean ok;
+  GError  *error;
+} Waiter;
+
+static gpointer
+wait_main (gpointer data)
+{
+  Waiter *w = data;
+  GError *error = NULL;
+  gboolean ok = tach_run_wait (w->run, &error);
+
+  g_mutex_lock (&w->lock);
+  w->ok = ok;
+  w->error = error;
+  w->returned = TRUE;
+  g_cond_signal (&w->cond);
+  g_mutex_unlock (&w->lock);
+  return NULL;
+}
+
+/* A rank that fails on its own with a collective in flight that never
+ * ends (its peer gone): the double's step-2 all-reduce hangs until the
+ * communicator is aborted and the op after it fails at once.  The run
+ * must return, failed with that error, within the deadline: the
+ * communicator aborted (a destroy waits for the collective), and no wait
+ * on the hung step's events (under the run's lock) nor on the device
+ * (freeing memory) before.  A run that hangs fails here, at the deadline,
+ * rather than hanging the test. */
+static void
+test_failed_rank_returns (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) run = NULL;
+  Waiter w = { 0 };
+  GThread *waiter;
+  gint64 until;
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0 workload=bilstm hidden=200 batch=4 steps=8 warmup=2"
+                       " threads=1 grad-sync=fused");
+  run = tach_run_new (&config, &error);
+  tach_config_clear (&config);
+  g_assert_no_error (error);
+  /* fused: one all-reduce a step; the third is step 2's. */
+  tach_async_device_hang_collective (3);
+  g_assert_true (tach_run_start (run, NULL, NULL, NULL, &error));
+  g_assert_no_error (error);
+  w.run = run;
+  g_mutex_init (&w.lock);
+  g_cond_init (&w.cond);
+  waiter = g_thread_new ("wait", wait_main, &w);
+  until = g_get_monotonic_time () + RETURN_DEADLINE_S * G_TIME_SPAN_SECOND;
+  g_mutex_lock (&w.lock);
+  while (!w.returned)
+    if (!g_cond_wait_until (&w.cond, &w.lock, until))
+      g_error ("a rank that failed with a collective in flight did not return within %d s",
+               RETURN_DEADLINE_S);
+  g_mutex_unlock (&w.lock);
+  g_thread_join (waiter);
+  tach_async_device_hang_collective (0);
+  g_assert_false (w.ok);
+  g_assert_nonnull (w.error);
+  g_test_message ("%s", w.error->message);
+  g_assert_nonnull (strstr (w.error->message, "injected: a kernel launch failed"));
+  g_clear_error (&w.error);
+  g_mutex_clear (&w.lock);
+  g_cond_clear (&w.cond);
+}
+
+/* tuned on a device that launches graphs, in a process that is one of
+ * mpirun's ranks: the preset leaves launch eager (a GPU run under mpirun
+ * refuses launch=graph), the run then starts, and under -np 1 runs and says
+ * so among its algorithms; launch=graph asked for in so many words is
+ * still refused, saying why. */
+static void
+test_tuned (void)
+{
+  g_autoptr(GError) error = NULL;
+  g_autoptr(TachRun) refused = NULL;
+  TachConfig config;
+
+  tach_async_device_set_graphs (TRUE);
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0");
+  g_assert_true (tach_config_apply_preset (&config, "tuned", &error));
+  g_assert_no_error (error);
+  g_assert_cmpint (config.launch, ==, TACH_LAUNCH_EAGER);
+  if (tach_ranks_world_size () == 1)
+    {
+      g_autoptr(TachRun) run = NULL;
+      g_autofree char *algorithms = NULL;
+
+      test_apply (&config, "batch=4 steps=4 warmup=1 threads=1");
+      run = test_run_to_end (&config);
+      algorithms = tach_run_dup_algorithms (run);
+      g_test_message ("%s", algorithms);
+      g_assert_nonnull (strstr (algorithms, "launch: eager: the preset's launch=graph is one"
+                                            " process's"));
+      test_apply (&config, "launch=graph");
+      refused = tach_run_new (&config, &error);
+      g_assert_null (refused);
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+      g_assert_nonnull (strstr (error->message, "all-reduces and their watchdog are not"
+                                                " captured in a graph"));
+    }
+  else
+    {
+      /* Two ranks on the one device: refused for that alone. */
+      test_apply (&config, "batch=4 steps=2");
+      config.ranks = tach_ranks_world_size ();
+      refused = tach_run_new (&config, &error);
+      g_assert_null (refused);
+      g_assert_nonnull (strstr (error->message, "each rank needs one of its own"));
+    }
+  tach_config_clear (&config);
+  tach_async_device_set_graphs (FALSE);
+}
+
 /* Two ranks on this machine, one device of the GPU kind: refused before
  * anything runs, naming the rule. */
 static void
@@ -195,9 +328,13 @@ main (int argc, char **argv)
   tach_async_device_register ();
   /* One rank: the device path; two: the rule of one device per rank. */
   if (tach_ranks_world_size () == 1)
-    g_test_add_func ("/grad-device/modes", test_modes);
+    {
+      g_test_add_func ("/grad-device/modes", test_modes);
+      g_test_add_func ("/grad-device/failed-rank-returns", test_failed_rank_returns);
+    }
   else
     g_test_add_func ("/grad-device/one-device-per-rank", test_one_device_per_rank);
+  g_test_add_func ("/grad-device/tuned", test_tuned);
   status = g_test_run ();
   tach_ranks_finish (status);
   return status;

@@ -79,6 +79,19 @@ def check(cond, what):
         failures.append(what)
 
 
+def progress_fields(line):
+    """A --progress line's fields (tach-progress.h), read as the window
+    reads them: from the last line begun on it, and only a whole one (every
+    word key=value, end=1 last); None for any other line."""
+    at = line.rfind("tach-progress ")
+    if at < 0:
+        return None
+    words = line[at:].split()[1:]
+    if not words or words[-1] != "end=1" or any("=" not in w for w in words):
+        return None
+    return dict(w.split("=", 1) for w in words)
+
+
 def mpirun(args, np=2, timeout=120, wrapper=None):
     cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
     if wrapper is not None:
@@ -206,32 +219,46 @@ def test_lost_rank(tmp, signal_name):
     cmd = ["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
         "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
         "--csv", folder]
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT,
+    # The progress lines are read from stdout alone: mpirun hands on its
+    # ranks' stdout and stderr as it reads them, and merged into one pipe
+    # the two cut each other's lines.  stderr, where the lost rank is
+    # reported, is read on a thread of its own, each line with its time.
+    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     # The run would take hours: one that never reports the loss is ended here.
     watchdog = threading.Timer(240.0, p.kill)
     watchdog.start()
     lines = []
-    lost = reported = None
+    errors = []
+
+    def read_errors():
+        for line in p.stderr:
+            errors.append((time.monotonic(), line))
+
+    reader = threading.Thread(target=read_errors)
+    reader.start()
+    lost = None
     slowest_s = 0.0
     try:
         for line in p.stdout:
-            now = time.monotonic()
-            lines.append(line)
-            if line.startswith("tach-progress "):
-                fields = dict(w.split("=", 1) for w in line.split()[1:])
-                if fields.get("rank") == "0" and fields.get("step_ms", "nan") != "nan":
-                    slowest_s = max(slowest_s, float(fields["step_ms"]) / 1e3)
-                if lost is None and fields.get("rank") == "1" and int(fields.get("step", 0)) >= 2:
-                    with open(pid_file) as f:
-                        os.kill(int(f.read()), getattr(signal, "SIG" + signal_name))
-                    lost = time.monotonic()
-            elif lost is not None and reported is None and report in line:
-                reported = now
+            fields = progress_fields(line)
+            if fields is None:
+                lines.append(line)
+                continue
+            if fields["rank"] == "0" and fields["step_ms"] != "nan":
+                slowest_s = max(slowest_s, float(fields["step_ms"]) / 1e3)
+            if lost is None and fields["rank"] == "1" and int(fields["step"]) >= 2:
+                with open(pid_file) as f:
+                    os.kill(int(f.read()), getattr(signal, "SIG" + signal_name))
+                lost = time.monotonic()
         p.wait()
+        reader.join()
     finally:
         watchdog.cancel()
-    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    reported = next((t for t, line in errors if lost is not None and t >= lost and report in line),
+                    None)
+    out = "".join(line for line in lines if "tach-progress " not in line)
+    out += "".join(line for _, line in errors)
     check(lost is not None, signal_name + ": rank 1 reached step 2 and was signalled"
           + ("" if lost is not None else ": " + out.strip()[-300:]))
     if lost is None:
@@ -352,10 +379,9 @@ def test_progress(tmp):
     check(p.returncode == 0, "--progress: exit 0 (got %d: %s)" % (p.returncode, p.stderr[-300:]))
     last = {}
     for line in p.stdout.splitlines():
-        if not line.startswith("tach-progress "):
-            continue
-        fields = dict(w.split("=", 1) for w in line.split()[1:])
-        last[int(fields["rank"])] = fields
+        fields = progress_fields(line)
+        if fields is not None:
+            last[int(fields["rank"])] = fields
     check(sorted(last) == [0, 1], "--progress: both ranks' lines on stdout: %s" % sorted(last))
     for rank, f in sorted(last.items()):
         check(f["ranks"] == "2" and f["step"] == "40" and f["steps"] == "40",
@@ -391,6 +417,14 @@ def test_presets(tmp):
     p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
     check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
           "tach-cli presets lists the data-parallel presets with their sources")
+    check(p.stdout.count("between ranks only") == 9,
+          "tach-cli presets marks the 3 data-parallel presets of each of the 3 workloads")
+    # A command that runs nothing still leaves MPI as a rank should: mpirun
+    # -np 1 tach-cli presets is how tools/gpu-check.sh asks whether MPI
+    # starts on a GPU host.
+    p = mpirun(["presets"], np=1)
+    check(p.returncode == 0, "mpirun -np 1 tach-cli presets exits 0 (got %d: %s)"
+          % (p.returncode, p.stderr.strip()[-300:]))
 
 
 EXPLAIN_PHASES = ("feed_ms", "compute_ms", "sync_ms", "host_ms", "comm_ms", "pack_ms",

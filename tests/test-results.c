@@ -462,11 +462,67 @@ test_progress_lines (void)
   g_assert_false (tach_progress_parse ("tach-progress rank=0 ranks=2 step=3 word", &back));
 }
 
+/* Progress lines as mpirun can hand them on, its ranks' output read in
+ * pieces and other output between them: a line cut short anywhere is
+ * refused, however its pieces end up; a line merged with the start of
+ * another is read from the whole one; no piece is ever read as figures
+ * it did not say. */
+static void
+test_progress_torn (void)
+{
+  TachProgress progress, back;
+  g_autofree char *whole = NULL, *other = NULL;
+  gsize n;
+
+  tach_progress_init (&progress, 1, 2, 50);
+  for (guint i = 0; i < 3; i++)
+    {
+      TachSample s = { .step = i, .rank = 1, .wall_s = 0.1 * (i + 1), .step_ms = 12.5,
+                       .feed_ms = 1, .compute_ms = 6, .host_ms = 0.5, .loss = 0.6931,
+                       .accuracy = NAN, .comm_ms = 2, .pack_ms = 0.25, .imbalance_ms = NAN };
+
+      tach_progress_add (&progress, &s);
+    }
+  whole = tach_progress_take_line (&progress);
+  g_strchomp (whole);
+  tach_progress_init (&progress, 0, 2, 50);
+  other = tach_progress_take_line (&progress);
+  g_strchomp (other);
+  n = strlen (whole);
+
+  for (gsize cut = strlen (TACH_PROGRESS_PREFIX); cut < n; cut++)
+    {
+      g_autofree char *head = g_strndup (whole, cut);
+      g_autofree char *noise = g_strconcat (head, "tach-cli: warning: a rank's message", NULL);
+      g_autofree char *merged = g_strconcat (head, other, NULL);
+
+      /* The piece before the cut alone, or with another rank's stderr
+       * after it: never a line. */
+      g_assert_false (tach_progress_parse (head, &back));
+      g_assert_false (tach_progress_parse (noise, &back));
+      /* Another rank's whole line after it: that line, and nothing of the
+       * cut one's. */
+      g_assert_true (tach_progress_parse (merged, &back));
+      g_assert_cmpuint (back.rank, ==, 0);
+      g_assert_cmpuint (back.step, ==, 0);
+      g_assert_true (isnan (back.step_ms) && isnan (back.loss));
+    }
+  /* Rank 0's words cut short before a whole line. */
+  {
+    g_autofree char *after = g_strconcat ("  steps/s      93", whole, NULL);
+
+    g_assert_true (tach_progress_parse (after, &back));
+    g_assert_cmpuint (back.rank, ==, 1);
+    g_assert_cmpfloat_with_epsilon (back.loss, 0.6931, 1e-9);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/engine/results/progress-lines", test_progress_lines);
+  g_test_add_func ("/engine/results/progress-torn", test_progress_torn);
   g_test_add ("/engine/results/roundtrip", Fixture, NULL, fixture_set_up, test_roundtrip, fixture_tear_down);
   g_test_add ("/engine/results/older-columns", Fixture, NULL, fixture_set_up, test_older_columns, fixture_tear_down);
   g_test_add ("/engine/results/malformed", Fixture, NULL, fixture_set_up, test_malformed, fixture_tear_down);

@@ -10,6 +10,9 @@
 #       It refuses a build older than the tree (ninja would rebuild
 #       something) and records the commit it was built from and a hash of
 #       each source file (SOURCES).
+#   tools/gpu-check.sh --dry-run [BUILD]  anywhere: the steps below in
+#       their order, each GPU command with its cap, none run (the presets'
+#       list excepted); GPU_CHECK_DRY_GPUS (default 2) devices made up.
 #   tools/gpu-check.sh [BUILD]            on the GPU host: everything below,
 #       then $OUT/gpu-check.log and $OUT/gpu-check.tar.gz (two files; the
 #       archive holds every log and CSV).  It prints the bundle's commit
@@ -28,27 +31,32 @@
 # device nodes (/dev/nvidia0, ...), else by asking the CUDA driver
 # (cuDeviceGetCount) or runtime (cudaGetDeviceCount) through PYTHON.
 #
-# What it does, in order, each step in its own process so that a failure
-# hides nothing after it:
+# What it does, the most valuable first, each step in its own process so
+# that a failure hides nothing after it:
 #   1. the device, the bundle's commit, the library path Tach runs with and
 #      ldd of each binary;
-#   2. a 3-step fused-LSTM smoke run (cuDNN logging at its most verbose),
-#      then one rank (and two, with two GPUs) through NCCL under mpirun
-#      for each grad-sync, when mpirun is here;
-#   3. PyTorch eager and CUDA-graphed, TF32 off and PyTorch's default, with
-#      the environment this script was started with (Tach's library path
-#      can break 'import torch');
-#   4. every GPU test binary in one process, then each path that did not
+#   2. a 3-step fused-LSTM smoke run (cuDNN logging at its most verbose);
+#   3. every GPU test binary in one process, then each path that did not
 #      pass there in its own process, each binary within the time meson
 #      gives it (test-gpu-modes 300 s) as far as the budget allows after
-#      keeping the sweep's share (30% of the budget, about 100 s);
+#      keeping the shares of the steps after it (the NCCL step's 30 s, the
+#      sweep's 30% of the budget, about 100 s, PyTorch's 15%); the GPU
+#      tests run the NCCL path that needs no MPI (a communicator of one);
+#   4. ranks through NCCL under mpirun: tests/test-nccl.py with its loss
+#      comparison, one rank (and two, with two GPUs), 30 s in all, stopping
+#      at the first failure; an MPI that cannot start a process is said to
+#      be the environment's failure, not Tach's;
 #   5. every preset of every workload (lstm-lm for --task train and
-#      generate), 100 steps each, each workload's tuned preset at precision=tf32 and once
+#      generate) that one process runs (not the data-parallel ones, which
+#      alone run as tuned), 100 steps each, each workload's tuned preset at precision=tf32 and once
 #      more with TACH_CUDA_PLAIN=all (every lean path of the GPU step off:
 #      the "before" of issue 10's changes, all but the softmax_ce and
 #      bias_grad rewrites, which have no plain path), each stopped at its
 #      time cap with SIGINT (tach-cli then writes what ran);
-#   6. the short table, last: per workload, task and preset, steps/s from
+#   6. PyTorch eager and CUDA-graphed, TF32 off and PyTorch's default, with
+#      the environment this script was started with (Tach's library path
+#      can break 'import torch'), in what is left of the budget;
+#   7. the short table, last: per workload, task and preset, steps/s from
 #      the device timeline, end-to-end steps/s, the speed-up over the
 #      workload's first preset, the ratios to PyTorch and the CUDA API calls
 #      per step; then tuned against tuned with TACH_CUDA_PLAIN=all, =wspace,
@@ -64,8 +72,12 @@ set -u -o pipefail
 root=$(cd "$(dirname "$0")/.." && pwd)
 . "$root/tools/gpu-lib.sh"
 bundle_mode=0
+dry=0
 if [ "${1:-}" = "--bundle" ]; then
   bundle_mode=1
+  shift
+elif [ "${1:-}" = "--dry-run" ]; then
+  dry=1
   shift
 fi
 build=${1:-build}
@@ -171,14 +183,33 @@ start=$(date +%s)
 # last 15 s of the budget.
 budget=${GPU_CHECK_BUDGET:-345}
 deadline=$(( start + budget - 15 ))
+# What the steps after the GPU tests keep of the budget: the NCCL step 30 s
+# at most (a tenth of a smaller budget), the sweep 30% (about 100 s of
+# 345), PyTorch, last, 15%.
+nccl_cap=$(( budget / 10 ))
+[ "$nccl_cap" -gt 30 ] && nccl_cap=30
+sweep_share=$(( budget * 30 / 100 ))
+torch_share=$(( budget * 15 / 100 ))
+# A failure of the host's, not of Tach's (said at the end; not in status).
+environment=
 out=${OUT:-$PWD/out}
 mkdir -p "$out" || exit 1
 log=$out/gpu-check.log
 : > "$log"
-say() { printf '%s\n' "$*" | tee -a "$log"; }
+say() {
+  if [ "$dry" = 1 ]; then
+    # A dry run passes nothing: what it did not run is not said to pass.
+    printf '%s\n' "$*" | sed 's/: passed.*/: not run (dry run)/' | tee -a "$log"
+  else
+    printf '%s\n' "$*" | tee -a "$log"
+  fi
+}
 
 # A quick "no GPU" before anything slow.
-if ! gpu_present; then
+if [ "$dry" = 1 ]; then
+  gpu_found_by="nothing: a dry run (--dry-run) uses no GPU; each GPU step says what it would
+  run and its cap instead, in order, and the presets are the ones tach-cli lists"
+elif ! gpu_present; then
   say "gpu-check: no GPU (no nvidia-smi listing one, no /dev/nvidia0, the CUDA driver counts none);" \
       "nothing to check"
   exit 77
@@ -208,7 +239,30 @@ within() {
   left=$(( deadline - $(date +%s) - 5 ))
   [ "$left" -lt "$cap" ] && cap=$left
   [ "$cap" -lt 1 ] && return 124
+  if [ "$dry" = 1 ]; then
+    # Not on stdout, which a caller may be reading.
+    printf '[dry run] at most %s s: %s\n' "$cap" "$*" | tee -a "$log" >&2
+    return 0
+  fi
   timeout -k 2 "$cap" "$@"
+}
+
+# A dry run runs the commands that touch no GPU (the presets' list) and
+# says, for every other, what it would run and with what cap; the devices
+# are GPU_CHECK_DRY_GPUS (2) made-up ones, so that every step shows.
+dry_run() {
+  local cap=$1 sig=$2 name=$3
+  shift 3
+  case $name in
+    presets) timeout -s "$sig" -k 5 "$cap" "$@" >> "$work/logs/$name.log" 2>&1; return ;;
+    devices) seq 0 $(( ${GPU_CHECK_DRY_GPUS:-2} - 1 )) | sed 's/.*/cuda:&  (dry run)/' \
+               >> "$work/logs/$name.log" ;;
+  esac
+  : >> "$work/logs/$name.log"
+  # The command as a reader wants it: without run_tach's library path and
+  # cuDNN's logging, which every Tach command gets.
+  say "[dry run] $name: at most $cap s, $sig at the cap: $(printf '%s\n' "$*" |
+    sed -E 's/(env )?(-u CUDNN_[A-Z_]+ |LD_LIBRARY_PATH=[^ ]* |CUDNN_LOG[A-Z_]+=[^ ]* )+//g')"
 }
 
 # run_capped CAP SIGNAL NAME CMD...: runs CMD with at most CAP seconds (and
@@ -223,6 +277,10 @@ run_capped() {
   if [ "$cap" -lt 2 ]; then
     echo "gpu-check: out of time, not run: $*" >> "$work/logs/$name.log"
     return 124
+  fi
+  if [ "$dry" = 1 ]; then
+    dry_run "$cap" "$sig" "$name" "$@"
+    return
   fi
   timeout -s "$sig" -k 5 "$cap" "$@" >> "$work/logs/$name.log" 2>&1
 }
@@ -336,57 +394,10 @@ rc=$?
 tail -n 12 "$work/logs/smoke.log" | tee -a "$log"
 [ "$rc" = 0 ] && say "smoke: passed" || { say "smoke: FAILED (exit $rc)"; status=1; }
 
-# Ranks through NCCL (issue 34): the communicator made over MPI, every
-# gradient all-reduce NCCL's, on each grad-sync: one rank, and two (one GPU
-# each) where the host has two GPUs.  Needs mpirun on this host (Open MPI);
-# tests/test-nccl.py checks the same with its losses.
-say "== nccl: ranks through NCCL under mpirun"
-n_gpus=$(grep -c '^cuda:' "$work/logs/devices.log")
-if ! command -v mpirun > /dev/null 2>&1; then
-  say "nccl: skipped: no mpirun on this host (apt-get install openmpi-bin)"
-else
-  for np in 1 2; do
-    [ "$np" -gt "$n_gpus" ] && { say "nccl: $np ranks skipped: $n_gpus GPU(s) here"; continue; }
-    for sync in per-tensor fused overlap; do
-      name="nccl-$np-$sync"
-      run_tach 60 INT "$name" env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1 \
-        mpirun -np "$np" -x LD_LIBRARY_PATH "$cli" run --device cuda --workload bilstm \
-        --hidden 200 --batch 8 --steps 20 --warmup 2 --grad-sync "$sync" --bucket-mb 1 \
-        --trace "$work/tach/$name.json"
-      rc=$?
-      grep -E 'steps/s|ranks|algorithms' "$work/logs/$name.log" | tee -a "$log"
-      if [ "$rc" = 0 ] && grep -q 'NCCL' "$work/logs/$name.log"; then
-        say "$name: passed"
-      else
-        say "$name: FAILED (exit $rc): $(tail -n 3 "$work/logs/$name.log" | tr '\n' ' ')"
-        status=1
-      fi
-    done
-  done
-fi
-
-say "== PyTorch (TF32 off = fp32, PyTorch's default = beside Tach's tf32)"
-if within 30 "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
-     > "$work/logs/torch-check.log" 2>&1; then
-  for mode in eager graphs; do
-    flag=
-    [ "$mode" = graphs ] && flag=--graphs
-    run_capped 40 TERM "torch-$mode" "$PYTHON" "$root/bench/torch_workloads.py" --device cuda $flag \
-      --cases all --both-tf32 --steps 40 --warmup 10 --format csv
-    rc=$?
-    grep -v '^pytorch,\|^framework,' "$work/logs/torch-$mode.log" | tail -n 3 >> "$log"
-    grep '^framework,\|^pytorch,' "$work/logs/torch-$mode.log" > "$work/torch-$mode.csv"
-    [ "$rc" = 0 ] || { say "torch $mode: FAILED or out of time (exit $rc), see logs/torch-$mode.log"; status=1; }
-  done
-else
-  say "PyTorch with CUDA is not usable by $PYTHON here: no PyTorch comparison ($(tail -n 1 "$work/logs/torch-check.log"))"
-fi
-
 say "== GPU tests, each binary in one process, then what did not pass there one path per process"
 # Each binary gets the time meson gives it, up to the point that leaves the
-# preset sweep its share of the budget (30%: about 100 s of 345).
-sweep_share=$(( budget * 30 / 100 ))
-tests_stop=$(( deadline - sweep_share ))
+# NCCL step, the sweep and PyTorch their shares (see the top).
+tests_stop=$(( deadline - nccl_cap - sweep_share - torch_share ))
 for spec in $gpu_tests; do
   t=${spec%%:*}
   rest=${spec#*:}
@@ -396,6 +407,14 @@ for spec in $gpu_tests; do
   arg=
   [ "$rest" != "$exe" ] && arg=${rest#*:}
   f=$(bin "tests/$exe")
+  if [ "$dry" = 1 ]; then
+    end=$(( $(date +%s) + meson_cap ))
+    [ "$end" -gt "$tests_stop" ] && end=$tests_stop
+    say "[dry run] $t: $f${arg:+ $arg}, the whole binary in one process, at most" \
+        "$(( (end - $(date +%s)) * 3 / 4 )) s (3/4 of meson's $meson_cap s or of what is left" \
+        "before the later steps' shares), then each path that did not pass, alone, 30 s at most each"
+    continue
+  fi
   if [ ! -x "$f" ]; then
     say "$t: not built"
     status=1
@@ -452,8 +471,54 @@ for spec in $gpu_tests; do
   [ "$fail" = 0 ] || status=1
 done
 
+# Ranks through NCCL (issue 34): the communicator made over MPI, every
+# gradient all-reduce NCCL's.  tests/test-nccl.py runs them with its loss
+# comparison: one rank, then two (one GPU each) where the host has two
+# GPUs.  ncclCommInitRank has no deadline, so the step has nccl_cap
+# seconds in all and stops at its first failure.  A host may have an
+# mpirun whose MPI cannot start a process (the bundle carries libmpi but
+# not Open MPI's plugins or PMIx): asked first, with a command that runs
+# nothing, and reported as the environment's failure, not Tach's (the
+# GPU tests ran the NCCL path without MPI).
+say "== nccl: ranks through NCCL under mpirun (tests/test-nccl.py; $nccl_cap s in all, stops at the first failure)"
+nccl_end=$(( $(date +%s) + nccl_cap ))
+n_gpus=$(grep -c '^cuda:' "$work/logs/devices.log")
+mpi_env="env OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1"
+if ! command -v mpirun > /dev/null 2>&1; then
+  say "nccl: skipped: no mpirun on this host (apt-get install openmpi-bin)"
+elif ! run_tach 10 TERM mpi-start $mpi_env mpirun -np 1 "$cli" presets; then
+  say "nccl: NOT RUN: MPI cannot start a process here (mpirun -np 1 tach-cli presets fails:" \
+      "$(grep -m 1 -E 'failed|error|Error' "$work/logs/mpi-start.log" | cut -c1-120));" \
+      "the environment's failure, not Tach's (a host without Open MPI's plugins or PMIx);" \
+      "the GPU tests ran the NCCL path without MPI"
+  environment="MPI cannot start a process"
+else
+  for np in 1 2; do
+    if [ "$np" -gt "$n_gpus" ]; then
+      say "nccl-$np: skipped: $n_gpus GPU(s) here"
+      continue
+    fi
+    cap=$(( nccl_end - $(date +%s) ))
+    if [ "$cap" -lt 2 ]; then
+      say "nccl-$np: NOT RUN (the step's $nccl_cap s are spent)"
+      status=1
+      break
+    fi
+    run_tach "$cap" TERM "nccl-$np" python3 "$root/tests/test-nccl.py" "$cli" mpi cuda nccl "$np"
+    rc=$?
+    grep -E '^FAIL ' "$work/logs/nccl-$np.log" | head -n 4 | tee -a "$log"
+    case $rc in
+      0) say "nccl-$np: passed ($(grep -c '^ok ' "$work/logs/nccl-$np.log") checks)" ;;
+      77) say "nccl-$np: skipped: $(tail -n 1 "$work/logs/nccl-$np.log")" ;;
+      124|137) say "nccl-$np: TIMED OUT at the step's $nccl_cap s; not going on"; status=1; break ;;
+      *) say "nccl-$np: FAILED (exit $rc), see logs/nccl-$np.log; not going on"; status=1; break ;;
+    esac
+  done
+fi
+
 say "== Tach presets, 100 steps each (each stopped at its cap with SIGINT; cuDNN's logging off)"
-sweep_end=$deadline
+# PyTorch, after it, keeps its share.
+sweep_end=$(( deadline - torch_share ))
 # sweep_one NAME ARGS...; sweep_env (an environment entry) and sweep_csv (the
 # results folder, default tach/) may be set for one call.
 sweep_one() {
@@ -475,11 +540,19 @@ sweep_one() {
        status=1 ;;
   esac
 }
-run_tach 10 TERM presets "$cli" presets
-presets_of() {  # WORKLOAD: the presets tach-cli lists for it
+# In English whatever the host's language: presets_of reads its words.
+run_tach 10 TERM presets env LANGUAGE=C LC_ALL=C "$cli" presets
+# presets_of WORKLOAD: the presets tach-cli lists for it (a name starts a
+# line after two spaces, however long it is), less the data-parallel ones,
+# which one process runs as tuned.
+presets_of() {
   awk -v w="$1" '
     /^[a-z]/ { cur = $1; next }
-    cur == w && /^  [a-z0-9-]+  / { print $1 }' "$work/logs/presets.log"
+    cur != w { next }
+    /^  [^ ]/ { names[++n] = $1; next }
+    /between ranks only/ { apart[names[n]] = 1 }
+    END { for (i = 1; i <= n; i++) if (!(names[i] in apart)) print names[i] }' \
+    "$work/logs/presets.log"
 }
 for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   w=${spec%%:*}
@@ -508,9 +581,28 @@ for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
     --steps 100 --warmup 10
 done
 
+say "== PyTorch, last (TF32 off = fp32, PyTorch's default = beside Tach's tf32; its figures exist from dbcfbfa)"
+if within 20 "$PYTHON" -c 'import torch, sys; sys.exit(0 if torch.cuda.is_available() else 1)' \
+     > "$work/logs/torch-check.log" 2>&1; then
+  for mode in eager graphs; do
+    flag=
+    [ "$mode" = graphs ] && flag=--graphs
+    run_capped 40 TERM "torch-$mode" "$PYTHON" "$root/bench/torch_workloads.py" --device cuda $flag \
+      --cases all --both-tf32 --steps 40 --warmup 10 --format csv
+    rc=$?
+    grep -v '^pytorch,\|^framework,' "$work/logs/torch-$mode.log" | tail -n 3 >> "$log"
+    grep '^framework,\|^pytorch,' "$work/logs/torch-$mode.log" > "$work/torch-$mode.csv"
+    [ "$rc" = 0 ] || { say "torch $mode: FAILED or out of time (exit $rc), see logs/torch-$mode.log"; status=1; }
+  done
+else
+  say "PyTorch with CUDA is not usable by $PYTHON here: no PyTorch comparison ($(tail -n 1 "$work/logs/torch-check.log"))"
+fi
+
 say "== summary"
 deadline=$(( start + budget ))
 within 20 "$PYTHON" "$root/tools/gpu-check-summary.py" "$work" 2>&1 | tee "$work/table.txt" |
   tee -a "$log"
-say "gpu-check: done in $(( $(date +%s) - start )) s, status $status; everything else is in $out/gpu-check.tar.gz"
+[ -n "$environment" ] && environment=" (the environment's failure, not Tach's: $environment)"
+say "gpu-check: done in $(( $(date +%s) - start )) s, status $status$environment;" \
+    "everything else is in $out/gpu-check.tar.gz"
 exit $status

@@ -231,8 +231,15 @@ cuda_event_query (TachBackend *be, TachEvent *ev)
 {
   cudaError_t status = cudaEventQuery ((cudaEvent_t) ev);
 
+  /* "Not ready" is an answer, not a failure, but the runtime may keep it
+   * as the last error, which the next launch's check (the launchers return
+   * cudaGetLastError()) would then take for its own: cleared, as
+   * PyTorch's CUDAEvent::query does. */
   if (status == cudaErrorNotReady)
-    return FALSE;
+    {
+      (void) cudaGetLastError ();
+      return FALSE;
+    }
   TACH_CUDA_TRY (be, status, return TRUE);
   return TRUE;
 }

@@ -103,7 +103,9 @@ tach_progress_take_line (TachProgress *progress)
   for (guint i = 0; i < G_N_ELEMENTS (phases); i++)
     append_number (line, phases[i].key, FIELD (progress, phases[i].progress));
   append_number (line, "loss", progress->loss);
-  g_string_append_c (line, '\n');
+  /* Last, so that a line cut short anywhere, even within its last figure,
+   * lacks it. */
+  g_string_append (line, " end=1\n");
   memset (progress->sums, 0, sizeof progress->sums);
   memset (progress->counts, 0, sizeof progress->counts);
   return g_string_free (line, FALSE);
@@ -123,16 +125,33 @@ parse_double (const char *value, double *out)
   return end != value && *end == '\0' && isfinite (*out);
 }
 
+/* The keys every line of this version carries besides the phases, as bits
+ * of the parser's tally. */
+enum {
+  KEY_RANK = 1 << 0, KEY_RANKS = 1 << 1, KEY_STEP = 1 << 2, KEY_STEPS = 1 << 3,
+  KEY_WINDOW = 1 << 4, KEY_WARMUP = 1 << 5, KEY_WALL_S = 1 << 6, KEY_RATE = 1 << 7,
+  KEY_LOSS = 1 << 8, KEY_END = 1 << 9, KEY_PHASE0 = 1 << 10,
+  KEY_ALL = (KEY_PHASE0 << G_N_ELEMENTS (phases)) - 1
+};
+
 gboolean
 tach_progress_parse (const char *line, TachProgress *out)
 {
   g_auto(GStrv) words = NULL;
+  const char *start, *next;
   guint seen = 0;
 
-  if (line == NULL || !g_str_has_prefix (line, TACH_PROGRESS_PREFIX))
+  /* mpirun hands the ranks' output on in the pieces it read, so a line
+   * can reach the reader after the start of another (a rank's line or
+   * words cut short, then the next whole line): the last line begun is
+   * the one that can be whole. */
+  start = line != NULL ? strstr (line, TACH_PROGRESS_PREFIX) : NULL;
+  if (start == NULL)
     return FALSE;
+  while ((next = strstr (start + 1, TACH_PROGRESS_PREFIX)) != NULL)
+    start = next;
   tach_progress_init (out, 0, 1, 0);
-  words = g_strsplit_set (line + strlen (TACH_PROGRESS_PREFIX), " \r\n", -1);
+  words = g_strsplit_set (start + strlen (TACH_PROGRESS_PREFIX), " \r\n", -1);
   for (guint i = 0; words[i] != NULL; i++)
     {
       char *eq = strchr (words[i], '=');
@@ -151,6 +170,7 @@ tach_progress_parse (const char *line, TachProgress *out)
           {
             if (!parse_double (value, &FIELD (out, phases[p].progress)))
               return FALSE;
+            seen |= KEY_PHASE0 << p;
             known = TRUE;
           }
       if (known)
@@ -160,6 +180,8 @@ tach_progress_parse (const char *line, TachProgress *out)
           if (!parse_double (value, g_str_equal (key, "rate") ? &out->rate
                                     : g_str_equal (key, "loss") ? &out->loss : &out->wall_s))
             return FALSE;
+          seen |= g_str_equal (key, "rate") ? KEY_RATE
+                  : g_str_equal (key, "loss") ? KEY_LOSS : KEY_WALL_S;
           continue;
         }
       /* Whole numbers: the rank (of at most 65536, as the ranks knob), the
@@ -167,23 +189,28 @@ tach_progress_parse (const char *line, TachProgress *out)
       if (!g_ascii_string_to_unsigned (value, 10, 0, G_MAXUINT64, &whole, NULL))
         return FALSE;
       if (g_str_equal (key, "rank") && whole < 65536)
-        out->rank = (guint) whole, seen |= 1;
+        out->rank = (guint) whole, seen |= KEY_RANK;
       else if (g_str_equal (key, "ranks") && whole >= 1 && whole <= 65536)
-        out->ranks = (guint) whole, seen |= 2;
+        out->ranks = (guint) whole, seen |= KEY_RANKS;
       else if (g_str_equal (key, "step"))
-        out->step = whole, seen |= 4;
+        out->step = whole, seen |= KEY_STEP;
       else if (g_str_equal (key, "steps"))
-        out->steps = whole;
+        out->steps = whole, seen |= KEY_STEPS;
       else if (g_str_equal (key, "window") && whole <= G_MAXUINT)
-        out->window = (guint) whole;
+        out->window = (guint) whole, seen |= KEY_WINDOW;
       else if (g_str_equal (key, "warmup") && whole <= 1)
-        out->warmup = whole == 1;
+        out->warmup = whole == 1, seen |= KEY_WARMUP;
+      else if (g_str_equal (key, "end") && whole == 1)
+        seen |= KEY_END;
       else if (!g_str_equal (key, "rank") && !g_str_equal (key, "ranks")
-               && !g_str_equal (key, "window") && !g_str_equal (key, "warmup"))
+               && !g_str_equal (key, "window") && !g_str_equal (key, "warmup")
+               && !g_str_equal (key, "end"))
         continue;  /* a key a later version added */
       else
         return FALSE;
     }
-  /* The rank, the job's size and how far it got are what a line is for. */
-  return seen == 7 && out->rank < out->ranks;
+  /* Every key this version writes, end=1 last: a line cut short by other
+   * output (the rest of it then on a line of its own) is refused rather
+   * than read with its figures missing or cut. */
+  return seen == KEY_ALL && out->rank < out->ranks;
 }

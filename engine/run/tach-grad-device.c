@@ -144,6 +144,14 @@ tach_grad_device_read (TachGradReducer *self, guint64 step)
     return;
   slot->pending = FALSE;
   st = &g_array_index (self->steps, TachGradStepStats, step);
+  /* After an abort, a step whose collectives had not ended is not waited
+   * for (its events may never pass, and this runs under the run's lock):
+   * its figures are not known. */
+  if (self->aborted && !self->be->ops->event_query (self->be, slot->after))
+    {
+      st->arrive_ms = st->comm_ms = st->pack_ms = NAN;
+      return;
+    }
   n = self->buckets->len;
   last = n - 1;
   st->arrive_ms = elapsed (self, slot->begin, self->mode == TACH_GRAD_SYNC_OVERLAP
@@ -261,8 +269,7 @@ wait_step (TachGradReducer *self, guint64 step, GError **error)
     return TRUE;
   if (tach_ranks_wait_for (self->ranks, poll_event, &p, "gradient all-reduce", step, NULL, error))
     return TRUE;
-  self->be->ops->coll_leave (self->be, TRUE);
-  self->joined = FALSE;
+  tach_grad_device_abort (self);
   return FALSE;
 }
 
@@ -286,6 +293,7 @@ tach_grad_device_reduce (TachGradReducer *self, float *grad)
   if (!tach_backend_ok (be))
     return;
   slot->pending = TRUE;
+  self->unsettled = TRUE;
   /* The watchdog: the host stays within a step of the collectives. */
   if (self->step > 0 && !wait_step (self, self->step - 1, &error))
     tach_backend_set_error (be, error);
@@ -296,7 +304,19 @@ tach_grad_device_settle (TachGradReducer *self, GError **error)
 {
   if (self->buckets == NULL || !self->joined)
     return TRUE;
-  return wait_step (self, self->step, error);
+  if (!wait_step (self, self->step, error))
+    return FALSE;
+  self->unsettled = FALSE;
+  return TRUE;
+}
+
+void
+tach_grad_device_abort (TachGradReducer *self)
+{
+  if (self->joined)
+    self->be->ops->coll_leave (self->be, TRUE);
+  self->joined = FALSE;
+  self->aborted = TRUE;
 }
 
 void
@@ -305,8 +325,11 @@ tach_grad_device_clear (TachGradReducer *self)
   TachBackend *be = self->be;
   guint n = self->buckets != NULL ? self->buckets->len : 0;
 
+  /* A communicator is destroyed (which waits for its collectives) only
+   * when all of them were waited for; otherwise, and after any failure
+   * (whose error the runner may have taken already), aborted. */
   if (self->joined)
-    be->ops->coll_leave (be, !tach_backend_ok (be) || self->ranks->broken);
+    be->ops->coll_leave (be, !tach_backend_ok (be) || self->ranks->broken || self->unsettled);
   self->joined = FALSE;
   for (guint k = 0; k < DEVICE_RING; k++)
     {

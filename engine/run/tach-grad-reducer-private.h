@@ -64,6 +64,8 @@ struct _TachGradReducer {
   TachStrided       flights;      /* TachGradFlight */
   DeviceSlot        slots[DEVICE_RING];
   gboolean          joined;       /* device: the communicator is made */
+  gboolean          unsettled;    /* device: collectives queued and not waited for */
+  gboolean          aborted;      /* device: the communicator aborted after a failure */
 #ifdef HAVE_MPI
   MPI_Op            op;           /* the wire's sum under grad-compress */
 #endif
@@ -111,6 +113,7 @@ gboolean tach_grad_device_settle (TachGradReducer *self, GError **error);
 /* Reads the events of @step if they are still pending. */
 void     tach_grad_device_read (TachGradReducer *self, guint64 step);
 void     tach_grad_device_clear (TachGradReducer *self);
+void     tach_grad_device_abort (TachGradReducer *self);
 #endif
 
 G_END_DECLS

@@ -62,13 +62,12 @@
  * while a wake-up costs a few microseconds of a core. */
 #define PROGRESS_US 100
 
-#ifdef HAVE_MPI
-
 /* ----------------------------------------------------- fp16 and bf16 */
 
-/* Round to nearest even, as a cast on the device would. */
-static guint16
-float_to_bf16 (float f)
+/* Round to nearest even, as a cast on the device would (tach-ranks.h).
+ * Outside HAVE_MPI: the GPU tests check the device's casts against them. */
+guint16
+tach_grad_float_to_bf16 (float f)
 {
   guint32 u;
 
@@ -79,8 +78,8 @@ float_to_bf16 (float f)
   return (guint16) (u >> 16);
 }
 
-static float
-bf16_to_float (guint16 h)
+float
+tach_grad_bf16_to_float (guint16 h)
 {
   guint32 u = (guint32) h << 16;
   float f;
@@ -89,8 +88,8 @@ bf16_to_float (guint16 h)
   return f;
 }
 
-static guint16
-float_to_fp16 (float f)
+guint16
+tach_grad_float_to_fp16 (float f)
 {
   guint32 u, sign, mag;
 
@@ -118,8 +117,8 @@ float_to_fp16 (float f)
   return (guint16) (sign | (mag >> 13));
 }
 
-static float
-fp16_to_float (guint16 h)
+float
+tach_grad_fp16_to_float (guint16 h)
 {
   guint32 sign = (guint32) (h & 0x8000u) << 16;
   guint32 exp = (h >> 10) & 0x1fu, man = h & 0x3ffu, u;
@@ -139,6 +138,8 @@ fp16_to_float (guint16 h)
   return f;
 }
 
+#ifdef HAVE_MPI
+
 static void
 set_error (TachGradReducer *self, GError *error)
 {
@@ -153,7 +154,8 @@ sum_fp16 (void *in, void *inout, int *len, MPI_Datatype *type)
 
   (void) type;
   for (int i = 0; i < *len; i++)
-    b[i] = float_to_fp16 (fp16_to_float (a[i]) + fp16_to_float (b[i]));
+    b[i] = tach_grad_float_to_fp16 (tach_grad_fp16_to_float (a[i])
+                                    + tach_grad_fp16_to_float (b[i]));
 }
 
 static void
@@ -164,7 +166,8 @@ sum_bf16 (void *in, void *inout, int *len, MPI_Datatype *type)
 
   (void) type;
   for (int i = 0; i < *len; i++)
-    b[i] = float_to_bf16 (bf16_to_float (a[i]) + bf16_to_float (b[i]));
+    b[i] = tach_grad_float_to_bf16 (tach_grad_bf16_to_float (a[i])
+                                    + tach_grad_bf16_to_float (b[i]));
 }
 
 /* The rank reached its step's synchronisation: the heartbeat, and the
@@ -204,10 +207,10 @@ bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
 
       if (self->compress == TACH_GRAD_COMPRESS_FP16)
         for (size_t i = 0; i < count; i++)
-          w[i] = float_to_fp16 (g[i]);
+          w[i] = tach_grad_float_to_fp16 (g[i]);
       else
         for (size_t i = 0; i < count; i++)
-          w[i] = float_to_bf16 (g[i]);
+          w[i] = tach_grad_float_to_bf16 (g[i]);
       st->pack_ms += tach_ranks_now_ms () - t0;
       t0 = tach_ranks_now_ms ();
       code = MPI_Iallreduce (MPI_IN_PLACE, w, (int) count, MPI_UINT16_T, self->op,
@@ -251,10 +254,10 @@ bucket_finish (TachGradReducer *self, Bucket *b, float *grad, GError **error)
   t0 = tach_ranks_now_ms ();
   if (self->compress == TACH_GRAD_COMPRESS_FP16)
     for (size_t i = 0; i < count; i++)
-      g[i] = fp16_to_float (self->wire[b->start + i]) / n;
+      g[i] = tach_grad_fp16_to_float (self->wire[b->start + i]) / n;
   else if (self->compress == TACH_GRAD_COMPRESS_BF16)
     for (size_t i = 0; i < count; i++)
-      g[i] = bf16_to_float (self->wire[b->start + i]) / n;
+      g[i] = tach_grad_bf16_to_float (self->wire[b->start + i]) / n;
   else
     for (size_t i = 0; i < count; i++)
       g[i] /= n;
@@ -718,6 +721,16 @@ tach_grad_reducer_check_params (TachGradReducer *self, GError **error)
     return FALSE;
   return tach_ranks_check_same_bytes (self->ranks, host, self->total * sizeof (float),
                                       _("parameters"), error);
+}
+
+void
+tach_grad_reducer_abort (TachGradReducer *self)
+{
+#ifdef HAVE_MPI
+  if (self->device)
+    tach_grad_device_abort (self);
+#endif
+  (void) self;
 }
 
 void

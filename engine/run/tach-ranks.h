@@ -152,6 +152,21 @@ guint            tach_grad_reducer_get_n_buckets (TachGradReducer *reducer);
 /* After the last step: whether every rank's parameters are bit-identical,
  * checked by their hashes (downloaded from @be). */
 gboolean         tach_grad_reducer_check_params (TachGradReducer *reducer, GError **error);
+/* The gradients' wire casts (grad-compress), rounding to nearest even as
+ * the device's do: what the MPI path sends, and what the GPU tests hold
+ * the device's casts to. */
+guint16          tach_grad_float_to_fp16 (float f);
+float            tach_grad_fp16_to_float (guint16 h);
+guint16          tach_grad_float_to_bf16 (float f);
+float            tach_grad_bf16_to_float (guint16 h);
+
+/* After a failure, before anything waits on the device: aborts the
+ * device's communicator (ncclCommAbort), which ends the collectives that
+ * would never complete (those of a rank gone, or queued before this rank's
+ * own error), and leaves the figures of steps whose collectives had not
+ * ended unread (NaN) rather than waiting for them.  Nothing over MPI,
+ * whose waits have the ranks' deadline. */
+void             tach_grad_reducer_abort (TachGradReducer *reducer);
 void             tach_grad_reducer_free (TachGradReducer *reducer);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachGradReducer, tach_grad_reducer_free)

@@ -252,6 +252,10 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
     {
       e->reducer = tach_grad_reducer_new (tach_ranks_for_count (config->ranks), e->be, config);
     }
+  if (tach_config_preset_eager_for_ranks (config))
+    tach_backend_note_algorithm (e->be, "launch",
+                                 "eager: the preset's launch=graph is one process's (the ranks'"
+                                 " all-reduces are not captured in a graph)");
   e->klass = tach_model_class_for (config->workload);
   if (e->klass == NULL)
     {
@@ -601,6 +605,11 @@ run_main (gpointer data)
   else if (ok)
     {
       ok = thread_loop (&e, total, &cancelled, &error);
+      /* The communicator aborted first: the steps' figures are read next,
+       * under the run's lock, and collectives that will never end (this
+       * rank's failure) must not hold them. */
+      if (!ok && e.reducer != NULL)
+        tach_grad_reducer_abort (e.reducer);
       if (!ok)
         tach_run_pending_publish_ended (&e);
       /* Every rank's parameters the same, and their figures on rank 0. */
@@ -654,6 +663,11 @@ run_main (gpointer data)
       run->algorithms = algorithms;
       g_mutex_unlock (&run->lock);
     }
+  /* Any failure (the check of the parameters, the evaluation): freeing
+   * device memory waits for the device, which must not wait on collectives
+   * that will never end. */
+  if (!ok && e.reducer != NULL)
+    tach_grad_reducer_abort (e.reducer);
   thread_clear (&e);
 
   if (!ok && error == NULL)

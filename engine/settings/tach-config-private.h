@@ -14,6 +14,10 @@ void     tach_config_reset_modes (TachConfig *config);
 /* After the device changed: re-applies the gpu_settings of config->preset
  * (or their plain values where the new device cannot do them). */
 void     tach_config_reapply_preset_for_device (TachConfig *config);
+/* Whether config->preset would launch graphs on config->device but, this
+ * process being one of mpirun's ranks, left launch eager (tach-presets.c,
+ * fits_ranks), and launch is still eager. */
+gboolean tach_config_preset_eager_for_ranks (const TachConfig *config);
 
 /* tach_config_validate() on a device already resolved (NULL: no device
  * checks), so that a run resolves its device once. */

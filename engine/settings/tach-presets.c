@@ -19,6 +19,7 @@
 #include "tach-backend.h"
 #include "tach-error-private.h"
 #include "tach-config-private.h"
+#include "tach-ranks.h"
 
 /* The data-parallel presets (horovod-no-overlap, horovod, ddp) set the
  * gradient-synchronisation knobs as the report or the framework's defaults
@@ -310,9 +311,26 @@ device_id_for (const TachConfig *config)
   return tach_backend_canonical_id (config->device);
 }
 
-/* Each gpu setting goes in where the device's backend supports it;
- * elsewhere the knob gets its plain default back (@reset), so that moving a
- * tuned configuration from a GPU to the CPU drops launch=graph. */
+/* Whether gpu setting @key=@value suits a process that is one of
+ * mpirun's ranks: launch=graph does not.  Capturing the step would need
+ * the reducer's all-reduces inside the graph, and they are host-driven:
+ * the buckets launched as backward reaches them, the packing decided on the
+ * host, the communicator's watchdog polled from the host (and on the CPU's
+ * MPI path no device work at all), so a GPU run under mpirun refuses
+ * launch=graph (tach-run.c, pick_rank_device).  A preset there takes
+ * eager launches, the fastest mode that works, and the run says so
+ * (tach_config_preset_eager_for_ranks). */
+static gboolean
+fits_ranks (const char *key, const char *value)
+{
+  return tach_ranks_world () == NULL || !g_str_equal (key, "launch")
+         || !g_str_equal (value, "graph");
+}
+
+/* Each gpu setting goes in where the device's backend supports it (and the
+ * ranks, fits_ranks); elsewhere the knob gets its plain default back
+ * (@reset), so that moving a tuned configuration from a GPU to the CPU
+ * drops launch=graph. */
 static void
 apply_gpu_settings (TachConfig *config, const TachPreset *preset, gboolean reset)
 {
@@ -330,7 +348,8 @@ apply_gpu_settings (TachConfig *config, const TachPreset *preset, gboolean reset
       g_auto(GStrv) kv = g_strsplit (items[i], "=", 2);
       if (g_strv_length (kv) != 2)
         continue;
-      if (id != NULL && tach_backend_supports (id, kv[0], kv[1], NULL))
+      if (id != NULL && tach_backend_supports (id, kv[0], kv[1], NULL)
+          && fits_ranks (kv[0], kv[1]))
         tach_config_set (config, kv[0], kv[1], NULL);
       else if (reset)
         {
@@ -394,6 +413,23 @@ tach_config_reapply_preset_for_device (TachConfig *config)
   preset = preset_lookup (config->workload, config->preset);
   if (preset != NULL)
     apply_gpu_settings (config, preset, TRUE);
+}
+
+gboolean
+tach_config_preset_eager_for_ranks (const TachConfig *config)
+{
+  const TachPreset *preset;
+  g_autofree char *id = NULL;
+
+  if (config->preset == NULL || config->launch != TACH_LAUNCH_EAGER
+      || fits_ranks ("launch", "graph"))
+    return FALSE;
+  preset = preset_lookup (config->workload, config->preset);
+  if (preset == NULL || preset->gpu_settings == NULL
+      || strstr (preset->gpu_settings, "launch=graph") == NULL)
+    return FALSE;
+  id = device_id_for (config);
+  return id != NULL && tach_backend_supports (id, "launch", "graph", NULL);
 }
 
 /* The registry asked by a knob's name and value (the knob table's): here,

@@ -9,9 +9,11 @@
  *
  *   tach-progress rank=1 ranks=2 step=40 steps=200 window=9 warmup=0 wall_s=1.62 rate=24.8
  *     step_ms=40.3 feed_ms=0.1 compute_ms=30.2 sync_ms=0 host_ms=0.4 comm_ms=9.1
- *     pack_ms=0.5 loss=0.6931
+ *     pack_ms=0.5 loss=0.6931 end=1
  *
- * (one line; numbers in the C locale, "nan" where not observed).  The
+ * (one line, written with one write(2) so that nothing the process writes
+ * splits it; numbers in the C locale, "nan" where not observed; end=1
+ * marks it whole).  The
  * figures are means over the steps since the rank's previous line
  * (@window of them; warm-up steps only while there are no others).  While
  * the run goes on a rank cannot tell its wait for the slowest rank from
@@ -51,7 +53,10 @@ void     tach_progress_add       (TachProgress *progress, const TachSample *samp
  * free with g_free(). */
 char    *tach_progress_take_line (TachProgress *progress);
 /* Reads a line written by tach_progress_take_line() (with or without its
- * '\n') into @out; FALSE for any other line. */
+ * '\n') into @out; FALSE for any other line, and for one that lacks a key
+ * this version writes (a line cut short).  A line that holds other words
+ * or the start of another before a whole one (merged by mpirun) is read
+ * from the last line begun. */
 gboolean tach_progress_parse     (const char *line, TachProgress *out);
 
 G_END_DECLS
