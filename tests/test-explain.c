@@ -763,5 +763,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/explain/cancel", test_cancel);
   test_explain_real_add ();
   test_explain_so_far_add ();
+  test_explain_verdict_add ();
   return g_test_run ();
 }

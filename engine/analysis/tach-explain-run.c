@@ -334,24 +334,44 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
     cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step")
                                                 : _("costs %.3g ms a step"),
                             fabs (knob->share_ms));
+  else if (knob->fraction > 1)
+    /* More than the whole gap is no finding of its own: the other knobs
+     * together pull the other way by the difference. */
+    cost = g_strdup_printf (knob->share_ms <= 0
+                            ? _("saves %.3g ms a step, more than the whole gap of %.3g ms: "
+                                "the other knobs together cost %.3g ms of it back")
+                            : _("costs %.3g ms a step, more than the whole gap of %.3g ms: "
+                                "the other knobs together save %.3g ms of it"),
+                            fabs (knob->share_ms), fabs (explain->gap.value),
+                            fabs (knob->share_ms - explain->gap.value));
+  else if (knob->fraction < 0)
+    cost = g_strdup_printf (knob->share_ms <= 0
+                            ? _("saves %.3g ms a step, against the gap of %+.3g ms: the other "
+                                "knobs pull the other way by more")
+                            : _("costs %.3g ms a step, against the gap of %+.3g ms: the other "
+                                "knobs pull the other way by more"),
+                            fabs (knob->share_ms), explain->gap.value);
   else
     cost = g_strdup_printf (knob->share_ms <= 0
                             ? _("saves %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)")
                             : _("costs %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)"),
                             fabs (knob->share_ms), 100.0 * knob->fraction,
-                            100.0 * knob->fraction_ci.lo, 100.0 * knob->fraction_ci.hi);
+                            100.0 * MAX (knob->fraction_ci.lo, 0.0),
+                            100.0 * MIN (knob->fraction_ci.hi, 1.0));
   /* TRANSLATORS: "Layout misread -> batch-major saves 44.1 ms a step (80%
    * of the gap): <what misread does>, where <what batch-major does>." */
   return g_strdup_printf (_("%s %s -> %s %s: %s, where %s."), knob->title, knob->from,
                           knob->to, cost, from, to);
 }
 
-/* A speed-up's upper end, "∞" where the gap's interval reaches past A's
- * whole step time (tach_stats_speedup_from_gap): B might take no time. */
+/* A speed-up's interval, "1.12–1.31x", or in words where the rounds
+ * give it no ends: never an infinite end or a "±inf%". */
 static char *
-dup_ratio_end (double end)
+dup_ratio_interval (const TachInterval *ratio)
 {
-  return isinf (end) ? g_strdup ("∞") : g_strdup_printf ("%.2f", end);
+  if (!tach_interval_is_known (ratio))
+    return g_strdup (_("not known yet: more rounds needed"));
+  return g_strdup_printf (_("%.2f–%.2fx"), ratio->lo, ratio->hi);
 }
 
 char *
@@ -360,20 +380,20 @@ tach_explain_dup_verdict (TachExplain *explain)
   g_autoptr(GString) out = g_string_new (NULL);
   TachInterval ratio;
   TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
-  g_autofree char *hi = dup_ratio_end (ratio.hi);
+  g_autofree char *interval = dup_ratio_interval (&ratio);
   double busy = tach_explain_get_machine_busy (explain);
   const char *la = tach_explain_get_label (explain, FALSE);
   const char *lb = tach_explain_get_label (explain, TRUE);
 
   if (verdict == TACH_VERDICT_SIGNIFICANT)
-    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%sx), "
-                                   "significant"), lb, ratio.value, la, ratio.lo, hi);
+    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %s), "
+                                   "significant"), lb, ratio.value, la, interval);
   else if (verdict == TACH_VERDICT_WITHIN_NOISE)
     g_string_append_printf (out, _("verdict: ~ %s against %s is %.2fx, within noise (95%% interval "
-                                   "%.2f–%sx)"), lb, la, ratio.value, ratio.lo, hi);
+                                   "%s)"), lb, la, ratio.value, interval);
   else
-    g_string_append_printf (out, _("verdict: %s against %s is %.2fx; too few rounds for an "
-                                   "interval"), lb, la, ratio.value);
+    g_string_append_printf (out, _("verdict: %s against %s is %.2fx; its interval is %s"),
+                            lb, la, ratio.value, interval);
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     g_string_append_printf (out, _(", measured while the machine was busy (%.0f%% of CPU time "
                                    "taken by other processes)"), 100.0 * busy);
@@ -386,13 +406,13 @@ tach_explain_dup_unresolved (TachExplain *explain)
   g_autoptr(GString) out = g_string_new (NULL);
   TachInterval gap, ratio;
   TachVerdict verdict = tach_explain_get_gap (explain, &gap);
-  g_autofree char *hi = NULL;
+  g_autofree char *interval = NULL;
 
   tach_explain_get_speedup (explain, &ratio);
-  hi = dup_ratio_end (ratio.hi);
+  interval = dup_ratio_interval (&ratio);
   if (verdict != TACH_VERDICT_SIGNIFICANT)
     {
-      double shrink = tach_interval_shrink_needed (&gap, 0);
+      double shrink = tach_interval_shrink_needed (&ratio, 1);
 
       if (isfinite (shrink))
         /* Rounds needed grow as the square of the narrowing. */
@@ -408,20 +428,24 @@ tach_explain_dup_unresolved (TachExplain *explain)
                                        "no interval; no share is a fraction of it."),
                                 gap.value);
     }
-  if (!explain->gap_resolved)
+  if (!explain->gap_resolved && tach_interval_is_known (&ratio))
     g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is known "
-                                   "to +-%.1f%% (%.2f–%sx), not the +-%.0f%% asked."),
+                                   "to ±%.1f%% (%s), not the ±%.0f%% asked."),
                             out->len > 0 ? "\n" : "", explain->rounds, ratio.value,
-                            100.0 * tach_interval_rel_halfwidth (&ratio), ratio.lo, hi,
+                            100.0 * tach_interval_rel_halfwidth (&ratio), interval,
                             100.0 * explain->target);
+  else if (!explain->gap_resolved)
+    g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is %s."),
+                            out->len > 0 ? "\n" : "", explain->rounds, ratio.value, interval);
   for (guint i = 0; i < explain->n_knobs; i++)
     {
       const TachExplainKnob *knob = &explain->knobs[i];
 
       if (knob->resolved)
         continue;
-      g_string_append_printf (out, _("%sUnresolved after %u rounds: %s's share %+.3f ms is known "
-                                     "to +-%.3f ms, not the +-%.3f ms (%.0f%% of the gap) asked."),
+      g_string_append_printf (out, _("%sUnresolved after %u rounds: the share of %s, %+.3f ms, "
+                                     "is known to ±%.3f ms, not the ±%.3f ms (%.0f%% of the gap) "
+                                     "asked."),
                               out->len > 0 ? "\n" : "", explain->rounds, knob->title,
                               knob->share_ms, 0.5 * (knob->share_ci.hi - knob->share_ci.lo),
                               2 * explain->target * fabs (gap.value), 200.0 * explain->target);
