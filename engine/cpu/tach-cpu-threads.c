@@ -140,7 +140,9 @@ tach_cpu_threads_check (TachBackend *be)
       tach_machine_mark_times (&mark);
       if (tach_machine_load_between (&t->mark, &mark, &load) && load.ticks >= 10)
         {
-          t->taken = (load.others_share + MAX (load.steal_share, 0.0)) * load.n_cpus;
+          /* The job's sibling ranks on this machine want processors too. */
+          t->taken = (load.others_share + load.job_share + MAX (load.steal_share, 0.0))
+                     * load.n_cpus;
           t->mark = mark;
         }
     }
