@@ -33,7 +33,8 @@ typedef struct {
   TachSweepRounds      *rounds;      /* owned: each point's rate by round, the verdicts */
   double                start_s;     /* when the first round began, monotonic seconds */
   GString              *busy_apart;  /* owned, NULL: the points whose speed-up the load
-                                      * between runs measured apart leaves unresolved */
+                                      * between runs measured apart leaves unresolved,
+                                      * and those whose runs lost threads or ran busy */
 } TachCliSweep;
 
 static void
@@ -211,6 +212,28 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
     return g_strdup ("1.00x");
   verdict = tach_summary_compare (base, s, &ratio, &by_items);
   *any_items |= by_items;
+  /* Runs that lost threads to other processes, or a busy machine: the
+   * figure is of another machine, whatever its interval says. */
+  {
+    const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+    guint n_presets = tach_sweep_get_n_presets (sweep);
+    g_autofree char *name_a = axis != NULL
+      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, base_index % n_presets),
+                         axis->knob->name, axis->values[base_index / n_presets])
+      : g_strdup (tach_sweep_get_preset (sweep, base_index % n_presets));
+    g_autofree char *name_b = axis != NULL
+      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, index % n_presets),
+                         axis->knob->name, axis->values[index / n_presets])
+      : g_strdup (tach_sweep_get_preset (sweep, index % n_presets));
+    g_autofree char *caveat = tach_summary_dup_load_caveat (name_a, base, name_b, s);
+
+    if (caveat != NULL)
+      {
+        if (cli->busy_apart == NULL)
+          cli->busy_apart = g_string_new (NULL);
+        g_string_append_printf (cli->busy_apart, "%s\n", caveat);
+      }
+  }
   /* Against the value's first preset, paired by round. */
   if (tach_sweep_get_rounds_run (sweep) >= 2 && c >= 0
       && base_index == index - index % tach_sweep_get_n_presets (sweep))

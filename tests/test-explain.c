@@ -743,6 +743,23 @@ test_real_busy (void)
   /* The spinner's share of the machine was seen. */
   g_test_message ("machine busy: %.2f", tach_explain_get_machine_busy (explain));
   g_assert_cmpfloat (tach_explain_get_machine_busy (explain), >, 0);
+  /* The verdict says what the busiest run saw, in words to act on. */
+  {
+    g_autofree char *verdict = tach_explain_dup_verdict (explain);
+    double worst = 0;
+
+    for (guint i = 0; i < tach_explain_get_runs (explain)->len; i++)
+      {
+        TachSummary s;
+
+        tach_run_get_summary (tach_explain_get_runs (explain)->pdata[i], &s);
+        if (isfinite (s.machine_busy))
+          worst = MAX (worst, s.machine_busy);
+      }
+    g_test_message ("%s", verdict);
+    if (worst >= TACH_SUMMARY_BUSY_SHARE)
+      g_assert_nonnull (strstr (verdict, "rerun idle to compare"));
+  }
   tach_config_clear (&a);
   tach_config_clear (&b);
 }

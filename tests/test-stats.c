@@ -357,6 +357,43 @@ summary_at (double rate, double busy)
   return s;
 }
 
+/* Issue 42: under one busy core every `tuned` run fell to one thread, and
+ * pairing by round cannot cancel that: the comparison says so in words a
+ * person acts on.  Runs that kept their threads on an idle machine get no
+ * caveat; a busy machine alone gets one too. */
+static void
+test_load_caveat (void)
+{
+  TachSummary a = summary_at (10, 0.02), b = summary_at (40, 0.03);
+  g_autofree char *none = NULL, *fell = NULL, *busy = NULL, *both = NULL;
+
+  a.threads_asked = b.threads_asked = 2;
+  a.threads_fewest = b.threads_fewest = 2;
+  a.threads_fewer_share = b.threads_fewer_share = 0;
+  none = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_null (none);
+
+  b.threads_fewest = 1;
+  b.threads_fewer_share = 0.8;
+  b.machine_busy = 0.55;
+  fell = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_cmpstr (fell, ==, "tuned ran on 1 thread of 2 because other processes took 55% of "
+                   "the CPU: this speed-up is for a busy machine; rerun idle to compare");
+
+  /* A moment on fewer threads is not worth a caveat; a busy machine is. */
+  b.threads_fewer_share = 0.01;
+  busy = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_nonnull (busy);
+  g_assert_null (strstr (busy, "thread"));
+  g_assert_nonnull (strstr (busy, "rerun idle"));
+
+  a.threads_fewest = 1;
+  a.threads_fewer_share = 0.5;
+  b.threads_fewer_share = 0.5;
+  both = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_nonnull (strstr (both, "tf1-feed-dict ran on 1 of 2 threads and tuned on 1 of 2"));
+}
+
 /* Two runs measured apart: narrow within-run intervals 20% apart are
  * significant on an idle machine, and not resolved (within noise, with
  * the reason) where either run's machine was busy or the two runs' loads
@@ -581,6 +618,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/stats/ratio/busy-apart", test_ratio_busy_apart);
   g_test_add_func ("/engine/stats/diff/paired", test_diff_paired);
   g_test_add_func ("/engine/stats/fraction", test_fraction);
+  g_test_add_func ("/engine/stats/load-caveat", test_load_caveat);
   g_test_add_func ("/engine/stats/shrink", test_shrink);
   g_test_add_func ("/engine/stats/strided", test_strided);
   return g_test_run ();

@@ -374,6 +374,47 @@ dup_ratio_interval (const TachInterval *ratio)
   return g_strdup_printf (_("%.2f–%.2fx"), ratio->lo, ratio->hi);
 }
 
+/* What the runs of configuration @mask (A: 0, B: all) did with their
+ * threads, and the busiest any run of the explanation saw (the worst
+ * round, not the mean that one quiet round hides), as a summary for
+ * tach_summary_dup_load_caveat. */
+static void
+side_load (TachExplain *explain, guint mask, TachSummary *out)
+{
+  g_autofree char *label = tach_explain_dup_mask_label (explain, mask);
+
+  memset (out, 0, sizeof *out);
+  out->machine_busy = out->threads_asked = out->threads_fewest = NAN;
+  out->threads_fewer_share = NAN;
+  for (guint i = 0; i < explain->runs->len; i++)
+    {
+      TachRun *run = explain->runs->pdata[i];
+      TachSummary s;
+
+      tach_run_get_summary (run, &s);
+      if (isfinite (s.machine_busy) && !(s.machine_busy <= out->machine_busy))
+        out->machine_busy = s.machine_busy;
+      if (g_strcmp0 (tach_run_get_label (run), label) != 0 || !isfinite (s.threads_fewest))
+        continue;
+      out->threads_asked = s.threads_asked;
+      if (!(s.threads_fewest >= out->threads_fewest))
+        out->threads_fewest = s.threads_fewest;
+      if (!(s.threads_fewer_share <= out->threads_fewer_share))
+        out->threads_fewer_share = s.threads_fewer_share;
+    }
+}
+
+char *
+tach_explain_dup_load_caveat (TachExplain *explain)
+{
+  TachSummary a, b;
+
+  side_load (explain, 0, &a);
+  side_load (explain, (1u << explain->n_knobs) - 1, &b);
+  return tach_summary_dup_load_caveat (tach_explain_get_label (explain, FALSE), &a,
+                                       tach_explain_get_label (explain, TRUE), &b);
+}
+
 char *
 tach_explain_dup_verdict (TachExplain *explain)
 {
@@ -381,7 +422,7 @@ tach_explain_dup_verdict (TachExplain *explain)
   TachInterval ratio;
   TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
   g_autofree char *interval = dup_ratio_interval (&ratio);
-  double busy = tach_explain_get_machine_busy (explain);
+  g_autofree char *caveat = tach_explain_dup_load_caveat (explain);
   const char *la = tach_explain_get_label (explain, FALSE);
   const char *lb = tach_explain_get_label (explain, TRUE);
 
@@ -394,9 +435,8 @@ tach_explain_dup_verdict (TachExplain *explain)
   else
     g_string_append_printf (out, _("verdict: %s against %s is %.2fx; its interval is %s"),
                             lb, la, ratio.value, interval);
-  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
-    g_string_append_printf (out, _(", measured while the machine was busy (%.0f%% of CPU time "
-                                   "taken by other processes)"), 100.0 * busy);
+  if (caveat != NULL)
+    g_string_append_printf (out, "; %s", caveat);
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 

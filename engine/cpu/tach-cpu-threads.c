@@ -63,6 +63,9 @@ note (TachBackend *be)
   g_autofree char *text = NULL;
   gint64 total = t->full_us + t->fewer_us;
 
+  /* For the run's figures (runs.csv's threads_fewest). */
+  be->threads_fewest = t->fewest;
+  be->threads_fewer_share = total > 0 ? (double) t->fewer_us / (double) total : 0.0;
   if (t->fewest >= be->threads)
     return;
   if (t->alternate)
@@ -91,6 +94,8 @@ tach_cpu_threads_init (TachBackend *be)
   t->taken = -1;
   t->active = be->threads;
   t->fewest = be->threads;
+  be->threads_fewest = be->threads;
+  be->threads_fewer_share = 0;
   t->adapt = be->threads > 1;
   if (g_strcmp0 (mode, "never") == 0)
     t->adapt = FALSE;

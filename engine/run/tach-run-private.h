@@ -66,6 +66,7 @@ struct _TachRun {
   double         eval_s;          /* the evaluation's wall time, NaN where none ran */
   TachInterval   weak_scaling;    /* under lock: tach_run_set_scaling, NaN unset */
   TachInterval   strong_scaling;
+  double         threads_asked, threads_fewest, threads_fewer_share; /* under lock: NaN unknown */
   double         machine_busy;    /* under lock: others' share of the CPU while measuring, NaN unknown */
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */

@@ -200,6 +200,9 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   if (!isnan (run->eval_s))
     summary->wall_s += run->eval_s;
   summary->machine_busy = run->machine_busy;
+  summary->threads_asked = run->threads_asked;
+  summary->threads_fewest = run->threads_fewest;
+  summary->threads_fewer_share = run->threads_fewer_share;
   summary->weak_scaling = run->weak_scaling.value;
   summary->weak_scaling_lo = run->weak_scaling.lo;
   summary->weak_scaling_hi = run->weak_scaling.hi;

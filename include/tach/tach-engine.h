@@ -378,6 +378,10 @@ typedef struct {
    * whether that is enough to say so beside a verdict
    * (TACH_SUMMARY_BUSY_SHARE). */
   double  machine_busy;
+  /* A CPU run's threads (NaN elsewhere, or unknown): how many it had,
+   * the fewest its ops ran on while other processes wanted the
+   * processors, and the share of its time on fewer than it had. */
+  double  threads_asked, threads_fewest, threads_fewer_share;
 } TachSummary;
 
 /* From this share of the machine's CPU time taken by other processes on,
@@ -595,6 +599,18 @@ gboolean      tach_summary_busy_apart (double busy_a, double busy_b);
  * while the machine was busy (34% vs 3%)" (translated), newly allocated;
  * NULL where it does not hold. */
 char         *tach_summary_dup_busy_apart (double busy_a, double busy_b);
+/* From this share of a run's time on fewer threads than it had, a
+ * comparison says so: it is a busy machine's figure. */
+#define TACH_SUMMARY_FEWER_THREADS_SHARE 0.10
+/* What a person should know of a comparison of @b (named @name_b) against
+ * @a (@name_a) whose runs ran on fewer threads than they had (for
+ * TACH_SUMMARY_FEWER_THREADS_SHARE of their time or more) or while the
+ * machine was busy (TACH_SUMMARY_BUSY_SHARE): "tuned ran on 1 thread of 2
+ * because other processes took 55% of the CPU: this speed-up is for a
+ * busy machine; rerun idle to compare" (translated, newly allocated);
+ * NULL where both ran as on an idle machine. */
+char         *tach_summary_dup_load_caveat (const char *name_a, const TachSummary *a,
+                                            const char *name_b, const TachSummary *b);
 
 /* ------------------------------------------------------------------- CSV */
 

@@ -233,9 +233,14 @@ TachVerdict  tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio
  * (translated; NULL when all is resolved). */
 gboolean     tach_explain_is_resolved (TachExplain *explain);
 /* "verdict: tuned is 1.80x as fast as tf1-feed-dict (95% interval
- * 1.62–2.01x), significant", or "~ ... within noise", with how busy the
- * machine was when others took a tenth of it or more (translated). */
+ * 1.62–2.01x), significant", or "~ ... within noise", followed by
+ * tach_explain_dup_load_caveat's words where it has some (translated). */
 char        *tach_explain_dup_verdict (TachExplain *explain);
+/* Where A's or B's runs lost threads to other processes, or any run saw
+ * the machine busy (the worst run, not the mean): what that means for the
+ * speed-up and what to do (tach_summary_dup_load_caveat); NULL where the
+ * runs ran as on an idle machine. */
+char        *tach_explain_dup_load_caveat (TachExplain *explain);
 /* A's or B's step time, mean over rounds, with its 95% interval. */
 void         tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci);
 /* The mean share (0 to 1) of the machine's CPU time that other processes
