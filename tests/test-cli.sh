@@ -155,10 +155,10 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   rows=$(count_rows "$csv/samples.csv" "$first")
   runs=$(($(wc -l < "$csv/runs.csv") - 1))
   # The data it read: named in the summary and in runs.csv (whose rows end
-  # with data_source, data_path and label).
-  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 2) "|" $(NF - 1) }')
+  # with data_source, data_path and label, then the threads).
+  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 5) "|" $(NF - 4) }')
   if grep -q "^  data         synthetic sequences$" "$out" &&
-     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label.$" &&
+     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
      [ "$source" = "synthetic sequences|" ]; then
     pass "the data read is named in the summary and runs.csv"
   else
@@ -293,9 +293,10 @@ if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0 --csv "$sw"; then
   # (runs.csv ends with the varied knob and its value, how busy the
-  # machine was, then eval_s, the data read and the label.)
-  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label.$" &&
+  # machine was, then eval_s, the data read, the label and the threads
+  # the CPU run had and kept.)
+  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" &&
@@ -441,7 +442,7 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
                           print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
   # Each run is named by what it is (runs.csv's last column): A's preset,
   # A with one of B's knobs, and B's settings, 3 rounds each.
-  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $NF }' | sort | uniq -c |
+  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 3) }' | sort | uniq -c |
            awk '{ $1 = $1 ":"; print }' | tr '\n' '|')
   if [ "$labels" != "3: layout=batch-major feed=resident sync=1|3: tf1-feed-dict|3: tf1-feed-dict + feed=resident|3: tf1-feed-dict + layout=batch-major|" ]; then
     fail "explain's runs are named by what they are" "labels: $labels"
