@@ -48,6 +48,8 @@ tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep
   cli->busy_apart = NULL;
   tach_cli_session_init (&cli->session);
   cli->session.header = 2;
+  /* The verdicts compare the steps' rates: no test-set evaluation. */
+  cli->session.no_evaluation = TRUE;
   /* Each preset against the first at the same value, paired by round. */
   cli->rounds = tach_sweep_rounds_new_for_sweep (sweep, options->rounds, options->budget_s,
                                                  options->target);
@@ -104,7 +106,10 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
                              axis->values[point->value], point->ordinal,
                              tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
   else
-    label = g_strdup_printf ("%s %u/%u", name, point->preset + 1, tach_sweep_get_n_presets (sweep));
+    /* Progress through the round (its order is shuffled): not the
+     * preset's place in the list. */
+    label = g_strdup_printf ("%s %u/%u", name, point->ordinal,
+                             tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
   cli->session.label = label;
   run = tach_cli_run_one (&cli->session, config, error);
   cli->session.label = NULL;
@@ -702,9 +707,10 @@ tach_cli_presets_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepO
     }
   else if (!cli->session.live && tach_ranks_world_rank () == 0)
     {
-      /* Without a live line, say where a long sweep is. */
-      fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->preset + 1,
-               tach_sweep_get_n_presets (sweep));
+      /* Without a live line, say where a long sweep is: how far through
+       * the round (shuffled), not the preset's place in the list. */
+      fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->ordinal,
+               tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
     }
 }
 

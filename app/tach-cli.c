@@ -153,8 +153,8 @@ tach_cli_print_help (void)
     tach_cli_print_option (out, "--budget SECONDS", help);
   }
   tach_cli_print_option (out, "--target PERCENT",
-                         _("explain, sweep: each speed-up known to +-PERCENT and (explain) each share "
-                           "to +-2 PERCENT of the gap (5 by default)"));
+                         _("explain, sweep: each speed-up known to ±PERCENT and (explain) each share "
+                           "to ±2 PERCENT of the gap (5 by default)"));
   tach_cli_print_option (out, "--csv DIR",
                          _("Append every run to DIR/runs.csv and DIR/samples.csv (explain: also DIR/explain.csv)"));
   tach_cli_print_option (out, "--tensorboard DIR",

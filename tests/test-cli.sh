@@ -255,6 +255,18 @@ else
   fi
 fi
 
+# A sweep's progress lines count through each round (shuffled), not the
+# presets' places in the list: 1/3, 2/3, 3/3 in every round (issue 42).
+if expect "sweep progress counts through the round" 0 "" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tf1-feed-dict,tuned --device cpu \
+     --batch 8 --steps 2 --warmup 0 --threads 1 --rounds 2 --budget 0; then
+  seen=$(grep -Eo "done \([0-9]+/[0-9]+\)" "$out" | tr '\n' ' ')
+  if [ "$seen" != "done (1/3) done (2/3) done (3/3) done (1/3) done (2/3) done (3/3) " ]; then
+    passed=$((passed - 1))
+    fail "sweep progress counts through the round" "progress: $seen"
+  fi
+fi
+
 # A sweep with a bad preset is bad input: the message names it and the
 # valid ones, nothing runs (no table, no row "invalid (see above)").
 for presets in nosuch tuned,nosuch; do

@@ -10,6 +10,7 @@
 
 #include "tach-explain.h"
 #include "test-explain.h"
+#include "test-run-util.h"
 
 /* A at 50 ms, layout saving 44 and feed costing 6 (B at 12 ms): every
  * configuration but B slowed by the round's load, as a busy core slows
@@ -103,9 +104,32 @@ test_beyond_gap (void)
   g_assert_nonnull (strstr (against, "pull the other way"));
 }
 
+/* Issue 42: presets that differ only in grad-sync, explained in one
+ * process: the knob applies between ranks only, and the message says so
+ * (and where it would apply) instead of "no execution-mode knob". */
+static void
+test_only_elsewhere (void)
+{
+  g_autoptr(GError) error = NULL;
+  TachExplain *explain;
+  TachConfig a, b;
+
+  test_config_pair (TACH_WORKLOAD_BILSTM, &a, "device=cpu preset=horovod-no-overlap",
+                    &b, "device=cpu preset=tuned");
+  explain = tach_explain_new (&a, &b, 3, &error);
+  g_assert_null (explain);
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG);
+  g_assert_nonnull (strstr (error->message, "grad-sync"));
+  g_assert_nonnull (strstr (error->message, "mpirun"));
+  g_assert_null (strstr (error->message, "no execution-mode knob"));
+  tach_config_clear (&a);
+  tach_config_clear (&b);
+}
+
 void
 test_explain_verdict_add (void)
 {
   g_test_add_func ("/engine/explain/verdict/bounded", test_bounded);
   g_test_add_func ("/engine/explain/verdict/beyond-gap", test_beyond_gap);
+  g_test_add_func ("/engine/explain/verdict/only-elsewhere", test_only_elsewhere);
 }

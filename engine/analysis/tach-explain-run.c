@@ -30,6 +30,8 @@ tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GE
   guint n = 0, n_infos = 0;
   const TachKnobInfo *infos = tach_knobs (&n_infos);
   TachExplain *explain = NULL;
+  /* The knobs that differ but apply to neither side, and why. */
+  g_autoptr(GString) idle = g_string_new (NULL);
 
   if (from->workload != to->workload)
     {
@@ -69,16 +71,35 @@ tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GE
       b = tach_config_get (to, key);
 
       /* A knob that matters to neither side changes nothing to measure. */
-      if (g_strcmp0 (a, b) == 0
-          || (!tach_config_knob_applies (from, key, NULL)
-              && !tach_config_knob_applies (to, key, NULL)))
+      if (g_strcmp0 (a, b) == 0)
         continue;
+      {
+        const char *why = NULL;
+
+        if (!tach_config_knob_applies (from, key, &why)
+            && !tach_config_knob_applies (to, key, NULL))
+          {
+            g_string_append_printf (idle, "%s%s (%s -> %s: %s)", idle->len > 0 ? "; " : "", key,
+                                    a != NULL ? a : "", b != NULL ? b : "",
+                                    why != NULL ? why : _("it does not apply here"));
+            continue;
+          }
+      }
       keys[n] = key;
       from_values[n] = g_steal_pointer (&a);
       to_values[n] = g_steal_pointer (&b);
       n++;
     }
 
+  if (n == 0 && idle->len > 0)
+    {
+      /* Differences that matter elsewhere (grad-sync across ranks): say
+       * where, rather than that there are none. */
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("nothing to explain here: the two configurations differ only in knobs "
+                     "that do not apply to this run: %s"), idle->str);
+      return NULL;
+    }
   explain = tach_explain_new_for_knobs (n, keys, (const char *const *) from_values,
                                         (const char *const *) to_values, NULL, rounds,
                                         from->seed, error);
@@ -440,10 +461,46 @@ tach_explain_dup_verdict (TachExplain *explain)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
+/* The rounds an interval @shrink times too wide needs: rounds narrow it
+ * as their square root.  0 where it cannot say. */
+static guint
+rounds_for (TachExplain *explain, double shrink)
+{
+  if (!isfinite (shrink) || shrink <= 1)
+    return 0;
+  return (guint) MIN (ceil (shrink * shrink * explain->rounds), 1e6);
+}
+
+/* What ended the rounds with something unresolved, and what would take
+ * it further: about @needed rounds in all. */
+static void
+append_stop_reason (TachExplain *explain, GString *out, guint needed)
+{
+  double more_s = (needed - MIN (needed, explain->min_rounds)) * explain->round_s;
+
+  if (out->len > 0)
+    g_string_append_c (out, '\n');
+  if (explain->rounds >= TACH_EXPLAIN_MAX_ROUNDS)
+    g_string_append_printf (out, _("The rounds stopped at the most there may be (%u); about %u "
+                                   "would resolve it."),
+                            (guint) TACH_EXPLAIN_MAX_ROUNDS, needed);
+  else if (explain->budget_ended && explain->round_s > 0)
+    g_string_append_printf (out, _("The budget of %.0f s for rounds after the %u given ended them, "
+                                   "not the target: about %u rounds would resolve it (--rounds %u, "
+                                   "or --budget %.0f at %.0f s a round)."),
+                            explain->budget_s, explain->min_rounds, needed,
+                            MIN (needed, (guint) TACH_EXPLAIN_MAX_ROUNDS), ceil (more_s),
+                            explain->round_s);
+  else
+    g_string_append_printf (out, _("About %u rounds would resolve it (--rounds %u)."),
+                            needed, MIN (needed, (guint) TACH_EXPLAIN_MAX_ROUNDS));
+}
+
 char *
 tach_explain_dup_unresolved (TachExplain *explain)
 {
   g_autoptr(GString) out = g_string_new (NULL);
+  guint needed = 0;
   TachInterval gap, ratio;
   TachVerdict verdict = tach_explain_get_gap (explain, &gap);
   g_autofree char *interval = NULL;
@@ -477,12 +534,16 @@ tach_explain_dup_unresolved (TachExplain *explain)
   else if (!explain->gap_resolved)
     g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is %s."),
                             out->len > 0 ? "\n" : "", explain->rounds, ratio.value, interval);
+  needed = explain->gap_resolved ? 0
+           : rounds_for (explain, tach_interval_rel_halfwidth (&ratio) / explain->target);
   for (guint i = 0; i < explain->n_knobs; i++)
     {
       const TachExplainKnob *knob = &explain->knobs[i];
 
       if (knob->resolved)
         continue;
+      needed = MAX (needed, rounds_for (explain, 0.5 * (knob->share_ci.hi - knob->share_ci.lo)
+                                                 / (2 * explain->target * fabs (gap.value))));
       g_string_append_printf (out, _("%sUnresolved after %u rounds: the share of %s, %+.3f ms, "
                                      "is known to ±%.3f ms, not the ±%.3f ms (%.0f%% of the gap) "
                                      "asked."),
@@ -490,6 +551,8 @@ tach_explain_dup_unresolved (TachExplain *explain)
                               knob->share_ms, 0.5 * (knob->share_ci.hi - knob->share_ci.lo),
                               2 * explain->target * fabs (gap.value), 200.0 * explain->target);
     }
+  if (needed > 0)
+    append_stop_reason (explain, out, needed);
   if (out->len == 0)
     return NULL;
   return g_string_free (g_steal_pointer (&out), FALSE);

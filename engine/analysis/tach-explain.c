@@ -720,6 +720,8 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
    * what the rounds so far took on average). */
   order = g_new (guint, explain->masks->len);
   explain->rounds = explain->min_rounds;
+  explain->round_s = 0;
+  explain->budget_ended = FALSE;
   total = explain->rounds * explain->masks->len;
   start_s = now_s (funcs, user_data);
   for (guint r = 0;; r++)
@@ -727,10 +729,16 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       if (r == explain->rounds)
         {
           double spent = now_s (funcs, user_data) - start_s;
-          guchar more = !(explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
-                          || spent + spent / r > explain->budget_s)
-                        && tach_explain_update_shares (explain, known_bad)
+          /* The budget is for the rounds after the required ones (as
+           * --budget says): a round is begun while the rounds added so
+           * far and it fit in it at the pace so far. */
+          gboolean time_left = (r + 1 - explain->min_rounds) * (spent / r) <= explain->budget_s;
+          gboolean fits = explain->budget_s > 0 && r < TACH_EXPLAIN_MAX_ROUNDS && time_left;
+          guchar more = fits && tach_explain_update_shares (explain, known_bad)
                         && !tach_explain_is_resolved (explain);
+
+          explain->round_s = spent / r;
+          explain->budget_ended = explain->budget_s > 0 && !time_left;
 
           /* Under mpirun every rank measures the same configurations in
            * the same order (the seed is the same on every rank); whether

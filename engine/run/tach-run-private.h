@@ -72,6 +72,7 @@ struct _TachRun {
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
   TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */
   char          *varied;         /* owned: the knob a sweep varied for this run, or NULL */
+  gboolean       no_evaluation;  /* set before start: skip the test-set evaluation */
   char          *label;          /* owned: tach_run_set_label's, or NULL */
   char          *data_kind;      /* owned: tach_config_get_data_source's, set once */
   char          *data_path;      /* owned, or NULL */

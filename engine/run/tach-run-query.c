@@ -277,6 +277,13 @@ tach_run_set_varied (TachRun *run, const char *knob)
   run->varied = g_strdup (knob);
 }
 
+void
+tach_run_set_evaluate (TachRun *run, gboolean evaluate)
+{
+  g_return_if_fail (run != NULL);
+  run->no_evaluation = !evaluate;
+}
+
 const char *
 tach_run_get_varied (TachRun *run)
 {

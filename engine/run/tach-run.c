@@ -629,7 +629,7 @@ run_main (gpointer data)
       double accuracy = NAN;
       char *text = NULL;
 
-      if (e.klass->evaluate != NULL)
+      if (e.klass->evaluate != NULL && !run->no_evaluation)
         {
           accuracy = run_evaluate (&e, &cancelled, &error);
           ok = error == NULL;

@@ -545,6 +545,12 @@ void          tach_run_get_summary (TachRun *run, TachSummary *summary);
  * gives it in its "varied" column, and the knob's value in "varied_value".
  * Call before anything else reads the run (the thread that made it). */
 void          tach_run_set_varied (TachRun *run, const char *knob);
+/* Whether the test-set evaluation runs after the last step (TRUE, the
+ * default, for a workload that has a test split): explain and sweep
+ * compare the steps' rates only and skip it, which took a quarter of a
+ * busy cnn explain.  Call before tach_run_start (the thread that made
+ * it). */
+void          tach_run_set_evaluate (TachRun *run, gboolean evaluate);
 const char   *tach_run_get_varied (TachRun *run);
 /* Names a run that no preset names by what it is (an explain mix:
  * "tf1-feed-dict + layout=batch-major"); runs.csv keeps it in its label

@@ -154,9 +154,11 @@ const TachExplainKnob *tach_explain_get_knob (TachExplain *explain, guint i);
 guint                  tach_explain_get_rounds (TachExplain *explain);
 /* Adaptive rounds: after the rounds given to tach_explain_new, rounds are
  * added while some comparison is not known to @target (the speed ratio
- * B/A to +-@target, each share to +-2 @target of the gap) and the next
- * round fits in @budget_s seconds from the start (rounds already under
- * way always finish; at most TACH_EXPLAIN_MAX_ROUNDS).  A budget of 0
+ * B/A to +-@target, each share to +-2 @target of the gap) and the rounds
+ * added so far and the next fit in @budget_s seconds at the pace of the
+ * rounds so far: the budget counts from the end of the given rounds
+ * (rounds already under way always finish; at most
+ * TACH_EXPLAIN_MAX_ROUNDS).  A budget of 0
  * measures the given rounds only (the default). */
 void                   tach_explain_set_budget (TachExplain *explain, double budget_s,
                                                 double target);
