@@ -353,7 +353,12 @@ tach_cli_command_explain (const TachCliOptions *options)
   tach_explain_set_labels (explain, options->from, options->to);
   tach_explain_set_budget (explain, options->budget_s, options->target);
   tach_cli_print_notices (options, &from);
-  if (!tach_cli_check_outputs (options, &error))
+  /* A damaged explain.csv, runs.csv or samples.csv is found before the
+   * first round, not after every run was measured. */
+  if (!tach_cli_check_outputs (options, &error)
+      || (options->csv_dir != NULL && tach_ranks_world_rank () == 0
+          && g_file_test (options->csv_dir, G_FILE_TEST_IS_DIR)
+          && !tach_explain_csv_check (options->csv_dir, &error)))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
       tach_config_clear (&from);

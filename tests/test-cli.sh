@@ -452,7 +452,7 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
                     $col["row"] == "knob" { s += $col["share_ms"]; k++ }
                     END { d = s - (b - a); if (d < 0) d = -d;
                           print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
-  # Each run is named by what it is (runs.csv's last column): A's preset,
+  # Each run is named by what it is (runs.csv's label column): A's preset,
   # A with one of B's knobs, and B's settings, 3 rounds each.
   labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 3) }' | sort | uniq -c |
            awk '{ $1 = $1 ":"; print }' | tr '\n' '|')
@@ -468,6 +468,26 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
     pass "explain.csv sums to the gap, runs.csv holds every run"
   else
     fail "explain.csv sums to the gap, runs.csv holds every run" "$runs runs (expected 12), sum ok: $sum_ok"
+  fi
+fi
+
+# An explain.csv whose second row starts with NUL bytes is refused before
+# the first round, by file and line, and no file of the folder gains rows
+# (issue 42: "nothing was added" came after runs.csv gained every run).
+bad=$tmp/explain-nul
+mkdir -p "$bad"
+if [ -f "$ex/explain.csv" ]; then
+  head -1 "$ex/explain.csv" > "$bad/explain.csv"
+  printf '\000\000\000\000,x\r\n' >> "$bad/explain.csv"
+  cp "$bad/explain.csv" "$tmp/explain-nul.before"
+  if expect "explain refuses a damaged explain.csv before measuring" 1 "explain.csv:2: a malformed row" \
+       "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1 \
+       --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --budget 0 --csv "$bad"; then
+    if [ -e "$bad/runs.csv" ] || [ -e "$bad/samples.csv" ] || grep -q "^  Layout" "$out" ||
+       ! cmp -s "$bad/explain.csv" "$tmp/explain-nul.before"; then
+      passed=$((passed - 1))
+      fail "explain refuses a damaged explain.csv before measuring" "it measured or wrote"
+    fi
   fi
 fi
 

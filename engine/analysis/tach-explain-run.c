@@ -685,10 +685,40 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   g_string_append_len (out, row->str, row->len);
 }
 
+static char *
+explain_csv_header (void)
+{
+  return tach_csv_header_line (explain_header);
+}
+
+/* explain.csv alone: whether it takes rows. */
+static gboolean
+check_explain_file (const char *dir, GError **error)
+{
+  g_autofree char *header = explain_csv_header ();
+  g_autofree char *path = g_build_filename (dir, "explain.csv", NULL);
+  g_autoptr(GString) scratch = g_string_new (NULL);
+
+  return tach_csv_load_existing (path, header, scratch, NULL, error);
+}
+
+gboolean
+tach_explain_csv_check (const char *dir, GError **error)
+{
+  g_autoptr(TachCsvStream) stream = NULL;
+
+  if (!check_explain_file (dir, error))
+    return FALSE;
+  /* runs.csv and samples.csv as a stream opens them, freed unused: the
+   * folder is left as it was. */
+  stream = tach_csv_stream_open (dir, error);
+  return stream != NULL;
+}
+
 gboolean
 tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
 {
-  g_autoptr(GString) header = g_string_new (NULL);
+  g_autofree char *header = explain_csv_header ();
   g_autoptr(GString) rows = g_string_new (NULL);
   g_autoptr(GString) failures = g_string_new (NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
@@ -697,6 +727,10 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
 
   g_return_val_if_fail (explain->done, FALSE);
 
+  /* explain.csv first: a file that takes no rows must leave runs.csv
+   * and samples.csv without theirs too. */
+  if (g_file_test (dir, G_FILE_TEST_IS_DIR) && !check_explain_file (dir, error))
+    return FALSE;
   if (explain->runs->len > 0 && !tach_csv_append (dir, explain->runs, error))
     return FALSE;
 
@@ -707,10 +741,6 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
       explain->id = g_strdup_printf ("%s.%06dZ-x%u", stamp, g_date_time_get_microsecond (now),
                                      g_random_int ());
     }
-  for (guint i = 0; explain_header[i] != NULL; i++)
-    tach_csv_add_field (header, explain_header[i]);
-  tach_csv_end_row (header);
-
   for (guint i = 0; i < explain->failures->len; i++)
     {
       const TachExplainFailure *f = &g_array_index (explain->failures, TachExplainFailure, i);
@@ -727,5 +757,5 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
   csv_row (explain, rows, date, "to", NULL, &explain->cost_to, explain->to_min,
            explain->to_max, failures->str, busy);
 
-  return tach_csv_append_rows (dir, "explain.csv", header->str, rows->str, error);
+  return tach_csv_append_rows (dir, "explain.csv", header, rows->str, error);
 }

@@ -126,15 +126,21 @@ runs_header (void)
   return g_string_free (g_steal_pointer (&row), FALSE);
 }
 
-static char *
-samples_header_line (void)
+char *
+tach_csv_header_line (const char *const *names)
 {
   g_autoptr(GString) row = g_string_new (NULL);
 
-  for (guint i = 0; samples_header[i] != NULL; i++)
-    add_field (row, samples_header[i]);
+  for (guint i = 0; names[i] != NULL; i++)
+    add_field (row, names[i]);
   end_row (row);
   return g_string_free (g_steal_pointer (&row), FALSE);
+}
+
+static char *
+samples_header_line (void)
+{
+  return tach_csv_header_line (samples_header);
 }
 
 /* Unique across processes (start time to the microsecond, process id and

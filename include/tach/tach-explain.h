@@ -271,6 +271,14 @@ char        *tach_explain_dup_sentence (TachExplain *explain, guint i);
  * runs.csv).  One row for A, one per knob, one for B, all with one
  * explain_id. */
 gboolean     tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error);
+/* Whether DIR's explain.csv, runs.csv and samples.csv (those there) take
+ * new rows: their columns are this version's (or an earlier one's, to
+ * widen) and no row is malformed (NUL bytes included).  Call it before
+ * the first round, so that a damaged file stops the command before it
+ * measures anything; tach_explain_csv_append checks explain.csv again
+ * before it writes any of the three, so that all three gain rows or none
+ * does.  Changes nothing in DIR. */
+gboolean     tach_explain_csv_check (const char *dir, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachExplain, tach_explain_free)
 
