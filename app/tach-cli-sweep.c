@@ -35,6 +35,7 @@ typedef struct {
   GString              *busy_apart;  /* owned, NULL: the points whose speed-up the load
                                       * between runs measured apart leaves unresolved,
                                       * and those whose runs lost threads or ran busy */
+  gboolean              any_unknown; /* a speed-up shown without an interval */
 } TachCliSweep;
 
 static void
@@ -260,6 +261,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
                                   tach_sweep_get_preset (sweep, index % n_presets), why);
         }
     }
+  cli->any_unknown |= verdict == TACH_VERDICT_UNKNOWN && isfinite (ratio.value);
   return format_ratio (&ratio, verdict, by_items);
 }
 
@@ -278,6 +280,13 @@ print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, do
               "(the interval holds 1x)\n"));
   if (any_items)
     printf (_("*: items per second compared, the batch sizes differ\n"));
+  if (cli->any_unknown)
+    /* Why a speed-up came without its interval, and what gives one. */
+    printf (rounds >= 2 ? _("(–): no interval: a run of the pair failed or measured no step in "
+                            "some round\n")
+                        : _("(–): no interval: a single round gives nothing to pair, and a run of "
+                            "fewer than about 8 measured steps gives its median none; --rounds 2 "
+                            "or more (or more --steps) gives one\n"));
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
               "processes\n"), 100.0 * busy);
