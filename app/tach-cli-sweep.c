@@ -237,7 +237,8 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
       {
         if (cli->busy_apart == NULL)
           cli->busy_apart = g_string_new (NULL);
-        g_string_append_printf (cli->busy_apart, "%s\n", caveat);
+        /* "note: " first: a line of the table starts with a preset. */
+        g_string_append_printf (cli->busy_apart, _("note: %s\n"), caveat);
       }
   }
   /* Against the value's first preset, paired by round. */
