@@ -16,11 +16,10 @@
  * every configuration in a shuffled order, so a busy spell falls on a
  * round, not on one configuration), and every figure is a mean over
  * rounds, so each share gets Student's t over its rounds' values, paired
- * by round (tach-stats.c says why).  A mean, not a median, because the
- * shares must still add up to the gap.  B's speed-up is the mean of the
- * rounds' log ratios, the gap's interval its transform, and A's and B's
- * step times get intervals on the log scale: none can reach 0 or below.
- * With a budget, rounds are added until the intervals meet the target.
+ * by round (tach-stats.c says why): a mean, not a median, so that the
+ * shares add up to the gap.  B's speed-up, its gap and A's and B's step
+ * times take their intervals on the log scale: none reaches 0 or below.
+ * With a budget, rounds are added until they meet the target.
  */
 #include <math.h>
 #include <string.h>
@@ -180,8 +179,7 @@ tach_explain_set_budget (TachExplain *explain, double budget_s, double target)
 TachVerdict
 tach_explain_get_gap (TachExplain *explain, TachInterval *gap)
 {
-  /* The comparison's one verdict, the speed-up's: the gap's interval is
-   * its transform (tach_stats_speedup_paired). */
+  /* The comparison's one verdict, the speed-up's. */
   *gap = explain->gap;
   return tach_interval_verdict (&explain->speedup, 1);
 }
@@ -201,8 +199,6 @@ tach_explain_is_partial (TachExplain *explain)
 TachVerdict
 tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio)
 {
-  /* Per-round ratios on the log scale (tach_stats_speedup_paired); the
-   * gap's interval and the shares' fractions follow its verdict. */
   *ratio = explain->speedup;
   return tach_interval_verdict (ratio, 1);
 }
@@ -579,13 +575,11 @@ compute_shares (TachExplain *explain)
       round_gap[r] = b->step_ms - a->step_ms;
     }
 
-  /* Step times on a scale that cannot reach 0: a slow round widens the
-   * upper end only. */
+  /* Step times on the log scale (a slow round widens the upper end only);
+   * B's speed-up from the rounds' ratios, the gap's interval its
+   * transform: the headline and the shares never disagree on a gap. */
   tach_stats_mean_ci_positive (step_a, n, &explain->from_ci);
   tach_stats_mean_ci_positive (step_b, n, &explain->to_ci);
-  /* B's speed-up is t(A) / t(B) from the rounds' ratios, and the gap's
-   * interval its transform: one statistic, so the headline and the
-   * shares never disagree on whether there is a gap. */
   gap_verdict = tach_stats_speedup_paired (step_a, step_b, n, &explain->speedup, &explain->gap);
   for (guint i = 0; i < k; i++)
     {
@@ -729,9 +723,8 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       if (r == explain->rounds)
         {
           double spent = now_s (funcs, user_data) - start_s;
-          /* The budget is for the rounds after the required ones (as
-           * --budget says): a round is begun while the rounds added so
-           * far and it fit in it at the pace so far. */
+          /* The budget is for the rounds after the given ones (--budget):
+           * the added rounds and the next must fit it at the pace so far. */
           gboolean time_left = (r + 1 - explain->min_rounds) * (spent / r) <= explain->budget_s;
           gboolean fits = explain->budget_s > 0 && r < TACH_EXPLAIN_MAX_ROUNDS && time_left;
           guchar more = fits && tach_explain_update_shares (explain, known_bad)
@@ -739,7 +732,6 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
 
           explain->round_s = spent / r;
           explain->budget_ended = explain->budget_s > 0 && !time_left;
-
           /* Under mpirun every rank measures the same configurations in
            * the same order (the seed is the same on every rank); whether
            * to add a round, from a clock and figures, is rank 0's word. */
