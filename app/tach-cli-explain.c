@@ -278,7 +278,10 @@ print_table (TachExplain *explain)
 
   tach_explain_get_orderings (explain, &used, &drawn);
   if (tach_explain_is_exact (explain))
-    printf (_("method: exact Shapley values over all %u configurations, %u rounds in shuffled order"),
+    printf (ngettext ("method: exact Shapley values over the %u configuration, %u rounds in "
+                      "shuffled order",
+                      "method: exact Shapley values over the %u configurations, %u rounds in "
+                      "shuffled order", tach_explain_get_n_configs (explain)),
             tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
   else
     printf (_("method: SAMPLED Shapley values: %u random orderings (in reversed pairs) of %u knobs, "
@@ -350,7 +353,12 @@ tach_cli_command_explain (const TachCliOptions *options)
   tach_explain_set_labels (explain, options->from, options->to);
   tach_explain_set_budget (explain, options->budget_s, options->target);
   tach_cli_print_notices (options, &from);
-  if (!tach_cli_check_outputs (options, &error))
+  /* A damaged explain.csv, runs.csv or samples.csv is found before the
+   * first round, not after every run was measured. */
+  if (!tach_cli_check_outputs (options, &error)
+      || (options->csv_dir != NULL && tach_ranks_world_rank () == 0
+          && g_file_test (options->csv_dir, G_FILE_TEST_IS_DIR)
+          && !tach_explain_csv_check (options->csv_dir, &error)))
     {
       fprintf (stderr, "tach-cli: %s\n", error->message);
       tach_config_clear (&from);
@@ -360,12 +368,24 @@ tach_cli_command_explain (const TachCliOptions *options)
 
   device = tach_device_resolve (from.device != NULL ? from.device : "auto", NULL);
   tach_cli_print_header (&from, device, FALSE, NULL, NULL);
-  printf (_("explain %s -> %s: %u knobs differ, %u configurations x %u rounds\n"),
-          options->from, options->to, tach_explain_get_n_knobs (explain),
-          tach_explain_get_n_configs (explain), tach_explain_get_rounds (explain));
+  {
+    guint n_knobs = tach_explain_get_n_knobs (explain);
+    guint n_configs = tach_explain_get_n_configs (explain);
+    guint rounds = tach_explain_get_rounds (explain);
+    g_autofree char *knobs = g_strdup_printf (ngettext ("%u knob differs", "%u knobs differ",
+                                                        n_knobs), n_knobs);
+    g_autofree char *runs = g_strdup_printf (ngettext ("%u run", "%u runs", n_configs * rounds),
+                                             n_configs * rounds);
+
+    /* TRANSLATORS: "explain A -> B: 3 knobs differ, 8 configurations x 3
+     * rounds = 24 runs". */
+    printf (ngettext ("explain %s -> %s: %s, %u configuration x %u rounds = %s\n",
+                      "explain %s -> %s: %s, %u configurations x %u rounds = %s\n", n_configs),
+            options->from, options->to, knobs, n_configs, rounds, runs);
+  }
   if (options->budget_s > 0)
-    printf (_("  then more rounds while the speed-up is not known to +-%.0f%% or a share to "
-              "+-%.0f%% of the gap, within %.0f s\n"),
+    printf (_("  then more rounds while the speed-up is not known to ±%.0f%% or a share to "
+              "±%.0f%% of the gap, for at most %.0f s more (--budget)\n"),
             100.0 * options->target, 200.0 * options->target, options->budget_s);
   fflush (stdout);
 

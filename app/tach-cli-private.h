@@ -148,6 +148,7 @@ typedef struct {
   TachRun   *run;           /* borrowed: the run in progress, or NULL */
   GArray    *scratch;       /* drained samples, reused */
   const char *label;        /* borrowed: "tuned 2/4" in a sweep, or NULL */
+  gboolean   no_evaluation; /* a sweep's runs: no test-set evaluation (tach_run_set_evaluate) */
   gboolean   live;          /* stderr is a terminal: show the live line */
   gboolean   live_shown;    /* a live line is on screen and must be cleared */
   TachCliStop stop;         /* SIGINT, SIGTERM, SIGHUP; stop.signo: interrupted */

@@ -369,6 +369,8 @@ tach_cli_run_one (TachCliSession   *session,
   run = tach_run_new (config, error);
   if (run == NULL)
     return NULL;
+  if (session->no_evaluation)
+    tach_run_set_evaluate (run, FALSE);
 
   if (session->header != 0)
     {

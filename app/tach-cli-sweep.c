@@ -33,7 +33,9 @@ typedef struct {
   TachSweepRounds      *rounds;      /* owned: each point's rate by round, the verdicts */
   double                start_s;     /* when the first round began, monotonic seconds */
   GString              *busy_apart;  /* owned, NULL: the points whose speed-up the load
-                                      * between runs measured apart leaves unresolved */
+                                      * between runs measured apart leaves unresolved,
+                                      * and those whose runs lost threads or ran busy */
+  gboolean              any_unknown; /* a speed-up shown without an interval */
 } TachCliSweep;
 
 static void
@@ -47,6 +49,8 @@ tach_cli_sweep_init (TachCliSweep *cli, const TachCliOptions *options, TachSweep
   cli->busy_apart = NULL;
   tach_cli_session_init (&cli->session);
   cli->session.header = 2;
+  /* The verdicts compare the steps' rates: no test-set evaluation. */
+  cli->session.no_evaluation = TRUE;
   /* Each preset against the first at the same value, paired by round. */
   cli->rounds = tach_sweep_rounds_new_for_sweep (sweep, options->rounds, options->budget_s,
                                                  options->target);
@@ -103,7 +107,10 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
                              axis->values[point->value], point->ordinal,
                              tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
   else
-    label = g_strdup_printf ("%s %u/%u", name, point->preset + 1, tach_sweep_get_n_presets (sweep));
+    /* Progress through the round (its order is shuffled): not the
+     * preset's place in the list. */
+    label = g_strdup_printf ("%s %u/%u", name, point->ordinal,
+                             tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
   cli->session.label = label;
   run = tach_cli_run_one (&cli->session, config, error);
   cli->session.label = NULL;
@@ -211,6 +218,29 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
     return g_strdup ("1.00x");
   verdict = tach_summary_compare (base, s, &ratio, &by_items);
   *any_items |= by_items;
+  /* Runs that lost threads to other processes, or a busy machine: the
+   * figure is of another machine, whatever its interval says. */
+  {
+    const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+    guint n_presets = tach_sweep_get_n_presets (sweep);
+    g_autofree char *name_a = axis != NULL
+      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, base_index % n_presets),
+                         axis->knob->name, axis->values[base_index / n_presets])
+      : g_strdup (tach_sweep_get_preset (sweep, base_index % n_presets));
+    g_autofree char *name_b = axis != NULL
+      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, index % n_presets),
+                         axis->knob->name, axis->values[index / n_presets])
+      : g_strdup (tach_sweep_get_preset (sweep, index % n_presets));
+    g_autofree char *caveat = tach_summary_dup_load_caveat (name_a, base, name_b, s);
+
+    if (caveat != NULL)
+      {
+        if (cli->busy_apart == NULL)
+          cli->busy_apart = g_string_new (NULL);
+        /* "note: " first: a line of the table starts with a preset. */
+        g_string_append_printf (cli->busy_apart, _("note: %s\n"), caveat);
+      }
+  }
   /* Against the value's first preset, paired by round. */
   if (tach_sweep_get_rounds_run (sweep) >= 2 && c >= 0
       && base_index == index - index % tach_sweep_get_n_presets (sweep))
@@ -232,6 +262,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
                                   tach_sweep_get_preset (sweep, index % n_presets), why);
         }
     }
+  cli->any_unknown |= verdict == TACH_VERDICT_UNKNOWN && isfinite (ratio.value);
   return format_ratio (&ratio, verdict, by_items);
 }
 
@@ -250,6 +281,13 @@ print_speedup_notes (TachCliSweep *cli, TachSweep *sweep, gboolean any_items, do
               "(the interval holds 1x)\n"));
   if (any_items)
     printf (_("*: items per second compared, the batch sizes differ\n"));
+  if (cli->any_unknown)
+    /* Why a speed-up came without its interval, and what gives one. */
+    printf (rounds >= 2 ? _("(–): no interval: a run of the pair failed or measured no step in "
+                            "some round\n")
+                        : _("(–): no interval: a single round gives nothing to pair, and a run of "
+                            "fewer than about 8 measured steps gives its median none; --rounds 2 "
+                            "or more (or more --steps) gives one\n"));
   if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
     printf (_("measured while the machine was busy: up to %.0f%% of CPU time taken by other "
               "processes\n"), 100.0 * busy);
@@ -679,9 +717,10 @@ tach_cli_presets_done (TachSweep *sweep, const TachSweepPoint *point, TachSweepO
     }
   else if (!cli->session.live && tach_ranks_world_rank () == 0)
     {
-      /* Without a live line, say where a long sweep is. */
-      fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->preset + 1,
-               tach_sweep_get_n_presets (sweep));
+      /* Without a live line, say where a long sweep is: how far through
+       * the round (shuffled), not the preset's place in the list. */
+      fprintf (stderr, _("tach-cli: preset %s done (%u/%u)\n"), name, point->ordinal,
+               tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep));
     }
 }
 

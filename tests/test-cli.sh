@@ -155,10 +155,10 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   rows=$(count_rows "$csv/samples.csv" "$first")
   runs=$(($(wc -l < "$csv/runs.csv") - 1))
   # The data it read: named in the summary and in runs.csv (whose rows end
-  # with data_source, data_path and label).
-  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 2) "|" $(NF - 1) }')
+  # with data_source, data_path and label, then the threads).
+  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 5) "|" $(NF - 4) }')
   if grep -q "^  data         synthetic sequences$" "$out" &&
-     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label.$" &&
+     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
      [ "$source" = "synthetic sequences|" ]; then
     pass "the data read is named in the summary and runs.csv"
   else
@@ -255,6 +255,18 @@ else
   fi
 fi
 
+# A sweep's progress lines count through each round (shuffled), not the
+# presets' places in the list: 1/3, 2/3, 3/3 in every round (issue 42).
+if expect "sweep progress counts through the round" 0 "" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tf1-feed-dict,tuned --device cpu \
+     --batch 8 --steps 2 --warmup 0 --threads 1 --rounds 2 --budget 0; then
+  seen=$(grep -Eo "done \([0-9]+/[0-9]+\)" "$out" | tr '\n' ' ')
+  if [ "$seen" != "done (1/3) done (2/3) done (3/3) done (1/3) done (2/3) done (3/3) " ]; then
+    passed=$((passed - 1))
+    fail "sweep progress counts through the round" "progress: $seen"
+  fi
+fi
+
 # A sweep with a bad preset is bad input: the message names it and the
 # valid ones, nothing runs (no table, no row "invalid (see above)").
 for presets in nosuch tuned,nosuch; do
@@ -293,9 +305,10 @@ if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0 --csv "$sw"; then
   # (runs.csv ends with the varied knob and its value, how busy the
-  # machine was, then eval_s, the data read and the label.)
-  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label.$" &&
+  # machine was, then eval_s, the data read, the label and the threads
+  # the CPU run had and kept.)
+  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" &&
@@ -326,7 +339,9 @@ if expect "sweep --vary lists the points that will not fit" 2 \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4,60000 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0; then
   if ! grep -Eq "^  tuned hidden=60000: --hidden 60000 with --batch 8 needs .* memory" "$out" ||
-     ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x( \(.*\))?$" "$out"; then
+     ! grep -Eq "^60000 +tuned +will not run" "$out" || ! grep -Eq "^4 +tuned .*x( \(.*\))?$" "$out" ||
+     # One round of 4 steps: a speed-up without an interval says why.
+     ! grep -q "^(–): no interval: a single round gives nothing to pair" "$out"; then
     passed=$((passed - 1))
     fail "sweep --vary lists the points that will not fit" "no list, or the other points did not run"
   fi
@@ -391,8 +406,14 @@ stop_signal HUP 129
 # ------------------------------------------------------------ explain
 
 expect_usage "explain without --to" "--from and --to" explain --workload bilstm --from tuned
-expect_usage "explain with 2 rounds" "rounds" \
+expect_usage "explain with 2 rounds" "invalid value '2' for --rounds: expected a whole number from 3 to 1000" \
   explain --workload bilstm --device cpu --from tf1-feed-dict --to tuned --rounds 2
+# --rounds 0 is refused with the range its command takes: sweep and run
+# --scaling take one pass (issue 42: "from 3" while 1 and 2 ran).
+expect_usage "sweep with 0 rounds" "invalid value '0' for --rounds: expected a whole number from 1 to 1000" \
+  sweep --workload bilstm --device cpu --presets tf1-constant,tuned --rounds 0
+expect_usage "run --scaling with 0 rounds" "invalid value '0' for --rounds: expected a whole number from 1 to 1000" \
+  run --workload bilstm --device cpu --scaling --rounds 0
 expect_usage "explain between equal configurations" "nothing to explain" \
   explain --workload bilstm --device cpu --from tuned --to "feed=resident sync=end"
 expect_usage "explain with an unknown preset" "nosuch" \
@@ -439,9 +460,9 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
                     $col["row"] == "knob" { s += $col["share_ms"]; k++ }
                     END { d = s - (b - a); if (d < 0) d = -d;
                           print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
-  # Each run is named by what it is (runs.csv's last column): A's preset,
+  # Each run is named by what it is (runs.csv's label column): A's preset,
   # A with one of B's knobs, and B's settings, 3 rounds each.
-  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $NF }' | sort | uniq -c |
+  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 3) }' | sort | uniq -c |
            awk '{ $1 = $1 ":"; print }' | tr '\n' '|')
   if [ "$labels" != "3: layout=batch-major feed=resident sync=1|3: tf1-feed-dict|3: tf1-feed-dict + feed=resident|3: tf1-feed-dict + layout=batch-major|" ]; then
     fail "explain's runs are named by what they are" "labels: $labels"
@@ -455,6 +476,26 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
     pass "explain.csv sums to the gap, runs.csv holds every run"
   else
     fail "explain.csv sums to the gap, runs.csv holds every run" "$runs runs (expected 12), sum ok: $sum_ok"
+  fi
+fi
+
+# An explain.csv whose second row starts with NUL bytes is refused before
+# the first round, by file and line, and no file of the folder gains rows
+# (issue 42: "nothing was added" came after runs.csv gained every run).
+bad=$tmp/explain-nul
+mkdir -p "$bad"
+if [ -f "$ex/explain.csv" ]; then
+  head -1 "$ex/explain.csv" > "$bad/explain.csv"
+  printf '\000\000\000\000,x\r\n' >> "$bad/explain.csv"
+  cp "$bad/explain.csv" "$tmp/explain-nul.before"
+  if expect "explain refuses a damaged explain.csv before measuring" 1 "explain.csv:2: a malformed row" \
+       "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1 \
+       --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --budget 0 --csv "$bad"; then
+    if [ -e "$bad/runs.csv" ] || [ -e "$bad/samples.csv" ] || grep -q "^  Layout" "$out" ||
+       ! cmp -s "$bad/explain.csv" "$tmp/explain-nul.before"; then
+      passed=$((passed - 1))
+      fail "explain refuses a damaged explain.csv before measuring" "it measured or wrote"
+    fi
   fi
 fi
 

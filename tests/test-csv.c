@@ -344,7 +344,8 @@ test_append_older (Fixture *f, gconstpointer data)
   g_autofree char *after = NULL;
   g_autoptr(GPtrArray) rows = NULL;
   g_autoptr(GError) error = NULL;
-  const char *const drop[] = { "head", "print-text", NULL };
+  const char *const drop[] = { "head", "print-text", "threads_had", "threads_fewest",
+                               "threads_fewer_share", NULL };
   const char *data_path = NULL;
 
   g_assert_true (append_one (f->dir, f->a, NULL));
@@ -376,6 +377,12 @@ test_append_older (Fixture *f, gconstpointer data)
       }
     g_assert_cmpstr (cell (now, 2, "head"), ==, "flatten");
     g_assert_cmpstr (cell (now, 2, "print-text"), ==, "false");
+    /* The new row says how many threads its CPU run had and kept. */
+    g_assert_cmpfloat (g_ascii_strtod (cell (now, 2, "threads_had"), NULL), >=, 1);
+    g_assert_cmpfloat (g_ascii_strtod (cell (now, 2, "threads_fewest"), NULL), >=, 1);
+    g_assert_cmpfloat (g_ascii_strtod (cell (now, 2, "threads_fewest"), NULL), <=,
+                       g_ascii_strtod (cell (now, 2, "threads_had"), NULL));
+    g_assert_cmpstr (cell (now, 2, "threads_fewer_share"), !=, "");
   }
 
   /* A newer version's file, with a column this one lacks, is refused and

@@ -19,10 +19,8 @@ test_configs (void)
   g_autoptr(TachExplain) explain = NULL;
   TachConfig mix;
 
-  tach_config_init (&a, TACH_WORKLOAD_BILSTM);
-  tach_config_init (&b, TACH_WORKLOAD_BILSTM);
-  test_apply (&a, "device=cpu preset=tf1-feed-dict");
-  test_apply (&b, "device=cpu preset=tuned");
+  test_config_pair (TACH_WORKLOAD_BILSTM, &a, "device=cpu preset=tf1-feed-dict",
+                    &b, "device=cpu preset=tuned");
   explain = tach_explain_new (&a, &b, 3, &error);
   g_assert_no_error (error);
   g_assert_cmpuint (tach_explain_get_n_knobs (explain), ==, 3);

@@ -11,3 +11,5 @@ void   assert_additive (TachExplain *explain);
 void   test_explain_real_add (void);
 /* Adds the tests of test-explain-so-far.c. */
 void   test_explain_so_far_add (void);
+/* Adds the tests of test-explain-verdict.c. */
+void   test_explain_verdict_add (void);

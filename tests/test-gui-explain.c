@@ -199,6 +199,9 @@ test_explain (Fixture *fixture, gconstpointer data)
       g_assert_nonnull (strstr (label, ms));
       g_assert_nonnull (strstr (label, " -> "));
       g_assert_nonnull (strstr (tooltip, "±"));
+      /* A bar within noise says so on the bar (issue 42), and only then. */
+      g_assert_true ((strstr (label, "within noise") != NULL)
+                     == (knob->verdict == TACH_VERDICT_WITHIN_NOISE));
     }
   g_assert_true (tach_explain_chart_get_bar (chart, n + 1, &bar));
   g_assert_cmpfloat_with_epsilon (total, bar.end_ms, 1e-9 * MAX (1, bar.end_ms));

@@ -561,6 +561,25 @@ test_compare (Fixture       *fixture,
     g_assert_nonnull (line);
     g_assert_true (g_str_has_prefix (line, "2 rounds."));
   }
+  /* One verdict per comparison (issue 42): a row's figure paired by round
+   * is the run table's too, never "machine busy" (that is for runs
+   * measured apart), and the figure tach_run_object_compare gives. */
+  {
+    g_autoptr(TachRunObject) base = g_list_model_get_item (sweep, 0);
+    g_autoptr(TachRunObject) row = g_list_model_get_item (sweep, 1);
+    const TachInterval paired = { 1.5, 1.4, 1.6 };
+    TachInterval got;
+    g_autofree char *text = NULL;
+
+    tach_run_object_set_paired (row, base, &paired);
+    tach_run_object_set_baseline (row, base);
+    g_assert_cmpint (tach_run_object_compare (row, base, &got, NULL), ==, TACH_VERDICT_SIGNIFICANT);
+    g_assert_cmpfloat (got.value, ==, 1.5);
+    g_assert_cmpfloat (tach_run_object_get_speedup (row), ==, 1.5);
+    g_object_get (row, "speedup-text", &text, NULL);
+    g_assert_cmpstr (text, ==, "1.50× (1.40–1.60)");
+    g_assert_null (tach_run_object_dup_busy_apart (row, base));
+  }
   render_window (fixture->window, "test-gui-compare.png");
 
   /* The exported charts tell the runs apart: one legend entry per visible

@@ -5,6 +5,11 @@
  * No timing is asserted beyond gross comparisons that a shared machine
  * cannot overturn: while the spinners run, no processor is idle.
  */
+#include <signal.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
 #include "tach-machine.h"
 #include "test-spinners.h"
 
@@ -159,6 +164,110 @@ test_probe_own_threads (void)
   g_assert_cmpfloat (busy.self_runnable, >=, 3);
 }
 
+/* A process of the job (a sibling rank under mpirun) that spins for
+ * @cpu_us of its own CPU time once told to, says so, then waits to be
+ * killed: its time falls between two marks and it is still there. */
+static pid_t
+job_process_start (gint64 cpu_us, int *go, int *done)
+{
+  int to_child[2], from_child[2];
+  pid_t pid;
+
+  g_assert_cmpint (pipe (to_child), ==, 0);
+  g_assert_cmpint (pipe (from_child), ==, 0);
+  pid = fork ();
+  g_assert_cmpint (pid, >=, 0);
+  if (pid == 0)
+    {
+      struct timespec ts;
+      volatile unsigned long x = 0;
+      char c;
+
+      if (read (to_child[0], &c, 1) != 1)
+        _exit (1);
+      do
+        {
+          for (int i = 0; i < 100000; i++)
+            x++;
+          clock_gettime (CLOCK_PROCESS_CPUTIME_ID, &ts);
+        }
+      while ((gint64) ts.tv_sec * G_USEC_PER_SEC + ts.tv_nsec / 1000 < cpu_us);
+      if (write (from_child[1], "d", 1) != 1)
+        _exit (1);
+      for (;;)
+        pause ();
+    }
+  close (to_child[0]);
+  close (from_child[1]);
+  *go = to_child[1];
+  *done = from_child[0];
+  return pid;
+}
+
+/* Issue 42: a sibling rank's CPU time is the job's, not "other
+ * processes'": with its id set, the time it spent between two marks moves
+ * from the others' share to the job's.  CPU time is counted, not timed:
+ * the sibling spins for 300 ms of its own CPU, however long that takes. */
+static void
+test_job (void)
+{
+  TachMachineMark a, b, a_alone, b_alone;
+  TachMachineLoad with_job, without;
+  gint pids[3], got[TACH_MACHINE_MAX_JOB_PIDS];
+  int go, done, status;
+  char c;
+  double hz = sysconf (_SC_CLK_TCK), job_ticks;
+  pid_t child;
+
+  if (!g_file_test ("/proc/self/stat", G_FILE_TEST_EXISTS))
+    {
+      g_test_skip ("no /proc");
+      return;
+    }
+  child = job_process_start (300000, &go, &done);
+  /* This process's own id among the job's is not another of the job. */
+  pids[0] = (gint) getpid ();
+  pids[1] = (gint) child;
+  pids[2] = 0;
+  tach_machine_set_job_pids (pids, 3);
+  g_assert_cmpuint (tach_machine_get_job_pids (got), ==, 1);
+  g_assert_cmpint (got[0], ==, child);
+
+  tach_machine_mark (&a);
+  g_assert_cmpint (write (go, "g", 1), ==, 1);
+  g_assert_cmpint (read (done, &c, 1), ==, 1);
+  tach_machine_mark (&b);
+  kill (child, SIGKILL);
+  g_assert_cmpint (waitpid (child, &status, 0), ==, child);
+  close (go);
+  close (done);
+  tach_machine_set_job_pids (NULL, 0);
+  g_assert_cmpuint (tach_machine_get_job_pids (NULL), ==, 0);
+
+  g_assert_cmpuint (a.n_job, ==, 1);
+  g_assert_cmpint (a.job_cpu_us[0], >=, 0);
+  g_assert_true (tach_machine_load_between (&a, &b, &with_job));
+  /* The same marks as a process that knew of no job. */
+  a_alone = a;
+  b_alone = b;
+  a_alone.n_job = b_alone.n_job = 0;
+  g_assert_true (tach_machine_load_between (&a_alone, &b_alone, &without));
+  job_ticks = with_job.job_share * with_job.ticks;
+  g_test_message ("job %.2f, others %.2f with the job's id, %.2f without, over %" G_GUINT64_FORMAT
+                  " ticks", with_job.job_share, with_job.others_share, without.others_share,
+                  with_job.ticks);
+  /* 300 ms of its CPU time, in ticks (counted whole: a tick or two off). */
+  g_assert_cmpfloat (job_ticks, >=, 0.3 * hz - 3);
+  g_assert_cmpfloat (without.job_share, ==, 0);
+  /* The others' share lost what the job's gained, but for its clamp at 0. */
+  g_assert_cmpfloat (with_job.others_share, <=, without.others_share);
+  g_assert_cmpfloat (with_job.others_share, >=,
+                     without.others_share - with_job.job_share - 1e-9);
+  if (with_job.others_share > 0)
+    g_assert_cmpfloat_with_epsilon (without.others_share - with_job.others_share,
+                                    with_job.job_share, 1e-9);
+}
+
 /* Marks without /proc/stat give no window: unknown shares, no crash. */
 static void
 test_unknown (void)
@@ -204,5 +313,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/backend/machine/probe", test_probe);
   g_test_add_func ("/engine/backend/machine/probe-own-threads", test_probe_own_threads);
   g_test_add_func ("/engine/backend/machine/unknown", test_unknown);
+  g_test_add_func ("/engine/backend/machine/job", test_job);
   return g_test_run ();
 }

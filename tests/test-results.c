@@ -114,6 +114,9 @@ assert_same_run (TachRun *made, TachRun *loaded)
   assert_same_double (a.compute_share, b.compute_share);
   assert_same_double (a.achieved_flops, b.achieved_flops);
   g_assert_cmpuint (a.peak_memory_bytes, ==, b.peak_memory_bytes);
+  assert_same_double (a.threads_asked, b.threads_asked);
+  assert_same_double (a.threads_fewest, b.threads_fewest);
+  assert_same_double (a.threads_fewer_share, b.threads_fewer_share);
   g_assert_cmpstr (a.items_unit, ==, b.items_unit);
 
   g_assert_cmpuint (ms->len, ==, ls->len);
@@ -234,6 +237,8 @@ test_older_columns (Fixture *f, gconstpointer data)
   g_assert_cmpfloat (s.steps_per_s_median, ==, 123.5);
   g_assert_cmpfloat (s.final_loss, ==, 0.6931);
   g_assert_true (isnan (s.test_accuracy));
+  /* Written before runs.csv kept the threads a run kept: unknown. */
+  g_assert_true (isnan (s.threads_asked) && isnan (s.threads_fewest));
   {
     g_autoptr(GArray) samples = tach_run_dup_samples (run);
     const TachSample *x;

@@ -15,6 +15,16 @@ test_apply (TachConfig *config, const char *settings)
   g_assert_no_error (error);
 }
 
+void
+test_config_pair (TachWorkload workload, TachConfig *a, const char *a_settings,
+                  TachConfig *b, const char *b_settings)
+{
+  tach_config_init (a, workload);
+  tach_config_init (b, workload);
+  test_apply (a, a_settings);
+  test_apply (b, b_settings);
+}
+
 TachBackend *
 test_cpu_backend (void)
 {

@@ -10,6 +10,10 @@ G_BEGIN_DECLS
 /* Applies "key=value key=value" @settings with
  * tach_config_apply_settings(); any error fails the test. */
 void      test_apply (TachConfig *config, const char *settings);
+/* Two configurations of @workload, @a and @b, each from its defaults and
+ * @a_settings or @b_settings (the two sides of an explanation). */
+void      test_config_pair (TachWorkload workload, TachConfig *a, const char *a_settings,
+                            TachConfig *b, const char *b_settings);
 
 /* The CPU backend with one thread, at fp32; any error fails the test.
  * Free with tach_backend_free(). */

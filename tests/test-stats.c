@@ -6,7 +6,8 @@
  * cover the truth in 90-99% of them; a wrong interval misses by far more).
  * Every draw comes from a fixed seed, so the counts are the same on every
  * machine.  The verdict of two runs measured apart on a busy machine
- * (tach_summary_compare), and explain's speed-up from its paired gap.  And
+ * (tach_summary_compare), and explain's speed-up from the rounds' ratios
+ * with its gap's interval from it.  And
  * the store that keeps every Nth step (tach-strided.h).
  */
 #include <math.h>
@@ -226,38 +227,39 @@ test_ratio_paired (void)
   g_assert_cmpint (tach_interval_verdict (&iv, 1), ==, TACH_VERDICT_UNKNOWN);
 }
 
-/* Explain's speed-up comes from the paired gap of the same rounds: over
- * draws of step times around and away from a gap of 0, the ratio is
- * significant exactly when the gap is, on the matching side (a gap above
- * 0, b slower, is a ratio below 1), and within noise exactly when the gap
- * is. */
+/* Explain's speed-up comes from the rounds' ratios of step times, and
+ * the gap's interval from the speed-up's: over draws of step times around
+ * and away from a gap of 0, the gap's interval holds 0 exactly when the
+ * speed-up's holds 1, on the matching side (a gap above 0, b slower, is a
+ * ratio below 1), and the verdict returned is the speed-up's. */
 static void
-test_speedup_from_gap (void)
+test_speedup_paired (void)
 {
   g_autoptr(GRand) rand = g_rand_new_with_seed (13);
-  double a[6], b[6], a_mean;
+  double a[6], b[6];
   TachInterval gap, ratio;
   guint significant = 0, within = 0;
 
   for (guint d = 0; d < DRAWS; d++)
     {
+      TachVerdict verdict;
+
       /* Rates 100 against 90..110: step times whose gap is sometimes
        * resolved, sometimes not, with shared load per round. */
       draw_rounds (rand, 100, 90 + 20 * g_rand_double (rand), 0.05, 6, a, b);
-      a_mean = 0;
       for (guint i = 0; i < 6; i++)
         {
           a[i] = 1000 / a[i];
           b[i] = 1000 / b[i];
-          a_mean += a[i] / 6;
         }
-      tach_stats_diff_paired (a, b, 6, &gap);
-      g_assert_cmpint (tach_stats_speedup_from_gap (a_mean, &gap, &ratio), ==,
-                       tach_interval_verdict (&gap, 0));
-      g_assert_cmpint (tach_interval_verdict (&ratio, 1), ==, tach_interval_verdict (&gap, 0));
+      verdict = tach_stats_speedup_paired (a, b, 6, &ratio, &gap);
+      g_assert_cmpint (verdict, ==, tach_interval_verdict (&ratio, 1));
+      g_assert_cmpint (tach_interval_verdict (&gap, 0), ==, verdict);
       g_assert_cmpfloat (ratio.lo, <=, ratio.value);
       g_assert_cmpfloat (ratio.value, <=, ratio.hi);
-      if (tach_interval_verdict (&gap, 0) == TACH_VERDICT_SIGNIFICANT)
+      g_assert_cmpfloat (gap.lo, <=, gap.value);
+      g_assert_cmpfloat (gap.value, <=, gap.hi);
+      if (verdict == TACH_VERDICT_SIGNIFICANT)
         {
           significant++;
           g_assert_true ((gap.lo > 0) == (ratio.hi < 1));
@@ -270,22 +272,71 @@ test_speedup_from_gap (void)
   g_assert_cmpuint (significant, >, DRAWS / 10);
   g_assert_cmpuint (within, >, DRAWS / 10);
 
-  /* The value: a's 10 ms against b's 5 ms is 2x, and a gap of 0 is 1x. */
-  gap = (TachInterval) { -5, -6, -4 };
-  tach_stats_speedup_from_gap (10, &gap, &ratio);
-  g_assert_cmpfloat_with_epsilon (ratio.value, 2.0, 1e-12);
-  g_assert_cmpfloat_with_epsilon (ratio.lo, 10.0 / 6, 1e-12);
-  g_assert_cmpfloat_with_epsilon (ratio.hi, 2.5, 1e-12);
-  /* An end at which b would take no time is unbounded; the verdict is
-   * still the gap's, significant, and its finite end is above 1. */
-  gap = (TachInterval) { -8, -12, -4 };
-  g_assert_cmpint (tach_stats_speedup_from_gap (10, &gap, &ratio), ==, TACH_VERDICT_SIGNIFICANT);
-  g_assert_true (isinf (ratio.hi));
-  g_assert_cmpfloat (ratio.lo, >, 1);
+  /* The value: a's 10 ms against b's 5 ms in every round is 2x. */
+  {
+    const double ta[] = { 10, 10, 10 }, tb[] = { 5, 5, 5 };
+
+    g_assert_cmpint (tach_stats_speedup_paired (ta, tb, 3, &ratio, &gap), ==,
+                     TACH_VERDICT_SIGNIFICANT);
+    g_assert_cmpfloat_with_epsilon (ratio.value, 2.0, 1e-12);
+    g_assert_cmpfloat_with_epsilon (gap.value, -5.0, 1e-12);
+  }
+  /* Issue 42: B steady at 12.0-12.2 ms, A at 46 ms and more with one
+   * busy round: a clear speed-up with two bounded ends above 1, where the
+   * differences' interval reached past A's whole time (an infinite end). */
+  {
+    const double ta[] = { 46.0, 52.0, 160.0 }, tb[] = { 12.0, 12.2, 12.1 };
+
+    g_assert_cmpint (tach_stats_speedup_paired (ta, tb, 3, &ratio, &gap), ==,
+                     TACH_VERDICT_SIGNIFICANT);
+    g_assert_true (tach_interval_is_known (&ratio));
+    g_assert_cmpfloat (ratio.lo, >, 1);
+    g_assert_cmpfloat (ratio.hi, <, 100);
+    /* B cannot take less than no time: the gap ends above -t(A). */
+    g_assert_cmpfloat (gap.lo, >, -(46.0 + 52.0 + 160.0) / 3);
+    g_assert_cmpfloat (gap.hi, <, 0);
+  }
   /* Fewer than 2 rounds: a value, no interval, no verdict. */
-  gap = (TachInterval) { 0, NAN, NAN };
-  g_assert_cmpint (tach_stats_speedup_from_gap (10, &gap, &ratio), ==, TACH_VERDICT_UNKNOWN);
-  g_assert_cmpfloat_with_epsilon (ratio.value, 1.0, 1e-12);
+  {
+    const double ta[] = { 10 }, tb[] = { 10 };
+
+    g_assert_cmpint (tach_stats_speedup_paired (ta, tb, 1, &ratio, &gap), ==,
+                     TACH_VERDICT_UNKNOWN);
+    g_assert_cmpfloat_with_epsilon (ratio.value, 1.0, 1e-12);
+    g_assert_false (tach_interval_is_known (&gap));
+  }
+}
+
+/* A mean step time's interval cannot reach 0: rounds of 46, 52 and 200
+ * ms gave "-23.29 to +173.35 ms" symmetrically; on the log scale the
+ * lower end stays above 0 and the mean inside. */
+static void
+test_mean_positive (void)
+{
+  g_autoptr(GRand) rand = g_rand_new_with_seed (21);
+  const double x[] = { 46.0, 52.0, 200.0 };
+  TachInterval iv;
+  guint hits = 0;
+
+  tach_stats_mean_ci_positive (x, 3, &iv);
+  g_assert_cmpfloat_with_epsilon (iv.value, 298.0 / 3, 1e-9);
+  g_assert_cmpfloat (iv.lo, >, 0);
+  g_assert_cmpfloat (iv.lo, <, iv.value);
+  g_assert_cmpfloat (iv.hi, >, 200);
+  tach_stats_mean_ci_positive (x, 1, &iv);
+  g_assert_false (tach_interval_is_known (&iv));
+
+  /* Coverage of a mean step time of 20 ms with 5% noise, 5 rounds. */
+  for (guint d = 0; d < DRAWS; d++)
+    {
+      double y[5];
+
+      for (guint i = 0; i < 5; i++)
+        y[i] = 20 * (1 + 0.05 * normal (rand));
+      tach_stats_mean_ci_positive (y, 5, &iv);
+      hits += iv.lo <= 20 && 20 <= iv.hi;
+    }
+  assert_coverage (hits, "mean step time, 5 rounds");
 }
 
 /* A run's summary with a median of @rate steps/s known to +-1%, 32 items a
@@ -304,6 +355,43 @@ summary_at (double rate, double busy)
   s.items_per_s_hi = 32 * s.steps_per_s_hi;
   s.machine_busy = busy;
   return s;
+}
+
+/* Issue 42: under one busy core every `tuned` run fell to one thread, and
+ * pairing by round cannot cancel that: the comparison says so in words a
+ * person acts on.  Runs that kept their threads on an idle machine get no
+ * caveat; a busy machine alone gets one too. */
+static void
+test_load_caveat (void)
+{
+  TachSummary a = summary_at (10, 0.02), b = summary_at (40, 0.03);
+  g_autofree char *none = NULL, *fell = NULL, *busy = NULL, *both = NULL;
+
+  a.threads_asked = b.threads_asked = 2;
+  a.threads_fewest = b.threads_fewest = 2;
+  a.threads_fewer_share = b.threads_fewer_share = 0;
+  none = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_null (none);
+
+  b.threads_fewest = 1;
+  b.threads_fewer_share = 0.8;
+  b.machine_busy = 0.55;
+  fell = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_cmpstr (fell, ==, "tuned ran on 1 thread of 2 because other processes took 55% of "
+                   "the CPU: this speed-up is for a busy machine; rerun idle to compare");
+
+  /* A moment on fewer threads is not worth a caveat; a busy machine is. */
+  b.threads_fewer_share = 0.01;
+  busy = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_nonnull (busy);
+  g_assert_null (strstr (busy, "thread"));
+  g_assert_nonnull (strstr (busy, "rerun idle"));
+
+  a.threads_fewest = 1;
+  a.threads_fewer_share = 0.5;
+  b.threads_fewer_share = 0.5;
+  both = tach_summary_dup_load_caveat ("tf1-feed-dict", &a, "tuned", &b);
+  g_assert_nonnull (strstr (both, "tf1-feed-dict ran on 1 of 2 threads and tuned on 1 of 2"));
 }
 
 /* Two runs measured apart: narrow within-run intervals 20% apart are
@@ -440,8 +528,10 @@ test_fraction (void)
   {
     const double gap[] = { -3.4, 0.2, -0.04 };
     const double share[] = { -8.9, 11.2, 1.0 };
+    TachInterval gap_ci;
 
-    tach_stats_fraction_paired (share, gap, 3, &iv);
+    tach_stats_mean_ci (gap, 3, &gap_ci);
+    tach_stats_fraction_paired (share, gap, 3, tach_interval_verdict (&gap_ci, 0), &iv);
     g_assert_true (isnan (iv.value));
     g_assert_cmpint (tach_interval_verdict (&iv, 0), ==, TACH_VERDICT_UNKNOWN);
   }
@@ -456,7 +546,7 @@ test_fraction (void)
           part[i] = s;
           whole[i] = s + 2 + 0.6 * normal (rand);
         }
-      tach_stats_fraction_paired (part, whole, 6, &iv);
+      tach_stats_fraction_paired (part, whole, 6, TACH_VERDICT_SIGNIFICANT, &iv);
       g_assert_true (isfinite (iv.value));
       hits += iv.lo <= 0.8 && 0.8 <= iv.hi;
     }
@@ -523,10 +613,12 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/stats/mean/coverage", test_mean_coverage);
   g_test_add_func ("/engine/stats/ratio/paired", test_ratio_paired);
   g_test_add_func ("/engine/stats/ratio/unpaired", test_ratio_unpaired);
-  g_test_add_func ("/engine/stats/ratio/from-gap", test_speedup_from_gap);
+  g_test_add_func ("/engine/stats/ratio/speedup-paired", test_speedup_paired);
+  g_test_add_func ("/engine/stats/mean/positive", test_mean_positive);
   g_test_add_func ("/engine/stats/ratio/busy-apart", test_ratio_busy_apart);
   g_test_add_func ("/engine/stats/diff/paired", test_diff_paired);
   g_test_add_func ("/engine/stats/fraction", test_fraction);
+  g_test_add_func ("/engine/stats/load-caveat", test_load_caveat);
   g_test_add_func ("/engine/stats/shrink", test_shrink);
   g_test_add_func ("/engine/stats/strided", test_strided);
   return g_test_run ();

@@ -177,6 +177,7 @@ G_GNUC_END_IGNORE_DEPRECATIONS
           TachVerdict verdict = tach_run_object_compare (run, first, &ratio, &by_items);
           const TachInterval *paired = g_hash_table_lookup (self->paired, run);
           g_autofree char *speedup = NULL;
+          g_autofree char *busy = NULL;
 
           /* Paired by round where rounds ran: the figure the CLI prints. */
           if (paired != NULL && isfinite (paired->value))
@@ -184,8 +185,17 @@ G_GNUC_END_IGNORE_DEPRECATIONS
               ratio = *paired;
               verdict = tach_interval_verdict (&ratio, 1);
             }
-          speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
-                           : tach_run_object_format_speedup (verdict, &ratio, by_items);
+          /* Measured apart on a busy machine: not resolved for the load,
+           * which "within noise" would misname (the run table's words). */
+          if (i > 0 && paired == NULL && verdict == TACH_VERDICT_WITHIN_NOISE)
+            busy = tach_run_object_dup_busy_apart (run, first);
+          if (busy != NULL)
+            /* Translators: a speed-up that two runs measured apart on a busy
+             * machine leave unresolved. */
+            speedup = g_strdup_printf (_("~%.2f× machine busy"), ratio.value);
+          else
+            speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
+                             : tach_run_object_format_speedup (verdict, &ratio, by_items);
 
           /* Translators: steps per second, and the speed-up against the
            * first run with its interval ("1.52× (1.40–1.65)"). */

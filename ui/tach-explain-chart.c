@@ -220,8 +220,20 @@ tach_explain_chart_dup_label (TachExplainChart *self, guint i)
     const char *from = tach_knob_value_label (knob->key, knob->from);
     const char *to = tach_knob_value_label (knob->key, knob->to);
 
+    /* A share whose interval holds 0 is no finding: the bar says so, not
+     * only its tooltip. */
+    if (knob->verdict == TACH_VERDICT_WITHIN_NOISE)
+      /* Translators: "Feeding: Host float64 -> Resident  ~-1.5 ms, within noise". */
+      return g_strdup_printf (_("%s: %s -> %s  ~%+.1f ms, within noise"), knob->title, from, to,
+                              knob->share_ms);
     if (isnan (knob->fraction))
       return g_strdup_printf (_("%s: %s -> %s  %+.1f ms"), knob->title, from, to, knob->share_ms);
+    /* More than the whole gap, or against it: the other knobs pull the
+     * other way (the tooltip and the sentence below say by how much). */
+    if (knob->fraction > 1 || knob->fraction < 0)
+      return g_strdup_printf (knob->fraction > 1 ? _("%s: %s -> %s  %+.1f ms (more than the gap)")
+                                                 : _("%s: %s -> %s  %+.1f ms (against the gap)"),
+                              knob->title, from, to, knob->share_ms);
     /* Translators: "Layout: misread -> batch-major  -44.1 ms (80%)". */
     return g_strdup_printf (_("%s: %s -> %s  %+.1f ms (%.0f%%)"), knob->title, from, to,
                             knob->share_ms, 100.0 * knob->fraction);

@@ -37,6 +37,13 @@ struct _TachRunObject
    * runs were measured apart on a busy machine,
    * tach_summary_dup_busy_apart), or NULL. */
   char            *speedup_busy;
+  /* The speed-up over @paired_base paired by round (Compare's rounds),
+   * which every view shows for that pair: one verdict per comparison.
+   * @paired_base is a weak pointer; @baseline the last baseline set
+   * (weak), so that a new paired figure reaches the run table. */
+  TachRunObject   *paired_base;
+  TachInterval     paired;
+  TachRunObject   *baseline;
   gboolean         visible;
   gboolean         started;
   gboolean         finished;       /* the final state has been taken in */

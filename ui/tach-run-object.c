@@ -193,6 +193,8 @@ tach_run_object_finalize (GObject *object)
   g_free (self->knobs);
   g_free (self->status);
   g_free (self->speedup_busy);
+  g_clear_weak_pointer (&self->paired_base);
+  g_clear_weak_pointer (&self->baseline);
   G_OBJECT_CLASS (tach_run_object_parent_class)->finalize (object);
 }
 
@@ -301,6 +303,7 @@ tach_run_object_init (TachRunObject *self)
   self->visible = TRUE;
   self->speedup = NAN;
   self->speedup_ci = (TachInterval) { NAN, NAN, NAN };
+  self->paired = (TachInterval) { NAN, NAN, NAN };
 }
 
 TachRunObject *
@@ -512,7 +515,38 @@ tach_run_object_compare (TachRunObject *self,
     *by_items = FALSE;
   if (!isfinite (tach_run_object_get_rate (self)) || !isfinite (tach_run_object_get_rate (baseline)))
     return TACH_VERDICT_UNKNOWN;
+  if (baseline == self->paired_base && isfinite (self->paired.value))
+    {
+      TachInterval apart;
+
+      /* by_items as the medians' comparison says; the figure paired. */
+      tach_summary_compare (&baseline->summary, &self->summary, &apart, by_items);
+      *ratio = self->paired;
+      return tach_interval_verdict (ratio, 1);
+    }
   return tach_summary_compare (&baseline->summary, &self->summary, ratio, by_items);
+}
+
+char *
+tach_run_object_dup_busy_apart (TachRunObject *self, TachRunObject *baseline)
+{
+  TachInterval ratio;
+
+  if (baseline == NULL || baseline == self
+      || (baseline == self->paired_base && isfinite (self->paired.value))
+      || tach_run_object_compare (self, baseline, &ratio, NULL) == TACH_VERDICT_UNKNOWN)
+    return NULL;
+  return tach_summary_dup_busy_apart (baseline->summary.machine_busy, self->summary.machine_busy);
+}
+
+void
+tach_run_object_set_paired (TachRunObject *self, TachRunObject *base, const TachInterval *ratio)
+{
+  g_return_if_fail (TACH_IS_RUN_OBJECT (self));
+  g_set_weak_pointer (&self->paired_base, ratio != NULL ? base : NULL);
+  self->paired = ratio != NULL ? *ratio : (TachInterval) { NAN, NAN, NAN };
+  /* The run table's figure follows. */
+  tach_run_object_set_baseline (self, self->baseline);
 }
 
 void
@@ -526,14 +560,13 @@ tach_run_object_set_baseline (TachRunObject *self,
 
   g_return_if_fail (TACH_IS_RUN_OBJECT (self));
 
+  g_set_weak_pointer (&self->baseline, baseline);
   /* The baseline is 1× itself, with nothing to compare. */
   if (baseline == self)
     ci.value = isfinite (tach_run_object_get_rate (self)) ? 1.0 : NAN;
   else if (baseline != NULL)
     verdict = tach_run_object_compare (self, baseline, &ci, &by_items);
-  if (baseline != NULL && baseline != self && verdict != TACH_VERDICT_UNKNOWN)
-    busy = tach_summary_dup_busy_apart (baseline->summary.machine_busy,
-                                        self->summary.machine_busy);
+  busy = tach_run_object_dup_busy_apart (self, baseline);
 
   if (verdict == self->speedup_verdict && by_items == self->speedup_by_items
       && (ci.value == self->speedup || (isnan (ci.value) && isnan (self->speedup)))

@@ -36,7 +36,8 @@ guint64          tach_run_object_get_steps_done     (TachRunObject  *self);
 double           tach_run_object_get_progress       (TachRunObject  *self);
 const char      *tach_run_object_get_preset         (TachRunObject  *self);
 /* @self's speed over @baseline's (tach_summary_compare: the two medians'
- * 95% intervals; items/s where the batch sizes differ) and its verdict. */
+ * 95% intervals; items/s where the batch sizes differ) and its verdict;
+ * paired by round where Compare measured the pair so. */
 TachVerdict      tach_run_object_compare            (TachRunObject      *self,
                                                      TachRunObject      *baseline,
                                                      TachInterval       *ratio,
@@ -55,9 +56,21 @@ void             tach_run_object_format_speedup_parts (TachVerdict         verdi
                                                        char              **value,
                                                        char              **detail);
 /* The speed-up over @baseline (NULL: none; @self: 1×), with its 95%
- * interval and verdict, of items/s where the batch sizes differ. */
+ * interval and verdict, of items/s where the batch sizes differ; over the
+ * paired baseline, the paired figure (tach_run_object_set_paired). */
 void             tach_run_object_set_baseline       (TachRunObject  *self,
                                                      TachRunObject  *baseline);
+/* The speed-up over @base paired by round (@ratio; NULL forgets it), as
+ * Compare measured it: tach_run_object_compare and the run table's
+ * speed-up give it for that pair, so that every view gives one verdict. */
+void             tach_run_object_set_paired         (TachRunObject      *self,
+                                                     TachRunObject      *base,
+                                                     const TachInterval *ratio);
+/* Where @self against @baseline is not resolved because the two runs were
+ * measured apart on a busy machine (tach_summary_dup_busy_apart), why;
+ * NULL where it is resolved, paired by round, or not known. */
+char            *tach_run_object_dup_busy_apart     (TachRunObject      *self,
+                                                     TachRunObject      *baseline);
 TachChartSeries *tach_run_object_get_rate_series    (TachRunObject  *self);
 TachChartSeries *tach_run_object_get_loss_series    (TachRunObject  *self);
 

@@ -152,6 +152,8 @@ static void
 show_round (TachWindow *self, guint round, const char *line)
 {
   TachWindowCompare *c = self->compare;
+  TachRunObject *first = object_of_run (c, tach_sweep_rounds_pick_run (c->rounds, c->sweep, 0));
+  g_autoptr(GString) text = g_string_new (line);
 
   tach_sweep_rounds_record_round (c->rounds, c->sweep, round);
   for (guint p = 0; p < tach_sweep_get_n_presets (c->sweep); p++)
@@ -165,9 +167,27 @@ show_round (TachWindow *self, guint round, const char *line)
       show_row (self, p, object);
       if (k >= 0 && tach_sweep_get_rounds_run (c->sweep) >= 2
           && tach_sweep_rounds_get_ratio (c->rounds, k, &ratio) != TACH_VERDICT_UNKNOWN)
-        tach_compare_view_set_paired (self->compare_view, object, &ratio);
+        {
+          tach_compare_view_set_paired (self->compare_view, object, &ratio);
+          /* The run table gives the same figure for the pair. */
+          tach_run_object_set_paired (object, first, &ratio);
+        }
+      /* Runs that lost threads, or a busy machine: said where the figure
+       * is shown, as the CLI's table says it. */
+      if (first != NULL && object != first)
+        {
+          TachSummary a, b;
+          g_autofree char *caveat = NULL;
+
+          tach_run_get_summary (tach_run_object_get_run (first), &a);
+          tach_run_get_summary (tach_run_object_get_run (object), &b);
+          caveat = tach_summary_dup_load_caveat (tach_sweep_get_preset (c->sweep, 0), &a,
+                                                 tach_sweep_get_preset (c->sweep, p), &b);
+          if (caveat != NULL)
+            g_string_append_printf (text, "%s%s", text->len > 0 ? "\n" : "", caveat);
+        }
     }
-  tach_compare_view_set_rounds_text (self->compare_view, line);
+  tach_compare_view_set_rounds_text (self->compare_view, text->len > 0 ? text->str : NULL);
 }
 
 /* The comparison is over: what stayed unresolved, or that it was stopped. */

@@ -201,6 +201,9 @@ tach_window_start_config (TachWindow          *self,
   run = tach_run_new (config, error);
   if (run == NULL)
     return FALSE;
+  /* Compare's sweep compares the steps' rates: no test set, as the CLI's. */
+  if (queued != NULL && queued->in_sweep)
+    tach_run_set_evaluate (run, FALSE);
 
   object = tach_run_object_new (run, self->next_color++);
   g_signal_connect_object (object, "updated", G_CALLBACK (on_run_updated), self, G_CONNECT_SWAPPED);

@@ -11,7 +11,9 @@ struct _TachExplain {
   TachExplainKnob *knobs;          /* owned, n_knobs */
   guint            rounds;         /* measured (at least min_rounds after a run) */
   guint            min_rounds;
-  double           budget_s;       /* 0: exactly min_rounds */
+  double           budget_s;       /* for rounds after min_rounds; 0: exactly min_rounds */
+  double           round_s;        /* a round's mean time in the last run, 0 unknown */
+  gboolean         budget_ended;   /* the budget, not the target, ended the rounds */
   gboolean         partial;        /* stopped, the whole rounds before kept */
   double           target;
   guint64          seed;

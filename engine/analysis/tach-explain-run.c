@@ -30,6 +30,8 @@ tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GE
   guint n = 0, n_infos = 0;
   const TachKnobInfo *infos = tach_knobs (&n_infos);
   TachExplain *explain = NULL;
+  /* The knobs that differ but apply to neither side, and why. */
+  g_autoptr(GString) idle = g_string_new (NULL);
 
   if (from->workload != to->workload)
     {
@@ -69,16 +71,35 @@ tach_explain_new (const TachConfig *from, const TachConfig *to, guint rounds, GE
       b = tach_config_get (to, key);
 
       /* A knob that matters to neither side changes nothing to measure. */
-      if (g_strcmp0 (a, b) == 0
-          || (!tach_config_knob_applies (from, key, NULL)
-              && !tach_config_knob_applies (to, key, NULL)))
+      if (g_strcmp0 (a, b) == 0)
         continue;
+      {
+        const char *why = NULL;
+
+        if (!tach_config_knob_applies (from, key, &why)
+            && !tach_config_knob_applies (to, key, NULL))
+          {
+            g_string_append_printf (idle, "%s%s (%s -> %s: %s)", idle->len > 0 ? "; " : "", key,
+                                    a != NULL ? a : "", b != NULL ? b : "",
+                                    why != NULL ? why : _("it does not apply here"));
+            continue;
+          }
+      }
       keys[n] = key;
       from_values[n] = g_steal_pointer (&a);
       to_values[n] = g_steal_pointer (&b);
       n++;
     }
 
+  if (n == 0 && idle->len > 0)
+    {
+      /* Differences that matter elsewhere (grad-sync across ranks): say
+       * where, rather than that there are none. */
+      g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                   _("nothing to explain here: the two configurations differ only in knobs "
+                     "that do not apply to this run: %s"), idle->str);
+      return NULL;
+    }
   explain = tach_explain_new_for_knobs (n, keys, (const char *const *) from_values,
                                         (const char *const *) to_values, NULL, rounds,
                                         from->seed, error);
@@ -334,24 +355,85 @@ tach_explain_dup_sentence (TachExplain *explain, guint i)
     cost = g_strdup_printf (knob->share_ms <= 0 ? _("saves %.3g ms a step")
                                                 : _("costs %.3g ms a step"),
                             fabs (knob->share_ms));
+  else if (knob->fraction > 1)
+    /* More than the whole gap is no finding of its own: the other knobs
+     * together pull the other way by the difference. */
+    cost = g_strdup_printf (knob->share_ms <= 0
+                            ? _("saves %.3g ms a step, more than the whole gap of %.3g ms: "
+                                "the other knobs together cost %.3g ms of it back")
+                            : _("costs %.3g ms a step, more than the whole gap of %.3g ms: "
+                                "the other knobs together save %.3g ms of it"),
+                            fabs (knob->share_ms), fabs (explain->gap.value),
+                            fabs (knob->share_ms - explain->gap.value));
+  else if (knob->fraction < 0)
+    cost = g_strdup_printf (knob->share_ms <= 0
+                            ? _("saves %.3g ms a step, against the gap of %+.3g ms: the other "
+                                "knobs pull the other way by more")
+                            : _("costs %.3g ms a step, against the gap of %+.3g ms: the other "
+                                "knobs pull the other way by more"),
+                            fabs (knob->share_ms), explain->gap.value);
   else
     cost = g_strdup_printf (knob->share_ms <= 0
                             ? _("saves %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)")
                             : _("costs %.3g ms a step (%.0f%% of the gap, %.0f–%.0f%%)"),
                             fabs (knob->share_ms), 100.0 * knob->fraction,
-                            100.0 * knob->fraction_ci.lo, 100.0 * knob->fraction_ci.hi);
+                            100.0 * MAX (knob->fraction_ci.lo, 0.0),
+                            100.0 * MIN (knob->fraction_ci.hi, 1.0));
   /* TRANSLATORS: "Layout misread -> batch-major saves 44.1 ms a step (80%
    * of the gap): <what misread does>, where <what batch-major does>." */
   return g_strdup_printf (_("%s %s -> %s %s: %s, where %s."), knob->title, knob->from,
                           knob->to, cost, from, to);
 }
 
-/* A speed-up's upper end, "∞" where the gap's interval reaches past A's
- * whole step time (tach_stats_speedup_from_gap): B might take no time. */
+/* A speed-up's interval, "1.12–1.31x", or in words where the rounds
+ * give it no ends: never an infinite end or a "±inf%". */
 static char *
-dup_ratio_end (double end)
+dup_ratio_interval (const TachInterval *ratio)
 {
-  return isinf (end) ? g_strdup ("∞") : g_strdup_printf ("%.2f", end);
+  if (!tach_interval_is_known (ratio))
+    return g_strdup (_("not known yet: more rounds needed"));
+  return g_strdup_printf (_("%.2f–%.2fx"), ratio->lo, ratio->hi);
+}
+
+/* What the runs of configuration @mask (A: 0, B: all) did with their
+ * threads, and the busiest any run of the explanation saw (the worst
+ * round, not the mean that one quiet round hides), as a summary for
+ * tach_summary_dup_load_caveat. */
+static void
+side_load (TachExplain *explain, guint mask, TachSummary *out)
+{
+  g_autofree char *label = tach_explain_dup_mask_label (explain, mask);
+
+  memset (out, 0, sizeof *out);
+  out->machine_busy = out->threads_asked = out->threads_fewest = NAN;
+  out->threads_fewer_share = NAN;
+  for (guint i = 0; i < explain->runs->len; i++)
+    {
+      TachRun *run = explain->runs->pdata[i];
+      TachSummary s;
+
+      tach_run_get_summary (run, &s);
+      if (isfinite (s.machine_busy) && !(s.machine_busy <= out->machine_busy))
+        out->machine_busy = s.machine_busy;
+      if (g_strcmp0 (tach_run_get_label (run), label) != 0 || !isfinite (s.threads_fewest))
+        continue;
+      out->threads_asked = s.threads_asked;
+      if (!(s.threads_fewest >= out->threads_fewest))
+        out->threads_fewest = s.threads_fewest;
+      if (!(s.threads_fewer_share <= out->threads_fewer_share))
+        out->threads_fewer_share = s.threads_fewer_share;
+    }
+}
+
+char *
+tach_explain_dup_load_caveat (TachExplain *explain)
+{
+  TachSummary a, b;
+
+  side_load (explain, 0, &a);
+  side_load (explain, (1u << explain->n_knobs) - 1, &b);
+  return tach_summary_dup_load_caveat (tach_explain_get_label (explain, FALSE), &a,
+                                       tach_explain_get_label (explain, TRUE), &b);
 }
 
 char *
@@ -360,39 +442,74 @@ tach_explain_dup_verdict (TachExplain *explain)
   g_autoptr(GString) out = g_string_new (NULL);
   TachInterval ratio;
   TachVerdict verdict = tach_explain_get_speedup (explain, &ratio);
-  g_autofree char *hi = dup_ratio_end (ratio.hi);
-  double busy = tach_explain_get_machine_busy (explain);
+  g_autofree char *interval = dup_ratio_interval (&ratio);
+  g_autofree char *caveat = tach_explain_dup_load_caveat (explain);
   const char *la = tach_explain_get_label (explain, FALSE);
   const char *lb = tach_explain_get_label (explain, TRUE);
 
   if (verdict == TACH_VERDICT_SIGNIFICANT)
-    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %.2f–%sx), "
-                                   "significant"), lb, ratio.value, la, ratio.lo, hi);
+    g_string_append_printf (out, _("verdict: %s is %.2fx as fast as %s (95%% interval %s), "
+                                   "significant"), lb, ratio.value, la, interval);
   else if (verdict == TACH_VERDICT_WITHIN_NOISE)
     g_string_append_printf (out, _("verdict: ~ %s against %s is %.2fx, within noise (95%% interval "
-                                   "%.2f–%sx)"), lb, la, ratio.value, ratio.lo, hi);
+                                   "%s)"), lb, la, ratio.value, interval);
   else
-    g_string_append_printf (out, _("verdict: %s against %s is %.2fx; too few rounds for an "
-                                   "interval"), lb, la, ratio.value);
-  if (isfinite (busy) && busy >= TACH_SUMMARY_BUSY_SHARE)
-    g_string_append_printf (out, _(", measured while the machine was busy (%.0f%% of CPU time "
-                                   "taken by other processes)"), 100.0 * busy);
+    g_string_append_printf (out, _("verdict: %s against %s is %.2fx; its interval is %s"),
+                            lb, la, ratio.value, interval);
+  if (caveat != NULL)
+    g_string_append_printf (out, "; %s", caveat);
   return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+/* The rounds an interval @shrink times too wide needs: rounds narrow it
+ * as their square root.  0 where it cannot say. */
+static guint
+rounds_for (TachExplain *explain, double shrink)
+{
+  if (!isfinite (shrink) || shrink <= 1)
+    return 0;
+  return (guint) MIN (ceil (shrink * shrink * explain->rounds), 1e6);
+}
+
+/* What ended the rounds with something unresolved, and what would take
+ * it further: about @needed rounds in all. */
+static void
+append_stop_reason (TachExplain *explain, GString *out, guint needed)
+{
+  double more_s = (needed - MIN (needed, explain->min_rounds)) * explain->round_s;
+
+  if (out->len > 0)
+    g_string_append_c (out, '\n');
+  if (explain->rounds >= TACH_EXPLAIN_MAX_ROUNDS)
+    g_string_append_printf (out, _("The rounds stopped at the most there may be (%u); about %u "
+                                   "would resolve it."),
+                            (guint) TACH_EXPLAIN_MAX_ROUNDS, needed);
+  else if (explain->budget_ended && explain->round_s > 0)
+    g_string_append_printf (out, _("The budget of %.0f s for rounds after the %u given ended them, "
+                                   "not the target: about %u rounds would resolve it (--rounds %u, "
+                                   "or --budget %.0f at %.0f s a round)."),
+                            explain->budget_s, explain->min_rounds, needed,
+                            MIN (needed, (guint) TACH_EXPLAIN_MAX_ROUNDS), ceil (more_s),
+                            explain->round_s);
+  else
+    g_string_append_printf (out, _("About %u rounds would resolve it (--rounds %u)."),
+                            needed, MIN (needed, (guint) TACH_EXPLAIN_MAX_ROUNDS));
 }
 
 char *
 tach_explain_dup_unresolved (TachExplain *explain)
 {
   g_autoptr(GString) out = g_string_new (NULL);
+  guint needed = 0;
   TachInterval gap, ratio;
   TachVerdict verdict = tach_explain_get_gap (explain, &gap);
-  g_autofree char *hi = NULL;
+  g_autofree char *interval = NULL;
 
   tach_explain_get_speedup (explain, &ratio);
-  hi = dup_ratio_end (ratio.hi);
+  interval = dup_ratio_interval (&ratio);
   if (verdict != TACH_VERDICT_SIGNIFICANT)
     {
-      double shrink = tach_interval_shrink_needed (&gap, 0);
+      double shrink = tach_interval_shrink_needed (&ratio, 1);
 
       if (isfinite (shrink))
         /* Rounds needed grow as the square of the narrowing. */
@@ -408,24 +525,34 @@ tach_explain_dup_unresolved (TachExplain *explain)
                                        "no interval; no share is a fraction of it."),
                                 gap.value);
     }
-  if (!explain->gap_resolved)
+  if (!explain->gap_resolved && tach_interval_is_known (&ratio))
     g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is known "
-                                   "to +-%.1f%% (%.2f–%sx), not the +-%.0f%% asked."),
+                                   "to ±%.1f%% (%s), not the ±%.0f%% asked."),
                             out->len > 0 ? "\n" : "", explain->rounds, ratio.value,
-                            100.0 * tach_interval_rel_halfwidth (&ratio), ratio.lo, hi,
+                            100.0 * tach_interval_rel_halfwidth (&ratio), interval,
                             100.0 * explain->target);
+  else if (!explain->gap_resolved)
+    g_string_append_printf (out, _("%sUnresolved after %u rounds: B's speed-up %.2fx is %s."),
+                            out->len > 0 ? "\n" : "", explain->rounds, ratio.value, interval);
+  needed = explain->gap_resolved ? 0
+           : rounds_for (explain, tach_interval_rel_halfwidth (&ratio) / explain->target);
   for (guint i = 0; i < explain->n_knobs; i++)
     {
       const TachExplainKnob *knob = &explain->knobs[i];
 
       if (knob->resolved)
         continue;
-      g_string_append_printf (out, _("%sUnresolved after %u rounds: %s's share %+.3f ms is known "
-                                     "to +-%.3f ms, not the +-%.3f ms (%.0f%% of the gap) asked."),
+      needed = MAX (needed, rounds_for (explain, 0.5 * (knob->share_ci.hi - knob->share_ci.lo)
+                                                 / (2 * explain->target * fabs (gap.value))));
+      g_string_append_printf (out, _("%sUnresolved after %u rounds: the share of %s, %+.3f ms, "
+                                     "is known to ±%.3f ms, not the ±%.3f ms (%.0f%% of the gap) "
+                                     "asked."),
                               out->len > 0 ? "\n" : "", explain->rounds, knob->title,
                               knob->share_ms, 0.5 * (knob->share_ci.hi - knob->share_ci.lo),
                               2 * explain->target * fabs (gap.value), 200.0 * explain->target);
     }
+  if (needed > 0)
+    append_stop_reason (explain, out, needed);
   if (out->len == 0)
     return NULL;
   return g_string_free (g_steal_pointer (&out), FALSE);
@@ -558,10 +685,40 @@ csv_row (TachExplain *explain, GString *out, const char *date, const char *row_k
   g_string_append_len (out, row->str, row->len);
 }
 
+static char *
+explain_csv_header (void)
+{
+  return tach_csv_header_line (explain_header);
+}
+
+/* explain.csv alone: whether it takes rows. */
+static gboolean
+check_explain_file (const char *dir, GError **error)
+{
+  g_autofree char *header = explain_csv_header ();
+  g_autofree char *path = g_build_filename (dir, "explain.csv", NULL);
+  g_autoptr(GString) scratch = g_string_new (NULL);
+
+  return tach_csv_load_existing (path, header, scratch, NULL, error);
+}
+
+gboolean
+tach_explain_csv_check (const char *dir, GError **error)
+{
+  g_autoptr(TachCsvStream) stream = NULL;
+
+  if (!check_explain_file (dir, error))
+    return FALSE;
+  /* runs.csv and samples.csv as a stream opens them, freed unused: the
+   * folder is left as it was. */
+  stream = tach_csv_stream_open (dir, error);
+  return stream != NULL;
+}
+
 gboolean
 tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
 {
-  g_autoptr(GString) header = g_string_new (NULL);
+  g_autofree char *header = explain_csv_header ();
   g_autoptr(GString) rows = g_string_new (NULL);
   g_autoptr(GString) failures = g_string_new (NULL);
   g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
@@ -570,6 +727,10 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
 
   g_return_val_if_fail (explain->done, FALSE);
 
+  /* explain.csv first: a file that takes no rows must leave runs.csv
+   * and samples.csv without theirs too. */
+  if (g_file_test (dir, G_FILE_TEST_IS_DIR) && !check_explain_file (dir, error))
+    return FALSE;
   if (explain->runs->len > 0 && !tach_csv_append (dir, explain->runs, error))
     return FALSE;
 
@@ -580,10 +741,6 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
       explain->id = g_strdup_printf ("%s.%06dZ-x%u", stamp, g_date_time_get_microsecond (now),
                                      g_random_int ());
     }
-  for (guint i = 0; explain_header[i] != NULL; i++)
-    tach_csv_add_field (header, explain_header[i]);
-  tach_csv_end_row (header);
-
   for (guint i = 0; i < explain->failures->len; i++)
     {
       const TachExplainFailure *f = &g_array_index (explain->failures, TachExplainFailure, i);
@@ -600,5 +757,5 @@ tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
   csv_row (explain, rows, date, "to", NULL, &explain->cost_to, explain->to_min,
            explain->to_max, failures->str, busy);
 
-  return tach_csv_append_rows (dir, "explain.csv", header->str, rows->str, error);
+  return tach_csv_append_rows (dir, "explain.csv", header, rows->str, error);
 }

@@ -15,10 +15,11 @@
  * Intervals: the rounds are the independent replicates (each round visits
  * every configuration in a shuffled order, so a busy spell falls on a
  * round, not on one configuration), and every figure is a mean over
- * rounds, so the gap and each share get Student's t over their rounds'
- * values, paired by round (tach-stats.c says why).  A mean, not a median,
- * because the shares must still add up to the gap.  With a budget, rounds
- * are added until the intervals meet the target.
+ * rounds, so each share gets Student's t over its rounds' values, paired
+ * by round (tach-stats.c says why): a mean, not a median, so that the
+ * shares add up to the gap.  B's speed-up, its gap and A's and B's step
+ * times take their intervals on the log scale: none reaches 0 or below.
+ * With a budget, rounds are added until they meet the target.
  */
 #include <math.h>
 #include <string.h>
@@ -178,8 +179,9 @@ tach_explain_set_budget (TachExplain *explain, double budget_s, double target)
 TachVerdict
 tach_explain_get_gap (TachExplain *explain, TachInterval *gap)
 {
+  /* The comparison's one verdict, the speed-up's. */
   *gap = explain->gap;
-  return tach_interval_verdict (gap, 0);
+  return tach_interval_verdict (&explain->speedup, 1);
 }
 
 void
@@ -197,10 +199,8 @@ tach_explain_is_partial (TachExplain *explain)
 TachVerdict
 tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio)
 {
-  /* The speed-up is the gap's transform (tach_stats_speedup_from_gap):
-   * its verdict is the gap's, the same statistic as the shares'. */
   *ratio = explain->speedup;
-  return tach_stats_speedup_from_gap (explain->from_ci.value, &explain->gap, ratio);
+  return tach_interval_verdict (ratio, 1);
 }
 
 gboolean
@@ -498,7 +498,7 @@ judge_resolved (TachExplain *explain)
   explain->gap_resolved = !asked
                           || tach_interval_rel_halfwidth (&explain->speedup) <= explain->target;
   no_change = explain->gap_resolved
-              && tach_interval_verdict (&explain->gap, 0) != TACH_VERDICT_SIGNIFICANT;
+              && tach_interval_verdict (&explain->speedup, 1) != TACH_VERDICT_SIGNIFICANT;
   for (guint i = 0; i < explain->n_knobs; i++)
     {
       TachExplainKnob *knob = &explain->knobs[i];
@@ -575,14 +575,12 @@ compute_shares (TachExplain *explain)
       round_gap[r] = b->step_ms - a->step_ms;
     }
 
-  tach_stats_mean_ci (step_a, n, &explain->from_ci);
-  tach_stats_mean_ci (step_b, n, &explain->to_ci);
-  tach_stats_diff_paired (step_a, step_b, n, &explain->gap);
-  /* B's speed-up is t(A) / t(B), from the same paired gap as the shares
-   * (not a second statistic), so the headline and the shares never
-   * disagree on whether there is a gap. */
-  tach_stats_speedup_from_gap (explain->from_ci.value, &explain->gap, &explain->speedup);
-  gap_verdict = tach_interval_verdict (&explain->gap, 0);
+  /* Step times on the log scale (a slow round widens the upper end only);
+   * B's speed-up from the rounds' ratios, the gap's interval its
+   * transform: the headline and the shares never disagree on a gap. */
+  tach_stats_mean_ci_positive (step_a, n, &explain->from_ci);
+  tach_stats_mean_ci_positive (step_b, n, &explain->to_ci);
+  gap_verdict = tach_stats_speedup_paired (step_a, step_b, n, &explain->speedup, &explain->gap);
   for (guint i = 0; i < k; i++)
     {
       TachExplainKnob *knob = &explain->knobs[i];
@@ -594,7 +592,7 @@ compute_shares (TachExplain *explain)
        * fractions: 828% of a gap that might be 0 says nothing.  Without
        * an interval (fewer than 2 rounds) only a zero gap has none. */
       if (gap_verdict == TACH_VERDICT_SIGNIFICANT)
-        tach_stats_fraction_paired (rs, round_gap, n, &knob->fraction_ci);
+        tach_stats_fraction_paired (rs, round_gap, n, gap_verdict, &knob->fraction_ci);
       else
         knob->fraction_ci = (TachInterval) { NAN, NAN, NAN };
       knob->fraction = knob->fraction_ci.value;
@@ -716,6 +714,8 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
    * what the rounds so far took on average). */
   order = g_new (guint, explain->masks->len);
   explain->rounds = explain->min_rounds;
+  explain->round_s = 0;
+  explain->budget_ended = FALSE;
   total = explain->rounds * explain->masks->len;
   start_s = now_s (funcs, user_data);
   for (guint r = 0;; r++)
@@ -723,11 +723,15 @@ tach_explain_run_with (TachExplain *explain, const TachExplainCostFuncs *funcs,
       if (r == explain->rounds)
         {
           double spent = now_s (funcs, user_data) - start_s;
-          guchar more = !(explain->budget_s <= 0 || r >= TACH_EXPLAIN_MAX_ROUNDS
-                          || spent + spent / r > explain->budget_s)
-                        && tach_explain_update_shares (explain, known_bad)
+          /* The budget is for the rounds after the given ones (--budget):
+           * the added rounds and the next must fit it at the pace so far. */
+          gboolean time_left = (r + 1 - explain->min_rounds) * (spent / r) <= explain->budget_s;
+          gboolean fits = explain->budget_s > 0 && r < TACH_EXPLAIN_MAX_ROUNDS && time_left;
+          guchar more = fits && tach_explain_update_shares (explain, known_bad)
                         && !tach_explain_is_resolved (explain);
 
+          explain->round_s = spent / r;
+          explain->budget_ended = explain->budget_s > 0 && !time_left;
           /* Under mpirun every rank measures the same configurations in
            * the same order (the seed is the same on every rank); whether
            * to add a round, from a clock and figures, is rank 0's word. */

@@ -6,7 +6,8 @@
  * the geometric mean of the rounds' ratios, Student's t over them).
  * Rounds are added only while they can still change a verdict: a
  * comparison known to the target needs no more, and a round that would
- * not fit the budget at the pace so far is not begun.
+ * not fit the budget (the time for rounds after the required ones) at the
+ * pace so far is not begun.
  */
 #include <math.h>
 
@@ -143,8 +144,11 @@ tach_sweep_rounds_want_more (TachSweepRounds *r, guint rounds_done, double spent
 {
   if (rounds_done < r->min_rounds)
     return TRUE;
+  /* The budget is for the rounds after the required ones (as --budget
+   * says): the added rounds and the next must fit in it at the pace so
+   * far. */
   if (r->budget_s <= 0 || rounds_done >= TACH_SWEEP_MAX_ROUNDS || rounds_done == 0
-      || spent_s + spent_s / rounds_done > r->budget_s)
+      || (rounds_done + 1 - r->min_rounds) * (spent_s / rounds_done) > r->budget_s)
     return FALSE;
   /* A comparison with no pair measured (a point that fails) is not
    * waited for: more rounds will not measure it. */
@@ -186,8 +190,9 @@ tach_rounds_fit (guint min_rounds, double budget_s, guint rounds_done, double sp
   if (budget_s <= 0 || rounds_done == 0 || spent_s <= 0)
     return budget_s <= 0 ? min_rounds : MAX (min_rounds, rounds_done);
   /* want_more's rule: a round is begun while it is expected to end within
-   * the budget at the pace so far. */
-  fit = floor (budget_s / (spent_s / rounds_done));
+   * the budget, which counts from the end of the required rounds, at the
+   * pace so far. */
+  fit = min_rounds + floor (budget_s / (spent_s / rounds_done));
   return CLAMP ((guint) MIN (fit, TACH_SWEEP_MAX_ROUNDS), MAX (min_rounds, rounds_done),
                 TACH_SWEEP_MAX_ROUNDS);
 }
@@ -312,7 +317,7 @@ tach_sweep_rounds_dup_unresolved (TachSweepRounds *r, TachSweep *sweep)
       if (text->len > 0)
         g_string_append_c (text, '\n');
       g_string_append_printf (text, _("unresolved after %u rounds: %s against %s is known to "
-                                      "+-%.1f%%, not the +-%.0f%% asked"),
+                                      "±%.1f%%, not the ±%.0f%% asked"),
                               rounds, name, tach_sweep_get_preset (sweep, 0),
                               100.0 * tach_interval_rel_halfwidth (&ratio), 100.0 * r->target);
     }

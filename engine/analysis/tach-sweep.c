@@ -444,6 +444,8 @@ tach_analysis_run (const TachConfig *config, const char *varied, GCancellable *c
     return NULL;
   if (varied != NULL)
     tach_run_set_varied (run, varied);
+  /* Explain and sweep compare the steps' rates: no test set. */
+  tach_run_set_evaluate (run, FALSE);
   if (cancellable != NULL)
     handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled),
                                      tach_run_ref (run), (GDestroyNotify) tach_run_unref);

@@ -359,6 +359,11 @@ struct _TachBackend {
   TachBackendCaps       caps;     /* set by the registry when it opens the backend */
   GError               *error;    /* sticky: first error, owned */
   guint                 threads;
+  /* The fewest of @threads that ops ran on, and the share of the time
+   * they ran on fewer than @threads (a CPU backend that gives processors
+   * up to other processes; 0 and 0 where nothing is known). */
+  guint                 threads_fewest;
+  double                threads_fewer_share;
   TachPrecision         precision;
   /* The step offset: NULL (the default) or a device uint64 (borrowed, from
    * alloc) that the counter-taking ops (dropout_fwd/bwd, sample_tokens,

@@ -104,10 +104,67 @@ online_cpus (void)
   return n > 0 ? (guint) n : 0;
 }
 
+/* The job's other processes on this machine: set once at start, before
+ * the marks that read them. */
+static gint job_pids[TACH_MACHINE_MAX_JOB_PIDS];
+static guint n_job_pids;
+
+void
+tach_machine_set_job_pids (const gint *pids, guint n)
+{
+  gint self = (gint) getpid ();
+
+  n_job_pids = 0;
+  for (guint i = 0; pids != NULL && i < n && n_job_pids < TACH_MACHINE_MAX_JOB_PIDS; i++)
+    if (pids[i] > 0 && pids[i] != self)
+      job_pids[n_job_pids++] = pids[i];
+}
+
+guint
+tach_machine_get_job_pids (gint *pids)
+{
+  if (pids != NULL)
+    memcpy (pids, job_pids, n_job_pids * sizeof (gint));
+  return n_job_pids;
+}
+
+/* A process's user + system time in µs from /proc/PID/stat (fields 14
+ * and 15, in ticks), or -1. */
+static gint64
+process_cpu_us (gint pid, long hz)
+{
+  char path[48], buf[512];
+  const char *p;
+  guint64 utime, stime;
+  char *end;
+
+  g_snprintf (path, sizeof path, "/proc/%d/stat", pid);
+  if (hz <= 0 || read_small (path, buf, sizeof buf) < 0)
+    return -1;
+  /* "pid (comm) S ppid ...": the name may hold spaces and parentheses;
+   * after it, utime is the 12th field and stime the 13th. */
+  p = strrchr (buf, ')');
+  if (p == NULL)
+    return -1;
+  p++;
+  for (int field = 0; field < 11; field++)
+    {
+      p = strchr (p + 1, ' ');
+      if (p == NULL)
+        return -1;
+    }
+  utime = g_ascii_strtoull (p + 1, &end, 10);
+  if (end == p + 1 || *end != ' ')
+    return -1;
+  stime = g_ascii_strtoull (end + 1, &end, 10);
+  return (gint64) ((utime + stime) * G_USEC_PER_SEC / (guint64) hz);
+}
+
 void
 tach_machine_mark_times (TachMachineMark *mark)
 {
   struct rusage ru;
+  long hz;
 
   memset (mark, 0, sizeof *mark);
   mark->wall_us = g_get_monotonic_time ();
@@ -120,6 +177,10 @@ tach_machine_mark_times (TachMachineMark *mark)
                           + (gint64) ru.ru_stime.tv_sec * G_USEC_PER_SEC + ru.ru_stime.tv_usec;
       mark->self_nivcsw = ru.ru_nivcsw;
     }
+  hz = sysconf (_SC_CLK_TCK);
+  mark->n_job = n_job_pids;
+  for (guint i = 0; i < n_job_pids; i++)
+    mark->job_cpu_us[i] = process_cpu_us (job_pids[i], hz);
 }
 
 void
@@ -141,12 +202,14 @@ tach_machine_load_between (const TachMachineMark *start,
                            TachMachineLoad       *load)
 {
   guint64 ticks, idle, steal, busy;
-  double self_ticks;
+  double self_ticks, job_ticks = 0;
+  gint64 job_us = 0;
   long hz;
 
   memset (load, 0, sizeof *load);
   load->wall_us = end->wall_us - start->wall_us;
   load->others_share = load->self_share = load->steal_share = load->idle_share = -1;
+  load->job_share = 0;
   load->involuntary_switches = start->have_self && end->have_self
                                ? end->self_nivcsw - start->self_nivcsw : -1;
   load->freq_mhz_start = start->freq_mhz;
@@ -169,13 +232,20 @@ tach_machine_load_between (const TachMachineMark *start,
   load->ticks = ticks;
   load->idle_share = clamp01 ((double) idle / ticks);
   load->steal_share = clamp01 ((double) steal / ticks);
+  /* The sibling ranks' time is the job's: counted where both marks read
+   * it (a rank that ended between them is left to the others' share). */
+  for (guint i = 0; i < MIN (start->n_job, end->n_job); i++)
+    if (start->job_cpu_us[i] >= 0 && end->job_cpu_us[i] >= start->job_cpu_us[i])
+      job_us += end->job_cpu_us[i] - start->job_cpu_us[i];
+  job_ticks = (double) job_us * hz / G_USEC_PER_SEC;
+  load->job_share = clamp01 (job_ticks / ticks);
   if (start->have_self && end->have_self)
     {
       /* getrusage is exact where /proc/stat counts whole ticks: over a short
        * window the two disagree by a tick or so, hence the clamps. */
       self_ticks = (double) (end->self_cpu_us - start->self_cpu_us) * hz / G_USEC_PER_SEC;
       load->self_share = clamp01 (self_ticks / ticks);
-      load->others_share = clamp01 (((double) busy - self_ticks) / ticks);
+      load->others_share = clamp01 (((double) busy - self_ticks - job_ticks) / ticks);
     }
   return TRUE;
 }

@@ -30,6 +30,10 @@
 
 G_BEGIN_DECLS
 
+/* The most processes of the job besides this one whose time a mark reads
+ * (the sibling ranks on this machine): a mark is taken around steps. */
+#define TACH_MACHINE_MAX_JOB_PIDS 15
+
 /* One reading.  Plain data: copy it, keep it, compare any two. */
 typedef struct {
   gint64   wall_us;          /* g_get_monotonic_time () */
@@ -43,6 +47,11 @@ typedef struct {
   gboolean have_self;
   gint64   self_cpu_us;      /* user + system */
   gint64   self_nivcsw;      /* involuntary context switches */
+  /* The job's other processes on this machine (tach_machine_set_job_pids),
+   * each one's user + system time in µs from /proc/PID/stat, or -1 where
+   * it could not be read (it ended). */
+  guint    n_job;
+  gint64   job_cpu_us[TACH_MACHINE_MAX_JOB_PIDS];
   /* Mean scaling_cur_freq over the online processors, in MHz; 0 where the
    * kernel does not expose it (most virtual machines). */
   double   freq_mhz;
@@ -55,8 +64,10 @@ typedef struct {
   gint64   wall_us;
   guint64  ticks;            /* the window's CPU time in ticks, all processors:
                               * a share's resolution is 1 / ticks */
-  double   others_share;     /* busy time that was not this process's */
+  double   others_share;     /* busy time that was neither this process's
+                              * nor its job's */
   double   self_share;       /* this process's CPU time */
+  double   job_share;        /* the job's other processes' (sibling ranks) */
   double   steal_share;      /* taken by the hypervisor for other guests */
   double   idle_share;       /* idle and iowait */
   gint64   involuntary_switches; /* this process's; -1 unknown */
@@ -64,6 +75,17 @@ typedef struct {
   double   freq_mhz_end;
   guint    n_cpus;
 } TachMachineLoad;
+
+/* The job's other processes on this machine, by process id (under
+ * mpirun, the ranks that share it; this process's own id is skipped, as
+ * are ids past TACH_MACHINE_MAX_JOB_PIDS): their CPU time is the job's,
+ * not other processes', in every mark from now on.  Call it before the
+ * first mark that should count them (tach_ranks_init does, once); NULL or
+ * 0 forgets them.  Not for calling while marks are taken on other
+ * threads. */
+void     tach_machine_set_job_pids (const gint *pids, guint n);
+/* How many are set, and (when @pids is not NULL) the ids. */
+guint    tach_machine_get_job_pids (gint *pids);
 
 /* Takes a reading now: a few reads of small /proc and /sys files (tens
  * of µs). */

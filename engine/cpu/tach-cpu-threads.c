@@ -63,6 +63,9 @@ note (TachBackend *be)
   g_autofree char *text = NULL;
   gint64 total = t->full_us + t->fewer_us;
 
+  /* For the run's figures (runs.csv's threads_fewest). */
+  be->threads_fewest = t->fewest;
+  be->threads_fewer_share = total > 0 ? (double) t->fewer_us / (double) total : 0.0;
   if (t->fewest >= be->threads)
     return;
   if (t->alternate)
@@ -91,6 +94,8 @@ tach_cpu_threads_init (TachBackend *be)
   t->taken = -1;
   t->active = be->threads;
   t->fewest = be->threads;
+  be->threads_fewest = be->threads;
+  be->threads_fewer_share = 0;
   t->adapt = be->threads > 1;
   if (g_strcmp0 (mode, "never") == 0)
     t->adapt = FALSE;
@@ -140,7 +145,9 @@ tach_cpu_threads_check (TachBackend *be)
       tach_machine_mark_times (&mark);
       if (tach_machine_load_between (&t->mark, &mark, &load) && load.ticks >= 10)
         {
-          t->taken = (load.others_share + MAX (load.steal_share, 0.0)) * load.n_cpus;
+          /* The job's sibling ranks on this machine want processors too. */
+          t->taken = (load.others_share + load.job_share + MAX (load.steal_share, 0.0))
+                     * load.n_cpus;
           t->mark = mark;
         }
     }

@@ -16,6 +16,8 @@ char     *tach_csv_run_id (TachRun *run);
 /* The header lines (ending in CRLF) of runs.csv and samples.csv. */
 char     *tach_csv_runs_header    (void);
 char     *tach_csv_samples_header (void);
+/* A header line (CRLF-ended) of the NULL-terminated column @names. */
+char     *tach_csv_header_line    (const char *const *names);
 /* Appends @run's runs.csv row to @out. */
 void      tach_csv_add_run_row    (GString *out, TachRun *run, const char *run_id);
 /* Appends one samples.csv row of @sample to @row (empty, or ending a row). */

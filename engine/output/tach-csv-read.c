@@ -136,9 +136,21 @@ tach_csv_first_malformed (const char *text, gsize len)
 {
   g_autoptr(GPtrArray) fields = g_ptr_array_new_with_free_func (g_free);
   Reader r = { text, text + len, 1, FALSE };
+  const char *nul = memchr (text, '\0', len);
   guint line, n_columns;
   gboolean bad;
 
+  /* A NUL byte (a file cut by a crash, filled with zeros) ends C strings
+   * early: the reader would take the row for a short one or none at all,
+   * and rows appended after it would be hidden behind it. */
+  if (nul != NULL)
+    {
+      guint nul_line = 1;
+
+      for (const char *p = text; p < nul; p++)
+        nul_line += *p == '\n';
+      return nul_line;
+    }
   if (!tach_csv_reader_next (&r, fields, 0, &line, &bad))
     return bad ? line : 0;
   n_columns = fields->len;

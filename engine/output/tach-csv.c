@@ -39,7 +39,11 @@ static const char *const runs_tail[] = {
   "weak_scaling", "weak_scaling_lo", "weak_scaling_hi",
   "strong_scaling", "strong_scaling_lo", "strong_scaling_hi",
   "varied", "varied_value",
-  "machine_busy", "eval_s", "data_source", "data_path", "label", NULL
+  "machine_busy", "eval_s", "data_source", "data_path", "label",
+  /* A CPU run's threads (empty elsewhere): how many it had (the threads
+   * knob resolved), the fewest its ops ran on while other processes
+   * wanted the processors, and the share of its time on fewer. */
+  "threads_had", "threads_fewest", "threads_fewer_share", NULL
 };
 
 static void
@@ -122,15 +126,21 @@ runs_header (void)
   return g_string_free (g_steal_pointer (&row), FALSE);
 }
 
-static char *
-samples_header_line (void)
+char *
+tach_csv_header_line (const char *const *names)
 {
   g_autoptr(GString) row = g_string_new (NULL);
 
-  for (guint i = 0; samples_header[i] != NULL; i++)
-    add_field (row, samples_header[i]);
+  for (guint i = 0; names[i] != NULL; i++)
+    add_field (row, names[i]);
   end_row (row);
   return g_string_free (g_steal_pointer (&row), FALSE);
+}
+
+static char *
+samples_header_line (void)
+{
+  return tach_csv_header_line (samples_header);
 }
 
 /* Unique across processes (start time to the microsecond, process id and
@@ -255,6 +265,9 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_field (row, tach_run_get_data_kind (run));
   add_field (row, tach_run_get_data_path (run));
   add_field (row, tach_run_get_label (run));
+  add_double (row, s.threads_asked);
+  add_double (row, s.threads_fewest);
+  add_double (row, s.threads_fewer_share);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

@@ -104,6 +104,10 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "items_per_s_lo", G_STRUCT_OFFSET (TachSummary, items_per_s_lo), 1 },
     { "items_per_s_hi", G_STRUCT_OFFSET (TachSummary, items_per_s_hi), 1 },
     { "machine_busy", G_STRUCT_OFFSET (TachSummary, machine_busy), 1 },
+    /* Absent (NaN) in folders written before runs.csv kept them. */
+    { "threads_had", G_STRUCT_OFFSET (TachSummary, threads_asked), 1 },
+    { "threads_fewest", G_STRUCT_OFFSET (TachSummary, threads_fewest), 1 },
+    { "threads_fewer_share", G_STRUCT_OFFSET (TachSummary, threads_fewer_share), 1 },
     { "first_loss", G_STRUCT_OFFSET (TachSummary, first_loss), 1 },
     { "final_loss", G_STRUCT_OFFSET (TachSummary, final_loss), 1 },
     { "test_accuracy", G_STRUCT_OFFSET (TachSummary, test_accuracy), 1 },

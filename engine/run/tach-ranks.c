@@ -12,10 +12,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
+#include "tach-machine.h"
 #include "tach-ranks-private.h"
 
 /* Tags of the point-to-point messages beside the collectives. */
@@ -319,8 +321,16 @@ tach_ranks_init (int *argc, char ***argv, GError **error)
     if (MPI_Comm_split_type (world->comm, MPI_COMM_TYPE_SHARED, rank, MPI_INFO_NULL, &local)
         == MPI_SUCCESS)
       {
+        g_autofree int *pids = NULL;
+        int pid = (int) getpid ();
+
         MPI_Comm_rank (local, &world->local_rank);
         MPI_Comm_size (local, &world->local_size);
+        /* The ranks on this machine are the job: their CPU time is not
+         * "other processes" in a run's machine-busy figure. */
+        pids = g_new0 (int, world->local_size);
+        if (MPI_Allgather (&pid, 1, MPI_INT, pids, 1, MPI_INT, local) == MPI_SUCCESS)
+          tach_machine_set_job_pids (pids, (guint) world->local_size);
         MPI_Comm_free (&local);
       }
   }

@@ -66,11 +66,13 @@ struct _TachRun {
   double         eval_s;          /* the evaluation's wall time, NaN where none ran */
   TachInterval   weak_scaling;    /* under lock: tach_run_set_scaling, NaN unset */
   TachInterval   strong_scaling;
+  double         threads_asked, threads_fewest, threads_fewer_share; /* under lock: NaN unknown */
   double         machine_busy;    /* under lock: others' share of the CPU while measuring, NaN unknown */
   char          *text;
   char          *algorithms;      /* under lock: what each plan ran (tach_run_dup_algorithms) */
   TachRunRecord *record;         /* owned: a run loaded from a results folder, or NULL */
   char          *varied;         /* owned: the knob a sweep varied for this run, or NULL */
+  gboolean       no_evaluation;  /* set before start: skip the test-set evaluation */
   char          *label;          /* owned: tach_run_set_label's, or NULL */
   char          *data_kind;      /* owned: tach_config_get_data_source's, set once */
   char          *data_path;      /* owned, or NULL */

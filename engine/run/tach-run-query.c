@@ -200,6 +200,9 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   if (!isnan (run->eval_s))
     summary->wall_s += run->eval_s;
   summary->machine_busy = run->machine_busy;
+  summary->threads_asked = run->threads_asked;
+  summary->threads_fewest = run->threads_fewest;
+  summary->threads_fewer_share = run->threads_fewer_share;
   summary->weak_scaling = run->weak_scaling.value;
   summary->weak_scaling_lo = run->weak_scaling.lo;
   summary->weak_scaling_hi = run->weak_scaling.hi;
@@ -272,6 +275,13 @@ tach_run_set_varied (TachRun *run, const char *knob)
   g_return_if_fail (run != NULL);
   g_free (run->varied);
   run->varied = g_strdup (knob);
+}
+
+void
+tach_run_set_evaluate (TachRun *run, gboolean evaluate)
+{
+  g_return_if_fail (run != NULL);
+  run->no_evaluation = !evaluate;
 }
 
 const char *

@@ -191,6 +191,7 @@ tach_run_new (const TachConfig *config, GError **error)
     run->data_kind = g_strdup (kind);
   }
   run->machine_busy = NAN;
+  run->threads_asked = run->threads_fewest = run->threads_fewer_share = NAN;
   run->weak_scaling = run->strong_scaling = (TachInterval) { NAN, NAN, NAN };
   return run;
 }
@@ -637,7 +638,7 @@ run_main (gpointer data)
       double accuracy = NAN;
       char *text = NULL;
 
-      if (e.klass->evaluate != NULL)
+      if (e.klass->evaluate != NULL && !run->no_evaluation)
         {
           accuracy = run_evaluate (&e, &cancelled, &error);
           ok = error == NULL;
@@ -661,6 +662,13 @@ run_main (gpointer data)
       run->peak_memory = peak;
       run->pending_bytes = e.pending_peak + slots;
       run->algorithms = algorithms;
+      /* A CPU backend's threads: how many the run had, and kept. */
+      if (e.be->threads_fewest > 0)
+        {
+          run->threads_asked = e.be->threads;
+          run->threads_fewest = e.be->threads_fewest;
+          run->threads_fewer_share = e.be->threads_fewer_share;
+        }
       g_mutex_unlock (&run->lock);
     }
   /* Any failure (the check of the parameters, the evaluation): freeing

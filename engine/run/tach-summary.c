@@ -355,6 +355,7 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   memset (out, 0, sizeof *out);
   out->steps_per_s_lo = out->steps_per_s_hi = NAN;
   out->machine_busy = NAN;
+  out->threads_asked = out->threads_fewest = out->threads_fewer_share = NAN;
   out->weak_scaling = out->weak_scaling_lo = out->weak_scaling_hi = NAN;
   out->strong_scaling = out->strong_scaling_lo = out->strong_scaling_hi = NAN;
   out->items_unit = "samples/s";
@@ -579,4 +580,54 @@ tach_summary_dup_busy_apart (double busy_a, double busy_b)
   return g_strdup_printf (_("not resolved: measured apart while the machine was busy "
                             "(%.0f%% vs %.0f%%)"),
                           100.0 * busy_or_idle (busy_a), 100.0 * busy_or_idle (busy_b));
+}
+
+/* Whether @s ran on fewer threads than it had for long enough to say. */
+static gboolean
+fell_to_fewer (const TachSummary *s)
+{
+  return isfinite (s->threads_fewest) && isfinite (s->threads_asked)
+         && s->threads_fewest < s->threads_asked
+         && s->threads_fewer_share >= TACH_SUMMARY_FEWER_THREADS_SHARE;
+}
+
+/* A figure of a busy machine is no figure of the configurations: pairing
+ * by round cancels a load that slows both alike, not one that took a
+ * thread from one of them (the interval is then tight and the speed-up
+ * another machine's).  The words say what happened and what to do. */
+char *
+tach_summary_dup_load_caveat (const char *name_a, const TachSummary *a, const char *name_b,
+                              const TachSummary *b)
+{
+  double busy = MAX (busy_or_idle (a->machine_busy), busy_or_idle (b->machine_busy));
+  gboolean fell_a = fell_to_fewer (a), fell_b = fell_to_fewer (b);
+
+  if (fell_a && fell_b)
+    /* Translators: two runs' names, each with the threads it ran on of
+     * those it had; the share of CPU time other processes took. */
+    return g_strdup_printf (_("%s ran on %.0f of %.0f threads and %s on %.0f of %.0f because "
+                              "other processes took %.0f%% of the CPU: this speed-up is for a "
+                              "busy machine; rerun idle to compare"),
+                            name_a, a->threads_fewest, a->threads_asked, name_b,
+                            b->threads_fewest, b->threads_asked, 100.0 * busy);
+  if (fell_a || fell_b)
+    {
+      const TachSummary *s = fell_a ? a : b;
+
+      return g_strdup_printf (g_dngettext (GETTEXT_PACKAGE,
+                                           "%s ran on %u thread of %u because other processes "
+                                           "took %.0f%% of the CPU: this speed-up is for a busy "
+                                           "machine; rerun idle to compare",
+                                           "%s ran on %u threads of %u because other processes "
+                                           "took %.0f%% of the CPU: this speed-up is for a busy "
+                                           "machine; rerun idle to compare",
+                                           (gulong) s->threads_fewest),
+                              fell_a ? name_a : name_b, (guint) s->threads_fewest,
+                              (guint) s->threads_asked, 100.0 * busy);
+    }
+  if (busy >= TACH_SUMMARY_BUSY_SHARE)
+    return g_strdup_printf (_("%s and %s ran while other processes took %.0f%% of the CPU: this "
+                              "speed-up is for a busy machine; rerun idle to compare"),
+                            name_a, name_b, 100.0 * busy);
+  return NULL;
 }

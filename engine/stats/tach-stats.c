@@ -345,36 +345,80 @@ tach_stats_ratio_unpaired (const TachInterval *a, const TachInterval *b, TachInt
   out->hi = exp (log (r) + Z975 * se);
 }
 
-/* A speed-up and a gap measured over the same rounds must give one
- * verdict: deriving the ratio from the gap's interval (a monotonic map,
- * decreasing in the gap) keeps its ends on the same sides of 1 as the
- * gap's are of 0, where a separate mean of per-round log ratios could say
- * "within noise" beside a significant gap. */
-static double
-speedup_at (double a_mean, double gap)
+/* Step times are positive and their noise multiplies (a busy round slows
+ * every step by a factor), so a mean step time's interval is taken on the
+ * log scale: a round at 200 ms among rounds at 50 ms widens the upper end,
+ * never pushes the lower one below 0 as a symmetric interval would. */
+void
+tach_stats_mean_ci_positive (const double *x, gsize n, TachInterval *out)
 {
-  double t_b = a_mean + gap;
+  g_autofree double *l = g_new (double, MAX (n, 1));
+  double mean = 0, lmean, lsd, half;
 
-  return t_b > 0 ? a_mean / t_b : INFINITY;
+  for (gsize i = 0; i < n; i++)
+    {
+      if (!(x[i] > 0) || !isfinite (x[i]))
+        {
+          tach_stats_mean_ci (x, n, out);
+          interval_unknown (out, out->value);
+          return;
+        }
+      mean += x[i] / n;
+      l[i] = log (x[i]);
+    }
+  if (n < 2)
+    {
+      interval_unknown (out, n == 1 ? x[0] : NAN);
+      return;
+    }
+  mean_sd (l, n, &lmean, &lsd);
+  half = tach_stats_t975 ((guint) (n - 1)) * lsd / sqrt ((double) n);
+  out->value = mean;
+  out->lo = mean * exp (-half);
+  out->hi = mean * exp (half);
 }
 
+/* A speed-up and a gap measured over the same rounds must give one
+ * verdict.  The statistic is the per-round ratio of step times on the
+ * log scale: a round's load slows A and B by about the same factor, so
+ * the ratio cancels it where the difference in ms would not (A at 46 to
+ * 200 ms against B's steady 12 ms is a clear 4x and more, while the
+ * differences' interval reaches past A's whole time and made the ratio's
+ * upper end infinite).  The gap's interval is the ratio's mapped through
+ * A's mean time, a monotonic map, so its ends lie on the same sides of 0
+ * as the ratio's do of 1. */
 TachVerdict
-tach_stats_speedup_from_gap (double a_mean, const TachInterval *gap, TachInterval *out)
+tach_stats_speedup_paired (const double *a, const double *b, gsize n,
+                           TachInterval *speedup, TachInterval *gap)
 {
-  if (!(a_mean > 0) || !isfinite (gap->value) || !(a_mean + gap->value > 0))
+  double a_mean = 0, gap_mean = 0;
+  TachVerdict verdict;
+
+  /* Rates are inverse times: b's speed-up is a's time over b's. */
+  tach_stats_ratio_paired (b, a, n, speedup);
+  verdict = tach_interval_verdict (speedup, 1);
+  if (gap == NULL)
+    return verdict;
+  for (gsize i = 0; i < n; i++)
     {
-      interval_unknown (out, NAN);
-      return TACH_VERDICT_UNKNOWN;
+      a_mean += a[i] / n;
+      gap_mean += (b[i] - a[i]) / n;
     }
-  if (!tach_interval_is_known (gap))
+  if (n == 0)
+    gap_mean = NAN;
+  if (!tach_interval_is_known (speedup) || !(a_mean > 0))
     {
-      interval_unknown (out, speedup_at (a_mean, gap->value));
-      return TACH_VERDICT_UNKNOWN;
+      interval_unknown (gap, gap_mean);
+      return verdict;
     }
-  out->value = speedup_at (a_mean, gap->value);
-  out->lo = speedup_at (a_mean, gap->hi);
-  out->hi = speedup_at (a_mean, gap->lo);
-  return tach_interval_verdict (gap, 0);
+  gap->value = gap_mean;
+  gap->lo = a_mean / speedup->hi - a_mean;
+  gap->hi = a_mean / speedup->lo - a_mean;
+  /* The mean of differences and the geometric mean of ratios part a
+   * little where rounds spread; the interval shown holds the value. */
+  gap->lo = MIN (gap->lo, gap_mean);
+  gap->hi = MAX (gap->hi, gap_mean);
+  return verdict;
 }
 
 TachVerdict
@@ -392,13 +436,11 @@ tach_interval_ratio (const TachInterval *a, const TachInterval *b, TachInterval 
  * which is what keeps a share of noise from being printed as 828%. */
 void
 tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
-                            TachInterval *out)
+                            TachVerdict whole_verdict, TachInterval *out)
 {
-  TachInterval gap;
   double ms, mg, vs = 0, vg = 0, cov = 0, f, var, half;
 
-  tach_stats_mean_ci (whole, n, &gap);
-  if (n < 2 || tach_interval_verdict (&gap, 0) != TACH_VERDICT_SIGNIFICANT)
+  if (n < 2 || whole_verdict != TACH_VERDICT_SIGNIFICANT)
     {
       interval_unknown (out, NAN);
       return;

@@ -64,24 +64,29 @@ void         tach_stats_ratio_unpaired (const TachInterval *a, const TachInterva
  * a Student-t interval of the per-round differences. */
 void         tach_stats_diff_paired (const double *a, const double *b, gsize n,
                                      TachInterval *out);
-/* The speed-up t(a) / t(b) of b over a, as the transform of the paired
- * difference of their times (@gap: mean t(b) - t(a) over the same rounds,
- * with its interval) relative to a's mean time @a_mean: a_mean / (a_mean +
- * gap) at the value and at each end.  One statistic, so the ratio's
- * interval holds 1 exactly when the gap's holds 0, and a gap above 0 (b
- * slower) is a ratio below 1.  An end at which b's time would be 0 or
- * less is INFINITY (the gap's interval reaches past a's whole time), and
- * such an interval is not "known": the verdict is the gap's, which this
- * returns (against 0), and which the ratio's agrees with wherever both of
- * its ends are finite. */
-TachVerdict  tach_stats_speedup_from_gap (double a_mean, const TachInterval *gap,
-                                          TachInterval *out);
+/* The mean of @n positive values (one per round: step times) with a 95%
+ * interval on the log scale, so that it cannot reach 0 or below: the
+ * arithmetic mean (what shares of it add up to) times exp (-+t s / sqrt n)
+ * with s the standard deviation of the values' logarithms.  Unknown for
+ * fewer than 2 values or a value that is not above 0. */
+void         tach_stats_mean_ci_positive (const double *x, gsize n, TachInterval *out);
+/* The speed-up t(a) / t(b) of b over a from step times of the same @n
+ * rounds: the geometric mean of the per-round ratios with a Student-t
+ * interval of their logarithms (tach_stats_ratio_paired), so it is
+ * bounded wherever it has an interval, and into @gap (may be NULL) the
+ * gap t(b) - t(a): the mean of the per-round differences (what shares add
+ * up to), its interval the speed-up's mapped through a's mean time (a
+ * gap above 0, b slower, is a speed-up below 1), so the two hold "no
+ * change" together.  Returns the comparison's one verdict, against 1. */
+TachVerdict  tach_stats_speedup_paired (const double *a, const double *b, gsize n,
+                                        TachInterval *speedup, TachInterval *gap);
 /* The fraction mean (part) / mean (whole) of @n pairs from the same
  * rounds (a knob's share of a gap), with a delta-method interval.  The
- * value is NaN (and the interval unknown) when @whole's own interval
- * holds 0: a share of a gap within noise is no fraction. */
+ * value is NaN (and the interval unknown) unless @whole_verdict (the
+ * gap's, from the comparison's one statistic) is significant: a share of
+ * a gap within noise is no fraction. */
 void         tach_stats_fraction_paired (const double *part, const double *whole, gsize n,
-                                         TachInterval *out);
+                                         TachVerdict whole_verdict, TachInterval *out);
 /* Shuffles @a (@n values) in place, every order alike likely (Fisher-Yates
  * on @rand): the order of a round's configurations, so that drift and
  * load fall on no configuration more than another. */

@@ -378,6 +378,10 @@ typedef struct {
    * whether that is enough to say so beside a verdict
    * (TACH_SUMMARY_BUSY_SHARE). */
   double  machine_busy;
+  /* A CPU run's threads (NaN elsewhere, or unknown): how many it had,
+   * the fewest its ops ran on while other processes wanted the
+   * processors, and the share of its time on fewer than it had. */
+  double  threads_asked, threads_fewest, threads_fewer_share;
 } TachSummary;
 
 /* From this share of the machine's CPU time taken by other processes on,
@@ -541,6 +545,12 @@ void          tach_run_get_summary (TachRun *run, TachSummary *summary);
  * gives it in its "varied" column, and the knob's value in "varied_value".
  * Call before anything else reads the run (the thread that made it). */
 void          tach_run_set_varied (TachRun *run, const char *knob);
+/* Whether the test-set evaluation runs after the last step (TRUE, the
+ * default, for a workload that has a test split): explain and sweep
+ * compare the steps' rates only and skip it, which took a quarter of a
+ * busy cnn explain.  Call before tach_run_start (the thread that made
+ * it). */
+void          tach_run_set_evaluate (TachRun *run, gboolean evaluate);
 const char   *tach_run_get_varied (TachRun *run);
 /* Names a run that no preset names by what it is (an explain mix:
  * "tf1-feed-dict + layout=batch-major"); runs.csv keeps it in its label
@@ -595,6 +605,18 @@ gboolean      tach_summary_busy_apart (double busy_a, double busy_b);
  * while the machine was busy (34% vs 3%)" (translated), newly allocated;
  * NULL where it does not hold. */
 char         *tach_summary_dup_busy_apart (double busy_a, double busy_b);
+/* From this share of a run's time on fewer threads than it had, a
+ * comparison says so: it is a busy machine's figure. */
+#define TACH_SUMMARY_FEWER_THREADS_SHARE 0.10
+/* What a person should know of a comparison of @b (named @name_b) against
+ * @a (@name_a) whose runs ran on fewer threads than they had (for
+ * TACH_SUMMARY_FEWER_THREADS_SHARE of their time or more) or while the
+ * machine was busy (TACH_SUMMARY_BUSY_SHARE): "tuned ran on 1 thread of 2
+ * because other processes took 55% of the CPU: this speed-up is for a
+ * busy machine; rerun idle to compare" (translated, newly allocated);
+ * NULL where both ran as on an idle machine. */
+char         *tach_summary_dup_load_caveat (const char *name_a, const TachSummary *a,
+                                            const char *name_b, const TachSummary *b);
 
 /* ------------------------------------------------------------------- CSV */
 

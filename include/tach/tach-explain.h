@@ -154,9 +154,11 @@ const TachExplainKnob *tach_explain_get_knob (TachExplain *explain, guint i);
 guint                  tach_explain_get_rounds (TachExplain *explain);
 /* Adaptive rounds: after the rounds given to tach_explain_new, rounds are
  * added while some comparison is not known to @target (the speed ratio
- * B/A to +-@target, each share to +-2 @target of the gap) and the next
- * round fits in @budget_s seconds from the start (rounds already under
- * way always finish; at most TACH_EXPLAIN_MAX_ROUNDS).  A budget of 0
+ * B/A to +-@target, each share to +-2 @target of the gap) and the rounds
+ * added so far and the next fit in @budget_s seconds at the pace of the
+ * rounds so far: the budget counts from the end of the given rounds
+ * (rounds already under way always finish; at most
+ * TACH_EXPLAIN_MAX_ROUNDS).  A budget of 0
  * measures the given rounds only (the default). */
 void                   tach_explain_set_budget (TachExplain *explain, double budget_s,
                                                 double target);
@@ -233,9 +235,14 @@ TachVerdict  tach_explain_get_speedup (TachExplain *explain, TachInterval *ratio
  * (translated; NULL when all is resolved). */
 gboolean     tach_explain_is_resolved (TachExplain *explain);
 /* "verdict: tuned is 1.80x as fast as tf1-feed-dict (95% interval
- * 1.62–2.01x), significant", or "~ ... within noise", with how busy the
- * machine was when others took a tenth of it or more (translated). */
+ * 1.62–2.01x), significant", or "~ ... within noise", followed by
+ * tach_explain_dup_load_caveat's words where it has some (translated). */
 char        *tach_explain_dup_verdict (TachExplain *explain);
+/* Where A's or B's runs lost threads to other processes, or any run saw
+ * the machine busy (the worst run, not the mean): what that means for the
+ * speed-up and what to do (tach_summary_dup_load_caveat); NULL where the
+ * runs ran as on an idle machine. */
+char        *tach_explain_dup_load_caveat (TachExplain *explain);
 /* A's or B's step time, mean over rounds, with its 95% interval. */
 void         tach_explain_get_cost_ci (TachExplain *explain, gboolean to, TachInterval *ci);
 /* The mean share (0 to 1) of the machine's CPU time that other processes
@@ -264,6 +271,14 @@ char        *tach_explain_dup_sentence (TachExplain *explain, guint i);
  * runs.csv).  One row for A, one per knob, one for B, all with one
  * explain_id. */
 gboolean     tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error);
+/* Whether DIR's explain.csv, runs.csv and samples.csv (those there) take
+ * new rows: their columns are this version's (or an earlier one's, to
+ * widen) and no row is malformed (NUL bytes included).  Call it before
+ * the first round, so that a damaged file stops the command before it
+ * measures anything; tach_explain_csv_append checks explain.csv again
+ * before it writes any of the three, so that all three gain rows or none
+ * does.  Changes nothing in DIR. */
+gboolean     tach_explain_csv_check (const char *dir, GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachExplain, tach_explain_free)
 
