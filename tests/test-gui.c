@@ -750,5 +750,6 @@ main (int   argc,
   test_gui_ranks_add (fixture_setup, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
+  g_test_add ("/gui/a11y", Fixture, NULL, fixture_setup, test_a11y, fixture_teardown);
   return g_test_run ();
 }

@@ -13,6 +13,7 @@
  * signal, which shows them the way Compare's are shown.
  */
 #include "tach-explain-view.h"
+#include "tach-a11y.h"
 
 #include "tach-export-chooser.h"
 #include "tach-sweep.h"
@@ -646,9 +647,12 @@ tach_explain_view_init (TachExplainView *self)
   self->presets = gtk_string_list_new (NULL);
   self->from_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (g_object_ref (self->presets)), NULL));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->from_choice));
-  gtk_box_append (GTK_BOX (row), gtk_label_new (_("to")));
+  tach_a11y_label_by (GTK_WIDGET (self->from_choice), label);
+  label = gtk_label_new (_("to"));
+  gtk_box_append (GTK_BOX (row), label);
   self->to_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (self->presets), NULL));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->to_choice));
+  tach_a11y_label_by (GTK_WIDGET (self->to_choice), label);
   self->button = GTK_BUTTON (gtk_button_new_with_mnemonic (_("_Explain")));
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->button),
                                _("Measure every mix of the knobs in which the two presets differ, "

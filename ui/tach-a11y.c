@@ -1,0 +1,113 @@
+/* tach-a11y.c: the accessible names and descriptions of drawn widgets.
+ *
+ * Descriptions are kept on the widget too, so that an unchanged one is not
+ * sent again (each update is a D-Bus signal under a screen reader) and the
+ * tests can read back what was set. */
+#include "tach-a11y.h"
+
+#define DESCRIPTION_KEY "tach-a11y-description"
+#define PENDING_KEY "tach-a11y-pending"
+
+/* After the batches drained at the default priority, before the frame's
+ * redraw (GDK_PRIORITY_REDRAW): what is read is what is drawn, and a window
+ * that paints every frame cannot put it off. */
+
+void
+tach_a11y_set_label (GtkWidget  *widget,
+                     const char *label)
+{
+  g_return_if_fail (GTK_IS_WIDGET (widget));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_PROPERTY_LABEL,
+                                  label != NULL ? label : "", -1);
+  /* GTK 4.8's menu button passes no name to the button inside it, the one
+   * that takes the focus, which its icon names "GtkImage". */
+  if (GTK_IS_MENU_BUTTON (widget) && GTK_IS_BUTTON (gtk_widget_get_first_child (widget)))
+    tach_a11y_set_label (gtk_widget_get_first_child (widget), label);
+}
+
+void
+tach_a11y_set_description (GtkWidget  *widget,
+                           const char *description)
+{
+  g_return_if_fail (GTK_IS_WIDGET (widget));
+  if (description == NULL)
+    description = "";
+  if (g_strcmp0 (tach_a11y_get_description (widget), description) == 0)
+    return;
+  g_object_set_data_full (G_OBJECT (widget), DESCRIPTION_KEY, g_strdup (description), g_free);
+  gtk_accessible_update_property (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                  description, -1);
+}
+
+const char *
+tach_a11y_get_description (GtkWidget *widget)
+{
+  g_return_val_if_fail (GTK_IS_WIDGET (widget), NULL);
+  return g_object_get_data (G_OBJECT (widget), DESCRIPTION_KEY);
+}
+
+typedef struct {
+  GWeakRef             widget;
+  TachA11yDescribeFunc describe;
+} Pending;
+
+static void
+pending_free (gpointer data)
+{
+  Pending *pending = data;
+
+  g_weak_ref_clear (&pending->widget);
+  g_free (pending);
+}
+
+static gboolean
+describe_now (gpointer data)
+{
+  Pending *pending = data;
+  g_autoptr(GtkWidget) widget = g_weak_ref_get (&pending->widget);
+
+  if (widget != NULL)
+    {
+      g_autofree char *text = pending->describe (widget);
+
+      g_object_set_data (G_OBJECT (widget), PENDING_KEY, NULL);
+      tach_a11y_set_description (widget, text);
+    }
+  return G_SOURCE_REMOVE;
+}
+
+void
+tach_a11y_describe_later (GtkWidget            *widget,
+                          TachA11yDescribeFunc  describe)
+{
+  Pending *pending;
+
+  g_return_if_fail (GTK_IS_WIDGET (widget));
+  if (g_object_get_data (G_OBJECT (widget), PENDING_KEY) != NULL)
+    return;
+  pending = g_new0 (Pending, 1);
+  g_weak_ref_init (&pending->widget, widget);
+  pending->describe = describe;
+  g_object_set_data (G_OBJECT (widget), PENDING_KEY, GINT_TO_POINTER (1));
+  g_idle_add_full (G_PRIORITY_HIGH_IDLE, describe_now, pending, pending_free);
+}
+
+void
+tach_a11y_queue_draw (GtkWidget            *widget,
+                      TachA11yDescribeFunc  describe)
+{
+  gtk_widget_queue_draw (widget);
+  tach_a11y_describe_later (widget, describe);
+}
+
+void
+tach_a11y_label_by (GtkWidget *widget,
+                    GtkWidget *label)
+{
+  g_return_if_fail (GTK_IS_WIDGET (widget));
+  g_return_if_fail (GTK_IS_WIDGET (label));
+  gtk_accessible_update_relation (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_RELATION_LABELLED_BY,
+                                  label, NULL, -1);
+  if (GTK_IS_LABEL (label))
+    gtk_label_set_mnemonic_widget (GTK_LABEL (label), widget);
+}
