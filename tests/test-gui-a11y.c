@@ -16,30 +16,6 @@
 #include "tach-chart-series.h"
 #include "test-gui.h"
 
-static gboolean
-never (gpointer data)
-{
-  (void) data;
-  return FALSE;
-}
-
-/* The first widget at or below @widget of @type. */
-static GtkWidget *
-find_type (GtkWidget *widget, GType type)
-{
-  if (G_TYPE_CHECK_INSTANCE_TYPE (widget, type))
-    return widget;
-  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
-       child = gtk_widget_get_next_sibling (child))
-    {
-      GtkWidget *found = find_type (child, type);
-
-      if (found != NULL)
-        return found;
-    }
-  return NULL;
-}
-
 /* The string value of @property as GTK's accessibility layer holds it, or
  * NULL where it is unset: gtk_test_accessible_check_property() answers a
  * value that does not match with the one it holds. */
@@ -137,9 +113,9 @@ assert_all_named (TachWindow *window, const char *view)
   g_autoptr(GString) unnamed = g_string_new (NULL);
 
   adw_view_stack_set_visible_child_name (
-    ADW_VIEW_STACK (find_type (GTK_WIDGET (window), ADW_TYPE_VIEW_STACK)), view);
+    ADW_VIEW_STACK (find_widget_of_type (GTK_WIDGET (window), ADW_TYPE_VIEW_STACK)), view);
   /* A frame or two: the page maps, its charts describe themselves. */
-  iterate_until (never, NULL, 0.3);
+  iterate_for (0.3);
   collect_unnamed (GTK_WIDGET (window), unnamed);
   if (unnamed->len > 0)
     g_error ("%s view: reachable without a name:%s", view, unnamed->str);
@@ -228,7 +204,7 @@ test_a11y (Fixture *fixture, gconstpointer data)
   /* Compare: each preset's figures and speed-up, and its phases. */
   run_to_end (window, "win.compare", window_stopped, window);
   assert_all_named (window, "compare");
-  compare = find_type (GTK_WIDGET (window), TACH_TYPE_COMPARE_VIEW);
+  compare = find_widget_of_type (GTK_WIDGET (window), TACH_TYPE_COMPARE_VIEW);
   g_assert_nonnull (compare);
   for (guint i = 0; i < g_list_model_get_n_items (sweep); i++)
     {
@@ -240,7 +216,7 @@ test_a11y (Fixture *fixture, gconstpointer data)
     }
   /* It follows the figures: the rounds line is read too. */
   tach_compare_view_set_rounds_text (TACH_COMPARE_VIEW (compare), "A rounds line");
-  iterate_until (never, NULL, 0.3);
+  iterate_for (0.3);
   assert_described (compare, "A rounds line", NULL);
 
   /* Explain: each knob's share of the gap. */

@@ -100,6 +100,19 @@ tach_a11y_queue_draw (GtkWidget            *widget,
   tach_a11y_describe_later (widget, describe);
 }
 
+GtkWidget *
+tach_a11y_scroll_sideways (GtkWidget *row)
+{
+  GtkWidget *scroller = gtk_scrolled_window_new ();
+
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_AUTOMATIC,
+                                  GTK_POLICY_NEVER);
+  gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
+  gtk_scrolled_window_set_propagate_natural_width (GTK_SCROLLED_WINDOW (scroller), TRUE);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), row);
+  return scroller;
+}
+
 void
 tach_a11y_label_by (GtkWidget *widget,
                     GtkWidget *label)

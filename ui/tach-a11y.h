@@ -26,6 +26,10 @@ void        tach_a11y_describe_later   (GtkWidget            *widget,
 /* Queues a redraw of @widget and, after it, its description. */
 void        tach_a11y_queue_draw       (GtkWidget            *widget,
                                         TachA11yDescribeFunc  describe);
+/* @row in a scroller of its height that scrolls it sideways where the
+ * window is narrower than it (a phone's width); the focused control
+ * scrolls into view. */
+GtkWidget  *tach_a11y_scroll_sideways  (GtkWidget            *row);
 /* Labels @widget by the visible @label (and makes @label its mnemonic
  * target where @label is a GtkLabel). */
 void        tach_a11y_label_by         (GtkWidget            *widget,

@@ -336,8 +336,9 @@ tach_compare_view_measure (GtkWidget      *widget,
   TachCompareView *self = TACH_COMPARE_VIEW (widget);
   guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
 
+  /* As narrow as a phone's width less the page's margins. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = *natural = 360;
+    *minimum = *natural = 280;
   else
     *minimum = *natural = top_of_bars (self) + n * ROW_HEIGHT + LEGEND_HEIGHT;
 }

@@ -488,8 +488,9 @@ tach_explain_chart_measure (GtkWidget *widget, GtkOrientation orientation, int f
                             int *minimum, int *natural, int *minimum_baseline,
                             int *natural_baseline)
 {
+  /* As narrow as a phone's width less the page's margins. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = *natural = 360;
+    *minimum = *natural = 280;
   else
     *minimum = *natural = tach_explain_chart_get_height (TACH_EXPLAIN_CHART (widget));
 }

@@ -334,6 +334,8 @@ tach_scaling_view_init (TachScalingView *self)
   gtk_box_append (GTK_BOX (row), label);
   self->values_entry = GTK_ENTRY (gtk_entry_new ());
   gtk_editable_set_text (GTK_EDITABLE (self->values_entry), "64..1024x2");
+  /* Its text stays readable where the row scrolls sideways. */
+  gtk_editable_set_width_chars (GTK_EDITABLE (self->values_entry), 10);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->values_entry),
                                _("Values as tach-cli sweep --vary takes them: a list (64,256), "
                                  "a geometric range (64..1024x2), a step range (10..50+10), "
@@ -355,7 +357,7 @@ tach_scaling_view_init (TachScalingView *self)
 
   self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
-  gtk_box_append (GTK_BOX (self->box), row);
+  gtk_box_append (GTK_BOX (self->box), tach_a11y_scroll_sideways (row));
 
   self->rounds_label = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_xalign (self->rounds_label, 0);

@@ -29,6 +29,7 @@ struct _TachWindow
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
   GtkMenuButton        *menu_button;
+  AdwFlap              *flap;
   GtkWidget            *live_figures;  /* the active run's rate and loss */
   TachRanksView        *ranks_view;    /* a data-parallel run's ranks */
 

@@ -556,6 +556,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, menu_button);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, flap);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, live_figures);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, ranks_view);
 
