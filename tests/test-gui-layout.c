@@ -101,6 +101,49 @@ children:
     assert_not_squeezed (child, what);
 }
 
+/* Alt+1..3 show the three views: the window's key bindings, and what
+ * their action does. */
+static void
+check_view_keys (TachWindow *window, AdwViewStack *stack)
+{
+  static const char *names[] = { "live", "compare", "scaling" };
+  g_autoptr(GListModel) controllers = gtk_widget_observe_controllers (GTK_WIDGET (window));
+  guint found = 0;
+
+  for (guint c = 0; c < g_list_model_get_n_items (controllers); c++)
+    {
+      g_autoptr(GObject) controller = g_list_model_get_item (controllers, c);
+
+      if (!GTK_IS_SHORTCUT_CONTROLLER (controller))
+        continue;
+      for (guint s = 0; s < g_list_model_get_n_items (G_LIST_MODEL (controller)); s++)
+        {
+          g_autoptr(GtkShortcut) shortcut = g_list_model_get_item (G_LIST_MODEL (controller), s);
+          GtkShortcutAction *action = gtk_shortcut_get_action (shortcut);
+          GVariant *args = gtk_shortcut_get_arguments (shortcut);
+          g_autofree char *trigger = gtk_shortcut_trigger_to_string (gtk_shortcut_get_trigger (shortcut));
+
+          if (!GTK_IS_NAMED_ACTION (action)
+              || g_strcmp0 (gtk_named_action_get_action_name (GTK_NAMED_ACTION (action)),
+                            "win.show-view") != 0 || args == NULL)
+            continue;
+          for (guint i = 0; i < G_N_ELEMENTS (names); i++)
+            {
+              g_autofree char *key = g_strdup_printf ("<Alt>%u", i + 1);
+
+              if (g_str_equal (trigger, key)
+                  && g_str_equal (g_variant_get_string (args, NULL), names[i]))
+                {
+                  found |= 1u << i;
+                  gtk_widget_activate_action_variant (GTK_WIDGET (window), "win.show-view", args);
+                  g_assert_cmpstr (adw_view_stack_get_visible_child_name (stack), ==, names[i]);
+                }
+            }
+        }
+    }
+  g_assert_cmpuint (found, ==, 7);
+}
+
 void
 test_layout (Fixture *fixture, gconstpointer data)
 {
@@ -115,6 +158,7 @@ test_layout (Fixture *fixture, gconstpointer data)
   g_object_set (tach_window_get_config_panel (window), "steps", 6, NULL);
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
   g_assert_true (iterate_until (window_idle, window, 120));
+  check_view_keys (window, ADW_VIEW_STACK (stack));
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {

@@ -32,8 +32,11 @@ tach_task_button_update (GtkButton      *button,
 
   gtk_button_set_label (button, running ? _("_Stop") : label);
   gtk_actionable_set_action_name (GTK_ACTIONABLE (button), running ? "win.stop" : action);
-  gtk_widget_remove_css_class (widget, running ? "suggested-action" : "destructive-action");
-  gtk_widget_add_css_class (widget, running ? "destructive-action" : "suggested-action");
+  /* Stop keeps what was measured: not a destructive action's style. */
+  if (running)
+    gtk_widget_remove_css_class (widget, "suggested-action");
+  else
+    gtk_widget_add_css_class (widget, "suggested-action");
   gtk_widget_set_visible (GTK_WIDGET (progress), running);
 }
 
