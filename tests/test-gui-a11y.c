@@ -142,6 +142,24 @@ assert_described (GtkWidget *widget, ...)
   va_end (args);
 }
 
+/* Beside @chart, its figures as text that the keyboard reaches: the same
+ * as its description. */
+static void
+assert_figures_beside (GtkWidget *chart)
+{
+  g_autofree char *description = accessible_string (chart, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION);
+  GtkWidget *expander = find_widget_of_type (gtk_widget_get_parent (chart), GTK_TYPE_EXPANDER);
+  GtkWidget *figures;
+
+  /* Folded, an expander holds its child out of the widget tree. */
+  g_assert_nonnull (expander);
+  gtk_expander_set_expanded (GTK_EXPANDER (expander), TRUE);
+  figures = find_widget_with_class (expander, "figures-text");
+  g_assert_nonnull (figures);
+  g_assert_true (gtk_label_get_selectable (GTK_LABEL (figures)));
+  g_assert_cmpstr (gtk_label_get_text (GTK_LABEL (figures)), ==, description);
+}
+
 static gboolean
 window_stopped (gpointer data)
 {
@@ -218,6 +236,7 @@ test_a11y (Fixture *fixture, gconstpointer data)
   tach_compare_view_set_rounds_text (TACH_COMPARE_VIEW (compare), "A rounds line");
   iterate_for (0.3);
   assert_described (compare, "A rounds line", NULL);
+  assert_figures_beside (compare);
 
   /* Explain: each knob's share of the gap. */
   g_assert_true (tach_explain_view_set_presets (explain, "tf1-feed-dict", "tuned"));
@@ -227,6 +246,7 @@ test_a11y (Fixture *fixture, gconstpointer data)
   assert_all_named (window, "compare");
   assert_described (GTK_WIDGET (tach_explain_view_get_chart (explain)), "tf1-feed-dict",
                     "tuned", " ms", "95% interval", NULL);
+  assert_figures_beside (GTK_WIDGET (tach_explain_view_get_chart (explain)));
 
   /* Scaling: each preset's speed-up at each value. */
   g_assert_true (tach_scaling_view_set_spec (scaling, "batch", "4..8x2"));
@@ -235,4 +255,5 @@ test_a11y (Fixture *fixture, gconstpointer data)
   assert_all_named (window, "scaling");
   assert_described (GTK_WIDGET (tach_scaling_view_get_chart (scaling)), "batch = 4",
                     "batch = 8", "×", NULL);
+  assert_figures_beside (GTK_WIDGET (tach_scaling_view_get_chart (scaling)));
 }

@@ -5,8 +5,11 @@
  * tests can read back what was set. */
 #include "tach-a11y.h"
 
+#include <glib/gi18n.h>
+
 #define DESCRIPTION_KEY "tach-a11y-description"
 #define PENDING_KEY "tach-a11y-pending"
+#define FIGURES_KEY "tach-a11y-figures"
 
 /* After the batches drained at the default priority, before the frame's
  * redraw (GDK_PRIORITY_REDRAW): what is read is what is drawn, and a window
@@ -35,6 +38,13 @@ tach_a11y_set_description (GtkWidget  *widget,
   if (g_strcmp0 (tach_a11y_get_description (widget), description) == 0)
     return;
   g_object_set_data_full (G_OBJECT (widget), DESCRIPTION_KEY, g_strdup (description), g_free);
+  {
+    GWeakRef *figures = g_object_get_data (G_OBJECT (widget), FIGURES_KEY);
+    g_autoptr(GtkWidget) label = figures != NULL ? g_weak_ref_get (figures) : NULL;
+
+    if (label != NULL)
+      gtk_label_set_text (GTK_LABEL (label), description);
+  }
   gtk_accessible_update_property (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
                                   description, -1);
 }
@@ -111,6 +121,37 @@ tach_a11y_scroll_sideways (GtkWidget *row)
   gtk_scrolled_window_set_propagate_natural_width (GTK_SCROLLED_WINDOW (scroller), TRUE);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), row);
   return scroller;
+}
+
+static void
+weak_ref_free (gpointer data)
+{
+  g_weak_ref_clear (data);
+  g_free (data);
+}
+
+GtkWidget *
+tach_a11y_figures_new (GtkWidget *chart)
+{
+  const char *title = _("_Figures as Text");
+  GtkWidget *expander = gtk_expander_new_with_mnemonic (title);
+  GtkWidget *label = gtk_label_new (tach_a11y_get_description (chart));
+  g_autoptr(GString) name = g_string_new (title);
+  GWeakRef *figures;
+
+  /* GTK 4.8 names an expander by nothing: its title, less the mnemonic. */
+  g_string_replace (name, "_", "", 1);
+  tach_a11y_set_label (expander, name->str);
+
+  gtk_label_set_selectable (GTK_LABEL (label), TRUE);
+  gtk_label_set_wrap (GTK_LABEL (label), TRUE);
+  gtk_label_set_xalign (GTK_LABEL (label), 0);
+  gtk_widget_add_css_class (label, "figures-text");
+  gtk_expander_set_child (GTK_EXPANDER (expander), label);
+  figures = g_new0 (GWeakRef, 1);
+  g_weak_ref_init (figures, label);
+  g_object_set_data_full (G_OBJECT (chart), FIGURES_KEY, figures, weak_ref_free);
+  return expander;
 }
 
 void

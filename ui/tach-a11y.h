@@ -30,6 +30,10 @@ void        tach_a11y_queue_draw       (GtkWidget            *widget,
  * window is narrower than it (a phone's width); the focused control
  * scrolls into view. */
 GtkWidget  *tach_a11y_scroll_sideways  (GtkWidget            *row);
+/* An expander that shows @chart's description as text a keyboard reaches
+ * and selects, following it as it changes: the chart's numbers beside
+ * it, for those who cannot read them off the drawing. */
+GtkWidget  *tach_a11y_figures_new      (GtkWidget            *chart);
 /* Labels @widget by the visible @label (and makes @label its mnemonic
  * target where @label is a GtkLabel). */
 void        tach_a11y_label_by         (GtkWidget            *widget,

@@ -677,6 +677,7 @@ tach_explain_view_init (TachExplainView *self)
 
   self->chart = TACH_EXPLAIN_CHART (tach_explain_chart_new ());
   gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->chart));
+  gtk_box_append (GTK_BOX (content), tach_a11y_figures_new (GTK_WIDGET (self->chart)));
   self->summary = GTK_LABEL (gtk_label_new (NULL));
   self->text = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_wrap (self->summary, TRUE);

@@ -603,7 +603,7 @@ tach_scaling_chart_init (TachScalingChart *self)
   g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
   gtk_widget_add_controller (GTK_WIDGET (self), motion);
   /* As narrow as a phone's width less the page's margins. */
-  gtk_widget_set_size_request (GTK_WIDGET (self), 280, 460);
+  gtk_widget_set_size_request (GTK_WIDGET (self), 280, 430);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

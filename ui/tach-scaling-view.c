@@ -371,6 +371,7 @@ tach_scaling_view_init (TachScalingView *self)
   self->chart = TACH_SCALING_CHART (tach_scaling_chart_new ());
   gtk_widget_set_vexpand (GTK_WIDGET (self->chart), TRUE);
   gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->chart));
+  gtk_box_append (GTK_BOX (self->box), tach_a11y_figures_new (GTK_WIDGET (self->chart)));
 
   tach_scaling_view_update_state (self);
 }

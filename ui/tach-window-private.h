@@ -30,6 +30,7 @@ struct _TachWindow
   GtkFlowBox           *legend;
   GtkMenuButton        *menu_button;
   AdwFlap              *flap;
+  GtkBox               *compare_box;
   GtkWidget            *live_figures;  /* the active run's rate and loss */
   TachRanksView        *ranks_view;    /* a data-parallel run's ranks */
 

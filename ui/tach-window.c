@@ -557,6 +557,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, menu_button);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, flap);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_box);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, live_figures);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, ranks_view);
 
@@ -577,6 +578,7 @@ tach_window_init (TachWindow *self)
 
   gtk_widget_init_template (GTK_WIDGET (self));
   tach_a11y_set_label (GTK_WIDGET (self->menu_button), _("Main Menu"));
+  gtk_box_append (self->compare_box, tach_a11y_figures_new (GTK_WIDGET (self->compare_view)));
 
   tach_run_table_set_model (self->run_table, G_LIST_MODEL (self->runs));
   tach_compare_view_set_model (self->compare_view, G_LIST_MODEL (self->sweep));
