@@ -3,7 +3,8 @@
  * after a run, a comparison, an explanation and a sweep, every control and
  * chart a person can reach on each view has a name, and each chart a
  * description that carries its figures, read back through GTK's own
- * accessible API. */
+ * accessible API.  With TACH_A11Y_LISTING set to a path, the role, type,
+ * name and description of each of them is written there. */
 #include <adwaita.h>
 #include <string.h>
 
@@ -78,6 +79,22 @@ shows_icon_only (GtkWidget *widget, gboolean *has_image)
 
 /* Every mapped widget at or below @widget that needs a name and has
  * neither a label nor a labelled-by relation, appended to @unnamed. */
+static GString *listing;  /* with TACH_A11Y_LISTING: what a screen reader finds */
+
+static void
+list_widget (GtkWidget *widget, const char *label)
+{
+  g_autoptr(GEnumClass) roles = g_type_class_ref (GTK_TYPE_ACCESSIBLE_ROLE);
+  GEnumValue *role = g_enum_get_value (roles, gtk_accessible_get_accessible_role (GTK_ACCESSIBLE (widget)));
+  g_autofree char *description = accessible_string (widget, GTK_ACCESSIBLE_PROPERTY_DESCRIPTION);
+  g_auto(GStrv) lines = g_strsplit (description ? description : "", "\n", -1);
+  g_autofree char *one_line = g_strjoinv (" | ", lines);
+
+  g_string_append_printf (listing, "%s\t%s\t%s\t%s\n", role ? role->value_nick : "?",
+                          G_OBJECT_TYPE_NAME (widget), label ? label : "(labelled by a label)",
+                          one_line);
+}
+
 static void
 collect_unnamed (GtkWidget *widget, GString *unnamed)
 {
@@ -89,6 +106,12 @@ collect_unnamed (GtkWidget *widget, GString *unnamed)
       g_autofree char *label = accessible_string (widget, GTK_ACCESSIBLE_PROPERTY_LABEL);
       gboolean has_image = FALSE;
 
+      if (listing != NULL)
+        list_widget (widget, label);
+      /* GTK 4.8 names a button by its text, mnemonic underscore and all. */
+      if (label != NULL && GTK_IS_BUTTON (widget) && strchr (label, '_') != NULL
+          && gtk_button_get_use_underline (GTK_BUTTON (widget)))
+        g_string_append_printf (unnamed, "\n  %s named “%s”", G_OBJECT_TYPE_NAME (widget), label);
       if (label == NULL
           && (!gtk_test_accessible_has_relation (GTK_ACCESSIBLE (widget),
                                                  GTK_ACCESSIBLE_RELATION_LABELLED_BY)
@@ -116,6 +139,8 @@ assert_all_named (TachWindow *window, const char *view)
     ADW_VIEW_STACK (find_widget_of_type (GTK_WIDGET (window), ADW_TYPE_VIEW_STACK)), view);
   /* A frame or two: the page maps, its charts describe themselves. */
   iterate_for (0.3);
+  if (listing != NULL)
+    g_string_append_printf (listing, "# %s view\n", view);
   collect_unnamed (GTK_WIDGET (window), unnamed);
   if (unnamed->len > 0)
     g_error ("%s view: reachable without a name:%s", view, unnamed->str);
@@ -206,6 +231,8 @@ test_a11y (Fixture *fixture, gconstpointer data)
       return;
     }
   g_object_set (panel, "steps", 6, NULL);
+  if (g_getenv ("TACH_A11Y_LISTING") != NULL)
+    listing = g_string_new ("# role\ttype\tname\tdescription\n");
 
   /* The Live view after one run: its charts say the run's latest figures. */
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
@@ -256,4 +283,11 @@ test_a11y (Fixture *fixture, gconstpointer data)
   assert_described (GTK_WIDGET (tach_scaling_view_get_chart (scaling)), "batch = 4",
                     "batch = 8", "×", NULL);
   assert_figures_beside (GTK_WIDGET (tach_scaling_view_get_chart (scaling)));
+  if (listing != NULL)
+    {
+      g_autoptr(GError) error = NULL;
+
+      g_assert_true (g_file_set_contents (g_getenv ("TACH_A11Y_LISTING"), listing->str, -1, &error));
+      g_string_free (g_steal_pointer (&listing), TRUE);
+    }
 }

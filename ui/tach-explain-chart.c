@@ -564,6 +564,7 @@ tach_explain_chart_init (TachExplainChart *self)
   self->whiskers = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
   gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
   tach_a11y_set_label (GTK_WIDGET (self), _("Where the gap goes"));
+  tach_a11y_describe_later (GTK_WIDGET (self), describe);
   g_signal_connect (self, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);

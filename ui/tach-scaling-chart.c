@@ -599,6 +599,7 @@ tach_scaling_chart_init (TachScalingChart *self)
 
   self->hover_x = -1;
   tach_a11y_set_label (GTK_WIDGET (self), _("Scaling"));
+  tach_a11y_describe_later (GTK_WIDGET (self), describe);
   g_signal_connect (motion, "motion", G_CALLBACK (on_motion), self);
   g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
   gtk_widget_add_controller (GTK_WIDGET (self), motion);
