@@ -46,6 +46,36 @@ window_idle (gpointer data)
   return g_list_model_get_n_items (runs) > 0 && !tach_window_get_running (window);
 }
 
+static gboolean
+never (gpointer data)
+{
+  (void) data;
+  return FALSE;
+}
+
+void
+iterate_for (double seconds)
+{
+  iterate_until (never, NULL, seconds);
+}
+
+GtkWidget *
+find_widget_of_type (GtkWidget *widget,
+                     GType      type)
+{
+  if (G_TYPE_CHECK_INSTANCE_TYPE (widget, type))
+    return widget;
+  for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      GtkWidget *found = find_widget_of_type (child, type);
+
+      if (found != NULL)
+        return found;
+    }
+  return NULL;
+}
+
 gboolean
 window_mapped (gpointer data)
 {
@@ -769,5 +799,7 @@ main (int   argc,
   test_gui_ranks_add (fixture_setup, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
+  g_test_add ("/gui/layout", Fixture, NULL, fixture_setup, test_layout, fixture_teardown);
+  g_test_add ("/gui/a11y", Fixture, NULL, fixture_setup, test_a11y, fixture_teardown);
   return g_test_run ();
 }

@@ -74,6 +74,18 @@ void     test_run_busy       (Fixture      *fixture,
 /* A run whose backend fails half-way (test-gui-fault.c). */
 void     test_run_fault      (Fixture      *fixture,
                               gconstpointer data);
+/* Every reachable control and chart has a name, each chart its figures
+ * (test-gui-a11y.c; skipped without GTK_A11Y=test). */
+void     test_a11y           (Fixture      *fixture,
+                              gconstpointer data);
+/* The window at 1280, 800 and 360 px (test-gui-layout.c). */
+void     test_layout         (Fixture      *fixture,
+                              gconstpointer data);
+/* Iterates the main loop for @seconds (test-gui.c). */
+void     iterate_for         (double        seconds);
+/* The first widget at or below @widget of @type, or NULL (test-gui.c). */
+GtkWidget *find_widget_of_type (GtkWidget  *widget,
+                                GType       type);
 /* The window is on screen (test-gui.c). */
 gboolean window_mapped       (gpointer      data);
 /* The window has runs and none going (test-gui.c). */

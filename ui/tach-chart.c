@@ -3,6 +3,7 @@
  * is in tach-chart-draw.c. */
 #include "tach-chart.h"
 #include "tach-chart-draw.h"
+#include "tach-a11y.h"
 
 #include <adwaita.h>
 #include <cairo-svg.h>
@@ -78,6 +79,50 @@ tach_chart_draw (TachChart *self,
 
   chart_view_init (self, &view);
   tach_chart_view_draw (&view, cr, width, height);
+}
+
+/* Per visible line, what a sighted user reads off it: its latest value
+ * and the range it moved in. */
+static char *
+describe (GtkWidget *widget)
+{
+  TachChart *self = TACH_CHART (widget);
+  GString *text = g_string_new (NULL);
+
+  for (guint i = 0; i < self->series->len; i++)
+    {
+      TachChartSeries *series = g_ptr_array_index (self->series, i);
+      guint n_buckets = 0;
+      const TachChartBucket *buckets = tach_chart_series_get_buckets (series, &n_buckets);
+      g_autofree char *step = NULL;
+      double lo, hi;
+
+      if (!tach_chart_series_get_visible (series)
+          || !tach_chart_series_get_y_range (series, &lo, &hi))
+        continue;
+      while (n_buckets > 0 && buckets[n_buckets - 1].count == 0)
+        n_buckets--;
+      if (n_buckets == 0)
+        continue;
+      step = g_strdup_printf ("%" G_GUINT64_FORMAT, buckets[n_buckets - 1].step_last);
+      if (text->len > 0)
+        g_string_append_c (text, '\n');
+      /* Translators: a line of a live chart: its run, its latest value
+       * and the step it was at, the lowest and highest values. */
+      g_string_append_printf (text, _("%s: %.4g at step %s, from %.4g to %.4g"),
+                              tach_chart_series_get_label (series),
+                              tach_chart_bucket_mean (&buckets[n_buckets - 1]), step, lo, hi);
+    }
+  if (text->len == 0)
+    g_string_append (text, _("No runs yet"));
+  return g_string_free (text, FALSE);
+}
+
+void
+tach_chart_data_changed (TachChart *self)
+{
+  g_return_if_fail (TACH_IS_CHART (self));
+  tach_a11y_queue_draw (GTK_WIDGET (self), describe);
 }
 
 static void
@@ -257,8 +302,8 @@ tach_chart_add_series (TachChart       *self,
 
   g_ptr_array_add (self->series, g_object_ref (series));
   g_signal_connect_object (series, "notify::visible",
-                           G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+                           G_CALLBACK (tach_chart_data_changed), self, G_CONNECT_SWAPPED);
+  tach_chart_data_changed (self);
 }
 
 void
@@ -269,7 +314,7 @@ tach_chart_remove_series (TachChart       *self,
 
   g_signal_handlers_disconnect_by_data (series, self);
   if (g_ptr_array_remove (self->series, series))
-    gtk_widget_queue_draw (GTK_WIDGET (self));
+    tach_chart_data_changed (self);
 }
 
 guint

@@ -22,6 +22,8 @@ void       tach_chart_add_series       (TachChart       *self,
 void       tach_chart_remove_series    (TachChart       *self,
                                         TachChartSeries *series);
 guint      tach_chart_get_n_series     (TachChart       *self);
+/* The series' data grew or changed: redrawn, and described again. */
+void       tach_chart_data_changed     (TachChart       *self);
 TachChartSeries *tach_chart_get_series (TachChart       *self,
                                         guint            index);
 const char *tach_chart_get_title       (TachChart       *self);

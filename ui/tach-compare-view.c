@@ -12,6 +12,7 @@
 #include "tach-phase-bar.h"
 #include "tach-run-object.h"
 #include "tach-chart-draw.h"
+#include "tach-a11y.h"
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
@@ -97,6 +98,102 @@ tach_compare_show_text (cairo_t       *cr,
     *width = w;
 }
 
+/* Row @i's time per step (NaN where it has no rate yet) and the line of
+ * figures under its name: its rate and its speed-up against the first run
+ * with the interval, or its status.  Drawn, and read to a screen reader. */
+static char *
+row_line (TachCompareView *self,
+          guint            i,
+          double           first_rate,
+          double          *ms)
+{
+  g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+  double rate = tach_run_object_get_rate (run);
+  g_autofree char *status = NULL;
+  g_autofree char *rate_text = NULL;
+
+  *ms = isfinite (rate) && rate > 0.0 ? 1000.0 / rate : NAN;
+  g_object_get (run, "status", &status, "rate-text", &rate_text, NULL);
+  if (isfinite (*ms) && isfinite (first_rate) && first_rate > 0.0)
+    {
+      g_autoptr(TachRunObject) first = g_list_model_get_item (self->model, 0);
+      TachInterval ratio;
+      gboolean by_items = FALSE;
+      TachVerdict verdict = tach_run_object_compare (run, first, &ratio, &by_items);
+      const TachInterval *paired = g_hash_table_lookup (self->paired, run);
+      g_autofree char *speedup = NULL;
+      g_autofree char *busy = NULL;
+
+      /* Paired by round where rounds ran: the figure the CLI prints. */
+      if (paired != NULL && isfinite (paired->value))
+        {
+          ratio = *paired;
+          verdict = tach_interval_verdict (&ratio, 1);
+        }
+      /* Measured apart on a busy machine: not resolved for the load,
+       * which "within noise" would misname (the run table's words). */
+      if (i > 0 && paired == NULL && verdict == TACH_VERDICT_WITHIN_NOISE)
+        busy = tach_run_object_dup_busy_apart (run, first);
+      if (busy != NULL)
+        /* Translators: a speed-up that two runs measured apart on a busy
+         * machine leave unresolved. */
+        speedup = g_strdup_printf (_("~%.2f× machine busy"), ratio.value);
+      else
+        speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
+                         : tach_run_object_format_speedup (verdict, &ratio, by_items);
+
+      /* Translators: steps per second, and the speed-up against the
+       * first run with its interval ("1.52× (1.40–1.65)"). */
+      return g_strdup_printf (_("%s steps/s · %s"), rate_text, speedup);
+    }
+  return g_steal_pointer (&status);
+}
+
+/* What a sighted user reads off the bars: per run its name, its time per
+ * step, its rate and speed-up with the interval, and its phases' shares. */
+static char *
+describe (GtkWidget *widget)
+{
+  TachCompareView *self = TACH_COMPARE_VIEW (widget);
+  guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
+  GString *text = g_string_new (_("Time per step, split into phases (shorter is faster)"));
+  double first_rate = NAN;
+
+  if (self->rounds_text != NULL && *self->rounds_text != '\0')
+    g_string_append_printf (text, "\n%s", self->rounds_text);
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+      g_autofree char *mode = NULL;
+      g_autofree char *line = NULL;
+      double shares[TACH_PHASE_COUNT], ms;
+
+      if (i == 0)
+        first_rate = tach_run_object_get_rate (run);
+      line = row_line (self, i, first_rate, &ms);
+      g_object_get (run, "mode", &mode, NULL);
+      g_string_append_printf (text, "\n%s: %s", mode, line);
+      if (!isfinite (ms))
+        continue;
+      for (guint p = 0; p < TACH_PHASE_COUNT; p++)
+        shares[p] = tach_run_object_get_share (run, p);
+      {
+        g_autofree char *phases = tach_phase_format_shares (shares, TACH_PHASE_COUNT, ", ");
+
+        /* Translators: a run's time per step, then its phases' shares. */
+        g_string_append_printf (text, _("; %.2f ms per step (%s)"), ms, phases);
+      }
+    }
+  return g_string_free (text, FALSE);
+}
+
+/* Queued wherever the bars are: the description follows the drawing. */
+static void
+queue_update (TachCompareView *self)
+{
+  tach_a11y_queue_draw (GTK_WIDGET (self), describe);
+}
+
 void
 tach_compare_view_draw (TachCompareView *self,
                         cairo_t         *cr,
@@ -159,50 +256,12 @@ G_GNUC_END_IGNORE_DEPRECATIONS
   for (guint i = 0; i < n; i++)
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
-      double rate = tach_run_object_get_rate (run);
-      double ms = isfinite (rate) && rate > 0.0 ? 1000.0 / rate : NAN;
-      double y = top + i * ROW_HEIGHT, total = 0.0;
+      double ms, y = top + i * ROW_HEIGHT, total = 0.0;
       g_autofree char *mode = NULL;
-      g_autofree char *status = NULL;
-      g_autofree char *rate_text = NULL;
-      g_autofree char *line = NULL;
+      g_autofree char *line = row_line (self, i, first_rate, &ms);
 
-      g_object_get (run, "mode", &mode, "status", &status, "rate-text", &rate_text, NULL);
+      g_object_get (run, "mode", &mode, NULL);
       tach_compare_show_text (cr, title, mode, 0, y + 4, &fg, 0.9, NULL);
-      if (isfinite (ms) && isfinite (first_rate) && first_rate > 0.0)
-        {
-          g_autoptr(TachRunObject) first = g_list_model_get_item (self->model, 0);
-          TachInterval ratio;
-          gboolean by_items = FALSE;
-          TachVerdict verdict = tach_run_object_compare (run, first, &ratio, &by_items);
-          const TachInterval *paired = g_hash_table_lookup (self->paired, run);
-          g_autofree char *speedup = NULL;
-          g_autofree char *busy = NULL;
-
-          /* Paired by round where rounds ran: the figure the CLI prints. */
-          if (paired != NULL && isfinite (paired->value))
-            {
-              ratio = *paired;
-              verdict = tach_interval_verdict (&ratio, 1);
-            }
-          /* Measured apart on a busy machine: not resolved for the load,
-           * which "within noise" would misname (the run table's words). */
-          if (i > 0 && paired == NULL && verdict == TACH_VERDICT_WITHIN_NOISE)
-            busy = tach_run_object_dup_busy_apart (run, first);
-          if (busy != NULL)
-            /* Translators: a speed-up that two runs measured apart on a busy
-             * machine leave unresolved. */
-            speedup = g_strdup_printf (_("~%.2f× machine busy"), ratio.value);
-          else
-            speedup = i == 0 ? g_strdup_printf ("%.2f×", 1.0)
-                             : tach_run_object_format_speedup (verdict, &ratio, by_items);
-
-          /* Translators: steps per second, and the speed-up against the
-           * first run with its interval ("1.52× (1.40–1.65)"). */
-          line = g_strdup_printf (_("%s steps/s · %s"), rate_text, speedup);
-        }
-      else
-        line = g_strdup (status);
       tach_compare_show_text (cr, small, line, 0, y + 24, &fg, 0.6, NULL);
 
       if (!isfinite (ms) || max_ms <= 0.0)
@@ -287,8 +346,9 @@ tach_compare_view_measure (GtkWidget      *widget,
   TachCompareView *self = TACH_COMPARE_VIEW (widget);
   guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
 
+  /* As narrow as a phone's width less the page's margins. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = *natural = 360;
+    *minimum = *natural = 280;
   else
     *minimum = *natural = top_of_bars (self) + n * ROW_HEIGHT + LEGEND_HEIGHT;
 }
@@ -304,12 +364,13 @@ on_items_changed (GListModel      *model,
     {
       g_autoptr(TachRunObject) run = g_list_model_get_item (model, i);
 
-      g_signal_connect_object (run, "updated", G_CALLBACK (gtk_widget_queue_draw),
+      g_signal_connect_object (run, "updated", G_CALLBACK (queue_update),
                                self, G_CONNECT_SWAPPED);
-      g_signal_connect_object (run, "finished", G_CALLBACK (gtk_widget_queue_draw),
+      g_signal_connect_object (run, "finished", G_CALLBACK (queue_update),
                                self, G_CONNECT_SWAPPED);
     }
   gtk_widget_queue_resize (GTK_WIDGET (self));
+  queue_update (self);
 }
 
 void
@@ -322,7 +383,7 @@ tach_compare_view_set_paired (TachCompareView    *self,
     g_hash_table_insert (self->paired, g_object_ref (row), g_memdup2 (ratio, sizeof *ratio));
   else
     g_hash_table_remove (self->paired, row);
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+  queue_update (self);
 }
 
 void
@@ -335,6 +396,7 @@ tach_compare_view_set_rounds_text (TachCompareView *self,
   g_free (self->rounds_text);
   self->rounds_text = g_strdup (text);
   gtk_widget_queue_resize (GTK_WIDGET (self));
+  queue_update (self);
 }
 
 void
@@ -448,6 +510,7 @@ static void
 tach_compare_view_init (TachCompareView *self)
 {
   self->paired = g_hash_table_new_full (NULL, NULL, g_object_unref, g_free);
+  tach_a11y_set_label (GTK_WIDGET (self), _("Presets compared"));
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

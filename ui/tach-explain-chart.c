@@ -13,6 +13,7 @@
 #include "tach-phase-bar.h"
 #include "tach-compare-view.h"
 #include "tach-chart-draw.h"
+#include "tach-a11y.h"
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
@@ -41,6 +42,8 @@ struct _TachExplainChart
 };
 
 G_DEFINE_FINAL_TYPE (TachExplainChart, tach_explain_chart, GTK_TYPE_WIDGET)
+
+static char *describe (GtkWidget *widget);
 
 static const double *
 bar_phases (TachExplainChart *self, guint i, double *step)
@@ -140,7 +143,7 @@ tach_explain_chart_set_explain (TachExplainChart *self, TachExplain *explain)
       add_whiskers (self);
     }
   gtk_widget_queue_resize (GTK_WIDGET (self));
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+  tach_a11y_queue_draw (GTK_WIDGET (self), describe);
 }
 
 void
@@ -150,7 +153,7 @@ tach_explain_chart_set_provisional (TachExplainChart *self, gboolean provisional
   if (self->provisional == provisional)
     return;
   self->provisional = provisional;
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+  tach_a11y_queue_draw (GTK_WIDGET (self), describe);
 }
 
 gboolean
@@ -284,6 +287,30 @@ tach_explain_chart_dup_tooltip (TachExplainChart *self, guint i)
   if (i > 0 && i <= n && tach_explain_get_knob (self->explain, i - 1)->changes_results)
     g_string_append_printf (out, "\n%s", _("Changes results: the losses differ, not only the speed"));
   return g_string_free (g_steal_pointer (&out), FALSE);
+}
+
+/* The caption and every bar's figures, as its tooltip gives them to the
+ * pointer: a screen reader has no pointer. */
+static char *
+describe (GtkWidget *widget)
+{
+  TachExplainChart *self = TACH_EXPLAIN_CHART (widget);
+  g_autofree char *caption = NULL;
+  GString *text;
+
+  if (self->explain == NULL)
+    return g_strdup (_("No explanation yet"));
+  caption = tach_explain_chart_dup_caption (self);
+  text = g_string_new (caption);
+  for (guint i = 0; i < self->bars->len; i++)
+    {
+      g_autofree char *tooltip = tach_explain_chart_dup_tooltip (self, i);
+      g_auto(GStrv) lines = g_strsplit (tooltip, "\n", -1);
+      g_autofree char *bar = g_strjoinv ("; ", lines);
+
+      g_string_append_printf (text, "\n%s", bar);
+    }
+  return g_string_free (text, FALSE);
 }
 
 /* ------------------------------------------------------------------ draw */
@@ -473,8 +500,9 @@ tach_explain_chart_measure (GtkWidget *widget, GtkOrientation orientation, int f
                             int *minimum, int *natural, int *minimum_baseline,
                             int *natural_baseline)
 {
+  /* As narrow as a phone's width less the page's margins. */
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
-    *minimum = *natural = 360;
+    *minimum = *natural = 280;
   else
     *minimum = *natural = tach_explain_chart_get_height (TACH_EXPLAIN_CHART (widget));
 }
@@ -547,6 +575,8 @@ tach_explain_chart_init (TachExplainChart *self)
   self->bars = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
   self->whiskers = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
   gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
+  tach_a11y_set_label (GTK_WIDGET (self), _("Where the gap goes"));
+  tach_a11y_describe_later (GTK_WIDGET (self), describe);
   g_signal_connect (self, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);

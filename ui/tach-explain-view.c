@@ -13,6 +13,7 @@
  * signal, which shows them the way Compare's are shown.
  */
 #include "tach-explain-view.h"
+#include "tach-a11y.h"
 
 #include "tach-export-chooser.h"
 #include "tach-sweep.h"
@@ -646,9 +647,12 @@ tach_explain_view_init (TachExplainView *self)
   self->presets = gtk_string_list_new (NULL);
   self->from_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (g_object_ref (self->presets)), NULL));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->from_choice));
-  gtk_box_append (GTK_BOX (row), gtk_label_new (_("to")));
+  tach_a11y_label_by (GTK_WIDGET (self->from_choice), label);
+  label = gtk_label_new (_("to"));
+  gtk_box_append (GTK_BOX (row), label);
   self->to_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (self->presets), NULL));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->to_choice));
+  tach_a11y_label_by (GTK_WIDGET (self->to_choice), label);
   self->button = GTK_BUTTON (gtk_button_new_with_mnemonic (_("_Explain")));
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->button),
                                _("Measure every mix of the knobs in which the two presets differ, "
@@ -660,7 +664,7 @@ tach_explain_view_init (TachExplainView *self)
 
   self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
-  gtk_box_append (GTK_BOX (self->box), row);
+  gtk_box_append (GTK_BOX (self->box), tach_a11y_scroll_sideways (row));
 
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_widget_set_vexpand (scroller, TRUE);
@@ -673,6 +677,7 @@ tach_explain_view_init (TachExplainView *self)
 
   self->chart = TACH_EXPLAIN_CHART (tach_explain_chart_new ());
   gtk_box_append (GTK_BOX (content), GTK_WIDGET (self->chart));
+  gtk_box_append (GTK_BOX (content), tach_a11y_figures_new (GTK_WIDGET (self->chart)));
   self->summary = GTK_LABEL (gtk_label_new (NULL));
   self->text = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_wrap (self->summary, TRUE);

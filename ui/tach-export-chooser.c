@@ -1,5 +1,6 @@
 /* tach-export-chooser.c: see tach-export-chooser.h. */
 #include "tach-export-chooser.h"
+#include "tach-a11y.h"
 
 #include <glib/gi18n.h>
 
@@ -62,6 +63,8 @@ tach_export_menu_button_new (const char *action, const char *tooltip)
   g_menu_append (menu, _("Export _CSV…"), csv);
   gtk_menu_button_set_icon_name (GTK_MENU_BUTTON (button), "document-save-symbolic");
   gtk_widget_set_tooltip_text (button, tooltip);
+  /* An icon alone names nothing, and GTK 4.8 reads no tooltip. */
+  tach_a11y_set_label (button, tooltip);
   gtk_menu_button_set_menu_model (GTK_MENU_BUTTON (button), G_MENU_MODEL (menu));
   return button;
 }

@@ -1,6 +1,7 @@
 /* tach-phase-bar.c: a stacked bar of feed / compute / sync wait / host
  * overhead shares (and a rank's communication, packing and imbalance), small enough to sit in a table cell. */
 #include "tach-phase-bar.h"
+#include "tach-a11y.h"
 
 #include <adwaita.h>
 #include <glib/gi18n.h>
@@ -128,17 +129,32 @@ tach_phase_bar_snapshot (GtkWidget   *widget,
   gtk_snapshot_pop (snapshot);
 }
 
-static void
-tach_phase_bar_update_tooltip (TachPhaseBar *self)
+char *
+tach_phase_format_shares (const double *shares,
+                          guint         n_phases,
+                          const char   *separator)
 {
-  g_autoptr(GString) text = g_string_new (NULL);
+  GString *text = g_string_new (NULL);
 
-  for (guint i = 0; i < TACH_PHASE_ALL; i++)
+  for (guint i = 0; i < MIN (n_phases, (guint) TACH_PHASE_ALL); i++)
     /* A rank's phases only where there are ranks. */
-    if (i < TACH_PHASE_COUNT || self->shares[i] > 0.0)
-      g_string_append_printf (text, "%s%s: %.0f %%", i ? "\n" : "",
-                              tach_phase_get_label (i), 100.0 * self->shares[i]);
-  gtk_widget_set_tooltip_text (GTK_WIDGET (self), text->str);
+    if (i < TACH_PHASE_COUNT || (isfinite (shares[i]) && shares[i] > 0.0))
+      g_string_append_printf (text, "%s%s: %.0f %%", i ? separator : "",
+                              tach_phase_get_label (i),
+                              100.0 * (isfinite (shares[i]) ? shares[i] : 0.0));
+  return g_string_free (text, FALSE);
+}
+
+/* The tooltip for the pointer, the description for a screen reader: the
+ * same shares. */
+static void
+tach_phase_bar_update_text (TachPhaseBar *self)
+{
+  g_autofree char *tooltip = tach_phase_format_shares (self->shares, TACH_PHASE_ALL, "\n");
+  g_autofree char *description = tach_phase_format_shares (self->shares, TACH_PHASE_ALL, ", ");
+
+  gtk_widget_set_tooltip_text (GTK_WIDGET (self), tooltip);
+  tach_a11y_set_description (GTK_WIDGET (self), description);
 }
 
 void
@@ -155,7 +171,7 @@ tach_phase_bar_set_share (TachPhaseBar *self,
   if (self->shares[phase] == share)
     return;
   self->shares[phase] = share;
-  tach_phase_bar_update_tooltip (self);
+  tach_phase_bar_update_text (self);
   g_object_notify_by_pspec (G_OBJECT (self), properties[PROP_FEED_SHARE + phase]);
   gtk_widget_queue_draw (GTK_WIDGET (self));
 }
@@ -217,11 +233,13 @@ tach_phase_bar_class_init (TachPhaseBarClass *klass)
   g_object_class_install_properties (object_class, N_PROPS, properties);
 
   gtk_widget_class_set_css_name (widget_class, "tach-phase-bar");
+  gtk_widget_class_set_accessible_role (widget_class, GTK_ACCESSIBLE_ROLE_IMG);
 }
 
 static void
 tach_phase_bar_init (TachPhaseBar *self)
 {
+  tach_a11y_set_label (GTK_WIDGET (self), _("Time per step by phase"));
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

@@ -33,5 +33,11 @@ void        tach_phase_get_color      (TachPhase     phase,
                                        gboolean      dark,
                                        GdkRGBA      *color);
 const char *tach_phase_get_label      (TachPhase     phase);
+/* "Feeding: 12 %" for each of @n_phases @shares, joined by @separator; the
+ * rank phases only where they are above 0.  Read by the bar's tooltip and
+ * by screen readers from the bar and the Compare view. */
+char       *tach_phase_format_shares  (const double *shares,
+                                       guint         n_phases,
+                                       const char   *separator);
 
 G_END_DECLS

@@ -16,11 +16,19 @@ struct _TachRunTable
   GtkWidget      *scroller;
   GtkColumnView  *column_view;
   GtkDropDown    *baseline_dropdown;
+  GtkColumnViewColumn *run_column, *rate_column, *speedup_column;
+  GtkWidget      *title;
+  gboolean        compact;
+  guint           compact_idle;
 
   GListModel     *model;
 };
 
 G_DEFINE_FINAL_TYPE (TachRunTable, tach_run_table, GTK_TYPE_WIDGET)
+
+/* Below this width every column does not fit (they take 884 px in
+ * English): 1280 px with the settings panel open fits them. */
+#define COMPACT_WIDTH 900
 
 enum {
   PROP_0,
@@ -162,6 +170,7 @@ tach_run_table_dispose (GObject *object)
   if (self->model)
     g_signal_handlers_disconnect_by_data (self->model, self);
   g_clear_object (&self->model);
+  g_clear_handle_id (&self->compact_idle, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_RUN_TABLE);
   G_OBJECT_CLASS (tach_run_table_parent_class)->dispose (object);
 }
@@ -202,6 +211,54 @@ tach_run_table_set_property (GObject      *object,
     }
 }
 
+gboolean
+tach_run_table_get_compact (TachRunTable *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_TABLE (self), FALSE);
+  return self->compact;
+}
+
+/* Narrower than its columns (a tiled half of a laptop's screen, a phone):
+ * the run, its rate and its speed-up; the run's tooltip names the rest. */
+static gboolean
+apply_compact (gpointer data)
+{
+  TachRunTable *self = data;
+  GListModel *columns = gtk_column_view_get_columns (self->column_view);
+
+  self->compact_idle = 0;
+  for (guint i = 0; i < g_list_model_get_n_items (columns); i++)
+    {
+      g_autoptr(GtkColumnViewColumn) column = g_list_model_get_item (columns, i);
+
+      gtk_column_view_column_set_visible (column, !self->compact || column == self->run_column
+                                                  || column == self->rate_column
+                                                  || column == self->speedup_column);
+    }
+  gtk_widget_set_visible (self->title, !self->compact);
+  gtk_column_view_column_set_fixed_width (self->run_column, self->compact ? 120 : 180);
+  return G_SOURCE_REMOVE;
+}
+
+/* The scroller's page is as wide as the table is allocated.  Columns
+ * shown or hidden while allocating would ask for another layout from
+ * inside this one: they change at the next idle. */
+static void
+on_page_size (GtkAdjustment *adjustment,
+              GParamSpec    *pspec,
+              TachRunTable  *self)
+{
+  gboolean compact = gtk_adjustment_get_page_size (adjustment) < COMPACT_WIDTH;
+
+  (void) pspec;
+  if (compact != self->compact)
+    {
+      self->compact = compact;
+      if (self->compact_idle == 0)
+        self->compact_idle = g_idle_add (apply_compact, self);
+    }
+}
+
 static void
 tach_run_table_class_init (TachRunTableClass *klass)
 {
@@ -226,6 +283,10 @@ tach_run_table_class_init (TachRunTableClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, scroller);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, column_view);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, title);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, run_column);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, rate_column);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, speedup_column);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "tach-run-table");
 }
@@ -236,6 +297,8 @@ tach_run_table_init (TachRunTable *self)
   gtk_widget_init_template (GTK_WIDGET (self));
   gtk_orientable_set_orientation (GTK_ORIENTABLE (gtk_widget_get_layout_manager (GTK_WIDGET (self))),
                                   GTK_ORIENTATION_VERTICAL);
+  g_signal_connect (gtk_scrolled_window_get_hadjustment (GTK_SCROLLED_WINDOW (self->scroller)),
+                    "notify::page-size", G_CALLBACK (on_page_size), self);
   g_signal_connect_swapped (self->baseline_dropdown, "notify::selected",
                             G_CALLBACK (tach_run_table_update_speedups), self);
 }

@@ -21,5 +21,7 @@ void           tach_run_table_select           (TachRunTable *self,
 void           tach_run_table_set_baseline     (TachRunTable *self,
                                                 guint         position);
 void           tach_run_table_update_speedups  (TachRunTable *self);
+gboolean       tach_run_table_get_compact      (TachRunTable *self);
+
 
 G_END_DECLS

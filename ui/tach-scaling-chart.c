@@ -11,6 +11,7 @@
 #include "tach-chart-axis.h"
 #include "tach-chart-draw.h"
 #include "tach-compare-view.h"
+#include "tach-a11y.h"
 #include <tach-engine.h>
 
 #include <adwaita.h>
@@ -509,11 +510,44 @@ tach_scaling_chart_export (TachScalingChart *self, const char *path, int width, 
                                  paint_scaling, self, error);
 }
 
+/* What both panels show, value by value: each preset's items/s and
+ * speed-up with its interval, as the hover tooltip gives them. */
+static char *
+describe (GtkWidget *widget)
+{
+  TachScalingChart *self = TACH_SCALING_CHART (widget);
+  GString *text;
+
+  if (!have_grid (self))
+    return g_strdup (_("No sweep yet"));
+  text = g_string_new (NULL);
+  /* Translators: the Scaling charts' description, before the figures of
+   * each value of the knob varied: the baseline preset, the knob. */
+  g_string_append_printf (text, _("Items per second and speed-up against %s, by %s"),
+                          self->grid->presets[0], self->grid->knob);
+  for (guint v = 0; v < n_values (self->grid); v++)
+    {
+      g_autofree char *tooltip = tach_scaling_chart_dup_tooltip (self, v);
+      g_auto(GStrv) lines = g_strsplit (tooltip, "\n", -1);
+      g_autofree char *value = g_strjoinv ("; ", lines);
+
+      g_string_append_printf (text, "\n%s", value);
+    }
+  return g_string_free (text, FALSE);
+}
+
+void
+tach_scaling_chart_changed (TachScalingChart *self)
+{
+  g_return_if_fail (TACH_IS_SCALING_CHART (self));
+  tach_a11y_queue_draw (GTK_WIDGET (self), describe);
+}
+
 void
 tach_scaling_chart_set_grid (TachScalingChart *self, const TachScalingGrid *grid)
 {
   self->grid = grid;
-  gtk_widget_queue_draw (GTK_WIDGET (self));
+  tach_scaling_chart_changed (self);
 }
 
 void
@@ -564,10 +598,13 @@ tach_scaling_chart_init (TachScalingChart *self)
   GtkEventController *motion = gtk_event_controller_motion_new ();
 
   self->hover_x = -1;
+  tach_a11y_set_label (GTK_WIDGET (self), _("Scaling"));
+  tach_a11y_describe_later (GTK_WIDGET (self), describe);
   g_signal_connect (motion, "motion", G_CALLBACK (on_motion), self);
   g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
   gtk_widget_add_controller (GTK_WIDGET (self), motion);
-  gtk_widget_set_size_request (GTK_WIDGET (self), 360, 460);
+  /* As narrow as a phone's width less the page's margins. */
+  gtk_widget_set_size_request (GTK_WIDGET (self), 280, 430);
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

@@ -49,6 +49,8 @@ GtkWidget *tach_scaling_chart_new (void);
 /* Borrowed: keep @grid alive while shown, and call again (or
  * gtk_widget_queue_draw) when it changes; NULL shows nothing. */
 void       tach_scaling_chart_set_grid (TachScalingChart *self, const TachScalingGrid *grid);
+/* The grid changed in place: redrawn and described again. */
+void       tach_scaling_chart_changed  (TachScalingChart *self);
 /* The value a panel plots for preset @p at value @v (items/s or the
  * speed-up), NaN where there is none. */
 double     tach_scaling_grid_value (const TachScalingGrid *grid, TachScalingPanel panel,

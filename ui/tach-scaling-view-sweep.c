@@ -137,7 +137,7 @@ round_figures_show (TachScalingView *self, RoundFigures *f)
     }
   if (f->line != NULL)
     set_rounds_line (self, f->line);
-  gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+  tach_scaling_chart_changed (self->chart);
 }
 
 static gboolean
@@ -186,7 +186,7 @@ on_point_done (gpointer data)
           self->grid.busy[done->index] = s.machine_busy;
           if (s.items_unit != NULL)
             self->grid.unit = s.items_unit;
-          gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+          tach_scaling_chart_changed (self->chart);
         }
       if (done->run != NULL)
         {

@@ -5,6 +5,7 @@
  * and Stop) is tach-scaling-view-sweep.c's.
  */
 #include "tach-scaling-view-private.h"
+#include "tach-a11y.h"
 #include "tach-chart-draw.h"
 
 #include <string.h>
@@ -168,7 +169,7 @@ tach_scaling_view_set_preset_visible (TachScalingView *self, guint preset, gbool
   for (guint i = 0; toggle != NULL; i++, toggle = gtk_widget_get_next_sibling (toggle))
     if (i == preset)
       gtk_toggle_button_set_active (GTK_TOGGLE_BUTTON (toggle), visible);
-  gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+  tach_scaling_chart_changed (self->chart);
 }
 
 static void
@@ -179,7 +180,7 @@ on_toggled (GtkToggleButton *toggle, TachScalingView *self)
   if (self->axis != NULL && preset < g_strv_length (self->grid.presets))
     {
       self->grid.hidden[preset] = !gtk_toggle_button_get_active (toggle);
-      gtk_widget_queue_draw (GTK_WIDGET (self->chart));
+      tach_scaling_chart_changed (self->chart);
     }
 }
 
@@ -207,6 +208,9 @@ tach_scaling_view_fill_toggles (TachScalingView *self)
       gtk_widget_add_css_class (button, "flat");
       gtk_widget_add_css_class (button, "legend-button");
       gtk_widget_set_tooltip_text (button, _("Show or hide this preset in the charts"));
+      tach_a11y_set_label (button, self->grid.presets[p]);
+      gtk_accessible_update_property (GTK_ACCESSIBLE (button), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                      _("Show or hide this preset in the charts"), -1);
       gtk_toggle_button_set_active (GTK_TOGGLE_BUTTON (button), TRUE);
       g_object_set_data (G_OBJECT (button), "tach-preset", GUINT_TO_POINTER (p));
       g_signal_connect (button, "toggled", G_CALLBACK (on_toggled), self);
@@ -325,14 +329,23 @@ tach_scaling_view_init (TachScalingView *self)
   self->knobs = gtk_string_list_new (NULL);
   self->knob_choice = GTK_DROP_DOWN (gtk_drop_down_new (G_LIST_MODEL (self->knobs), NULL));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->knob_choice));
-  gtk_box_append (GTK_BOX (row), gtk_label_new (_("over")));
+  tach_a11y_label_by (GTK_WIDGET (self->knob_choice), label);
+  label = gtk_label_new (_("over"));
+  gtk_box_append (GTK_BOX (row), label);
   self->values_entry = GTK_ENTRY (gtk_entry_new ());
   gtk_editable_set_text (GTK_EDITABLE (self->values_entry), "64..1024x2");
+  /* Its text stays readable where the row scrolls sideways. */
+  gtk_editable_set_width_chars (GTK_EDITABLE (self->values_entry), 10);
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->values_entry),
                                _("Values as tach-cli sweep --vary takes them: a list (64,256), "
                                  "a geometric range (64..1024x2), a step range (10..50+10), "
                                  "or all of a choice"));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->values_entry));
+  tach_a11y_label_by (GTK_WIDGET (self->values_entry), label);
+  /* GTK 4.8 gives a screen reader no tooltip: the same words. */
+  gtk_accessible_update_property (GTK_ACCESSIBLE (self->values_entry),
+                                  GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                  gtk_widget_get_tooltip_text (GTK_WIDGET (self->values_entry)), -1);
   self->button = GTK_BUTTON (gtk_button_new_with_mnemonic (_("_Run Sweep")));
   gtk_widget_set_tooltip_text (GTK_WIDGET (self->button),
                                _("Run every preset at every value, interleaved, and plot how "
@@ -344,7 +357,7 @@ tach_scaling_view_init (TachScalingView *self)
 
   self->progress = tach_task_progress_new ();
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
-  gtk_box_append (GTK_BOX (self->box), row);
+  gtk_box_append (GTK_BOX (self->box), tach_a11y_scroll_sideways (row));
 
   self->rounds_label = GTK_LABEL (gtk_label_new (NULL));
   gtk_label_set_xalign (self->rounds_label, 0);
@@ -358,6 +371,7 @@ tach_scaling_view_init (TachScalingView *self)
   self->chart = TACH_SCALING_CHART (tach_scaling_chart_new ());
   gtk_widget_set_vexpand (GTK_WIDGET (self->chart), TRUE);
   gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->chart));
+  gtk_box_append (GTK_BOX (self->box), tach_a11y_figures_new (GTK_WIDGET (self->chart)));
 
   tach_scaling_view_update_state (self);
 }

@@ -1,6 +1,7 @@
 /* tach-task-view.c: the class parts and the task button that the Explain
  * and Scaling views share. */
 #include "tach-task-view.h"
+#include "tach-a11y.h"
 
 #include <glib/gi18n.h>
 
@@ -31,9 +32,19 @@ tach_task_button_update (GtkButton      *button,
   GtkWidget *widget = GTK_WIDGET (button);
 
   gtk_button_set_label (button, running ? _("_Stop") : label);
+  /* GTK 4.8 names the button by its label with the mnemonic's underscore. */
+  {
+    g_autoptr(GString) name = g_string_new (gtk_button_get_label (button));
+
+    g_string_replace (name, "_", "", 1);
+    tach_a11y_set_label (widget, name->str);
+  }
   gtk_actionable_set_action_name (GTK_ACTIONABLE (button), running ? "win.stop" : action);
-  gtk_widget_remove_css_class (widget, running ? "suggested-action" : "destructive-action");
-  gtk_widget_add_css_class (widget, running ? "destructive-action" : "suggested-action");
+  /* Stop keeps what was measured: not a destructive action's style. */
+  if (running)
+    gtk_widget_remove_css_class (widget, "suggested-action");
+  else
+    gtk_widget_add_css_class (widget, "suggested-action");
   gtk_widget_set_visible (GTK_WIDGET (progress), running);
 }
 

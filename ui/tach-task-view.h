@@ -18,9 +18,9 @@ enum { TACH_TASK_VIEW_SIGNAL_ERROR, TACH_TASK_VIEW_SIGNAL_FINISHED, TACH_TASK_VI
 GParamSpec *tach_task_view_class_install (GObjectClass *klass, guint *signals);
 
 /* Sets the view's task @button and @progress for @running: "_Stop" on
- * win.stop in the destructive style, else @label on @action (through the
- * window's actions: one task on the engine at a time, and Stop stops
- * whatever runs) in the suggested style; the progress shows while it runs. */
+ * win.stop in the plain style (stopping keeps the figures measured), else
+ * @label on @action (through the window's actions: one task on the engine
+ * at a time, and Stop stops whatever runs) in the suggested style; the progress shows while it runs. */
 void tach_task_button_update (GtkButton *button, GtkProgressBar *progress, gboolean running,
                               const char *label, const char *action);
 

@@ -8,6 +8,17 @@
 
 #include <glib/gi18n.h>
 
+/* Alt+1..3: the view named by @parameter. */
+static void
+show_view_action (GtkWidget  *widget,
+                  const char *action_name,
+                  GVariant   *parameter)
+{
+  (void) action_name;
+  adw_view_stack_set_visible_child_name (TACH_WINDOW (widget)->view_stack,
+                                         g_variant_get_string (parameter, NULL));
+}
+
 static void
 run_action (GtkWidget  *widget,
             const char *action_name,
@@ -470,6 +481,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_install_property_action (widget_class, "win.log-scale", "log-scale");
   gtk_widget_class_install_property_action (widget_class, "win.by-time", "by-time");
   gtk_widget_class_install_property_action (widget_class, "win.toggle-config", "show-config");
+  gtk_widget_class_install_action (widget_class, "win.show-view", "s", show_view_action);
 
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK, "win.run", NULL);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_Escape, 0, "win.stop", NULL);
@@ -477,4 +489,7 @@ tach_window_class_init_actions (GtkWidgetClass *widget_class)
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_r, GDK_CONTROL_MASK | GDK_SHIFT_MASK,
                                        "win.compare", NULL);
   gtk_widget_class_add_binding_action (widget_class, GDK_KEY_F9, 0, "win.toggle-config", NULL);
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_1, GDK_ALT_MASK, "win.show-view", "s", "live");
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_2, GDK_ALT_MASK, "win.show-view", "s", "compare");
+  gtk_widget_class_add_binding_action (widget_class, GDK_KEY_3, GDK_ALT_MASK, "win.show-view", "s", "scaling");
 }

@@ -79,8 +79,8 @@ add_loaded_runs (TachWindow *self,
       g_object_notify (G_OBJECT (self), "active-run");
     }
   tach_run_table_update_speedups (self->run_table);
-  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
-  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
+  tach_chart_data_changed (self->rate_chart);
+  tach_chart_data_changed (self->loss_chart);
 }
 
 /* Reads each folder's runs.csv and samples.csv on a worker thread and adds

@@ -28,6 +28,9 @@ struct _TachWindow
   TachScalingView      *scaling_view;
   GtkStack             *compare_stack;
   GtkFlowBox           *legend;
+  GtkMenuButton        *menu_button;
+  AdwFlap              *flap;
+  GtkBox               *compare_box;
   GtkWidget            *live_figures;  /* the active run's rate and loss */
   TachRanksView        *ranks_view;    /* a data-parallel run's ranks */
 

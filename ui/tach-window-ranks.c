@@ -71,8 +71,8 @@ on_job_progress (TachWindow *self, guint rank, TachRanksJob *job)
     }
   self->ranks_plotted = progress->step;
   self->ranks_plotted_s = progress->wall_s;
-  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
-  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
+  tach_chart_data_changed (self->rate_chart);
+  tach_chart_data_changed (self->loss_chart);
 }
 
 static void

@@ -6,6 +6,7 @@
  * its six tach-window-*.c, over tach-window-private.h): the parts call one
  * another as one unit, which tools/folder-arrows.py lists.  */
 #include "tach-window-private.h"
+#include "tach-a11y.h"
 #include "tach-phase-bar.h"
 #include "tach-knob-mark.h"
 
@@ -143,8 +144,8 @@ redraw_tick (GtkWidget     *widget,
   TachWindow *self = TACH_WINDOW (widget);
 
   self->redraw_tick_id = 0;
-  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
-  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
+  tach_chart_data_changed (self->rate_chart);
+  tach_chart_data_changed (self->loss_chart);
   tach_run_table_update_speedups (self->run_table);
   return G_SOURCE_REMOVE;
 }
@@ -166,8 +167,8 @@ on_run_finished (TachWindow    *self,
   g_autoptr(GError) error = NULL;
 
   tach_run_table_update_speedups (self->run_table);
-  gtk_widget_queue_draw (GTK_WIDGET (self->rate_chart));
-  gtk_widget_queue_draw (GTK_WIDGET (self->loss_chart));
+  tach_chart_data_changed (self->rate_chart);
+  tach_chart_data_changed (self->loss_chart);
 
   if (tach_run_object_get_state (run) == TACH_RUN_STATE_FAILED && tach_run_object_get_error (run))
     {
@@ -316,6 +317,10 @@ create_legend_button (gpointer item,
   gtk_widget_add_css_class (button, "legend-button");
   gtk_widget_set_halign (button, GTK_ALIGN_START);
   gtk_widget_set_tooltip_text (button, tooltip);
+  /* A screen reader reads no tooltip in GTK 4.8: the same words. */
+  tach_a11y_set_label (button, tach_run_object_get_title (run));
+  gtk_accessible_update_property (GTK_ACCESSIBLE (button), GTK_ACCESSIBLE_PROPERTY_DESCRIPTION,
+                                  _("Show or hide this run in the charts"), -1);
   g_object_bind_property (run, "visible", button, "active",
                           G_BINDING_BIDIRECTIONAL | G_BINDING_SYNC_CREATE);
   return button;
@@ -553,6 +558,9 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, explain_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, menu_button);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, flap);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_box);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, live_figures);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, ranks_view);
 
@@ -572,6 +580,8 @@ tach_window_init (TachWindow *self)
   g_queue_init (&self->queue);
 
   gtk_widget_init_template (GTK_WIDGET (self));
+  tach_a11y_set_label (GTK_WIDGET (self->menu_button), _("Main Menu"));
+  gtk_box_append (self->compare_box, tach_a11y_figures_new (GTK_WIDGET (self->compare_view)));
 
   tach_run_table_set_model (self->run_table, G_LIST_MODEL (self->runs));
   tach_compare_view_set_model (self->compare_view, G_LIST_MODEL (self->sweep));
