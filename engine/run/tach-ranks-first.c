@@ -18,6 +18,7 @@
  */
 #include <stdio.h>
 
+#include "tach-config-private.h"
 #include "tach-ranks-private.h"
 
 #ifdef HAVE_MPI
@@ -137,6 +138,7 @@ tach_ranks_finish (int status)
       MPI_Abort (MPI_COMM_WORLD, status != 0 ? status : 1);
     }
   tach_ranks_release (tach_ranks_steal_world ());
+  tach_presets_set_process_ranks (0);
   MPI_Finalize ();
 }
 

@@ -17,6 +17,7 @@
 #include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
+#include "tach-config-private.h"
 #include "tach-machine.h"
 #include "tach-ranks-private.h"
 
@@ -335,6 +336,7 @@ tach_ranks_init (int *argc, char ***argv, GError **error)
       }
   }
   tach_ranks_listen (world);
+  tach_presets_set_process_ranks ((guint) size);
   return TRUE;
 }
 

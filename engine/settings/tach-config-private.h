@@ -18,6 +18,11 @@ void     tach_config_reapply_preset_for_device (TachConfig *config);
  * process being one of mpirun's ranks, left launch eager (tach-presets.c,
  * fits_ranks), and launch is still eager. */
 gboolean tach_config_preset_eager_for_ranks (const TachConfig *config);
+/* This process is one of mpirun's @ranks ranks from now on (0: it is not,
+ * or no longer): presets then leave out what a rank cannot run (fits_ranks).
+ * tach_ranks_init and tach_ranks_finish say so, on the main thread, before
+ * and after any preset is applied. */
+void     tach_presets_set_process_ranks (guint ranks);
 
 /* tach_config_validate() on a device already resolved (NULL: no device
  * checks), so that a run resolves its device once. */

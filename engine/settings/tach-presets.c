@@ -19,7 +19,6 @@
 #include "tach-backend.h"
 #include "tach-error-private.h"
 #include "tach-config-private.h"
-#include "tach-ranks.h"
 
 /* The data-parallel presets (horovod-no-overlap, horovod, ddp) set the
  * gradient-synchronisation knobs as the report or the framework's defaults
@@ -320,11 +319,18 @@ device_id_for (const TachConfig *config)
  * launch=graph (tach-run.c, pick_rank_device).  A preset there takes
  * eager launches, the fastest mode that works, and the run says so
  * (tach_config_preset_eager_for_ranks). */
+static guint process_ranks;
+
+void
+tach_presets_set_process_ranks (guint ranks)
+{
+  process_ranks = ranks;
+}
+
 static gboolean
 fits_ranks (const char *key, const char *value)
 {
-  return tach_ranks_world () == NULL || !g_str_equal (key, "launch")
-         || !g_str_equal (value, "graph");
+  return process_ranks == 0 || !g_str_equal (key, "launch") || !g_str_equal (value, "graph");
 }
 
 /* Each gpu setting goes in where the device's backend supports it (and the
