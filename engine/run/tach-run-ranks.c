@@ -8,7 +8,9 @@
  * rank 0 gathers every rank's samples and, step by step, takes as rank r's
  * imbalance the time from its arrival to the last rank's (at most what it
  * was blocked), and as its exposed communication the rest of its blocked
- * time.  Steps begin together on every rank (each ends in the same
+ * time.  Their wall times move onto rank 0's clock (each rank's counts
+ * from its own first step; tach_ranks_clock_offset relates the clocks),
+ * so that a trace or samples.csv shows the ranks' steps side by side.  Steps begin together on every rank (each ends in the same
  * all-reduce), so the arrivals, measured from each rank's own step start,
  * compare across ranks and machines without a shared clock.
  *
@@ -200,7 +202,8 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
   TachRanks *ranks = tach_ranks_for_count (e->run->config.ranks);
   guint size = tach_ranks_size (ranks), me = tach_ranks_rank (ranks);
   g_autoptr(GArray) mine = g_array_new (FALSE, FALSE, sizeof (TachSample));
-  g_autofree double *table = NULL, *all = NULL;
+  g_autofree double *table = NULL, *all = NULL, *starts = NULL;
+  double start;
   g_autoptr(GPtrArray) stores = NULL;
   guint64 first_step = 0;
   guint n;
@@ -225,8 +228,14 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
             table + (gsize) i * N_FIELDS);
     }
   if (me == 0)
-    all = g_new (double, (gsize) MAX (n, 1) * N_FIELDS * size);
+    {
+      all = g_new (double, (gsize) MAX (n, 1) * N_FIELDS * size);
+      starts = g_new (double, size);
+    }
+  /* Where this rank's clock started (its first step), on rank 0's clock. */
+  start = (double) e->t0 / 1e6 + e->clock_offset_ms;
   if (!tach_ranks_gather (ranks, table, n * N_FIELDS, all, error)
+      || !tach_ranks_gather (ranks, &start, 1, starts, error)
       || !gather_flights (e, error))
     return FALSE;
   if (me != 0)
@@ -254,6 +263,9 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
           TachSample s;
 
           unpack (row, first_step + i, r, imbalance, &s);
+          /* On rank 0's clock: each rank's wall time counts from its own
+           * first step, which began when its set-up ended. */
+          s.wall_s += (starts[r] - starts[0]) / 1000.0;
           tach_sample_store_append (stores->pdata[r], &s);
         }
     }

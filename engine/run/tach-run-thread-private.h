@@ -69,6 +69,10 @@ typedef struct {
   guint                 n_timed;   /* pending[0..n_timed) have their device times */
   gsize                 pending_peak;  /* bytes, the most kept for pending steps */
   gint64                t0;        /* monotonic start, ns */
+  /* Data parallel: what to add to this rank's clock (ms) to read rank
+   * 0's (tach_ranks_clock_offset), so that rank 0 puts every rank's steps
+   * on its clock (tach_run_gather_ranks). */
+  double                clock_offset_ms;
   /* The machine's counters where measuring began (the end of warm-up). */
   TachMachineMark       measure_mark;
   gint64                t_notify;  /* last notification, ns */

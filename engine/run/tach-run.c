@@ -421,7 +421,7 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
 
       t_start = t_prev;
       if (e->reducer != NULL)
-        tach_grad_reducer_begin_step (e->reducer, i);
+        tach_grad_reducer_begin_step (e->reducer, i, (double) t_start / 1e6);
       tach_step_timer_begin (&e->timer, i, &marks);
       if (!thread_step (e, i, &ctx, error))
         {
@@ -592,6 +592,10 @@ run_main (gpointer data)
   e.held = tach_sample_store_new ();
 
   ok = thread_setup (&e, total, &error);
+  /* The ranks' clocks against rank 0's, before the steps that they time. */
+  if (ok && e.reducer != NULL)
+    ok = tach_ranks_clock_offset (tach_ranks_for_count (run->config.ranks), &e.clock_offset_ms,
+                                  &error);
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
   e.t0 = tach_now_ns ();
