@@ -16,13 +16,16 @@ Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
 Usage: test-mpi-trace.py PATH/TO/tach-cli mpi|nompi
 Exit status: 0 passed, 1 failed, 77 skipped (no mpirun, or no MPI).
 """
+import csv
 import decimal
 import json
 import os
 import shutil
+import signal
 import subprocess
 import sys
 import tempfile
+import threading
 
 CLI = sys.argv[1]
 HAVE_MPI = sys.argv[2] == "mpi"
@@ -173,6 +176,74 @@ def test_trace(tmp, mode, extra=()):
           % (mode, "ends" if mode == "overlap" else "starts", inside[:5]))
 
 
+def test_killed(tmp, lost):
+    """Rank @lost is killed (SIGKILL) once its progress lines show it past
+    step 2: the survivor writes what it has, its steps and its all-reduces
+    (rank 0 into the folder and trace asked for, rank 1 beside them, since
+    rank 0 may be the one lost), and its message names the rank lost."""
+    pid_file = os.path.join(tmp, "lost.pid")
+    wrapper = os.path.join(tmp, "lose.sh")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = %d ]; then echo $$ > "%s"; fi\n'
+                'exec "$@"\n' % (lost, pid_file))
+    os.chmod(wrapper, 0o755)
+    folder = os.path.join(tmp, "killed-%d" % lost)
+    trace = os.path.join(tmp, "killed-%d.json" % lost)
+    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
+        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
+        "--csv", folder, "--trace", trace], env=ENV, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    # The run would take hours: one that never ends is ended here.
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    killed = False
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if killed or not line.startswith("tach-progress "):
+                continue
+            fields = dict(w.split("=", 1) for w in line.split()[1:])
+            if fields.get("rank") == str(lost) and int(fields.get("step", 0)) >= 2:
+                with open(pid_file) as f:
+                    os.kill(int(f.read()), signal.SIGKILL)
+                killed = True
+        p.wait()
+    finally:
+        watchdog.cancel()
+    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    check(killed and p.returncode != 0, "rank %d killed: the run ends non-zero: %s"
+          % (lost, out.strip()[-300:]))
+    survivor = 1 - lost
+    if survivor != 0:
+        folder = os.path.join(folder, "rank%d" % survivor)
+        trace = os.path.join(tmp, "killed-%d.rank%d.json" % (lost, survivor))
+    rows = []
+    if os.path.exists(os.path.join(folder, "samples.csv")):
+        with open(os.path.join(folder, "samples.csv"), newline="") as f:
+            rows = list(csv.DictReader(f))
+    check(len(rows) > 2 and {r["rank"] for r in rows} == {str(survivor)},
+          "rank %d killed: rank %d's rows kept in %s (%d, ranks %s)"
+          % (lost, survivor, os.path.relpath(folder, tmp), len(rows),
+             sorted({r["rank"] for r in rows})))
+    events = load(trace) if os.path.exists(trace) else []
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M"}
+    counters = [e for e in events if e["ph"] == "C" and e["name"] == "bytes in flight"]
+    steps = [e for e in events if e["ph"] == "X" and e["name"] == "step"]
+    check((survivor, "rank %d" % survivor) in names
+          and any(pid == survivor and n.startswith("all-reduce") for pid, n in names)
+          and len(counters) > 0 and len(steps) > 2 and {e["pid"] for e in steps} == {survivor},
+          "rank %d killed: rank %d's trace %s has its steps, its all-reduces and bytes in flight"
+          " (%s, %d steps, %d counter points)"
+          % (lost, survivor, os.path.basename(trace), sorted(names), len(steps), len(counters)))
+    check(all(n == 0 for n in nesting_faults(events).values()),
+          "rank %d killed: the survivor's trace nests" % lost)
+    named = ("rank 1 had not reached step", "rank 1, the other rank") if lost == 1 else \
+        ("rank 0, the other rank",)
+    check(any(n in out for n in named), "rank %d killed: rank %d's message names it: %s"
+          % (lost, survivor, out.strip()[-400:]))
+
+
 def main():
     if not HAVE_MPI:
         print("skip: this Tach was built without MPI")
@@ -183,6 +254,8 @@ def main():
     with tempfile.TemporaryDirectory(prefix="tach-mpi-trace-") as tmp:
         for mode in ("fused", "per-tensor", "overlap"):
             test_trace(tmp, mode, ["--bucket-mb", "1"] if mode == "overlap" else [])
+        for lost in (1, 0):
+            test_killed(tmp, lost)
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 

@@ -419,9 +419,10 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, double start, d
   return landed - (MAX (s->imbalance_ms, 0.0) + MAX (s->comm_ms, 0.0)) * 1000.0;
 }
 
-/* Reads rank @rank's flights and names their tracks. */
+/* Reads the flights of the run's @nth rank, @rank, and names their
+ * tracks. */
 static void
-flights_init (Flights *f, TachTrace *trace, TachRun *run, guint rank)
+flights_init (Flights *f, TachTrace *trace, TachRun *run, guint nth, guint rank)
 {
   const TachConfig *config = tach_run_get_config (run);
   guint n_buckets = 0;
@@ -429,7 +430,7 @@ flights_init (Flights *f, TachTrace *trace, TachRun *run, guint rank)
   f->flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
   f->next = 0;
   f->counter_ts = -G_MAXDOUBLE;
-  tach_run_copy_rank_flights (run, rank, f->flights);
+  tach_run_copy_rank_flights (run, nth, f->flights);
   for (guint i = 0; i < f->flights->len; i++)
     n_buckets = MAX (n_buckets, g_array_index (f->flights, TachGradFlight, i).bucket + 1);
   f->per_bucket = config->grad_sync == TACH_GRAD_SYNC_OVERLAP;
@@ -459,8 +460,11 @@ tach_run_write_trace (TachRun *run, const char *path, GError **error)
   g_autoptr(GArray) piece = g_array_new (FALSE, FALSE, sizeof (TachSample));
   guint n_ranks = tach_run_get_n_ranks (run);
 
-  for (guint rank = 0; rank < n_ranks; rank++)
+  /* A process per rank, named by its rank in the job (a rank that
+   * survived rank 0 writes its own alone). */
+  for (guint nth = 0; nth < n_ranks; nth++)
     {
+      guint rank = tach_run_get_rank_of (run, nth);
       g_autofree char *name = g_strdup_printf (_("rank %u"), rank);
       Flights flights;
       double last_end = -G_MAXDOUBLE;
@@ -468,9 +472,9 @@ tach_run_write_trace (TachRun *run, const char *path, GError **error)
       tach_trace_name_process (trace, rank, name);
       tach_trace_name_thread (trace, rank, TRACK_STEPS, _("steps"));
       tach_trace_name_thread (trace, rank, TRACK_PHASES, _("phases"));
-      flights_init (&flights, trace, run, rank);
+      flights_init (&flights, trace, run, nth, rank);
       for (guint from = 0;
-           tach_run_copy_rank_samples (run, rank, from, 4096, piece) > 0;
+           tach_run_copy_rank_samples (run, nth, from, 4096, piece) > 0;
            from += piece->len, g_array_set_size (piece, 0))
         for (guint i = 0; i < piece->len; i++)
           {

@@ -13,8 +13,6 @@
  *
  * Threads: the engine thread, as the rest of a run's collectives.
  */
-#include <glib/gi18n-lib.h>
-
 #include "tach-ranks-private.h"
 
 /* Tag of the clock exchange's messages. */

@@ -161,7 +161,22 @@ set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double wait
             n_missing++;
           }
     }
-  if (waited_s < 0 && n_missing > 0)
+  /* Of two ranks, the other is the one lost: named, though it reached
+   * the step (killed inside it) or is rank 0, which hears no heartbeats. */
+  if (ranks->size == 2 && (ranks->rank != 0 || n_missing == 0))
+    {
+      if (waited_s < 0)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                     _("mpirun is ending the job in step %" PRIu64 "'s %s: rank %d, the other"
+                       " rank, exited, was killed or failed; the run stops with the rows it"
+                       " has"), step, what, 1 - ranks->rank);
+      else
+        g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                     _("rank %d, the other rank, did not finish step %" PRIu64 "'s %s within"
+                       " %.0f s: it died, hangs or failed; the run stops with the rows it"
+                       " has"), 1 - ranks->rank, step, what, waited_s);
+    }
+  else if (waited_s < 0 && n_missing > 0)
     g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
                  g_dngettext (GETTEXT_PACKAGE,
                               "mpirun is ending the job, and rank %s had not reached step %"

@@ -41,6 +41,20 @@ tach_run_rank_samples (TachRun *run, guint rank)
 }
 
 guint
+tach_run_get_rank_of (TachRun *run, guint i)
+{
+  TachSampleStore *store;
+  guint rank = i;
+
+  g_mutex_lock (&run->lock);
+  store = tach_run_rank_samples (run, i);
+  if (store != NULL)
+    rank = tach_sample_store_get_rank (store);
+  g_mutex_unlock (&run->lock);
+  return rank;
+}
+
+guint
 tach_run_get_n_ranks (TachRun *run)
 {
   guint n;
@@ -82,6 +96,29 @@ tach_run_copy_rank_flights (TachRun *run, guint rank, GArray *out)
   return n;
 }
 
+/* Keeps @flights (a GArray of TachGradFlight per store, the run's own
+ * first) as the run's. */
+static void
+set_flights (TachRun *run, GPtrArray *flights)
+{
+  g_mutex_lock (&run->lock);
+  g_clear_pointer (&run->rank_flights, g_ptr_array_unref);
+  run->rank_flights = flights;
+  g_mutex_unlock (&run->lock);
+}
+
+void
+tach_run_keep_own_flights (TachRunThread *e)
+{
+  GArray *mine = tach_grad_reducer_get_flights (e->reducer);
+  GPtrArray *flights = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  GArray *copy = g_array_sized_new (FALSE, FALSE, sizeof (TachGradFlight), mine->len);
+
+  g_array_append_vals (copy, mine->data, mine->len);
+  g_ptr_array_add (flights, copy);
+  set_flights (e->run, flights);
+}
+
 /* Every rank's flights onto rank 0 (run->rank_flights).  Collective. */
 static gboolean
 gather_flights (TachRunThread *e, GError **error)
@@ -106,10 +143,7 @@ gather_flights (TachRunThread *e, GError **error)
       g_array_append_vals (one, data, (guint) (n / sizeof (TachGradFlight)));
       g_ptr_array_add (flights, one);
     }
-  g_mutex_lock (&e->run->lock);
-  g_clear_pointer (&e->run->rank_flights, g_ptr_array_unref);
-  e->run->rank_flights = flights;
-  g_mutex_unlock (&e->run->lock);
+  set_flights (e->run, flights);
   return TRUE;
 }
 

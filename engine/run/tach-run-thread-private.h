@@ -113,5 +113,8 @@ void     tach_run_pending_publish_ended (TachRunThread *e);
  * rank's samples on rank 0, splits each step's communication into the
  * exposed part and the imbalance, and keeps them in the run.  Collective. */
 gboolean tach_run_gather_ranks (TachRunThread *e, GError **error);
+/* Data parallel, when the ranks lost each other before the gather: this
+ * rank's own flights become the run's (its trace's all-reduces). */
+void     tach_run_keep_own_flights (TachRunThread *e);
 
 G_END_DECLS

@@ -243,6 +243,11 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
   /* ranks=1 under mpirun -np N is rank 0 alone, a process of its own. */
   e->be->rank = config->ranks > 1 ? tach_ranks_world_rank () : 0;
   e->be->ranks = MAX (config->ranks, 1);
+  /* Its rows say whose they are, should this rank be the one that writes
+   * them (rank 0 lost: tach_run_keep_own_flights). */
+  g_mutex_lock (&run->lock);
+  tach_sample_store_set_rank (run->samples, e->be->rank);
+  g_mutex_unlock (&run->lock);
   /* (On a GPU, the one rank of mpirun -np 1 goes through NCCL too: so a
    * host with one GPU checks that path.  Not rank 0 alone in a larger
    * job: the others take no part in its collectives.) */
@@ -611,6 +616,10 @@ run_main (gpointer data)
       else if (e.reducer != NULL)
         ok = tach_grad_reducer_check_params (e.reducer, &error)
              && tach_run_gather_ranks (&e, &error);
+      /* A rank lost: whoever survives keeps what it has, its all-reduces
+       * too. */
+      if (!ok && e.reducer != NULL)
+        tach_run_keep_own_flights (&e);
     }
 
   if (ok)
