@@ -57,6 +57,15 @@ def ns(value):
     return int((decimal.Decimal(value) * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
 
 
+def rows_of(folder, name):
+    """A CSV file's rows, none when it is not there."""
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
 def load(path):
     with open(path) as f:
         return json.load(f, parse_float=decimal.Decimal)["traceEvents"]
@@ -218,10 +227,7 @@ def test_killed(tmp, lost):
     if survivor != 0:
         folder = os.path.join(folder, "rank%d" % survivor)
         trace = os.path.join(tmp, "killed-%d.rank%d.json" % (lost, survivor))
-    rows = []
-    if os.path.exists(os.path.join(folder, "samples.csv")):
-        with open(os.path.join(folder, "samples.csv"), newline="") as f:
-            rows = list(csv.DictReader(f))
+    rows = rows_of(folder, "samples.csv")
     check(len(rows) > 2 and {r["rank"] for r in rows} == {str(survivor)},
           "rank %d killed: rank %d's rows kept in %s (%d, ranks %s)"
           % (lost, survivor, os.path.relpath(folder, tmp), len(rows),
@@ -238,10 +244,48 @@ def test_killed(tmp, lost):
           % (lost, survivor, os.path.basename(trace), sorted(names), len(steps), len(counters)))
     check(all(n == 0 for n in nesting_faults(events).values()),
           "rank %d killed: the survivor's trace nests" % lost)
-    named = ("rank 1 had not reached step", "rank 1, the other rank") if lost == 1 else \
-        ("rank 0, the other rank",)
-    check(any(n in out for n in named), "rank %d killed: rank %d's message names it: %s"
+    runs = rows_of(folder, "runs.csv")
+    check([r["state"] for r in runs] == ["failed"], "rank %d killed: the run failed: %s"
+          % (lost, [r["state"] for r in runs]))
+    check("rank %d did not answer the others' stop" % lost in out, "rank %d killed: rank %d's message names it: %s"
           % (lost, survivor, out.strip()[-400:]))
+
+
+def test_stopped(tmp):
+    """mpirun sent SIGTERM once both ranks are past step 2, as the window's
+    Escape and kill -TERM do: every rank stops, and the run is cancelled,
+    not failed (mpirun passes the stop on as it does a lost rank's end).
+    mpirun's own status is Open MPI's (1 whenever it is signalled), so only
+    the results say how it ended."""
+    folder = os.path.join(tmp, "stopped")
+    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", CLI] + BASE + [
+        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
+        "--csv", folder], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    past = set()
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if len(past) == 2 or not line.startswith("tach-progress "):
+                continue
+            fields = dict(w.split("=", 1) for w in line.split()[1:])
+            if int(fields.get("step", 0)) >= 2:
+                past.add(fields.get("rank"))
+                if len(past) == 2:
+                    p.send_signal(signal.SIGTERM)
+        p.wait()
+    finally:
+        watchdog.cancel()
+    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    runs = rows_of(folder, "runs.csv")
+    check(len(past) == 2 and [r["state"] for r in runs] == ["cancelled"],
+          "mpirun stopped: runs.csv says cancelled: %s: %s"
+          % ([r["state"] for r in runs], out.strip()[-300:]))
+    check("stopped after" in out and "did not answer" not in out and "failed" not in out,
+          "mpirun stopped: rank 0 says it stopped, and no rank that it failed: "
+          + out.strip()[-300:])
 
 
 def main():
@@ -256,6 +300,7 @@ def main():
             test_trace(tmp, mode, ["--bucket-mb", "1"] if mode == "overlap" else [])
         for lost in (1, 0):
             test_killed(tmp, lost)
+        test_stopped(tmp)
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 

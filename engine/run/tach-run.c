@@ -621,6 +621,13 @@ run_main (gpointer data)
       if (!ok && e.reducer != NULL)
         tach_run_keep_own_flights (&e);
     }
+  /* mpirun passed a stop on to every rank (tach-ranks-stop.c): a stop,
+   * with the rows each rank has, as a single process's. */
+  if (!ok && g_error_matches (error, TACH_ERROR, TACH_ERROR_CANCELLED))
+    {
+      g_clear_error (&error);
+      ok = cancelled = TRUE;
+    }
 
   if (ok)
     {
