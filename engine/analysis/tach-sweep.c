@@ -280,6 +280,10 @@ tach_sweep_new (const TachConfig *base, const char *const *presets, const TachSw
           tach_config_set (config, axis->knob->name, axis->values[v], &error);
         if (error == NULL && validate)
           tach_config_validate (config, config->device, &error);
+        /* A count of ranks this job cannot run (--vary ranks=1,2 without
+         * mpirun) is said once, here, not at each round. */
+        if (error == NULL && validate)
+          tach_ranks_check_count (config, &error);
         if (error != NULL)
           {
             sweep->problems[i] = g_strdup (error->message);

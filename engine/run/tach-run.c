@@ -114,8 +114,6 @@ static gboolean
 check_ranks (const TachConfig *config, TachDevice **device, GError **error)
 {
   guint world = tach_ranks_world_size ();
-  g_autofree char *ranks = g_strdup_printf ("%u", config->ranks);
-  g_autofree char *fix = g_strdup_printf ("%u", world);
 
   /* Under mpirun -np N: the N ranks, or rank 0 alone (ranks=1: the
    * one-process baseline of a scaling measurement, the others idle). */
@@ -126,24 +124,8 @@ check_ranks (const TachConfig *config, TachDevice **device, GError **error)
                    tach_ranks_world_rank ());
       return FALSE;
     }
-  /* Or the first ranks=n of them, made a job of their own beforehand
-   * (run --scaling-ranks). */
-  if (config->ranks != world && !(world > 1 && config->ranks == 1)
-      && !(config->ranks > 1 && tach_ranks_for_count (config->ranks) != NULL))
-    {
-      if (world == 1)
-        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                     W_("{ranks=%u} but this process runs alone: start it as"
-                        " mpirun -np %u tach-cli run ..., or use {ranks=1}"),
-                     config->ranks, config->ranks);
-      else
-        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                     W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, use"
-                        " {ranks=1} for rank 0 alone, or start mpirun -np %u"),
-                     config->ranks, world, config->ranks);
-      tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
-      return FALSE;
-    }
+  if (!tach_ranks_check_count (config, error))
+    return FALSE;
   if (config->ranks > 1 && config->task != TACH_TASK_TRAIN)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
