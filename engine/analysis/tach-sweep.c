@@ -280,10 +280,6 @@ tach_sweep_new (const TachConfig *base, const char *const *presets, const TachSw
           tach_config_set (config, axis->knob->name, axis->values[v], &error);
         if (error == NULL && validate)
           tach_config_validate (config, config->device, &error);
-        /* A count of ranks this job cannot run (--vary ranks=1,2 without
-         * mpirun) is said once, here, not at each round. */
-        if (error == NULL && validate)
-          tach_ranks_check_count (config, &error);
         if (error != NULL)
           {
             sweep->problems[i] = g_strdup (error->message);
@@ -357,6 +353,21 @@ tach_sweep_get_problem (TachSweep *sweep, guint index)
 {
   g_return_val_if_fail (index < sweep->n_points, NULL);
   return sweep->problems[index];
+}
+
+void
+tach_sweep_check_ranks (TachSweep *sweep)
+{
+  for (guint i = 0; i < sweep->n_points; i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (sweep->problems[i] == NULL && !tach_ranks_check_count (&sweep->configs[i], &error))
+        {
+          sweep->problems[i] = g_strdup (error->message);
+          sweep->n_problems++;
+        }
+    }
 }
 
 guint
