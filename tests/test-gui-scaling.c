@@ -102,6 +102,14 @@ test_scaling (Fixture *fixture, gconstpointer data)
   np = g_strv_length (grid->presets);
   nv = g_strv_length (grid->values);
   g_assert_cmpuint (np, >=, 2);
+  /* One process: none of the data-parallel presets, which would run as
+   * tuned (three duplicate lines). */
+  {
+    g_autoptr(GPtrArray) alone = tach_presets_for_ranks (
+      tach_run_get_config (tach_scaling_view_get_run (view, 0, 0))->workload, 1);
+
+    g_assert_cmpuint (np, ==, alone->len);
+  }
   g_assert_cmpuint (nv, ==, shots != NULL ? 5 : 3);
   g_assert_cmpstr (grid->values[0], ==, shots != NULL ? "32" : "4");
   for (guint v = 0; v < nv; v++)
