@@ -288,6 +288,17 @@ def test_stopped(tmp):
           + out.strip()[-300:])
 
 
+def test_usage_once():
+    """A usage error in the command line every rank got is said once (by
+    rank 0), not once per rank (a rank started with a command line of its
+    own still says its own)."""
+    p = mpirun(BASE + ["--workload", "nope"])
+    said = p.stderr.count("invalid value 'nope' for --workload")
+    check(p.returncode != 0 and said == 1,
+          "a usage error of every rank's command line is said once (%d times): %s"
+          % (said, p.stderr.strip()[-300:]))
+
+
 def main():
     if not HAVE_MPI:
         print("skip: this Tach was built without MPI")
@@ -301,6 +312,7 @@ def main():
         for lost in (1, 0):
             test_killed(tmp, lost)
         test_stopped(tmp)
+        test_usage_once()
     print("%d failed" % len(failures) if failures else "all passed")
     return 1 if failures else 0
 

@@ -106,3 +106,27 @@ tach_ranks_check_count (const TachConfig *config, GError **error)
   tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
   return FALSE;
 }
+
+gboolean
+tach_ranks_same_as_rank_0 (const void *data, gsize n)
+{
+#ifdef HAVE_MPI
+  TachRanks *ranks = tach_ranks_world ();
+  guint64 hash = tach_ranks_hash (data, n);
+  g_autofree guint64 *all = NULL;
+  MPI_Request req;
+
+  if (ranks == NULL)
+    return TRUE;
+  all = g_new0 (guint64, ranks->size);
+  if (MPI_Iallgather (&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, ranks->comm, &req)
+      != MPI_SUCCESS
+      || !tach_ranks_wait (ranks, &req, "argument check", 0, NULL, NULL))
+    return FALSE;
+  return all[0] == hash;
+#else
+  (void) data;
+  (void) n;
+  return TRUE;
+#endif
+}

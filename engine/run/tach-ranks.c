@@ -765,11 +765,8 @@ gboolean
 tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsize n, const char *what,
                              GError **error)
 {
-  guint64 hash = 14695981039346656037ull;   /* FNV-1a */
-  const guchar *p = data;
+  guint64 hash = tach_ranks_hash (data, n);
 
-  for (gsize i = 0; i < n; i++)
-    hash = (hash ^ p[i]) * 1099511628211ull;
 #ifdef HAVE_MPI
   if (ranks != NULL)
     {

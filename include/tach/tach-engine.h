@@ -432,6 +432,10 @@ gboolean tach_ranks_takes_part (const TachConfig *config);
  * TACH_ERROR_INVALID_CONFIG saying how to start it (a sweep checks every
  * point up front).  Any thread. */
 gboolean tach_ranks_check_count (const TachConfig *config, GError **error);
+/* Whether this rank holds the same @n bytes at @data as rank 0 (its
+ * command line: then its usage errors are rank 0's, said once, by rank
+ * 0).  TRUE alone or on rank 0.  Collective over the job. */
+gboolean tach_ranks_same_as_rank_0 (const void *data, gsize n);
 /* Makes the first @n ranks of the job a job of their own, so that a run
  * of ranks=@n (1 < @n < N) can run on them while the others sit it out
  * (tach_ranks_takes_part).  Collective over the whole job: every rank
