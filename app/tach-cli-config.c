@@ -11,6 +11,8 @@
 
 #include "tach-cli-private.h"
 
+gboolean tach_cli_quiet_usage;
+
 void
 tach_cli_usage_error (const char *format, ...)
 {
@@ -21,6 +23,10 @@ tach_cli_usage_error (const char *format, ...)
   message = g_strdup_vprintf (format, args);
   va_end (args);
 
+  /* Under mpirun, every rank started with rank 0's command line finds the
+   * same fault in it: rank 0 says it for the job. */
+  if (tach_cli_quiet_usage)
+    return;
   fprintf (stderr, "tach-cli: %s\n", message);
   fprintf (stderr, _("Try 'tach-cli --help' for more information.\n"));
 }

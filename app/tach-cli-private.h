@@ -84,6 +84,9 @@ int tach_cli_command_generate (int argc, char **argv);
 
 /* Prints "tach-cli: MESSAGE" and the hint to try --help on stderr. */
 void  tach_cli_usage_error (const char *format, ...) G_GNUC_PRINTF (1, 2);
+/* Under mpirun, on a rank other than 0 started with rank 0's command line:
+ * its usage errors are rank 0's, which rank 0 says (main() sets it). */
+extern gboolean tach_cli_quiet_usage;
 
 /* The exit code for an engine error: 2 for configuration errors, 1 for the
  * rest. */

@@ -192,11 +192,66 @@ tach_cli_print_summary (TachRun *run)
 
 /* ------------------------------------------------------------------- run */
 
+/* @path with ".rank@rank" before its extension ("t.json" -> "t.rank1.json"). */
+static char *
+tach_cli_rank_path (const char *path, guint rank)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+  g_autofree char *base = g_path_get_basename (path);
+  const char *dot = strrchr (base, '.');
+  g_autofree char *stem = g_strndup (base, dot != NULL && dot != base ? (gsize) (dot - base)
+                                                                     : strlen (base));
+  g_autofree char *name = g_strdup_printf ("%s.rank%u%s", stem, rank,
+                                           dot != NULL && dot != base ? dot : "");
+
+  return g_build_filename (dir, name, NULL);
+}
+
+/* Under mpirun, a rank other than 0 whose run lost another rank: rank 0
+ * may be the one lost, and with it every output, so this rank writes what
+ * it has beside rank 0's (@given's): DIR/rank<r>/ and the trace's name
+ * with .rank<r>.  The exit status, worse if a write failed. */
+static int
+tach_cli_write_survivor (const TachCliOptions *given, TachRun *run, int status)
+{
+  guint rank = tach_ranks_world_rank ();
+  g_autoptr(GPtrArray) runs = g_ptr_array_new ();
+  g_autofree char *dir = NULL, *trace = NULL;
+  g_autoptr(GError) error = NULL;
+
+  g_ptr_array_add (runs, run);
+  if (given->csv_dir != NULL)
+    {
+      g_autofree char *sub = g_strdup_printf ("rank%u", rank);
+
+      dir = g_build_filename (given->csv_dir, sub, NULL);
+      if (!tach_cli_write_csv (dir, runs))
+        status = MAX (status, TACH_CLI_EXIT_FAILURE);
+    }
+  if (given->trace_path != NULL)
+    {
+      trace = tach_cli_rank_path (given->trace_path, rank);
+      if (!tach_run_write_trace (run, trace, &error))
+        {
+          fprintf (stderr, "tach-cli: %s\n", error->message);
+          status = MAX (status, TACH_CLI_EXIT_FAILURE);
+          g_clear_pointer (&trace, g_free);
+        }
+    }
+  if (dir != NULL || trace != NULL)
+    fprintf (stderr, _("tach-cli: rank %u wrote the %u steps it has to %s%s%s, in case rank 0 is"
+                       " the rank lost\n"),
+             rank, tach_run_get_n_samples (run), dir != NULL ? dir : "",
+             dir != NULL && trace != NULL ? _(" and ") : "", trace != NULL ? trace : "");
+  return status;
+}
+
 int
 tach_cli_command_run (const TachCliOptions *options)
 {
   TachConfig config = { 0 };
   TachCliOptions quiet;
+  const TachCliOptions *given = options;   /* before the ranks' quieting */
   TachCliSession session;
   g_autoptr(GError) error = NULL;
   g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
@@ -290,6 +345,8 @@ tach_cli_command_run (const TachCliOptions *options)
             {
               printf (_("  (failed after %u steps)\n"), tach_run_get_n_samples (run));
               tach_cli_print_summary (run);
+              if (given != options && config.ranks > 1)
+                status = tach_cli_write_survivor (given, run, status);
             }
         }
       else

@@ -464,12 +464,45 @@ tach_cli_check_out_dir (const char *dir, gboolean tensorboard, GError **error)
   return TRUE;
 }
 
+/* Checks before the run that the trace can be written at @path: a file
+ * (or none yet) in a folder that exists and can be written; the writer
+ * makes no folder. */
+static gboolean
+tach_cli_check_trace_path (const char *path, GError **error)
+{
+  g_autofree char *dir = g_path_get_dirname (path);
+
+  if (g_file_test (path, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("Cannot write the trace to '%s': it is a folder: name a file in it"), path);
+      return FALSE;
+    }
+  if (!g_file_test (dir, G_FILE_TEST_IS_DIR))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO,
+                   _("Cannot write the trace to '%s': '%s' is not a folder"), path, dir);
+      return FALSE;
+    }
+  if (g_access (dir, W_OK | X_OK) != 0)
+    {
+      int saved_errno = errno;
+
+      g_set_error (error, TACH_ERROR, TACH_ERROR_IO, _("Cannot write the trace to '%s': %s: %s"),
+                   path, dir, g_strerror (saved_errno));
+      return FALSE;
+    }
+  return TRUE;
+}
+
 gboolean
 tach_cli_check_outputs (const TachCliOptions *options, GError **error)
 {
   return (options->csv_dir == NULL || tach_cli_check_out_dir (options->csv_dir, FALSE, error))
          && (options->tensorboard_dir == NULL
-             || tach_cli_check_out_dir (options->tensorboard_dir, TRUE, error));
+             || tach_cli_check_out_dir (options->tensorboard_dir, TRUE, error))
+         && (options->trace_path == NULL
+             || tach_cli_check_trace_path (options->trace_path, error));
 }
 
 gboolean

@@ -453,6 +453,8 @@ tach_cli_command_sweep_vary (const TachCliOptions *options)
     }
   sweep = tach_sweep_new (NULL, (const char *const *) names, axis, tach_cli_sweep_make,
                           (gpointer) options, TRUE);
+  /* --vary ranks=1,2 without mpirun: said once, not at every round. */
+  tach_sweep_check_ranks (sweep);
   n_names = tach_sweep_get_n_presets (sweep);
   n_points = tach_sweep_get_n_points (sweep);
   bad = tach_sweep_get_n_problems (sweep);

@@ -659,6 +659,18 @@ main (int argc, char **argv)
         fprintf (stderr, "tach-cli: %s\n", error->message);
         return TACH_CLI_EXIT_USAGE;
       }
+    /* The same command line as rank 0's makes the same usage errors: said
+     * by rank 0 alone, not once per rank. */
+    {
+      g_autoptr(GString) line = g_string_new (NULL);
+
+      for (int i = 1; i < argc; i++)
+        g_string_append_len (line, argv[i], (gssize) strlen (argv[i]) + 1);
+      /* (Collective: every rank asks.) */
+      gboolean same = tach_ranks_same_as_rank_0 (line->str, line->len);
+
+      tach_cli_quiet_usage = same && tach_ranks_world_rank () != 0;
+    }
     if (tach_ranks_world_rank () != 0)
       {
         fflush (stdout);

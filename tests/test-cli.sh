@@ -141,6 +141,19 @@ if expect "csv into an unwritable folder" 1 "^tach-cli: .*CSV|^tach-cli: .*csv" 
   fi
 fi
 
+# The trace's path, checked before the run as --csv is: a folder that does
+# not exist, and a folder given as the file (they used to fail after the
+# run, the second with "g_rename() failed: Is a directory").
+for bad in "$tmp/file/t.json" "$tmp"; do
+  if expect "run --trace $bad: said before the run" 1 "^tach-cli: Cannot write the trace to '$bad'" \
+       "$cli" run --workload bilstm --device cpu --batch 8 --steps 2 --warmup 0 --trace "$bad"; then
+    if grep -q "steps" "$out"; then
+      passed=$((passed - 1))
+      fail "run --trace $bad: said before the run" "it ran before saying so"
+    fi
+  fi
+done
+
 # ------------------------------------------------------------ real runs
 
 csv=$tmp/csv
@@ -300,6 +313,18 @@ expect_usage "--vary with an unknown knob" "no knob 'nosuch'" \
   sweep --workload bilstm --presets tuned --vary nosuch=1,2
 expect_usage "--vary with a bad value" "--hidden" \
   sweep --workload bilstm --presets tuned --vary hidden=8,x
+# A count of ranks this process cannot run alone: said once, before any
+# round (it was said at every round's failed run, then exit 2).
+if expect "sweep --vary ranks=1,2 alone: exit 2, checked up front" 2 "points will not run" \
+     "$cli" sweep --device cpu --threads 1 --workload bilstm --presets tuned \
+     --vary ranks=1,2 --batch 4 --steps 2 --rounds 3 --budget 0; then
+  said=$(grep -c "this process runs alone" "$out")
+  if [ "$said" -eq 1 ] && grep -q "will not run (see above)" "$out"; then
+    pass "sweep --vary ranks=1,2 alone: said once"
+  else
+    fail "sweep --vary ranks=1,2 alone: said once" "said $said times"
+  fi
+fi
 sw=$tmp/vary
 if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \

@@ -266,6 +266,19 @@ test_open_results (Fixture       *fixture,
         g_assert_cmpfloat (gtk_label_get_xalign (GTK_LABEL (label)), ==, 0);
       }
     g_assert_cmpuint (k, ==, g_strv_length (problems));
+    /* Tall enough for every problem, up to its limit, and not a line and a
+     * half of them behind a scroll bar. */
+    {
+      int natural = 0, height;
+
+      for (guint spins = 0; spins < 200 && gtk_widget_get_height (scroller) == 0; spins++)
+        g_main_context_iteration (NULL, TRUE);
+      gtk_widget_measure (scrolled_child (scroller), GTK_ORIENTATION_VERTICAL,
+                          gtk_widget_get_width (scroller), NULL, &natural, NULL, NULL);
+      height = gtk_widget_get_height (scroller);
+      g_test_message ("problem list: %d px tall, its lines %d px", height, natural);
+      g_assert_cmpint (height, >=, MIN (natural, 320));
+    }
     gtk_window_destroy (GTK_WINDOW (dialog));
   }
 

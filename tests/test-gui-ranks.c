@@ -151,9 +151,10 @@ test_ranks_stop (Fixture *fixture, gconstpointer data)
   g_assert_true (iterate_until (ranks_live, fixture->window, 120));
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.stop", NULL);
   g_assert_true (iterate_until (run_landed, fixture->window, 60));
-  /* A stop is no failure. */
+  /* A stop is no failure: cancelled, in the table and rank 0's runs.csv. */
   g_assert_null (find_message_dialog (fixture->window));
   run = g_list_model_get_item (tach_window_get_runs (fixture->window), 0);
+  g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
   samples = tach_run_dup_samples (tach_run_object_get_run (run));
   g_assert_cmpuint (samples->len, >, 0);
   g_assert_cmpuint (samples->len, <, 10000000);

@@ -102,6 +102,14 @@ test_scaling (Fixture *fixture, gconstpointer data)
   np = g_strv_length (grid->presets);
   nv = g_strv_length (grid->values);
   g_assert_cmpuint (np, >=, 2);
+  /* One process: none of the data-parallel presets, which would run as
+   * tuned (three duplicate lines). */
+  {
+    g_autoptr(GPtrArray) alone = tach_presets_for_ranks (
+      tach_run_get_config (tach_scaling_view_get_run (view, 0, 0))->workload, 1);
+
+    g_assert_cmpuint (np, ==, alone->len);
+  }
   g_assert_cmpuint (nv, ==, shots != NULL ? 5 : 3);
   g_assert_cmpstr (grid->values[0], ==, shots != NULL ? "32" : "4");
   for (guint v = 0; v < nv; v++)
@@ -138,6 +146,36 @@ test_scaling (Fixture *fixture, gconstpointer data)
           check_point (chart, TACH_SCALING_SPEEDUP, p, v, 1.0);
         g_assert_cmpstr (grid->unit, ==, s.items_unit);
       }
+  /* The in-chart legend shows every preset, on more rows where they do
+   * not fit beside the title (it showed 3 of 7 and dropped the rest). */
+  {
+    cairo_surface_t *surface = cairo_image_surface_create (CAIRO_FORMAT_ARGB32, 420, 560);
+    cairo_t *cr = cairo_create (surface);
+
+    tach_scaling_chart_draw (chart, cr, 420, 560);
+    g_assert_cmpuint (tach_scaling_chart_get_n_legend (chart), ==, np);
+    cairo_destroy (cr);
+    cairo_surface_destroy (surface);
+  }
+  /* What stayed unresolved scrolls past a few lines: seventeen lines
+   * leave the chart where it was, give or take the scrolled area. */
+  {
+    GtkWidget *label = find_label (GTK_WIDGET (view), tach_scaling_view_get_rounds_text (view));
+    g_autofree char *kept = g_strdup (gtk_label_get_text (GTK_LABEL (label)));
+    g_autoptr(GString) many = g_string_new ("Unresolved:");
+    int one = 0, seventeen = 0;
+
+    for (guint i = 0; i < 17; i++)
+      g_string_append_printf (many, "\npreset %u at batch 4: within noise", i);
+    gtk_widget_measure (GTK_WIDGET (view), GTK_ORIENTATION_VERTICAL, 900, &one, NULL, NULL, NULL);
+    gtk_label_set_text (GTK_LABEL (label), many->str);
+    gtk_widget_measure (GTK_WIDGET (view), GTK_ORIENTATION_VERTICAL, 900, &seventeen, NULL, NULL,
+                        NULL);
+    g_test_message ("the view's height: %d px with the rounds' line, %d with 17 more lines", one,
+                    seventeen);
+    g_assert_cmpint (seventeen - one, <=, 120);
+    gtk_label_set_text (GTK_LABEL (label), kept);
+  }
   /* The rounds run, said under the controls. */
   g_assert_true (g_str_has_prefix (tach_scaling_view_get_rounds_text (view), "2 rounds."));
   /* Larger values sit further right, on a log axis. */

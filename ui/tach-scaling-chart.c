@@ -23,6 +23,7 @@
 #define TITLE 26
 #define BOTTOM 34
 #define GAP 18
+#define LEGEND_ROW 18
 #define MAX_TICKS 6
 
 struct _TachScalingChart
@@ -31,6 +32,10 @@ struct _TachScalingChart
 
   const TachScalingGrid *grid;
   double                 hover_x;   /* < 0: no hover */
+  /* The legend's rows below its first, beside the title, as the last
+   * draw laid them out (the plot starts below them), and its entries. */
+  guint                  legend_rows;
+  guint                  legend_shown;
 };
 
 G_DEFINE_FINAL_TYPE (TachScalingChart, tach_scaling_chart, GTK_TYPE_WIDGET)
@@ -131,8 +136,9 @@ frame_init (TachScalingChart *self, TachScalingPanel panel, int width, int heigh
 
   f->left = LEFT;
   f->width = MAX (20.0, width - LEFT - RIGHT);
-  f->top = (panel == TACH_SCALING_RATE ? 0 : each + GAP) + TITLE;
-  f->height = MAX (20.0, each - TITLE - BOTTOM);
+  f->top = (panel == TACH_SCALING_RATE ? self->legend_rows * LEGEND_ROW : each + GAP) + TITLE;
+  f->height = MAX (20.0, each - TITLE - BOTTOM
+                         - (panel == TACH_SCALING_RATE ? self->legend_rows * LEGEND_ROW : 0));
   tach_chart_axis_init (&f->x, grid->geometric);
   tach_chart_axis_set_range (&f->x, grid->x[0], grid->x[nv - 1], MAX_TICKS);
   /* Values as given, not rounded out to ticks: the points reach the edges. */
@@ -271,26 +277,44 @@ tach_scaling_chart_dup_tooltip (TachScalingChart *self, guint v)
   return g_string_free (text, FALSE);
 }
 
+static char *
+panel_title (const TachScalingGrid *grid, TachScalingPanel panel)
+{
+  if (panel == TACH_SCALING_RATE && grid->ideal)
+    return g_strdup_printf (_("%s against %s (higher is faster; dashed: ideal scaling)"),
+                            grid->unit, grid->knob);
+  if (panel == TACH_SCALING_RATE)
+    return g_strdup_printf (_("%s against %s (higher is faster)"), grid->unit, grid->knob);
+  return g_strdup_printf (_("Speed-up against %s at each %s"), grid->presets[0], grid->knob);
+}
+
+/* The width of the rate panel's title, which the legend follows. */
+static int
+rate_title_width (TachScalingChart *self, PangoLayout *small)
+{
+  g_autofree char *title = panel_title (self->grid, TACH_SCALING_RATE);
+  int w = 0;
+
+  pango_layout_set_text (small, title, -1);
+  pango_layout_get_pixel_size (small, &w, NULL);
+  return w;
+}
+
 static void
 draw_panel (TachScalingChart *self, cairo_t *cr, TachScalingPanel panel, int width, int height,
-            const GdkRGBA *fg, gboolean dark, PangoLayout *small, int *title_w)
+            const GdkRGBA *fg, gboolean dark, PangoLayout *small)
 {
   const TachScalingGrid *grid = self->grid;
   double ticks[TACH_CHART_AXIS_MAX_TICKS];
   guint n, nv = n_values (grid), np = n_presets (grid);
-  g_autofree char *title = NULL;
+  g_autofree char *title = panel_title (grid, panel);
   Frame f;
   int w, h;
 
   frame_init (self, panel, width, height, &f);
-  if (panel == TACH_SCALING_RATE && grid->ideal)
-    title = g_strdup_printf (_("%s against %s (higher is faster; dashed: ideal scaling)"),
-                             grid->unit, grid->knob);
-  else if (panel == TACH_SCALING_RATE)
-    title = g_strdup_printf (_("%s against %s (higher is faster)"), grid->unit, grid->knob);
-  else
-    title = g_strdup_printf (_("Speed-up against %s at each %s"), grid->presets[0], grid->knob);
-  tach_compare_show_text (cr, small, title, f.left, f.top - TITLE + 4, fg, 0.75, title_w);
+  /* The rate panel's title on the legend's first row, above its rows. */
+  tach_compare_show_text (cr, small, title, f.left,
+                          panel == TACH_SCALING_RATE ? 4 : f.top - TITLE + 4, fg, 0.75, NULL);
 
   /* Grid lines and the y labels. */
   cairo_set_line_width (cr, 1);
@@ -411,30 +435,46 @@ draw_panel (TachScalingChart *self, cairo_t *cr, TachScalingPanel panel, int wid
     }
 }
 
-static void
+/* The shown presets' swatches and names from @x0, on as many rows as
+ * they take (each preset on one: the plot moves down for the rows past
+ * the first, laid out here and kept for the next frame); @cr NULL only
+ * lays them out.  How many rows past the first. */
+static guint
 draw_legend (TachScalingChart *self, cairo_t *cr, double x0, int width, const GdkRGBA *fg,
              gboolean dark, PangoLayout *small)
 {
   double x = x0;
+  guint row = 0;
   int w;
 
+  self->legend_shown = 0;
   for (guint p = 0; p < n_presets (self->grid); p++)
     {
       GdkRGBA color;
+      double y;
 
       if (self->grid->hidden[p])
         continue;
       pango_layout_set_text (small, self->grid->presets[p], -1);
       pango_layout_get_pixel_size (small, &w, NULL);
       if (x + 18 + w > width && x > x0)
-        break;
-      tach_chart_get_run_color (p, dark, &color);
-      gdk_cairo_set_source_rgba (cr, &color);
-      cairo_rectangle (cr, x, 3, 12, 12);
-      cairo_fill (cr);
-      tach_compare_show_text (cr, small, self->grid->presets[p], x + 18, 0, fg, 0.8, NULL);
+        {
+          x = x0;
+          row++;
+        }
+      y = row * LEGEND_ROW;
+      self->legend_shown++;
+      if (cr != NULL)
+        {
+          tach_chart_get_run_color (p, dark, &color);
+          gdk_cairo_set_source_rgba (cr, &color);
+          cairo_rectangle (cr, x, y + 3, 12, 12);
+          cairo_fill (cr);
+          tach_compare_show_text (cr, small, self->grid->presets[p], x + 18, y, fg, 0.8, NULL);
+        }
       x += 18 + w + 16;
     }
+  return row;
 }
 
 static void
@@ -463,13 +503,19 @@ draw_hover (TachScalingChart *self, cairo_t *cr, int width, int height, const Gd
   tach_compare_show_text (cr, small, text, bx + 6, TITLE + 10, fg, 0.95, NULL);
 }
 
+guint
+tach_scaling_chart_get_n_legend (TachScalingChart *self)
+{
+  return self->legend_shown;
+}
+
 void
 tach_scaling_chart_draw (TachScalingChart *self, cairo_t *cr, int width, int height)
 {
   g_autoptr(PangoLayout) small = NULL;
   gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
   GdkRGBA fg;
-  int title_w = 0;
+  int title_w;
 
   if (!have_grid (self))
     return;
@@ -477,9 +523,13 @@ tach_scaling_chart_draw (TachScalingChart *self, cairo_t *cr, int width, int hei
 G_GNUC_BEGIN_IGNORE_DEPRECATIONS
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
 G_GNUC_END_IGNORE_DEPRECATIONS
-  draw_panel (self, cr, TACH_SCALING_RATE, width, height, &fg, dark, small, &title_w);
+  /* The legend's rows first, so that the plot starts below them; the
+   * title's width is the same wherever the title lands. */
+  title_w = rate_title_width (self, small);
+  self->legend_rows = draw_legend (self, NULL, LEFT + title_w + 24, width, &fg, dark, small);
+  draw_panel (self, cr, TACH_SCALING_RATE, width, height, &fg, dark, small);
   draw_legend (self, cr, LEFT + title_w + 24, width, &fg, dark, small);
-  draw_panel (self, cr, TACH_SCALING_SPEEDUP, width, height, &fg, dark, small, NULL);
+  draw_panel (self, cr, TACH_SCALING_SPEEDUP, width, height, &fg, dark, small);
   if (self->hover_x >= 0)
     draw_hover (self, cr, width, height, &fg, small);
 }

@@ -77,6 +77,9 @@ double     tach_scaling_chart_unmap_y (TachScalingChart *self, TachScalingPanel 
 void       tach_scaling_chart_set_hover (TachScalingChart *self, double x);
 /* The hover text of value @v: one line per shown preset. */
 char      *tach_scaling_chart_dup_tooltip (TachScalingChart *self, guint v);
+/* How many presets the in-chart legend showed in the last draw (every
+ * shown one: it takes more rows when they do not fit beside the title). */
+guint      tach_scaling_chart_get_n_legend (TachScalingChart *self);
 void       tach_scaling_chart_draw (TachScalingChart *self, cairo_t *cr, int width, int height);
 /* PNG or SVG by @path's extension. */
 gboolean   tach_scaling_chart_export (TachScalingChart *self, const char *path, int width,

@@ -370,7 +370,15 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
                               gtk_editable_get_text (GTK_EDITABLE (self->values_entry)), error);
   if (axis == NULL)
     return FALSE;
-  presets = tach_presets_for_workload (base->workload);
+  /* The presets that differ at the most ranks the sweep runs: alone, not
+   * the data-parallel ones, which would run as tuned (duplicate lines). */
+  {
+    guint most = base->ranks;
+
+    for (guint v = 0; axis->knob->id == TACH_KNOB_RANKS && axis->values[v] != NULL; v++)
+      most = MAX (most, (guint) g_ascii_strtoull (axis->values[v], NULL, 10));
+    presets = tach_presets_for_ranks (base->workload, most);
+  }
   np = presets->len;
   nv = g_strv_length (axis->values);
   if (np == 0)

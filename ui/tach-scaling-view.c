@@ -15,6 +15,9 @@
 #include <glib/gi18n.h>
 #include <math.h>
 
+/* The most the rounds' line takes before it scrolls: about six lines. */
+#define ROUNDS_HEIGHT 120
+
 G_DEFINE_FINAL_TYPE (TachScalingView, tach_scaling_view, GTK_TYPE_WIDGET)
 
 enum { PROP_0, PROP_RUNNING };
@@ -314,7 +317,7 @@ static void
 tach_scaling_view_init (TachScalingView *self)
 {
   GtkWidget *row = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 8);
-  GtkWidget *label;
+  GtkWidget *label, *rounds;
 
   self->workload = -1;
   self->all_runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
@@ -364,7 +367,15 @@ tach_scaling_view_init (TachScalingView *self)
   gtk_label_set_wrap (self->rounds_label, TRUE);
   gtk_widget_add_css_class (GTK_WIDGET (self->rounds_label), "dim-label");
   gtk_widget_set_visible (GTK_WIDGET (self->rounds_label), FALSE);
-  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->rounds_label));
+  /* What stayed unresolved may take many lines (one a point): they scroll
+   * past a few, instead of pushing the chart off the window. */
+  rounds = gtk_scrolled_window_new ();
+  gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (rounds), GTK_POLICY_NEVER,
+                                  GTK_POLICY_AUTOMATIC);
+  gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (rounds), TRUE);
+  gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (rounds), ROUNDS_HEIGHT);
+  gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (rounds), GTK_WIDGET (self->rounds_label));
+  gtk_box_append (GTK_BOX (self->box), rounds);
 
   self->toggles = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
   gtk_box_append (GTK_BOX (self->box), self->toggles);

@@ -159,6 +159,10 @@ tach_window_open_folders_finish (TachWindow    *self,
   return job->runs->len;
 }
 
+/* The problem list's width, and the height past which it scrolls. */
+#define LIST_WIDTH 560
+#define LIST_HEIGHT 320
+
 /* A dialog that lists what could not be read, one problem a line ("file:
  * line: reason"), left-aligned and scrolled when there are many: in the
  * body of a message dialog they ran together in one centred block. */
@@ -195,14 +199,24 @@ show_problems (TachWindow *self,
   scroller = gtk_scrolled_window_new ();
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (scroller), TRUE);
-  gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), 320);
-  gtk_widget_set_size_request (scroller, 560, -1);
+  gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (scroller), LIST_HEIGHT);
+  gtk_widget_set_size_request (scroller, LIST_WIDTH, -1);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (scroller), list);
   gtk_widget_add_css_class (scroller, "card");
   gtk_widget_set_margin_top (list, 8);
   gtk_widget_set_margin_bottom (list, 8);
   gtk_widget_set_margin_start (list, 12);
   gtk_widget_set_margin_end (list, 12);
+  /* The natural height it propagates is the wrapped lines' at their
+   * narrowest (a line and a half of them): as tall as they are at the
+   * list's width, up to the limit. */
+  {
+    int natural = 0;
+
+    gtk_widget_measure (list, GTK_ORIENTATION_VERTICAL, LIST_WIDTH, NULL, &natural, NULL, NULL);
+    gtk_scrolled_window_set_min_content_height (GTK_SCROLLED_WINDOW (scroller),
+                                                MIN (natural, LIST_HEIGHT));
+  }
   adw_message_dialog_set_extra_child (ADW_MESSAGE_DIALOG (dialog), scroller);
   adw_message_dialog_add_response (ADW_MESSAGE_DIALOG (dialog), "close", _("_Close"));
   gtk_window_present (GTK_WINDOW (dialog));

@@ -355,6 +355,21 @@ tach_sweep_get_problem (TachSweep *sweep, guint index)
   return sweep->problems[index];
 }
 
+void
+tach_sweep_check_ranks (TachSweep *sweep)
+{
+  for (guint i = 0; i < sweep->n_points; i++)
+    {
+      g_autoptr(GError) error = NULL;
+
+      if (sweep->problems[i] == NULL && !tach_ranks_check_count (&sweep->configs[i], &error))
+        {
+          sweep->problems[i] = g_strdup (error->message);
+          sweep->n_problems++;
+        }
+    }
+}
+
 guint
 tach_sweep_get_n_problems (TachSweep *sweep)
 {

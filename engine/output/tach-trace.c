@@ -5,14 +5,21 @@
  * timestamps are monotone, which Perfetto's importer prefers.
  *
  * A run's trace (tach_run_write_trace) is made from its samples: each
- * rank a process, a track of steps and one of phases, laid end to end in
- * each step, on each rank's own clock from its first step (steps end in
- * the same all-reduce on every rank, so the ranks' steps line up).  Beside
- * them, each rank's all-reduces as they flew (the reducer's flights, from
- * launch to completion, measured from the step's start: on the host's
- * clock over MPI, on the device's over NCCL, drawn from the host step's
- * start): a track per bucket under grad-sync=overlap, where they overlap
- * one another, else one track; and a counter of the bytes in flight.
+ * rank a process, a track of steps and one of phases, on rank 0's clock
+ * (tach_run_gather_ranks moved the other ranks' samples onto it), so that
+ * a step's all-reduce overlaps on every rank as it did.  Beside them, each
+ * rank's all-reduces as they flew (the reducer's flights, from launch to
+ * completion, measured from the step's start: on the host's clock over
+ * MPI, on the device's over NCCL, drawn from the host step's start): a
+ * track per bucket under grad-sync=overlap, where they overlap one
+ * another, else one track; and a counter of the bytes in flight.  The
+ * phases are laid around the flights: the wait for the others begins at
+ * the first launch where the all-reduces block, and ends at the last
+ * landing where they overlap backward.
+ *
+ * Times are written as integer nanoseconds (in microseconds with three
+ * decimals), each slice's end rounded as its neighbour's start, so that
+ * the slices of a track nest.
  */
 #include <math.h>
 #include <string.h>
@@ -148,6 +155,27 @@ event_order (gconstpointer pa, gconstpointer pb)
   return a->dur > b->dur ? -1 : a->dur < b->dur;
 }
 
+/* @us as integer nanoseconds, written as microseconds with three
+ * decimals: a slice's end is rounded as the next one's start, so that
+ * slices that meet do not overlap by a rounding (Perfetto nests slices by
+ * their integer nanoseconds). */
+static gint64
+to_ns (double us)
+{
+  return (gint64) llround (us * 1000.0);
+}
+
+static void
+append_ns (GString *out, gint64 ns)
+{
+  if (ns < 0)
+    {
+      g_string_append_c (out, '-');
+      ns = -ns;
+    }
+  g_string_append_printf (out, "%" G_GINT64_FORMAT ".%03d", ns / 1000, (int) (ns % 1000));
+}
+
 static void
 append_json_string (GString *out, const char *s)
 {
@@ -168,7 +196,7 @@ gboolean
 tach_trace_write (TachTrace *trace, const char *path, GError **error)
 {
   g_autoptr(GString) out = g_string_new ("{\"displayTimeUnit\":\"ms\",\"traceEvents\":[\n");
-  char num[3][G_ASCII_DTOSTR_BUF_SIZE];
+  char num[G_ASCII_DTOSTR_BUF_SIZE];
 
   GArray *events = trace->events.items;
 
@@ -193,20 +221,20 @@ tach_trace_write (TachTrace *trace, const char *path, GError **error)
         case EV_SLICE:
           g_string_append (out, "{\"ph\":\"X\",\"name\":");
           append_json_string (out, e->name);
-          g_string_append_printf (out, ",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,"
-                                  "\"args\":{\"step\":%" G_GUINT64_FORMAT "}}",
-                                  e->pid, e->tid,
-                                  g_ascii_formatd (num[0], sizeof num[0], "%.3f", e->ts),
-                                  g_ascii_formatd (num[1], sizeof num[1], "%.3f", e->dur),
-                                  e->step);
+          g_string_append_printf (out, ",\"pid\":%u,\"tid\":%u,\"ts\":", e->pid, e->tid);
+          append_ns (out, to_ns (e->ts));
+          g_string_append (out, ",\"dur\":");
+          /* From the rounded ends, not the duration rounded apart. */
+          append_ns (out, MAX (to_ns (e->ts + e->dur) - to_ns (e->ts), 0));
+          g_string_append_printf (out, ",\"args\":{\"step\":%" G_GUINT64_FORMAT "}}", e->step);
           break;
         case EV_COUNTER:
           g_string_append (out, "{\"ph\":\"C\",\"name\":");
           append_json_string (out, e->name);
-          g_string_append_printf (out, ",\"pid\":%u,\"tid\":0,\"ts\":%s,\"args\":{\"value\":%s}}",
-                                  e->pid,
-                                  g_ascii_formatd (num[0], sizeof num[0], "%.3f", e->ts),
-                                  g_ascii_formatd (num[2], sizeof num[2], "%.17g", e->value));
+          g_string_append_printf (out, ",\"pid\":%u,\"tid\":0,\"ts\":", e->pid);
+          append_ns (out, to_ns (e->ts));
+          g_string_append_printf (out, ",\"args\":{\"value\":%s}}",
+                                  g_ascii_formatd (num, sizeof num, "%.17g", e->value));
           break;
         }
     }
@@ -241,37 +269,67 @@ tach_trace_free (TachTrace *trace)
  * one after another). */
 enum { TRACK_STEPS, TRACK_PHASES, TRACK_BUCKETS };
 
-/* Lays step @s's phases end to end on the phases track, in the order a
- * step runs them: feeding, compute (backward's all-reduces overlapped
- * with it are inside), the wait for the slowest rank, the exposed
- * all-reduce, the unpacking, then the runner's sync and host work. */
+/* Where step @s lies on its rank's track, in µs: it starts where the
+ * last one ended (the samples' step times are floats, whose rounding
+ * must not make two steps overlap). */
 static void
-trace_step (TachTrace *trace, guint pid, const TachSample *s)
+step_span (const TachSample *s, double *last_end, double *start, double *end)
 {
-  static const struct { const char *name; gsize offset; } phases[] = {
-    { "feed", G_STRUCT_OFFSET (TachSample, feed_ms) },
-    { "compute", G_STRUCT_OFFSET (TachSample, compute_ms) },
-    { "imbalance", G_STRUCT_OFFSET (TachSample, imbalance_ms) },
-    { "all-reduce", G_STRUCT_OFFSET (TachSample, comm_ms) },
-    { "packing", G_STRUCT_OFFSET (TachSample, pack_ms) },
-    { "sync", G_STRUCT_OFFSET (TachSample, sync_ms) },
-    { "host", G_STRUCT_OFFSET (TachSample, host_ms) },
+  *end = s->wall_s * 1e6;
+  *start = MAX (*end - s->step_ms * 1000.0, *last_end);
+  *end = MAX (*end, *start);
+  *last_end = *end;
+}
+
+/* Lays step @s's phases on the phases track, in the order a step runs
+ * them: feeding, compute, the wait for the slowest rank, the exposed
+ * all-reduce, the unpacking, then the rest of compute (the update), the
+ * runner's sync and host work.  The wait for the ranks starts at
+ * @wait_start (µs; NaN without all-reduces, and the phases go end to
+ * end), where the all-reduces began (trace_flights), so that compute is
+ * not drawn around them. */
+static void
+trace_step (TachTrace *trace, guint pid, const TachSample *s, double start, double end,
+            double wait_start)
+{
+  enum { FEED, COMPUTE, IMBALANCE, COMM, PACK, UPDATE, SYNC, HOST, N_PHASES };
+  static const char *names[N_PHASES] = {
+    "feed", "compute", "imbalance", "all-reduce", "packing", "compute", "sync", "host",
   };
-  double start = (s->wall_s * 1000.0 - s->step_ms) * 1000.0;   /* µs */
+  double ms[N_PHASES] = {
+    s->feed_ms, s->compute_ms, s->imbalance_ms, s->comm_ms, s->pack_ms, 0.0, s->sync_ms,
+    s->host_ms,
+  };
   double t = start;
 
-  tach_trace_slice (trace, s->step, pid, TRACK_STEPS, s->warmup ? "warm-up step" : "step",
-                    start, s->step_ms * 1000.0);
-  for (guint k = 0; k < G_N_ELEMENTS (phases); k++)
+  for (guint k = 0; k < N_PHASES; k++)
+    if (!(ms[k] > 0.0))
+      ms[k] = 0.0;
+  if (isfinite (wait_start))
     {
-      double ms = G_STRUCT_MEMBER (double, s, phases[k].offset);
+      /* The compute before the wait, and after it (the update). */
+      double before = CLAMP (wait_start - (start + ms[FEED] * 1000.0), 0.0,
+                             ms[COMPUTE] * 1000.0) / 1000.0;
 
-      if (!(ms > 0.0))
+      ms[UPDATE] = ms[COMPUTE] - before;
+      ms[COMPUTE] = before;
+    }
+  tach_trace_slice (trace, s->step, pid, TRACK_STEPS, s->warmup ? "warm-up step" : "step",
+                    start, end - start);
+  for (guint k = 0; k < N_PHASES; k++)
+    {
+      double us = ms[k] * 1000.0;
+
+      /* After the compute before it (host work inside the model may
+       * leave a gap). */
+      if (k == IMBALANCE && isfinite (wait_start))
+        t = CLAMP (wait_start, t, end);
+      if (!(us > 0.0))
         continue;
       /* Rounding must not push a phase past its step. */
-      ms = MIN (ms * 1000.0, start + s->step_ms * 1000.0 - t);
-      tach_trace_slice (trace, s->step, pid, TRACK_PHASES, phases[k].name, t, ms);
-      t += ms;
+      us = MIN (us, end - t);
+      tach_trace_slice (trace, s->step, pid, TRACK_PHASES, names[k], t, us);
+      t += us;
     }
   if (!isnan (s->loss))
     tach_trace_counter (trace, s->step, pid, "loss", start, s->loss);
@@ -302,16 +360,19 @@ edge_order (gconstpointer pa, gconstpointer pb)
   return (a->delta > b->delta) - (a->delta < b->delta);
 }
 
-/* Step @s's all-reduces: each a slice on its bucket's track, from its
- * launch to its completion, within the step; and the bytes in flight, a
- * counter that rises at each launch and falls at each landing. */
-static void
-trace_flights (TachTrace *trace, guint pid, const TachSample *s, Flights *f)
+/* Step @s's all-reduces (@start to @end, µs): each a slice on its
+ * bucket's track, from its launch to its completion, within the step; and
+ * the bytes in flight, a counter that rises at each launch and falls at
+ * each landing.  Returns where the step's wait for them began (NaN: no
+ * all-reduce): at the first launch where they block (per-tensor, fused),
+ * else its exposed part before the last landing (overlap: they fly
+ * during backward, and the step waits for the last ones at its end). */
+static double
+trace_flights (TachTrace *trace, guint pid, const TachSample *s, double start, double end,
+               Flights *f)
 {
-  double start = (s->wall_s * 1000.0 - s->step_ms) * 1000.0;   /* µs */
-  double end = s->wall_s * 1e6;
   g_autoptr(GArray) edges = g_array_new (FALSE, FALSE, sizeof (FlightEdge));
-  double in_flight = 0.0;
+  double in_flight = 0.0, launched = NAN, landed = NAN;
 
   while (f->next < f->flights->len
          && g_array_index (f->flights, TachGradFlight, f->next).step < s->step)
@@ -333,6 +394,8 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, Flights *f)
       ts = CLAMP (start + fl->start_ms * 1000.0, MAX (start, f->track_end[track]), end);
       dur = MIN (fl->dur_ms * 1000.0, end - ts);
       f->track_end[track] = ts + dur;
+      launched = isnan (launched) ? ts : MIN (launched, ts);
+      landed = isnan (landed) ? ts + dur : MAX (landed, ts + dur);
       {
         g_autofree char *size = g_format_size ((guint64) fl->bytes);
 
@@ -351,11 +414,15 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, Flights *f)
       f->counter_ts = MAX (f->counter_ts, edge->ts);
       tach_trace_counter (trace, s->step, pid, "bytes in flight", f->counter_ts, in_flight);
     }
+  if (!f->per_bucket || isnan (landed))
+    return launched;
+  return landed - (MAX (s->imbalance_ms, 0.0) + MAX (s->comm_ms, 0.0)) * 1000.0;
 }
 
-/* Reads rank @rank's flights and names their tracks. */
+/* Reads the flights of the run's @nth rank, @rank, and names their
+ * tracks. */
 static void
-flights_init (Flights *f, TachTrace *trace, TachRun *run, guint rank)
+flights_init (Flights *f, TachTrace *trace, TachRun *run, guint nth, guint rank)
 {
   const TachConfig *config = tach_run_get_config (run);
   guint n_buckets = 0;
@@ -363,7 +430,7 @@ flights_init (Flights *f, TachTrace *trace, TachRun *run, guint rank)
   f->flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
   f->next = 0;
   f->counter_ts = -G_MAXDOUBLE;
-  tach_run_copy_rank_flights (run, rank, f->flights);
+  tach_run_copy_rank_flights (run, nth, f->flights);
   for (guint i = 0; i < f->flights->len; i++)
     n_buckets = MAX (n_buckets, g_array_index (f->flights, TachGradFlight, i).bucket + 1);
   f->per_bucket = config->grad_sync == TACH_GRAD_SYNC_OVERLAP;
@@ -393,24 +460,30 @@ tach_run_write_trace (TachRun *run, const char *path, GError **error)
   g_autoptr(GArray) piece = g_array_new (FALSE, FALSE, sizeof (TachSample));
   guint n_ranks = tach_run_get_n_ranks (run);
 
-  for (guint rank = 0; rank < n_ranks; rank++)
+  /* A process per rank, named by its rank in the job (a rank that
+   * survived rank 0 writes its own alone). */
+  for (guint nth = 0; nth < n_ranks; nth++)
     {
+      guint rank = tach_run_get_rank_of (run, nth);
       g_autofree char *name = g_strdup_printf (_("rank %u"), rank);
       Flights flights;
+      double last_end = -G_MAXDOUBLE;
 
       tach_trace_name_process (trace, rank, name);
       tach_trace_name_thread (trace, rank, TRACK_STEPS, _("steps"));
       tach_trace_name_thread (trace, rank, TRACK_PHASES, _("phases"));
-      flights_init (&flights, trace, run, rank);
+      flights_init (&flights, trace, run, nth, rank);
       for (guint from = 0;
-           tach_run_copy_rank_samples (run, rank, from, 4096, piece) > 0;
+           tach_run_copy_rank_samples (run, nth, from, 4096, piece) > 0;
            from += piece->len, g_array_set_size (piece, 0))
         for (guint i = 0; i < piece->len; i++)
           {
             const TachSample *s = &g_array_index (piece, TachSample, i);
+            double start, end, wait_start;
 
-            trace_step (trace, rank, s);
-            trace_flights (trace, rank, s, &flights);
+            step_span (s, &last_end, &start, &end);
+            wait_start = trace_flights (trace, rank, s, start, end, &flights);
+            trace_step (trace, rank, s, start, end, wait_start);
           }
       flights_clear (&flights);
     }

@@ -645,14 +645,14 @@ tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *conf
 }
 
 void
-tach_grad_reducer_begin_step (TachGradReducer *self, guint64 step)
+tach_grad_reducer_begin_step (TachGradReducer *self, guint64 step, double start_ms)
 {
   self->step = step;
   self->arrived = FALSE;
   if (self->steps->len <= step)
     g_array_set_size (self->steps, (guint) step + 1);
   memset (tach_grad_reducer_current (self), 0, sizeof (TachGradStepStats));
-  self->t_begin = tach_ranks_now_ms ();
+  self->t_begin = start_ms;
 #ifdef HAVE_MPI
   if (self->device)
     tach_grad_device_begin_step (self);

@@ -45,6 +45,7 @@ tach_ranks_release (TachRanks *ranks)
   g_free (ranks->hb_time);
   g_free (ranks->hb_buf);
   g_free (ranks->hb_req);
+  g_free (ranks->stop_silent);
   g_free (ranks);
 }
 

@@ -15,6 +15,18 @@ tach_ranks_now_ms (void)
   return (double) g_get_monotonic_time () / 1000.0;
 }
 
+/* FNV-1a of @n bytes: what ranks compare instead of the bytes. */
+static inline guint64
+tach_ranks_hash (const void *data, gsize n)
+{
+  guint64 hash = 14695981039346656037ull;
+  const guchar *p = data;
+
+  for (gsize i = 0; i < n; i++)
+    hash = (hash ^ p[i]) * 1099511628211ull;
+  return hash;
+}
+
 #ifdef HAVE_MPI
 #include <mpi.h>
 
@@ -36,6 +48,10 @@ struct _TachRanks {
   guint64      hb_out;
   MPI_Request  hb_send;
   double       hb_sent;     /* ms: the last heartbeat sent */
+  /* mpirun ending the job: the ranks that never said they were stopping
+   * ("1, 3"), NULL until asked (tach_ranks_all_stopping) */
+  char        *stop_silent;
+  guint        n_stop_silent;
 };
 
 /* FALSE + @error with MPI's message for @code, unless it is MPI_SUCCESS. */
@@ -57,6 +73,11 @@ gboolean tach_ranks_wait_for (TachRanks *ranks, TachRanksPoll poll, gpointer dat
  * timeout.  Collective. */
 gboolean tach_ranks_bcast_bytes (TachRanks *ranks, void *buf, int n, const char *what,
                                  GError **error);
+/* Once mpirun is ending the job: whether every other rank says it is
+ * stopping too (a stop, not a lost rank), else the silent ones appended
+ * to @silent and counted (tach-ranks-stop.c).  Asked of the others once;
+ * later calls give the same answer. */
+gboolean tach_ranks_all_stopping (TachRanks *ranks, GString *silent, guint *n_silent);
 /* Announces to rank 0 that this rank has reached step @step's
  * synchronisation (the heartbeat). */
 void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);

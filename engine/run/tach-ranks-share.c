@@ -18,6 +18,7 @@
 
 #include <glib/gi18n-lib.h>
 
+#include "tach-error-private.h"
 #include "tach-ranks-private.h"
 
 /* How long an idle rank sleeps between two looks at the broadcast: short
@@ -75,4 +76,57 @@ gboolean
 tach_ranks_takes_part (const TachConfig *config)
 {
   return tach_ranks_world_rank () < MAX (config->ranks, 1);
+}
+
+gboolean
+tach_ranks_check_count (const TachConfig *config, GError **error)
+{
+  guint world = tach_ranks_world_size ();
+  g_autofree char *ranks = NULL, *fix = NULL;
+
+  /* Under mpirun -np N: the N ranks, or rank 0 alone (ranks=1: the
+   * one-process baseline of a scaling measurement, the others idle), or
+   * the first ranks=n of them, made a job of their own beforehand (run
+   * --scaling-ranks). */
+  if (config->ranks == world || config->ranks <= 1
+      || tach_ranks_for_count (config->ranks) != NULL)
+    return TRUE;
+  if (world == 1)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                 W_("{ranks=%u} but this process runs alone: start it as"
+                    " mpirun -np %u tach-cli run ..., or use {ranks=1}"),
+                 config->ranks, config->ranks);
+  else
+    g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                 W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, use"
+                    " {ranks=1} for rank 0 alone, or start mpirun -np %u"),
+                 config->ranks, world, config->ranks);
+  ranks = g_strdup_printf ("%u", config->ranks);
+  fix = g_strdup_printf ("%u", world);
+  tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
+  return FALSE;
+}
+
+gboolean
+tach_ranks_same_as_rank_0 (const void *data, gsize n)
+{
+#ifdef HAVE_MPI
+  TachRanks *ranks = tach_ranks_world ();
+  guint64 hash = tach_ranks_hash (data, n);
+  g_autofree guint64 *all = NULL;
+  MPI_Request req;
+
+  if (ranks == NULL)
+    return TRUE;
+  all = g_new0 (guint64, ranks->size);
+  if (MPI_Iallgather (&hash, 1, MPI_UINT64_T, all, 1, MPI_UINT64_T, ranks->comm, &req)
+      != MPI_SUCCESS
+      || !tach_ranks_wait (ranks, &req, "argument check", 0, NULL, NULL))
+    return FALSE;
+  return all[0] == hash;
+#else
+  (void) data;
+  (void) n;
+  return TRUE;
+#endif
 }

@@ -141,7 +141,9 @@ tach_ranks_heartbeat (TachRanks *ranks, guint64 step)
 
 /* The error of a wait that ran out of time at step @step (@waited_s), or
  * that mpirun ended (@waited_s < 0: tach_ranks_abandon): rank 0 names the
- * ranks that never announced the step. */
+ * ranks that never announced the step; where mpirun ended it, every rank
+ * names the ones that did not say they were stopping, and when all did,
+ * it is TACH_ERROR_CANCELLED: a stop. */
 static void
 set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double waited_s,
                    GError **error)
@@ -164,17 +166,43 @@ set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double wait
             n_missing++;
           }
     }
-  if (waited_s < 0 && n_missing > 0)
+  /* mpirun ends the job for a stop as for a lost rank: the ranks that
+   * say they are stopping tell the two apart, and the others are the
+   * lost ones (tach-ranks-stop.c). */
+  if (waited_s < 0)
+    {
+      g_autoptr(GString) silent = g_string_new (NULL);
+      guint n_silent = 0;
+
+      if (tach_ranks_all_stopping (ranks, silent, &n_silent))
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_CANCELLED,
+                       _("stopped in step %" PRIu64 "'s %s: mpirun passed a stop on to every"
+                         " rank"), step, what);
+          return;
+        }
+      g_string_assign (missing, silent->str);
+      n_missing = n_silent;
+    }
+  /* Of two ranks, the other is the one lost: named, though rank 0 hears
+   * no heartbeats. */
+  if (waited_s >= 0 && ranks->size == 2 && ranks->rank != 0)
+    g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                 _("rank 0, the other rank, did not finish step %" PRIu64 "'s %s within %.0f s:"
+                   " it died, hangs or failed; the run stops with the rows it has"),
+                 step, what, waited_s);
+  else if (waited_s < 0 && n_missing > 0)
     g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
                  g_dngettext (GETTEXT_PACKAGE,
-                              "mpirun is ending the job, and rank %s had not reached step %"
-                              PRIu64 "'s %s: it exited, was killed or failed (its own message,"
-                              " if any, is above); the run stops with the rows it has",
-                              "mpirun is ending the job, and ranks %s had not reached step %"
-                              PRIu64 "'s %s: they exited, were killed or failed (their own"
-                              " messages, if any, are above); the run stops with the rows it"
-                              " has", n_missing),
-                 missing->str, step, what);
+                              "mpirun is ending the job in step %" PRIu64 "'s %s, and rank %s"
+                              " did not answer the others' stop: it exited, was killed or failed"
+                              " (its own message, if any, is above); the run stops with the rows"
+                              " it has",
+                              "mpirun is ending the job in step %" PRIu64 "'s %s, and ranks %s"
+                              " did not answer the others' stop: they exited, were killed or"
+                              " failed (their own messages, if any, are above); the run stops"
+                              " with the rows it has", n_missing),
+                 step, what, missing->str);
   else if (waited_s < 0)
     g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
                  _("mpirun is ending the job in step %" PRIu64 "'s %s: a rank exited, was"
@@ -749,11 +777,8 @@ gboolean
 tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsize n, const char *what,
                              GError **error)
 {
-  guint64 hash = 14695981039346656037ull;   /* FNV-1a */
-  const guchar *p = data;
+  guint64 hash = tach_ranks_hash (data, n);
 
-  for (gsize i = 0; i < n; i++)
-    hash = (hash ^ p[i]) * 1099511628211ull;
 #ifdef HAVE_MPI
   if (ranks != NULL)
     {

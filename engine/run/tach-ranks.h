@@ -95,6 +95,11 @@ gboolean    tach_ranks_gather_bytes (TachRanks *ranks, const void *data, gsize n
 gboolean    tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsize n,
                                          const char *what, GError **error);
 
+/* What to add to this rank's monotonic clock (tach_ranks_now_ms, ms) to
+ * read rank 0's: measured by pings to rank 0, within the shortest round
+ * trip's half (tach-ranks-clock.c); 0 on rank 0 and alone.  Collective. */
+gboolean    tach_ranks_clock_offset (TachRanks *ranks, double *offset_ms, GError **error);
+
 /* ------------------------------------------------------ gradient reducer */
 
 /* A step's communication figures, per rank (milliseconds).  On a device
@@ -133,8 +138,11 @@ typedef struct {
 TachGradReducer *tach_grad_reducer_new  (TachRanks *ranks, TachBackend *be,
                                          const TachConfig *config);
 /* Marks the start of step @step (the watchdog's heartbeat) and clears its
- * figures. */
-void             tach_grad_reducer_begin_step (TachGradReducer *reducer, guint64 step);
+ * figures.  @start_ms is when the step began on the monotonic clock
+ * (tach_ranks_now_ms's), which its arrival and flights count from, as the
+ * step's samples do. */
+void             tach_grad_reducer_begin_step (TachGradReducer *reducer, guint64 step,
+                                               double start_ms);
 /* The figures of step @step, once known (a device's are read when its
  * events have passed: at the latest when the step's timing is read);
  * FALSE when not known. */

@@ -28,10 +28,15 @@ TachSampleStore *tach_run_rank_samples (TachRun *run, guint rank);
 /* Data parallel: folds the other ranks' figures into @summary, rank 0's
  * (tach-engine.h's TachSummary says which); under the run's lock. */
 void             tach_run_summarise_ranks (TachRun *run, TachSummary *summary);
-/* Data parallel, on rank 0 once the run has ended: rank @rank's flights of
- * its all-reduces (TachGradFlight) appended to @out; how many.  The
- * trace's per-bucket tracks (output/tach-trace.c). */
+/* Data parallel, once the run has ended: rank @rank's flights of its
+ * all-reduces (TachGradFlight) appended to @out; how many.  The trace's
+ * per-bucket tracks (output/tach-trace.c).  @rank counts as in
+ * tach_run_rank_samples (0: the run's own, which after a lost rank is
+ * this rank's alone). */
 guint            tach_run_copy_rank_flights (TachRun *run, guint rank, GArray *out);
+/* Which rank of the job the samples of tach_run_rank_samples (@run, @i)
+ * are: @i on rank 0 once gathered, this rank's own for 0 otherwise. */
+guint            tach_run_get_rank_of (TachRun *run, guint i);
 /* The next process-wide run number (tach_run_get_id). */
 guint tach_run_next_id (void);
 
@@ -49,7 +54,8 @@ struct _TachRun {
    * samples (TachSampleStore, ranks 1..), gathered; NULL otherwise. */
   GPtrArray     *rank_samples;    /* under lock */
   /* ... and every rank's flights (a GArray of TachGradFlight per rank,
-   * rank 0's first), gathered; NULL otherwise. */
+   * rank 0's first), gathered; after a lost rank, this rank's own alone;
+   * NULL otherwise. */
   GPtrArray     *rank_flights;    /* under lock */
   guint          drained;         /* samples[0..drained) were drained */
   TachRunState   state;           /* under lock */

@@ -8,7 +8,9 @@
  * rank 0 gathers every rank's samples and, step by step, takes as rank r's
  * imbalance the time from its arrival to the last rank's (at most what it
  * was blocked), and as its exposed communication the rest of its blocked
- * time.  Steps begin together on every rank (each ends in the same
+ * time.  Their wall times move onto rank 0's clock (each rank's counts
+ * from its own first step; tach_ranks_clock_offset relates the clocks),
+ * so that a trace or samples.csv shows the ranks' steps side by side.  Steps begin together on every rank (each ends in the same
  * all-reduce), so the arrivals, measured from each rank's own step start,
  * compare across ranks and machines without a shared clock.
  *
@@ -36,6 +38,20 @@ tach_run_rank_samples (TachRun *run, guint rank)
   if (run->rank_samples == NULL || rank > run->rank_samples->len)
     return NULL;
   return run->rank_samples->pdata[rank - 1];
+}
+
+guint
+tach_run_get_rank_of (TachRun *run, guint i)
+{
+  TachSampleStore *store;
+  guint rank = i;
+
+  g_mutex_lock (&run->lock);
+  store = tach_run_rank_samples (run, i);
+  if (store != NULL)
+    rank = tach_sample_store_get_rank (store);
+  g_mutex_unlock (&run->lock);
+  return rank;
 }
 
 guint
@@ -80,6 +96,29 @@ tach_run_copy_rank_flights (TachRun *run, guint rank, GArray *out)
   return n;
 }
 
+/* Keeps @flights (a GArray of TachGradFlight per store, the run's own
+ * first) as the run's. */
+static void
+set_flights (TachRun *run, GPtrArray *flights)
+{
+  g_mutex_lock (&run->lock);
+  g_clear_pointer (&run->rank_flights, g_ptr_array_unref);
+  run->rank_flights = flights;
+  g_mutex_unlock (&run->lock);
+}
+
+void
+tach_run_keep_own_flights (TachRunThread *e)
+{
+  GArray *mine = tach_grad_reducer_get_flights (e->reducer);
+  GPtrArray *flights = g_ptr_array_new_with_free_func ((GDestroyNotify) g_array_unref);
+  GArray *copy = g_array_sized_new (FALSE, FALSE, sizeof (TachGradFlight), mine->len);
+
+  g_array_append_vals (copy, mine->data, mine->len);
+  g_ptr_array_add (flights, copy);
+  set_flights (e->run, flights);
+}
+
 /* Every rank's flights onto rank 0 (run->rank_flights).  Collective. */
 static gboolean
 gather_flights (TachRunThread *e, GError **error)
@@ -104,10 +143,7 @@ gather_flights (TachRunThread *e, GError **error)
       g_array_append_vals (one, data, (guint) (n / sizeof (TachGradFlight)));
       g_ptr_array_add (flights, one);
     }
-  g_mutex_lock (&e->run->lock);
-  g_clear_pointer (&e->run->rank_flights, g_ptr_array_unref);
-  e->run->rank_flights = flights;
-  g_mutex_unlock (&e->run->lock);
+  set_flights (e->run, flights);
   return TRUE;
 }
 
@@ -200,7 +236,8 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
   TachRanks *ranks = tach_ranks_for_count (e->run->config.ranks);
   guint size = tach_ranks_size (ranks), me = tach_ranks_rank (ranks);
   g_autoptr(GArray) mine = g_array_new (FALSE, FALSE, sizeof (TachSample));
-  g_autofree double *table = NULL, *all = NULL;
+  g_autofree double *table = NULL, *all = NULL, *starts = NULL;
+  double start;
   g_autoptr(GPtrArray) stores = NULL;
   guint64 first_step = 0;
   guint n;
@@ -225,8 +262,14 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
             table + (gsize) i * N_FIELDS);
     }
   if (me == 0)
-    all = g_new (double, (gsize) MAX (n, 1) * N_FIELDS * size);
+    {
+      all = g_new (double, (gsize) MAX (n, 1) * N_FIELDS * size);
+      starts = g_new (double, size);
+    }
+  /* Where this rank's clock started (its first step), on rank 0's clock. */
+  start = (double) e->t0 / 1e6 + e->clock_offset_ms;
   if (!tach_ranks_gather (ranks, table, n * N_FIELDS, all, error)
+      || !tach_ranks_gather (ranks, &start, 1, starts, error)
       || !gather_flights (e, error))
     return FALSE;
   if (me != 0)
@@ -254,6 +297,9 @@ tach_run_gather_ranks (TachRunThread *e, GError **error)
           TachSample s;
 
           unpack (row, first_step + i, r, imbalance, &s);
+          /* On rank 0's clock: each rank's wall time counts from its own
+           * first step, which began when its set-up ended. */
+          s.wall_s += (starts[r] - starts[0]) / 1000.0;
           tach_sample_store_append (stores->pdata[r], &s);
         }
     }

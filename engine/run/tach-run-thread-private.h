@@ -69,6 +69,10 @@ typedef struct {
   guint                 n_timed;   /* pending[0..n_timed) have their device times */
   gsize                 pending_peak;  /* bytes, the most kept for pending steps */
   gint64                t0;        /* monotonic start, ns */
+  /* Data parallel: what to add to this rank's clock (ms) to read rank
+   * 0's (tach_ranks_clock_offset), so that rank 0 puts every rank's steps
+   * on its clock (tach_run_gather_ranks). */
+  double                clock_offset_ms;
   /* The machine's counters where measuring began (the end of warm-up). */
   TachMachineMark       measure_mark;
   gint64                t_notify;  /* last notification, ns */
@@ -109,5 +113,8 @@ void     tach_run_pending_publish_ended (TachRunThread *e);
  * rank's samples on rank 0, splits each step's communication into the
  * exposed part and the imbalance, and keeps them in the run.  Collective. */
 gboolean tach_run_gather_ranks (TachRunThread *e, GError **error);
+/* Data parallel, when the ranks lost each other before the gather: this
+ * rank's own flights become the run's (its trace's all-reduces). */
+void     tach_run_keep_own_flights (TachRunThread *e);
 
 G_END_DECLS

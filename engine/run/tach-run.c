@@ -114,8 +114,6 @@ static gboolean
 check_ranks (const TachConfig *config, TachDevice **device, GError **error)
 {
   guint world = tach_ranks_world_size ();
-  g_autofree char *ranks = g_strdup_printf ("%u", config->ranks);
-  g_autofree char *fix = g_strdup_printf ("%u", world);
 
   /* Under mpirun -np N: the N ranks, or rank 0 alone (ranks=1: the
    * one-process baseline of a scaling measurement, the others idle). */
@@ -126,24 +124,8 @@ check_ranks (const TachConfig *config, TachDevice **device, GError **error)
                    tach_ranks_world_rank ());
       return FALSE;
     }
-  /* Or the first ranks=n of them, made a job of their own beforehand
-   * (run --scaling-ranks). */
-  if (config->ranks != world && !(world > 1 && config->ranks == 1)
-      && !(config->ranks > 1 && tach_ranks_for_count (config->ranks) != NULL))
-    {
-      if (world == 1)
-        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                     W_("{ranks=%u} but this process runs alone: start it as"
-                        " mpirun -np %u tach-cli run ..., or use {ranks=1}"),
-                     config->ranks, config->ranks);
-      else
-        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
-                     W_("{ranks=%u} but mpirun started %u ranks: leave {ranks} out, use"
-                        " {ranks=1} for rank 0 alone, or start mpirun -np %u"),
-                     config->ranks, world, config->ranks);
-      tach_error_add_hint (error, TACH_KNOB_RANKS, ranks, TACH_KNOB_RANKS, fix, NULL);
-      return FALSE;
-    }
+  if (!tach_ranks_check_count (config, error))
+    return FALSE;
   if (config->ranks > 1 && config->task != TACH_TASK_TRAIN)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
@@ -244,6 +226,11 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
   /* ranks=1 under mpirun -np N is rank 0 alone, a process of its own. */
   e->be->rank = config->ranks > 1 ? tach_ranks_world_rank () : 0;
   e->be->ranks = MAX (config->ranks, 1);
+  /* Its rows say whose they are, should this rank be the one that writes
+   * them (rank 0 lost: tach_run_keep_own_flights). */
+  g_mutex_lock (&run->lock);
+  tach_sample_store_set_rank (run->samples, e->be->rank);
+  g_mutex_unlock (&run->lock);
   /* (On a GPU, the one rank of mpirun -np 1 goes through NCCL too: so a
    * host with one GPU checks that path.  Not rank 0 alone in a larger
    * job: the others take no part in its collectives.) */
@@ -426,7 +413,7 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
 
       t_start = t_prev;
       if (e->reducer != NULL)
-        tach_grad_reducer_begin_step (e->reducer, i);
+        tach_grad_reducer_begin_step (e->reducer, i, (double) t_start / 1e6);
       tach_step_timer_begin (&e->timer, i, &marks);
       if (!thread_step (e, i, &ctx, error))
         {
@@ -597,6 +584,10 @@ run_main (gpointer data)
   e.held = tach_sample_store_new ();
 
   ok = thread_setup (&e, total, &error);
+  /* The ranks' clocks against rank 0's, before the steps that they time. */
+  if (ok && e.reducer != NULL)
+    ok = tach_ranks_clock_offset (tach_ranks_for_count (run->config.ranks), &e.clock_offset_ms,
+                                  &error);
   /* Wall time counts from the first step: building the model and its data
    * is not a step, and would shift every point of a chart by wall time. */
   e.t0 = tach_now_ns ();
@@ -617,6 +608,17 @@ run_main (gpointer data)
       else if (e.reducer != NULL)
         ok = tach_grad_reducer_check_params (e.reducer, &error)
              && tach_run_gather_ranks (&e, &error);
+      /* A rank lost: whoever survives keeps what it has, its all-reduces
+       * too. */
+      if (!ok && e.reducer != NULL)
+        tach_run_keep_own_flights (&e);
+    }
+  /* mpirun passed a stop on to every rank (tach-ranks-stop.c): a stop,
+   * with the rows each rank has, as a single process's. */
+  if (!ok && g_error_matches (error, TACH_ERROR, TACH_ERROR_CANCELLED))
+    {
+      g_clear_error (&error);
+      ok = cancelled = TRUE;
     }
 
   if (ok)

@@ -431,6 +431,15 @@ gboolean tach_ranks_share (gpointer data, gsize size, GError **error);
 /* Whether this process runs @config: the first config->ranks ranks of
  * the job do (under mpirun -np N, ranks is N, or 1: rank 0 alone). */
 gboolean tach_ranks_takes_part (const TachConfig *config);
+/* Whether this job can run @config's ranks: its N ranks, 1 (rank 0
+ * alone), or the first n made by tach_ranks_prepare_first; else
+ * TACH_ERROR_INVALID_CONFIG saying how to start it (a sweep checks every
+ * point up front).  Any thread. */
+gboolean tach_ranks_check_count (const TachConfig *config, GError **error);
+/* Whether this rank holds the same @n bytes at @data as rank 0 (its
+ * command line: then its usage errors are rank 0's, said once, by rank
+ * 0).  TRUE alone or on rank 0.  Collective over the job. */
+gboolean tach_ranks_same_as_rank_0 (const void *data, gsize n);
 /* Makes the first @n ranks of the job a job of their own, so that a run
  * of ranks=@n (1 < @n < N) can run on them while the others sit it out
  * (tach_ranks_takes_part).  Collective over the whole job: every rank
@@ -441,10 +450,11 @@ gboolean tach_ranks_prepare_first (guint n, GError **error);
  * finalize would wait for it forever). */
 void     tach_ranks_finish (int status);
 /* mpirun is ending the job (it sends SIGTERM when a rank exits or is
- * killed, and SIGKILL a second later): every wait on the other ranks
- * gives up now, so that the run fails at once with a message naming the
- * ranks that had not reached the step, and the front end writes what it
- * has.  Any thread (a signal handler's GLib source). */
+ * killed, or when it is stopped, and SIGKILL a second later): every wait
+ * on the other ranks gives up now, so that the run ends at once, as
+ * cancelled when every rank says it is stopping too, else failed with a
+ * message naming the ranks that did not, and the front end writes what
+ * it has.  Any thread (a signal handler's GLib source). */
 void     tach_ranks_abandon (void);
 
 typedef enum {

@@ -100,6 +100,11 @@ const char         *tach_sweep_get_value (TachSweep *sweep, guint value);
 /* Why point @index will not run (translated), or NULL; how many will not. */
 const char         *tach_sweep_get_problem (TachSweep *sweep, guint index);
 guint               tach_sweep_get_n_problems (TachSweep *sweep);
+/* Makes a problem of every point whose ranks this process cannot run
+ * itself (tach_ranks_check_count: ranks=2 without mpirun), so that a
+ * sweep that runs its points here says so once, before any round (the
+ * window runs them through mpirun instead, and does not call it). */
+void                tach_sweep_check_ranks (TachSweep *sweep);
 /* Point @index's configuration, or NULL when it could not be made. */
 const TachConfig   *tach_sweep_get_config (TachSweep *sweep, guint index);
 

@@ -1,0 +1,320 @@
+#!/usr/bin/env python3
+"""test-mpi-trace.py: the trace of data-parallel ranks, checked by a
+validator of its own (standard library only), under mpirun -np 2:
+  - every track's slices nest (each slice on a track ends before the next
+    one starts, or inside the one that holds it), read as Perfetto reads
+    them, in integer nanoseconds;
+  - the ranks are on one clock: each step's all-reduces overlap on both
+    ranks (a blocking all-reduce completes on no rank before every rank
+    has launched it), under grad-sync fused, per-tensor and overlap;
+  - the phases are placed at their real times: no all-reduce lands inside
+    a compute slice of its rank (they used to be laid end to end, the
+    all-reduces at their real times, inside compute).
+
+Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
+
+Usage: test-mpi-trace.py PATH/TO/tach-cli mpi|nompi
+Exit status: 0 passed, 1 failed, 77 skipped (no mpirun, or no MPI).
+"""
+import csv
+import decimal
+import json
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+
+CLI = sys.argv[1]
+HAVE_MPI = sys.argv[2] == "mpi"
+BASE = ["run", "--device", "cpu", "--threads", "1", "--warmup", "2"]
+ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
+           OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
+# Slack for the clocks' offset, measured to within half a round trip
+# between two processes of one machine (microseconds); the misalignment
+# this test catches was tens to hundreds of milliseconds.
+CLOCK_SLACK_NS = 100_000
+failures = []
+
+
+def check(cond, what):
+    print(("ok   " if cond else "FAIL ") + what, flush=True)
+    if not cond:
+        failures.append(what)
+
+
+def mpirun(args, np=2, timeout=180):
+    return subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), CLI] + args, env=ENV,
+                          capture_output=True, text=True, timeout=timeout)
+
+
+# ------------------------------------------------------------ the validator
+
+def ns(value):
+    """Microseconds as JSON wrote them, in integer nanoseconds."""
+    return int((decimal.Decimal(value) * 1000).to_integral_value(decimal.ROUND_HALF_EVEN))
+
+
+def rows_of(folder, name):
+    """A CSV file's rows, none when it is not there."""
+    path = os.path.join(folder, name)
+    if not os.path.exists(path):
+        return []
+    with open(path, newline="") as f:
+        return list(csv.DictReader(f))
+
+
+def load(path):
+    with open(path) as f:
+        return json.load(f, parse_float=decimal.Decimal)["traceEvents"]
+
+
+def track_names(events):
+    return {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+            if e["ph"] == "M" and e["name"] == "thread_name"}
+
+
+def slices(events):
+    """(pid, tid) -> [(start ns, end ns, name, step)], by start."""
+    tracks = {}
+    for e in events:
+        if e["ph"] == "X":
+            start = ns(e["ts"])
+            tracks.setdefault((e["pid"], e["tid"]), []).append(
+                (start, start + ns(e["dur"]), e["name"], e["args"]["step"]))
+    for sl in tracks.values():
+        sl.sort(key=lambda s: (s[0], -s[1]))
+    return tracks
+
+
+def nesting_faults(events):
+    """(pid, tid) -> the slices that overlap a slice they are not inside."""
+    faults = {}
+    for key, sl in slices(events).items():
+        open_ends = []
+        bad = 0
+        for start, end, _, _ in sl:
+            while open_ends and open_ends[-1] <= start:
+                open_ends.pop()
+            if open_ends and end > open_ends[-1]:
+                bad += 1
+                continue
+            open_ends.append(end)
+        faults[key] = bad
+    return faults
+
+
+def flights(events):
+    """pid -> {(track name, step): [(start, end)] in launch order}."""
+    names = track_names(events)
+    out = {}
+    for (pid, tid), sl in slices(events).items():
+        name = names.get((pid, tid), "")
+        if not name.startswith("all-reduce"):
+            continue
+        for start, end, _, step in sl:
+            out.setdefault(pid, {}).setdefault((name, step), []).append((start, end))
+    return out
+
+
+def unaligned_steps(events):
+    """The (track, step, k) whose k-th all-reduce does not overlap on every
+    rank, and how many were compared."""
+    by_rank = flights(events)
+    bad, compared = [], 0
+    keys = set.intersection(*(set(f) for f in by_rank.values())) if by_rank else set()
+    for key in sorted(keys):
+        lists = [by_rank[pid][key] for pid in sorted(by_rank)]
+        for k in range(min(len(l) for l in lists)):
+            latest_start = max(l[k][0] for l in lists)
+            earliest_end = min(l[k][1] for l in lists)
+            compared += 1
+            if latest_start > earliest_end + CLOCK_SLACK_NS:
+                bad.append((key, k, (latest_start - earliest_end) / 1e6))
+    return bad, compared
+
+
+def inside_compute(events, overlap):
+    """The steps whose all-reduces began (per-tensor, fused: the first
+    launch, where the step starts waiting for them) or ended (overlap: the
+    last landing, where the step's wait for them ends) inside a compute
+    slice of their rank, by more than a microsecond (the rounding)."""
+    names = track_names(events)
+    tracks = slices(events)
+    per_step = {}
+    for pid, by_key in flights(events).items():
+        for (_, step), fl in by_key.items():
+            edge = max(end for _, end in fl) if overlap else min(start for start, _ in fl)
+            old = per_step.get((pid, step))
+            per_step[(pid, step)] = edge if old is None else (max if overlap else min)(old, edge)
+    bad = []
+    for (pid, tid), sl in tracks.items():
+        if names.get((pid, tid)) != "phases":
+            continue
+        for start, end, name, step in sl:
+            edge = per_step.get((pid, step))
+            if name == "compute" and edge is not None and start + 1000 < edge < end - 1000:
+                bad.append((pid, step, (edge - start) / 1e6, (end - edge) / 1e6))
+    return bad
+
+
+# ------------------------------------------------------------------ tests
+
+def test_trace(tmp, mode, extra=()):
+    path = os.path.join(tmp, "trace-%s.json" % mode)
+    p = mpirun(BASE + ["--workload", "bilstm", "--hidden", "200", "--batch", "4", "--steps", "12",
+                       "--grad-sync", mode, "--trace", path] + list(extra))
+    check(p.returncode == 0, "%s: 2 ranks run with --trace: %s" % (mode, p.stderr[-300:]))
+    if p.returncode != 0:
+        return
+    events = load(path)
+    faults = nesting_faults(events)
+    check(len(faults) >= 6 and all(n == 0 for n in faults.values()),
+          "%s: every track's slices nest (%d tracks, badly nested slices by track: %s)"
+          % (mode, len(faults), {k: n for k, n in faults.items() if n}))
+    bad, compared = unaligned_steps(events)
+    steps = {step for f in flights(events).values() for (_, step) in f}
+    check(compared >= 12 and steps == set(range(12)) and not bad,
+          "%s: each step's all-reduces overlap on both ranks (%d compared, steps %s; apart by"
+          " ms: %s)" % (mode, compared, sorted(steps), bad[:5]))
+    inside = inside_compute(events, mode == "overlap")
+    check(not inside, "%s: the wait for each step's all-reduces %s inside no compute slice"
+          " (rank, step, ms of compute before and after it: %s)"
+          % (mode, "ends" if mode == "overlap" else "starts", inside[:5]))
+
+
+def test_killed(tmp, lost):
+    """Rank @lost is killed (SIGKILL) once its progress lines show it past
+    step 2: the survivor writes what it has, its steps and its all-reduces
+    (rank 0 into the folder and trace asked for, rank 1 beside them, since
+    rank 0 may be the one lost), and its message names the rank lost."""
+    pid_file = os.path.join(tmp, "lost.pid")
+    wrapper = os.path.join(tmp, "lose.sh")
+    with open(wrapper, "w") as f:
+        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = %d ]; then echo $$ > "%s"; fi\n'
+                'exec "$@"\n' % (lost, pid_file))
+    os.chmod(wrapper, 0o755)
+    folder = os.path.join(tmp, "killed-%d" % lost)
+    trace = os.path.join(tmp, "killed-%d.json" % lost)
+    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
+        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
+        "--csv", folder, "--trace", trace], env=ENV, stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT, text=True)
+    # The run would take hours: one that never ends is ended here.
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    killed = False
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if killed or not line.startswith("tach-progress "):
+                continue
+            fields = dict(w.split("=", 1) for w in line.split()[1:])
+            if fields.get("rank") == str(lost) and int(fields.get("step", 0)) >= 2:
+                with open(pid_file) as f:
+                    os.kill(int(f.read()), signal.SIGKILL)
+                killed = True
+        p.wait()
+    finally:
+        watchdog.cancel()
+    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    check(killed and p.returncode != 0, "rank %d killed: the run ends non-zero: %s"
+          % (lost, out.strip()[-300:]))
+    survivor = 1 - lost
+    if survivor != 0:
+        folder = os.path.join(folder, "rank%d" % survivor)
+        trace = os.path.join(tmp, "killed-%d.rank%d.json" % (lost, survivor))
+    rows = rows_of(folder, "samples.csv")
+    check(len(rows) > 2 and {r["rank"] for r in rows} == {str(survivor)},
+          "rank %d killed: rank %d's rows kept in %s (%d, ranks %s)"
+          % (lost, survivor, os.path.relpath(folder, tmp), len(rows),
+             sorted({r["rank"] for r in rows})))
+    events = load(trace) if os.path.exists(trace) else []
+    names = {(e["pid"], e["args"]["name"]) for e in events if e["ph"] == "M"}
+    counters = [e for e in events if e["ph"] == "C" and e["name"] == "bytes in flight"]
+    steps = [e for e in events if e["ph"] == "X" and e["name"] == "step"]
+    check((survivor, "rank %d" % survivor) in names
+          and any(pid == survivor and n.startswith("all-reduce") for pid, n in names)
+          and len(counters) > 0 and len(steps) > 2 and {e["pid"] for e in steps} == {survivor},
+          "rank %d killed: rank %d's trace %s has its steps, its all-reduces and bytes in flight"
+          " (%s, %d steps, %d counter points)"
+          % (lost, survivor, os.path.basename(trace), sorted(names), len(steps), len(counters)))
+    check(all(n == 0 for n in nesting_faults(events).values()),
+          "rank %d killed: the survivor's trace nests" % lost)
+    runs = rows_of(folder, "runs.csv")
+    check([r["state"] for r in runs] == ["failed"], "rank %d killed: the run failed: %s"
+          % (lost, [r["state"] for r in runs]))
+    check("rank %d did not answer the others' stop" % lost in out, "rank %d killed: rank %d's message names it: %s"
+          % (lost, survivor, out.strip()[-400:]))
+
+
+def test_stopped(tmp):
+    """mpirun sent SIGTERM once both ranks are past step 2, as the window's
+    Escape and kill -TERM do: every rank stops, and the run is cancelled,
+    not failed (mpirun passes the stop on as it does a lost rank's end).
+    mpirun's own status is Open MPI's (1 whenever it is signalled), so only
+    the results say how it ended."""
+    folder = os.path.join(tmp, "stopped")
+    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", CLI] + BASE + [
+        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
+        "--csv", folder], env=ENV, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    past = set()
+    lines = []
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if len(past) == 2 or not line.startswith("tach-progress "):
+                continue
+            fields = dict(w.split("=", 1) for w in line.split()[1:])
+            if int(fields.get("step", 0)) >= 2:
+                past.add(fields.get("rank"))
+                if len(past) == 2:
+                    p.send_signal(signal.SIGTERM)
+        p.wait()
+    finally:
+        watchdog.cancel()
+    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    runs = rows_of(folder, "runs.csv")
+    check(len(past) == 2 and [r["state"] for r in runs] == ["cancelled"],
+          "mpirun stopped: runs.csv says cancelled: %s: %s"
+          % ([r["state"] for r in runs], out.strip()[-300:]))
+    check("stopped after" in out and "did not answer" not in out and "failed" not in out,
+          "mpirun stopped: rank 0 says it stopped, and no rank that it failed: "
+          + out.strip()[-300:])
+
+
+def test_usage_once():
+    """A usage error in the command line every rank got is said once (by
+    rank 0), not once per rank (a rank started with a command line of its
+    own still says its own)."""
+    p = mpirun(BASE + ["--workload", "nope"])
+    said = p.stderr.count("invalid value 'nope' for --workload")
+    check(p.returncode != 0 and said == 1,
+          "a usage error of every rank's command line is said once (%d times): %s"
+          % (said, p.stderr.strip()[-300:]))
+
+
+def main():
+    if not HAVE_MPI:
+        print("skip: this Tach was built without MPI")
+        return 77
+    if shutil.which("mpirun") is None:
+        print("skip: no mpirun (apt-get install openmpi-bin)")
+        return 77
+    with tempfile.TemporaryDirectory(prefix="tach-mpi-trace-") as tmp:
+        for mode in ("fused", "per-tensor", "overlap"):
+            test_trace(tmp, mode, ["--bucket-mb", "1"] if mode == "overlap" else [])
+        for lost in (1, 0):
+            test_killed(tmp, lost)
+        test_stopped(tmp)
+        test_usage_once()
+    print("%d failed" % len(failures) if failures else "all passed")
+    return 1 if failures else 0
+
+
+sys.exit(main())
