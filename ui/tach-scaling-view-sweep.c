@@ -28,8 +28,13 @@
 static void
 set_rounds_line (TachScalingView *self, const char *text)
 {
+  GtkWidget *scroller = gtk_widget_get_ancestor (GTK_WIDGET (self->rounds_label),
+                                                 GTK_TYPE_SCROLLED_WINDOW);
+
   gtk_label_set_text (self->rounds_label, text);
-  gtk_widget_set_visible (GTK_WIDGET (self->rounds_label), text != NULL && *text != '\0');
+  /* The scrolled area, not only the label: empty, its scrollbar's
+   * minimum would still take some 60 px of the view's height. */
+  gtk_widget_set_visible (scroller, text != NULL && *text != '\0');
 }
 
 static void

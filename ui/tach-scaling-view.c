@@ -366,7 +366,6 @@ tach_scaling_view_init (TachScalingView *self)
   gtk_label_set_xalign (self->rounds_label, 0);
   gtk_label_set_wrap (self->rounds_label, TRUE);
   gtk_widget_add_css_class (GTK_WIDGET (self->rounds_label), "dim-label");
-  gtk_widget_set_visible (GTK_WIDGET (self->rounds_label), FALSE);
   /* What stayed unresolved may take many lines (one a point): they scroll
    * past a few, instead of pushing the chart off the window. */
   rounds = gtk_scrolled_window_new ();
@@ -375,6 +374,7 @@ tach_scaling_view_init (TachScalingView *self)
   gtk_scrolled_window_set_propagate_natural_height (GTK_SCROLLED_WINDOW (rounds), TRUE);
   gtk_scrolled_window_set_max_content_height (GTK_SCROLLED_WINDOW (rounds), ROUNDS_HEIGHT);
   gtk_scrolled_window_set_child (GTK_SCROLLED_WINDOW (rounds), GTK_WIDGET (self->rounds_label));
+  gtk_widget_set_visible (rounds, FALSE);
   gtk_box_append (GTK_BOX (self->box), rounds);
 
   self->toggles = gtk_box_new (GTK_ORIENTATION_HORIZONTAL, 4);
