@@ -221,17 +221,7 @@ format_speedup (TachCliSweep *cli, TachSweep *sweep, guint base_index, guint ind
   /* Runs that lost threads to other processes, or a busy machine: the
    * figure is of another machine, whatever its interval says. */
   {
-    const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
-    guint n_presets = tach_sweep_get_n_presets (sweep);
-    g_autofree char *name_a = axis != NULL
-      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, base_index % n_presets),
-                         axis->knob->name, axis->values[base_index / n_presets])
-      : g_strdup (tach_sweep_get_preset (sweep, base_index % n_presets));
-    g_autofree char *name_b = axis != NULL
-      ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, index % n_presets),
-                         axis->knob->name, axis->values[index / n_presets])
-      : g_strdup (tach_sweep_get_preset (sweep, index % n_presets));
-    g_autofree char *caveat = tach_summary_dup_load_caveat (name_a, base, name_b, s);
+    g_autofree char *caveat = tach_sweep_dup_load_caveat (sweep, base_index, base, index, s);
 
     if (caveat != NULL)
       {

@@ -1,8 +1,9 @@
 /* test-gui-scaling.c: the Scaling view under xvfb-run (part of test-gui):
  * a small sweep of one knob across the workload's presets on the engine,
  * the plotted points against the engine's summaries, show/hide, hover,
- * the exports, a bad spec, and stop; and a synthetic grid whose points ran
- * apart on a busy machine. */
+ * the exports, a bad spec, and stop; a sweep beside a spinning process,
+ * whose rounds line says so; and a synthetic grid whose points ran apart
+ * on a busy machine. */
 #include <adwaita.h>
 #include <math.h>
 #include <string.h>
@@ -10,6 +11,7 @@
 #include "tach-window.h"
 #include "tach-scaling-view.h"
 #include "test-gui.h"
+#include "test-spinners.h"
 
 static gboolean
 scaling_idle (gpointer data)
@@ -257,4 +259,69 @@ test_scaling (Fixture *fixture, gconstpointer data)
   g_assert_false (tach_window_get_running (fixture->window));
   g_assert_null (find_message_dialog (fixture->window));
   g_assert_true (g_str_has_prefix (tach_scaling_view_get_rounds_text (view), "Stopped in round 1"));
+}
+
+/* A sweep while another process spins on a processor: its runs are of a
+ * busy machine (and may lose a thread), and the rounds line under the
+ * controls says so for each point against its value's first preset, in
+ * the words of Compare and the CLI's table (tach_summary_dup_load_caveat
+ * of the runs shown). */
+void
+test_scaling_busy (Fixture *fixture, gconstpointer data)
+{
+  TachScalingView *view = tach_window_get_scaling_view (fixture->window);
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  g_autoptr(GError) error = NULL;
+  const TachScalingGrid *grid;
+  const char *text;
+  pid_t spinner;
+  guint n_spinners, np, nv, n_caveats = 0;
+
+  (void) data;
+  /* Runs long enough for the load to be measured (a run of a few ticks
+   * has no figure for it). */
+  g_object_set (panel, "steps", 20, NULL);
+  g_object_set (fixture->window, "show-config", FALSE, NULL);
+  g_assert_true (tach_scaling_view_set_spec (view, "batch", "4,8"));
+  n_spinners = test_spinners_start (&spinner, 1);
+  g_assert_true (tach_scaling_view_start (view, &error));
+  g_assert_no_error (error);
+  g_assert_true (iterate_until (scaling_idle, view, 300));
+  test_spinners_stop (&spinner, n_spinners);
+
+  grid = tach_scaling_view_get_grid (view);
+  np = g_strv_length (grid->presets);
+  nv = g_strv_length (grid->values);
+  g_assert_cmpuint (np, >=, 2);
+  text = tach_scaling_view_get_rounds_text (view);
+  g_test_message ("%s", text);
+  g_assert_true (g_str_has_prefix (text, "2 rounds."));
+  for (guint v = 0; v < nv; v++)
+    for (guint p = 1; p < np; p++)
+      {
+        g_autofree char *name_a = g_strdup_printf ("%s batch=%s", grid->presets[0], grid->values[v]);
+        g_autofree char *name_b = g_strdup_printf ("%s batch=%s", grid->presets[p], grid->values[v]);
+        g_autofree char *caveat = NULL;
+        TachSummary a, b;
+
+        tach_run_get_summary (tach_scaling_view_get_run (view, 0, v), &a);
+        tach_run_get_summary (tach_scaling_view_get_run (view, p, v), &b);
+        caveat = tach_summary_dup_load_caveat (name_a, &a, name_b, &b);
+        if (caveat == NULL)
+          continue;
+        g_assert_nonnull (strstr (caveat, "this speed-up is for a busy machine; rerun idle"));
+        g_assert_nonnull (strstr (text, caveat));
+        n_caveats++;
+      }
+  /* The spinner took a processor of the machine's: some runs saw it. */
+  g_assert_cmpuint (n_caveats, >, 0);
+  /* One line for each, under the rounds' line. */
+  {
+    g_auto(GStrv) lines = g_strsplit (text, "\n", -1);
+    guint n_lines = 0;
+
+    for (guint i = 0; lines[i] != NULL; i++)
+      n_lines += strstr (lines[i], "rerun idle to compare") != NULL;
+    g_assert_cmpuint (n_lines, ==, n_caveats);
+  }
 }

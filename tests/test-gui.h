@@ -32,6 +32,8 @@ void     test_charts_aligned (Fixture      *fixture,
 void     test_explain        (Fixture      *fixture,
                               gconstpointer data);
 void     test_scaling_busy_apart (void);
+void     test_scaling_busy   (Fixture      *fixture,
+                              gconstpointer data);
 void     test_scaling        (Fixture      *fixture,
                               gconstpointer data);
 /* Export CSV's callback: @user_data is a GError ** that it fills; then

@@ -24,14 +24,20 @@
 #include <glib/gi18n.h>
 #include <math.h>
 
-/* The line under the row: the rounds so far, then the outcome. */
+/* The line under the row: the rounds so far, then the outcome; under it
+ * where runs lost threads or the machine was busy, in Compare's and the
+ * CLI's words, since the speed-ups above are then of a busy machine. */
 static void
-set_rounds_line (TachScalingView *self, const char *text)
+set_rounds_line (TachScalingView *self, const char *text, const char *caveats)
 {
   GtkWidget *scroller = gtk_widget_get_ancestor (GTK_WIDGET (self->rounds_label),
                                                  GTK_TYPE_SCROLLED_WINDOW);
+  g_autofree char *both = caveats != NULL && text != NULL && *text != '\0'
+                          ? g_strdup_printf ("%s\n%s", text, caveats) : NULL;
 
-  gtk_label_set_text (self->rounds_label, text);
+  if (both == NULL && caveats != NULL)
+    text = caveats;
+  gtk_label_set_text (self->rounds_label, both != NULL ? both : text);
   /* The scrolled area, not only the label: empty, its scrollbar's
    * minimum would still take some 60 px of the view's height. */
   gtk_widget_set_visible (scroller, text != NULL && *text != '\0');
@@ -72,6 +78,7 @@ typedef struct {
   TachRun        **shown;    /* [index] owned refs or NULL: each point's run nearest its median */
   double          *ratio;    /* [index] x 3: value, lo, hi; NaN unpaired */
   char            *line;     /* owned, or NULL: the rounds line */
+  char            *caveats;  /* owned, or NULL: tach_sweep_rounds_dup_load_caveats */
 } RoundFigures;
 
 static RoundFigures *
@@ -98,6 +105,7 @@ round_figures_new (TachSweep *sweep, TachSweepRounds *rounds)
       f->ratio[3 * i + 1] = iv.lo;
       f->ratio[3 * i + 2] = iv.hi;
     }
+  f->caveats = tach_sweep_rounds_dup_load_caveats (rounds, sweep);
   return f;
 }
 
@@ -109,6 +117,7 @@ round_figures_free (RoundFigures *f)
   g_free (f->shown);
   g_free (f->ratio);
   g_free (f->line);
+  g_free (f->caveats);
   g_clear_object (&f->view);
   g_free (f);
 }
@@ -141,7 +150,7 @@ round_figures_show (TachScalingView *self, RoundFigures *f)
       self->grid.ratio_hi[i] = f->ratio[3 * i + 2];
     }
   if (f->line != NULL)
-    set_rounds_line (self, f->line);
+    set_rounds_line (self, f->line, f->caveats);
   tach_scaling_chart_changed (self->chart);
 }
 
@@ -321,8 +330,8 @@ show_outcome (TachScalingView *self, ScalingJob *job, gboolean stopped)
   line = tach_sweep_rounds_dup_outcome (job->rounds, job->sweep, stopped);
   f = round_figures_new (job->sweep, job->rounds);
   round_figures_show (self, f);
+  set_rounds_line (self, line, f->caveats);
   round_figures_free (f);
-  set_rounds_line (self, line);
 }
 
 static void
@@ -474,7 +483,7 @@ tach_scaling_view_start (TachScalingView *self, GError **error)
   {
     g_autofree char *line = tach_sweep_rounds_dup_progress (job->rounds, 1, 0, 0);
 
-    set_rounds_line (self, line);
+    set_rounds_line (self, line, NULL);
   }
   task = g_task_new (self, self->cancellable, on_swept, NULL);
   g_task_set_source_tag (task, tach_scaling_view_start);

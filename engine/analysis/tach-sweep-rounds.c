@@ -351,3 +351,49 @@ tach_sweep_rounds_dup_outcome (TachSweepRounds *r, TachSweep *sweep, gboolean st
     g_string_append_printf (line, "\n%s", unresolved);
   return g_string_free (g_steal_pointer (&line), FALSE);
 }
+
+char *
+tach_sweep_dup_load_caveat (TachSweep *sweep, guint base_index, const TachSummary *base,
+                            guint index, const TachSummary *s)
+{
+  const TachSweepAxis *axis = tach_sweep_get_axis (sweep);
+  guint np = tach_sweep_get_n_presets (sweep);
+  g_autofree char *name_a = axis != NULL
+    ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, base_index % np),
+                       axis->knob->name, axis->values[base_index / np])
+    : g_strdup (tach_sweep_get_preset (sweep, base_index % np));
+  g_autofree char *name_b = axis != NULL
+    ? g_strdup_printf ("%s %s=%s", tach_sweep_get_preset (sweep, index % np),
+                       axis->knob->name, axis->values[index / np])
+    : g_strdup (tach_sweep_get_preset (sweep, index % np));
+
+  return tach_summary_dup_load_caveat (name_a, base, name_b, s);
+}
+
+char *
+tach_sweep_rounds_dup_load_caveats (TachSweepRounds *r, TachSweep *sweep)
+{
+  guint np = tach_sweep_get_n_presets (sweep);
+  GString *out = NULL;
+
+  for (guint i = 0; i < tach_sweep_get_n_points (sweep); i++)
+    {
+      guint base_index = i - i % np;
+      TachRun *a = tach_sweep_rounds_pick_run (r, sweep, base_index);
+      TachRun *b = tach_sweep_rounds_pick_run (r, sweep, i);
+      TachSummary sa, sb;
+      g_autofree char *caveat = NULL;
+
+      if (i == base_index || a == NULL || b == NULL)
+        continue;
+      tach_run_get_summary (a, &sa);
+      tach_run_get_summary (b, &sb);
+      caveat = tach_sweep_dup_load_caveat (sweep, base_index, &sa, i, &sb);
+      if (caveat == NULL)
+        continue;
+      if (out == NULL)
+        out = g_string_new (NULL);
+      g_string_append_printf (out, "%s%s", out->len > 0 ? "\n" : "", caveat);
+    }
+  return out != NULL ? g_string_free (out, FALSE) : NULL;
+}

@@ -290,4 +290,16 @@ char            *tach_sweep_rounds_dup_unresolved (TachSweepRounds *rounds, Tach
 char            *tach_sweep_rounds_dup_outcome (TachSweepRounds *rounds, TachSweep *sweep,
                                                 gboolean stopped);
 
+/* Point @index's load caveat against point @base_index
+ * (tach_summary_dup_load_caveat of their summaries @base and @s, each
+ * named "preset knob=value"), or NULL where neither lost threads nor ran
+ * on a busy machine (translated). */
+char            *tach_sweep_dup_load_caveat (TachSweep *sweep, guint base_index,
+                                             const TachSummary *base, guint index,
+                                             const TachSummary *s);
+/* The load caveats of every point against its value's first preset, for
+ * the runs tach_sweep_rounds_pick_run shows, one a line; NULL when there
+ * is none (what the CLI's table notes and the Scaling view says). */
+char            *tach_sweep_rounds_dup_load_caveats (TachSweepRounds *rounds, TachSweep *sweep);
+
 G_END_DECLS
