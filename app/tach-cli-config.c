@@ -4,6 +4,7 @@
  * given that do not apply, and how a refusal exits (a usage error, exit 2;
  * otherwise by the error's code).
  */
+#include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
 
@@ -151,4 +152,53 @@ tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config)
                            "half of the %u steps\n"),
                  config->warmup, tach_config_get_warmup (config), config->steps);
     }
+}
+
+/* "0.4 s", "45 s", "2 min 30 s", "1 h 5 min" (translated). */
+static char *
+dup_duration (double s)
+{
+  guint64 whole = (guint64) round (MAX (s, 0.0));
+
+  if (s < 9.95)
+    /* TRANSLATORS: a duration in seconds, under ten. */
+    return g_strdup_printf (_("%.1f s"), MAX (s, 0.0));
+  if (whole < 60)
+    /* TRANSLATORS: a duration in seconds. */
+    return g_strdup_printf (_("%u s"), (guint) whole);
+  if (whole < 3600)
+    /* TRANSLATORS: a duration in minutes and seconds. */
+    return g_strdup_printf (_("%u min %u s"), (guint) (whole / 60), (guint) (whole % 60));
+  /* TRANSLATORS: a duration in hours and minutes. */
+  return g_strdup_printf (_("%u h %u min"), (guint) (whole / 3600),
+                          (guint) (whole % 3600 / 60));
+}
+
+void
+tach_cli_print_estimate (double first_s, guint runs, guint rounds, double budget_s)
+{
+  g_autofree char *total = dup_duration (first_s * runs);
+  g_autofree char *first = dup_duration (first_s);
+  g_autofree char *budget = budget_s > 0 ? dup_duration (budget_s) : NULL;
+  g_autofree char *n_runs = g_strdup_printf (ngettext ("%u run", "%u runs", runs), runs);
+
+  if (tach_ranks_world_rank () != 0 || runs == 0)
+    return;
+  /* The first run holds the one-time costs (the data made, the plans
+   * tuned) and presets differ in speed: an estimate, said so. */
+  if (budget != NULL)
+    /* TRANSLATORS: "about 2 min 30 s for the 3 given rounds (24 runs, each
+     * estimated as long as the first, 6 s), then at most 45 s more". */
+    printf (ngettext ("  about %s for the %u given round (%s, each estimated as long as "
+                      "the first, %s), then at most %s more\n",
+                      "  about %s for the %u given rounds (%s, each estimated as long as "
+                      "the first, %s), then at most %s more\n", rounds),
+            total, rounds, n_runs, first, budget);
+  else
+    printf (ngettext ("  about %s for the %u given round (%s, each estimated as long as "
+                      "the first, %s)\n",
+                      "  about %s for the %u given rounds (%s, each estimated as long as "
+                      "the first, %s)\n", rounds),
+            total, rounds, n_runs, first);
+  fflush (stdout);
 }

@@ -27,6 +27,10 @@ typedef struct {
   gint          done, total;   /* atomic: measurements done and in all */
   gboolean      live, live_shown;
   TachCliStop   stop;          /* SIGINT, SIGTERM, SIGHUP */
+  gint64        start_us;      /* monotonic: the first run began */
+  guint         runs, rounds;  /* of the given rounds */
+  double        budget_s;
+  gboolean      estimated;     /* worker's: the expected time said */
 } ExplainSession;
 
 /* A side of the explanation: a preset's name, or "k=v ..." settings on
@@ -55,6 +59,15 @@ on_progress (TachExplain *explain, guint done, guint total, gpointer user_data)
   (void) explain;
   g_atomic_int_set (&session->total, (gint) total);
   g_atomic_int_set (&session->done, (gint) done);
+  /* The expected time, once a run says how long one takes. */
+  if (done >= 1 && !session->estimated)
+    {
+      session->estimated = TRUE;
+      if (session->live)
+        fputs ("\r\033[K", stderr);
+      tach_cli_print_estimate ((g_get_monotonic_time () - session->start_us) / 1e6 / done,
+                               session->runs, session->rounds, session->budget_s);
+    }
 }
 
 static gboolean
@@ -393,6 +406,10 @@ tach_cli_command_explain (const TachCliOptions *options)
   session.explain = explain;
   session.cancellable = g_cancellable_new ();
   session.live = isatty (STDERR_FILENO);
+  session.rounds = tach_explain_get_rounds (explain);
+  session.runs = tach_explain_get_n_configs (explain) * session.rounds;
+  session.budget_s = options->budget_s;
+  session.start_us = g_get_monotonic_time ();
   tach_cli_stop_watch (&session.stop, on_stop, &session);
   tick_id = g_timeout_add_seconds (1, on_tick, &session);
   thread = g_thread_new ("tach-explain", explain_thread, &session);

@@ -103,6 +103,12 @@ gboolean tach_cli_build_config (const TachCliOptions *options,
  * honour: those that do not apply to it (the reason the window greys
  * their rows with) and a warm-up cut to half the steps. */
 void     tach_cli_print_notices (const TachCliOptions *options, const TachConfig *config);
+/* Prints on stdout, once the first run of round 1 took @first_s seconds,
+ * the expected time for the @runs runs of the @rounds given rounds (each
+ * as long as the first: an estimate, said so) and, with @budget_s above 0,
+ * the most the budget adds: "about 2 min 30 s for the 3 given rounds
+ * (24 runs), then at most 45 s more".  Rank 0's alone under mpirun. */
+void     tach_cli_print_estimate (double first_s, guint runs, guint rounds, double budget_s);
 /* Sets the knobs given on the command line, in the order given. */
 gboolean tach_cli_apply_knobs (const TachCliOptions *options,
                                TachConfig           *config,

@@ -116,6 +116,12 @@ tach_cli_sweep_run_point (TachSweep *sweep, const TachSweepPoint *point,
   cli->session.label = NULL;
   if (run != NULL && axis != NULL)
     tach_run_set_varied (run, axis->knob->name);
+  /* The expected time, once the first run says how long one takes. */
+  if (point->round == 0 && point->ordinal == 1)
+    tach_cli_print_estimate (g_get_monotonic_time () / 1e6 - cli->start_s,
+                             (tach_sweep_get_n_points (sweep) - tach_sweep_get_n_problems (sweep))
+                             * MAX (cli->options->rounds, 1),
+                             MAX (cli->options->rounds, 1), cli->options->budget_s);
   return run;
 }
 

@@ -280,6 +280,22 @@ if expect "sweep progress counts through the round" 0 "" \
   fi
 fi
 
+# The expected time is said before the rounds run on (issue 42): after
+# the first run, an estimate for the given rounds, then what the budget
+# adds at the most; before the table.  Its form, not its figures.
+dur='([0-9]+\.[0-9] s|[0-9]+ s|[0-9]+ min [0-9]+ s|[0-9]+ h [0-9]+ min)'
+if expect "sweep says the expected time" 0 \
+     "^  about $dur for the 2 given rounds \(4 runs, each estimated as long as the first, $dur\), then at most 1\.0 s more\$" \
+     "$cli" sweep --workload bilstm --presets tf1-constant,tuned --device cpu \
+     --batch 8 --steps 2 --warmup 0 --threads 1 --rounds 2 --budget 1; then
+  at=$(grep -n "^  about " "$out" | cut -d: -f1)
+  table=$(grep -n "^preset " "$out" | cut -d: -f1)
+  if [ "$(grep -c "^  about " "$out")" -ne 1 ] || [ -z "$table" ] || [ "$at" -ge "$table" ]; then
+    passed=$((passed - 1))
+    fail "sweep says the expected time" "once, before the table: line $at, table at ${table:-none}"
+  fi
+fi
+
 # A sweep with a bad preset is bad input: the message names it and the
 # valid ones, nothing runs (no table, no row "invalid (see above)").
 for presets in nosuch tuned,nosuch; do
@@ -476,6 +492,12 @@ ex=$tmp/explain
 if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.[0-9]+ " \
      "$cli" explain --workload bilstm --device cpu --batch 8 --steps 4 --warmup 1 --threads 1 \
      --from tf1-feed-dict --to "layout=batch-major feed=resident sync=1" --budget 0 --csv "$ex"; then
+  # The expected time, without a budget's "then at most" (issue 42).
+  if ! grep -Eq "^  about $dur for the 3 given rounds \(12 runs, each estimated as long as the first, $dur\)\$" "$out"; then
+    fail "explain says the expected time" "$(grep "about" "$out")"
+  else
+    pass "explain says the expected time"
+  fi
   runs=$(($(wc -l < "$ex/runs.csv") - 1))
   # The shares of explain.csv sum to B's step time minus A's.
   sum_ok=$(awk -F, '{ sub(/\r$/, "") }
