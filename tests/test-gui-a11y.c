@@ -112,7 +112,28 @@ collect_unnamed (GtkWidget *widget, GString *unnamed)
       if (label != NULL && GTK_IS_BUTTON (widget) && strchr (label, '_') != NULL
           && gtk_button_get_use_underline (GTK_BUTTON (widget)))
         g_string_append_printf (unnamed, "\n  %s named “%s”", G_OBJECT_TYPE_NAME (widget), label);
-      if (label == NULL
+      /* GTK 4.8's AT-SPI name joins the label to the label of what labels
+       * it, the mnemonic label of a button or the menu button around its
+       * button: a screen reader hears "Explain Explain". */
+      if (label != NULL
+          && gtk_test_accessible_has_relation (GTK_ACCESSIBLE (widget),
+                                               GTK_ACCESSIBLE_RELATION_LABELLED_BY)
+          && (GTK_IS_MENU_BUTTON (gtk_widget_get_parent (widget))
+              || (GTK_IS_BUTTON (widget) && gtk_button_get_use_underline (GTK_BUTTON (widget)))))
+        g_string_append_printf (unnamed, "\n  %s named twice, “%s” and by a label",
+                                G_OBJECT_TYPE_NAME (widget), label);
+      /* A menu button labels the button inside it, the one that takes the
+       * focus: named where the menu button is. */
+      if (label == NULL && GTK_IS_MENU_BUTTON (gtk_widget_get_parent (widget)))
+        {
+          g_autofree char *outer = accessible_string (gtk_widget_get_parent (widget),
+                                                      GTK_ACCESSIBLE_PROPERTY_LABEL);
+
+          if (outer == NULL)
+            g_string_append_printf (unnamed, "\n  %s in an unnamed GtkMenuButton",
+                                    G_OBJECT_TYPE_NAME (widget));
+        }
+      else if (label == NULL
           && (!gtk_test_accessible_has_relation (GTK_ACCESSIBLE (widget),
                                                  GTK_ACCESSIBLE_RELATION_LABELLED_BY)
               || shows_icon_only (widget, &has_image)))

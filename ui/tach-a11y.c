@@ -20,12 +20,22 @@ tach_a11y_set_label (GtkWidget  *widget,
                      const char *label)
 {
   g_return_if_fail (GTK_IS_WIDGET (widget));
+  /* A menu button's inner button, the one that takes the focus, is
+   * labelled by the menu button: GTK 4.8's AT-SPI name joins a label of
+   * its own to that one ("Main Menu Main Menu"). */
   gtk_accessible_update_property (GTK_ACCESSIBLE (widget), GTK_ACCESSIBLE_PROPERTY_LABEL,
                                   label != NULL ? label : "", -1);
-  /* GTK 4.8's menu button passes no name to the button inside it, the one
-   * that takes the focus, which its icon names "GtkImage". */
-  if (GTK_IS_MENU_BUTTON (widget) && GTK_IS_BUTTON (gtk_widget_get_first_child (widget)))
-    tach_a11y_set_label (gtk_widget_get_first_child (widget), label);
+}
+
+void
+tach_a11y_name_by_mnemonic (GtkWidget *button)
+{
+  g_return_if_fail (GTK_IS_BUTTON (button));
+  /* GTK 4.8 names such a button by its label property, underscore and
+   * all, followed by the name of the mnemonic label that labels it
+   * ("_Explain Explain"): the label alone says it once. */
+  if (gtk_button_get_use_underline (GTK_BUTTON (button)))
+    gtk_accessible_reset_property (GTK_ACCESSIBLE (button), GTK_ACCESSIBLE_PROPERTY_LABEL);
 }
 
 void

@@ -17,6 +17,9 @@ void        tach_a11y_set_label        (GtkWidget            *widget,
                                         const char           *label);
 void        tach_a11y_set_description  (GtkWidget            *widget,
                                         const char           *description);
+/* Names @button, whose label has a mnemonic, by that label alone; call it
+ * after each gtk_button_set_label(). */
+void        tach_a11y_name_by_mnemonic (GtkWidget            *button);
 /* The description last set by tach_a11y_set_description(), or NULL. */
 const char *tach_a11y_get_description  (GtkWidget            *widget);
 /* Describes @widget with @describe at the next idle: a live sweep changes

@@ -32,13 +32,7 @@ tach_task_button_update (GtkButton      *button,
   GtkWidget *widget = GTK_WIDGET (button);
 
   gtk_button_set_label (button, running ? _("_Stop") : label);
-  /* GTK 4.8 names the button by its label with the mnemonic's underscore. */
-  {
-    g_autoptr(GString) name = g_string_new (gtk_button_get_label (button));
-
-    g_string_replace (name, "_", "", 1);
-    tach_a11y_set_label (widget, name->str);
-  }
+  tach_a11y_name_by_mnemonic (widget);
   gtk_actionable_set_action_name (GTK_ACTIONABLE (button), running ? "win.stop" : action);
   /* Stop keeps what was measured: not a destructive action's style. */
   if (running)

@@ -27,6 +27,7 @@ struct _TachWindow
   TachExplainView      *explain_view;
   TachScalingView      *scaling_view;
   GtkStack             *compare_stack;
+  GtkWidget            *compare_button;
   GtkFlowBox           *legend;
   GtkMenuButton        *menu_button;
   AdwFlap              *flap;

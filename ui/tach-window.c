@@ -555,6 +555,7 @@ tach_window_class_init (TachWindowClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachWindow, run_table);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_stack);
+  gtk_widget_class_bind_template_child (widget_class, TachWindow, compare_button);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, explain_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, scaling_view);
   gtk_widget_class_bind_template_child (widget_class, TachWindow, legend);
@@ -581,6 +582,7 @@ tach_window_init (TachWindow *self)
 
   gtk_widget_init_template (GTK_WIDGET (self));
   tach_a11y_set_label (GTK_WIDGET (self->menu_button), _("Main Menu"));
+  tach_a11y_name_by_mnemonic (self->compare_button);
   gtk_box_append (self->compare_box, tach_a11y_figures_new (GTK_WIDGET (self->compare_view)));
 
   tach_run_table_set_model (self->run_table, G_LIST_MODEL (self->runs));
