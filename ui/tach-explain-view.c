@@ -475,6 +475,11 @@ tach_explain_view_start_configs (TachExplainView *self,
   gtk_progress_bar_set_text (self->progress, _("Measuring…"));
   task = g_task_new (self, self->cancellable, on_explained, NULL);
   g_task_set_source_tag (task, tach_explain_view_start_configs);
+  /* The worker's own outcome comes back, stopped or not: a stop is its
+   * TACH_ERROR_CANCELLED (with the whole rounds kept), which GTask's check
+   * would replace with a G_IO_ERROR_CANCELLED that on_explained shows as a
+   * failure. */
+  g_task_set_check_cancellable (task, FALSE);
   g_object_set_data (G_OBJECT (task), "tach-generation", GUINT_TO_POINTER (self->generation));
   /* Owned by the task until the result is taken; the worker reads it
    * only while the task runs. */
