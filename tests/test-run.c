@@ -103,6 +103,37 @@ test_progress_between_syncs (void)
   g_array_unref (w.samples);
 }
 
+/* A run that syncs at every step publishes at every step, but tells its
+ * front end at most every 10 ms (and at the end of warm-up and the last
+ * step): a wake-up a step took a third processor from generation's two
+ * threads.  Counted against the run's own wall time, so a slow machine
+ * only allows more calls. */
+static void
+test_notify_cadence (void)
+{
+  TachConfig c;
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GError) error = NULL;
+  gint64 t0;
+  double wall_ms;
+  Watch w = { 0 };
+
+  test_tiny_config (&c, 3000);
+  g_assert_true (tach_config_set (&c, "sync", "1", NULL));
+  run = tach_run_new (&c, &error);
+  g_assert_no_error (error);
+  tach_config_clear (&c);
+
+  t0 = g_get_monotonic_time ();
+  watch_run (run, &w);
+  wall_ms = (double) (g_get_monotonic_time () - t0) / 1000.0;
+  g_assert_cmpint (w.final, ==, TACH_RUN_STATE_FINISHED);
+  g_assert_cmpuint (w.samples->len, ==, 3000);
+  g_test_message ("%u calls for 3000 steps in %.0f ms", w.calls, wall_ms);
+  g_assert_cmpfloat (w.calls, <=, wall_ms / 10.0 + 4);
+  g_array_unref (w.samples);
+}
+
 static void
 test_lifecycle (void)
 {
@@ -595,6 +626,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/run/lifecycle", test_lifecycle);
   g_test_add_func ("/engine/run/sync-cadence", test_sync_cadence);
   g_test_add_func ("/engine/run/progress", test_progress_between_syncs);
+  g_test_add_func ("/engine/run/notify-cadence", test_notify_cadence);
   g_test_add_func ("/engine/run/pending-bytes", test_pending_bytes);
   g_test_add_func ("/engine/run/stop", test_stop);
   g_test_add_func ("/engine/run/cancel-before-start", test_cancel_before_start);

@@ -209,7 +209,8 @@ tach_run_pending_sync (TachRunThread *e, double *sync_ms)
 }
 
 /* Publishes the waiting steps' samples; the last one synced for
- * @last_sync_ms. */
+ * @last_sync_ms.  The caller tells the main thread (schedule_notify) when
+ * it should look. */
 void
 tach_run_pending_publish (TachRunThread *e, double last_sync_ms)
 {
@@ -228,7 +229,6 @@ tach_run_pending_publish (TachRunThread *e, double last_sync_ms)
   g_array_set_size (e->pending, 0);
   e->n_timed = 0;
   e->held_bytes = 0;
-  tach_run_schedule_notify (run);
 }
 
 /* After a failure: publishes the steps that ended before it (their times
@@ -242,4 +242,5 @@ tach_run_pending_publish_ended (TachRunThread *e)
     g_array_set_size (e->pending, e->pending->len - 1);
   e->n_timed = MIN (e->n_timed, e->pending->len);
   tach_run_pending_publish (e, 0.0);
+  tach_run_schedule_notify (e->run);
 }

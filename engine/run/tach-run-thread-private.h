@@ -105,9 +105,9 @@ void     tach_run_pending_time (TachRunThread *e, guint upto);
  * time spent.  FALSE when the backend failed. */
 gboolean tach_run_pending_sync (TachRunThread *e, double *sync_ms);
 /* Publishes the waiting steps' samples; the last one synced for
- * @last_sync_ms. */
+ * @last_sync_ms.  The caller tells the main thread when it should look. */
 void     tach_run_pending_publish (TachRunThread *e, double last_sync_ms);
-/* After a failure: publishes the steps that ended before it. */
+/* After a failure: publishes the steps that ended before it, and tells. */
 void     tach_run_pending_publish_ended (TachRunThread *e);
 /* Data parallel, after the last step (run/tach-run-ranks.c): gathers every
  * rank's samples on rank 0, splits each step's communication into the
