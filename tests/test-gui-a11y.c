@@ -100,8 +100,9 @@ collect_unnamed (GtkWidget *widget, GString *unnamed)
 {
   if (!gtk_widget_get_mapped (widget))
     return;
-  /* A drop-down's own button is GTK's inside it: the drop-down is named. */
-  if (needs_name (widget) && !GTK_IS_DROP_DOWN (gtk_widget_get_parent (widget)))
+  /* A drop-down's own button, GTK's inside it, takes the focus: it is
+   * checked as any other. */
+  if (needs_name (widget))
     {
       g_autofree char *label = accessible_string (widget, GTK_ACCESSIBLE_PROPERTY_LABEL);
       gboolean has_image = FALSE;

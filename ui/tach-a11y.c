@@ -174,4 +174,13 @@ tach_a11y_label_by (GtkWidget *widget,
                                   label, NULL, -1);
   if (GTK_IS_LABEL (label))
     gtk_label_set_mnemonic_widget (GTK_LABEL (label), widget);
+  /* What takes the focus in a drop-down is GTK's toggle button inside it,
+   * which AT-SPI otherwise names by its class ("GtkToggleButton"): the
+   * label names it too. */
+  if (GTK_IS_DROP_DOWN (widget))
+    for (GtkWidget *child = gtk_widget_get_first_child (widget); child != NULL;
+         child = gtk_widget_get_next_sibling (child))
+      if (GTK_IS_TOGGLE_BUTTON (child))
+        gtk_accessible_update_relation (GTK_ACCESSIBLE (child),
+                                        GTK_ACCESSIBLE_RELATION_LABELLED_BY, label, NULL, -1);
 }

@@ -4,6 +4,7 @@
  * properties, so this file only wires the model and the baseline choice.
  */
 #include "tach-run-table.h"
+#include "tach-a11y.h"
 #include "tach-phase-bar.h"
 
 #include <glib/gi18n.h>
@@ -16,6 +17,7 @@ struct _TachRunTable
   GtkWidget      *scroller;
   GtkColumnView  *column_view;
   GtkDropDown    *baseline_dropdown;
+  GtkWidget      *baseline_label;
   GtkColumnViewColumn *run_column, *rate_column, *speedup_column;
   GtkWidget      *title;
   gboolean        compact;
@@ -283,6 +285,7 @@ tach_run_table_class_init (TachRunTableClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, scroller);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, column_view);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_dropdown);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_label);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, title);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, run_column);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, rate_column);
@@ -295,6 +298,7 @@ static void
 tach_run_table_init (TachRunTable *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
+  tach_a11y_label_by (GTK_WIDGET (self->baseline_dropdown), self->baseline_label);
   gtk_orientable_set_orientation (GTK_ORIENTABLE (gtk_widget_get_layout_manager (GTK_WIDGET (self))),
                                   GTK_ORIENTATION_VERTICAL);
   g_signal_connect (gtk_scrolled_window_get_hadjustment (GTK_SCROLLED_WINDOW (self->scroller)),
