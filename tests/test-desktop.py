@@ -3,7 +3,7 @@
 the desktop integration, checked on the built metainfo and the sources.
 
 - The metainfo names its developer with <developer id><name>, pins its
-  screenshots to the release's tag (no branch), tags the Chinese one with
+  screenshots to a release's tag or a commit that holds them (no branch), tags the Chinese one with
   its language, gives light and dark brand colours, a summary of at most 35
   characters, its gettext domain and its repository's address.
 - A symbolic app icon is installed beside the full-colour one.
@@ -15,6 +15,8 @@ Usage: test-desktop.py SOURCE_ROOT BUILD_ROOT.
 """
 import json
 import os
+import re
+import subprocess
 import sys
 import xml.etree.ElementTree as ET
 
@@ -22,7 +24,16 @@ XML_LANG = "{http://www.w3.org/XML/1998/namespace}lang"
 APP_ID = "io.github.tach.Tach"
 
 
-def check_metainfo(build):
+def git_has(src, rev):
+    """Whether the git checkout at src has the object rev."""
+    try:
+        return subprocess.run(["git", "-C", src, "cat-file", "-e", rev],
+                              capture_output=True).returncode == 0
+    except OSError:
+        return False
+
+
+def check_metainfo(src, build):
     root = ET.parse(os.path.join(build, "resources", APP_ID + ".metainfo.xml")).getroot()
     assert root.find("developer_name") is None, "the deprecated <developer_name>"
     developer = root.find("developer")
@@ -37,7 +48,13 @@ def check_metainfo(build):
     images = root.findall("screenshots/screenshot/image")
     for image in images:
         assert "/raw/main/" not in image.text and "/blob/main/" not in image.text, image.text
-        assert "/raw/v" in image.text, "not pinned to a tag: " + image.text
+        pin = image.text.split("/raw/", 1)[1].split("/", 1)[0] if "/raw/" in image.text else ""
+        assert re.fullmatch(r"v[0-9.]+|[0-9a-f]{40}", pin), "not pinned to a tag or commit: " + image.text
+        # The pinned commit holds the file, where this checkout has that
+        # commit (a shallow clone may not).
+        if re.fullmatch(r"[0-9a-f]{40}", pin) and git_has(src, pin + "^{commit}"):
+            path = image.text.split("/raw/" + pin + "/", 1)[1]
+            assert git_has(src, pin + ":" + path), "not at " + pin + ": " + path
     chinese = [i for i in images if "zh_CN" in i.text]
     assert chinese and all(i.get(XML_LANG) == "zh_CN" for i in chinese), "zh_CN untagged"
 
@@ -79,7 +96,7 @@ def main():
     if len(sys.argv) != 3:
         print(__doc__)
         return 2
-    check_metainfo(sys.argv[2])
+    check_metainfo(sys.argv[1], sys.argv[2])
     check_icons(sys.argv[2])
     check_window(sys.argv[1])
     return 0
