@@ -56,6 +56,9 @@ void     test_open_results   (Fixture      *fixture,
 /* The first widget at or below @widget with the style class @css_class. */
 GtkWidget *find_widget_with_class (GtkWidget *widget,
                                    const char *css_class);
+/* The first widget at or below @widget whose CSS name is @name. */
+GtkWidget *find_widget_with_css_name (GtkWidget *widget,
+                                      const char *name);
 /* What the GtkScrolledWindow @scroller scrolls (in its viewport or not). */
 GtkWidget *scrolled_child        (GtkWidget *scroller);
 /* The label at or below @widget whose text is @text, or NULL. */
@@ -83,14 +86,14 @@ void     test_a11y           (Fixture      *fixture,
 /* The window at 1280, 800 and 360 px (test-gui-layout.c). */
 void     test_layout         (Fixture      *fixture,
                               gconstpointer data);
-/* Iterates the main loop for @seconds (test-gui.c). */
+/* Iterates the main loop for @seconds (test-gui-util.c). */
 void     iterate_for         (double        seconds);
-/* The first widget at or below @widget of @type, or NULL (test-gui.c). */
+/* The first widget at or below @widget of @type, or NULL (test-gui-util.c). */
 GtkWidget *find_widget_of_type (GtkWidget  *widget,
                                 GType       type);
-/* The window is on screen (test-gui.c). */
+/* The window is on screen (test-gui-util.c). */
 gboolean window_mapped       (gpointer      data);
-/* The window has runs and none going (test-gui.c). */
+/* The window has runs and none going (test-gui-util.c). */
 gboolean window_idle         (gpointer      data);
 /* The window's sweep of presets has ended (test-gui.c). */
 gboolean sweep_done          (gpointer      data);
