@@ -292,6 +292,78 @@ struct _TachBackendOps {
                              guint64 seed, guint64 counter, int32_t *tok, int32_t *ctx, int len,
                              float *loss);
 
+  /* --- Transformer (the gpt workload; optional, all or none) ---
+   * Attention tensors are per head: q and o [B, H, Tq, hd]; the keys and
+   * values k and v [B, H, cap, hd], a cache of @cap positions of which
+   * the first Tk hold keys.  Causal: query row i, at absolute position
+   * pos + i, sees the keys j <= pos + i (and j < Tk).  Training runs them
+   * with pos = 0 and Tq = Tk = cap = T. */
+  /* For i < batch: C_i = alpha op(A_i) op(B_i) + beta C_i, as gemm, with
+   * A_i = a + i * stride_a (floats), likewise B_i and C_i. */
+  void (*gemm_strided_batched) (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                                float alpha, const float *a, int lda, size_t stride_a,
+                                const float *b, int ldb, size_t stride_b, float beta,
+                                float *c, int ldc, size_t stride_c, int batch);
+  /* y = a + b over @n floats (y may be a or b): a residual, unfused. */
+  void (*add)   (TachBackend *be, const float *a, const float *b, float *y, size_t n);
+  /* x *= alpha over @n floats: a scaling pass of its own (fusion=none's
+   * attention scale, AdamW's decoupled weight decay). */
+  void (*scale) (TachBackend *be, float *x, float alpha, size_t n);
+  /* LayerNorm over the rows of [rows, dim], eps 1e-5:
+   * y = (s - mean) * rstd * gamma + beta, with s = x, or, when @res is not
+   * NULL, s = x + res written to @sum (the residual add fused into the
+   * norm; @sum may be x).  mean and rstd [rows] are kept for backward. */
+  void (*layernorm_fwd) (TachBackend *be, const float *x, const float *res, float *sum,
+                         const float *gamma, const float *beta, float *y, float *mean,
+                         float *rstd, int rows, int dim);
+  /* From dy: dx = the norm's input gradient, plus @dres when not NULL
+   * (the residual branch's gradient, fused; dx may be dres); dgamma and
+   * dbeta [dim] overwritten.  x is the forward's s. */
+  void (*layernorm_bwd) (TachBackend *be, const float *x, const float *gamma, const float *mean,
+                         const float *rstd, const float *dy, const float *dres, float *dx,
+                         float *dgamma, float *dbeta, int rows, int dim);
+  /* GPT-2's GELU (the tanh form) over [rows, dim]: when @bias is not NULL
+   * x[r, :] += bias first, in place (bias and activation fused: x then
+   * holds the pre-activation that backward reads), then y = gelu (x). */
+  void (*gelu_fwd) (TachBackend *be, float *x, const float *bias, float *y, int rows, int dim);
+  /* dx = dy * gelu'(x) over @n floats; may run in place (dx == dy). */
+  void (*gelu_bwd) (TachBackend *be, const float *x, const float *dy, float *dx, size_t n);
+  /* Heads: x [B*T, ldx] holds H heads of @hd columns from column 0 (a
+   * projection's output; a view of q, k or v in [B*T, 3C] with ldx 3C).
+   * split: y[b, h, pos + t, :] = x[b*T + t, h*hd ...] with y [B, H, cap,
+   * hd] (appends T positions to a cache at @pos).  merge, its inverse:
+   * x[b*T + t, h*hd ...] = y[b, h, pos + t, :] (the other columns of x
+   * untouched). */
+  void (*heads_split) (TachBackend *be, const float *x, int ldx, float *y, int B, int T, int H,
+                       int hd, int cap, int pos);
+  void (*heads_merge) (TachBackend *be, const float *y, float *x, int ldx, int B, int T, int H,
+                       int hd, int cap, int pos);
+  /* The naive attention's softmax, in place over s [bh, Tq, Tk] (scores
+   * materialised): s = softmax (scale * s) per row with the causal mask
+   * (keys past pos + i get probability 0). */
+  void (*causal_softmax_fwd) (TachBackend *be, float *s, int bh, int tq, int tk, int pos,
+                              float scale);
+  /* ds = scale * p * (dp - sum_j p dp) per row (p the forward's output;
+   * ds may be dp). */
+  void (*causal_softmax_bwd) (TachBackend *be, const float *p, const float *dp, float *ds,
+                              int bh, int tq, int tk, float scale);
+  /* Fused attention (FlashAttention's algorithm: tiles of keys, an online
+   * softmax, no [Tq, Tk] matrix stored): o = softmax (scale q k^T, causal)
+   * v, and lse [B*H*Tq] (may be NULL when nothing trains) the log-sum-exp
+   * of each row's scaled scores, for backward. */
+  void (*attention_fwd) (TachBackend *be, const float *q, const float *k, const float *v,
+                         float *o, float *lse, int B, int H, int tq, int tk, int cap, int hd,
+                         int pos, float scale);
+  /* Its backward (training: pos 0, tq = tk = cap), recomputing the
+   * probabilities from lse: dq, dk, dv overwritten. */
+  void (*attention_bwd) (TachBackend *be, const float *q, const float *k, const float *v,
+                         const float *o, const float *dout, const float *lse, float *dq,
+                         float *dk, float *dv, int B, int H, int t, int hd, float scale);
+  /* dtable[idx[i], :] += dout[i, :] for i < n, in order of i (the
+   * embedding's gradient, accumulated: a tied LM head adds its own). */
+  void (*embedding_bwd) (TachBackend *be, const float *dout, const int32_t *idx, float *dtable,
+                         int n, int dim);
+
   /* --- optimisers over one flat parameter buffer --- */
   /* Adam; *t (device float) is the step count, incremented by the op so that
    * a captured graph replays correctly.  Kingma & Ba's form (as PyTorch),
