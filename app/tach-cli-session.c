@@ -347,6 +347,9 @@ tach_cli_print_header (const TachConfig     *config,
           device != NULL ? device->id : config->device,
           device != NULL && device->name != NULL ? device->name : "?",
           batch, steps, warmup);
+  /* A step is an update: say how many micro-batches make it. */
+  if (tach_config_get_accumulate (config) > 1 && g_strcmp0 (varied, "accumulate") != 0)
+    printf (_(", each step one update of %u micro-batches"), tach_config_get_accumulate (config));
   if (varied != NULL && field == NULL)
     printf (_(", %s %s"), varied, varied_values);
   if (with_preset && config->preset != NULL)

@@ -113,10 +113,11 @@ test_knob_table (void)
       g_assert_true (k->clauses == NULL || (k->values != NULL && k->clause == NULL));
       if (k->kind == TACH_KNOB_KIND_INTEGER)
         g_assert_cmpuint (k->min, <=, k->max);
-      /* Only the modes that change the numbers say so. */
+      /* Only the modes that change the numbers say so (accumulate: the
+       * update's batch grows). */
       g_assert_true (k->changes_results
                      == (k->id == TACH_KNOB_LAYOUT || k->id == TACH_KNOB_PRECISION
-                         || k->id == TACH_KNOB_GRAD_COMPRESS));
+                         || k->id == TACH_KNOB_GRAD_COMPRESS || k->id == TACH_KNOB_ACCUMULATE));
       g_assert_true (k->is_mode == (k->group == TACH_KNOB_GROUP_MODE));
       g_assert_true (!k->is_shape || k->group == TACH_KNOB_GROUP_MODEL);
       if (k->is_mode)

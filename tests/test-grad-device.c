@@ -18,6 +18,11 @@
  *     mpirun -np 2 two ranks on a machine with one such device are refused;
  *   - a rank that fails on its own with a collective in flight that never
  *     ends returns, failed, within a deadline (the communicator aborted);
+ *   - gradient accumulation (4 micro-batches): accumulate-sync=every
+ *     all-reduces after each micro-batch, every one of them a flight and
+ *     exposed communication of its step (events of its own, not the last
+ *     one's over again), last once a step, over the summed gradients; both
+ *     give the CPU's losses at accumulate=4, bit for bit (one rank);
  *   - tuned on a device that launches graphs: eager under mpirun -np 1 and
  *     -np 2 (the ranks' all-reduces are not captured), said among the run's
  *     algorithms; launch=graph asked for still refused.
@@ -158,6 +163,67 @@ test_modes (void)
   check_sync ("fused", 1, cpu->losses);
   /* bucket-mb=1: the 3.2 MB of LSTM weights and the rest. */
   check_sync ("overlap", 2, cpu->losses);
+}
+
+/* accumulate=4 under accumulate-sync=@sync with grad-sync=@grad_sync:
+ * @syncs all-reduce rounds a step of @buckets each. */
+static void
+check_accumulate (const char *sync, const char *grad_sync, guint buckets, guint syncs,
+                  GArray *cpu_losses)
+{
+  g_autofree char *settings = g_strdup_printf ("accumulate=4 accumulate-sync=%s", sync);
+  g_autoptr(TachRun) run = NULL;
+  g_autoptr(GArray) samples = NULL;
+  g_autoptr(GArray) losses = NULL;
+  g_autoptr(GArray) flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0 hidden=200 batch=4 steps=" G_STRINGIFY (STEPS)
+                       " warmup=2 threads=1 bucket-mb=1");
+  test_apply (&config, settings);
+  config.grad_sync = g_str_equal (grad_sync, "fused") ? TACH_GRAD_SYNC_FUSED
+                                                        : TACH_GRAD_SYNC_OVERLAP;
+  run = test_run_to_end (&config);
+  tach_config_clear (&config);
+  samples = tach_run_dup_samples (run);
+  losses = losses_of (samples);
+  test_assert_same_losses (cpu_losses, losses, 0.0, settings);
+  g_assert_cmpuint (tach_run_copy_rank_flights (run, 0, flights), ==, STEPS * buckets * syncs);
+  for (guint i = 0; i < flights->len; i++)
+    {
+      const TachGradFlight *f = &g_array_index (flights, TachGradFlight, i);
+
+      g_assert_cmpuint (f->step, ==, i / (buckets * syncs));
+      g_assert_cmpuint (f->bucket, ==, i % buckets);
+      g_assert_true (f->start_ms >= 0.0 && f->dur_ms >= 0.9 * COLLECTIVE_MS);
+    }
+  for (guint i = 0; i < samples->len; i++)
+    {
+      const TachSample *s = &g_array_index (samples, TachSample, i);
+
+      g_assert_true (isfinite (s->comm_ms) && s->comm_ms >= 0.0);
+      g_assert_true (isfinite (s->pack_ms) && s->pack_ms >= 0.0);
+      /* fused waits on each of its all-reduces: all of them exposed. */
+      if (g_str_equal (grad_sync, "fused"))
+        g_assert_cmpfloat (s->comm_ms, >=, 0.9 * COLLECTIVE_MS * syncs);
+    }
+}
+
+static void
+test_accumulate (void)
+{
+  g_autoptr(TestRunResult) cpu = test_run_ok (TACH_WORKLOAD_BILSTM,
+                                              "device=cpu hidden=200 batch=4 warmup=2 threads=1"
+                                              " accumulate=4",
+                                              "steps=" G_STRINGIFY (STEPS), NULL);
+
+  tach_async_device_set_collective_cost (COLLECTIVE_MS * 1000.0);
+  check_accumulate ("every", "fused", 1, 4, cpu->losses);
+  check_accumulate ("last", "fused", 1, 1, cpu->losses);
+  check_accumulate ("every", "overlap", 2, 4, cpu->losses);
+  check_accumulate ("last", "overlap", 2, 1, cpu->losses);
+  tach_async_device_set_collective_cost (0.0);
 }
 
 /* How long a failed run may take to return: far beyond the seconds it
@@ -330,6 +396,7 @@ main (int argc, char **argv)
   if (tach_ranks_world_size () == 1)
     {
       g_test_add_func ("/grad-device/modes", test_modes);
+      g_test_add_func ("/grad-device/accumulate", test_accumulate);
       g_test_add_func ("/grad-device/failed-rank-returns", test_failed_rank_returns);
     }
   else

@@ -466,7 +466,26 @@ struct _TachBackend {
   guint                 rank;
   guint                 ranks;
   TachGradSyncHook     *grad_sync;
+  /* Gradient accumulation: each update sums the gradients of @accumulate
+   * micro-batches (1: none), of which the step being queued is number
+   * @micro; the parameters (models/tach-params.h) keep the sum and update
+   * after the last, and the feeder hands micro-batch j of step i the
+   * samples that batch i of @accumulate times the size would have there.
+   * @accumulate_sync says when the ranks synchronise.  Set by the runner,
+   * @accumulate before the model is created, @micro before each call. */
+  guint                 accumulate;
+  guint                 micro;
+  TachAccumulateSync    accumulate_sync;
 };
+
+/* Where micro-batch @micro of this rank lies in its update's global batch,
+ * in batches: micro-batch j of rank r of N is the (j N + r)-th, so that k
+ * micro-batches on N ranks take what one process takes at batch k N B. */
+static inline guint64
+tach_backend_batch_place (const TachBackend *be)
+{
+  return (guint64) be->micro * MAX (be->ranks, 1) + be->rank;
+}
 
 /* @counter plus the step offset, for a backend whose ops run on the host
  * (the CPU): the value of *be->step_offset when the op runs. */

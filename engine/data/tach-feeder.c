@@ -11,6 +11,11 @@
  * ranks' batches side by side and rank r takes the r-th: step i of rank r
  * reads sub-batch (i mod G) * ranks + r, G the global batches the dataset
  * holds, so N ranks at batch B read what one process reads at batch N B.
+ * With gradient accumulation (TachBackend.accumulate, k) a step's global
+ * batch is k N batches, and micro-batch j of rank r takes the (j N + r)-th
+ * (tach_backend_batch_place): the feeder counts micro-batches, step i's
+ * j-th being its batch i k + j, so that prefetch's "next" is the next
+ * micro-batch.
  *
  * Prefetch double-buffers on the device.  Slot k has a device batch dev[k]
  * and its pinned source pinned[k].  When the model asks for batch i (in
@@ -42,8 +47,10 @@ struct _TachFeeder {
   TachDataset  ds;
   TachFeed     feed;
   guint        batch;
-  guint64      n_batches;      /* of @batch samples: global batches x ranks */
+  guint64      n_batches;      /* of @batch samples: global batches x shards */
   guint        rank, ranks;    /* this rank's shard of each global batch */
+  guint        accumulate;     /* micro-batches per step */
+  guint        shards;         /* batches per global batch: ranks x accumulate */
   size_t       x_batch_bytes;  /* as float32/int32 */
   size_t       y_batch_bytes;
 
@@ -148,17 +155,19 @@ tach_feeder_memory_needs (const TachDataset *dataset, TachFeed feed, guint batch
 guint64
 tach_feeder_batches_per_epoch (TachFeeder *feeder)
 {
-  return feeder->n_batches / feeder->ranks;
+  return feeder->n_batches / feeder->shards;
 }
 
-/* The first sample of step @index's batch: this rank's shard of the
- * step's global batch. */
+/* The first sample of micro-batch @index's batch (step index / k's
+ * micro-batch index % k): this rank's shard of the step's global batch. */
 static guint64
 batch_first (TachFeeder *feeder, guint64 index)
 {
-  guint64 global = feeder->n_batches / feeder->ranks;
+  guint64 global = feeder->n_batches / feeder->shards;
+  guint64 micro = index % feeder->accumulate;
 
-  return ((index % global) * feeder->ranks + feeder->rank) * feeder->batch;
+  return ((index / feeder->accumulate % global) * feeder->shards + micro * feeder->ranks
+          + feeder->rank) * feeder->batch;
 }
 
 /* Copies batch @index's slice of the host arrays into @x and @y. */
@@ -391,9 +400,14 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
    * asks for a feeder; what only the data knows is checked here: whether
    * the dataset holds one (global) batch. */
   g_assert (batch > 0);
-  if (dataset->n_samples < (guint64) batch * MAX (be->ranks, 1))
+  if (dataset->n_samples < (guint64) batch * MAX (be->ranks, 1) * MAX (be->accumulate, 1))
     {
-      if (be->ranks > 1)
+      if (be->accumulate > 1)
+        g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
+                     W_("the dataset has %" PRIu64 " samples, less than one step of"
+                        " %u micro-batches x %u ranks x %u: raise {samples} or lower {batch}"),
+                     dataset->n_samples, be->accumulate, MAX (be->ranks, 1), batch);
+      else if (be->ranks > 1)
         g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,
                      W_("the dataset has %" PRIu64 " samples, less than one global batch of"
                         " %u ranks x %u: raise {samples} or lower {batch}"),
@@ -404,7 +418,8 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
                        "raise {samples} or lower {batch}"), dataset->n_samples, batch);
       {
         g_autofree char *samples = g_strdup_printf ("%" PRIu64, (guint64) dataset->n_samples);
-        g_autofree char *one_batch = g_strdup_printf ("%u", batch * MAX (be->ranks, 1));
+        g_autofree char *one_batch = g_strdup_printf ("%u", batch * MAX (be->ranks, 1)
+                                                            * MAX (be->accumulate, 1));
 
         /* The fix: a dataset of one batch. */
         tach_error_add_hint (error, TACH_KNOB_SAMPLES, samples, TACH_KNOB_SAMPLES,
@@ -420,7 +435,9 @@ tach_feeder_new (TachBackend *be, const TachDataset *dataset, TachFeed feed, gui
   feeder->batch = batch;
   feeder->rank = be->rank;
   feeder->ranks = MAX (be->ranks, 1);
-  feeder->n_batches = dataset->n_samples / ((guint64) batch * feeder->ranks) * feeder->ranks;
+  feeder->accumulate = MAX (be->accumulate, 1);
+  feeder->shards = feeder->ranks * feeder->accumulate;
+  feeder->n_batches = dataset->n_samples / ((guint64) batch * feeder->shards) * feeder->shards;
   feeder->x_batch_bytes = (size_t) batch * dataset->x_elems * elem_bytes ();
   feeder->y_batch_bytes = (size_t) batch * dataset->y_elems * elem_bytes ();
   for (guint i = 0; i < 2; i++)
@@ -589,9 +606,12 @@ tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void 
                   double *feed_ms, GError **error)
 {
   gint64 t0 = g_get_monotonic_time ();
-  guint64 first = batch_first (feeder, index);
+  guint64 first;
   const void *dx = NULL, *dy = NULL;
 
+  /* Step @index's micro-batch being queued, in the feeder's count. */
+  index = index * feeder->accumulate + feeder->be->micro % feeder->accumulate;
+  first = batch_first (feeder, index);
   if (!take_backend_error (feeder, error))
     return FALSE;
 

@@ -46,7 +46,8 @@ typedef struct _TachFeeder TachFeeder;
 TachFeeder *tach_feeder_new  (TachBackend *be, const TachDataset *dataset, TachFeed feed,
                               guint batch, GError **error);
 /* Puts batch @index (samples index*batch .. +batch, modulo the dataset,
- * dropping the remainder) on the device; *x and *y point at device memory
+ * dropping the remainder; with ranks or accumulation, this rank's
+ * micro-batch TachBackend.micro of step @index) on the device; *x and *y point at device memory
  * valid until the next call.  Adds the host time spent to *feed_ms. */
 gboolean    tach_feeder_next (TachFeeder *feeder, guint64 index, const void **x, const void **y,
                               double *feed_ms, GError **error);

@@ -12,8 +12,10 @@ tach_config_get_samples (const TachConfig *config)
 {
   if (config->samples > 0)
     return config->samples;
-  /* Global batches: with ranks, each global batch is every rank's. */
-  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1);
+  /* Global batches: with ranks, each global batch is every rank's (and
+   * every micro-batch's). */
+  return (guint64) TACH_DEFAULT_BATCHES * MAX (config->batch, 1) * MAX (config->ranks, 1)
+         * tach_config_get_accumulate (config);
 }
 
 struct _TachSyntheticSeq {

@@ -326,13 +326,14 @@ fail:
 }
 
 /* Where this rank's dropout mask lies in the global batch's: rank r of N
- * takes the r-th batch of the global one (the feeder's shard), so its
- * elements are those one process at batch N B draws for the same samples,
- * and N ranks drop what one process drops. */
+ * takes the r-th batch of the global one (the feeder's shard; with
+ * accumulation, micro-batch j the (j N + r)-th), so its elements are those
+ * one process at batch N B (k N B) draws for the same samples, and N ranks
+ * (k micro-batches) drop what one process drops. */
 static guint64
 cnn_dropout_first (const TachCnn *self)
 {
-  return (guint64) self->be->rank * self->batch * self->dense;
+  return tach_backend_batch_place (self->be) * self->batch * self->dense;
 }
 
 /* The forward pass up to the logits; dropout only when training. */

@@ -1,6 +1,25 @@
 /* tach-params.c: a model's parameters: the flat buffer on the device, cut
  * into named slices, its initial values (counter-based host initialisers)
  * and the optimizer step.  The layers that read them are tach-layers.c's.
+ *
+ * Gradient accumulation (TachBackend.accumulate = k > 1): backward
+ * overwrites the gradients, so each micro-batch's are folded into a second
+ * buffer, sum += grad / k (the sgd op with a learning rate of -1/k: no op
+ * of its own), and the optimizer runs on the sum after the last one: the
+ * mean of k micro-batches' mean gradients, which is the gradient of one
+ * batch k times larger.  The models call tach_params_update after every
+ * micro-batch, as after every step, and this file decides what it does:
+ *   accumulate-sync=every  each micro-batch's gradients are averaged over
+ *                          the ranks (ready and reduce on the gradient
+ *                          buffer, as without accumulation), then folded;
+ *   accumulate-sync=last   each tensor is folded as backward announces it
+ *                          and the ranks hear of nothing until the last
+ *                          micro-batch, whose announcements go out with the
+ *                          sum, so that grad-sync=overlap's buckets still
+ *                          fly during its backward: DDP's no_sync, and the
+ *                          hook fires inside the last backward, not after
+ *                          it (baidu-baige/LoongForge PR 163's miss).
+ * With one rank both fold the same numbers in the same order.
  */
 #include <math.h>
 #include <string.h>
@@ -18,6 +37,7 @@ typedef struct {
   gboolean trainable;
   size_t   align;       /* bytes the slice's start is aligned to */
   guint    sync_index;  /* among the trainable slices, for TachBackend.grad_sync */
+  gboolean folded;      /* accumulate-sync=last: its gradient is in the sum already */
 } TachParamSlice;
 
 struct _TachParams {
@@ -27,7 +47,8 @@ struct _TachParams {
   size_t         trainable;
   float         *data;       /* device: total floats, aligned as the slices ask */
   float         *grad;       /* device: trainable floats, aligned the same */
-  void          *data_mem, *grad_mem;  /* device: the allocations they lie in */
+  float         *sum;        /* device: accumulation's sum, as grad (NULL: none) */
+  void          *data_mem, *grad_mem, *sum_mem;  /* device: the allocations they lie in */
   float         *m, *v;      /* device: Adam moments (trainable floats) */
   float         *t;          /* device: Adam step count */
   float         *host;       /* staging copy, until upload */
@@ -128,6 +149,16 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
   if (params->grad_mem != NULL)
     params->grad = (float *) (void *) ((char *) params->grad_mem
                                        + (align - (uintptr_t) params->grad_mem % align) % align);
+  if (be->accumulate > 1)
+    {
+      /* The sum has the gradients' layout, which the ranks' buckets cut. */
+      params->sum_mem = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float)
+                                                + align - sizeof (float));
+      if (params->sum_mem != NULL)
+        params->sum = (float *) (void *) ((char *) params->sum_mem
+                                          + (align - (uintptr_t) params->sum_mem % align) % align);
+      tach_backend_zero (be, params->sum, params->trainable * sizeof (float));
+    }
   params->m = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
   params->v = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
   params->t = tach_backend_alloc (be, sizeof (float));
@@ -259,30 +290,92 @@ tach_params_zero_grad (TachParams *params)
   tach_backend_zero (params->be, params->grad, params->trainable * sizeof (float));
 }
 
+/* Whether the ranks hear of each micro-batch (accumulate-sync=every, or
+ * no accumulation). */
+static gboolean
+sync_each (TachParams *params)
+{
+  return params->sum == NULL || params->be->accumulate_sync == TACH_ACCUMULATE_SYNC_EVERY;
+}
+
+/* sum += grad / k over @count floats from @offset. */
+static void
+fold (TachParams *params, size_t offset, size_t count)
+{
+  tach_op (params->be, sgd, params->sum + offset, params->grad + offset, count,
+           -1.0f / (float) params->be->accumulate);
+}
+
 void
 tach_params_grad_ready (TachParams *params, guint index)
 {
   TachBackend *be = params->be;
   TachParamSlice *slice = slice_at (params, index);
 
-  if (be->grad_sync != NULL && slice != NULL && slice->trainable)
-    be->grad_sync->ready (be->grad_sync, params->grad, slice->sync_index);
+  if (slice == NULL || !slice->trainable)
+    return;
+  if (sync_each (params))
+    {
+      if (be->grad_sync != NULL)
+        be->grad_sync->ready (be->grad_sync, params->grad, slice->sync_index);
+      return;
+    }
+  fold (params, slice->offset, slice->count);
+  slice->folded = TRUE;
+  if (be->grad_sync != NULL && be->micro + 1 >= be->accumulate)
+    be->grad_sync->ready (be->grad_sync, params->sum, slice->sync_index);
+}
+
+/* The optimizer step on @grad. */
+static void
+optimize (TachParams *params, const float *grad)
+{
+  TachBackend *be = params->be;
+
+  if (params->optimizer == TACH_OPTIMIZER_SGD)
+    tach_op (be, sgd, params->data, grad, params->trainable, params->lr);
+  else
+    tach_op (be, adam, params->data, grad, params->m, params->v, params->trainable,
+             params->lr, TACH_ADAM_BETA1, TACH_ADAM_BETA2, TACH_ADAM_EPS, params->t);
 }
 
 void
 tach_params_update (TachParams *params)
 {
   TachBackend *be = params->be;
+  gboolean last = be->micro + 1 >= be->accumulate;
 
   if (params->trainable == 0)
     return;
-  if (be->grad_sync != NULL)
-    be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
-  if (params->optimizer == TACH_OPTIMIZER_SGD)
-    tach_op (be, sgd, params->data, params->grad, params->trainable, params->lr);
+  if (params->sum == NULL)
+    {
+      if (be->grad_sync != NULL)
+        be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
+      optimize (params, params->grad);
+      return;
+    }
+  if (sync_each (params))
+    {
+      if (be->grad_sync != NULL)
+        be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
+      fold (params, 0, params->trainable);
+    }
   else
-    tach_op (be, adam, params->data, params->grad, params->m, params->v, params->trainable,
-             params->lr, TACH_ADAM_BETA1, TACH_ADAM_BETA2, TACH_ADAM_EPS, params->t);
+    /* What backward did not announce is folded now. */
+    for (guint i = 0; i < params->slices->len; i++)
+      {
+        TachParamSlice *slice = slice_at (params, i);
+
+        if (slice->trainable && !slice->folded)
+          fold (params, slice->offset, slice->count);
+        slice->folded = FALSE;
+      }
+  if (!last)
+    return;
+  if (!sync_each (params) && be->grad_sync != NULL)
+    be->grad_sync->reduce (be->grad_sync, params->sum, params->data, params->total);
+  optimize (params, params->sum);
+  tach_backend_zero (be, params->sum, params->trainable * sizeof (float));
 }
 
 void
@@ -294,6 +387,7 @@ tach_params_free (TachParams *params)
     {
       tach_backend_dealloc (params->be, params->data_mem);
       tach_backend_dealloc (params->be, params->grad_mem);
+      tach_backend_dealloc (params->be, params->sum_mem);
       tach_backend_dealloc (params->be, params->m);
       tach_backend_dealloc (params->be, params->v);
       tach_backend_dealloc (params->be, params->t);

@@ -79,12 +79,17 @@ void          tach_params_set_optimizer (TachParams *params, TachOptimizer optim
 void          tach_params_zero_grad (TachParams *params);
 /* Backward has written slice @index's gradient (and will not touch it
  * again this step): with data-parallel ranks, its bucket's all-reduce may
- * start while backward goes on (grad-sync=overlap).  Models call it as
- * each layer's backward ends; nothing happens in a process of its own. */
+ * start while backward goes on (grad-sync=overlap); under accumulation
+ * with accumulate-sync=last it is folded into the sum at once (and its
+ * bucket waits for the last micro-batch).  Models call it as each layer's
+ * backward ends; nothing happens in a process of its own. */
 void          tach_params_grad_ready (TachParams *params, guint index);
 /* One optimizer step over the trainable prefix, after the ranks' gradients
  * are averaged (TachBackend.grad_sync): Adam (TACH_ADAM_*; its step
- * count lives on the device) or plain SGD. */
+ * count lives on the device) or plain SGD.  Models call it at the end of
+ * every step; with gradient accumulation (TachBackend.accumulate > 1)
+ * that is every micro-batch (TachBackend.micro), and only the last one's
+ * updates, with the mean of the micro-batches' gradients. */
 void          tach_params_update (TachParams *params);
 void          tach_params_free (TachParams *params);
 

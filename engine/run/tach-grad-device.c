@@ -23,7 +23,10 @@
  * for the collectives (per-tensor and fused: their whole time, overlap:
  * from the update's start to the last bucket's end), less the widening
  * that ends it, which is packing; each all-reduce's flight (the trace)
- * its start and end on the device's clock, from the step's start.
+ * its start and end on the device's clock, from the step's start.  Under
+ * gradient accumulation with accumulate-sync=every a step synchronises
+ * after each micro-batch, each with events of its own, and its figures
+ * add them all up.
  *
  * Threads: the engine thread.
  */
@@ -102,21 +105,25 @@ free_events (TachBackend *be, TachEvent **events, guint n)
 void
 tach_grad_device_layout (TachGradReducer *self)
 {
-  guint n = self->buckets->len;
+  TachBackend *be = self->be;
+  guint n;
 
+  self->syncs = be->accumulate > 1 && be->accumulate_sync == TACH_ACCUMULATE_SYNC_EVERY
+                ? be->accumulate : 1;
+  n = self->buckets->len * self->syncs;
   for (guint k = 0; k < DEVICE_RING; k++)
     {
       DeviceSlot *slot = &self->slots[k];
 
       slot->step = G_MAXUINT64;
-      slot->begin = tach_event_new (self->be);
-      slot->sync = tach_event_new (self->be);
-      slot->after = tach_event_new (self->be);
-      slot->ready = new_events (self->be, n);
-      slot->t0 = new_events (self->be, n);
-      slot->t1 = new_events (self->be, n);
-      slot->t2 = new_events (self->be, n);
-      slot->t3 = new_events (self->be, n);
+      slot->begin = tach_event_new (be);
+      slot->sync = new_events (be, self->syncs);
+      slot->after = new_events (be, self->syncs);
+      slot->ready = new_events (be, n);
+      slot->t0 = new_events (be, n);
+      slot->t1 = new_events (be, n);
+      slot->t2 = new_events (be, n);
+      slot->t3 = new_events (be, n);
     }
 }
 
@@ -140,48 +147,57 @@ tach_grad_device_read (TachGradReducer *self, guint64 step)
   guint n, last;
   double pack = 0.0;
 
-  if (!slot->pending || slot->step != step || self->buckets == NULL || self->buckets->len == 0)
+  if (!slot->pending || slot->step != step || self->buckets == NULL || self->buckets->len == 0
+      || slot->n_syncs == 0)
     return;
   slot->pending = FALSE;
   st = &g_array_index (self->steps, TachGradStepStats, step);
   /* After an abort, a step whose collectives had not ended is not waited
    * for (its events may never pass, and this runs under the run's lock):
    * its figures are not known. */
-  if (self->aborted && !self->be->ops->event_query (self->be, slot->after))
+  if (self->aborted && !self->be->ops->event_query (self->be, slot->after[slot->n_syncs - 1]))
     {
       st->arrive_ms = st->comm_ms = st->pack_ms = NAN;
       return;
     }
   n = self->buckets->len;
-  last = n - 1;
   st->arrive_ms = elapsed (self, slot->begin, self->mode == TACH_GRAD_SYNC_OVERLAP
-                                              ? slot->ready[0] : slot->sync);
-  for (guint i = 0; i < n; i++)
+                                              ? slot->ready[0] : slot->sync[0]);
+  st->comm_ms = st->pack_ms = 0.0;
+  for (guint s = 0; s < slot->n_syncs; s++)
     {
-      const Bucket *b = &g_array_index (self->buckets, Bucket, i);
-      size_t wire = self->compress != TACH_GRAD_COMPRESS_NONE ? sizeof (guint16) : sizeof (float);
-      TachGradFlight f = {
-        .step = step, .bucket = i,
-        .start_ms = elapsed (self, slot->begin, slot->t1[i]),
-        .dur_ms = elapsed (self, slot->t1[i], slot->t2[i]),
-        .bytes = (double) (b->end - b->start) * wire,
-      };
+      last = s * n + n - 1;
+      pack = 0.0;
+      for (guint i = 0; i < n; i++)
+        {
+          const Bucket *b = &g_array_index (self->buckets, Bucket, i);
+          size_t wire = self->compress != TACH_GRAD_COMPRESS_NONE ? sizeof (guint16)
+                                                                  : sizeof (float);
+          guint e = s * n + i;
+          TachGradFlight f = {
+            .step = step, .bucket = i,
+            .start_ms = elapsed (self, slot->begin, slot->t1[e]),
+            .dur_ms = elapsed (self, slot->t1[e], slot->t2[e]),
+            .bytes = (double) (b->end - b->start) * wire,
+          };
 
-      pack += elapsed (self, slot->t0[i], slot->t1[i]) + elapsed (self, slot->t2[i], slot->t3[i]);
+          pack += elapsed (self, slot->t0[e], slot->t1[e])
+                  + elapsed (self, slot->t2[e], slot->t3[e]);
+          if (self->mode != TACH_GRAD_SYNC_OVERLAP)
+            st->comm_ms += f.dur_ms;
+          tach_grad_reducer_add_flight (self, &f);
+        }
       if (self->mode != TACH_GRAD_SYNC_OVERLAP)
-        st->comm_ms += f.dur_ms;
-      tach_grad_reducer_add_flight (self, &f);
-    }
-  if (self->mode != TACH_GRAD_SYNC_OVERLAP)
-    st->pack_ms = pack;
-  else
-    {
-      /* What the compute stream waited; its last widening is packing. */
-      double exposed = MAX (0.0, elapsed (self, slot->sync, slot->after));
-      double tail = MIN (exposed, MAX (0.0, elapsed (self, slot->t2[last], slot->t3[last])));
+        st->pack_ms += pack;
+      else
+        {
+          /* What the compute stream waited; its last widening is packing. */
+          double exposed = MAX (0.0, elapsed (self, slot->sync[s], slot->after[s]));
+          double tail = MIN (exposed, MAX (0.0, elapsed (self, slot->t2[last], slot->t3[last])));
 
-      st->comm_ms = exposed - tail;
-      st->pack_ms = tail;
+          st->comm_ms += exposed - tail;
+          st->pack_ms += tail;
+        }
     }
 }
 
@@ -198,6 +214,7 @@ tach_grad_device_begin_step (TachGradReducer *self)
     tach_grad_device_read (self, slot->step);
   slot->step = self->step;
   slot->pending = FALSE;
+  slot->n_syncs = 0;
   tach_event_record (self->be, slot->begin);
 }
 
@@ -208,6 +225,7 @@ tach_grad_device_launch (TachGradReducer *self, guint i, float *grad)
   const TachBackendOps *ops = be->ops;
   DeviceSlot *slot = slot_of (self, self->step);
   Bucket *b = &g_array_index (self->buckets, Bucket, i);
+  guint e = MIN (slot->n_syncs, self->syncs - 1) * self->buckets->len + i;
   gboolean side = self->mode == TACH_GRAD_SYNC_OVERLAP;
   size_t count = b->end - b->start;
   float *g = grad + b->start;
@@ -220,20 +238,20 @@ tach_grad_device_launch (TachGradReducer *self, guint i, float *grad)
   if (side)
     {
       /* Its gradients are written on the compute stream. */
-      tach_event_record (be, slot->ready[i]);
-      ops->side_wait (be, slot->ready[i]);
+      tach_event_record (be, slot->ready[e]);
+      ops->side_wait (be, slot->ready[e]);
     }
-  RECORD (slot->t0[i]);
+  RECORD (slot->t0[e]);
   if (w != NULL)
     ops->coll_pack (be, g, w, count, self->compress, side);
-  RECORD (slot->t1[i]);
+  RECORD (slot->t1[e]);
   if (w != NULL)
     ops->coll_allreduce (be, w, count, self->compress, side);
   else
     ops->coll_allreduce (be, g, count, TACH_GRAD_COMPRESS_NONE, side);
-  RECORD (slot->t2[i]);
+  RECORD (slot->t2[e]);
   ops->coll_unpack (be, w, g, count, self->compress, (float) tach_ranks_size (self->ranks), side);
-  RECORD (slot->t3[i]);
+  RECORD (slot->t3[e]);
 #undef RECORD
   b->launched = TRUE;
   st->collectives++;
@@ -263,10 +281,11 @@ static gboolean
 wait_step (TachGradReducer *self, guint64 step, GError **error)
 {
   DeviceSlot *slot = slot_of (self, step);
-  EventPoll p = { self->be, slot->after };
+  EventPoll p = { self->be, NULL };
 
-  if (slot->step != step || !slot->pending)
+  if (slot->step != step || !slot->pending || slot->n_syncs == 0)
     return TRUE;
+  p.ev = slot->after[slot->n_syncs - 1];
   if (tach_ranks_wait_for (self->ranks, poll_event, &p, "gradient all-reduce", step, NULL, error))
     return TRUE;
   tach_grad_device_abort (self);
@@ -278,20 +297,22 @@ tach_grad_device_reduce (TachGradReducer *self, float *grad)
 {
   TachBackend *be = self->be;
   DeviceSlot *slot = slot_of (self, self->step);
+  guint s = MIN (slot->n_syncs, self->syncs - 1), n = self->buckets->len;
   GError *error = NULL;
 
-  if (self->buckets->len == 0)
+  if (n == 0)
     return;
-  tach_event_record (be, slot->sync);
-  for (guint i = self->next_launch; i < self->buckets->len; i++)
+  tach_event_record (be, slot->sync[s]);
+  for (guint i = self->next_launch; i < n; i++)
     tach_grad_device_launch (self, i, grad);
-  self->next_launch = self->buckets->len;
+  self->next_launch = n;
   if (self->mode == TACH_GRAD_SYNC_OVERLAP)
     /* The side stream runs the buckets in order: its last is the last. */
-    tach_backend_stream_wait (be, slot->t3[self->buckets->len - 1]);
-  tach_event_record (be, slot->after);
+    tach_backend_stream_wait (be, slot->t3[s * n + n - 1]);
+  tach_event_record (be, slot->after[s]);
   if (!tach_backend_ok (be))
     return;
+  slot->n_syncs = s + 1;
   slot->pending = TRUE;
   self->unsettled = TRUE;
   /* The watchdog: the host stays within a step of the collectives. */
@@ -323,7 +344,7 @@ void
 tach_grad_device_clear (TachGradReducer *self)
 {
   TachBackend *be = self->be;
-  guint n = self->buckets != NULL ? self->buckets->len : 0;
+  guint n = self->buckets != NULL ? self->buckets->len * self->syncs : 0;
 
   /* A communicator is destroyed (which waits for its collectives) only
    * when all of them were waited for; otherwise, and after any failure
@@ -336,8 +357,8 @@ tach_grad_device_clear (TachGradReducer *self)
       DeviceSlot *slot = &self->slots[k];
 
       tach_event_free (be, slot->begin);
-      tach_event_free (be, slot->sync);
-      tach_event_free (be, slot->after);
+      free_events (be, slot->sync, self->syncs);
+      free_events (be, slot->after, self->syncs);
       free_events (be, slot->ready, n);
       free_events (be, slot->t0, n);
       free_events (be, slot->t1, n);

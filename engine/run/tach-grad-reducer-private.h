@@ -27,14 +27,18 @@ typedef struct {
 } Bucket;
 
 /* The device path's events of one step (a ring of them: the device runs
- * behind the host).  On the compute stream: begin, sync (the update
- * reached), after (the update may go on); per bucket: ready (overlap: its
- * gradients written), and on the stream its all-reduce runs: t0 pack t1
- * all-reduce t2 unpack t3. */
+ * behind the host).  On the compute stream: begin, and per synchronisation
+ * sync (the update reached) and after (the update may go on); per bucket
+ * and synchronisation: ready (overlap: its gradients written), and on the
+ * stream its all-reduce runs: t0 pack t1 all-reduce t2 unpack t3.  A step
+ * synchronises once, or under accumulate-sync=every once per micro-batch
+ * (up to @syncs times): synchronisation s's bucket i is event s n + i. */
 typedef struct {
   guint64     step;
   gboolean    pending;   /* recorded, not read yet */
-  TachEvent  *begin, *sync, *after;
+  guint       n_syncs;   /* this step's so far */
+  TachEvent  *begin;
+  TachEvent **sync, **after;
   TachEvent **ready, **t0, **t1, **t2, **t3;
 } DeviceSlot;
 
@@ -63,6 +67,7 @@ struct _TachGradReducer {
   GArray           *steps;        /* TachGradStepStats, by step */
   TachStrided       flights;      /* TachGradFlight */
   DeviceSlot        slots[DEVICE_RING];
+  guint             syncs;        /* device: the most synchronisations a step makes */
   gboolean          joined;       /* device: the communicator is made */
   gboolean          unsettled;    /* device: collectives queued and not waited for */
   gboolean          aborted;      /* device: the communicator aborted after a failure */

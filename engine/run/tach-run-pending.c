@@ -156,6 +156,22 @@ tach_run_pending_time (TachRunThread *e, guint upto)
     }
 }
 
+/* A step's loss (or accuracy) from its @k micro-batches' in @values: the
+ * mean of each run of @k, into the first @n floats (in place: run j
+ * starts at j k >= j). */
+static void
+mean_of_micro (float *values, guint64 n, guint k)
+{
+  for (guint64 j = 0; k > 1 && j < n; j++)
+    {
+      double sum = 0.0;
+
+      for (guint q = 0; q < k; q++)
+        sum += values[j * k + q];
+      values[j] = (float) (sum / k);
+    }
+}
+
 /* Synchronises and reads the waiting steps' losses back, a staging
  * buffer at a time (one download each for a sync every N steps), into the
  * held store and the pending records.  Returns the time spent, in ms. */
@@ -166,6 +182,7 @@ tach_run_pending_sync (TachRunThread *e, double *sync_ms)
   guint64 first = thread_first_waiting (e);
   guint64 count = e->pending_first + e->pending->len - first;
   guint64 held = tach_sample_store_get_length (e->held);
+  guint micro = MAX (e->be->accumulate, 1);
 
   *sync_ms = 0.0;
   if (count == 0)
@@ -179,11 +196,16 @@ tach_run_pending_sync (TachRunThread *e, double *sync_ms)
       guint64 slot = (first + done) % e->loss_slots;
       guint64 n = MIN (MIN (count - done, e->loss_staging), e->loss_slots - slot);
 
-      tach_backend_download (e->be, e->loss_host, e->loss_dev + slot, n * sizeof (float));
+      tach_backend_download (e->be, e->loss_host, e->loss_dev + slot * micro,
+                             n * micro * sizeof (float));
       if (e->acc_dev != NULL)
-        tach_backend_download (e->be, e->acc_host, e->acc_dev + slot, n * sizeof (float));
+        tach_backend_download (e->be, e->acc_host, e->acc_dev + slot * micro,
+                               n * micro * sizeof (float));
       if (!tach_backend_ok (e->be))
         break;
+      mean_of_micro (e->loss_host, n, micro);
+      if (e->acc_dev != NULL)
+        mean_of_micro (e->acc_host, n, micro);
       for (guint64 j = 0; j < n; j++)
         {
           guint64 k = done + j;

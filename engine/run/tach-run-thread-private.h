@@ -52,7 +52,8 @@ typedef struct {
   TachBackend          *be;
   const TachModelClass *klass;
   TachModel            *model;
-  /* One float per step not yet read back, step i in slot i % loss_slots:
+  /* One float per step not yet read back (per micro-batch: accumulate
+   * floats a slot), step i in slot i % loss_slots:
    * a sync every N steps needs N slots, not one per step of the run.  The
    * host reads them through staging buffers of MIN (loss_slots, LOSS_PIECE). */
   float                *loss_dev;

@@ -30,6 +30,15 @@
  * both modes: the step's feeding, its compute (launch or ops) and copies.
  * A capture that fails fails the run: there is no silent eager fallback.
  *
+ * Gradient accumulation: a step is one update, of --accumulate
+ * micro-batches of --batch each; the runner queues the model's step for
+ * each micro-batch (TachBackend.micro says which), the parameters keep
+ * the sum and update after the last (models/tach-params.c), each
+ * micro-batch writes its loss to a slot of its own and a step's loss is
+ * their mean.  So steps, their times and rates count updates, and a
+ * step's items are all its micro-batches'.  Not under launch=graph
+ * (validation refuses it): the graph would be one micro-batch's.
+ *
  * Samples reach the main thread through a locked buffer; at most one
  * notification is pending on the target GMainContext at any time: the
  * engine sets an atomic flag when it schedules one, and the callback clears
@@ -234,6 +243,8 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
   /* ranks=1 under mpirun -np N is rank 0 alone, a process of its own. */
   e->be->rank = config->ranks > 1 ? tach_ranks_world_rank () : 0;
   e->be->ranks = MAX (config->ranks, 1);
+  e->be->accumulate = tach_config_get_accumulate (config);
+  e->be->accumulate_sync = config->accumulate_sync;
   /* Its rows say whose they are, should this rank be the one that writes
    * them (rank 0 lost: tach_run_keep_own_flights). */
   g_mutex_lock (&run->lock);
@@ -272,9 +283,10 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
     }
 
   g_mutex_lock (&run->lock);
-  /* Samples of the whole job: every rank's batch. */
-  run->items_per_step = e->klass->items_per_step (e->model) * MAX (config->ranks, 1);
-  run->flops_per_step = e->klass->flops_per_step (e->model);
+  /* Samples of the whole job: every rank's batch, every micro-batch's. */
+  run->items_per_step = e->klass->items_per_step (e->model) * MAX (config->ranks, 1)
+                        * e->be->accumulate;
+  run->flops_per_step = e->klass->flops_per_step (e->model) * e->be->accumulate;
   g_mutex_unlock (&run->lock);
 
   /* Generation has a loss too: the mean -log p of the sampled tokens.  At
@@ -282,12 +294,13 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
    * sync point). */
   e->loss_slots = config->sync_every > 0 ? MIN (total, (guint64) config->sync_every) : total;
   e->loss_staging = MIN (e->loss_slots, LOSS_PIECE);
-  e->loss_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
-  e->loss_host = g_try_new (float, e->loss_staging);
+  /* Each slot is a step's: one float per micro-batch. */
+  e->loss_dev = tach_backend_alloc (e->be, e->loss_slots * e->be->accumulate * sizeof (float));
+  e->loss_host = g_try_new (float, e->loss_staging * e->be->accumulate);
   if (config->metrics == TACH_METRICS_ACCURACY)
     {
-      e->acc_dev = tach_backend_alloc (e->be, e->loss_slots * sizeof (float));
-      e->acc_host = g_try_new (float, e->loss_staging);
+      e->acc_dev = tach_backend_alloc (e->be, e->loss_slots * e->be->accumulate * sizeof (float));
+      e->acc_host = g_try_new (float, e->loss_staging * e->be->accumulate);
     }
   /* Where ops finish before they return, events would be host timestamps:
    * such a backend's steps use the runner's clock. */
@@ -348,16 +361,17 @@ thread_capture (TachRunThread *e, TachStepCtx *ctx, GError **error)
   return FALSE;
 }
 
-/* Queues step @i: prepare, the compute (eagerly, or the graph's replay and
- * the copies out of its fixed slots) and finish. */
+/* Queues step @i's micro-batch: prepare, the compute (eagerly, or the
+ * graph's replay and the copies out of its fixed slots) and finish. */
 static gboolean
-thread_step (TachRunThread *e, guint64 i, TachStepCtx *ctx, GError **error)
+thread_micro_step (TachRunThread *e, guint64 i, TachStepCtx *ctx, GError **error)
 {
   const TachModelClass *klass = e->klass;
+  guint64 slot = (i % e->loss_slots) * e->be->accumulate + e->be->micro;
 
   ctx->step = i;
-  ctx->loss_slot = e->loss_dev != NULL ? e->loss_dev + i % e->loss_slots : NULL;
-  ctx->acc_slot = e->acc_dev != NULL ? e->acc_dev + i % e->loss_slots : NULL;
+  ctx->loss_slot = e->loss_dev != NULL ? e->loss_dev + slot : NULL;
+  ctx->acc_slot = e->acc_dev != NULL ? e->acc_dev + slot : NULL;
   if (klass->prepare != NULL && !klass->prepare (e->model, ctx, error))
     return FALSE;
   if (i < e->capture_step)
@@ -376,6 +390,22 @@ thread_step (TachRunThread *e, guint64 i, TachStepCtx *ctx, GError **error)
         tach_backend_copy (e->be, ctx->acc_slot, e->acc_fixed, sizeof (float));
     }
   return klass->finish == NULL || klass->finish (e->model, ctx, error);
+}
+
+/* Queues step @i: each of its micro-batches (one without accumulation),
+ * their feeding and host times adding up in @ctx. */
+static gboolean
+thread_step (TachRunThread *e, guint64 i, TachStepCtx *ctx, GError **error)
+{
+  gboolean ok = TRUE;
+
+  for (guint j = 0; ok && j < e->be->accumulate; j++)
+    {
+      e->be->micro = j;
+      ok = thread_micro_step (e, i, ctx, error);
+    }
+  e->be->micro = 0;
+  return ok;
 }
 
 /* Runs the steps; FALSE with @error on failure.  *cancelled says whether
@@ -665,7 +695,8 @@ run_main (gpointer data)
       char *algorithms = tach_backend_dup_algorithms (e.be);
       /* The loss (and accuracy) slots and their host staging. */
       gsize slots = ((e.loss_dev != NULL) + (e.acc_dev != NULL))
-                    * (e.loss_slots + e.loss_staging) * sizeof (float);
+                    * (e.loss_slots + e.loss_staging) * MAX (e.be->accumulate, 1)
+                    * sizeof (float);
 
       g_mutex_lock (&run->lock);
       run->peak_memory = peak;

@@ -313,6 +313,16 @@ clause_bucket_mb (const TachConfig *config, const TachKnobInfo *knob, const char
 }
 
 static char *
+clause_accumulate (const TachConfig *config, const TachKnobInfo *knob, const char *value)
+{
+  (void) knob;
+  if (g_strcmp0 (value, "1") == 0)
+    return g_strdup (_("each update takes the gradients of one batch"));
+  return g_strdup_printf (_("the gradients of %s micro-batches of %u are summed into each update"),
+                          value, config->batch);
+}
+
+static char *
 clause_precision (const TachConfig *config, const TachKnobInfo *knob, const char *value)
 {
   (void) config;

@@ -33,8 +33,12 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
   else if (g_strcmp0 (key, "launch") == 0 && config->device != NULL
            && !(caps & TACH_BACKEND_CAP_GRAPHS))
     reason = N_("graph capture needs a GPU");
+  else if (knob != NULL && knob->id == TACH_KNOB_ACCUMULATE_SYNC
+           && tach_config_get_accumulate (config) <= 1)
+    reason = N_("with accumulate=1 each update has one micro-batch: there is no later"
+                " synchronisation to defer to");
   else if (knob != NULL && config->ranks <= 1
-           && (knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
+           && (knob->id == TACH_KNOB_ACCUMULATE_SYNC || knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
                || knob->id == TACH_KNOB_GRAD_PROGRESS || knob->id == TACH_KNOB_GRAD_COMPRESS))
     reason = N_("gradients are synchronised only between ranks (mpirun -np 2 or more)");
   else if (knob != NULL && knob->id == TACH_KNOB_BUCKET_MB
@@ -220,7 +224,17 @@ static gboolean
 check_graph (const TachConfig *config, const TachModelClass *klass, GError **error)
 {
   const char *why = NULL;
+  guint k = tach_config_get_accumulate (config);
 
+  if (k > 1)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("{launch=graph} captures one micro-batch, and with {accumulate=%u} each step"
+                      " is %u of them, fed and told apart between them: use {launch=eager}"),
+                   k, k);
+      tach_error_add_hint (error, TACH_KNOB_LAUNCH, "graph", TACH_KNOB_LAUNCH, "eager", NULL);
+      return FALSE;
+    }
   if (klass->supports_graph != NULL && klass->supports_graph (config, &why))
     return TRUE;
   g_set_error (error, TACH_ERROR, TACH_ERROR_INVALID_CONFIG,

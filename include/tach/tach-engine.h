@@ -199,13 +199,21 @@ gboolean  tach_config_validate (const TachConfig *config, const char *device_id,
 gboolean  tach_config_knob_applies (const TachConfig *config, const char *key, const char **why);
 
 /* The dataset size in samples: config->samples, or when that is 0 the
- * default of synthetic data, TACH_DEFAULT_BATCHES batches (a workload that
+ * default of synthetic data, TACH_DEFAULT_BATCHES global batches (every
+ * rank's and micro-batch's: TACH_DEFAULT_BATCHES steps; a workload that
  * reads a data file may use the file's size instead). */
 #define TACH_DEFAULT_BATCHES 16
 guint64   tach_config_get_samples (const TachConfig *config);
 /* Warm-up steps actually run: the first --warmup of the --steps steps, at
  * most half of them, so a short run still has measured steps. */
 guint     tach_config_get_warmup (const TachConfig *config);
+/* Micro-batches per step actually run: --accumulate when training, 1 for
+ * text generation, which has no gradients to accumulate. */
+static inline guint
+tach_config_get_accumulate (const TachConfig *config)
+{
+  return config->task == TACH_TASK_TRAIN ? MAX (config->accumulate, 1) : 1;
+}
 
 const char *tach_workload_to_string (TachWorkload workload);
 /* Whether a run of @workload evaluates a test set after its last step

@@ -48,6 +48,7 @@ typedef enum { TACH_HEAD_FLATTEN, TACH_HEAD_GAP } TachHead;
 typedef enum { TACH_GRAD_SYNC_PER_TENSOR, TACH_GRAD_SYNC_FUSED, TACH_GRAD_SYNC_OVERLAP } TachGradSync;
 typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPRESS_BF16 } TachGradCompress;
 typedef enum { TACH_GRAD_PROGRESS_POLL, TACH_GRAD_PROGRESS_THREAD } TachGradProgress;
+typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccumulateSync;
 
 /* The knobs, in the order of the command line's help, the GUI's rows and
  * the CSV columns:
@@ -192,6 +193,22 @@ typedef enum { TACH_GRAD_PROGRESS_POLL, TACH_GRAD_PROGRESS_THREAD } TachGradProg
      CLAUSES (N_("the gradients travel as fp32"), \
               N_("the gradients travel as fp16, cast before and widened after"), \
               N_("the gradients travel as bf16, cast before and widened after"))) \
+  /* Gradient accumulation (engine/models/tach-params.c): a step is one \
+   * update of @accumulate micro-batches, each of --batch per rank. */ \
+  X (ACCUMULATE, (guint accumulate), accumulate, "accumulate", N_("Accumulate"), \
+     N_("Micro-batches whose gradients are summed into each update; the batch is per micro-batch"), \
+     TACH_KNOB_GROUP_MODE, INTEGER (1, 65536), .default_value = "1", .is_mode = TRUE, \
+     .changes_results = TRUE, .trains = TRUE, .clause = clause_accumulate) \
+  X (ACCUMULATE_SYNC, (TachAccumulateSync accumulate_sync), accumulate_sync, "accumulate-sync", \
+     N_("Accumulated sync"), \
+     N_("Across ranks: synchronise after every micro-batch, or once after the last (no_sync)"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("every", "last"), \
+              (NC_("knob value", "Every micro-batch"), NC_("knob value", "Last micro-batch"))), \
+     .default_value = "every", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("the gradients are all-reduced after every micro-batch"), \
+              N_("the gradients are summed locally and all-reduced once, after the last " \
+                 "micro-batch, as DDP's no_sync does"))) \
   \
   X (BATCH, (guint batch), batch, "batch", N_("Batch size"), \
      N_("Samples (or text streams) per step"), \
