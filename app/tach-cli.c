@@ -260,8 +260,25 @@ tach_cli_command_presets (void)
           if (preset->gpu_settings != NULL)
             printf ("  %-16s %s %s\n", "", _("on a GPU also:"), preset->gpu_settings);
           if (preset->between_ranks)
-            printf ("  %-16s %s\n", "",
-                    _("between ranks only (mpirun -np 2 or more): alone it runs as tuned"));
+            {
+              TachConfig alone;
+              guint k;
+
+              /* Accumulation applies to one process too. */
+              tach_config_init (&alone, preset->workload);
+              k = tach_config_apply_preset (&alone, preset->name, NULL)
+                  ? tach_config_get_accumulate (&alone) : 1;
+              tach_config_clear (&alone);
+              if (k > 1)
+                {
+                  printf ("  %-16s ", "");
+                  printf (_("between ranks only (mpirun -np 2 or more): alone it runs as tuned,"
+                            " accumulating %u micro-batches a step\n"), k);
+                }
+              else
+                printf ("  %-16s %s\n", "",
+                        _("between ranks only (mpirun -np 2 or more): alone it runs as tuned"));
+            }
           if (preset->rationale != NULL)
             {
               g_auto(GStrv) lines = g_strsplit (_(preset->rationale), "\n", -1);

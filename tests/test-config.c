@@ -281,7 +281,7 @@ test_presets (void)
   const TachPreset *all = tach_presets (&n);
   TachConfig c;
 
-  g_assert_cmpuint (n, ==, 19);
+  g_assert_cmpuint (n, ==, 25);
   /* Every preset applies cleanly to its own workload. */
   for (guint i = 0; i < n; i++)
     {
@@ -318,7 +318,7 @@ test_presets (void)
     g_autoptr(GPtrArray) lm = tach_presets_for_workload (TACH_WORKLOAD_LSTM_LM);
     g_autoptr(GPtrArray) cnn = tach_presets_for_workload (TACH_WORKLOAD_CNN);
 
-    g_assert_cmpuint (lm->len, ==, 6);
+    g_assert_cmpuint (lm->len, ==, 8);
     /* Alone, not the data-parallel presets; tuned last either way (the
      * explain view's "to"). */
     {
@@ -326,9 +326,9 @@ test_presets (void)
       g_autoptr(GPtrArray) two = tach_presets_for_ranks (TACH_WORKLOAD_LSTM_LM, 2);
 
       g_assert_cmpuint (alone->len, ==, 3);
-      g_assert_cmpuint (two->len, ==, 6);
+      g_assert_cmpuint (two->len, ==, 8);
       g_assert_cmpstr (((const TachPreset *) alone->pdata[2])->name, ==, "tuned");
-      g_assert_cmpstr (((const TachPreset *) two->pdata[5])->name, ==, "tuned");
+      g_assert_cmpstr (((const TachPreset *) two->pdata[7])->name, ==, "tuned");
     }
     g_assert_cmpstr (((const TachPreset *) lm->pdata[0])->name, ==, "static-rnn");
     g_assert_cmpstr (((const TachPreset *) cnn->pdata[0])->name, ==, "estimator");
@@ -339,10 +339,15 @@ test_presets (void)
    * synchronisation alone. */
   for (int w = 0; w < TACH_WORKLOAD_COUNT; w++)
     {
-      static const struct { const char *name; TachGradSync sync; guint mb; } dp[] = {
-        { "horovod-no-overlap", TACH_GRAD_SYNC_PER_TENSOR, 64 },
-        { "horovod", TACH_GRAD_SYNC_FUSED, 64 },
-        { "ddp", TACH_GRAD_SYNC_OVERLAP, 25 },
+      static const struct {
+        const char *name; TachGradSync sync; guint mb; guint k; TachAccumulateSync when;
+      } dp[] = {
+        { "horovod-no-overlap", TACH_GRAD_SYNC_PER_TENSOR, 64, 1, TACH_ACCUMULATE_SYNC_EVERY },
+        { "horovod", TACH_GRAD_SYNC_FUSED, 64, 1, TACH_ACCUMULATE_SYNC_EVERY },
+        { "ddp", TACH_GRAD_SYNC_OVERLAP, 25, 1, TACH_ACCUMULATE_SYNC_EVERY },
+        /* Accumulation with and without no_sync: DDP's otherwise. */
+        { "ddp-accumulate", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_EVERY },
+        { "ddp-no-sync", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_LAST },
       };
       TachConfig tuned;
 
@@ -360,13 +365,16 @@ test_presets (void)
           g_assert_cmpint (c.grad_sync, ==, dp[i].sync);
           g_assert_cmpuint (c.bucket_mb, ==, dp[i].mb);
           g_assert_cmpint (c.grad_compress, ==, TACH_GRAD_COMPRESS_NONE);
+          g_assert_cmpuint (c.accumulate, ==, dp[i].k);
+          g_assert_cmpint (c.accumulate_sync, ==, dp[i].when);
           for (guint k = 0; k < n_knobs; k++)
             {
               g_autofree char *a = tach_config_get (&c, knobs[k].name);
               g_autofree char *b = tach_config_get (&tuned, knobs[k].name);
 
               if (knobs[k].is_mode && knobs[k].id != TACH_KNOB_GRAD_SYNC
-                  && knobs[k].id != TACH_KNOB_BUCKET_MB)
+                  && knobs[k].id != TACH_KNOB_BUCKET_MB && knobs[k].id != TACH_KNOB_ACCUMULATE
+                  && knobs[k].id != TACH_KNOB_ACCUMULATE_SYNC)
                 g_assert_cmpstr (a, ==, b);
             }
           /* Alone, their synchronisation does not apply. */

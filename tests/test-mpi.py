@@ -15,6 +15,11 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
   - every rank's rows reach rank 0's samples.csv, and each step's phases
     (feed, compute, sync, host, exposed communication, packing, imbalance)
     add up to its time;
+  - gradient accumulation: 2 ranks at batch B, 4 micro-batches a step,
+    give the losses of one process at batch 8B (relative 1e-4) for every
+    workload, under accumulate-sync every and last (which agree to 1e-5;
+    the runs end by checking the ranks' parameters equal), and the trace
+    shows 4 all-reduces a step under every, 1 under last (no_sync);
   - ranks started with different settings are refused (exit 2) with a
     message that names the knob;
   - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run is reported by
@@ -173,6 +178,46 @@ def test_modes(tmp):
     values = list(seen.values())
     check(len(values) == 5 and all(v == values[0] for v in values),
           "grad-sync, bucket-mb and grad-progress give the same losses, bit for bit")
+
+
+def test_accumulate(tmp, workload, batch, extra=()):
+    one = os.path.join(tmp, workload + "-acc-one")
+    p = subprocess.run([CLI] + BASE + ["--workload", workload, "--batch", str(8 * batch),
+                                       "--steps", "6", "--csv", one] + list(extra),
+                       env=ENV, capture_output=True, text=True, timeout=120)
+    check(p.returncode == 0, workload + ": one process at batch %d runs" % (8 * batch))
+    a = losses_by_step(samples(one)) if p.returncode == 0 else {}
+    seen = {}
+    for sync in ("every", "last"):
+        folder = os.path.join(tmp, workload + "-acc-" + sync)
+        trace = os.path.join(tmp, workload + "-acc-" + sync + ".json")
+        p = mpirun(BASE + ["--workload", workload, "--batch", str(batch), "--steps", "6",
+                           "--accumulate", "4", "--accumulate-sync", sync, "--grad-sync",
+                           "fused", "--csv", folder, "--trace", trace] + list(extra))
+        what = "%s: 2 ranks x 4 micro-batches of %d, accumulate-sync=%s" % (workload, batch, sync)
+        check(p.returncode == 0, what + " runs (the ranks' parameters checked equal): "
+              + p.stderr[-300:])
+        if p.returncode != 0 or not a:
+            continue
+        b = seen[sync] = losses_by_step(samples(folder))
+        check(sorted(b) == sorted(a) == list(range(6)), what + ": a sample per update")
+        worst = max(abs(sum(b[s]) / 2 - a[s][0]) / abs(a[s][0]) for s in a)
+        check(worst < 1e-4, what + ": the ranks' mean loss = one process's at batch %d, worst"
+              " relative %.2g" % (8 * batch, worst))
+        per_step = {}
+        for e in load_trace(trace):
+            # The flights (tracks 2 on), not the phase of waiting for them.
+            if e["ph"] == "X" and e["tid"] >= 2 and e["name"].startswith("all-reduce"):
+                key = (e["pid"], e["args"]["step"])
+                per_step[key] = per_step.get(key, 0) + 1
+        want = 4 if sync == "every" else 1
+        check(len(per_step) == 12 and set(per_step.values()) == {want},
+              what + ": %d all-reduce(s) a step on each rank: %s" % (want, per_step))
+    if len(seen) == 2:
+        e, l_ = seen["every"], seen["last"]
+        worst = max(abs(x - y) / abs(x) for s in e for x, y in zip(e[s], l_[s]))
+        check(worst < 1e-5, workload + ": accumulate-sync every and last give the same losses,"
+              " worst relative %.2g" % worst)
 
 
 def test_mismatch(tmp):
@@ -417,8 +462,10 @@ def test_presets(tmp):
     p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
     check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
           "tach-cli presets lists the data-parallel presets with their sources")
-    check(p.stdout.count("between ranks only") == 9,
-          "tach-cli presets marks the 3 data-parallel presets of each of the 3 workloads")
+    check(p.stdout.count("between ranks only") == 15,
+          "tach-cli presets marks the 5 data-parallel presets of each of the 3 workloads")
+    check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 6,
+          "tach-cli presets says ddp-accumulate and ddp-no-sync still accumulate alone")
     # A command that runs nothing still leaves MPI as a rank should: mpirun
     # -np 1 tach-cli presets is how tools/gpu-check.sh asks whether MPI
     # starts on a GPU host.
@@ -569,6 +616,9 @@ def main():
             # Synthetic images (Fashion-MNIST is 28x28): no long test set.
             test_equivalence(tmp, "cnn", 8, ["--input", "16x16x1"])
             test_modes(tmp)
+            test_accumulate(tmp, "bilstm", 4)
+            test_accumulate(tmp, "lstm-lm", 4)
+            test_accumulate(tmp, "cnn", 4, ["--input", "16x16x1"])
             test_mismatch(tmp)
             test_presets(tmp)
             test_sweep_explain(tmp)

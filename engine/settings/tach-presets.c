@@ -33,6 +33,10 @@
 #define SYNC_HOROVOD_NO_OVERLAP " grad-sync=per-tensor bucket-mb=64 grad-compress=none"
 #define SYNC_HOROVOD " grad-sync=fused bucket-mb=64 grad-compress=none"
 #define SYNC_DDP " grad-sync=overlap bucket-mb=25 grad-compress=none"
+/* Gradient accumulation under DDP, 4 micro-batches an update (the cosmos
+ * report's grad_accum_iter=4), with and without no_sync. */
+#define ACCUMULATE_EVERY " accumulate=4 accumulate-sync=every"
+#define ACCUMULATE_LAST " accumulate=4 accumulate-sync=last"
 /* tuned's synchronisation: the fastest of the correct ones with 2 ranks on
  * this project's 2-core machine (bench/run-mpi.sh measures them side by
  * side; see the commit that set it). */
@@ -67,8 +71,33 @@
      "(fp16_compress_hook is opt-in, torch/distributed/algorithms/ddp_comm_hooks)\n" \
      "the other modes as tuned, kernels launched one by one: the same step as one process's " \
      "fastest")
-/* The three data-parallel presets of a training workload, whose tuned
- * modes are @tuned. */
+#define WHY_DDP_ACCUMULATE \
+  N_("grad-sync=overlap: DDP's Reducer, as in the ddp preset (torch/nn/parallel/distributed.py)\n" \
+     "bucket-mb=25: DDP's bucket_cap_mb default (torch/nn/parallel/distributed.py)\n" \
+     "grad-compress=none: no communication hook\n" \
+     "accumulate=4: a loop that runs forward and backward on 4 micro-batches before each " \
+     "optimizer.step(), as NVIDIA/cosmos-framework issue 161 ran it (trainer.grad_accum_iter=4)\n" \
+     "accumulate-sync=every: no no_sync() around the first three: DDP's forward calls " \
+     "reducer.prepare_for_backward whenever require_backward_grad_sync is set " \
+     "(torch/nn/parallel/distributed.py, DistributedDataParallel.forward), so every backward " \
+     "all-reduces its buckets; the report's ddp_sync_grad (cosmos_framework/utils/distributed.py) " \
+     "did nothing for its FSDP2 modules: 430.6 s an iteration, 4 x 110.2 s\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
+#define WHY_DDP_NO_SYNC \
+  N_("grad-sync=overlap: DDP's Reducer, as in the ddp preset (torch/nn/parallel/distributed.py)\n" \
+     "bucket-mb=25: DDP's bucket_cap_mb default (torch/nn/parallel/distributed.py)\n" \
+     "grad-compress=none: no communication hook\n" \
+     "accumulate=4: 4 micro-batches before each optimizer.step(), as in ddp-accumulate\n" \
+     "accumulate-sync=last: the first three forward and backward passes inside " \
+     "DistributedDataParallel.no_sync(), which clears require_backward_grad_sync so that forward " \
+     "does not prepare the Reducer and backward all-reduces nothing; the gradients accumulate " \
+     "and the last backward, outside it, all-reduces their sum (torch/nn/parallel/distributed.py; " \
+     "the fix of NVIDIA/cosmos-framework PR 162)\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
+/* The data-parallel presets of a training workload, whose tuned modes are
+ * @tuned. */
 #define BETWEEN_RANKS(workload, tuned) \
   { "horovod-no-overlap", workload, \
     N_("Horovod as horovod#889 ran it: an all-reduce per tensor after backward, no overlap"), \
@@ -78,7 +107,14 @@
     tuned SYNC_HOROVOD, NULL, WHY_HOROVOD, TRUE }, \
   { "ddp", workload, \
     N_("PyTorch DDP's defaults: 25 MB buckets all-reduced while backward goes on"), \
-    tuned SYNC_DDP, NULL, WHY_DDP, TRUE },
+    tuned SYNC_DDP, NULL, WHY_DDP, TRUE }, \
+  { "ddp-accumulate", workload, \
+    N_("DDP accumulating 4 micro-batches an update, all-reduced after every one of them"), \
+    tuned SYNC_DDP ACCUMULATE_EVERY, NULL, WHY_DDP_ACCUMULATE, TRUE }, \
+  { "ddp-no-sync", workload, \
+    N_("DDP accumulating 4 micro-batches under no_sync: one all-reduce an update, after the " \
+       "last"), \
+    tuned SYNC_DDP ACCUMULATE_LAST, NULL, WHY_DDP_NO_SYNC, TRUE },
 
 /* Each preset sets every mode knob of its workload, and its rationale says,
  * one line per knob ("knob=value: ..."), what in the reported code the value
