@@ -17,16 +17,26 @@
 # strong-scaling efficiency and the 2-rank runs' phases (exposed
 # communication, packing, imbalance).
 #
+# Gradient accumulation, interleaved in the same rounds: per workload the
+# 2 ranks at batch B with 4 micro-batches a step, accumulate-sync every
+# (the ddp-accumulate preset) and last (ddp-no-sync), a quarter of the
+# steps (the same micro-batches as a grad-sync run), the two in an order
+# that alternates round by round (OUT/accum/round-R).  Its table has per
+# case samples/s, the step's exposed communication and imbalance (ms and
+# share), and last's communication over every's, paired by round.
+#
 # Then, as root (network namespaces; skipped otherwise), the slow link:
 # tools/mpi-slow-link.sh puts each rank in a namespace of its own behind a
 # veth pair limited by tc tbf to --rate, and runs the cnn (the largest
 # gradient, 13 MB) with grad-sync per-tensor and overlap interleaved, then
 # `explain` between them: how much of the communication per-tensor exposes
-# overlap hides.
+# overlap hides; and ddp-accumulate against ddp-no-sync, alternating.
 #
-# Usage: bench/run-mpi.sh [--rounds N] [--quick] [--cases LIST] [--rate RATE]
-#                         [--no-slow-link] [--out DIR]
+# Usage: bench/run-mpi.sh [--rounds N] [--quick] [--cases LIST] [--parts LIST]
+#                         [--rate RATE] [--no-slow-link] [--out DIR]
 #   --rounds N      rounds of each comparison (default 5)
+#   --parts LIST    what to compare: grad-sync, accumulate or both (default
+#                   grad-sync,accumulate), locally and on the slow link
 #   --quick         fewer steps (and 2 rounds unless --rounds says), to check the
 #                   script in a few minutes
 #   --cases LIST    comma-separated workloads (default bilstm,lstm-lm,cnn)
@@ -45,6 +55,7 @@ mpirun=${MPIRUN:-mpirun}
 rounds=
 quick=no
 cases="bilstm,lstm-lm,cnn"
+parts="grad-sync,accumulate"
 rate=100mbit
 slow_link=yes
 out=
@@ -54,6 +65,7 @@ while [ $# -gt 0 ]; do
     --rounds) rounds=$2; shift 2 ;;
     --quick) quick=yes; shift ;;
     --cases) cases=$2; shift 2 ;;
+    --parts) parts=$2; shift 2 ;;
     --rate) rate=$2; shift 2 ;;
     --no-slow-link) slow_link=no; shift ;;
     --out) out=$2; shift 2 ;;
@@ -83,6 +95,10 @@ if [ "$quick" = yes ]; then
   rounds=${rounds:-2}
 fi
 rounds=${rounds:-5}
+# Accumulation's steps are 4 micro-batches each: a quarter of the steps.
+accum_steps=$((steps / 4))
+slow_accum_steps=$((slow_steps / 2))
+has_part () { case ",$parts," in *",$1,"*) return 0 ;; *) return 1 ;; esac; }
 batch_of () {
   case $1 in
     bilstm) echo 256 ;;
@@ -96,6 +112,19 @@ echo "run-mpi.sh: $(nproc) processors, $("$mpirun" --version | head -1), rounds 
 for r in $(seq 1 "$rounds"); do
   for w in $(echo "$cases" | tr ',' ' '); do
     b=$(batch_of "$w")
+    # Accumulation with and without no_sync, the order alternating.
+    order="ddp-accumulate ddp-no-sync"
+    [ $((r % 2)) -eq 0 ] && order="ddp-no-sync ddp-accumulate"
+    has_part accumulate || order=
+    for preset in $order; do
+      echo "== round $r/$rounds: $w, batch $b per rank x 4 micro-batches, preset $preset"
+      log="$out/accum-$w-$preset-$r.log"
+      "$mpirun" -np 2 "$cli" run --workload "$w" --device cpu --threads 1 --batch "$b" \
+        --steps "$accum_steps" --warmup 2 --preset "$preset" --seed "$r" \
+        --csv "$out/accum/round-$r" > "$log" 2>&1 \
+        || { echo "run-mpi.sh: $w $preset failed:" >&2; tail -5 "$log" >&2; exit 1; }
+    done
+    has_part grad-sync || continue
     for sync in per-tensor fused overlap; do
       echo "== round $r/$rounds: $w, batch $b per rank, grad-sync $sync"
       # A seed per round: the order of the three runs in a round is drawn
@@ -109,7 +138,7 @@ for r in $(seq 1 "$rounds"); do
   done
 done
 
-python3 - "$out/local" "$rounds" <<'EOF'
+has_part grad-sync && python3 - "$out/local" "$rounds" <<'EOF'
 import csv, os, sys
 folder, n_rounds = sys.argv[1], int(sys.argv[2])
 rows = []
@@ -165,6 +194,65 @@ print("(exposed communication, casting and averaging, waiting for the slowest ra
 print("most of the CPU time other processes took during a case's runs")
 EOF
 
+# The accumulation table: both sides of each case from the same rounds.
+accum_table () {
+  python3 - "$1" "$2" <<'EOF'
+import csv, os, sys
+folder, what = sys.argv[1], sys.argv[2]
+rows = []
+for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
+    path = os.path.join(folder, name, "runs.csv")
+    if name.startswith("round-") and os.path.exists(path):
+        rows += [dict(r, round=name) for r in csv.DictReader(open(path, newline=""))]
+
+def median(xs):
+    xs = sorted(xs)
+    return xs[(len(xs) - 1) // 2] if xs else float("nan")
+
+def spread(xs, fmt="%.1f"):
+    xs = [x for x in xs if x == x]
+    if not xs:
+        return "-"
+    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
+
+def value(r, k):
+    return float(r[k]) if r.get(k, "") != "" else float("nan")
+
+def ms(r, share):
+    # A share of the median step, in ms of that step.
+    return value(r, share) * 1000.0 / value(r, "median_steps_per_s")
+
+print()
+print("%-8s %-6s %-22s %-20s %-20s %-20s %-20s %5s" % (
+    "workload", "sync", "samples/s", "comm ms/step", "comm %", "imbal ms/step",
+    "comm+imbal ms", "busy"))
+for w in dict.fromkeys(r["workload"] for r in rows):
+    per = {}
+    for sync in ("every", "last"):
+        mine = [r for r in rows if r["workload"] == w and r["accumulate-sync"] == sync]
+        per[sync] = {r["round"]: r for r in mine}
+        busy = max([value(r, "machine_busy") for r in mine if r["machine_busy"]] or [float("nan")])
+        print("%-8s %-6s %-22s %-20s %-20s %-20s %-20s %4.0f%%" % (
+            w, sync, spread([value(r, "items_per_s") for r in mine], "%.0f"),
+            spread([ms(r, "comm_share") for r in mine]),
+            spread([100 * value(r, "comm_share") for r in mine]),
+            spread([ms(r, "imbalance_share") for r in mine]),
+            spread([ms(r, "comm_share") + ms(r, "imbalance_share") for r in mine]), 100 * busy))
+    both = [k for k in per["every"] if k in per["last"]]
+    ratio = [ms(per["last"][k], "comm_share") / ms(per["every"][k], "comm_share") for k in both]
+    ratio_all = [(ms(per["last"][k], "comm_share") + ms(per["last"][k], "imbalance_share"))
+                 / (ms(per["every"][k], "comm_share") + ms(per["every"][k], "imbalance_share"))
+                 for k in both]
+    print("%-8s last/every, paired by round: exposed communication %s, with imbalance %s"
+          " (target at most 0.25)" % (w, spread(ratio, "%.2f"), spread(ratio_all, "%.2f")))
+print("%s: 2 ranks, 4 micro-batches a step, accumulate-sync every (ddp-accumulate) and last"
+      % what)
+print("(ddp-no-sync); each figure the median over the rounds (lowest-highest); comm: exposed")
+print("communication, imbal: waiting for the slowest rank, per step of 4 micro-batches")
+EOF
+}
+has_part accumulate && accum_table "$out/accum" "shared memory"
+
 if [ "$slow_link" = no ]; then
   exit 0
 fi
@@ -175,9 +263,11 @@ fi
 # The ranks run in namespaces of their own, where /tmp is the same file
 # system: the CSV folder and the tach-cli are reached by absolute path.
 echo
-echo "== slow link: $rate each way, cnn batch 32 per rank, horovod-no-overlap (per-tensor) and ddp (overlap)"
+has_part grad-sync \
+  && echo "== slow link: $rate each way, cnn batch 32 per rank, horovod-no-overlap (per-tensor) and ddp (overlap)"
 status=0
 for r in $(seq 1 "$rounds"); do
+  has_part grad-sync || break
   # Alternate which goes first, so drift falls alike on both.
   order="horovod-no-overlap ddp"
   [ $((r % 2)) -eq 0 ] && order="ddp horovod-no-overlap"
@@ -189,6 +279,23 @@ for r in $(seq 1 "$rounds"); do
     [ "$status" -eq 0 ] || { echo "run-mpi.sh: the slow-link run failed:" >&2; tail -5 "$out/slow.log" >&2; exit 1; }
   done
 done
+if has_part accumulate; then
+  echo "== slow link: cnn batch 32 per rank x 4 micro-batches, ddp-accumulate and ddp-no-sync"
+  for r in $(seq 1 "$rounds"); do
+    order="ddp-accumulate ddp-no-sync"
+    [ $((r % 2)) -eq 0 ] && order="ddp-no-sync ddp-accumulate"
+    for preset in $order; do
+      "$root/tools/mpi-slow-link.sh" --rate "$rate" --mpirun "$mpirun" -- "$cli" run \
+        --workload cnn --device cpu --threads 1 --batch 32 --steps "$slow_accum_steps" \
+        --warmup 1 --preset "$preset" --seed "$r" --csv "$out/slow-accum/round-$r" \
+        >> "$out/slow-accum.log" 2>&1 || status=$?
+      [ "$status" -eq 77 ] && { echo "run-mpi.sh: the slow link is not available here (see $out/slow-accum.log)"; exit 0; }
+      [ "$status" -eq 0 ] || { echo "run-mpi.sh: the slow-link run failed:" >&2; tail -5 "$out/slow-accum.log" >&2; exit 1; }
+    done
+  done
+  accum_table "$out/slow-accum" "slow link, $rate each way"
+fi
+has_part grad-sync || exit 0
 "$root/tools/mpi-slow-link.sh" --rate "$rate" --mpirun "$mpirun" -- "$cli" explain \
   --workload cnn --device cpu --threads 1 --batch 32 --steps "$slow_steps" --warmup 2 \
   --from horovod-no-overlap --to ddp --rounds 3 --budget 0 \
