@@ -23,6 +23,17 @@
  *     which the runner copies to the step's place after each replay;
  *   - no host work inside step: no synchronize, download, upload, alloc.
  *
+ * Gradient accumulation (the accumulate knob) needs nothing of a model
+ * beyond the above: the runner calls prepare, step and finish once per
+ * micro-batch, with the same ctx->step for all of a step's micro-batches
+ * and TachBackend.micro saying which one it is; the feeder picks the
+ * micro-batch's samples from that (tach_feeder_next), and
+ * tach_params_grad_ready / tach_params_update fold the gradients and
+ * update after the last.  A model that draws per sample (dropout) keys
+ * its draws by ctx->step and offsets them by the batch's place in the
+ * step's global batch, tach_backend_batch_place (the cnn does), so that K
+ * micro-batches of B draw what one batch of K B draws.
+ *
  * Threads: every function here runs on the engine thread.
  */
 #pragma once
