@@ -71,6 +71,19 @@ find_widget_of_type (GtkWidget *widget,
   return NULL;
 }
 
+/* The window is the size asked, less its client-side decorations' edge
+ * (10 px under Xvfb without a window manager), no larger. */
+gboolean
+window_has_size (gpointer data)
+{
+  const WindowSize *size = data;
+  int width = gtk_widget_get_width (GTK_WIDGET (size->window));
+  int height = gtk_widget_get_height (GTK_WIDGET (size->window));
+
+  return width <= size->width && width >= size->width - 20
+         && height <= size->height && height >= size->height - 20;
+}
+
 gboolean
 window_mapped (gpointer data)
 {

@@ -567,6 +567,7 @@ main (int   argc,
   g_test_add_func ("/gui/scaling/busy-apart", test_scaling_busy_apart);
   g_test_add ("/gui/scaling/busy", Fixture, NULL, fixture_setup, test_scaling_busy, fixture_teardown);
   test_gui_ranks_add (fixture_setup, fixture_teardown);
+  test_gui_fit_add (fixture_setup, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   g_test_add ("/gui/layout", Fixture, NULL, fixture_setup, test_layout, fixture_teardown);

@@ -91,6 +91,14 @@ void     iterate_for         (double        seconds);
 /* The first widget at or below @widget of @type, or NULL (test-gui-util.c). */
 GtkWidget *find_widget_of_type (GtkWidget  *widget,
                                 GType       type);
+/* A window and the size asked of it. */
+typedef struct {
+  TachWindow *window;
+  int         width, height;
+} WindowSize;
+/* The window (a WindowSize) has the size asked, less its client-side
+ * decorations' edge, no larger (test-gui-util.c). */
+gboolean window_has_size     (gpointer      data);
 /* The window is on screen (test-gui-util.c). */
 gboolean window_mapped       (gpointer      data);
 /* The window has runs and none going (test-gui-util.c). */
@@ -104,6 +112,10 @@ void     test_i18n_zh_cn     (Fixture      *fixture,
                               gconstpointer data);
 /* Runs of several ranks through mpirun (test-gui-ranks.c): adds its tests. */
 void     test_gui_ranks_add  (void (*setup) (Fixture *, gconstpointer),
+                              void (*teardown) (Fixture *, gconstpointer));
+/* What a window of 1280 x 800 keeps inside it (test-gui-fit.c): adds its
+ * tests. */
+void     test_gui_fit_add    (void (*setup) (Fixture *, gconstpointer),
                               void (*teardown) (Fixture *, gconstpointer));
 /* The README's screenshots, rendered as artifacts (test-gui-shots.c). */
 void     test_screenshots    (Fixture      *fixture,

@@ -32,6 +32,7 @@ struct _TachExplainView
   GtkButton              *button;
   GtkMenuButton          *export_button;
   GtkProgressBar         *progress;
+  GtkLabel               *progress_text; /* the rounds line, under the row: it wraps */
   TachExplainChart       *chart;
   GtkLabel               *summary;
   GtkLabel               *text;
@@ -165,6 +166,7 @@ update_state (TachExplainView *self)
 
   /* win.explain waits for a run to end, as Compare does. */
   tach_task_button_update (self->button, self->progress, running, _("_Explain"), "win.explain");
+  gtk_widget_set_visible (GTK_WIDGET (self->progress_text), running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->from_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->to_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->explain != NULL);
@@ -306,7 +308,7 @@ on_progress_idle (gpointer data)
                                                 line, done, total);
 
       gtk_progress_bar_set_fraction (self->progress, total > 0 ? (double) done / total : 0);
-      gtk_progress_bar_set_text (self->progress, label);
+      gtk_label_set_text (self->progress_text, label);
     }
   {
     LiveFigures *live = take_live (self);
@@ -472,7 +474,7 @@ tach_explain_view_start_configs (TachExplainView *self,
   g_atomic_int_set (&self->total, (gint) (tach_explain_get_n_configs (explain)
                                           * tach_explain_get_rounds (explain)));
   gtk_progress_bar_set_fraction (self->progress, 0);
-  gtk_progress_bar_set_text (self->progress, _("Measuring…"));
+  gtk_label_set_text (self->progress_text, _("Measuring…"));
   task = g_task_new (self, self->cancellable, on_explained, NULL);
   g_task_set_source_tag (task, tach_explain_view_start_configs);
   /* The worker's own outcome comes back, stopped or not: a stop is its
@@ -667,9 +669,26 @@ tach_explain_view_init (TachExplainView *self)
   self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("explain.export", _("Export the explanation")));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
 
+  /* The bar in the row, its line under it: the line grows with the rounds
+   * and the speed-ups' intervals, and as the bar's text it widened the
+   * row past the view, folding the settings panel away and running off
+   * the window's edge (issue 42). */
   self->progress = tach_task_progress_new ();
+  gtk_progress_bar_set_show_text (self->progress, FALSE);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), tach_a11y_scroll_sideways (row));
+  self->progress_text = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_wrap (self->progress_text, TRUE);
+  /* A wrapped label asks for its whole line as its natural width, which
+   * folds the panel as surely: it asks for a short one, and fills what it
+   * gets. */
+  gtk_label_set_max_width_chars (self->progress_text, 40);
+  gtk_label_set_xalign (self->progress_text, 0);
+  gtk_widget_set_margin_start (GTK_WIDGET (self->progress_text), 24);
+  gtk_widget_set_margin_end (GTK_WIDGET (self->progress_text), 24);
+  gtk_widget_add_css_class (GTK_WIDGET (self->progress_text), "dim-label");
+  gtk_widget_add_css_class (GTK_WIDGET (self->progress_text), "numeric");
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->progress_text));
 
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_widget_set_vexpand (scroller, TRUE);
