@@ -6,6 +6,9 @@
 
 #include "tach-window.h"
 #include "tach-explain-view.h"
+#include "tach-ranks-job.h"
+#include "tach-ranks-view.h"
+#include "tach-run-object.h"
 #include "test-gui.h"
 
 static void
@@ -110,10 +113,135 @@ test_fit_explain_progress (Fixture *fixture, gconstpointer data)
   g_assert_true (iterate_until (explain_idle, view, 60));
 }
 
+
+/* How many rows of the run table are shown whole: inside its scrolled
+ * area, below the column titles, inside the window. */
+static guint
+count_whole_rows (TachWindow *window)
+{
+  GtkWidget *table = GTK_WIDGET (tach_window_get_run_table (window));
+  GtkWidget *view = find_widget_of_type (table, GTK_TYPE_COLUMN_VIEW);
+  GtkWidget *scroller = gtk_widget_get_ancestor (view, GTK_TYPE_SCROLLED_WINDOW);
+  GtkWidget *list = find_widget_with_css_name (view, "listview");
+  GtkWidget *titles = find_widget_with_css_name (view, "header");
+  graphene_rect_t area, head;
+  guint whole = 0;
+
+  g_assert_nonnull (list);
+  g_assert_true (gtk_widget_compute_bounds (scroller, GTK_WIDGET (window), &area));
+  g_assert_true (gtk_widget_compute_bounds (titles, GTK_WIDGET (window), &head));
+  for (GtkWidget *row = gtk_widget_get_first_child (list); row != NULL;
+       row = gtk_widget_get_next_sibling (row))
+    {
+      graphene_rect_t box;
+
+      if (!gtk_widget_get_mapped (row) || !g_str_equal (gtk_widget_get_css_name (row), "row")
+          || !gtk_widget_compute_bounds (row, GTK_WIDGET (window), &box))
+        continue;
+      if (box.origin.y >= head.origin.y + head.size.height - 0.5
+          && box.origin.y + box.size.height <= area.origin.y + area.size.height + 0.5
+          && box.origin.y + box.size.height <= gtk_widget_get_height (GTK_WIDGET (window)) + 0.5)
+        whole++;
+    }
+  return whole;
+}
+
+/* Each rank's line is shown whole: not cut short, inside the window. */
+static void
+assert_ranks_whole (TachWindow *window, TachRanksView *ranks)
+{
+  GtkWidget *grid = find_widget_of_type (GTK_WIDGET (ranks), GTK_TYPE_GRID);
+  guint lines = 0;
+
+  for (GtkWidget *child = gtk_widget_get_first_child (grid); child != NULL;
+       child = gtk_widget_get_next_sibling (child))
+    {
+      if (!GTK_IS_LABEL (child) || !g_str_has_prefix (gtk_label_get_text (GTK_LABEL (child)), "compute "))
+        continue;
+      lines++;
+      if (pango_layout_is_ellipsized (gtk_label_get_layout (GTK_LABEL (child))))
+        g_error ("a rank's line is cut: %s", gtk_label_get_text (GTK_LABEL (child)));
+      g_assert_true (inside_window (window, child));
+    }
+  g_assert_cmpuint (lines, ==, tach_ranks_view_get_n_rows (ranks));
+}
+
+/* After a run of two ranks at 1280 x 800 beside the settings panel: the
+ * run table shows its rows (four runs, each whole), each rank's line is
+ * whole, and the runs are numbered as the table counts them, #1 to #4,
+ * however many runs the process made elsewhere (Scaling's and Explain's
+ * take engine ids too: the table read #12 then #121). */
+static void
+test_fit_ranks (Fixture *fixture, gconstpointer data)
+{
+  TachWindow *window = fixture->window;
+  TachConfigPanel *panel = tach_window_get_config_panel (window);
+  TachRanksView *ranks = tach_window_get_ranks_view (window);
+  GListModel *runs = tach_window_get_runs (window);
+  g_autoptr(GError) error = NULL;
+  TachConfig other;
+
+  (void) data;
+  if (!tach_ranks_job_check (&error))
+    {
+      g_test_skip (error->message);
+      return;
+    }
+  tach_ranks_job_set_root (fixture->tmpdir);
+  /* A window made at that size, as a laptop's screen makes it. */
+  gtk_window_destroy (GTK_WINDOW (window));
+  window = fixture->window = tach_window_new (GTK_APPLICATION (fixture->app));
+  gtk_window_set_default_size (GTK_WINDOW (window), 1280, 800);
+  gtk_window_present (GTK_WINDOW (window));
+  set_size (window, 1280, 800);
+  panel = tach_window_get_config_panel (window);
+  ranks = tach_window_get_ranks_view (window);
+  runs = tach_window_get_runs (window);
+  g_object_set (window, "show-config", TRUE, NULL);
+  g_object_set (panel, "workload", "bilstm", "device", "cpu", "batch", 16, "steps", 6,
+                "seed", (guint64) 7, NULL);
+  for (guint i = 1; i <= 10; i++)
+    run_and_wait (window, i);
+  /* Runs that the window's table never shows, as a sweep's or an
+   * explanation's. */
+  tach_config_init (&other, TACH_WORKLOAD_BILSTM);
+  for (guint i = 0; i < 100; i++)
+    tach_run_unref (tach_run_new (&other, NULL));
+  tach_config_clear (&other);
+  run_and_wait (window, 11);
+  g_assert_true (tach_config_panel_set_knob (panel, "ranks", "2", NULL));
+  g_assert_true (tach_config_panel_set_knob (panel, "threads", "1", NULL));
+  g_assert_true (tach_config_panel_set_knob (panel, "steps", "40", NULL));
+  run_and_wait (window, 12);
+  g_assert_cmpuint (g_list_model_get_n_items (runs), ==, 12);
+  iterate_for (0.5);
+  render_window (window, "test-gui-fit-ranks.png");
+
+  for (guint i = 0; i < 12; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (runs, i);
+      g_autofree char *number = g_strdup_printf ("#%u ", i + 1);
+
+      g_assert_true (g_str_has_prefix (tach_run_object_get_title (run), number));
+    }
+  g_assert_cmpuint (tach_ranks_view_get_n_rows (ranks), ==, 2);
+  g_assert_nonnull (find_label (GTK_WIDGET (ranks), "2 ranks, run #12"));
+  /* Four rows whole at least, below the table's titles. */
+  g_assert_cmpuint (count_whole_rows (window), >=, 4);
+  assert_ranks_whole (window, ranks);
+  /* Narrower (the panel folds away), the rank lines wrap rather than
+   * lose their end. */
+  set_size (window, 800, 800);
+  render_window (window, "test-gui-fit-ranks-800.png");
+  assert_ranks_whole (window, ranks);
+  g_assert_cmpuint (count_whole_rows (window), >=, 4);
+}
+
 void
 test_gui_fit_add (void (*setup) (Fixture *, gconstpointer),
                   void (*teardown) (Fixture *, gconstpointer))
 {
   g_test_add ("/gui/fit/explain-progress", Fixture, NULL, setup, test_fit_explain_progress,
               teardown);
+  g_test_add ("/gui/fit/ranks", Fixture, NULL, setup, test_fit_ranks, teardown);
 }

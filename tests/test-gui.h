@@ -91,6 +91,13 @@ void     iterate_for         (double        seconds);
 /* The first widget at or below @widget of @type, or NULL (test-gui-util.c). */
 GtkWidget *find_widget_of_type (GtkWidget  *widget,
                                 GType       type);
+/* The window holds its "test-want-runs" runs and none is going
+ * (test-gui-util.c). */
+gboolean window_has_runs     (gpointer      data);
+/* Runs the panel's settings through win.run until the window holds @want
+ * runs (test-gui-util.c). */
+void     run_and_wait        (TachWindow   *window,
+                              guint         want);
 /* A window and the size asked of it. */
 typedef struct {
   TachWindow *window;

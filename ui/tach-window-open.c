@@ -61,7 +61,8 @@ add_loaded_runs (TachWindow *self,
     }
   for (guint i = 0; i < runs->len; i++)
     {
-      g_autoptr(TachRunObject) object = tach_run_object_new (runs->pdata[i], self->next_color++);
+      g_autoptr(TachRunObject) object = tach_run_object_new (runs->pdata[i], ++self->next_number,
+                                                                  self->next_color++);
 
       tach_chart_add_series (self->rate_chart, tach_run_object_get_rate_series (object));
       tach_chart_add_series (self->loss_chart, tach_run_object_get_loss_series (object));
