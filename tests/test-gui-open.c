@@ -76,23 +76,6 @@ copy_file (const char *from_dir, const char *to_dir, const char *name, guint bad
   g_assert_true (g_file_set_contents (to, joined, -1, NULL));
 }
 
-static void
-on_opened (GObject      *source,
-           GAsyncResult *result,
-           gpointer      user_data)
-{
-  GError **error = user_data;
-  guint n = tach_window_open_folders_finish (TACH_WINDOW (source), result, error);
-
-  g_object_set_data (source, "test-opened", GUINT_TO_POINTER (n + 1));
-}
-
-static gboolean
-opened (gpointer data)
-{
-  return g_object_get_data (data, "test-opened") != NULL;
-}
-
 static gboolean
 has_dialog (gpointer window)
 {

@@ -71,6 +71,23 @@ find_widget_of_type (GtkWidget *widget,
   return NULL;
 }
 
+void
+on_opened (GObject      *source,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  GError **error = user_data;
+  guint n = tach_window_open_folders_finish (TACH_WINDOW (source), result, error);
+
+  g_object_set_data (source, "test-opened", GUINT_TO_POINTER (n + 1));
+}
+
+gboolean
+opened (gpointer data)
+{
+  return g_object_get_data (data, "test-opened") != NULL;
+}
+
 gboolean
 window_has_runs (gpointer data)
 {

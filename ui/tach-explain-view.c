@@ -42,6 +42,7 @@ struct _TachExplainView
   TachWorkload            workload;
 
   TachExplain            *explain;     /* owned: the last finished one */
+  char                   *source;      /* owned: the explain.csv it was read from, or NULL */
   TachExplain            *live;        /* owned: the running one's rounds so far, shown */
   gpointer                live_slot;   /* atomic: a LiveFigures the worker left, or NULL */
   GCancellable           *cancellable; /* the running one's, or NULL */
@@ -246,6 +247,12 @@ show_explain (TachExplainView *self, TachExplain *explain, gboolean provisional)
                                 "before the stop."));
     if (unresolved != NULL && !provisional)
       g_string_append_printf (summary, "\n%s", unresolved);
+    if (explain == self->explain && self->source != NULL)
+      {
+        g_string_append_c (summary, '\n');
+        /* Translators: an explanation read from a results folder's file. */
+        g_string_append_printf (summary, _("Read from %s."), self->source);
+      }
   }
   gtk_label_set_text (self->summary, summary->str);
   gtk_label_set_text (self->text, text->str);
@@ -425,6 +432,7 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
       /* The task keeps its data until it is freed: take a copy of the
        * pointer and keep the explanation alive through the task's ref. */
       g_clear_pointer (&self->explain, tach_explain_free);
+      g_clear_pointer (&self->source, g_free);
       self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
       show_result (self);
     }
@@ -433,6 +441,7 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
     {
       /* Stopped after whole rounds: their explanation, said to be theirs. */
       g_clear_pointer (&self->explain, tach_explain_free);
+      g_clear_pointer (&self->source, g_free);
       self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
       show_result (self);
     }
@@ -489,6 +498,25 @@ tach_explain_view_start_configs (TachExplainView *self,
                           (GDestroyNotify) tach_explain_free);
   g_task_set_task_data (task, explain, NULL);
   g_task_run_in_thread (task, explain_thread);
+  update_state (self);
+  return TRUE;
+}
+
+gboolean
+tach_explain_view_show_loaded (TachExplainView *self, TachExplain *explain, const char *source)
+{
+  g_return_val_if_fail (TACH_IS_EXPLAIN_VIEW (self), FALSE);
+  /* The one measuring now keeps the view: its end would replace it. */
+  if (self->cancellable != NULL)
+    {
+      tach_explain_free (explain);
+      return FALSE;
+    }
+  g_clear_pointer (&self->explain, tach_explain_free);
+  g_free (self->source);
+  self->source = g_strdup (source);
+  self->explain = explain;
+  show_result (self);
   update_state (self);
   return TRUE;
 }
@@ -581,6 +609,7 @@ tach_explain_view_dispose (GObject *object)
   if (self->chart != NULL)
     tach_explain_chart_set_explain (self->chart, NULL);
   g_clear_pointer (&self->explain, tach_explain_free);
+  g_clear_pointer (&self->source, g_free);
   g_clear_pointer (&self->live, tach_explain_free);
   g_clear_pointer (&self->box, gtk_widget_unparent);
   G_OBJECT_CLASS (tach_explain_view_parent_class)->dispose (object);
