@@ -5,6 +5,8 @@
 #include <string.h>
 
 #include "tach-window.h"
+#include "tach-chart.h"
+#include "tach-explain-chart.h"
 #include "tach-explain-view.h"
 #include "tach-ranks-job.h"
 #include "tach-ranks-view.h"
@@ -237,6 +239,100 @@ test_fit_ranks (Fixture *fixture, gconstpointer data)
   g_assert_cmpuint (count_whole_rows (window), >=, 4);
 }
 
+
+/* @box (in @widget's coordinates) lies inside @widget's visible part
+ * (tach_chart_get_visible_area) and inside the window. */
+static void
+assert_readout_inside (TachWindow *window, GtkWidget *widget, const graphene_rect_t *box,
+                       const char *what)
+{
+  graphene_rect_t visible, in_window;
+
+  tach_chart_get_visible_area (widget, &visible);
+  g_assert_true (gtk_widget_compute_bounds (widget, GTK_WIDGET (window), &in_window));
+  in_window.origin.x += box->origin.x;
+  in_window.origin.y += box->origin.y;
+  in_window.size = box->size;
+  if (box->origin.x < visible.origin.x - 0.5 || box->origin.y < visible.origin.y - 0.5
+      || box->origin.x + box->size.width > visible.origin.x + visible.size.width + 0.5
+      || box->origin.y + box->size.height > visible.origin.y + visible.size.height + 0.5
+      || in_window.origin.x < -0.5 || in_window.origin.y < -0.5
+      || in_window.origin.x + in_window.size.width > gtk_widget_get_width (GTK_WIDGET (window)) + 0.5
+      || in_window.origin.y + in_window.size.height > gtk_widget_get_height (GTK_WIDGET (window)) + 0.5)
+    g_error ("%s: the read-out at %.0f,%.0f %.0fx%.0f is past the shown part %.0f,%.0f %.0fx%.0f "
+             "or the window's edge", what, box->origin.x, box->origin.y, box->size.width,
+             box->size.height, visible.origin.x, visible.origin.y, visible.size.width,
+             visible.size.height);
+}
+
+/* The charts' read-outs, for a pointer at the right and bottom edges of
+ * what the window shows of them, lie inside the window (issue 42: they
+ * were cut there): the Live loss chart's, and the Explain waterfall's,
+ * which was a GTK tooltip running past the window. */
+static void
+test_fit_readouts (Fixture *fixture, gconstpointer data)
+{
+  TachWindow *window = fixture->window;
+  TachExplainView *view = tach_window_get_explain_view (window);
+  TachChart *loss = tach_window_get_loss_chart (window);
+  GtkWidget *explain_chart = GTK_WIDGET (tach_explain_view_get_chart (view));
+  AdwViewStack *stack = ADW_VIEW_STACK (find_widget_of_type (GTK_WIDGET (window), ADW_TYPE_VIEW_STACK));
+  graphene_rect_t box, visible;
+
+  (void) data;
+  set_size (window, 1280, 800);
+  g_object_set (tach_window_get_config_panel (window), "steps", 6, NULL);
+  run_and_wait (window, 1);
+
+  /* The Live loss chart, its plot's bottom-right corner, at 1280 x 800
+   * and at 800 x 600. */
+  for (guint i = 0; i < 2; i++)
+    {
+      graphene_rect_t plot;
+
+      if (i == 1)
+        set_size (window, 800, 600);
+      adw_view_stack_set_visible_child_name (stack, "live");
+      iterate_for (0.3);
+      tach_chart_get_plot_area (loss, gtk_widget_get_width (GTK_WIDGET (loss)),
+                                gtk_widget_get_height (GTK_WIDGET (loss)), &plot);
+      tach_chart_set_hover (loss, plot.origin.x + plot.size.width - 2,
+                            plot.origin.y + plot.size.height - 2);
+      render_window (window, i == 0 ? "test-gui-fit-readout-live.png"
+                                    : "test-gui-fit-readout-live-800.png");
+      g_assert_true (tach_chart_get_hover_box (loss, &box));
+      assert_readout_inside (window, GTK_WIDGET (loss), &box, "the loss chart");
+    }
+
+  /* The waterfall: a bar at the bottom-right corner of what shows of it. */
+  set_size (window, 1280, 800);
+  g_assert_true (tach_explain_view_set_presets (view, "tf1-feed-dict", "tuned"));
+  tach_explain_view_set_rounds (view, 3, 0, 0.05);
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.explain", NULL);
+  g_assert_true (iterate_until (explain_idle, view, 300));
+  g_assert_nonnull (tach_explain_view_get_explain (view));
+  adw_view_stack_set_visible_child_name (stack, "compare");
+  iterate_for (0.3);
+  tach_chart_get_visible_area (explain_chart, &visible);
+  g_assert_cmpfloat (visible.size.height, >, 0);
+  tach_explain_chart_set_hover (TACH_EXPLAIN_CHART (explain_chart),
+                                visible.origin.x + visible.size.width - 2,
+                                visible.origin.y + visible.size.height - 2);
+  render_window (window, "test-gui-fit-readout-explain.png");
+  if (!tach_explain_chart_get_hover_box (TACH_EXPLAIN_CHART (explain_chart), &box))
+    {
+      /* The corner fell between bars or past the last one: the last bar's
+       * row, at the right edge. */
+      tach_explain_chart_set_hover (TACH_EXPLAIN_CHART (explain_chart),
+                                    visible.origin.x + visible.size.width - 2,
+                                    tach_explain_chart_get_height (TACH_EXPLAIN_CHART (explain_chart))
+                                    - 36 - 10);
+      render_window (window, "test-gui-fit-readout-explain.png");
+    }
+  g_assert_true (tach_explain_chart_get_hover_box (TACH_EXPLAIN_CHART (explain_chart), &box));
+  assert_readout_inside (window, explain_chart, &box, "the waterfall");
+}
+
 void
 test_gui_fit_add (void (*setup) (Fixture *, gconstpointer),
                   void (*teardown) (Fixture *, gconstpointer))
@@ -244,4 +340,5 @@ test_gui_fit_add (void (*setup) (Fixture *, gconstpointer),
   g_test_add ("/gui/fit/explain-progress", Fixture, NULL, setup, test_fit_explain_progress,
               teardown);
   g_test_add ("/gui/fit/ranks", Fixture, NULL, setup, test_fit_ranks, teardown);
+  g_test_add ("/gui/fit/read-outs", Fixture, NULL, setup, test_fit_readouts, teardown);
 }
