@@ -788,5 +788,6 @@ main (int argc, char **argv)
   test_explain_real_add ();
   test_explain_so_far_add ();
   test_explain_verdict_add ();
+  test_explain_load_add ();
   return g_test_run ();
 }

@@ -462,6 +462,22 @@ explain_from_group (GHashTable *columns, Group *g, char **why)
       tach_explain_free (explain);
       return NULL;
     }
+  /* Shapley shares add up to the gap exactly: where they do not, a knob's
+   * row is missing (a malformed row, whose explain_id cannot be read). */
+  {
+    double sum = 0, gap = explain->cost_to.step_ms - explain->cost_from.step_ms;
+
+    for (guint i = 0; i < n; i++)
+      sum += explain->knobs[i].share_ms;
+    if (!(fabs (sum - gap) <= 1e-6 * (1 + fabs (explain->cost_from.step_ms)
+                                        + fabs (explain->cost_to.step_ms))))
+      {
+        *why = g_strdup (_("its knobs' shares do not add up to its gap (a knob row is missing "
+                           "or damaged)"));
+        tach_explain_free (explain);
+        return NULL;
+      }
+  }
   return explain;
 }
 
