@@ -37,7 +37,7 @@ loaded_measure (guint mask, guint round, TachExplainCost *cost, gpointer user_da
 
 static const TachExplainCostFuncs loaded_funcs = { NULL, loaded_measure, NULL };
 
-static TachExplain *
+TachExplain *
 run_loaded (const double *load, guint rounds)
 {
   static const char *const keys[] = { "layout", "feed" };

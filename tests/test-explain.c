@@ -297,7 +297,10 @@ test_rank_phases (void)
   /* The old columns in place, the new ones after them. */
   g_assert_true (g_str_has_prefix (lines[0], old_header));
   g_assert_cmpint (column (names, "comm_ms"), ==, column (names, "machine_busy") + 1);
-  g_assert_cmpint (column (names, "imbalance_ms"), ==, g_strv_length (names) - 1);
+  g_assert_cmpint (column (names, "imbalance_ms"), ==, column (names, "comm_ms") + 2);
+  /* Then those that Open Results reads an explanation back with. */
+  g_assert_cmpint (column (names, "step_lo_ms"), ==, column (names, "imbalance_ms") + 1);
+  g_assert_cmpint (column (names, "threads_fewer_share"), ==, g_strv_length (names) - 1);
   g_assert_true (g_str_has_prefix (lines[1], "old-id,"));
   {
     g_auto(GStrv) f = g_strsplit (lines[1], ",", -1);
@@ -785,5 +788,6 @@ main (int argc, char **argv)
   test_explain_real_add ();
   test_explain_so_far_add ();
   test_explain_verdict_add ();
+  test_explain_load_add ();
   return g_test_run ();
 }

@@ -11,5 +11,10 @@ void   assert_additive (TachExplain *explain);
 void   test_explain_real_add (void);
 /* Adds the tests of test-explain-so-far.c. */
 void   test_explain_so_far_add (void);
+/* Layout and feed (A 50 ms, B 12 ms) measured in @rounds rounds, each
+ * configuration but B slowed by @load[round] (test-explain-verdict.c). */
+TachExplain *run_loaded (const double *load, guint rounds);
+/* Adds the tests of test-explain-load.c. */
+void   test_explain_load_add (void);
 /* Adds the tests of test-explain-verdict.c. */
 void   test_explain_verdict_add (void);

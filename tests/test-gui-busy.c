@@ -69,21 +69,6 @@ copy_with_busy (const char *from, const char *to, guint busy_row)
 }
 
 static void
-on_opened (GObject *source, GAsyncResult *result, gpointer user_data)
-{
-  GError **error = user_data;
-
-  tach_window_open_folders_finish (TACH_WINDOW (source), result, error);
-  g_object_set_data (source, "test-opened", GINT_TO_POINTER (1));
-}
-
-static gboolean
-opened (gpointer data)
-{
-  return g_object_get_data (data, "test-opened") != NULL;
-}
-
-static void
 open_folder (TachWindow *window, const char *dir)
 {
   g_autoptr(GFile) folder = g_file_new_for_path (dir);

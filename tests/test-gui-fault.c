@@ -9,24 +9,6 @@
 #include "tach-config-panel.h"
 #include "tach-run-object.h"
 
-static gboolean
-window_has_runs (gpointer data)
-{
-  TachWindow *window = data;
-  guint want = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (window), "test-want-runs"));
-
-  return g_list_model_get_n_items (tach_window_get_runs (window)) >= want
-         && !tach_window_get_running (window);
-}
-
-static void
-run_and_wait (TachWindow *window, guint want)
-{
-  g_object_set_data (G_OBJECT (window), "test-want-runs", GUINT_TO_POINTER (want));
-  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
-  g_assert_true (iterate_until (window_has_runs, window, 60));
-}
-
 static TachRunObject *
 run_at (TachWindow *window, guint i)
 {

@@ -10,24 +10,6 @@
 #include "tach-run-table.h"
 #include "test-gui.h"
 
-typedef struct {
-  TachWindow *window;
-  int         width, height;
-} Size;
-
-/* The window is the size asked, less its client-side decorations' edge
- * (10 px under Xvfb without a window manager), no larger. */
-static gboolean
-has_size (gpointer data)
-{
-  const Size *size = data;
-  int width = gtk_widget_get_width (GTK_WIDGET (size->window));
-  int height = gtk_widget_get_height (GTK_WIDGET (size->window));
-
-  return width <= size->width && width >= size->width - 20
-         && height <= size->height && height >= size->height - 20;
-}
-
 /* @widget lies inside the window's width and height. */
 static void
 assert_inside (TachWindow *window, GtkWidget *widget, const char *what)
@@ -147,7 +129,7 @@ check_view_keys (TachWindow *window, AdwViewStack *stack)
 void
 test_layout (Fixture *fixture, gconstpointer data)
 {
-  static const Size sizes[] = { { NULL, 1280, 800 }, { NULL, 800, 600 }, { NULL, 360, 640 } };
+  static const WindowSize sizes[] = { { NULL, 1280, 800 }, { NULL, 800, 600 }, { NULL, 360, 640 } };
   static const char *views[] = { "live", "compare", "scaling" };
   const char *dir = g_getenv ("TACH_SCREENSHOT_DIR");
   TachWindow *window = fixture->window;
@@ -162,7 +144,7 @@ test_layout (Fixture *fixture, gconstpointer data)
 
   for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
     {
-      Size size = sizes[i];
+      WindowSize size = sizes[i];
 
       size.window = window;
       /* Open beside the views: folding closes it (opened while folded,
@@ -171,7 +153,7 @@ test_layout (Fixture *fixture, gconstpointer data)
         g_object_set (window, "show-config", TRUE, NULL);
       gtk_window_set_default_size (GTK_WINDOW (window), size.width, size.height);
       /* A window whose content cannot be that small is left larger. */
-      if (!iterate_until (has_size, &size, 10))
+      if (!iterate_until (window_has_size, &size, 10))
         g_error ("asked for %dx%d, the window is %dx%d", size.width, size.height,
                  gtk_widget_get_width (GTK_WIDGET (window)), gtk_widget_get_height (GTK_WIDGET (window)));
       iterate_for (0.3);

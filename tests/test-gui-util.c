@@ -71,6 +71,54 @@ find_widget_of_type (GtkWidget *widget,
   return NULL;
 }
 
+void
+on_opened (GObject      *source,
+           GAsyncResult *result,
+           gpointer      user_data)
+{
+  GError **error = user_data;
+  guint n = tach_window_open_folders_finish (TACH_WINDOW (source), result, error);
+
+  g_object_set_data (source, "test-opened", GUINT_TO_POINTER (n + 1));
+}
+
+gboolean
+opened (gpointer data)
+{
+  return g_object_get_data (data, "test-opened") != NULL;
+}
+
+gboolean
+window_has_runs (gpointer data)
+{
+  TachWindow *window = data;
+  guint want = GPOINTER_TO_UINT (g_object_get_data (G_OBJECT (window), "test-want-runs"));
+
+  return g_list_model_get_n_items (tach_window_get_runs (window)) >= want
+         && !tach_window_get_running (window);
+}
+
+void
+run_and_wait (TachWindow *window, guint want)
+{
+  g_object_set_data (G_OBJECT (window), "test-want-runs", GUINT_TO_POINTER (want));
+  gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
+  g_assert_true (iterate_until (window_has_runs, window, 120));
+}
+
+/* The window is the size asked, less its client-side decorations' edge
+ * (10 px under Xvfb without a window manager), no larger. */
+gboolean
+window_has_size (gpointer data)
+{
+  const WindowSize *size = data;
+  int width = gtk_widget_get_width (GTK_WIDGET (size->window));
+  int height = gtk_widget_get_height (GTK_WIDGET (size->window));
+
+  return width <= size->width && width >= size->width - 20
+         && height <= size->height && height >= size->height - 20;
+}
+
 gboolean
 window_mapped (gpointer data)
 {

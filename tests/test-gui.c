@@ -560,6 +560,7 @@ main (int   argc,
   g_test_add ("/gui/notify/finished", Fixture, NULL, fixture_setup, test_notify_finished, fixture_teardown);
   g_test_add ("/gui/open/command-line", Fixture, NULL, fixture_setup, test_open_command_line, fixture_teardown);
   g_test_add ("/gui/open/results", Fixture, NULL, fixture_setup, test_open_results, fixture_teardown);
+  g_test_add ("/gui/open/explain", Fixture, NULL, fixture_setup, test_open_explain, fixture_teardown);
   g_test_add ("/gui/open/many-runs", Fixture, NULL, fixture_setup, test_open_many_runs, fixture_teardown);
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);
@@ -567,6 +568,7 @@ main (int   argc,
   g_test_add_func ("/gui/scaling/busy-apart", test_scaling_busy_apart);
   g_test_add ("/gui/scaling/busy", Fixture, NULL, fixture_setup, test_scaling_busy, fixture_teardown);
   test_gui_ranks_add (fixture_setup, fixture_teardown);
+  test_gui_fit_add (fixture_setup, fixture_teardown);
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   g_test_add ("/gui/layout", Fixture, NULL, fixture_setup, test_layout, fixture_teardown);

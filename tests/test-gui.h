@@ -67,6 +67,10 @@ GtkWidget *find_label            (GtkWidget *widget,
 /* The label at or below @widget whose text starts with @prefix, or NULL. */
 GtkWidget *find_label_prefix     (GtkWidget *widget,
                                   const char *prefix);
+/* An explanation's explain.csv opened in a new window
+ * (test-gui-open-explain.c). */
+void     test_open_explain   (Fixture      *fixture,
+                              gconstpointer data);
 /* Fifty loaded runs at 1280x800: the Live view's legend stays bounded. */
 void     test_open_many_runs (Fixture      *fixture,
                               gconstpointer data);
@@ -91,6 +95,28 @@ void     iterate_for         (double        seconds);
 /* The first widget at or below @widget of @type, or NULL (test-gui-util.c). */
 GtkWidget *find_widget_of_type (GtkWidget  *widget,
                                 GType       type);
+/* tach_window_open_folders' callback: @user_data is a GError ** that it
+ * fills; then opened (@window) is TRUE, and the window's "test-opened" is
+ * the runs opened + 1 (test-gui-util.c). */
+void     on_opened           (GObject      *source,
+                              GAsyncResult *result,
+                              gpointer      user_data);
+gboolean opened              (gpointer      window);
+/* The window holds its "test-want-runs" runs and none is going
+ * (test-gui-util.c). */
+gboolean window_has_runs     (gpointer      data);
+/* Runs the panel's settings through win.run until the window holds @want
+ * runs (test-gui-util.c). */
+void     run_and_wait        (TachWindow   *window,
+                              guint         want);
+/* A window and the size asked of it. */
+typedef struct {
+  TachWindow *window;
+  int         width, height;
+} WindowSize;
+/* The window (a WindowSize) has the size asked, less its client-side
+ * decorations' edge, no larger (test-gui-util.c). */
+gboolean window_has_size     (gpointer      data);
 /* The window is on screen (test-gui-util.c). */
 gboolean window_mapped       (gpointer      data);
 /* The window has runs and none going (test-gui-util.c). */
@@ -104,6 +130,10 @@ void     test_i18n_zh_cn     (Fixture      *fixture,
                               gconstpointer data);
 /* Runs of several ranks through mpirun (test-gui-ranks.c): adds its tests. */
 void     test_gui_ranks_add  (void (*setup) (Fixture *, gconstpointer),
+                              void (*teardown) (Fixture *, gconstpointer));
+/* What a window of 1280 x 800 keeps inside it (test-gui-fit.c): adds its
+ * tests. */
+void     test_gui_fit_add    (void (*setup) (Fixture *, gconstpointer),
                               void (*teardown) (Fixture *, gconstpointer));
 /* The README's screenshots, rendered as artifacts (test-gui-shots.c). */
 void     test_screenshots    (Fixture      *fixture,

@@ -486,13 +486,14 @@ format_value (double v)
 static void
 chart_draw_hover (const TachChartView *view,
                   ChartFrame *frame,
-                  cairo_t    *cr)
+                  cairo_t    *cr,
+                  int         width,
+                  int         height)
 {
   g_autoptr(GString) text = g_string_new (NULL);
-  double x, box_x, box_y;
-  int tw, th;
+  graphene_rect_t limits;
+  double x;
   guint shown = 0;
-  GdkRGBA bg;
 
   if (!view->hovering || view->hover_x < frame->left || view->hover_x > frame->right)
     return;
@@ -554,21 +555,48 @@ chart_draw_hover (const TachChartView *view,
     return;
 
   layout_set_text (frame->layout, frame->font, text->str, 0.85, FALSE);
-  pango_layout_get_pixel_size (frame->layout, &tw, &th);
-  box_x = view->hover_x + 12;
-  if (box_x + tw + 16 > frame->right)
-    box_x = view->hover_x - 12 - tw - 16;
-  box_y = frame->top + 4;
+  /* At the plot's top, beside the pointer, inside the part of the chart
+   * the window shows (over the axes' labels where the plot is short). */
+  limits = view->hover_limits;
+  if (limits.size.width <= 0)
+    graphene_rect_init (&limits, 0, 0, width, height);
+  tach_chart_draw_readout (cr, frame->layout, &frame->fg, frame->dark, view->hover_x,
+                           frame->top + 4, &limits, view->hover_box);
+}
 
-  bg = frame->dark ? (GdkRGBA) { 0.19, 0.19, 0.21, 0.94 } : (GdkRGBA) { 1, 1, 1, 0.94 };
+void
+tach_chart_draw_readout (cairo_t *cr, PangoLayout *layout, const GdkRGBA *fg, gboolean dark,
+                         double x, double y, const graphene_rect_t *limits,
+                         graphene_rect_t *box)
+{
+  double left = limits->origin.x, top = limits->origin.y;
+  double right = left + limits->size.width, bottom = top + limits->size.height;
+  double box_x, box_y, w, h;
+  int tw, th;
+  GdkRGBA bg;
+
+  pango_layout_get_pixel_size (layout, &tw, &th);
+  w = tw + 16;
+  h = th + 10;
+  box_x = x + 12;
+  if (box_x + w > right)
+    box_x = x - 12 - w;
+  /* Past an edge still (a box wider than either side of the pointer, a
+   * pointer near the bottom): moved in, the top-left corner first. */
+  box_x = MAX (MIN (box_x, right - w), left);
+  box_y = MAX (MIN (y, bottom - h), top);
+  if (box != NULL)
+    graphene_rect_init (box, box_x, box_y, w, h);
+
+  bg = dark ? (GdkRGBA) { 0.19, 0.19, 0.21, 0.94 } : (GdkRGBA) { 1, 1, 1, 0.94 };
   set_source (cr, &bg, 1.0);
-  cairo_rectangle (cr, box_x, box_y, tw + 16, th + 10);
+  cairo_rectangle (cr, box_x, box_y, w, h);
   cairo_fill_preserve (cr);
-  set_source (cr, &frame->fg, 0.15);
+  set_source (cr, fg, 0.15);
   cairo_stroke (cr);
-  set_source (cr, &frame->fg, 0.95);
+  set_source (cr, fg, 0.95);
   cairo_move_to (cr, box_x + 8, box_y + 5);
-  pango_cairo_show_layout (cr, frame->layout);
+  pango_cairo_show_layout (cr, layout);
 }
 
 void
@@ -621,7 +649,7 @@ tach_chart_view_draw (const TachChartView *view,
       pango_cairo_show_layout (cr, frame.layout);
     }
   else
-    chart_draw_hover (view, &frame, cr);
+    chart_draw_hover (view, &frame, cr, width, height);
 
   chart_frame_clear (&frame);
 }

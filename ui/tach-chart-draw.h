@@ -30,7 +30,25 @@ typedef struct {
   int                         gutter;     /* the least width of the y labels'
                                            * column, so stacked charts line
                                            * up; 0: as wide as the labels */
+  /* Where the read-out may go: the part of the drawing the window shows
+   * (tach_chart_get_visible_area); 0 wide: the whole drawing. */
+  graphene_rect_t             hover_limits;
+  graphene_rect_t            *hover_box;  /* set to where it went, or NULL */
 } TachChartView;
+
+/* Draws @layout's text in a read-out box beside a pointer at (@x, @y):
+ * right of it, or left where that would pass @limits' right edge, then
+ * moved inside @limits (the part of the drawing the window shows) where
+ * it would still pass an edge, so that no read-out is cut at the window's
+ * edges.  @box, if not NULL, is set to where it went. */
+void tach_chart_draw_readout (cairo_t               *cr,
+                              PangoLayout           *layout,
+                              const GdkRGBA         *fg,
+                              gboolean               dark,
+                              double                 x,
+                              double                 y,
+                              const graphene_rect_t *limits,
+                              graphene_rect_t       *box);
 
 void tach_chart_view_draw     (const TachChartView *view,
                                cairo_t             *cr,

@@ -22,6 +22,7 @@ struct _TachChart
   gboolean   hovering;
   double     hover_x;
   double     hover_y;
+  graphene_rect_t hover_box;  /* where the last draw put the read-out; 0 wide: none */
   int        gutter;
 };
 
@@ -61,7 +62,9 @@ chart_view_init (TachChart     *self,
     .dark = chart_is_dark (),
     .font = pango_context_get_font_description (gtk_widget_get_pango_context (GTK_WIDGET (self))),
     .gutter = self->gutter,
+    .hover_box = &self->hover_box,
   };
+  tach_chart_get_visible_area (GTK_WIDGET (self), &view->hover_limits);
 G_GNUC_BEGIN_IGNORE_DEPRECATIONS
   gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &view->fg);
 G_GNUC_END_IGNORE_DEPRECATIONS
@@ -78,7 +81,33 @@ tach_chart_draw (TachChart *self,
   g_return_if_fail (TACH_IS_CHART (self));
 
   chart_view_init (self, &view);
+  graphene_rect_init (&self->hover_box, 0, 0, 0, 0);
   tach_chart_view_draw (&view, cr, width, height);
+}
+
+void
+tach_chart_get_visible_area (GtkWidget *widget, graphene_rect_t *area)
+{
+  graphene_rect_init (area, 0, 0, gtk_widget_get_width (widget), gtk_widget_get_height (widget));
+  /* What clips it: the scrolled areas above it, and the window. */
+  for (GtkWidget *above = gtk_widget_get_parent (widget); above != NULL;
+       above = gtk_widget_get_parent (above))
+    {
+      graphene_rect_t bounds;
+
+      if ((GTK_IS_SCROLLED_WINDOW (above) || GTK_IS_VIEWPORT (above) || GTK_IS_NATIVE (above))
+          && gtk_widget_compute_bounds (above, widget, &bounds)
+          && !graphene_rect_intersection (area, &bounds, area))
+        graphene_rect_init (area, 0, 0, 0, 0);
+    }
+}
+
+gboolean
+tach_chart_get_hover_box (TachChart *self, graphene_rect_t *box)
+{
+  g_return_val_if_fail (TACH_IS_CHART (self), FALSE);
+  *box = self->hover_box;
+  return self->hovering && box->size.width > 0;
 }
 
 /* Per visible line, what a sighted user reads off it: its latest value

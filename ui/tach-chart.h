@@ -53,6 +53,15 @@ void       tach_chart_align_gutters    (TachChart      **charts,
 void       tach_chart_set_hover        (TachChart       *self,
                                         double           x,
                                         double           y);
+/* Where the last draw put the hover read-out, in the chart's coordinates;
+ * FALSE when it drew none. */
+gboolean   tach_chart_get_hover_box    (TachChart       *self,
+                                        graphene_rect_t *box);
+/* The part of @widget (a chart) that the window shows, in its own
+ * coordinates: its bounds within every scrolled area above it and the
+ * window; read-outs are drawn inside it. */
+void       tach_chart_get_visible_area (GtkWidget       *widget,
+                                        graphene_rect_t *area);
 void       tach_chart_draw             (TachChart       *self,
                                         cairo_t         *cr,
                                         int              width,

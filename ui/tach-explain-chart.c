@@ -12,6 +12,7 @@
 #include "tach-explain-chart.h"
 #include "tach-phase-bar.h"
 #include "tach-compare-view.h"
+#include "tach-chart.h"
 #include "tach-chart-draw.h"
 #include "tach-a11y.h"
 
@@ -39,6 +40,9 @@ struct _TachExplainChart
   GArray         *bars;      /* TachExplainBar: A, knobs, B */
   GArray         *whiskers;  /* TachExplainBar: each bar's end's 95% interval, NaN none */
   double          min_ms, max_ms;  /* the time axis: min_ms <= 0 */
+  gboolean        hovering;
+  double          hover_x, hover_y;
+  graphene_rect_t hover_box;  /* where the last snapshot put the read-out; 0 wide: none */
 };
 
 G_DEFINE_FINAL_TYPE (TachExplainChart, tach_explain_chart, GTK_TYPE_WIDGET)
@@ -484,6 +488,42 @@ tach_explain_chart_get_height (TachExplainChart *self)
   return self->bars->len == 0 ? 0 : TOP + (int) self->bars->len * ROW_HEIGHT + LEGEND_HEIGHT;
 }
 
+/* The bar at widget height @y, or -1. */
+static int
+row_at (TachExplainChart *self, double y)
+{
+  int row = y >= TOP ? (int) ((y - TOP) / ROW_HEIGHT) : -1;
+
+  return self->explain != NULL && row >= 0 && (guint) row < self->bars->len ? row : -1;
+}
+
+/* The bar's figures beside the pointer, drawn as the Live charts draw
+ * their read-out: inside the part of the chart the window shows.  A GTK
+ * tooltip, a window of its own, ran past the window's right and bottom
+ * edges (issue 42). */
+static void
+draw_hover (TachExplainChart *self, cairo_t *cr)
+{
+  int row = self->hovering ? row_at (self, self->hover_y) : -1;
+  g_autofree char *text = row >= 0 ? tach_explain_chart_dup_tooltip (self, (guint) row) : NULL;
+  g_autoptr(PangoLayout) layout = NULL;
+  graphene_rect_t limits;
+  GdkRGBA fg;
+
+  graphene_rect_init (&self->hover_box, 0, 0, 0, 0);
+  if (text == NULL)
+    return;
+  layout = tach_compare_layout_new (GTK_WIDGET (self), cr, 0.85, FALSE);
+  pango_layout_set_width (layout, -1);
+  pango_layout_set_text (layout, text, -1);
+G_GNUC_BEGIN_IGNORE_DEPRECATIONS
+  gtk_style_context_get_color (gtk_widget_get_style_context (GTK_WIDGET (self)), &fg);
+G_GNUC_END_IGNORE_DEPRECATIONS
+  tach_chart_get_visible_area (GTK_WIDGET (self), &limits);
+  tach_chart_draw_readout (cr, layout, &fg, adw_style_manager_get_dark (adw_style_manager_get_default ()),
+                           self->hover_x, self->hover_y + 16, &limits, &self->hover_box);
+}
+
 static void
 tach_explain_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
 {
@@ -492,7 +532,41 @@ tach_explain_chart_snapshot (GtkWidget *widget, GtkSnapshot *snapshot)
   cairo_t *cr = gtk_snapshot_append_cairo (snapshot, &GRAPHENE_RECT_INIT (0, 0, width, height));
 
   tach_explain_chart_draw (TACH_EXPLAIN_CHART (widget), cr, width, height);
+  draw_hover (TACH_EXPLAIN_CHART (widget), cr);
   cairo_destroy (cr);
+}
+
+void
+tach_explain_chart_set_hover (TachExplainChart *self, double x, double y)
+{
+  g_return_if_fail (TACH_IS_EXPLAIN_CHART (self));
+  self->hovering = TRUE;
+  self->hover_x = x;
+  self->hover_y = y;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
+}
+
+gboolean
+tach_explain_chart_get_hover_box (TachExplainChart *self, graphene_rect_t *box)
+{
+  g_return_val_if_fail (TACH_IS_EXPLAIN_CHART (self), FALSE);
+  *box = self->hover_box;
+  return box->size.width > 0;
+}
+
+static void
+on_motion (GtkEventControllerMotion *controller, double x, double y, TachExplainChart *self)
+{
+  (void) controller;
+  tach_explain_chart_set_hover (self, x, y);
+}
+
+static void
+on_leave (GtkEventControllerMotion *controller, TachExplainChart *self)
+{
+  (void) controller;
+  self->hovering = FALSE;
+  gtk_widget_queue_draw (GTK_WIDGET (self));
 }
 
 static void
@@ -505,25 +579,6 @@ tach_explain_chart_measure (GtkWidget *widget, GtkOrientation orientation, int f
     *minimum = *natural = 280;
   else
     *minimum = *natural = tach_explain_chart_get_height (TACH_EXPLAIN_CHART (widget));
-}
-
-static gboolean
-on_query_tooltip (GtkWidget *widget, int x, int y, gboolean keyboard, GtkTooltip *tooltip,
-                  gpointer user_data)
-{
-  TachExplainChart *self = TACH_EXPLAIN_CHART (widget);
-  g_autofree char *text = NULL;
-  int row;
-
-  (void) x;
-  if (keyboard || self->explain == NULL || y < TOP)
-    return FALSE;
-  row = (y - TOP) / ROW_HEIGHT;
-  if (row < 0 || (guint) row >= self->bars->len)
-    return FALSE;
-  text = tach_explain_chart_dup_tooltip (self, (guint) row);
-  gtk_tooltip_set_text (tooltip, text);
-  return TRUE;
 }
 
 static void
@@ -574,10 +629,15 @@ tach_explain_chart_init (TachExplainChart *self)
 {
   self->bars = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
   self->whiskers = g_array_new (FALSE, FALSE, sizeof (TachExplainBar));
-  gtk_widget_set_has_tooltip (GTK_WIDGET (self), TRUE);
   tach_a11y_set_label (GTK_WIDGET (self), _("Where the gap goes"));
   tach_a11y_describe_later (GTK_WIDGET (self), describe);
-  g_signal_connect (self, "query-tooltip", G_CALLBACK (on_query_tooltip), NULL);
+  {
+    GtkEventController *motion = gtk_event_controller_motion_new ();
+
+    g_signal_connect (motion, "motion", G_CALLBACK (on_motion), self);
+    g_signal_connect (motion, "leave", G_CALLBACK (on_leave), self);
+    gtk_widget_add_controller (GTK_WIDGET (self), motion);
+  }
   g_signal_connect_object (adw_style_manager_get_default (), "notify::dark",
                            G_CALLBACK (gtk_widget_queue_draw), self, G_CONNECT_SWAPPED);
 }

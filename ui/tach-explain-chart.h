@@ -44,6 +44,11 @@ char      *tach_explain_chart_dup_tooltip (TachExplainChart *self, guint i);
 void       tach_explain_chart_draw (TachExplainChart *self, cairo_t *cr, int width, int height);
 /* The height a drawing of the bars takes. */
 int        tach_explain_chart_get_height (TachExplainChart *self);
+/* Shows the bar's read-out (its tooltip's text) for a pointer at widget
+ * coordinates (@x, @y), as the pointer does; where the last drawing put
+ * it (FALSE: none drawn). */
+void       tach_explain_chart_set_hover (TachExplainChart *self, double x, double y);
+gboolean   tach_explain_chart_get_hover_box (TachExplainChart *self, graphene_rect_t *box);
 /* Writes the chart as PNG or SVG (by @path's extension). */
 gboolean   tach_explain_chart_export (TachExplainChart *self, const char *path, int width,
                                       GError **error);

@@ -32,6 +32,7 @@ struct _TachExplainView
   GtkButton              *button;
   GtkMenuButton          *export_button;
   GtkProgressBar         *progress;
+  GtkLabel               *progress_text; /* the rounds line, under the row: it wraps */
   TachExplainChart       *chart;
   GtkLabel               *summary;
   GtkLabel               *text;
@@ -41,6 +42,7 @@ struct _TachExplainView
   TachWorkload            workload;
 
   TachExplain            *explain;     /* owned: the last finished one */
+  char                   *source;      /* owned: the explain.csv it was read from, or NULL */
   TachExplain            *live;        /* owned: the running one's rounds so far, shown */
   gpointer                live_slot;   /* atomic: a LiveFigures the worker left, or NULL */
   GCancellable           *cancellable; /* the running one's, or NULL */
@@ -165,6 +167,7 @@ update_state (TachExplainView *self)
 
   /* win.explain waits for a run to end, as Compare does. */
   tach_task_button_update (self->button, self->progress, running, _("_Explain"), "win.explain");
+  gtk_widget_set_visible (GTK_WIDGET (self->progress_text), running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->from_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->to_choice), !running);
   gtk_widget_set_sensitive (GTK_WIDGET (self->export_button), !running && self->explain != NULL);
@@ -244,6 +247,12 @@ show_explain (TachExplainView *self, TachExplain *explain, gboolean provisional)
                                 "before the stop."));
     if (unresolved != NULL && !provisional)
       g_string_append_printf (summary, "\n%s", unresolved);
+    if (explain == self->explain && self->source != NULL)
+      {
+        g_string_append_c (summary, '\n');
+        /* Translators: an explanation read from a results folder's file. */
+        g_string_append_printf (summary, _("Read from %s."), self->source);
+      }
   }
   gtk_label_set_text (self->summary, summary->str);
   gtk_label_set_text (self->text, text->str);
@@ -306,7 +315,7 @@ on_progress_idle (gpointer data)
                                                 line, done, total);
 
       gtk_progress_bar_set_fraction (self->progress, total > 0 ? (double) done / total : 0);
-      gtk_progress_bar_set_text (self->progress, label);
+      gtk_label_set_text (self->progress_text, label);
     }
   {
     LiveFigures *live = take_live (self);
@@ -423,6 +432,7 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
       /* The task keeps its data until it is freed: take a copy of the
        * pointer and keep the explanation alive through the task's ref. */
       g_clear_pointer (&self->explain, tach_explain_free);
+      g_clear_pointer (&self->source, g_free);
       self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
       show_result (self);
     }
@@ -431,6 +441,7 @@ on_explained (GObject *source, GAsyncResult *result, gpointer user_data)
     {
       /* Stopped after whole rounds: their explanation, said to be theirs. */
       g_clear_pointer (&self->explain, tach_explain_free);
+      g_clear_pointer (&self->source, g_free);
       self->explain = g_object_steal_data (G_OBJECT (task), "tach-explain");
       show_result (self);
     }
@@ -472,7 +483,7 @@ tach_explain_view_start_configs (TachExplainView *self,
   g_atomic_int_set (&self->total, (gint) (tach_explain_get_n_configs (explain)
                                           * tach_explain_get_rounds (explain)));
   gtk_progress_bar_set_fraction (self->progress, 0);
-  gtk_progress_bar_set_text (self->progress, _("Measuring…"));
+  gtk_label_set_text (self->progress_text, _("Measuring…"));
   task = g_task_new (self, self->cancellable, on_explained, NULL);
   g_task_set_source_tag (task, tach_explain_view_start_configs);
   /* The worker's own outcome comes back, stopped or not: a stop is its
@@ -487,6 +498,25 @@ tach_explain_view_start_configs (TachExplainView *self,
                           (GDestroyNotify) tach_explain_free);
   g_task_set_task_data (task, explain, NULL);
   g_task_run_in_thread (task, explain_thread);
+  update_state (self);
+  return TRUE;
+}
+
+gboolean
+tach_explain_view_show_loaded (TachExplainView *self, TachExplain *explain, const char *source)
+{
+  g_return_val_if_fail (TACH_IS_EXPLAIN_VIEW (self), FALSE);
+  /* The one measuring now keeps the view: its end would replace it. */
+  if (self->cancellable != NULL)
+    {
+      tach_explain_free (explain);
+      return FALSE;
+    }
+  g_clear_pointer (&self->explain, tach_explain_free);
+  g_free (self->source);
+  self->source = g_strdup (source);
+  self->explain = explain;
+  show_result (self);
   update_state (self);
   return TRUE;
 }
@@ -579,6 +609,7 @@ tach_explain_view_dispose (GObject *object)
   if (self->chart != NULL)
     tach_explain_chart_set_explain (self->chart, NULL);
   g_clear_pointer (&self->explain, tach_explain_free);
+  g_clear_pointer (&self->source, g_free);
   g_clear_pointer (&self->live, tach_explain_free);
   g_clear_pointer (&self->box, gtk_widget_unparent);
   G_OBJECT_CLASS (tach_explain_view_parent_class)->dispose (object);
@@ -667,9 +698,26 @@ tach_explain_view_init (TachExplainView *self)
   self->export_button = GTK_MENU_BUTTON (tach_export_menu_button_new ("explain.export", _("Export the explanation")));
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->export_button));
 
+  /* The bar in the row, its line under it: the line grows with the rounds
+   * and the speed-ups' intervals, and as the bar's text it widened the
+   * row past the view, folding the settings panel away and running off
+   * the window's edge (issue 42). */
   self->progress = tach_task_progress_new ();
+  gtk_progress_bar_set_show_text (self->progress, FALSE);
   gtk_box_append (GTK_BOX (row), GTK_WIDGET (self->progress));
   gtk_box_append (GTK_BOX (self->box), tach_a11y_scroll_sideways (row));
+  self->progress_text = GTK_LABEL (gtk_label_new (NULL));
+  gtk_label_set_wrap (self->progress_text, TRUE);
+  /* A wrapped label asks for its whole line as its natural width, which
+   * folds the panel as surely: it asks for a short one, and fills what it
+   * gets. */
+  gtk_label_set_max_width_chars (self->progress_text, 40);
+  gtk_label_set_xalign (self->progress_text, 0);
+  gtk_widget_set_margin_start (GTK_WIDGET (self->progress_text), 24);
+  gtk_widget_set_margin_end (GTK_WIDGET (self->progress_text), 24);
+  gtk_widget_add_css_class (GTK_WIDGET (self->progress_text), "dim-label");
+  gtk_widget_add_css_class (GTK_WIDGET (self->progress_text), "numeric");
+  gtk_box_append (GTK_BOX (self->box), GTK_WIDGET (self->progress_text));
 
   gtk_scrolled_window_set_policy (GTK_SCROLLED_WINDOW (scroller), GTK_POLICY_NEVER, GTK_POLICY_AUTOMATIC);
   gtk_widget_set_vexpand (scroller, TRUE);

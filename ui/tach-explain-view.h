@@ -45,6 +45,12 @@ void              tach_explain_view_stop (TachExplainView *self);
 gboolean          tach_explain_view_get_running (TachExplainView *self);
 /* The last finished explanation, or NULL. */
 TachExplain      *tach_explain_view_get_explain (TachExplainView *self);
+/* Shows @explain (taken), read from a results folder's explain.csv
+ * (@source, said under it), as the view shows one it measured; FALSE
+ * (@explain freed) while an explanation is measuring. */
+gboolean          tach_explain_view_show_loaded (TachExplainView *self,
+                                                 TachExplain     *explain,
+                                                 const char      *source);
 /* While an explanation runs, the figures of its whole rounds so far (from
  * the second round on), which the chart shows marked provisional; NULL
  * otherwise. */

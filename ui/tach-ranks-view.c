@@ -54,7 +54,13 @@ ensure_rows (TachRanksView *self, guint n)
       gtk_widget_add_css_class (rate, "numeric");
       gtk_widget_set_size_request (bar, 200, -1);
       gtk_label_set_xalign (GTK_LABEL (text), 0);
-      gtk_label_set_ellipsize (GTK_LABEL (text), PANGO_ELLIPSIZE_END);
+      /* Wrapped where the view is narrow: ellipsised, a rank lost its
+       * imbalance and the rest ("imbalance 25% · other …", issue 42). */
+      gtk_label_set_wrap (GTK_LABEL (text), TRUE);
+      /* No narrower than a few words: the window's least height is
+       * measured at its least width, where a label a word wide would be
+       * a column of words. */
+      gtk_label_set_width_chars (GTK_LABEL (text), 28);
       gtk_widget_set_hexpand (text, TRUE);
       gtk_widget_add_css_class (text, "dim-label");
       gtk_label_set_xalign (GTK_LABEL (progress), 1);
@@ -160,7 +166,7 @@ tach_ranks_view_show_job (TachRanksView *self, TachRanksJob *job)
 }
 
 void
-tach_ranks_view_show_run (TachRanksView *self, TachRun *run)
+tach_ranks_view_show_run (TachRanksView *self, TachRun *run, guint number)
 {
   guint n_ranks = run != NULL ? tach_run_get_n_ranks (run) : 0;
   g_autoptr(GArray) samples = NULL;
@@ -174,7 +180,7 @@ tach_ranks_view_show_run (TachRanksView *self, TachRun *run)
     }
   ensure_rows (self, n_ranks);
   heading = g_strdup_printf (ngettext ("%u rank, run #%u", "%u ranks, run #%u", n_ranks), n_ranks,
-                             tach_run_get_id (run));
+                             number);
   gtk_label_set_text (self->heading, heading);
   gtk_label_set_text (self->note, _("Each rank's median steps/s and shares of its step; imbalance "
                                     "is its wait for the slowest rank at each all-reduce"));

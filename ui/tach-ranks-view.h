@@ -20,10 +20,11 @@ GtkWidget *tach_ranks_view_new      (void);
 void       tach_ranks_view_show_job (TachRanksView *self,
                                      TachRanksJob  *job);
 /* Shows the ranks of @run (ended, of more than one rank) from their
- * samples, its imbalance split off; NULL or a run of one process hides the
- * view. */
+ * samples, its imbalance split off, headed by its @number in the run
+ * table; NULL or a run of one process hides the view. */
 void       tach_ranks_view_show_run (TachRanksView *self,
-                                     TachRun       *run);
+                                     TachRun       *run,
+                                     guint          number);
 /* How many rank rows it shows, and rank @rank's text (for tests). */
 guint      tach_ranks_view_get_n_rows (TachRanksView *self);
 const char *tach_ranks_view_get_row_text (TachRanksView *self,

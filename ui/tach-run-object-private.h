@@ -24,6 +24,7 @@ struct _TachRunObject
   char            *knobs;
   char            *status;
   guint            color_index;
+  guint            number;         /* in the window's table, as titles show it */
   guint64          steps_done;
   gint64           summary_time;   /* monotonic time of the last summary */
   gint64           summary_cost;   /* how long it took, µs */
@@ -52,7 +53,7 @@ struct _TachRunObject
 
 enum {
   PROP_0,
-  PROP_ID,
+  PROP_NUMBER,
   PROP_TITLE,
   PROP_WORKLOAD,
   PROP_MODE,

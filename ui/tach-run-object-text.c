@@ -67,8 +67,8 @@ tach_run_object_get_property (GObject    *object,
 
   switch (prop_id)
     {
-    case PROP_ID:
-      g_value_set_uint (value, tach_run_get_id (self->run));
+    case PROP_NUMBER:
+      g_value_set_uint (value, self->number);
       break;
     case PROP_TITLE:
       g_value_set_string (value, self->title);

@@ -245,8 +245,8 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   object_class->get_property = tach_run_object_get_property;
   object_class->set_property = tach_run_object_set_property;
 
-  properties[PROP_ID] =
-    g_param_spec_uint ("id", NULL, NULL, 0, G_MAXUINT, 0,
+  properties[PROP_NUMBER] =
+    g_param_spec_uint ("number", NULL, NULL, 0, G_MAXUINT, 0,
                        G_PARAM_READABLE | G_PARAM_STATIC_STRINGS);
   properties[PROP_TITLE] = string_prop ("title");
   properties[PROP_WORKLOAD] = string_prop ("workload");
@@ -308,6 +308,7 @@ tach_run_object_init (TachRunObject *self)
 
 TachRunObject *
 tach_run_object_new (TachRun *run,
+                     guint    number,
                      guint    color_index)
 {
   TachRunObject *self;
@@ -318,6 +319,7 @@ tach_run_object_new (TachRun *run,
   self = g_object_new (TACH_TYPE_RUN_OBJECT, NULL);
   self->run = tach_run_ref (run);
   self->color_index = color_index;
+  self->number = number;
   config = tach_run_get_config (run);
   /* Its preset, or what an explain mix or a sweep's point is. */
   self->mode = tach_run_dup_name (run, _("custom"));
@@ -326,11 +328,11 @@ tach_run_object_new (TachRun *run,
      * workload, preset and ranks ("#3 bilstm · tuned · 2 ranks"). */
     self->short_title = g_strdup_printf (ngettext ("#%u %s · %s · %u rank", "#%u %s · %s · %u ranks",
                                                    config->ranks),
-                                         tach_run_get_id (run),
+                                         number,
                                          tach_workload_to_string (config->workload), self->mode,
                                          config->ranks);
   else
-    self->short_title = g_strdup_printf ("#%u %s · %s", tach_run_get_id (run),
+    self->short_title = g_strdup_printf ("#%u %s · %s", number,
                                          tach_workload_to_string (config->workload), self->mode);
   if (tach_run_get_source (run) != NULL)
     {
@@ -440,6 +442,13 @@ tach_run_object_get_title (TachRunObject *self)
 {
   g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), NULL);
   return self->title;
+}
+
+guint
+tach_run_object_get_number (TachRunObject *self)
+{
+  g_return_val_if_fail (TACH_IS_RUN_OBJECT (self), 0);
+  return self->number;
 }
 
 /* The title without where a loaded run came from: the number, workload

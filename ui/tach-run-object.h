@@ -16,8 +16,13 @@ G_BEGIN_DECLS
 #define TACH_TYPE_RUN_OBJECT (tach_run_object_get_type ())
 G_DECLARE_FINAL_TYPE (TachRunObject, tach_run_object, TACH, RUN_OBJECT, GObject)
 
+/* @number: the run's number in the window's table, which its titles
+ * show ("#3 bilstm · tuned"): the table counts its own runs, whatever
+ * other runs (a sweep's, an explanation's) the process makes. */
 TachRunObject   *tach_run_object_new                (TachRun        *run,
+                                                     guint           number,
                                                      guint           color_index);
+guint            tach_run_object_get_number         (TachRunObject  *self);
 gboolean         tach_run_object_start              (TachRunObject  *self,
                                                      GError        **error);
 void             tach_run_object_stop               (TachRunObject  *self);

@@ -8,6 +8,7 @@
  * same drawing serves the screen and the PNG/SVG exports.
  */
 #include "tach-scaling-chart.h"
+#include "tach-chart.h"
 #include "tach-chart-axis.h"
 #include "tach-chart-draw.h"
 #include "tach-compare-view.h"
@@ -483,9 +484,9 @@ draw_hover (TachScalingChart *self, cairo_t *cr, int width, int height, const Gd
 {
   guint v = nearest_value (self, width, height, self->hover_x);
   g_autofree char *text = tach_scaling_chart_dup_tooltip (self, v);
+  graphene_rect_t limits;
   Frame f;
-  double x, bx;
-  int w, h;
+  double x;
 
   frame_init (self, TACH_SCALING_RATE, width, height, &f);
   x = round (px_x (&f, self->grid->x[v])) + 0.5;
@@ -495,12 +496,10 @@ draw_hover (TachScalingChart *self, cairo_t *cr, int width, int height, const Gd
   cairo_line_to (cr, x, height - BOTTOM);
   cairo_stroke (cr);
   pango_layout_set_text (small, text, -1);
-  pango_layout_get_pixel_size (small, &w, &h);
-  bx = x + 10 + w + 12 < width ? x + 10 : x - 10 - w - 12;
-  cairo_set_source_rgba (cr, 1 - fg->red, 1 - fg->green, 1 - fg->blue, 0.92);
-  cairo_rectangle (cr, bx, TITLE + 6, w + 12, h + 8);
-  cairo_fill (cr);
-  tach_compare_show_text (cr, small, text, bx + 6, TITLE + 10, fg, 0.95, NULL);
+  /* Inside the part of the chart the window shows, as the Live charts'. */
+  tach_chart_get_visible_area (GTK_WIDGET (self), &limits);
+  tach_chart_draw_readout (cr, small, fg, adw_style_manager_get_dark (adw_style_manager_get_default ()),
+                           x, TITLE + 6, &limits, NULL);
 }
 
 guint

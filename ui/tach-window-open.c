@@ -16,6 +16,9 @@ typedef struct {
   GPtrArray *paths;     /* char*: the folders asked for */
   GPtrArray *runs;      /* TachRun* loaded */
   GPtrArray *problems;  /* char*: folders that failed, rows skipped */
+  GPtrArray *explains;  /* TachExplain* read from the folders' explain.csv */
+  char      *explain_source;  /* the explain.csv of the last of them */
+  gboolean   explain_shown;   /* the Explain view shows the last of them */
 } OpenJob;
 
 static void
@@ -24,6 +27,8 @@ open_job_free (OpenJob *job)
   g_ptr_array_unref (job->paths);
   g_ptr_array_unref (job->runs);
   g_ptr_array_unref (job->problems);
+  g_ptr_array_unref (job->explains);
+  g_free (job->explain_source);
   g_free (job);
 }
 
@@ -39,8 +44,21 @@ open_thread (GTask        *task,
     {
       g_autoptr(GError) error = NULL;
 
+      guint n_explains = job->explains->len;
+
       if (!tach_results_load (job->paths->pdata[i], job->runs, job->problems, &error))
         g_ptr_array_add (job->problems, g_strdup (error->message));
+      g_clear_error (&error);
+      /* The explanations saved beside the runs, as the Explain view drew
+       * them (issue 42: the folder opened without them, and without a word
+       * about a damaged explain.csv). */
+      if (!tach_explain_csv_load (job->paths->pdata[i], job->explains, job->problems, &error))
+        g_ptr_array_add (job->problems, g_strdup (error->message));
+      if (job->explains->len > n_explains)
+        {
+          g_free (job->explain_source);
+          job->explain_source = g_build_filename (job->paths->pdata[i], "explain.csv", NULL);
+        }
     }
   g_task_return_boolean (task, TRUE);
 }
@@ -61,7 +79,8 @@ add_loaded_runs (TachWindow *self,
     }
   for (guint i = 0; i < runs->len; i++)
     {
-      g_autoptr(TachRunObject) object = tach_run_object_new (runs->pdata[i], self->next_color++);
+      g_autoptr(TachRunObject) object = tach_run_object_new (runs->pdata[i], ++self->next_number,
+                                                                  self->next_color++);
 
       tach_chart_add_series (self->rate_chart, tach_run_object_get_rate_series (object));
       tach_chart_add_series (self->loss_chart, tach_run_object_get_loss_series (object));
@@ -103,6 +122,7 @@ tach_window_open_folders (TachWindow          *self,
   job->paths = g_ptr_array_new_with_free_func (g_free);
   job->runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   job->problems = g_ptr_array_new_with_free_func (g_free);
+  job->explains = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_explain_free);
   for (guint i = 0; i < n_folders; i++)
     {
       char *path = g_file_get_path (folders[i]);
@@ -139,6 +159,12 @@ tach_window_open_folders_finish (TachWindow    *self,
   if (!g_task_propagate_boolean (G_TASK (result), error))
     return 0;
   add_loaded_runs (self, job->runs);
+  /* The last explanation read, the newest of the last folder's. */
+  if (job->explains->len > 0)
+    job->explain_shown =
+      tach_explain_view_show_loaded (self->explain_view,
+                                     g_ptr_array_steal_index (job->explains, job->explains->len - 1),
+                                     job->explain_source);
   if (job->problems->len > 0)
     {
       g_autoptr(GString) text = g_string_new (NULL);
@@ -237,7 +263,11 @@ on_opened (GObject      *source,
     show_problems (self, n, job->problems);
   else
     {
-      g_autofree char *text = g_strdup_printf (g_dngettext (NULL, "Opened %u run", "Opened %u runs", n), n);
+      g_autofree char *text =
+        g_strdup_printf (job->explain_shown
+                         ? g_dngettext (NULL, "Opened %u run and its explanation, under Compare",
+                                        "Opened %u runs and their explanation, under Compare", n)
+                         : g_dngettext (NULL, "Opened %u run", "Opened %u runs", n), n);
 
       adw_toast_overlay_add_toast (self->toast_overlay, adw_toast_new (text));
     }

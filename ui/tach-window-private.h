@@ -54,6 +54,7 @@ struct _TachWindow
   double                notify_after;  /* seconds a job takes before it notifies */
   char                 *last_notice;   /* the last notification sent */
   guint                 next_color;
+  guint                 next_number;   /* the last run's number in the table (#1 first) */
   guint                 busy_count;
   guint                 redraw_tick_id; /* a frame asked for by a drained batch */
   double                smoothing;

@@ -106,7 +106,7 @@ on_job_finished (TachWindow *self, TachRanksJob *job)
       tach_window_open (self, &folder, 1);
     }
   else if (error == NULL)
-    tach_ranks_view_show_run (self->ranks_view, NULL);
+    tach_ranks_view_show_run (self->ranks_view, NULL, 0);
 }
 
 gboolean
@@ -156,9 +156,11 @@ on_active_run (TachWindow *self, GParamSpec *pspec, gpointer data)
   (void) data;
   if (tach_window_ranks_running (self))
     return;
-  tach_ranks_view_show_run (self->ranks_view, self->active_run != NULL
-                                              ? tach_run_object_get_run (self->active_run)
-                                              : NULL);
+  tach_ranks_view_show_run (self->ranks_view,
+                            self->active_run != NULL ? tach_run_object_get_run (self->active_run)
+                                                     : NULL,
+                            self->active_run != NULL ? tach_run_object_get_number (self->active_run)
+                                                     : 0);
 }
 
 void

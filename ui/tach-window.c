@@ -206,7 +206,7 @@ tach_window_start_config (TachWindow          *self,
   if (queued != NULL && queued->in_sweep)
     tach_run_set_evaluate (run, FALSE);
 
-  object = tach_run_object_new (run, self->next_color++);
+  object = tach_run_object_new (run, ++self->next_number, self->next_color++);
   g_signal_connect_object (object, "updated", G_CALLBACK (on_run_updated), self, G_CONNECT_SWAPPED);
   g_signal_connect_object (object, "finished", G_CALLBACK (on_run_finished), self, G_CONNECT_SWAPPED);
   tach_chart_add_series (self->rate_chart, tach_run_object_get_rate_series (object));

@@ -44,6 +44,11 @@ struct _TachExplain {
   char            *label_from, *label_to;  /* owned, or NULL */
   char            *device_id;      /* owned: the device measured on, or NULL */
   char            *id;             /* explain_id of explain.csv, made on first write */
+
+  /* Read back from explain.csv (tach_explain_csv_load), without runs:
+   * what tach_explain_side_load gives for A ([0]) and B ([1]). */
+  gboolean         sides_saved;
+  TachSummary      sides[2];
 };
 
 /* What to call the run of configuration @mask: A's label for none of B's
@@ -55,6 +60,12 @@ char *tach_explain_dup_mask_label (TachExplain *explain, guint mask);
  * entries, the configurations that cannot run), and every figure over
  * the first explain->rounds rounds; FALSE when no ordering is left. */
 gboolean tach_explain_update_shares (TachExplain *explain, const gboolean *known_bad);
+
+/* What the runs of configuration @mask (A: 0, B: all) did with their
+ * threads, and the busiest any run of the explanation saw (the worst
+ * round, not the mean that one quiet round hides), as a summary for
+ * tach_summary_dup_load_caveat (only those fields set). */
+void     tach_explain_side_load (TachExplain *explain, guint mask, TachSummary *out);
 
 /* Frees a TachExplainFailure's strings (the failures array's clear func). */
 void     tach_explain_failure_clear (gpointer data);

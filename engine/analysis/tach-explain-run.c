@@ -1,6 +1,7 @@
 /* tach-explain-run.c: an explanation between two configurations: which
  * knobs differ, the configuration of each subset, measuring them with real
- * runs, the sentences that read the result and explain.csv.
+ * runs and the sentences that read the result (explain.csv is
+ * tach-explain-csv.c's).
  */
 #include <math.h>
 #include <string.h>
@@ -395,15 +396,19 @@ dup_ratio_interval (const TachInterval *ratio)
   return g_strdup_printf (_("%.2f–%.2fx"), ratio->lo, ratio->hi);
 }
 
-/* What the runs of configuration @mask (A: 0, B: all) did with their
- * threads, and the busiest any run of the explanation saw (the worst
- * round, not the mean that one quiet round hides), as a summary for
- * tach_summary_dup_load_caveat. */
-static void
-side_load (TachExplain *explain, guint mask, TachSummary *out)
+void
+tach_explain_side_load (TachExplain *explain, guint mask, TachSummary *out)
 {
-  g_autofree char *label = tach_explain_dup_mask_label (explain, mask);
+  g_autofree char *label = NULL;
 
+  /* Read back from explain.csv: its runs are not at hand, what they did
+   * was saved. */
+  if (explain->sides_saved)
+    {
+      *out = explain->sides[mask != 0];
+      return;
+    }
+  label = tach_explain_dup_mask_label (explain, mask);
   memset (out, 0, sizeof *out);
   out->machine_busy = out->threads_asked = out->threads_fewest = NAN;
   out->threads_fewer_share = NAN;
@@ -430,8 +435,8 @@ tach_explain_dup_load_caveat (TachExplain *explain)
 {
   TachSummary a, b;
 
-  side_load (explain, 0, &a);
-  side_load (explain, (1u << explain->n_knobs) - 1, &b);
+  tach_explain_side_load (explain, 0, &a);
+  tach_explain_side_load (explain, (1u << explain->n_knobs) - 1, &b);
   return tach_summary_dup_load_caveat (tach_explain_get_label (explain, FALSE), &a,
                                        tach_explain_get_label (explain, TRUE), &b);
 }
@@ -558,19 +563,7 @@ tach_explain_dup_unresolved (TachExplain *explain)
   return g_string_free (g_steal_pointer (&out), FALSE);
 }
 
-/* ------------------------------------------------------------------ CSV */
-
-static const char *const explain_header[] = {
-  "explain_id", "date", "workload", "task", "device", "from", "to", "row", "knob",
-  "from_value", "to_value", "changes_results", "step_ms", "share_ms", "share_lo_ms",
-  "share_hi_ms", "round_min_ms", "round_max_ms", "gap_fraction", "gap_fraction_lo",
-  "gap_fraction_hi", "speedup", "speedup_lo", "speedup_hi", "verdict", "feed_ms",
-  "compute_ms", "sync_ms", "host_ms", "method", "rounds", "orderings_used", "orderings_drawn",
-  "configurations", "unrunnable", "machine_busy",
-  /* Added later, at the end: a file written before takes them empty
-   * (tach_csv_widen). */
-  "comm_ms", "pack_ms", "imbalance_ms", NULL
-};
+/* ------------------------------------------------------------ queries */
 
 gboolean
 tach_explain_has_rank_phases (TachExplain *explain)
@@ -606,156 +599,4 @@ tach_explain_get_machine_busy (TachExplain *explain)
         }
     }
   return n > 0 ? sum / n : NAN;
-}
-
-static void
-csv_row (TachExplain *explain, GString *out, const char *date, const char *row_kind,
-         const TachExplainKnob *knob, const TachExplainCost *cost, double lo, double hi,
-         const char *failures, double busy)
-{
-  TachInterval ratio;
-  TachVerdict ratio_verdict = tach_explain_get_speedup (explain, &ratio);
-
-  g_autoptr(GString) row = g_string_new (NULL);
-  const TachConfig *config = explain->has_configs ? &explain->from : NULL;
-  g_autofree char *task = config != NULL ? tach_config_get (config, "task") : NULL;
-  gboolean ranked = tach_explain_has_rank_phases (explain);
-  const double *phases;
-
-  tach_csv_add_field (row, explain->id);
-  tach_csv_add_field (row, date);
-  tach_csv_add_field (row, config != NULL ? tach_workload_to_string (config->workload) : NULL);
-  tach_csv_add_field (row, task);
-  tach_csv_add_field (row, explain->device_id != NULL ? explain->device_id
-                          : config != NULL ? config->device : NULL);
-  tach_csv_add_field (row, tach_explain_get_label (explain, FALSE));
-  tach_csv_add_field (row, tach_explain_get_label (explain, TRUE));
-  tach_csv_add_field (row, row_kind);
-  tach_csv_add_field (row, knob != NULL ? knob->key : NULL);
-  tach_csv_add_field (row, knob != NULL ? knob->from : NULL);
-  tach_csv_add_field (row, knob != NULL ? knob->to : NULL);
-  tach_csv_add_field (row, knob == NULL ? NULL : knob->changes_results ? "1" : "0");
-  if (knob != NULL)
-    {
-      tach_csv_add_field (row, NULL);
-      tach_csv_add_double (row, knob->share_ms);
-      tach_csv_add_double (row, knob->share_ci.lo);
-      tach_csv_add_double (row, knob->share_ci.hi);
-      tach_csv_add_double (row, knob->share_min_ms);
-      tach_csv_add_double (row, knob->share_max_ms);
-      tach_csv_add_double (row, knob->fraction);
-      tach_csv_add_double (row, knob->fraction_ci.lo);
-      tach_csv_add_double (row, knob->fraction_ci.hi);
-      for (int c = 0; c < 3; c++)
-        tach_csv_add_field (row, NULL);
-      tach_csv_add_field (row, tach_verdict_to_string (knob->verdict));
-      phases = knob->phase_ms;
-    }
-  else
-    {
-      gboolean to = g_str_equal (row_kind, "to");
-
-      tach_csv_add_double (row, cost->step_ms);
-      for (int c = 0; c < 3; c++)
-        tach_csv_add_field (row, NULL);
-      tach_csv_add_double (row, lo);
-      tach_csv_add_double (row, hi);
-      for (int c = 0; c < 3; c++)
-        tach_csv_add_field (row, NULL);
-      /* B's row carries the comparison: its speed-up over A. */
-      tach_csv_add_double (row, to ? ratio.value : NAN);
-      tach_csv_add_double (row, to ? ratio.lo : NAN);
-      tach_csv_add_double (row, to ? ratio.hi : NAN);
-      tach_csv_add_field (row, to ? tach_verdict_to_string (ratio_verdict) : NULL);
-      phases = cost->phase_ms;
-    }
-  for (int p = 0; p < TACH_EXPLAIN_N_SINGLE_PHASES; p++)
-    tach_csv_add_double (row, phases[p]);
-  tach_csv_add_field (row, explain->exact ? "exact" : "sampled");
-  tach_csv_add_uint (row, explain->rounds);
-  tach_csv_add_uint (row, explain->orderings_used);
-  tach_csv_add_uint (row, explain->n_orderings);
-  tach_csv_add_uint (row, explain->masks->len);
-  tach_csv_add_field (row, failures);
-  tach_csv_add_double (row, busy);
-  /* The ranks' phases, empty for a process of its own (not observed). */
-  for (int p = TACH_EXPLAIN_N_SINGLE_PHASES; p < TACH_EXPLAIN_N_PHASES; p++)
-    tach_csv_add_double (row, ranked ? phases[p] : NAN);
-  tach_csv_end_row (row);
-  g_string_append_len (out, row->str, row->len);
-}
-
-static char *
-explain_csv_header (void)
-{
-  return tach_csv_header_line (explain_header);
-}
-
-/* explain.csv alone: whether it takes rows. */
-static gboolean
-check_explain_file (const char *dir, GError **error)
-{
-  g_autofree char *header = explain_csv_header ();
-  g_autofree char *path = g_build_filename (dir, "explain.csv", NULL);
-  g_autoptr(GString) scratch = g_string_new (NULL);
-
-  return tach_csv_load_existing (path, header, scratch, NULL, error);
-}
-
-gboolean
-tach_explain_csv_check (const char *dir, GError **error)
-{
-  g_autoptr(TachCsvStream) stream = NULL;
-
-  if (!check_explain_file (dir, error))
-    return FALSE;
-  /* runs.csv and samples.csv as a stream opens them, freed unused: the
-   * folder is left as it was. */
-  stream = tach_csv_stream_open (dir, error);
-  return stream != NULL;
-}
-
-gboolean
-tach_explain_csv_append (TachExplain *explain, const char *dir, GError **error)
-{
-  g_autofree char *header = explain_csv_header ();
-  g_autoptr(GString) rows = g_string_new (NULL);
-  g_autoptr(GString) failures = g_string_new (NULL);
-  g_autoptr(GDateTime) now = g_date_time_new_now_utc ();
-  g_autofree char *date = g_date_time_format_iso8601 (now);
-  double busy;
-
-  g_return_val_if_fail (explain->done, FALSE);
-
-  /* explain.csv first: a file that takes no rows must leave runs.csv
-   * and samples.csv without theirs too. */
-  if (g_file_test (dir, G_FILE_TEST_IS_DIR) && !check_explain_file (dir, error))
-    return FALSE;
-  if (explain->runs->len > 0 && !tach_csv_append (dir, explain->runs, error))
-    return FALSE;
-
-  if (explain->id == NULL)
-    {
-      g_autofree char *stamp = g_date_time_format (now, "%Y%m%dT%H%M%S");
-
-      explain->id = g_strdup_printf ("%s.%06dZ-x%u", stamp, g_date_time_get_microsecond (now),
-                                     g_random_int ());
-    }
-  for (guint i = 0; i < explain->failures->len; i++)
-    {
-      const TachExplainFailure *f = &g_array_index (explain->failures, TachExplainFailure, i);
-
-      g_string_append_printf (failures, "%s%s: %s", i > 0 ? "; " : "", f->name, f->reason);
-    }
-
-  busy = tach_explain_get_machine_busy (explain);
-  csv_row (explain, rows, date, "from", NULL, &explain->cost_from, explain->from_min,
-           explain->from_max, failures->str, busy);
-  for (guint i = 0; i < explain->n_knobs; i++)
-    csv_row (explain, rows, date, "knob", &explain->knobs[i], NULL, NAN, NAN, failures->str,
-             busy);
-  csv_row (explain, rows, date, "to", NULL, &explain->cost_to, explain->to_min,
-           explain->to_max, failures->str, busy);
-
-  return tach_csv_append_rows (dir, "explain.csv", header, rows->str, error);
 }

@@ -1,5 +1,5 @@
 /* tach-csv-read-private.h: the CSV reader (tach-csv-read.c) that reads a
- * results folder back (tach-results.c). */
+ * results folder back (tach-results.c, and explain.csv in engine/analysis). */
 #pragma once
 
 #include <glib.h>
@@ -35,5 +35,17 @@ gboolean tach_csv_reader_next (Reader *r, GPtrArray *fields, guint n_fields, gui
  * them. */
 gboolean tach_csv_blocks_next (Blocks *b, Reader *r, GPtrArray *fields, guint n_fields,
                                guint *line, gboolean *bad);
+
+/* Column positions (1-based) by name, from a header record; the first of
+ * a repeated name. */
+GHashTable *tach_csv_columns_from_header (GPtrArray *header);
+/* The field of column @name, or NULL when the file has no such column. */
+const char *tach_csv_field (GHashTable *columns, GPtrArray *fields, const char *name);
+/* A number, NaN (0) when empty or absent; FALSE when the text is not one. */
+gboolean    tach_csv_parse_double (const char *text, double *out);
+gboolean    tach_csv_parse_uint64 (const char *text, guint64 *out);
+/* Adds "PATH:LINE: WHAT" to @problems (element type char*) when not NULL. */
+void        tach_csv_add_problem (GPtrArray *problems, const char *path, guint line,
+                                  const char *what);
 
 G_END_DECLS

@@ -1,9 +1,12 @@
-/* tach-csv-read.c: the CSV reader of Open Results (tach-results.c): RFC
- * 4180 records, skipping a malformed one to the next line, over text in
- * memory or over a file read a block at a time; and the check the writer
- * makes with it before appending to a file (tach_csv_first_malformed).
+/* tach-csv-read.c: the CSV reader of Open Results (tach-results.c, and
+ * explain.csv's in engine/analysis): RFC 4180 records, skipping a
+ * malformed one to the next line, over text in memory or over a file read
+ * a block at a time; columns found by their header's names and fields read
+ * as numbers; and the check the writer makes with it before appending to
+ * a file (tach_csv_first_malformed).
  */
 #include <errno.h>
+#include <math.h>
 #include <string.h>
 #include <unistd.h>
 
@@ -130,6 +133,58 @@ reader_record (Reader *r, GPtrArray *fields, gboolean *bad)
       return TRUE;
     }
 }
+
+/* ----------------------------------------------------- columns and fields */
+
+GHashTable *
+tach_csv_columns_from_header (GPtrArray *header)
+{
+  GHashTable *columns = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
+
+  for (guint i = 0; i < header->len; i++)
+    if (!g_hash_table_contains (columns, header->pdata[i]))
+      g_hash_table_insert (columns, g_strdup (header->pdata[i]), GUINT_TO_POINTER (i + 1));
+  return columns;
+}
+
+const char *
+tach_csv_field (GHashTable *columns, GPtrArray *fields, const char *name)
+{
+  guint i = GPOINTER_TO_UINT (g_hash_table_lookup (columns, name));
+
+  return i > 0 && i <= fields->len ? fields->pdata[i - 1] : NULL;
+}
+
+gboolean
+tach_csv_parse_double (const char *text, double *out)
+{
+  char *end = NULL;
+
+  *out = NAN;
+  if (text == NULL || *text == '\0')
+    return TRUE;
+  errno = 0;
+  *out = g_ascii_strtod (text, &end);
+  return end != text && *end == '\0' && errno != ERANGE;
+}
+
+gboolean
+tach_csv_parse_uint64 (const char *text, guint64 *out)
+{
+  *out = 0;
+  if (text == NULL || *text == '\0')
+    return TRUE;
+  return g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT64, out, NULL);
+}
+
+void
+tach_csv_add_problem (GPtrArray *problems, const char *path, guint line, const char *what)
+{
+  if (problems != NULL)
+    g_ptr_array_add (problems, g_strdup_printf ("%s:%u: %s", path, line, what));
+}
+
+/* ------------------------------------------------------------ the check */
 
 guint
 tach_csv_first_malformed (const char *text, gsize len)

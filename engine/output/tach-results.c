@@ -26,57 +26,6 @@
 #include "tach-csv-read-private.h"
 #include "tach-run-private.h"
 
-/* Column positions by name, from a header record. */
-static GHashTable *
-columns_from_header (GPtrArray *header)
-{
-  GHashTable *columns = g_hash_table_new_full (g_str_hash, g_str_equal, g_free, NULL);
-
-  for (guint i = 0; i < header->len; i++)
-    if (!g_hash_table_contains (columns, header->pdata[i]))
-      g_hash_table_insert (columns, g_strdup (header->pdata[i]), GUINT_TO_POINTER (i + 1));
-  return columns;
-}
-
-/* The field of column @name, or NULL when the file has no such column. */
-static const char *
-field (GHashTable *columns, GPtrArray *fields, const char *name)
-{
-  guint i = GPOINTER_TO_UINT (g_hash_table_lookup (columns, name));
-
-  return i > 0 && i <= fields->len ? fields->pdata[i - 1] : NULL;
-}
-
-/* A number, NaN when empty or absent; FALSE when the text is not one. */
-static gboolean
-parse_double (const char *text, double *out)
-{
-  char *end = NULL;
-
-  *out = NAN;
-  if (text == NULL || *text == '\0')
-    return TRUE;
-  errno = 0;
-  *out = g_ascii_strtod (text, &end);
-  return end != text && *end == '\0' && errno != ERANGE;
-}
-
-static gboolean
-parse_uint64 (const char *text, guint64 *out)
-{
-  *out = 0;
-  if (text == NULL || *text == '\0')
-    return TRUE;
-  return g_ascii_string_to_unsigned (text, 10, 0, G_MAXUINT64, out, NULL);
-}
-
-static void
-add_problem (GPtrArray *problems, const char *path, guint line, const char *what)
-{
-  if (problems != NULL)
-    g_ptr_array_add (problems, g_strdup_printf ("%s:%u: %s", path, line, what));
-}
-
 /* -------------------------------------------------------------- runs.csv */
 
 static TachRunState
@@ -141,19 +90,19 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     {
       double v;
 
-      if (!parse_double (field (columns, fields, figures[i].name), &v))
+      if (!tach_csv_parse_double (tach_csv_field (columns, fields, figures[i].name), &v))
         {
           *bad = figures[i].name;
           return FALSE;
         }
       G_STRUCT_MEMBER (double, s, figures[i].offset) = v * figures[i].scale;
     }
-  if (!parse_uint64 (field (columns, fields, "measured_steps"), &s->steps))
+  if (!tach_csv_parse_uint64 (tach_csv_field (columns, fields, "measured_steps"), &s->steps))
     {
       *bad = "measured_steps";
       return FALSE;
     }
-  if (!parse_uint64 (field (columns, fields, "peak_memory_bytes"), &s->peak_memory_bytes))
+  if (!tach_csv_parse_uint64 (tach_csv_field (columns, fields, "peak_memory_bytes"), &s->peak_memory_bytes))
     {
       *bad = "peak_memory_bytes";
       return FALSE;
@@ -162,7 +111,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     guint64 window = 0;
 
     /* Absent in folders written before the column existed: 0, unknown. */
-    if (!parse_uint64 (field (columns, fields, "loss_window_steps"), &window) || window > G_MAXUINT)
+    if (!tach_csv_parse_uint64 (tach_csv_field (columns, fields, "loss_window_steps"), &window) || window > G_MAXUINT)
       {
         *bad = "loss_window_steps";
         return FALSE;
@@ -170,9 +119,9 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     s->loss_window_steps = (guint) window;
   }
   /* The unit is a static string, as the engine's own summaries have it. */
-  s->items_unit = g_strcmp0 (field (columns, fields, "items_unit"), "tokens/s") == 0
+  s->items_unit = g_strcmp0 (tach_csv_field (columns, fields, "items_unit"), "tokens/s") == 0
                   ? "tokens/s" : "samples/s";
-  s->rate_clock = g_strcmp0 (field (columns, fields, "rate_clock"), "device") == 0 ? "device" : "host";
+  s->rate_clock = g_strcmp0 (tach_csv_field (columns, fields, "rate_clock"), "device") == 0 ? "device" : "host";
   return TRUE;
 }
 
@@ -182,10 +131,10 @@ static gboolean
 config_from_row (GHashTable *columns, GPtrArray *fields, TachConfig *config,
                  GHashTable *unknown, GError **error)
 {
-  const char *workload = field (columns, fields, "workload");
-  const char *task = field (columns, fields, "task");
-  const char *preset = field (columns, fields, "preset");
-  const char *device = field (columns, fields, "device");
+  const char *workload = tach_csv_field (columns, fields, "workload");
+  const char *task = tach_csv_field (columns, fields, "task");
+  const char *preset = tach_csv_field (columns, fields, "preset");
+  const char *device = tach_csv_field (columns, fields, "device");
   guint n_knobs = 0;
   const TachKnobInfo *knobs = tach_knobs (&n_knobs);
   TachConfig defaults;
@@ -205,7 +154,7 @@ config_from_row (GHashTable *columns, GPtrArray *fields, TachConfig *config,
   for (guint i = 0; i < n_knobs; i++)
     {
       const char *name = knobs[i].name;
-      const char *value = field (columns, fields, name);
+      const char *value = tach_csv_field (columns, fields, name);
       g_autofree char *default_value = NULL;
 
       if (g_str_equal (name, "workload") || g_str_equal (name, "task")
@@ -244,7 +193,7 @@ config_from_row (GHashTable *columns, GPtrArray *fields, TachConfig *config,
 static gint64
 start_time_from_row (GHashTable *columns, GPtrArray *fields)
 {
-  const char *date = field (columns, fields, "date");
+  const char *date = tach_csv_field (columns, fields, "date");
   g_autoptr(GDateTime) dt = NULL;
 
   if (date == NULL || *date == '\0')
@@ -258,8 +207,8 @@ start_time_from_row (GHashTable *columns, GPtrArray *fields)
 static TachRun *
 run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **error)
 {
-  const char *run_id = field (columns, fields, "run_id");
-  const char *message = field (columns, fields, "error");
+  const char *run_id = tach_csv_field (columns, fields, "run_id");
+  const char *message = tach_csv_field (columns, fields, "error");
   const char *bad = NULL;
   TachRunRecord *record;
   TachDeviceInfo *device;
@@ -277,7 +226,7 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
                    _("the column %s holds “%s”, which is not a number"), bad,
-                   field (columns, fields, bad));
+                   tach_csv_field (columns, fields, bad));
       tach_run_record_free (record);
       return NULL;
     }
@@ -296,8 +245,8 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
     g_clear_pointer (&record->unknown_knobs, g_hash_table_unref);
   record->record_id = g_strdup (run_id);
   {
-    const char *varied = field (columns, fields, "varied");
-    const char *label = field (columns, fields, "label");
+    const char *varied = tach_csv_field (columns, fields, "varied");
+    const char *label = tach_csv_field (columns, fields, "label");
 
     if (varied != NULL && tach_knob_lookup (varied) != NULL)
       run->varied = g_strdup (varied);
@@ -307,19 +256,19 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
 
   device = g_new0 (TachDeviceInfo, 1);
   device->id = g_strdup (run->config.device);
-  device->name = g_strdup (field (columns, fields, "device_name"));
+  device->name = g_strdup (tach_csv_field (columns, fields, "device_name"));
   if (device->name == NULL || *device->name == '\0')
     {
       g_free (device->name);
       device->name = g_strdup (device->id);
     }
-  device->versions = g_strdup (field (columns, fields, "versions"));
+  device->versions = g_strdup (tach_csv_field (columns, fields, "versions"));
 
   run->device = tach_device_for_record (device);
   g_mutex_init (&run->lock);
   g_cond_init (&run->cond);
   run->samples = tach_sample_store_new ();
-  run->state = state_from_string (field (columns, fields, "state"));
+  run->state = state_from_string (tach_csv_field (columns, fields, "state"));
   if (message != NULL && *message != '\0')
     run->error = g_error_new_literal (TACH_ERROR, TACH_ERROR_DATA, message);
   else if (run->state == TACH_RUN_STATE_FAILED)
@@ -333,9 +282,9 @@ run_from_row (const char *dir, GHashTable *columns, GPtrArray *fields, GError **
   run->evaluation = isnan (run->test_accuracy) ? TACH_EVALUATION_NONE : TACH_EVALUATION_DONE;
   g_atomic_int_set (&run->steps_done, (gint) MIN (run->config.steps, (guint) G_MAXINT));
   {
-    const char *algorithms = field (columns, fields, "algorithms");
-    const char *kind = field (columns, fields, "data_source");
-    const char *path = field (columns, fields, "data_path");
+    const char *algorithms = tach_csv_field (columns, fields, "algorithms");
+    const char *kind = tach_csv_field (columns, fields, "data_source");
+    const char *path = tach_csv_field (columns, fields, "data_path");
 
     run->algorithms = algorithms != NULL && *algorithms != '\0' ? g_strdup (algorithms) : NULL;
     run->data_kind = kind != NULL && *kind != '\0' ? g_strdup (kind) : NULL;
@@ -365,26 +314,26 @@ sample_from_row (GHashTable *columns, GPtrArray *fields, TachSample *s, const ch
     { "pack_ms", G_STRUCT_OFFSET (TachSample, pack_ms) },
     { "imbalance_ms", G_STRUCT_OFFSET (TachSample, imbalance_ms) },
   };
-  const char *rank = field (columns, fields, "rank");
+  const char *rank = tach_csv_field (columns, fields, "rank");
   guint64 rank_value = 0;
-  const char *step = field (columns, fields, "step");
-  const char *warmup = field (columns, fields, "warmup");
+  const char *step = tach_csv_field (columns, fields, "step");
+  const char *warmup = tach_csv_field (columns, fields, "warmup");
 
-  if (step == NULL || *step == '\0' || !parse_uint64 (step, &s->step))
+  if (step == NULL || *step == '\0' || !tach_csv_parse_uint64 (step, &s->step))
     {
       *bad = "step";
       return FALSE;
     }
   s->warmup = g_strcmp0 (warmup, "1") == 0;
   /* Files from before data-parallel runs have no rank: rank 0's. */
-  if (rank != NULL && *rank != '\0' && (!parse_uint64 (rank, &rank_value) || rank_value > 65535))
+  if (rank != NULL && *rank != '\0' && (!tach_csv_parse_uint64 (rank, &rank_value) || rank_value > 65535))
     {
       *bad = "rank";
       return FALSE;
     }
   s->rank = (guint) rank_value;
   for (guint i = 0; i < G_N_ELEMENTS (times); i++)
-    if (!parse_double (field (columns, fields, times[i].name),
+    if (!tach_csv_parse_double (tach_csv_field (columns, fields, times[i].name),
                        &G_STRUCT_MEMBER (double, s, times[i].offset)))
       {
         *bad = times[i].name;
@@ -422,16 +371,16 @@ load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *pro
   gboolean bad;
 
   if (!tach_csv_blocks_next (b, &r, fields, 0, &line, &bad)
-      || field (columns = columns_from_header (fields), fields, "run_id") == NULL)
+      || tach_csv_field (columns = tach_csv_columns_from_header (fields), fields, "run_id") == NULL)
     {
-      add_problem (problems, path, 1, _("not a samples.csv header (no run_id column): "
+      tach_csv_add_problem (problems, path, 1, _("not a samples.csv header (no run_id column): "
                                         "the runs load without their per-step samples"));
       return;
     }
   n_columns = fields->len;
   if (g_hash_table_lookup (columns, "step") == NULL)
     {
-      add_problem (problems, path, 1, _("the header has no step column: "
+      tach_csv_add_problem (problems, path, 1, _("the header has no step column: "
                                         "the runs load without their per-step samples"));
       return;
     }
@@ -448,12 +397,12 @@ load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *pro
         break;
       if (bad)
         {
-          add_problem (problems, path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
+          tach_csv_add_problem (problems, path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
           continue;
         }
       if (fields->len == 1 && *(char *) fields->pdata[0] == '\0')
         continue;  /* an empty line */
-      run_id = field (columns, fields, "run_id");
+      run_id = tach_csv_field (columns, fields, "run_id");
       run = run_id != NULL ? g_hash_table_lookup (by_id, run_id) : NULL;
       if (run == NULL)
         {
@@ -462,7 +411,7 @@ load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *pro
             {
               g_autofree char *msg = g_strdup_printf (_("run %s is not in runs.csv: its samples are skipped"),
                                                       run_id);
-              add_problem (problems, path, line, msg);
+              tach_csv_add_problem (problems, path, line, msg);
               g_hash_table_add (strays, g_strdup (run_id));
             }
           continue;
@@ -471,8 +420,8 @@ load_sample_rows (const char *path, Blocks *b, GHashTable *by_id, GPtrArray *pro
         {
           g_autofree char *msg = g_strdup_printf (_("the column %s holds “%s”, which is not a number: "
                                                     "the row is skipped"),
-                                                  what, field (columns, fields, what) ? field (columns, fields, what) : "");
-          add_problem (problems, path, line, msg);
+                                                  what, tach_csv_field (columns, fields, what) ? tach_csv_field (columns, fields, what) : "");
+          tach_csv_add_problem (problems, path, line, msg);
           continue;
         }
       if (s.rank == 0)
@@ -539,8 +488,8 @@ tach_results_load (const char  *dir,
     }
   r = (Reader) { text, text + len, 1 };
   if (!tach_csv_reader_next (&r, fields, 0, &line, &bad)
-      || field (columns = columns_from_header (fields), fields, "run_id") == NULL
-      || field (columns, fields, "workload") == NULL)
+      || tach_csv_field (columns = tach_csv_columns_from_header (fields), fields, "run_id") == NULL
+      || tach_csv_field (columns, fields, "workload") == NULL)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
                    _("%s:1: not a runs.csv header (it needs run_id and workload columns): "
@@ -559,7 +508,7 @@ tach_results_load (const char  *dir,
         break;
       if (bad)
         {
-          add_problem (problems, runs_path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
+          tach_csv_add_problem (problems, runs_path, line, _("a malformed row (a stray quote or the wrong number of fields): skipped"));
           continue;
         }
       if (fields->len == 1 && *(char *) fields->pdata[0] == '\0')
@@ -568,7 +517,7 @@ tach_results_load (const char  *dir,
       if (run == NULL)
         {
           g_autofree char *msg = g_strdup_printf (_("%s: the run is skipped"), row_error->message);
-          add_problem (problems, runs_path, line, msg);
+          tach_csv_add_problem (problems, runs_path, line, msg);
           continue;
         }
       if (g_hash_table_contains (by_id, run->record->record_id))

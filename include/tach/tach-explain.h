@@ -279,6 +279,19 @@ gboolean     tach_explain_csv_append (TachExplain *explain, const char *dir, GEr
  * before it writes any of the three, so that all three gain rows or none
  * does.  Changes nothing in DIR. */
 gboolean     tach_explain_csv_check (const char *dir, GError **error);
+/* Reads DIR/explain.csv back (as tach_explain_csv_append writes it) and
+ * appends one ended explanation per explain_id to @explains (element type
+ * TachExplain*, in the file's order) with every figure as saved: its
+ * knobs, shares, intervals, verdicts, phases, rounds and what stayed
+ * unresolved, so that it reads and draws as it did (its runs are in
+ * runs.csv, not in it).  An explanation whose rows cannot all be read is
+ * skipped whole and described in @problems (element type char*,
+ * "FILE:LINE: what", when not NULL), as is a malformed row or a NUL byte;
+ * the others still load.  TRUE, adding nothing, where DIR has no
+ * explain.csv; FALSE (TACH_ERROR_DATA) when it cannot be read or is not
+ * one.  Any thread. */
+gboolean     tach_explain_csv_load (const char *dir, GPtrArray *explains, GPtrArray *problems,
+                                    GError **error);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachExplain, tach_explain_free)
 
