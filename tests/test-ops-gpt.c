@@ -82,6 +82,7 @@ test_gemm_strided_batched (TachBackend *be)
   batched_case (be, FALSE, FALSE, 33, 16, 33, 12);
   batched_case (be, TRUE, FALSE, 100, 96, 120, 2);
   batched_case (be, FALSE, FALSE, 3, 4, 5, 1);
+  batched_case (be, TRUE, TRUE, 90, 80, 70, 1);
 }
 
 /* ------------------------------------------------------ add and scale */
@@ -394,6 +395,8 @@ test_attention_fwd (TachBackend *be)
   attention_fwd_case (be, 1, 2, 5, 15, 24, 8, 10);     /* a chunk at pos 10 */
   attention_fwd_case (be, 1, 2, 130, 130, 130, 64, 0); /* several tiles of keys */
   attention_fwd_case (be, 1, 1, 1, 300, 320, 64, 299); /* a long decode */
+  attention_fwd_case (be, 1, 2, 20, 50, 64, 40, 30);   /* tiles: a chunk at pos 30 */
+  attention_fwd_case (be, 2, 1, 9, 40, 40, 24, 10);    /* tiles: a static cache's tail */
 }
 
 static void
