@@ -323,6 +323,17 @@ main (int argc, char **argv)
     time_case (be, "gelu_fwd+bias 2048x1536", gelu_fwd, g, 3.0 * ng * 4, "GB/s");
     time_case (be, "gelu_bwd 2048x1536", gelu_bwd, g, 3.0 * ng * 4, "GB/s");
   }
+  {
+    /* In the caches: the ops' own arithmetic, not the memory's rate. */
+    Rows *r = rows_new (be, 32, 384);
+    Rows *g = rows_new (be, 32, 1536);
+    double n = 32.0 * 384, ng = 32.0 * 1536;
+
+    time_case (be, "layernorm_fwd+res 32x384 (cached)", ln_fwd, r, 4.0 * n * 4, "GB/s");
+    time_case (be, "layernorm_bwd+dres 32x384 (cached)", ln_bwd, r, 4.0 * n * 4, "GB/s");
+    time_case (be, "gelu_fwd+bias 32x1536 (cached)", gelu_fwd, g, 3.0 * ng * 4, "GB/s");
+    time_case (be, "gelu_bwd 32x1536 (cached)", gelu_bwd, g, 3.0 * ng * 4, "GB/s");
+  }
   tach_backend_free (be);
   return 0;
 }
