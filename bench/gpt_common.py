@@ -208,6 +208,7 @@ def best_generation(rows):
     for key in ("prefill_s_median", "prefill_s_min", "prefill_s_max", "prefill_tokens_per_s"):
         best[key] = prefill[key]
     best["prefill_threads"] = prefill["threads"]
+    best["prefill_attention"] = prefill.get("attention", "")
     return best
 
 

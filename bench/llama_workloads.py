@@ -14,10 +14,12 @@ and refuses its shapes); tokens go in and come out as ids.  The KV cache is
 f32 too (type_k, type_v; llama.cpp's default is f16).
 
 A generation is llama-cpp-python's Llama.eval of the prompt (the prefill:
-its time to the first token, greedy on the host from the last logits),
+its time to the first token, greedy on the host from the last logits,
+llama_get_logits_ith),
 then one Llama.eval a token.  llama.cpp trains nothing: gpt-generate only.
-Each thread count (n_threads and n_threads_batch) gets a Llama of its own;
-decoding and prefill each at their best count.  Prints one line, with the
+Each thread count (n_threads and n_threads_batch) gets a Llama of its own,
+with llama.cpp's flash attention and without (llama-cpp-python's default);
+decoding and prefill each at their best of these.  Prints one line, with the
 columns of torch_workloads.py (CSV or JSON lines).
 
     llama_workloads.py --cases gpt-generate --steps 3 --threads 1,2
@@ -47,12 +49,14 @@ def write_gguf(path, args, np, gguf):
     writer.add_head_count(args.heads)
     writer.add_layer_norm_eps(gc.LN_EPS)
     writer.add_file_type(gguf.LlamaFileType.ALL_F32)
-    # A byte-level vocabulary: one token an id, no merges.
+    # A byte-level vocabulary: one token an id.  llama.cpp's BPE loader
+    # needs a list of merges and GGUFWriter drops an empty one: one merge,
+    # never used (ids go in, ids come out).
     writer.add_tokenizer_model("gpt2")
     writer.add_tokenizer_pre("default")
     writer.add_token_list([f"<{i:02x}>" for i in range(args.vocab)])
     writer.add_token_types([gguf.TokenType.NORMAL] * args.vocab)
-    writer.add_token_merges([])
+    writer.add_token_merges(["<00> <01>"])
     names = {"wte": "token_embd.weight", "wpe": "position_embd.weight",
              "ln_f.weight": "output_norm.weight", "ln_f.bias": "output_norm.bias"}
     per_block = {"ln_1": "attn_norm", "attn.c_attn": "attn_qkv", "attn.c_proj": "attn_output",
@@ -71,18 +75,25 @@ def write_gguf(path, args, np, gguf):
     writer.close()
 
 
-def run(args, threads, path, llama_cpp, np):
-    """gpt-generate in a Llama of THREADS threads."""
+def run(args, threads, flash, path, llama_cpp, np):
+    """gpt-generate in a Llama of THREADS threads, with llama.cpp's flash
+    attention or without (FLASH)."""
     llm = llama_cpp.Llama(model_path=path, n_ctx=args.context, n_batch=args.context,
                           n_ubatch=args.context, n_threads=threads, n_threads_batch=threads,
                           type_k=GGML_TYPE_F32, type_v=GGML_TYPE_F32, logits_all=False,
-                          verbose=False)
+                          flash_attn=flash, verbose=False)
     prompt = [int(t) for t in gc.prompt(np, args.prompt, args.vocab)]
     count = gc.new_tokens(args)
     state = {}
 
     def last_token():
-        return int(np.argmax(llm.scores[llm.n_tokens - 1]))
+        # The last position's logits from llama.cpp itself: Llama.eval
+        # keeps none in Llama.scores unless every position's are asked for
+        # (logits_all), which would make the prefill compute 64 rows of
+        # the head instead of one.
+        logits = np.ctypeslib.as_array(llama_cpp.llama_get_logits_ith(llm.ctx, -1),
+                                       shape=(args.vocab,))
+        return int(np.argmax(logits))
 
     def prefill():
         llm.reset()
@@ -104,7 +115,7 @@ def run(args, threads, path, llama_cpp, np):
         llm.close()
     return gc.generate_row("llama.cpp", f"llama-cpp-python {llama_cpp.__version__}",
                            "llama-eval", args, threads, runs, kv_cache="llama.cpp f32",
-                           attention="llama.cpp")
+                           attention="flash_attn" if flash else "llama.cpp")
 
 
 def main(argv=None):
@@ -129,7 +140,8 @@ def main(argv=None):
     with tempfile.TemporaryDirectory(prefix="tach-gpt-gguf-") as folder:
         path = os.path.join(folder, "gpt-f32.gguf")
         write_gguf(path, args, np, gguf)
-        tried = [run(args, t, path, llama_cpp, np) for t in threads]
+        tried = [run(args, t, flash, path, llama_cpp, np)
+                 for t in threads for flash in (False, True)]
     writer.write(gc.best_row("gpt-generate", tried))
     return 0
 
