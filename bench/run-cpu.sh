@@ -162,10 +162,17 @@ modules_for () {
 }
 skipped=
 kept=
+# Whether every case is a gpt case: then TensorFlow, which runs none of
+# them, is left out without a note.
+only_gpt=yes
+for case in $(echo "$cases" | tr ',' ' '); do
+  case $case in gpt-*) ;; *) only_gpt=no ;; esac
+done
 for peer in $(echo "$peers" | tr ',' ' '); do
   case $peer in torch|torch-compile|tf|jax|onnx|llama) ;;
     *) echo "run-cpu.sh: unknown peer '$peer' (torch, torch-compile, tf, jax, onnx, llama)" >&2; exit 2 ;;
   esac
+  [ "$peer:$only_gpt" != tf:yes ] || continue
   # shellcheck disable=SC2046 # the modules are words on purpose
   missing=$("$python" -c 'import importlib.util, sys
 def absent(m):
@@ -256,14 +263,15 @@ run_tach () {
 # differ a little: the summary reads what they share).  A case the peer
 # does not run (ONNX Runtime trains nothing; JAX and ONNX Runtime run no
 # bf16) is left out.
-# The gpt cases' rows have columns of their own: they go to gpt-PEER.csv.
+# The gpt cases' rows have columns of their own, each case's: they go to
+# CASE-PEER.csv (gpt-train-torch.csv, ...).
 run_peer () {
   peer=$1 case=$2
   csv=$out/$peer.csv
   gpt_args=
   case $case in
-    gpt-train) csv=$out/gpt-$peer.csv gpt_args="$gpt_shape --batch $gpt_batch" ;;
-    gpt-generate) csv=$out/gpt-$peer.csv gpt_args="$gpt_shape --prompt $gpt_prompt --new-tokens 0" ;;
+    gpt-train) csv=$out/$case-$peer.csv gpt_args="$gpt_shape --batch $gpt_batch" ;;
+    gpt-generate) csv=$out/$case-$peer.csv gpt_args="$gpt_shape --prompt $gpt_prompt --new-tokens 0" ;;
   esac
   header=--no-header
   [ -f "$csv" ] || header=
@@ -340,7 +348,7 @@ case ",$peers," in *,onnx,*)
   echo "ONNX Runtime: $("$python" -c 'import onnxruntime, onnx; print(onnxruntime.__version__, "onnx", onnx.__version__)' 2>/dev/null)" ;;
 esac
 case ",$peers," in *,llama,*)
-  echo "llama.cpp: $("$python" -c 'import llama_cpp, gguf.constants as g; print("llama-cpp-python", llama_cpp.__version__, "gguf", g.GGUF_VERSION)' 2>/dev/null)" ;;
+  echo "llama.cpp: $("$python" -c 'import llama_cpp, importlib.metadata as m; print("llama-cpp-python", llama_cpp.__version__, "gguf", m.version("gguf"))' 2>/dev/null)" ;;
 esac
 echo "Peers: $peers${skipped:+; skipped: $skipped}"
 
@@ -355,7 +363,7 @@ case ",$cases," in *,gpt-generate,*)
   l2_read=$(dirname "$(dirname "$cli")")/bench/l2-read
   [ -x "$l2_read" ] || l2_read=$root/build/bench/l2-read
   read_kb=$("$python" -c "import sys; sys.path.insert(0, '$here'); import gpt_common as g; \
-print(int(g.decode_bytes(6, 384, 256, $gpt_prompt, 256 - $gpt_prompt) / 1024))")
+print(int(g.decode_bytes(g.LAYERS, g.EMBED, g.VOCAB, g.PROMPT, g.CONTEXT - g.PROMPT) / 1024))")
   if [ -x "$l2_read" ]; then
     rate_of () { awk 'NF == 3 && $1 ~ /^[0-9]+$/ { r = $2 } END { print r }'; }
     one=$("$l2_read" "$read_kb" | rate_of)

@@ -65,7 +65,7 @@ def tach_rounds(out, case, names, higher):
 def peer_rounds(out, peer, case, column, higher):
     """A peer's rounds of one figure (a row a round) and its usual thread
     count for it."""
-    path = os.path.join(out, f"gpt-{peer}.csv")
+    path = os.path.join(out, f"{case}-{peer}.csv")
     if not os.path.exists(path):
         return [], None
     rows = [r for r in read_rows(path) if r.get("case") == case]

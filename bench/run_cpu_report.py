@@ -135,7 +135,7 @@ def main():
              if c in wanted and os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))]
     gpt_ran = [c for c in GPT_CASES if c in wanted and (
         os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))
-        or any(os.path.exists(os.path.join(out, f"gpt-{p}.csv")) for p in PEERS + ("llama",)))]
+        or any(os.path.exists(os.path.join(out, f"{c}-{p}.csv")) for p in PEERS + ("llama",)))]
     if not cases and not gpt_ran:
         raise SystemExit(f"run_cpu_report.py: no tach-CASE/runs.csv in {out}: no case finished a "
                          "round")

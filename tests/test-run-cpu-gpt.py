@@ -60,19 +60,19 @@ def made_up_run(out):
     # and 420/300 = 1.40 straddle 1.2x: unresolved.  Prefill (s): ONNX
     # Runtime 0.014, 0.015 (the best), llama.cpp 0.030, 0.032: 14/10 = 1.4
     # and 15/12 = 1.25 miss 1.5x: not met.
-    write(os.path.join(out, "gpt-torch.csv"), PEER_COLUMNS, [
+    write(os.path.join(out, "gpt-train-torch.csv"), PEER_COLUMNS, [
         ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.0, "", ""],
         ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.1, "", ""],
     ])
-    write(os.path.join(out, "gpt-torch-compile.csv"), PEER_COLUMNS, [
+    write(os.path.join(out, "gpt-train-torch-compile.csv"), PEER_COLUMNS, [
         ["pytorch", "2", "gpt-train", "compile", "fp32", 2, 1.2, "", ""],
         ["pytorch", "2", "gpt-train", "compile", "fp32", 1, 1.4, "", ""],
     ])
-    write(os.path.join(out, "gpt-onnx.csv"), PEER_COLUMNS, [
+    write(os.path.join(out, "gpt-generate-onnx.csv"), PEER_COLUMNS, [
         ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 200, 0.014, 2],
         ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 210, 0.015, 2],
     ])
-    write(os.path.join(out, "gpt-llama.csv"), PEER_COLUMNS, [
+    write(os.path.join(out, "gpt-generate-llama.csv"), PEER_COLUMNS, [
         ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 350, 0.030, 2],
         ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 300, 0.032, 2],
     ])
