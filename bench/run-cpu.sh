@@ -245,9 +245,10 @@ run_tach () {
   [ "$peers_only" = no ] || return 0
   args=$(tach_args_for "$case")
   steps=$(steps_for "$case") warmup=3
-  # Tach's generation steps are tokens: whole requests, one to warm up.
+  # Tach's generation steps are tokens: whole requests, one to warm up
+  # (tach-cli's --steps count the warm-up's too).
   if [ "$case" = gpt-generate ]; then
-    steps=$((steps * gpt_request_steps)) warmup=$gpt_request_steps
+    steps=$(((steps + 1) * gpt_request_steps)) warmup=$gpt_request_steps
   fi
   counts=1
   [ "$cores" -le 1 ] || counts="1 $cores"
