@@ -95,9 +95,10 @@ def decode_bound(info):
     return rate * 1e9 / per_token, per_token, rate
 
 
-def report(out, wanted, info, isa):
-    """Prints the gpt cases' tables; returns their summary rows (none when
-    no gpt case ran)."""
+def report(out, wanted, info, isa, alone=False):
+    """Prints the gpt cases' tables (ALONE: no other case's tables before
+    them, so with the run's load and skipped peers); returns their summary
+    rows (none when no gpt case ran)."""
     cases = [c for c in gc.GPT_CASES if c in wanted]
     rates, verdicts, rows = [], [], []
     bound = decode_bound(info)
@@ -206,6 +207,13 @@ def report(out, wanted, info, isa):
     else:
         notes.append("No Tach runs in this folder (--peers-only, or tach-cli without the gpt "
                      "workload): the peers' rates alone.")
+    busy = int(info.get("busy") or 0)
+    if alone:
+        notes.append(f"Load: {busy} of {info.get('cores') or os.cpu_count()} cores spinning "
+                     f"during every side's runs (--busy {busy})." if busy
+                     else "Load: none added (--busy 0).")
+        if info.get("skipped"):
+            notes.append(f"Skipped peers: {info['skipped']}.")
     if bound:
         notes.append(f"Decode bound: {bound[1] / 1e6:.1f} MB a token (weights and the mean "
                      f"token's keys and values, fp32) at {bound[2]:.1f} bytes/ns (l2-read, "

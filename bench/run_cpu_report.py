@@ -142,7 +142,7 @@ def main():
     if not cases:
         import run_cpu_gpt
 
-        write_summary(out, run_cpu_gpt.report(out, gpt_ran, info, isa))
+        write_summary(out, run_cpu_gpt.report(out, gpt_ran, info, isa, alone=True))
         return 0
 
     # Every peer's rows, each named by its side.
