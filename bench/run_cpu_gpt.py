@@ -81,6 +81,19 @@ def ratio_text(ratio, per_round):
                              if len(per_round) > 1 else "")
 
 
+def first_tokens(out):
+    """Each generating peer's first greedy tokens (its last round's), by
+    side: from the same weights and prompt they should agree."""
+    tokens = {}
+    for peer, side in PEERS:
+        path = os.path.join(out, f"gpt-generate-{peer}.csv")
+        if os.path.exists(path):
+            rows = [r for r in read_rows(path) if r.get("first_tokens")]
+            if rows:
+                tokens[side] = rows[-1]["first_tokens"]
+    return tokens
+
+
 def decode_bound(info):
     """Tokens a second that the machine's measured read rate allows a
     decoded token of the run's shape, and its bytes; None without a rate."""
@@ -207,6 +220,13 @@ def report(out, wanted, info, isa, alone=False):
     else:
         notes.append("No Tach runs in this folder (--peers-only, or tach-cli without the gpt "
                      "workload): the peers' rates alone.")
+    tokens = first_tokens(out)
+    if len(set(tokens.values())) > 1:
+        notes.append("First greedy tokens DIFFER (the same weights and prompt should give the "
+                     "same): " + "; ".join(f"{s} {t}" for s, t in tokens.items()) + ".")
+    elif tokens:
+        notes.append(f"First greedy tokens agree across {', '.join(tokens)}: "
+                     f"{next(iter(tokens.values()))}.")
     busy = int(info.get("busy") or 0)
     if alone:
         notes.append(f"Load: {busy} of {info.get('cores') or os.cpu_count()} cores spinning "

@@ -7,7 +7,8 @@
    known: Tach over each peer and the best one paired by round, the
    targets against the best peer (training, prefill: times the peer's over
    Tach's) and against llama.cpp (decoding), and the share of the read
-   bound that machine.txt's read rate sets.
+   bound that machine.txt's read rate sets; the peers' first greedy
+   tokens agreeing, then one differing.
 2. The same folder without Tach's runs (--peers-only): the peers' rates,
    no ratios.
 3. run-cpu.sh --cases gpt-train with a tach-cli that has no gpt workload:
@@ -33,7 +34,7 @@ write = _report_test.write
 RUNS_COLUMNS = ["run_id", "workload", "threads", "median_steps_per_s", "achieved_gflops",
                 "peak_share", "prefill_ms"]
 PEER_COLUMNS = ["framework", "version", "case", "mode", "precision", "threads",
-                "steps_per_s_median", "prefill_s_median", "prefill_threads"]
+                "steps_per_s_median", "prefill_s_median", "prefill_threads", "first_tokens"]
 
 
 def made_up_run(out):
@@ -61,20 +62,20 @@ def made_up_run(out):
     # Runtime 0.014, 0.015 (the best), llama.cpp 0.030, 0.032: 14/10 = 1.4
     # and 15/12 = 1.25 miss 1.5x: not met.
     write(os.path.join(out, "gpt-train-torch.csv"), PEER_COLUMNS, [
-        ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.0, "", ""],
-        ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.1, "", ""],
+        ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.0, "", "", ""],
+        ["pytorch", "2", "gpt-train", "eager", "fp32", 2, 1.1, "", "", ""],
     ])
     write(os.path.join(out, "gpt-train-torch-compile.csv"), PEER_COLUMNS, [
-        ["pytorch", "2", "gpt-train", "compile", "fp32", 2, 1.2, "", ""],
-        ["pytorch", "2", "gpt-train", "compile", "fp32", 1, 1.4, "", ""],
+        ["pytorch", "2", "gpt-train", "compile", "fp32", 2, 1.2, "", "", ""],
+        ["pytorch", "2", "gpt-train", "compile", "fp32", 1, 1.4, "", "", ""],
     ])
     write(os.path.join(out, "gpt-generate-onnx.csv"), PEER_COLUMNS, [
-        ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 200, 0.014, 2],
-        ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 210, 0.015, 2],
+        ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 200, 0.014, 2, "9 8 7"],
+        ["onnxruntime", "1", "gpt-generate", "s", "fp32", 1, 210, 0.015, 2, "1 2 3"],
     ])
     write(os.path.join(out, "gpt-generate-llama.csv"), PEER_COLUMNS, [
-        ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 350, 0.030, 2],
-        ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 300, 0.032, 2],
+        ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 350, 0.030, 2, "1 2 3"],
+        ["llama.cpp", "1", "gpt-generate", "e", "fp32", 1, 300, 0.032, 2, "1 2 3"],
     ])
 
 
@@ -115,9 +116,22 @@ def check_report(script, out):
             "gpt-generate prefill (ms)": ("ONNX Runtime", "no")}
     _report_test.check_verdicts(rows, want, run.stdout)
     for text in ("2.10 (2.00-2.20) x2", "11.00 (10.00-12.00) x2", "1.62 (1.57-1.67)",
-                 "1.2x llama.cpp", "435 tokens/s"):
+                 "1.2x llama.cpp", "435 tokens/s",
+                 "First greedy tokens agree across ONNX Runtime, llama.cpp: 1 2 3."):
         if text not in run.stdout:
             raise AssertionError(f"the tables lack {text!r}\n{run.stdout}")
+
+
+def check_tokens_differ(script, out):
+    """A peer whose first greedy tokens differ from another's is named."""
+    path = os.path.join(out, "gpt-generate-llama.csv")
+    with open(path) as f:
+        text = f.read()
+    with open(path, "w") as f:
+        f.write(text.replace(",1 2 3\n", ",1 2 4\n"))
+    run = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
+    if "First greedy tokens DIFFER" not in run.stdout or "llama.cpp 1 2 4" not in run.stdout:
+        raise AssertionError(f"differing first tokens are not flagged\n{run.stdout}")
 
 
 def check_peers_only(script, out):
@@ -154,6 +168,7 @@ def main():
         try:
             made_up_run(out)
             check_report(script, out)
+            check_tokens_differ(script, out)
             check_peers_only(script, out)
             check_no_gpt_workload(root, out)
         except AssertionError as e:
