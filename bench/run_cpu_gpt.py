@@ -161,16 +161,17 @@ def report(out, wanted, info, isa, alone=False):
         verdict_row["best peer"] = best_side or "-"
         if best_side:
             verdict_row["Tach/best"] = ratio_text(*ratios[best_side])
-        # The target and the side it is against: llama.cpp for decoding.
-        against = "llama.cpp" if label.endswith("(tokens/s)") and case == "gpt-generate" \
-            else best_side
+        # The target and the side it is against: llama.cpp for decoding,
+        # the best peer for the others.
+        decoding = case == "gpt-generate" and higher
+        against = "llama.cpp" if decoding else best_side
         target = {"gpt-train": TRAIN_TARGET}.get(case, DECODE_TARGET if higher else PREFILL_TARGET)
         if against in ratios:
             ratio, per_round = ratios[against]
             met = verdict(ratio, min(per_round), max(per_round), target)
         else:
             met = "-"
-        verdict_row["target"] = f"{target:.1f}x {'llama.cpp' if against == 'llama.cpp' else 'best'}"
+        verdict_row["target"] = f"{target:.1f}x {'llama.cpp' if decoding else 'best'}"
         verdict_row["met"] = met
         row.update({"target": target, "target against": against or "-", "met": met})
         if case == "gpt-train":

@@ -8,7 +8,8 @@
    targets against the best peer (training, prefill: times the peer's over
    Tach's) and against llama.cpp (decoding), and the share of the read
    bound that machine.txt's read rate sets; the peers' first greedy
-   tokens agreeing, then one differing.
+   tokens agreeing, then one differing; prefill's target against the best
+   peer where that is llama.cpp.
 2. The same folder without Tach's runs (--peers-only): the peers' rates,
    no ratios.
 3. run-cpu.sh --cases gpt-train with a tach-cli that has no gpt workload:
@@ -134,6 +135,18 @@ def check_tokens_differ(script, out):
         raise AssertionError(f"differing first tokens are not flagged\n{run.stdout}")
 
 
+def check_llama_best_at_prefill(script, out):
+    """Without ONNX Runtime llama.cpp is the best at prefill: the prefill
+    target is still against the best peer, decoding's against llama.cpp."""
+    os.remove(os.path.join(out, "gpt-generate-onnx.csv"))
+    run = subprocess.run([sys.executable, script, out], capture_output=True, text=True)
+    prefill = [line for line in run.stdout.splitlines()
+               if line.strip().startswith("gpt-generate prefill") and "Tach/" not in line]
+    if run.returncode != 0 or len(prefill) != 2 or "1.5x best" not in prefill[1] \
+            or "llama.cpp" not in prefill[1]:
+        raise AssertionError(f"prefill with llama.cpp the best peer\n{run.stdout}{run.stderr}")
+
+
 def check_peers_only(script, out):
     shutil.rmtree(os.path.join(out, "tach-gpt-train"))
     shutil.rmtree(os.path.join(out, "tach-gpt-generate"))
@@ -169,6 +182,7 @@ def main():
             made_up_run(out)
             check_report(script, out)
             check_tokens_differ(script, out)
+            check_llama_best_at_prefill(script, out)
             check_peers_only(script, out)
             check_no_gpt_workload(root, out)
         except AssertionError as e:
