@@ -1,5 +1,6 @@
 """What the peers' replicas of Tach's workloads share (torch_workloads.py,
-tf_workloads.py, jax_workloads.py, onnx_workloads.py): the cases and their
+tf_workloads.py, jax_workloads.py, onnx_workloads.py, llama_workloads.py;
+the gpt cases' own parts are gpt_common.py's): the cases and their
 shapes, the row each prints per case (CSV or JSON lines, the same columns
 for every peer, a peer's own columns after them), the timing of a step
 function, and the best of several thread counts, each in a process of its
