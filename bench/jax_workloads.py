@@ -22,11 +22,19 @@ is kept.  Prints one line per case, with the columns of
 torch_workloads.py (CSV or JSON lines).
 
     jax_workloads.py --cases all --steps 50 --threads 1,2
+    jax_workloads.py --cases gpt-train,gpt-generate --steps 3
+
+The gpt cases (named only) run gpt_jax.py's GPT at gpt_common.py's shape:
+training one jitted AdamW step (optax.adamw, decay masked to the 2-D
+weights, dropout keys split each step), generation a jitted prefill and a
+jitted decode step over a static cache (fixed shapes: one compiled step
+for every position), greedy on the device.
 """
 
 import os
 import sys
 
+import gpt_common as gc
 import peer_common as pc
 
 
@@ -42,6 +50,35 @@ def dense_params(rng, np, inputs, outputs):
     k = 1.0 / np.sqrt(inputs)
     return {"w": rng.uniform(-k, k, (inputs, outputs)).astype(np.float32),
             "b": rng.uniform(-k, k, (outputs,)).astype(np.float32)}
+
+
+def jit_train_step(jax, jnp, optax, loss_fn, opt, params, batches, key=None):
+    """A jitted step over resident batches (inputs, targets); params and
+    optimiser state donated; with KEY, loss_fn takes a key split each step
+    (dropout).  Returns step(), which waits for the loss."""
+    opt_state = opt.init(params)
+
+    def update(params, opt_state, key, x, y):
+        if key is None:
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
+            new_key = None
+        else:
+            new_key, sub = jax.random.split(key)
+            loss, grads = jax.value_and_grad(loss_fn)(params, x, y, sub)
+        updates, opt_state = opt.update(grads, opt_state, params)
+        return optax.apply_updates(params, updates), opt_state, new_key, loss
+
+    update = jax.jit(update, donate_argnums=(0, 1))
+    xs, ys = [jnp.asarray(b) for b in batches[0]], [jnp.asarray(b) for b in batches[1]]
+    state = {"params": params, "opt": opt_state, "key": key, "i": 0}
+
+    def step():
+        i = state["i"] = (state["i"] + 1) % len(xs)
+        state["params"], state["opt"], state["key"], loss = update(
+            state["params"], state["opt"], state["key"], xs[i], ys[i])
+        loss.block_until_ready()
+
+    return step
 
 
 def build(case, batch, unroll, jax, jnp, optax, np):
@@ -72,30 +109,7 @@ def build(case, batch, unroll, jax, jnp, optax, np):
         return x @ p["w"] + p["b"]
 
     def train_step(loss_fn, opt, params, batches, key=None):
-        """A jitted step over resident batches; params and state donated."""
-        opt_state = opt.init(params)
-
-        def update(params, opt_state, key, x, y):
-            if key is None:
-                loss, grads = jax.value_and_grad(loss_fn)(params, x, y)
-                new_key = None
-            else:
-                new_key, sub = jax.random.split(key)
-                loss, grads = jax.value_and_grad(loss_fn)(params, x, y, sub)
-            updates, opt_state = opt.update(grads, opt_state, params)
-            return optax.apply_updates(params, updates), opt_state, new_key, loss
-
-        update = jax.jit(update, donate_argnums=(0, 1))
-        xs, ys = [jnp.asarray(b) for b in batches[0]], [jnp.asarray(b) for b in batches[1]]
-        state = {"params": params, "opt": opt_state, "key": key, "i": 0}
-
-        def step():
-            i = state["i"] = (state["i"] + 1) % len(xs)
-            state["params"], state["opt"], state["key"], loss = update(
-                state["params"], state["opt"], state["key"], xs[i], ys[i])
-            loss.block_until_ready()
-
-        return step
+        return jit_train_step(jax, jnp, optax, loss_fn, opt, params, batches, key)
 
     adam = optax.adam(pc.ADAM_LR, b1=pc.ADAM_BETAS[0], b2=pc.ADAM_BETAS[1], eps=pc.ADAM_EPS)
 
@@ -199,6 +213,10 @@ def run_one(case, args):
     import numpy as np
     import optax
 
+    if case in gc.GPT_CASES:
+        import gpt_jax
+
+        return gpt_jax.run(case, args, threads, jax, jnp, optax, np)
     batch = args.batch or pc.CASE_INFO[case][2]
     best = None
     # The cnn has no scan: one mode.
@@ -215,7 +233,8 @@ def run_one(case, args):
 
 def main(argv=None):
     return pc.main_per_process(__file__, __doc__.splitlines()[0], run_one, ("fp32",),
-                               "fp32 only (JAX on the CPU has no bf16 path worth timing here)", argv)
+                               "fp32 only (JAX on the CPU has no bf16 path worth timing here)", argv,
+                               gpt=True)
 
 if __name__ == "__main__":
     sys.exit(main())

@@ -18,11 +18,22 @@ kept.  Prints one line, with the columns of torch_workloads.py (CSV or
 JSON lines).
 
     onnx_workloads.py --cases lstm-lm-generate --steps 3000 --threads 1,2
+    onnx_workloads.py --cases gpt-generate --steps 3
+
+gpt-generate (named only) runs gpt_torch.py's GPT exported by
+torch.onnx.export (the dynamo exporter) as two graphs, as Hugging Face's
+decoder exports: the prompt's prefill (input ids to the last logits and
+every layer's keys and values) and one token's decode (the past keys and
+values as inputs, the presents, one longer, as outputs), fed back as
+OrtValues (run_with_ort_values: no copy through numpy); greedy on the host
+from the logits.  Decoding and prefill each at their best thread count.
 """
 
 import argparse
+import contextlib
 import sys
 
+import gpt_common as gc
 import peer_common as pc
 
 CASES = ("lstm-lm-generate",)
@@ -93,24 +104,78 @@ def run_case(case, args, threads, model, ort, np):
                   args.precision, batch, threads, times)
 
 
+def run_gpt(args, threads, paths, ort, np):
+    """gpt-generate in ONNX Runtime sessions of THREADS intra-op threads."""
+    prefill_path, decode_path, names = paths
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    options.execution_mode = ort.ExecutionMode.ORT_SEQUENTIAL
+    options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
+    providers = ["CPUExecutionProvider"]
+    prefill_session = ort.InferenceSession(prefill_path, options, providers=providers)
+    decode_session = ort.InferenceSession(decode_path, options, providers=providers)
+    outputs = ["logits"] + ["present." + n for n in names]
+    prompt = ort.OrtValue.ortvalue_from_numpy(gc.prompt(np, args.prompt, args.vocab)[None])
+    count = gc.new_tokens(args)
+    state = {}
+
+    def prefill():
+        result = prefill_session.run_with_ort_values(outputs, {"input_ids": prompt})
+        state["past"] = result[1:]
+        state["tok"] = int(np.argmax(result[0].numpy()[0, -1]))
+        return state["tok"]
+
+    def decode():
+        tok, past, out = state["tok"], state["past"], []
+        for _ in range(count):
+            feed = {"past." + n: v for n, v in zip(names, past)}
+            feed["input_ids"] = ort.OrtValue.ortvalue_from_numpy(np.array([[tok]], np.int64))
+            result = decode_session.run_with_ort_values(outputs, feed)
+            past = result[1:]
+            tok = int(np.argmax(result[0].numpy()[0, -1]))
+            out.append(tok)
+        return out
+
+    runs = gc.time_generation(prefill, decode, args.steps, max(args.warmup, 1))
+    return gc.generate_row("onnxruntime", ort.__version__, "session-run-ort-values", args,
+                           threads, runs, kv_cache="graph-io",
+                           attention="exported-sdpa")
+
+
 def main(argv=None):
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     pc.add_common_args(parser)
     parser.add_argument("--threads", default="1,2",
                         help="CPU thread counts to try, a session each; the best is kept")
     parser.add_argument("--precision", default="fp32", choices=("fp32",), help="fp32 only")
+    gc.add_args(parser)
     args = parser.parse_args(argv)
-    cases = pc.parse_cases("onnx_workloads.py", args, allowed=CASES)
+    cases = pc.parse_cases("onnx_workloads.py", args, allowed=CASES, named=("gpt-generate",))
     threads = pc.parse_threads("onnx_workloads.py", args.threads)
     if cases is None or threads is None:
+        return 2
+    if "gpt-generate" in cases and not gc.check_args("onnx_workloads.py", args):
         return 2
 
     import numpy as np
     import onnx
     import onnxruntime as ort
 
-    model = lstm_lm_graph(np, onnx)
     writer = pc.Writer(args)
+    if "gpt-generate" in cases:
+        import tempfile
+
+        import gpt_torch
+
+        with tempfile.TemporaryDirectory(prefix="tach-gpt-onnx-") as folder:
+            # The exporter reports its progress on stdout, where the rows go.
+            with contextlib.redirect_stdout(sys.stderr):
+                paths = gpt_torch.export_onnx(args, folder)
+            tried = [run_gpt(args, t, paths, ort, np) for t in threads]
+        writer.write(gc.best_row("gpt-generate", tried))
+        cases = [c for c in cases if c != "gpt-generate"]
+    model = lstm_lm_graph(np, onnx)
     for case in cases:
         tried = [run_case(case, args, t, model, ort, np) for t in threads]
         writer.write(max(tried, key=lambda r: r["steps_per_s_median"]))

@@ -1,5 +1,6 @@
 """What the peers' replicas of Tach's workloads share (torch_workloads.py,
-tf_workloads.py, jax_workloads.py, onnx_workloads.py): the cases and their
+tf_workloads.py, jax_workloads.py, onnx_workloads.py, llama_workloads.py;
+the gpt cases' own parts are gpt_common.py's): the cases and their
 shapes, the row each prints per case (CSV or JSON lines, the same columns
 for every peer, a peer's own columns after them), the timing of a step
 function, and the best of several thread counts, each in a process of its
@@ -86,17 +87,19 @@ def add_common_args(parser, min_steps=1):
     parser.add_argument("--no-header", action="store_true", help="CSV without its header")
 
 
-def parse_cases(prog, args, min_steps=1, allowed=CASES):
-    """The cases asked for, or None after saying what is wrong (exit 2)."""
+def parse_cases(prog, args, min_steps=1, allowed=CASES, named=()):
+    """The cases asked for, or None after saying what is wrong (exit 2).
+    "all" is every case of ALLOWED; the NAMED ones (the gpt cases, whose
+    rows have columns of their own) run only when named."""
     if args.steps < min_steps or args.warmup < 0:
         print(f"{prog}: --steps must be at least {min_steps} and --warmup at least 0",
               file=sys.stderr)
         return None
     cases = allowed if args.cases == "all" else tuple(c.strip() for c in args.cases.split(","))
     for case in cases:
-        if case not in allowed:
-            print(f"{prog}: unknown case {case!r}; expected one of " + ", ".join(allowed),
-                  file=sys.stderr)
+        if case not in allowed + tuple(named):
+            print(f"{prog}: unknown case {case!r}; expected one of "
+                  + ", ".join(allowed + tuple(named)), file=sys.stderr)
             return None
     return cases
 
@@ -133,12 +136,15 @@ class Writer:
 
 
 def main_per_process(script, description, run_one, precisions, precision_help, argv=None,
-                     min_steps=1):
+                     min_steps=1, gpt=False):
     """The main of a peer whose framework fixes its thread pools when it
     starts: each thread count in a process of its own (the script again,
     with --threads-one T: run_one(case, args) gives that count's row), the
-    fastest kept.  Returns the exit status."""
+    fastest kept.  GPT: the peer runs gpt_common.py's cases too (named
+    only), with its knobs.  Returns the exit status."""
     import argparse
+
+    import gpt_common as gc
 
     prog = os.path.basename(script)
     parser = argparse.ArgumentParser(description=description)
@@ -147,10 +153,14 @@ def main_per_process(script, description, run_one, precisions, precision_help, a
                         help="CPU thread counts to try, each in a process; the best is kept")
     parser.add_argument("--threads-one", type=int, default=0, help=argparse.SUPPRESS)
     parser.add_argument("--precision", default="fp32", choices=precisions, help=precision_help)
+    if gpt:
+        gc.add_args(parser)
     args = parser.parse_args(argv)
-    cases = parse_cases(prog, args, min_steps)
+    cases = parse_cases(prog, args, min_steps, named=gc.GPT_CASES if gpt else ())
     threads = parse_threads(prog, args.threads)
     if cases is None or threads is None:
+        return 2
+    if gpt and any(c in gc.GPT_CASES for c in cases) and not gc.check_args(prog, args):
         return 2
 
     if args.threads_one > 0:
@@ -162,7 +172,8 @@ def main_per_process(script, description, run_one, precisions, precision_help, a
     for case in cases:
         best = best_of_processes(prog, script, case, threads,
                                  ["--steps", str(args.steps), "--warmup", str(args.warmup),
-                                  "--precision", args.precision, "--batch", str(args.batch)])
+                                  "--precision", args.precision, "--batch", str(args.batch)]
+                                 + (gc.gpt_argv(args) if gpt else []))
         if best is None:
             return 1
         writer.write(best)
@@ -183,7 +194,9 @@ def best_of_processes(prog, script, case, threads, argv):
                   file=sys.stderr)
             return None
         tried.append(json.loads(done.stdout.strip().splitlines()[-1]))
-    return max(tried, key=lambda r: r["steps_per_s_median"])
+    import gpt_common as gc
+
+    return gc.best_row(case, tried)
 
 
 def pin_to_cores(count):

@@ -5,7 +5,9 @@ Usage: bench/run_cpu_report.py DIR [CASES]
 
 CASES (comma-separated, as run-cpu.sh's --cases) limits the tables to the
 cases of this run, where DIR also holds an earlier run's; by default every
-case with a tach-CASE/runs.csv in DIR.
+case with a tach-CASE/runs.csv in DIR, and the gpt cases (issue 44) where
+DIR has Tach's or a peer's runs of them (bench/run_cpu_gpt.py prints their
+tables, the peers' alone after --peers-only).
 
 run-cpu.sh calls it when its rounds are done; run alone, it prints a
 finished run's tables again from the CSVs it kept (--out DIR).  It reads
@@ -33,6 +35,8 @@ TARGETS = {"bilstm": 2.0, "lstm-lm-train": 2.0, "cnn": 1.6, "lstm-lm-generate": 
 PEERS = ("torch", "torch-compile", "tf", "jax", "onnx")
 SIDES = ("PyTorch", "PyTorch compile", "TF", "JAX", "ONNX Runtime")
 CASE_ORDER = ("bilstm", "lstm-lm-generate", "lstm-lm-train", "cnn", "cnn-bf16")
+# bench/run_cpu_gpt.py prints these cases' tables.
+GPT_CASES = ("gpt-train", "gpt-generate")
 
 
 def read_rows(path):
@@ -94,6 +98,29 @@ def figure(values):
     return f"{med:,.{digits}f} ({min(values):,.{digits}f}-{max(values):,.{digits}f})"
 
 
+def round_ratios(tach_rounds, peer_rounds):
+    """Tach's rate over a peer's, a ratio a round: paired by round (the
+    rounds interleave the sides, so a round's pair saw the same machine);
+    where a round is missing on one side, the widest the ranges allow."""
+    if peer_rounds and len(peer_rounds) == len(tach_rounds):
+        return [t / p for t, p in zip(tach_rounds, peer_rounds) if p > 0]
+    if peer_rounds and tach_rounds:
+        return [min(tach_rounds) / max(peer_rounds), max(tach_rounds) / min(peer_rounds)]
+    return []
+
+
+def verdict(ratio, lo, hi, target):
+    """yes where every round's ratio reaches TARGET, no where none does,
+    unresolved where the rounds straddle it; - without a ratio."""
+    if ratio != ratio or target != target:
+        return "-"
+    if lo >= target:
+        return "yes"
+    if hi < target:
+        return "no"
+    return "unresolved"
+
+
 def main():
     if len(sys.argv) not in (2, 3) or sys.argv[1] in ("-h", "--help"):
         print(__doc__.strip(), file=sys.stderr)
@@ -103,12 +130,20 @@ def main():
     isa = info.get("tach_isa") or "unknown"
     busy = int(info.get("busy") or 0)
     skipped = info.get("skipped", "")
-    wanted = sys.argv[2].split(",") if len(sys.argv) == 3 else CASE_ORDER
+    wanted = sys.argv[2].split(",") if len(sys.argv) == 3 else CASE_ORDER + GPT_CASES
     cases = [c for c in CASE_ORDER
              if c in wanted and os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))]
-    if not cases:
+    gpt_ran = [c for c in GPT_CASES if c in wanted and (
+        os.path.exists(os.path.join(out, f"tach-{c}", "runs.csv"))
+        or any(os.path.exists(os.path.join(out, f"{c}-{p}.csv")) for p in PEERS + ("llama",)))]
+    if not cases and not gpt_ran:
         raise SystemExit(f"run_cpu_report.py: no tach-CASE/runs.csv in {out}: no case finished a "
                          "round")
+    if not cases:
+        import run_cpu_gpt
+
+        write_summary(out, run_cpu_gpt.report(out, gpt_ran, info, isa, alone=True))
+        return 0
 
     # Every peer's rows, each named by its side.
     peer_runs = []
@@ -164,25 +199,10 @@ def main():
                 best_side, best, best_rounds = side, side_median, side_rounds
         target = TARGETS.get(peer_case, float("nan"))
         ratio = tach_median / best if best > 0 else float("nan")
-        if best_rounds and len(best_rounds) == len(tach_rounds):
-            # Paired by round: each round's Tach over the same round's peer.
-            per_round = [t / p for t, p in zip(tach_rounds, best_rounds) if p > 0]
-        elif best_rounds:
-            # Unpaired (a round missing on one side): the widest the
-            # ranges allow.
-            per_round = [min(tach_rounds) / max(best_rounds), max(tach_rounds) / min(best_rounds)]
-        else:
-            per_round = []
+        per_round = round_ratios(tach_rounds, best_rounds)
         lo = min(per_round) if per_round else float("nan")
         hi = max(per_round) if per_round else float("nan")
-        if ratio != ratio:
-            met = "-"
-        elif lo >= target:
-            met = "yes"
-        elif hi < target:
-            met = "no"
-        else:
-            met = "unresolved"
+        met = verdict(ratio, lo, hi, target)
         row.update({
             "best peer": best_side or "-",
             "Tach/best": ratio, "Tach/best lo": lo, "Tach/best hi": hi,
@@ -205,13 +225,6 @@ def main():
                          f"% {isa} sgemm peak": "-" if peer_case == "lstm-lm-generate"
                          else figure(shares).replace(",", "")})
 
-    columns = []
-    for row in rows:
-        columns += [c for c in row if c not in columns]
-    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
-        writer = csv.DictWriter(f, fieldnames=columns)
-        writer.writeheader()
-        writer.writerows(rows)
     peak = median(peaks)
     print()
     print(f"sgemm peak at {isa}: {peak:.1f} GFLOP/s fp32 (Tach's device figure at the level "
@@ -234,7 +247,23 @@ def main():
           "by Winograd's F(4x4, 5x5)\n(4 multiplies an output, not 25), and lstm-lm training "
           "multiplies each distinct input row once,\nso their shares of the peak count work "
           "not done (the cnn's can pass 100%).")
+    if gpt_ran:
+        import run_cpu_gpt
+
+        rows += run_cpu_gpt.report(out, gpt_ran, info, isa)
+    write_summary(out, rows)
     return 0
+
+
+def write_summary(out, rows):
+    """summary.csv: every case's figures as numbers, the columns of all."""
+    columns = []
+    for row in rows:
+        columns += [c for c in row if c not in columns]
+    with open(os.path.join(out, "summary.csv"), "w", newline="") as f:
+        writer = csv.DictWriter(f, fieldnames=columns)
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 if __name__ == "__main__":

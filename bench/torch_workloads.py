@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-"""Tach's three workloads in PyTorch, timed the way Tach times them.
+"""Tach's workloads in PyTorch, timed the way Tach times them.
 
 Each case builds the model of ../shared/workloads.md with the same shapes,
 optimizer and batch as Tach, runs warm-up steps, then times each measured
@@ -16,6 +16,13 @@ switches were on.
     torch_workloads.py --device cuda --precision default --cases all
     torch_workloads.py --device cpu --compile --cases bilstm
     torch_workloads.py --sgemm-peak
+    torch_workloads.py --cases gpt-train,gpt-generate --compile --steps 3
+
+The gpt cases (named only, not in "all": their rows have columns of their
+own) run gpt_torch.py's GPT at gpt_common.py's shape: gpt-train one AdamW
+step a step, gpt-generate one prompt's prefill then greedy decoding to the
+context a step, decode tokens/s as steps/s and the prefill beside it; each
+phase at its best thread count.
 """
 
 import argparse
@@ -27,6 +34,7 @@ import torch
 import torch.nn as nn
 import torch.nn.functional as F
 
+import gpt_common as gc
 import peer_common as pc
 from peer_common import CASE_INFO, CONTEXT, EMBED, LM_HIDDEN, VOCAB
 
@@ -274,6 +282,7 @@ def main(argv=None):
                              "(one process, one CUDA start-up)")
     parser.add_argument("--sgemm-peak", action="store_true",
                         help="print the measured sgemm peak (GFLOP/s) for each thread count")
+    gc.add_args(parser)
     args = parser.parse_args(argv)
 
     threads = pc.parse_threads("torch_workloads.py", args.threads)
@@ -294,11 +303,24 @@ def main(argv=None):
     if args.graphs and device.type != "cuda":
         print("torch_workloads.py: --graphs needs --device cuda", file=sys.stderr)
         return 2
-    cases = pc.parse_cases("torch_workloads.py", args)
+    cases = pc.parse_cases("torch_workloads.py", args, named=gc.GPT_CASES)
     if cases is None:
         return 2
+    if any(c in gc.GPT_CASES for c in cases):
+        if args.graphs or args.both_tf32 or args.precision != "fp32":
+            print("torch_workloads.py: the gpt cases run fp32 without --graphs", file=sys.stderr)
+            return 2
+        if not gc.check_args("torch_workloads.py", args):
+            return 2
 
     writer = pc.Writer(args)
+    for case in (c for c in cases if c in gc.GPT_CASES):
+        import gpt_torch
+
+        tried = [gpt_torch.run(case, args, device, t)
+                 for t in (threads if device.type == "cpu" else [0])]
+        writer.write(gc.best_row(case, tried))
+    cases = [c for c in cases if c not in gc.GPT_CASES]
     precisions = ("fp32", "default") if args.both_tf32 else (args.precision,)
     for case, precision in ((c, p) for c in cases for p in precisions):
         args.precision = precision

@@ -27,6 +27,14 @@ def write(path, columns, rows, line_end="\n"):
         w.writerows(rows)
 
 
+def check_verdicts(rows, want, output=""):
+    """Each summary row's best peer and met as WANT says (case: (peer, met))."""
+    for case, (peer, met) in want.items():
+        if (rows[case]["best peer"], rows[case]["met"]) != (peer, met):
+            raise AssertionError(f"{case}: best peer {rows[case]['best peer']}, met "
+                                 f"{rows[case]['met']}; want {peer}, {met}\n{output}")
+
+
 def fail(message, output=""):
     print(f"test-run-cpu-report: {message}\n{output}", file=sys.stderr)
     return 1
@@ -114,10 +122,7 @@ def main():
             near("lstm-lm-generate", "Tach/best hi", 100000 / 11000)
             want = {"bilstm": ("TF", "yes"), "cnn": ("PyTorch", "no"),
                     "lstm-lm-generate": ("ONNX Runtime", "unresolved")}
-            for case, (peer, met) in want.items():
-                if (rows[case]["best peer"], rows[case]["met"]) != (peer, met):
-                    raise AssertionError(f"{case}: best peer {rows[case]['best peer']}, met "
-                                         f"{rows[case]['met']}; want {peer}, {met}")
+            check_verdicts(rows, want)
             # The printed tables say the same, with ranges.
             for text in ("42.00 (40.00-44.00) x2", "2.05 (2.00-2.10)", "unresolved",
                          "1 of 2 cores spinning"):
