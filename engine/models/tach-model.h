@@ -120,11 +120,30 @@ typedef struct {
   void       (*free)          (TachModel *model);
 } TachModelClass;
 
+/* The rows of the knobs both language models (lstm-lm and gpt) own: the
+ * generate task and what belongs to it, the embedded context of tokens. */
+#define TACH_MODEL_LANGUAGE_KNOBS \
+  { TACH_KNOB_TASK, N_("only the language models (lstm-lm, gpt) have a generate task"), \
+    N_("{task=generate} needs {workload=lstm-lm} or {workload=gpt}: only the language models " \
+       "generate text") }, \
+  { TACH_KNOB_SAMPLING, N_("only the language models' text generation samples tokens") }, \
+  { TACH_KNOB_PRINT_TEXT, N_("only the language models' text generation produces text") }, \
+  { TACH_KNOB_EMBED, N_("only the language models embed a context of tokens") }, \
+  { TACH_KNOB_CONTEXT, N_("only the language models embed a context of tokens") }
+
 const TachModelClass *tach_model_class_for (TachWorkload workload);
+/* Whether @klass's own rows list @knob. */
+gboolean             tach_model_class_owns (const TachModelClass *klass, TachKnobId knob);
+/* The language models' own rule: sampling and the generated text belong
+ * to the generate task (the reason @klass's row gives), else NULL. */
+const char          *tach_model_generate_knob_unused (const TachModelClass *klass,
+                                                      const TachConfig *config, TachKnobId knob);
 /* Why @config's workload leaves @knob unused (a msgid), or NULL: its own
  * words first, else those of the workload that owns the knob. */
 const char          *tach_model_knob_unused (const TachConfig *config, TachKnobId knob);
-/* The row of the workload that owns @knob (and that workload), or NULL. */
+/* The row of the first workload that owns @knob (and that workload), or
+ * NULL.  A knob may have several owners (TACH_MODEL_LANGUAGE_KNOBS): it
+ * applies to each of them. */
 const TachModelKnob *tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner);
 /* The reason @klass's own row for @knob gives, or NULL: read from the
  * class itself, so a model asks it of its own class without going through

@@ -47,8 +47,26 @@ tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
       if (why != NULL)
         return why;
     }
+  if (klass != NULL && tach_model_class_owns (klass, knob))
+    return NULL;
   owned = tach_model_knob_owner (knob, &owner);
-  return owned != NULL && owner != klass ? owned->why : NULL;
+  return owned != NULL ? owned->why : NULL;
+}
+
+gboolean
+tach_model_class_owns (const TachModelClass *klass, TachKnobId knob)
+{
+  return tach_model_owned_why (klass, knob) != NULL;
+}
+
+const char *
+tach_model_generate_knob_unused (const TachModelClass *klass, const TachConfig *config,
+                                 TachKnobId knob)
+{
+  if (config->task != TACH_TASK_GENERATE
+      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
+    return tach_model_owned_why (klass, knob);
+  return NULL;
 }
 
 void

@@ -33,6 +33,7 @@ struct _TachParams {
   float         *host;       /* staging copy, until upload */
   TachOptimizer  optimizer;
   float          lr;
+  float          beta1, beta2, eps;  /* Adam's */
 };
 
 static void
@@ -251,6 +252,17 @@ tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double l
 {
   params->optimizer = optimizer;
   params->lr = (float) lr;
+  params->beta1 = TACH_ADAM_BETA1;
+  params->beta2 = TACH_ADAM_BETA2;
+  params->eps = TACH_ADAM_EPS;
+}
+
+void
+tach_params_set_adam (TachParams *params, float beta1, float beta2, float eps)
+{
+  params->beta1 = beta1;
+  params->beta2 = beta2;
+  params->eps = eps;
 }
 
 void
@@ -272,17 +284,33 @@ tach_params_grad_ready (TachParams *params, guint index)
 void
 tach_params_update (TachParams *params)
 {
+  tach_params_update_decoupled (params, 0.0f, 0);
+}
+
+void
+tach_params_update_decoupled (TachParams *params, float weight_decay, size_t decayed)
+{
   TachBackend *be = params->be;
 
   if (params->trainable == 0)
     return;
   if (be->grad_sync != NULL)
     be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
+  /* torch.optim.AdamW decays before its Adam step: param *= 1 - lr wd. */
+  if (weight_decay > 0.0f && decayed > 0)
+    tach_op (be, scale, params->data, 1.0f - params->lr * weight_decay,
+             MIN (decayed, params->trainable));
   if (params->optimizer == TACH_OPTIMIZER_SGD)
     tach_op (be, sgd, params->data, params->grad, params->trainable, params->lr);
   else
     tach_op (be, adam, params->data, params->grad, params->m, params->v, params->trainable,
-             params->lr, TACH_ADAM_BETA1, TACH_ADAM_BETA2, TACH_ADAM_EPS, params->t);
+             params->lr, params->beta1, params->beta2, params->eps, params->t);
+}
+
+size_t
+tach_params_offset (TachParams *params, guint index)
+{
+  return (size_t) (tach_params_data (params, index) - params->data);
 }
 
 void
