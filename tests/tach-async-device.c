@@ -428,10 +428,12 @@ async_conv_plan_free (TachBackend *be, TachConvPlan *plan)
 /* Each compute op becomes a job holding its arguments: ASYNC_OP (slot,
  * T1, a1, T2, a2, ...) defines the job struct, the function the worker
  * runs (the CPU's op) and the queuing function that fills the slot. */
-#define TA_NARGS(...) TA_NARGS_ (__VA_ARGS__, 13, 13, 12, 12, 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, \
-                                 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, 1, 1, 0)
+#define TA_NARGS(...) TA_NARGS_ (__VA_ARGS__, 17, 17, 16, 16, 15, 15, 14, 14, 13, 13, 12, 12, \
+                                 11, 11, 10, 10, 9, 9, 8, 8, 7, 7, 6, 6, 5, 5, 4, 4, 3, 3, 2, 2, \
+                                 1, 1, 0)
 #define TA_NARGS_(_1, _2, _3, _4, _5, _6, _7, _8, _9, _10, _11, _12, _13, _14, _15, _16, _17,  \
-                  _18, _19, _20, _21, _22, _23, _24, _25, _26, N, ...) N
+                  _18, _19, _20, _21, _22, _23, _24, _25, _26, _27, _28, _29, _30, _31, _32,  \
+                  _33, _34, N, ...) N
 #define TA_CAT(a, b) TA_CAT_ (a, b)
 #define TA_CAT_(a, b) a##b
 #define TA_MAP(m, s, ...) TA_CAT (TA_MAP, TA_NARGS (__VA_ARGS__)) (m, s, __VA_ARGS__)
@@ -448,6 +450,10 @@ async_conv_plan_free (TachBackend *be, TachConvPlan *plan)
 #define TA_MAP11(m, s, T, a, ...) m (T, a) s () TA_MAP10 (m, s, __VA_ARGS__)
 #define TA_MAP12(m, s, T, a, ...) m (T, a) s () TA_MAP11 (m, s, __VA_ARGS__)
 #define TA_MAP13(m, s, T, a, ...) m (T, a) s () TA_MAP12 (m, s, __VA_ARGS__)
+#define TA_MAP14(m, s, T, a, ...) m (T, a) s () TA_MAP13 (m, s, __VA_ARGS__)
+#define TA_MAP15(m, s, T, a, ...) m (T, a) s () TA_MAP14 (m, s, __VA_ARGS__)
+#define TA_MAP16(m, s, T, a, ...) m (T, a) s () TA_MAP15 (m, s, __VA_ARGS__)
+#define TA_MAP17(m, s, T, a, ...) m (T, a) s () TA_MAP16 (m, s, __VA_ARGS__)
 #define TA_COMMA() ,
 #define TA_NONE()
 #define TA_FIELD(T, a) T a;
@@ -534,6 +540,33 @@ ASYNC_OP (sample_tokens_nll, const float *, logits, int, n, int, vocab, guint64,
 ASYNC_OP (adam, float *, param, const float *, grad, float *, m, float *, v, size_t, n,
           float, lr, float, beta1, float, beta2, float, eps, float *, t)
 ASYNC_OP (sgd, float *, param, const float *, grad, size_t, n, float, lr)
+ASYNC_OP (gemm_strided_batched, gboolean, ta, gboolean, tb, int, m, int, n, int, k, float, alpha,
+          const float *, a, int, lda, size_t, stride_a, const float *, b, int, ldb,
+          size_t, stride_b, float, beta, float *, c, int, ldc, size_t, stride_c, int, batch)
+ASYNC_OP (add, const float *, a, const float *, b, float *, y, size_t, n)
+ASYNC_OP (scale, float *, x, float, alpha, size_t, n)
+ASYNC_OP (layernorm_fwd, const float *, x, const float *, res, float *, sum, const float *, gamma,
+          const float *, beta, float *, y, float *, mean, float *, rstd, int, rows, int, dim)
+ASYNC_OP (layernorm_bwd, const float *, x, const float *, gamma, const float *, mean,
+          const float *, rstd, const float *, dy, const float *, dres, float *, dx,
+          float *, dgamma, float *, dbeta, int, rows, int, dim)
+ASYNC_OP (gelu_fwd, float *, x, const float *, bias, float *, y, int, rows, int, dim)
+ASYNC_OP (gelu_bwd, const float *, x, const float *, dy, float *, dx, size_t, n)
+ASYNC_OP (heads_split, const float *, x, int, ldx, float *, y, int, B, int, T, int, H, int, hd,
+          int, cap, int, pos)
+ASYNC_OP (heads_merge, const float *, y, float *, x, int, ldx, int, B, int, T, int, H, int, hd,
+          int, cap, int, pos)
+ASYNC_OP (causal_softmax_fwd, float *, s, int, bh, int, tq, int, tk, int, pos, float, scale)
+ASYNC_OP (causal_softmax_bwd, const float *, p, const float *, dp, float *, ds, int, bh, int, tq,
+          int, tk, float, scale)
+ASYNC_OP (attention_fwd, const float *, q, const float *, k, const float *, v, float *, o,
+          float *, lse, int, B, int, H, int, tq, int, tk, int, cap, int, hd, int, pos,
+          float, scale)
+ASYNC_OP (attention_bwd, const float *, q, const float *, k, const float *, v, const float *, o,
+          const float *, dout, const float *, lse, float *, dq, float *, dk, float *, dv, int, B,
+          int, H, int, t, int, hd, float, scale)
+ASYNC_OP (embedding_bwd, const float *, dout, const int32_t *, idx, float *, dtable, int, n,
+          int, dim)
 
 /* ---------------------------------------------------------- lifecycle */
 
@@ -625,6 +658,20 @@ fill_ops (const TachBackend *cpu)
   FILL (sample_tokens_nll);
   FILL (adam);
   FILL (sgd);
+  FILL (gemm_strided_batched);
+  FILL (add);
+  FILL (scale);
+  FILL (layernorm_fwd);
+  FILL (layernorm_bwd);
+  FILL (gelu_fwd);
+  FILL (gelu_bwd);
+  FILL (heads_split);
+  FILL (heads_merge);
+  FILL (causal_softmax_fwd);
+  FILL (causal_softmax_bwd);
+  FILL (attention_fwd);
+  FILL (attention_bwd);
+  FILL (embedding_bwd);
 }
 
 static TachDeviceInfo *

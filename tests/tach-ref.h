@@ -106,4 +106,39 @@ void tach_ref_adam (double *param, const double *grad, double *m, double *v, siz
                     double lr, double beta1, double beta2, double eps, double *t);
 void tach_ref_sgd (double *param, const double *grad, size_t n, double lr);
 
+/* ------------------------------------- Transformer (tach-ref-gpt.c) */
+
+void tach_ref_gemm_strided_batched (gboolean ta, gboolean tb, int m, int n, int k, double alpha,
+                                    const double *a, int lda, size_t stride_a, const double *b,
+                                    int ldb, size_t stride_b, double beta, double *c, int ldc,
+                                    size_t stride_c, int batch);
+/* As the op; @sum, @mean and @rstd may be NULL. */
+void tach_ref_layernorm_fwd (const double *x, const double *res, double *sum,
+                             const double *gamma, const double *beta, double *y, double *mean,
+                             double *rstd, int rows, int dim);
+/* From the norm's input @x (the forward's s): its mean and rstd are
+ * recomputed; @dres may be NULL. */
+void tach_ref_layernorm_bwd (const double *x, const double *gamma, const double *dy,
+                             const double *dres, double *dx, double *dgamma, double *dbeta,
+                             int rows, int dim);
+void tach_ref_gelu_fwd (const double *x, double *y, size_t n);
+void tach_ref_gelu_bwd (const double *x, const double *dy, double *dx, size_t n);
+void tach_ref_heads_split (const double *x, int ldx, double *y, int B, int T, int H, int hd,
+                           int cap, int pos);
+void tach_ref_heads_merge (const double *y, double *x, int ldx, int B, int T, int H, int hd,
+                           int cap, int pos);
+void tach_ref_causal_softmax_fwd (double *s, int bh, int tq, int tk, int pos, double scale);
+void tach_ref_causal_softmax_bwd (const double *p, const double *dp, double *ds, int bh, int tq,
+                                  int tk, double scale);
+/* Naive attention: the scores materialised; @lse may be NULL. */
+void tach_ref_attention_fwd (const double *q, const double *k, const double *v, double *o,
+                             double *lse, int B, int H, int tq, int tk, int cap, int hd,
+                             int pos, double scale);
+/* Its backward (pos 0, tq = tk = cap = t), the probabilities recomputed. */
+void tach_ref_attention_bwd (const double *q, const double *k, const double *v,
+                             const double *dout, double *dq, double *dk, double *dv, int B,
+                             int H, int t, int hd, double scale);
+void tach_ref_embedding_bwd (const double *dout, const int32_t *idx, double *dtable, int n,
+                             int dim);
+
 G_END_DECLS

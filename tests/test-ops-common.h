@@ -72,5 +72,8 @@ void tach_ops_register_lstm_wspace (const char *device_id);
 void tach_ops_register_conv (const char *device_id);
 void tach_ops_register_misc (const char *device_id);
 void tach_ops_register_graph (const char *device_id);
+/* The Transformer ops (test-ops-gpt.c), on the CPU also on the
+ * asynchronous test double (async:0). */
+void tach_ops_register_gpt (const char *device_id);
 
 G_END_DECLS

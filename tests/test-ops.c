@@ -12,6 +12,7 @@
  */
 #include <string.h>
 
+#include "tach-async-device.h"
 #include "test-ops-common.h"
 
 static void
@@ -23,6 +24,7 @@ register_device (const char *device_id)
   tach_ops_register_conv (device_id);
   tach_ops_register_misc (device_id);
   tach_ops_register_graph (device_id);
+  tach_ops_register_gpt (device_id);
 }
 
 int
@@ -42,6 +44,9 @@ main (int argc, char **argv)
   argv[argc] = NULL;
 
   g_test_init (&argc, &argv, NULL);
+  /* The Transformer ops run on the asynchronous test double too (the
+   * CPU's ops queued to a worker, as a GPU's are), beside the CPU's. */
+  tach_async_device_register ();
   if (only != NULL && !tach_ops_device_present (only))
     {
       g_print ("1..0 # SKIP no device %s on this machine (no GPU, no driver, or a build "
@@ -49,7 +54,10 @@ main (int argc, char **argv)
       return 77;
     }
   if (only == NULL || g_strcmp0 (only, "cpu") == 0)
-    register_device (NULL);
+    {
+      register_device (NULL);
+      tach_ops_register_gpt (TACH_ASYNC_DEVICE_ID);
+    }
   for (guint i = 0; i < G_N_ELEMENTS (all); i++)
     if (only == NULL || g_strcmp0 (only, all[i]) == 0)
       register_device (all[i]);

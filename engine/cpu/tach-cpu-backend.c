@@ -215,6 +215,21 @@ static const TachBackendOps cpu_ops = {
   .sample_tokens = tach_cpu_sample_tokens,
   .sample_tokens_nll = tach_cpu_sample_tokens_nll,
 
+  .gemm_strided_batched = tach_cpu_gemm_strided_batched,
+  .add = tach_cpu_add,
+  .scale = tach_cpu_scale,
+  .layernorm_fwd = tach_cpu_layernorm_fwd,
+  .layernorm_bwd = tach_cpu_layernorm_bwd,
+  .gelu_fwd = tach_cpu_gelu_fwd,
+  .gelu_bwd = tach_cpu_gelu_bwd,
+  .heads_split = tach_cpu_heads_split,
+  .heads_merge = tach_cpu_heads_merge,
+  .causal_softmax_fwd = tach_cpu_causal_softmax_fwd,
+  .causal_softmax_bwd = tach_cpu_causal_softmax_bwd,
+  .attention_fwd = tach_cpu_attention_fwd,
+  .attention_bwd = tach_cpu_attention_bwd,
+  .embedding_bwd = tach_cpu_embedding_bwd,
+
   .adam = tach_cpu_adam,
   .sgd = tach_cpu_sgd,
 };

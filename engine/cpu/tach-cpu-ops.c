@@ -418,9 +418,8 @@ embedding_row (const float *table, const int32_t *idx, float *out, int i, int di
           sizeof (float) * (size_t) dim);
 }
 
-void
-tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
-                    int n, int dim)
+gboolean
+tach_cpu_tokens_valid (TachBackend *be, const int32_t *idx, int n)
 {
   for (int i = 0; i < n; i++)
     if (idx[i] < 0)
@@ -428,8 +427,17 @@ tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, flo
         tach_backend_fail (be, TACH_ERROR_DATA,
                            _("a token index is negative; check the corpus: index %d at %d"),
                            idx[i], i);
-        return;
+        return FALSE;
       }
+  return TRUE;
+}
+
+void
+tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
+                    int n, int dim)
+{
+  if (!tach_cpu_tokens_valid (be, idx, n))
+    return;
   /* A few rows (generation's context) stay outside OpenMP: a region that
    * its if clause keeps to one thread still builds a team of one, about
    * 0.2 us a call here, 2% of a generated token. */

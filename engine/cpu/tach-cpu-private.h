@@ -544,6 +544,9 @@ void   tach_cpu_dropout_fwd (TachBackend *be, const float *x, float *y, size_t n
                              guint64 seed, guint64 counter, guint64 first);
 void   tach_cpu_dropout_bwd (TachBackend *be, const float *dy, float *dx, size_t n, float p,
                              guint64 seed, guint64 counter, guint64 first);
+/* FALSE, with the data's error, when a token index is negative (the
+ * embedding and its gradient). */
+gboolean tach_cpu_tokens_valid (TachBackend *be, const int32_t *idx, int n);
 void   tach_cpu_embedding (TachBackend *be, const float *table, const int32_t *idx, float *out,
                            int n, int dim);
 void   tach_cpu_sample_tokens (TachBackend *be, const float *logits, int n, int vocab,
@@ -555,5 +558,41 @@ void   tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, 
 void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v,
                       size_t n, float lr, float beta1, float beta2, float eps, float *t);
 void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);
+
+/* tach-cpu-transformer.c: the Transformer ops but the fused attention. */
+void   tach_cpu_gemm_strided_batched (TachBackend *be, gboolean ta, gboolean tb, int m, int n,
+                                      int k, float alpha, const float *a, int lda,
+                                      size_t stride_a, const float *b, int ldb, size_t stride_b,
+                                      float beta, float *c, int ldc, size_t stride_c, int batch);
+void   tach_cpu_add (TachBackend *be, const float *a, const float *b, float *y, size_t n);
+void   tach_cpu_scale (TachBackend *be, float *x, float alpha, size_t n);
+void   tach_cpu_layernorm_fwd (TachBackend *be, const float *x, const float *res, float *sum,
+                               const float *gamma, const float *beta, float *y, float *mean,
+                               float *rstd, int rows, int dim);
+void   tach_cpu_layernorm_bwd (TachBackend *be, const float *x, const float *gamma,
+                               const float *mean, const float *rstd, const float *dy,
+                               const float *dres, float *dx, float *dgamma, float *dbeta,
+                               int rows, int dim);
+void   tach_cpu_gelu_fwd (TachBackend *be, float *x, const float *bias, float *y, int rows,
+                          int dim);
+void   tach_cpu_gelu_bwd (TachBackend *be, const float *x, const float *dy, float *dx, size_t n);
+void   tach_cpu_heads_split (TachBackend *be, const float *x, int ldx, float *y, int B, int T,
+                             int H, int hd, int cap, int pos);
+void   tach_cpu_heads_merge (TachBackend *be, const float *y, float *x, int ldx, int B, int T,
+                             int H, int hd, int cap, int pos);
+void   tach_cpu_causal_softmax_fwd (TachBackend *be, float *s, int bh, int tq, int tk, int pos,
+                                    float scale);
+void   tach_cpu_causal_softmax_bwd (TachBackend *be, const float *p, const float *dp, float *ds,
+                                    int bh, int tq, int tk, float scale);
+void   tach_cpu_embedding_bwd (TachBackend *be, const float *dout, const int32_t *idx,
+                               float *dtable, int n, int dim);
+
+/* tach-cpu-attention.c: the fused attention. */
+void   tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v,
+                               float *o, float *lse, int B, int H, int tq, int tk, int cap,
+                               int hd, int pos, float scale);
+void   tach_cpu_attention_bwd (TachBackend *be, const float *q, const float *k, const float *v,
+                               const float *o, const float *dout, const float *lse, float *dq,
+                               float *dk, float *dv, int B, int H, int t, int hd, float scale);
 
 G_END_DECLS
