@@ -87,6 +87,20 @@ gpt_floats (const TachConfig *config)
   return f;
 }
 
+void
+tach_gpt_memory_floats (const TachConfig *config, guint64 *params, guint64 *activations,
+                        guint64 *kv_cache)
+{
+  GptFloats f = gpt_floats (config);
+
+  if (params != NULL)
+    *params = f.params;
+  if (activations != NULL)
+    *activations = f.activations;
+  if (kv_cache != NULL)
+    *kv_cache = f.kv_cache;
+}
+
 /* ------------------------------------------------------------- checks */
 
 static gboolean
@@ -560,6 +574,28 @@ gpt_data_source (const TachConfig *config, const char **kind, char **path)
   *path = given ? g_strdup (config->data) : NULL;
 }
 
+static guint64
+gpt_request_steps (TachModel *model)
+{
+  TachGpt *self = (TachGpt *) model;
+
+  return self->task == TACH_TASK_GENERATE ? (guint64) tach_gpt_request_steps (self) : 0;
+}
+
+static void
+gpt_memory_parts (TachModel *model, double *bytes)
+{
+  TachGpt *self = (TachGpt *) model;
+  double params = (double) tach_params_total (self->params) * sizeof (float);
+  double trainable = (double) tach_params_trainable (self->params) * sizeof (float);
+
+  bytes[0] = params;
+  /* Generation allocates the gradients and moments too, unused. */
+  bytes[1] = 3.0 * trainable;
+  bytes[2] = (double) self->activation_bytes;
+  bytes[3] = (double) self->kv_bytes_peak;
+}
+
 /* The language models' knobs, and gpt's own. */
 static const TachModelKnob gpt_owns[] = {
   TACH_MODEL_LANGUAGE_KNOBS,
@@ -595,6 +631,7 @@ const TachModelClass tach_gpt_model_class = {
   .check = gpt_check,
   .memory_hint = gpt_memory_hint,
   .has_lstm = FALSE,
+  .trains_on_tokens = TRUE,
   .create = gpt_create,
   .prepare = gpt_prepare,
   .step = gpt_step,
@@ -606,5 +643,7 @@ const TachModelClass tach_gpt_model_class = {
   .evaluate = NULL,
   .dup_text = gpt_dup_text,
   .memory_needs = gpt_memory_needs,
+  .request_steps = gpt_request_steps,
+  .memory_parts = gpt_memory_parts,
   .free = gpt_model_free,
 };

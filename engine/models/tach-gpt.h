@@ -152,6 +152,12 @@ gboolean tach_gpt_generate_step (TachGpt *self, TachStepCtx *ctx, GError **error
 gboolean tach_gpt_generate_finish (TachGpt *self, TachStepCtx *ctx, GError **error);
 char    *tach_gpt_generate_dup_text (TachGpt *self);
 
+/* The floats of a model of @config (validation's count, before anything
+ * is allocated): its parameters, a step's activations (backward's scratch
+ * included) and the KV cache at its largest. */
+void     tach_gpt_memory_floats (const TachConfig *config, guint64 *params,
+                                 guint64 *activations, guint64 *kv_cache);
+
 /* For the tests: the model of a run of @config on @be, and its pieces. */
 TachGpt *tach_gpt_new (TachBackend *be, const TachConfig *config, GError **error);
 void     tach_gpt_free (TachGpt *self);

@@ -81,6 +81,9 @@ typedef struct {
    * NULL (both preset to the batch and NULL). */
   gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix,
                                TachKnobId *knob, const char **fix_value);
+  /* Whether a training step's items are tokens (every position of a
+   * sequence predicts one), not samples. */
+  gboolean      trains_on_tokens;
   /* Whether its step runs the backend's LSTM ops (a backend with
    * TACH_BACKEND_CAP_LSTM_FP32_ONLY then takes fp32 only). */
   gboolean      has_lstm;
@@ -117,6 +120,13 @@ typedef struct {
   /* Optional: bytes the model needs on the device and on the host for
    * @config, for validation before anything is allocated. */
   void       (*memory_needs)  (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes);
+  /* Optional: generation in requests of this many steps, a prefill then
+   * decoding (the summary reports the two apart); 0 or NULL: none. */
+  guint64    (*request_steps) (TachModel *model);
+  /* Optional: the bytes of its parameters, the optimiser's state, a
+   * step's activations and its KV cache (at its largest so far), in
+   * @bytes[0..3]; after the last step. */
+  void       (*memory_parts)  (TachModel *model, double *bytes);
   void       (*free)          (TachModel *model);
 } TachModelClass;
 
