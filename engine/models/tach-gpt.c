@@ -161,7 +161,16 @@ gpt_check (const TachConfig *config, GError **error)
   largest = (double) config->batch * gpt_pass_rows (config)
             * MAX ((double) config->vocab,
                    MAX (4.0 * config->embed, (double) config->heads * config->context));
-  if (largest > G_MAXINT || (double) f.params > G_MAXINT)
+  if ((double) f.params > G_MAXINT)
+    {
+      g_autofree char *message =
+        g_strdup_printf (W_("gpt: {layers=%u} blocks {embed=%u} wide hold %.3g parameters, more "
+                            "than 2^31 in one buffer: lower {layers} or {embed}"),
+                         config->layers, config->embed, (double) f.params);
+
+      return gpt_fail (error, TACH_KNOB_EMBED, NULL, message);
+    }
+  if (largest > G_MAXINT)
     {
       g_autofree char *message =
         g_strdup_printf (W_("gpt: {batch=%u} x {context=%u} x {vocab=%u} (or x 4 {embed=%u}) "
@@ -174,38 +183,20 @@ gpt_check (const TachConfig *config, GError **error)
   return TRUE;
 }
 
-/* What takes the memory: the naive attention's scores when they do. */
+/* What takes the memory, where no shape knob was changed (validation
+ * names those first): the activations of the batch's rows. */
 static gboolean
 gpt_memory_hint (const TachConfig *config, char **what, const char **fix, TachKnobId *knob,
                  const char **fix_value)
 {
   GptFloats f = gpt_floats (config);
-  guint64 tq = gpt_pass_rows (config);
-  guint64 scores = (guint64) config->batch * config->heads * tq * config->context
-                   * (config->task == TACH_TASK_TRAIN ? config->layers + 1 : 1);
+  g_autofree char *size = g_format_size (f.activations * sizeof (float));
 
-  if (config->attention == TACH_ATTENTION_NAIVE && scores * 2 > f.activations)
-    {
-      g_autofree char *size = g_format_size (scores * sizeof (float));
-
-      *what = g_strdup_printf (W_("{attention=naive}'s scores (%s of them, {batch=%u} x "
-                                  "{heads=%u} x {context=%u}^2)"),
-                               size, config->batch, config->heads, config->context);
-      *fix = W_("use {attention=fused}, which never stores them, or lower {batch}");
-      *knob = TACH_KNOB_ATTENTION;
-      *fix_value = "fused";
-      return TRUE;
-    }
-  if (f.kv_cache > f.activations)
-    {
-      g_autofree char *size = g_format_size (f.kv_cache * sizeof (float));
-
-      *what = g_strdup_printf (W_("the KV cache (%s at {context=%u})"), size, config->context);
-      *fix = W_("lower {context} or {batch}");
-      *knob = TACH_KNOB_CONTEXT;
-      return TRUE;
-    }
-  return FALSE;
+  *what = g_strdup_printf (W_("gpt's activations (%s for {batch=%u} x %" G_GUINT64_FORMAT
+                              " tokens)"), size, config->batch, gpt_pass_rows (config));
+  *fix = W_("lower {batch} or {context}");
+  *knob = TACH_KNOB_BATCH;
+  return TRUE;
 }
 
 static void
@@ -220,7 +211,8 @@ gpt_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
 
   if (config->data != NULL && g_stat (config->data, &st) == 0)
     text = (guint64) st.st_size;
-  dev = tach_params_device_bytes (f.params, f.params) + (f.activations + f.kv_cache) * sizeof (float);
+  dev = tach_params_device_bytes (f.params, train ? f.params : 0)
+        + (f.activations + f.kv_cache) * sizeof (float);
   /* The corpus as int32 tokens, and its text while it is made. */
   host = text * (sizeof (int32_t) + 2);
   if (train)
@@ -291,19 +283,21 @@ gpt_params (TachGpt *self, const TachConfig *config, GError **error)
   TachParams *p = self->params = tach_params_new ();
   size_t C = (size_t) self->embed;
   float std_proj = 0.02f / sqrtf (2.0f * self->layers);
+  /* Generation trains nothing: no gradients, no optimiser state. */
+  gboolean trains = self->task == TACH_TASK_TRAIN;
   char name[64];
 
   self->lp = g_new0 (TachGptLayerParams, self->layers);
   /* The decayed 2-D weights first. */
-  self->p_wte = tach_params_add (p, "wte", (size_t) self->vocab * C, TRUE);
-  self->p_wpe = tach_params_add (p, "wpe", (size_t) self->context * C, TRUE);
+  self->p_wte = tach_params_add (p, "wte", (size_t) self->vocab * C, trains);
+  self->p_wpe = tach_params_add (p, "wpe", (size_t) self->context * C, trains);
   for (int l = 0; l < self->layers; l++)
     {
       TachGptLayerParams *w = &self->lp[l];
 
 #define ADD(field, what, count) \
       g_snprintf (name, sizeof name, "h.%d." what, l), \
-      w->field = tach_params_add (p, name, count, TRUE)
+      w->field = tach_params_add (p, name, count, trains)
       ADD (qkv_w, "attn.c_attn.weight", 3 * C * C);
       ADD (proj_w, "attn.c_proj.weight", C * C);
       ADD (fc_w, "mlp.c_fc.weight", 4 * C * C);
@@ -323,8 +317,8 @@ gpt_params (TachGpt *self, const TachConfig *config, GError **error)
       ADD (fc2_b, "mlp.c_proj.bias", C);
 #undef ADD
     }
-  self->p_lnf_g = tach_params_add (p, "ln_f.weight", C, TRUE);
-  self->p_lnf_b = tach_params_add (p, "ln_f.bias", C, TRUE);
+  self->p_lnf_g = tach_params_add (p, "ln_f.weight", C, trains);
+  self->p_lnf_b = tach_params_add (p, "ln_f.bias", C, trains);
   if (!tach_params_alloc (p, self->be, error))
     return FALSE;
   self->decayed = tach_params_offset (p, self->lp[0].ln1_g);
@@ -590,7 +584,7 @@ gpt_memory_parts (TachModel *model, double *bytes)
   double trainable = (double) tach_params_trainable (self->params) * sizeof (float);
 
   bytes[0] = params;
-  /* Generation allocates the gradients and moments too, unused. */
+  /* Gradients and Adam's two moments (none when generating). */
   bytes[1] = 3.0 * trainable;
   bytes[2] = (double) self->activation_bytes;
   bytes[3] = (double) self->kv_bytes_peak;

@@ -142,12 +142,7 @@ typedef struct {
   { TACH_KNOB_CONTEXT, N_("only the language models embed a context of tokens") }
 
 const TachModelClass *tach_model_class_for (TachWorkload workload);
-/* Whether @klass's own rows list @knob. */
-gboolean             tach_model_class_owns (const TachModelClass *klass, TachKnobId knob);
-/* The language models' own rule: sampling and the generated text belong
- * to the generate task (the reason @klass's row gives), else NULL. */
-const char          *tach_model_generate_knob_unused (const TachModelClass *klass,
-                                                      const TachConfig *config, TachKnobId knob);
+
 /* Why @config's workload leaves @knob unused (a msgid), or NULL: its own
  * words first, else those of the workload that owns the knob. */
 const char          *tach_model_knob_unused (const TachConfig *config, TachKnobId knob);
@@ -164,6 +159,26 @@ tach_model_owned_why (const TachModelClass *klass, TachKnobId knob)
   for (const TachModelKnob *k = klass->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
     if (k->knob == knob)
       return k->why;
+  return NULL;
+}
+
+/* Whether @klass's own rows list @knob. */
+static inline gboolean
+tach_model_class_owns (const TachModelClass *klass, TachKnobId knob)
+{
+  return tach_model_owned_why (klass, knob) != NULL;
+}
+
+/* The language models' own rule: sampling and the generated text belong
+ * to the generate task (the reason @klass's row gives), else NULL.  Inline,
+ * as the rows' reader above, so that a model asks it without the registry. */
+static inline const char *
+tach_model_generate_knob_unused (const TachModelClass *klass, const TachConfig *config,
+                                 TachKnobId knob)
+{
+  if (config->task != TACH_TASK_GENERATE
+      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
+    return tach_model_owned_why (klass, knob);
   return NULL;
 }
 

@@ -53,21 +53,6 @@ tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
   return owned != NULL ? owned->why : NULL;
 }
 
-gboolean
-tach_model_class_owns (const TachModelClass *klass, TachKnobId knob)
-{
-  return tach_model_owned_why (klass, knob) != NULL;
-}
-
-const char *
-tach_model_generate_knob_unused (const TachModelClass *klass, const TachConfig *config,
-                                 TachKnobId knob)
-{
-  if (config->task != TACH_TASK_GENERATE
-      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
-    return tach_model_owned_why (klass, knob);
-  return NULL;
-}
 
 void
 tach_config_get_data_source (const TachConfig *config, const char **kind, char **path)
