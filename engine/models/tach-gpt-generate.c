@@ -23,7 +23,6 @@
  */
 #include <string.h>
 
-#include <glib/gi18n-lib.h>
 
 #include "tach-layers.h"
 #include "tach-gpt.h"
@@ -262,8 +261,10 @@ tach_gpt_generate_finish (TachGpt *self, TachStepCtx *ctx, GError **error)
   return tach_backend_take_error (self->be, error);
 }
 
-/* Each stream's last request: its prompt, then " | " and what it generated
- * (bytes; invalid UTF-8 shown as U+FFFD). */
+/* Each stream's last request on a line: its prompt, then " | " and what it
+ * generated.  Tokens are bytes: control bytes are written as C escapes
+ * ("\n", "\x01"), bytes that do not make UTF-8 as U+FFFD, and the rows of
+ * a vocabulary past the bytes as <id>. */
 char *
 tach_gpt_generate_dup_text (TachGpt *self)
 {
@@ -287,7 +288,14 @@ tach_gpt_generate_dup_text (TachGpt *self)
         {
           if (t == self->prompt)
             g_string_append (bytes, " | ");
-          g_string_append_c (bytes, (char) (row[t] & 0xff));
+          if (row[t] >= 256 || row[t] < 0)
+            g_string_append_printf (bytes, "<%d>", (int) row[t]);
+          else if (row[t] == '\n')
+            g_string_append (bytes, "\\n");
+          else if (row[t] < 0x20 || row[t] == 0x7f)
+            g_string_append_printf (bytes, "\\x%02x", (unsigned) row[t]);
+          else
+            g_string_append_c (bytes, (char) row[t]);
         }
       valid = g_utf8_make_valid (bytes->str, (gssize) bytes->len);
       g_string_append (text, valid);

@@ -143,7 +143,7 @@ gpt_check (const TachConfig *config, GError **error)
   if (generate && config->prompt + (guint64) gpt_new_tokens (config) > config->context)
     {
       g_autofree char *message =
-        g_strdup_printf (W_("gpt: {prompt=%u} and {new-tokens=%u} take %" G_GUINT64_FORMAT
+        g_strdup_printf (W_("gpt: {prompt=%u} and {new-tokens=%u} take %" PRIu64
                             " positions, beyond the position table of {context=%u}: lower "
                             "{new-tokens} or raise {context}"),
                          config->prompt, config->new_tokens,
@@ -192,7 +192,7 @@ gpt_memory_hint (const TachConfig *config, char **what, const char **fix, TachKn
   GptFloats f = gpt_floats (config);
   g_autofree char *size = g_format_size (f.activations * sizeof (float));
 
-  *what = g_strdup_printf (W_("gpt's activations (%s for {batch=%u} x %" G_GUINT64_FORMAT
+  *what = g_strdup_printf (W_("gpt's activations (%s for {batch=%u} x %" PRIu64
                               " tokens)"), size, config->batch, gpt_pass_rows (config));
   *fix = W_("lower {batch} or {context}");
   *knob = TACH_KNOB_BATCH;

@@ -82,10 +82,10 @@ typedef enum { TACH_FUSION_NONE, TACH_FUSION_ELEMENTWISE } TachFusion;
  * knob without a default value takes the workload's (tach_config_init). */
 #define TACH_KNOB_LIST(X) \
   X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
-     N_("Which of the three reported workloads to run"), \
+     N_("Which of the reported workloads to run"), \
      TACH_KNOB_GROUP_SETUP, WORKLOADS, .parse = parse_workload) \
   X (TASK, (TachTask task), task, "task", N_("Task"), \
-     N_("Train the model or generate text with it (lstm-lm)"), \
+     N_("Train the model or generate text with it (lstm-lm, gpt)"), \
      TACH_KNOB_GROUP_SETUP, \
      CHOICES (("train", "generate"), \
               (NC_("knob value", "Train"), NC_("knob value", "Generate text"))), \
