@@ -75,5 +75,7 @@ void tach_ops_register_graph (const char *device_id);
 /* The Transformer ops (test-ops-gpt.c), on the CPU also on the
  * asynchronous test double (async:0). */
 void tach_ops_register_gpt (const char *device_id);
+/* The Transformer reference's gradients (test-ops-gpt-ref.c). */
+void tach_ops_register_gpt_ref (void);
 
 G_END_DECLS

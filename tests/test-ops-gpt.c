@@ -82,6 +82,7 @@ test_gemm_strided_batched (TachBackend *be)
   batched_case (be, FALSE, FALSE, 33, 16, 33, 12);
   batched_case (be, TRUE, FALSE, 100, 96, 120, 2);
   batched_case (be, FALSE, FALSE, 3, 4, 5, 1);
+  batched_case (be, TRUE, TRUE, 90, 80, 70, 1);
 }
 
 /* ------------------------------------------------------ add and scale */
@@ -394,6 +395,8 @@ test_attention_fwd (TachBackend *be)
   attention_fwd_case (be, 1, 2, 5, 15, 24, 8, 10);     /* a chunk at pos 10 */
   attention_fwd_case (be, 1, 2, 130, 130, 130, 64, 0); /* several tiles of keys */
   attention_fwd_case (be, 1, 1, 1, 300, 320, 64, 299); /* a long decode */
+  attention_fwd_case (be, 1, 2, 20, 50, 64, 40, 30);   /* tiles: a chunk at pos 30 */
+  attention_fwd_case (be, 2, 1, 9, 40, 40, 24, 10);    /* tiles: a static cache's tail */
 }
 
 static void
@@ -589,146 +592,93 @@ test_embedding_bwd (TachBackend *be)
   g_assert_error (error, TACH_ERROR, TACH_ERROR_DATA);
 }
 
-/* ---------------------------------------------- the reference's gradients */
+/* ------------------------------------------------------- thread counts */
 
-typedef struct {
-  int rows, dim;
-  double *x, *gamma, *beta, *w;
-} LnData;
-
-static double
-ln_loss (gpointer data)
+/* The ops whose work is split between threads, on a backend of two
+ * threads that runs them on @adapt of them (TACH_CPU_THREADS_ADAPT):
+ * their outputs, one after the other. */
+static float *
+run_split_ops (const char *device_id, const char *adapt, size_t *n_out)
 {
-  LnData *d = data;
-  size_t n = (size_t) d->rows * d->dim;
-  g_autofree double *y = g_new (double, n);
-  double loss = 0.0;
+  enum { B = 2, H = 3, T = 70, HD = 32, N = B * H * T * HD, NS = B * H * T * T };
+  enum { ROWS = 200, DIM = 96, NR = ROWS * DIM };
+  /* Outputs: o, dq, dk, dv, a decode step's o, the scores, dx, dgamma and dbeta. */
+  const size_t sizes[] = { N, N, N, N, B * H * HD, NS, NR, 2 * DIM };
+  g_autoptr(GError) error = NULL;
+  g_autofree float *x = NULL;
+  g_autofree float *rows = NULL;
+  float *out, *d_in, *d_rows, *d_lse, *d_mean, *d_out[G_N_ELEMENTS (sizes)];
+  size_t total = 0;
+  TachBackend *be;
 
-  tach_ref_layernorm_fwd (d->x, NULL, NULL, d->gamma, d->beta, y, NULL, NULL, d->rows, d->dim);
-  for (size_t i = 0; i < n; i++)
-    loss += d->w[i] * y[i];
-  return loss;
+  g_setenv ("TACH_CPU_THREADS_ADAPT", adapt, TRUE);
+  be = tach_backend_new (device_id, 2, TACH_PRECISION_FP32, &error);
+  g_unsetenv ("TACH_CPU_THREADS_ADAPT");
+  g_assert_no_error (error);
+  {
+    g_autofree double *xd = normal (N, 3500, 1.0);
+
+    g_autofree double *rd = normal (NR + 2 * DIM, 3501, 1.0);
+
+    x = tach_ref_to_float (xd, N);
+    rows = tach_ref_to_float (rd, NR + 2 * DIM);
+  }
+  /* q = k = v = dO: one input. */
+  d_in = tach_backend_alloc (be, N * sizeof (float));
+  tach_backend_upload (be, d_in, x, N * sizeof (float));
+  d_rows = tach_backend_alloc (be, (NR + 2 * DIM) * sizeof (float));
+  tach_backend_upload (be, d_rows, rows, (NR + 2 * DIM) * sizeof (float));
+  d_lse = tach_backend_alloc (be, B * H * T * sizeof (float));
+  d_mean = tach_backend_alloc (be, 2 * ROWS * sizeof (float));
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      d_out[i] = tach_backend_alloc (be, sizes[i] * sizeof (float));
+      total += sizes[i];
+    }
+  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[0], d_lse, B, H, T, T, T, HD, 0, 0.2f);
+  tach_op (be, attention_bwd, d_in, d_in, d_in, d_out[0], d_in, d_lse, d_out[1], d_out[2],
+           d_out[3], B, H, T, HD, 0.2f);
+  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[4], NULL, B, H, 1, T, T, HD, T - 1, 0.2f);
+  tach_op (be, gemm_strided_batched, FALSE, TRUE, T, T, HD, 1.0f, d_in, HD, (size_t) T * HD,
+           d_in, HD, (size_t) T * HD, 0.0f, d_out[5], T, (size_t) T * T, B * H);
+  /* LayerNorm over NR floats, gamma and beta the next ones. */
+  tach_op (be, layernorm_fwd, d_rows, NULL, NULL, d_rows + NR, d_rows + NR + DIM, d_out[6],
+           d_mean, d_mean + ROWS, ROWS, DIM);
+  tach_op (be, layernorm_bwd, d_rows, d_rows + NR, d_mean, d_mean + ROWS, d_out[6], NULL,
+           d_out[6], d_out[7], d_out[7] + DIM, ROWS, DIM);
+  out = g_new (float, total);
+  total = 0;
+  for (guint i = 0; i < G_N_ELEMENTS (sizes); i++)
+    {
+      tach_backend_download (be, out + total, d_out[i], sizes[i] * sizeof (float));
+      total += sizes[i];
+      tach_backend_dealloc (be, d_out[i]);
+    }
+  tach_ops_assert_ok (be);
+  tach_backend_dealloc (be, d_in);
+  tach_backend_dealloc (be, d_rows);
+  tach_backend_dealloc (be, d_lse);
+  tach_backend_dealloc (be, d_mean);
+  tach_backend_free (be);
+  *n_out = total;
+  return out;
 }
 
+/* Which threads run a part changes no result: the same bits on one of a
+ * backend's two threads as on both. */
 static void
-test_ref_layernorm_gradient (void)
+test_thread_counts (TachBackend *be)
 {
-  enum { R = 3, D = 9 };
-  g_autofree double *x = normal (R * D, 3100, 1.0);
-  g_autofree double *gamma = normal (D, 3101, 1.0);
-  g_autofree double *beta = normal (D, 3102, 1.0);
-  g_autofree double *w = normal (R * D, 3103, 1.0);
-  double dx[R * D], dgamma[D], dbeta[D];
-  LnData d = { R, D, x, gamma, beta, w };
+  size_t n1, n2;
+  g_autofree float *one = NULL;
+  g_autofree float *both = NULL;
 
-  tach_ref_layernorm_bwd (x, gamma, w, NULL, dx, dgamma, dbeta, R, D);
-  g_assert_cmpfloat (tach_ops_fd_error (ln_loss, &d, x, R * D, dx, 1e-5), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (ln_loss, &d, gamma, D, dgamma, 1e-5), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (ln_loss, &d, beta, D, dbeta, 1e-5), <, 1e-6);
-}
-
-typedef struct {
-  size_t n;
-  double *x, *w;
-} GeluData;
-
-static double
-gelu_loss (gpointer data)
-{
-  GeluData *d = data;
-  g_autofree double *y = g_new (double, d->n);
-  double loss = 0.0;
-
-  tach_ref_gelu_fwd (d->x, y, d->n);
-  for (size_t i = 0; i < d->n; i++)
-    loss += d->w[i] * y[i];
-  return loss;
-}
-
-static void
-test_ref_gelu_gradient (void)
-{
-  enum { N = 41 };
-  g_autofree double *x = normal (N, 3200, 2.5);
-  g_autofree double *w = normal (N, 3201, 1.0);
-  double dx[N];
-  GeluData d = { N, x, w };
-
-  tach_ref_gelu_bwd (x, w, dx, N);
-  g_assert_cmpfloat (tach_ops_fd_error (gelu_loss, &d, x, N, dx, 1e-6), <, 1e-6);
-}
-
-typedef struct {
-  int bh, tq, tk, pos;
-  double scale;
-  double *s, *w;
-} SoftmaxData;
-
-static double
-softmax_loss (gpointer data)
-{
-  SoftmaxData *d = data;
-  size_t n = (size_t) d->bh * d->tq * d->tk;
-  g_autofree double *p = g_memdup2 (d->s, n * sizeof (double));
-  double loss = 0.0;
-
-  tach_ref_causal_softmax_fwd (p, d->bh, d->tq, d->tk, d->pos, d->scale);
-  for (size_t i = 0; i < n; i++)
-    loss += d->w[i] * p[i];
-  return loss;
-}
-
-static void
-test_ref_softmax_gradient (void)
-{
-  enum { BH = 2, TQ = 3, TK = 7, POS = 2, N = BH * TQ * TK };
-  g_autofree double *s = normal (N, 3300, 2.0);
-  g_autofree double *w = normal (N, 3301, 1.0);
-  double p[N], ds[N];
-  SoftmaxData d = { BH, TQ, TK, POS, 0.7, s, w };
-
-  memcpy (p, s, sizeof p);
-  tach_ref_causal_softmax_fwd (p, BH, TQ, TK, POS, 0.7);
-  tach_ref_causal_softmax_bwd (p, w, ds, BH, TQ, TK, 0.7);
-  g_assert_cmpfloat (tach_ops_fd_error (softmax_loss, &d, s, N, ds, 1e-6), <, 1e-6);
-}
-
-typedef struct {
-  int B, H, t, hd;
-  double scale;
-  double *q, *k, *v, *w;
-} AttnData;
-
-static double
-attn_loss (gpointer data)
-{
-  AttnData *d = data;
-  size_t n = (size_t) d->B * d->H * d->t * d->hd;
-  g_autofree double *o = g_new (double, n);
-  double loss = 0.0;
-
-  tach_ref_attention_fwd (d->q, d->k, d->v, o, NULL, d->B, d->H, d->t, d->t, d->t, d->hd, 0,
-                          d->scale);
-  for (size_t i = 0; i < n; i++)
-    loss += d->w[i] * o[i];
-  return loss;
-}
-
-static void
-test_ref_attention_gradient (void)
-{
-  enum { B = 2, H = 2, T = 5, HD = 3, N = B * H * T * HD };
-  g_autofree double *q = normal (N, 3400, 1.0);
-  g_autofree double *k = normal (N, 3401, 1.0);
-  g_autofree double *v = normal (N, 3402, 1.0);
-  g_autofree double *w = normal (N, 3403, 1.0);
-  double dq[N], dk[N], dv[N];
-  AttnData d = { B, H, T, HD, 0.6, q, k, v, w };
-
-  tach_ref_attention_bwd (q, k, v, w, dq, dk, dv, B, H, T, HD, 0.6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, q, N, dq, 1e-6), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, k, N, dk, 1e-6), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, v, N, dv, 1e-6), <, 1e-6);
+  if (!has_transformer (be))
+    return;
+  one = run_split_ops (be->device->id, "1", &n1);
+  both = run_split_ops (be->device->id, "never", &n2);
+  g_assert_cmpuint (n1, ==, n2);
+  g_assert_cmpmem (one, n1 * sizeof (float), both, n2 * sizeof (float));
 }
 
 void
@@ -736,10 +686,7 @@ tach_ops_register_gpt (const char *device_id)
 {
   if (device_id == NULL)
     {
-      tach_ops_add_ref ("gpt/layernorm/gradient", test_ref_layernorm_gradient);
-      tach_ops_add_ref ("gpt/gelu/gradient", test_ref_gelu_gradient);
-      tach_ops_add_ref ("gpt/causal-softmax/gradient", test_ref_softmax_gradient);
-      tach_ops_add_ref ("gpt/attention/gradient", test_ref_attention_gradient);
+      tach_ops_register_gpt_ref ();
       return;
     }
   tach_ops_add (device_id, "gpt/gemm-strided-batched", test_gemm_strided_batched);
@@ -753,4 +700,6 @@ tach_ops_register_gpt (const char *device_id)
   tach_ops_add (device_id, "gpt/attention/fused-naive", test_attention_fused_naive);
   tach_ops_add (device_id, "gpt/attention/decode-prefill", test_attention_decode_matches_prefill);
   tach_ops_add (device_id, "gpt/embedding-backward", test_embedding_bwd);
+  if (g_strcmp0 (device_id, "cpu") == 0)
+    tach_ops_add (device_id, "gpt/thread-counts", test_thread_counts);
 }

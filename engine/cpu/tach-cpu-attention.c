@@ -3,8 +3,14 @@
  * without the [Tq, Tk] matrix in memory, and its backward from the
  * log-sum-exp of each row.
  *
- * Each (batch, head) pair is one thread's, so the thread count changes no
- * result.  Threads: the engine thread.
+ * At AVX2 and AVX-512 the kernels of tach-cpu-attention-k.h run: blocks of
+ * query rows over tiles of keys with an online softmax (prefill, training,
+ * kv-cache=none's steps), split between the threads by (batch, head,
+ * block of rows); a decode step's few rows each against the whole cache,
+ * split by (batch, head, row); backward one (batch, head) per thread.  At
+ * the baseline, plain loops a row at a time.  Each output is one thread's
+ * whatever the thread count, so the count changes no result.  Threads:
+ * the engine thread.
  */
 #include <math.h>
 #include <string.h>
@@ -13,6 +19,97 @@
 
 #if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC optimize ("no-trapping-math")
+#endif
+
+#if defined(__x86_64__) && (defined(__GNUC__) || defined(__clang__)) && defined(__ELF__)
+#define TACH_CPU_VEC_KERNELS 1
+#endif
+
+/* Rows of a register block (tach-cpu-attention-k.h), query rows per block
+ * of the tiled passes (eight register blocks), keys per tile; and the
+ * fewest query rows that the tiled forward takes (fewer: a decode step,
+ * each row against the cache as it is stored, K not transposed). */
+#define ATT_RB 6
+#define ATT_QB 48
+#define ATT_KT 64
+#define ATT_TILED_MIN_ROWS 8
+
+#ifdef TACH_CPU_VEC_KERNELS
+/* K [t, hd] to K^T [hd, ldt], eight keys at a time (in registers where
+ * the CPU runs AVX): a plain loop, which read with a stride of hd, took
+ * a tenth of training's forward. */
+static void
+att_transpose (const float *k, float *kt, int t, int hd, size_t ldt)
+{
+  for (size_t j0 = 0; j0 < (size_t) t; j0 += 8)
+    tach_cpu_transpose_rows (j0, MIN ((size_t) t, j0 + 8), (size_t) hd, k, (size_t) hd, kt, ldt);
+}
+
+/* The fused attention's scratch, the backend's between calls (counted in
+ * its memory): a training step's K^T of every head, and each thread's
+ * tiles, allocated anew per call, faulted their pages in every call.
+ * NULL (and the sticky error) when memory runs out. */
+static float *
+att_scratch (TachBackend *be, size_t floats)
+{
+  TachCpuBackend *cpu = TACH_CPU (be);
+
+  if (cpu->att_scratch_floats < floats)
+    {
+      if (cpu->att_scratch != NULL)
+        tach_cpu_mem_free (be, cpu->att_scratch);
+      cpu->att_scratch = tach_cpu_mem_alloc (be, floats * sizeof (float));
+      cpu->att_scratch_floats = cpu->att_scratch != NULL ? floats : 0;
+    }
+  return cpu->att_scratch;
+}
+#endif
+
+#ifdef TACH_CPU_VEC_KERNELS
+#define TACH_VEC 512
+#include "tach-cpu-vec.h"
+#include "tach-cpu-attention-k.h"
+#undef TACH_VEC
+#define TACH_VEC 256
+#include "tach-cpu-vec.h"
+#include "tach-cpu-attention-k.h"
+#undef TACH_VEC
+#endif
+
+#ifdef TACH_CPU_VEC_KERNELS
+typedef void (*AttFwdRows) (const float *q, const float *kt, size_t ldkt, const float *v,
+                            float *o, float *lse, int i0, int rows, int tk, int hd, int pos,
+                            float scale, float *sc, float *oacc, float *m, float *l);
+typedef float (*AttFwdRow) (const float *q, const float *k, const float *v, float *o, int valid,
+                            int hd, float scale, float *s);
+
+typedef void (*AttBwdHead) (const float *q, const float *k, const float *v, const float *o,
+                            const float *dout, const float *lse, float *dq, float *dk,
+                            float *dv, int t, int hd, float scale, float *kt, float *vt,
+                            size_t ldt, float *dd, float *sc, float *dp);
+
+/* The kernels of the CPU's level; NULL at the baseline. */
+typedef struct {
+  AttFwdRows fwd_rows;
+  AttFwdRow  fwd_row;
+  AttBwdHead bwd_head;
+} AttKernels;
+
+static const AttKernels *
+att_kernels (void)
+{
+  static const AttKernels avx512 = { att_fwd_rows_avx512, att_fwd_row_avx512,
+                                     att_bwd_head_avx512 };
+  static const AttKernels avx2 = { att_fwd_rows_avx2, att_fwd_row_avx2, att_bwd_head_avx2 };
+
+  switch (tach_cpu_isa ())
+    {
+    case TACH_CPU_ISA_AVX512: return &avx512;
+    case TACH_CPU_ISA_AVX2: return &avx2;
+    case TACH_CPU_ISA_BASELINE:
+    default: return NULL;
+    }
+}
 #endif
 
 /* The keys that query row @i of a block at @pos sees. */
@@ -76,13 +173,12 @@ TACH_CPU_SIMD_DISPATCH_RET (static, float, attention_row,
                              int valid, int hd, float scale),
                             (q, k, v, o, s, valid, hd, scale))
 
-void
-tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v,
-                        float *o, float *lse, int B, int H, int tq, int tk, int cap, int hd,
-                        int pos, float scale)
+/* The baseline's forward: a row at a time, each (batch, head) pair a
+ * thread's. */
+static void
+att_fwd_plain (TachBackend *be, const float *q, const float *k, const float *v, float *o,
+               float *lse, int bh, int tq, int tk, int cap, int hd, int pos, float scale)
 {
-  int bh = B * H;
-
   tach_cpu_bind_threads (be);
 #pragma omp parallel if ((size_t) bh * tq * tk * hd >= TACH_CPU_PARALLEL_MIN)
   {
@@ -101,6 +197,108 @@ tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const f
         }
     g_free (s);
   }
+}
+
+#ifdef TACH_CPU_VEC_KERNELS
+/* Prefill and training: K^T of every (batch, head) pair packed first,
+ * then the blocks of query rows, the costlier (later, under the causal
+ * mask) taken as threads come free. */
+static void
+att_fwd_tiled (TachBackend *be, AttFwdRows rows_fn, const float *q, const float *k,
+               const float *v, float *o, float *lse, int bh, int tq, int tk, int cap, int hd,
+               int pos, float scale)
+{
+  int kend = MIN (tk, pos + tq), blocks = (tq + ATT_QB - 1) / ATT_QB;
+  size_t ldkt = ((size_t) kend + 15) / 16 * 16, heads = (size_t) bh * hd * ldkt;
+  size_t each = (size_t) ATT_QB * ATT_KT + (size_t) ATT_QB * hd + 2 * ATT_QB;
+  float *kt = att_scratch (be, heads + be->threads * each);
+
+  if (kt == NULL)
+    return;
+  tach_cpu_bind_threads (be);
+#pragma omp parallel
+  {
+    float *sc = kt + heads + (size_t) omp_get_thread_num () * each;
+    float *oacc = sc + (size_t) ATT_QB * ATT_KT, *m = oacc + (size_t) ATT_QB * hd;
+
+#pragma omp for schedule (static)
+    for (int p = 0; p < bh; p++)
+      att_transpose (k + (size_t) p * cap * hd, kt + (size_t) p * hd * ldkt, kend, hd, ldkt);
+#pragma omp for schedule (dynamic)
+    for (int it = 0; it < bh * blocks; it++)
+      {
+        int p = it / blocks, i0 = it % blocks * ATT_QB;
+        size_t qo = (size_t) p * tq * hd;
+
+        rows_fn (q + qo, kt + (size_t) p * hd * ldkt, ldkt, v + (size_t) p * cap * hd, o + qo,
+                 lse != NULL ? lse + (size_t) p * tq : NULL, i0, MIN (ATT_QB, tq - i0), tk, hd,
+                 pos, scale, sc, oacc, m, m + ATT_QB);
+      }
+  }
+}
+
+/* A decode step: each of the few rows against the cache as stored. */
+static void
+att_fwd_rows_each (TachBackend *be, AttFwdRow row_fn, const float *q, const float *k,
+                   const float *v, float *o, float *lse, int bh, int tq, int tk, int cap,
+                   int hd, int pos, float scale)
+{
+  int failed = 0;
+
+  tach_cpu_bind_threads (be);
+#pragma omp parallel if ((size_t) bh * tq * tk * hd >= TACH_CPU_PARALLEL_MIN)
+  {
+    float *s = g_new (float, MAX (tk, 1));
+
+#pragma omp for schedule (static)
+    for (int it = 0; it < bh * tq; it++)
+      {
+        int p = it / tq, i = it % tq;
+        float l = row_fn (q + (size_t) it * hd, k + (size_t) p * cap * hd,
+                          v + (size_t) p * cap * hd, o + (size_t) it * hd,
+                          attention_valid (i, tk, pos), hd, scale, s);
+
+        if (isnan (l))
+          {
+#pragma omp atomic write
+            failed = 1;
+          }
+        if (lse != NULL)
+          lse[it] = l;
+      }
+    g_free (s);
+  }
+  if (failed)
+    tach_cpu_dnnl_fail (be, dnnl_runtime_error, "dnnl_sgemm (attention's scores)", __FILE__,
+                        __LINE__);
+}
+#endif
+
+void
+tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v,
+                        float *o, float *lse, int B, int H, int tq, int tk, int cap, int hd,
+                        int pos, float scale)
+{
+  int bh = B * H;
+#ifdef TACH_CPU_VEC_KERNELS
+  const AttKernels *kn = att_kernels ();
+#endif
+
+  if (bh <= 0 || tq <= 0 || hd <= 0)
+    return;
+#ifdef TACH_CPU_VEC_KERNELS
+  if (kn != NULL && tq >= ATT_TILED_MIN_ROWS)
+    {
+      att_fwd_tiled (be, kn->fwd_rows, q, k, v, o, lse, bh, tq, tk, cap, hd, pos, scale);
+      return;
+    }
+  if (kn != NULL)
+    {
+      att_fwd_rows_each (be, kn->fwd_row, q, k, v, o, lse, bh, tq, tk, cap, hd, pos, scale);
+      return;
+    }
+#endif
+  att_fwd_plain (be, q, k, v, o, lse, bh, tq, tk, cap, hd, pos, scale);
 }
 
 /* One (batch, head) pair's backward over t positions: p recomputed from
@@ -145,6 +343,36 @@ TACH_CPU_SIMD_DISPATCH (static, attention_bwd_head,
                          int hd, float scale),
                         (q, k, v, o, dout, lse, dq, dk, dv, t, hd, scale))
 
+#ifdef TACH_CPU_VEC_KERNELS
+static void
+att_bwd_tiled (TachBackend *be, AttBwdHead head_fn, const float *q, const float *k,
+               const float *v, const float *o, const float *dout, const float *lse, float *dq,
+               float *dk, float *dv, int bh, int t, int hd, float scale)
+{
+  size_t ldt = ((size_t) t + 15) / 16 * 16, tile = (size_t) ATT_QB * ATT_KT;
+  size_t each = 2 * hd * ldt + (size_t) t + 2 * tile;
+  float *scratch = att_scratch (be, be->threads * each);
+
+  if (scratch == NULL)
+    return;
+  tach_cpu_bind_threads (be);
+#pragma omp parallel if ((size_t) bh * t * t * hd >= TACH_CPU_PARALLEL_MIN)
+  {
+    float *kt = scratch + (size_t) omp_get_thread_num () * each;
+    float *vt = kt + hd * ldt, *dd = vt + hd * ldt, *sc = dd + t;
+
+#pragma omp for schedule (dynamic)
+    for (int p = 0; p < bh; p++)
+      {
+        size_t off = (size_t) p * t * hd;
+
+        head_fn (q + off, k + off, v + off, o + off, dout + off, lse + (size_t) p * t, dq + off,
+                 dk + off, dv + off, t, hd, scale, kt, vt, ldt, dd, sc, sc + tile);
+      }
+  }
+}
+#endif
+
 void
 tach_cpu_attention_bwd (TachBackend *be, const float *q, const float *k, const float *v,
                         const float *o, const float *dout, const float *lse, float *dq,
@@ -152,6 +380,16 @@ tach_cpu_attention_bwd (TachBackend *be, const float *q, const float *k, const f
 {
   int bh = B * H;
 
+  if (bh <= 0 || t <= 0 || hd <= 0)
+    return;
+#ifdef TACH_CPU_VEC_KERNELS
+  if (att_kernels () != NULL)
+    {
+      att_bwd_tiled (be, att_kernels ()->bwd_head, q, k, v, o, dout, lse, dq, dk, dv, bh, t, hd,
+                     scale);
+      return;
+    }
+#endif
   tach_cpu_bind_threads (be);
 #pragma omp parallel for schedule (static) if ((size_t) bh * t * t * hd >= TACH_CPU_PARALLEL_MIN)
   for (int p = 0; p < bh; p++)

@@ -74,6 +74,10 @@ typedef struct {
   gboolean       ahead_none;      /* none runs: one thread, TACH_CPU_AHEAD=never, or its
                                    * thread could not start */
   TachCpuThreads run;             /* the threads the ops run on now */
+  /* The fused attention's scratch (tach-cpu-attention.c), grown as
+   * needed; one of the allocations in @sizes. */
+  float         *att_scratch;
+  size_t         att_scratch_floats;
 } TachCpuBackend;
 
 #define TACH_CPU(be) ((TachCpuBackend *) (be))
@@ -558,6 +562,13 @@ void   tach_cpu_sample_tokens_nll (TachBackend *be, const float *logits, int n, 
 void   tach_cpu_adam (TachBackend *be, float *param, const float *grad, float *m, float *v,
                       size_t n, float lr, float beta1, float beta2, float eps, float *t);
 void   tach_cpu_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr);
+
+/* tach-cpu-transpose.c: rows [@r0, @r1) of @src (@cols of them, @lds
+ * apart) transposed into the same columns of @dst (@ldd apart):
+ * dst[c * ldd + r] = src[r * lds + c]; by 8 x 8 blocks in registers when
+ * they are eight rows and the CPU runs AVX. */
+void   tach_cpu_transpose_rows (size_t r0, size_t r1, size_t cols, const float *src, size_t lds,
+                                float *dst, size_t ldd);
 
 /* tach-cpu-transformer.c: the Transformer ops but the fused attention. */
 void   tach_cpu_gemm_strided_batched (TachBackend *be, gboolean ta, gboolean tb, int m, int n,

@@ -34,11 +34,13 @@ tach_cpu_gemm_strided_batched (TachBackend *be, gboolean ta, gboolean tb, int m,
 
   if (batch <= 0 || m <= 0 || n <= 0)
     return;
-  /* Large products thread themselves (dnnl_sgemm on the pool); many small
-   * ones (attention's per-head products) run a product per thread, each
-   * on the small kernels or a serial dnnl_sgemm, the same bits whichever
-   * thread runs it. */
-  if (batch == 1 || !tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k * 4))
+  /* A batch of at least one product per thread (attention's per-head
+   * products) runs a whole product per thread, each on the small kernels
+   * or a serial dnnl_sgemm, the same bits whichever thread runs it: no
+   * product pays for waking the pool, nor splits into slivers.  Fewer,
+   * large products thread themselves (dnnl_sgemm on the pool). */
+  if (batch < (int) be->threads
+      && !tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k))
     {
       for (int i = 0; i < batch; i++)
         if (!tach_cpu_sgemm (be, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,

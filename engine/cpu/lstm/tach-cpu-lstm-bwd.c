@@ -72,7 +72,7 @@ sum_transposed (const TachLstmPlan *plan, size_t off, size_t r0, size_t r1, size
 
   sum_rows (plan, off, r0, r1, cols, sum + r0 * cols);
   for (size_t c0 = 0; c0 < cols; c0 += n)
-    tach_cpu_lstm_transpose_rows (r0, r1, n, sum + c0, cols, dst + c0 / n * dstride, ldd);
+    tach_cpu_transpose_rows (r0, r1, n, sum + c0, cols, dst + c0 / n * dstride, ldd);
 }
 
 /* dw: the blocks' copies added in block order, in strips of

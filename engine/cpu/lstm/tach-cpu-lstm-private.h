@@ -297,11 +297,6 @@ void     tach_cpu_lstm_frozen_settle (TachLstmPlan *plan);
 /* A hash of the bits of the @n floats at @x (tach-cpu-lstm-frozen.c). */
 guint32 tach_cpu_lstm_row_hash (const float *x, size_t n);
 
-/* Rows [@r0, @r1) of @src (@cols of them, @lds apart) transposed into the
- * same columns of @dst (@ldd apart): dst[c * ldd + r] = src[r * lds + c]. */
-void   tach_cpu_lstm_transpose_rows (size_t r0, size_t r1, size_t cols, const float *src,
-                                     size_t lds, float *dst, size_t ldd);
-
 /* Floats of the reserve: activated gates, then cell states. */
 size_t tach_cpu_lstm_reserve_floats (const TachLstmPlan *plan);
 /* The forward pass itself, on the GEMM path of plan->gemm_mode
