@@ -612,7 +612,7 @@ gpt_knob_unused (const TachConfig *config, TachKnobId knob)
     return why;
   if (config->task == TACH_TASK_TRAIN
       && (knob == TACH_KNOB_KV_CACHE || knob == TACH_KNOB_PROMPT || knob == TACH_KNOB_NEW_TOKENS))
-    return N_("only gpt's generation caches keys and values and prefills a prompt");
+    return N_("training has no KV cache and no prompt: they are gpt's generation's");
   if (knob == TACH_KNOB_RNN || knob == TACH_KNOB_HIDDEN)
     return N_("gpt has no LSTM: its blocks are attention and a 4 x embed MLP");
   return NULL;
