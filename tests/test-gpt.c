@@ -15,12 +15,15 @@
  *                                  both devices; the summary's prefill and decode
  *   /engine/gpt/memory             what the model allocates is what validation
  *                                  counts beforehand
+ *   /engine/gpt/summary/requests   prefill and decode apart: which steps are
+ *                                  prefills, on the rate's clock
  */
 #include <math.h>
 #include <string.h>
 
 #include "tach-async-device.h"
 #include "tach-gpt.h"
+#include "tach-sample-store.h"
 #include "test-run-util.h"
 
 /* Modes sum in other orders: per-step losses of a few steps agree to this
@@ -341,6 +344,44 @@ test_memory (void)
     }
 }
 
+/* Requests of 5 steps, 2 tokens a step: prefills (steps 0, 5, 10, 15) take
+ * 20, 30 and 40 ms (the first is warm-up), decoding steps 4 ms on the
+ * host clock and 2 ms on the device's, where the device has one. */
+static void
+test_summary_requests (void)
+{
+  for (int device = 0; device < 2; device++)
+    {
+      TachSampleStore *store = tach_sample_store_new ();
+      TachSummary s;
+
+      for (guint64 i = 0; i < 20; i++)
+        {
+          gboolean prefill = i % 5 == 0;
+          TachSample sample = {
+            .step = i, .warmup = i == 0, .wall_s = (double) i, .loss = NAN, .accuracy = NAN,
+            .step_ms = prefill ? 10.0 * (double) (i / 5 + 1) : 4.0,
+            .compute_ms = NAN, .api_calls = NAN, .comm_ms = NAN, .pack_ms = NAN,
+            .imbalance_ms = NAN,
+          };
+
+          sample.device_step_ms = device ? (prefill ? 10.0 * (double) (i / 5 + 1) : 2.0) : NAN;
+          tach_sample_store_append (store, &sample);
+        }
+      tach_summary_compute_store (store, 2, 0.0, 0.0, &s);
+      g_assert_cmpstr (s.rate_clock, ==, device ? "device" : "host");
+      tach_summary_add_requests (store, 5, 2, &s);
+      g_assert_cmpfloat_with_epsilon (s.prefill_ms, 30.0, 1e-3);
+      g_assert_cmpfloat_with_epsilon (s.decode_tokens_per_s, 2.0 / (device ? 2.0 : 4.0) * 1000.0,
+                                      0.5);
+      /* Without requests, nothing. */
+      tach_summary_compute_store (store, 2, 0.0, 0.0, &s);
+      tach_summary_add_requests (store, 0, 2, &s);
+      g_assert_true (isnan (s.prefill_ms) && isnan (s.decode_tokens_per_s));
+      tach_sample_store_free (store);
+    }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -355,5 +396,6 @@ main (int argc, char **argv)
                         test_generate_greedy);
   g_test_add_func ("/engine/gpt/generate/modes", test_generate_modes);
   g_test_add_func ("/engine/gpt/memory", test_memory);
+  g_test_add_func ("/engine/gpt/summary/requests", test_summary_requests);
   return g_test_run ();
 }
