@@ -17,6 +17,8 @@
  *                                  counts beforehand
  *   /engine/gpt/summary/requests   prefill and decode apart: which steps are
  *                                  prefills, on the rate's clock
+ *   /engine/gpt/summary/csv        runs.csv keeps them and the memory parts, and
+ *                                  a results folder reads them back
  */
 #include <math.h>
 #include <string.h>
@@ -382,6 +384,37 @@ test_summary_requests (void)
     }
 }
 
+static void
+test_summary_csv (void)
+{
+  TachConfig config;
+  g_autoptr(GError) error = NULL;
+  g_autoptr(GPtrArray) runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  g_autoptr(GPtrArray) loaded = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
+  g_autofree char *dir = test_make_tmp_dir ("gpt-csv-XXXXXX");
+  TachSummary made, read;
+
+  config_for (&config, "task=generate batch=2 prompt=3 steps=12 kv-cache=static", "");
+  g_ptr_array_add (runs, test_run_to_end (&config));
+  g_assert_true (tach_csv_append (dir, runs, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_results_load (dir, loaded, NULL, &error));
+  g_assert_no_error (error);
+  g_assert_cmpuint (loaded->len, ==, 1);
+  tach_run_get_summary (runs->pdata[0], &made);
+  tach_run_get_summary (loaded->pdata[0], &read);
+  g_assert_true (isfinite (made.prefill_ms) && isfinite (made.decode_tokens_per_s));
+  g_assert_cmpfloat_with_epsilon (read.prefill_ms, made.prefill_ms, 1e-6 * made.prefill_ms);
+  g_assert_cmpfloat_with_epsilon (read.decode_tokens_per_s, made.decode_tokens_per_s,
+                                  1e-6 * made.decode_tokens_per_s);
+  g_assert_cmpfloat (read.param_bytes, ==, made.param_bytes);
+  g_assert_cmpfloat (read.optimizer_bytes, ==, 0.0);
+  g_assert_cmpfloat (read.activation_bytes, ==, made.activation_bytes);
+  g_assert_cmpfloat (read.kv_cache_bytes, ==, 2.0 * 2 * 2 * 8 * 16 * 4);
+  test_remove_tree (dir);
+  tach_config_clear (&config);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -397,5 +430,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/gpt/generate/modes", test_generate_modes);
   g_test_add_func ("/engine/gpt/memory", test_memory);
   g_test_add_func ("/engine/gpt/summary/requests", test_summary_requests);
+  g_test_add_func ("/engine/gpt/summary/csv", test_summary_csv);
   return g_test_run ();
 }
