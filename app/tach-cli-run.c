@@ -143,12 +143,17 @@ tach_cli_print_summary (TachRun *run)
         printf (_("               above the peak: FLOPs are counted as a direct algorithm does "
                   "them, and the backend does fewer (Winograd convolution)\n"));
     }
-  if (!isnan (s.prefill_ms))
+  /* Generation in requests: its prefills and its decoding apart. */
+  if (!isnan (s.prefill_ms) || !isnan (s.decode_tokens_per_s))
     {
       g_autofree char *decode = tach_cli_format_number (s.decode_tokens_per_s, "%.1f");
 
-      printf (_("  prefill      %.3f ms to the first token (median over the prompts)\n"),
-              s.prefill_ms);
+      if (isnan (s.prefill_ms))
+        printf (_("  prefill      not measured: every prompt's prefill fell in the warm-up (raise "
+                  "--steps or lower --new-tokens)\n"));
+      else
+        printf (_("  prefill      %.3f ms to the first token (median over the prompts)\n"),
+                s.prefill_ms);
       printf (_("  decode       %s tokens/s (the other steps' tokens over their time)\n"),
               decode);
     }

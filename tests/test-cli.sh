@@ -656,6 +656,12 @@ if expect "gpt generate reports prefill and decode" 0 \
     fail "gpt generate reports prefill and decode" "runs.csv's gpt columns: $tail6"
   fi
 fi
+# Requests of 192 steps (context 256, prompt 64) in 20 steps: the one
+# prefill is warm-up, and the summary says so rather than nothing.
+expect "gpt: a prefill in the warm-up is said not measured" 0 \
+  "^  prefill +not measured: every prompt's prefill fell in the warm-up" \
+  "$cli" run --workload gpt --task generate --device cpu --threads 1 --layers 1 --heads 2 \
+  --embed 16 --steps 20
 expect "gpt trains, its items tokens" 0 "^  tokens/s +[0-9.]+$" \
   "$cli" run --workload gpt --device cpu --threads 1 --layers 1 --heads 2 --embed 16 \
   --context 16 --batch 4 --steps 4
