@@ -17,6 +17,9 @@
  *                                  counts beforehand
  *   /engine/gpt/summary/requests   prefill and decode apart: which steps are
  *                                  prefills, on the rate's clock
+ *   /engine/gpt/knobs              which knobs apply where: gpt's own, the
+ *                                  language models' shared ones, --data to
+ *                                  generation (its prompts)
  *   /engine/gpt/summary/csv        runs.csv keeps them and the memory parts, and
  *                                  a results folder reads them back
  */
@@ -415,6 +418,65 @@ test_summary_csv (void)
   tach_config_clear (&config);
 }
 
+static void
+test_knobs (void)
+{
+  static const struct {
+    TachWorkload workload;
+    const char  *settings, *knob;
+    gboolean     applies;
+  } cases[] = {
+    { TACH_WORKLOAD_GPT, "task=generate", "data", TRUE },
+    { TACH_WORKLOAD_LSTM_LM, "task=generate", "data", TRUE },
+    { TACH_WORKLOAD_GPT, "task=generate", "kv-cache", TRUE },
+    { TACH_WORKLOAD_GPT, "task=train", "kv-cache", FALSE },
+    { TACH_WORKLOAD_GPT, "task=train", "prompt", FALSE },
+    { TACH_WORKLOAD_GPT, "task=train", "sampling", FALSE },
+    { TACH_WORKLOAD_GPT, "task=generate", "sampling", TRUE },
+    { TACH_WORKLOAD_GPT, "task=train", "attention", TRUE },
+    { TACH_WORKLOAD_GPT, "task=train", "context", TRUE },
+    { TACH_WORKLOAD_GPT, "task=train", "hidden", FALSE },
+    { TACH_WORKLOAD_GPT, "task=train", "call-setup", FALSE },
+    { TACH_WORKLOAD_LSTM_LM, "task=train", "context", TRUE },
+    { TACH_WORKLOAD_LSTM_LM, "task=train", "attention", FALSE },
+    { TACH_WORKLOAD_BILSTM, "task=train", "heads", FALSE },
+    { TACH_WORKLOAD_CNN, "task=train", "context", FALSE },
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (cases); i++)
+    {
+      TachConfig config;
+      const char *why = NULL;
+
+      tach_config_init (&config, cases[i].workload);
+      test_apply (&config, cases[i].settings);
+      g_test_message ("%s %s %s", tach_workload_to_string (cases[i].workload),
+                      cases[i].settings, cases[i].knob);
+      g_assert_cmpint (tach_config_knob_applies (&config, cases[i].knob, &why), ==,
+                       cases[i].applies);
+      g_assert_true ((why == NULL) == cases[i].applies);
+      tach_config_clear (&config);
+    }
+  {
+    TachConfig config;
+
+    /* gpt's own defaults, from the workload's row; lstm-lm keeps its. */
+    tach_config_init (&config, TACH_WORKLOAD_GPT);
+    g_assert_cmpuint (config.layers, ==, 6);
+    g_assert_cmpuint (config.embed, ==, 384);
+    g_assert_cmpuint (config.context, ==, 256);
+    g_assert_cmpuint (config.heads, ==, 6);
+    g_assert_cmpuint (config.vocab, ==, 256);
+    g_assert_cmpuint (config.batch, ==, 64);
+    tach_config_clear (&config);
+    tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
+    g_assert_cmpuint (config.layers, ==, 1);
+    g_assert_cmpuint (config.embed, ==, 100);
+    g_assert_cmpuint (config.context, ==, 4);
+    tach_config_clear (&config);
+  }
+}
+
 int
 main (int argc, char **argv)
 {
@@ -431,5 +493,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/gpt/memory", test_memory);
   g_test_add_func ("/engine/gpt/summary/requests", test_summary_requests);
   g_test_add_func ("/engine/gpt/summary/csv", test_summary_csv);
+  g_test_add_func ("/engine/gpt/knobs", test_knobs);
   return g_test_run ();
 }

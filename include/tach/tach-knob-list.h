@@ -250,10 +250,11 @@ typedef enum { TACH_FUSION_NONE, TACH_FUSION_ELEMENTWISE } TachFusion;
   X (LR, (double lr), lr, "lr", N_("Learning rate"), \
      N_("Learning rate"), \
      TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), .trains = TRUE) \
-  /* A data file or folder, or NULL. */ \
+  /* A data file or folder, or NULL.  Generation reads it too: the \
+   * language models draw their prompts from the text. */ \
   X (DATA, (char *data), data, "data", N_("Data file"), \
      N_("A data file or folder (text corpus or IDX images)"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string), .trains = TRUE) \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string)) \
   /* The cnn's input size. */ \
   X (INPUT, (guint input_h, input_w, input_c), input_h, "input", N_("Input size"), \
      N_("Image size HxWxC of the cnn"), \
