@@ -27,7 +27,7 @@ typedef void (*CaseFn) (TachBackend *be, gpointer data);
 
 typedef struct {
   int B, H, tq, tk, cap, hd, pos;
-  float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv, *s;
+  float *q, *k, *v, *o, *lse, *dout, *dq, *dk, *dv, *s, *dp;
 } Attn;
 
 typedef struct {
@@ -122,6 +122,7 @@ attn_new (TachBackend *be, int B, int H, int tq, int tk, int cap, int hd, int po
   a->dk = filled (be, nk, 8);
   a->dv = filled (be, nk, 9);
   a->s = filled (be, (size_t) B * H * tq * tk, 10);
+  a->dp = filled (be, (size_t) B * H * tq * tk, 11);
   return a;
 }
 
@@ -165,6 +166,27 @@ attn_naive (TachBackend *be, gpointer data)
   tach_op (be, gemm_strided_batched, FALSE, FALSE, a->tq, a->hd, a->tk, 1.0f, a->s, a->tk,
            (size_t) a->tq * a->tk, a->v, a->hd, (size_t) a->cap * a->hd, 0.0f, a->o, a->hd,
            (size_t) a->tq * a->hd, bh);
+}
+
+/* attention=naive's backward from the forward's probabilities (in s):
+ * dV = P^T dO, dP = dO V^T, dS, dQ = dS K, dK = dS^T Q (dS over dP, in
+ * the lse buffer's stead: o holds dP). */
+static void
+attn_naive_bwd (TachBackend *be, gpointer data)
+{
+  Attn *a = data;
+  int bh = a->B * a->H, t = a->tq, hd = a->hd;
+  size_t sq = (size_t) t * t, sh = (size_t) t * hd;
+
+  tach_op (be, gemm_strided_batched, TRUE, FALSE, t, hd, t, 1.0f, a->s, t, sq, a->dout, hd, sh,
+           0.0f, a->dv, hd, sh, bh);
+  tach_op (be, gemm_strided_batched, FALSE, TRUE, t, t, hd, 1.0f, a->dout, hd, sh, a->v, hd, sh,
+           0.0f, a->dp, t, sq, bh);
+  tach_op (be, causal_softmax_bwd, a->s, a->dp, a->dp, bh, t, t, 0.125f);
+  tach_op (be, gemm_strided_batched, FALSE, FALSE, t, hd, t, 1.0f, a->dp, t, sq, a->k, hd, sh,
+           0.0f, a->dq, hd, sh, bh);
+  tach_op (be, gemm_strided_batched, TRUE, FALSE, t, hd, t, 1.0f, a->dp, t, sq, a->q, hd, sh,
+           0.0f, a->dk, hd, sh, bh);
 }
 
 static Rows *
@@ -282,6 +304,8 @@ main (int argc, char **argv)
                "GFLOP/s");
     time_case (be, "attention naive fwd B8 H6 T256 hd64", attn_naive, a, 2.0 * attn_flops (a),
                "GFLOP/s");
+    time_case (be, "attention naive bwd B8 H6 T256 hd64", attn_naive_bwd, a,
+               4.0 * attn_flops (a), "GFLOP/s");
   }
   {
     Attn *a = attn_new (be, 1, 12, 1024, 1024, 1024, 64, 0);
@@ -298,6 +322,17 @@ main (int argc, char **argv)
     time_case (be, "layernorm_bwd+dres 2048x384", ln_bwd, r, 4.0 * n * 4, "GB/s");
     time_case (be, "gelu_fwd+bias 2048x1536", gelu_fwd, g, 3.0 * ng * 4, "GB/s");
     time_case (be, "gelu_bwd 2048x1536", gelu_bwd, g, 3.0 * ng * 4, "GB/s");
+  }
+  {
+    /* In the caches: the ops' own arithmetic, not the memory's rate. */
+    Rows *r = rows_new (be, 32, 384);
+    Rows *g = rows_new (be, 32, 1536);
+    double n = 32.0 * 384, ng = 32.0 * 1536;
+
+    time_case (be, "layernorm_fwd+res 32x384 (cached)", ln_fwd, r, 4.0 * n * 4, "GB/s");
+    time_case (be, "layernorm_bwd+dres 32x384 (cached)", ln_bwd, r, 4.0 * n * 4, "GB/s");
+    time_case (be, "gelu_fwd+bias 32x1536 (cached)", gelu_fwd, g, 3.0 * ng * 4, "GB/s");
+    time_case (be, "gelu_bwd 32x1536 (cached)", gelu_bwd, g, 3.0 * ng * 4, "GB/s");
   }
   tach_backend_free (be);
   return 0;

@@ -45,10 +45,10 @@ att_transpose (const float *k, float *kt, int t, int hd, size_t ldt)
     tach_cpu_transpose_rows (j0, MIN ((size_t) t, j0 + 8), (size_t) hd, k, (size_t) hd, kt, ldt);
 }
 
-/* The fused attention's scratch, the backend's between calls (counted in
- * its memory): a training step's K^T of every head, and each thread's
- * tiles, allocated anew per call, faulted their pages in every call.
- * NULL (and the sticky error) when memory runs out. */
+/* The fused attention's scratch (K^T of every head, each thread's tiles),
+ * the backend's and kept between calls, counted in its memory: allocated
+ * per call, a training step's K^T faulted its pages in every call.  NULL
+ * (and the sticky error) when memory runs out. */
 static float *
 att_scratch (TachBackend *be, size_t floats)
 {
@@ -63,9 +63,7 @@ att_scratch (TachBackend *be, size_t floats)
     }
   return cpu->att_scratch;
 }
-#endif
 
-#ifdef TACH_CPU_VEC_KERNELS
 #define TACH_VEC 512
 #include "tach-cpu-vec.h"
 #include "tach-cpu-attention-k.h"
@@ -74,9 +72,7 @@ att_scratch (TachBackend *be, size_t floats)
 #include "tach-cpu-vec.h"
 #include "tach-cpu-attention-k.h"
 #undef TACH_VEC
-#endif
 
-#ifdef TACH_CPU_VEC_KERNELS
 typedef void (*AttFwdRows) (const float *q, const float *kt, size_t ldkt, const float *v,
                             float *o, float *lse, int i0, int rows, int tk, int hd, int pos,
                             float scale, float *sc, float *oacc, float *m, float *l);
@@ -216,7 +212,7 @@ att_fwd_tiled (TachBackend *be, AttFwdRows rows_fn, const float *q, const float 
   if (kt == NULL)
     return;
   tach_cpu_bind_threads (be);
-#pragma omp parallel
+#pragma omp parallel if ((size_t) bh * tq * kend * hd >= TACH_CPU_PARALLEL_MIN)
   {
     float *sc = kt + heads + (size_t) omp_get_thread_num () * each;
     float *oacc = sc + (size_t) ATT_QB * ATT_KT, *m = oacc + (size_t) ATT_QB * hd;

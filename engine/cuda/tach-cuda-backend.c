@@ -262,6 +262,35 @@ cuda_gemm (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, float
                                             cb->cublas_compute, CUBLAS_GEMM_DEFAULT), return);
 }
 
+/* The Transformer's batched product (attention's per-head q k^T and p
+ * v), swapped to column-major as cuda_gemm, in the precision's compute
+ * type. */
+static void
+cuda_gemm_strided_batched (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k,
+                           float alpha, const float *a, int lda, size_t stride_a, const float *b,
+                           int ldb, size_t stride_b, float beta, float *c, int ldc,
+                           size_t stride_c, int batch)
+{
+  TachCudaBackend *cb = TACH_CUDA (be);
+
+  if (batch <= 0 || m <= 0 || n <= 0)
+    return;
+  TACH_CUBLAS_TRY (be, tach_cublas.gemm_strided_batched_ex (cb->cublas,
+                                                            /* transa = */ tb ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                            /* transb = */ ta ? CUBLAS_OP_T : CUBLAS_OP_N,
+                                                            /* m = */ n, /* n = */ m, /* k = */ k,
+                                                            &alpha,
+                                                            /* A = */ b, CUDA_R_32F, ldb,
+                                                            (long long) stride_b,
+                                                            /* B = */ a, CUDA_R_32F, lda,
+                                                            (long long) stride_a,
+                                                            &beta,
+                                                            /* C = */ c, CUDA_R_32F, ldc,
+                                                            (long long) stride_c,
+                                                            batch, cb->cublas_compute,
+                                                            CUBLAS_GEMM_DEFAULT), return);
+}
+
 /* --------------------------------------------------------------- devices */
 
 /* FP32 lanes per SM by compute capability (from NVIDIA's tables): an FMA
@@ -409,6 +438,7 @@ cuda_free (TachBackend *be)
     (void) cudaStreamSynchronize (cb->stream);
   tach_cuda_host_clear (be);
   tach_cuda_free_internal (be, cb->rows_scratch);
+  tach_cuda_free_internal (be, cb->att_scratch);
   if (cb->cublas != NULL)
     (void) tach_cublas.destroy (cb->cublas);
   if (cb->cudnn != NULL)
@@ -458,6 +488,7 @@ static TachBackendOps cuda_ops = {
   .graph_launch = cuda_graph_launch,
   .graph_free = cuda_graph_free,
   .gemm = cuda_gemm,
+  .gemm_strided_batched = cuda_gemm_strided_batched,
   .lstm_plan_new = tach_cuda_lstm_plan_new,
   .lstm_plan_free = tach_cuda_lstm_plan_free,
   .lstm_reserve_bytes = tach_cuda_lstm_reserve_bytes,

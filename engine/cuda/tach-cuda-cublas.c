@@ -84,6 +84,7 @@ tach_cublas_load (GError **error)
     SYMBOL (set_workspace, "cublasSetWorkspace_v2"),
     SYMBOL (set_math_mode, "cublasSetMathMode"),
     SYMBOL (gemm_ex, "cublasGemmEx"),
+    SYMBOL (gemm_strided_batched_ex, "cublasGemmStridedBatchedEx"),
     SYMBOL (get_property, "cublasGetProperty"),
     SYMBOL (get_status_name, "cublasGetStatusName"),
     SYMBOL (get_status_string, "cublasGetStatusString"),

@@ -15,19 +15,7 @@
 #include "tach-adam.h"
 #include "tach-rand.h"
 
-#define TACH_THREADS 256
 #define TACH_BIAS_THREADS 1024
-
-static unsigned int
-grid_for (size_t n)
-{
-  size_t blocks = (n + TACH_THREADS - 1) / TACH_THREADS;
-
-  /* Grid-stride loops below cover whatever a capped grid leaves. */
-  if (blocks > 65535 * 8)
-    blocks = 65535 * 8;
-  return (unsigned int) (blocks == 0 ? 1 : blocks);
-}
 
 __device__ __forceinline__ float
 sigmoidf_ (float x)
@@ -72,10 +60,6 @@ block_max (float v)
   __syncthreads ();
   return v;
 }
-
-#define GRID_STRIDE(i, n) \
-  for (size_t i = (size_t) blockIdx.x * blockDim.x + threadIdx.x; i < (n); \
-       i += (size_t) blockDim.x * gridDim.x)
 
 /* ------------------------------------------------------------- dense */
 

@@ -119,6 +119,41 @@ cudaError_t tach_cuda_launch_adam (cudaStream_t stream, float *param, const floa
 cudaError_t tach_cuda_launch_sgd (cudaStream_t stream, float *param, const float *grad, size_t n,
                                   float lr);
 
+/* tach-cuda-transformer.cu: the Transformer ops, as their slots in
+ * tach-backend-ops.h say.  heads: split (@split) or merge.  The attention
+ * takes hd <= 128 (cudaErrorInvalidValue beyond); its backward's @dd is
+ * B*H*t floats of scratch (the rows' D = rowsum (dO O)). */
+cudaError_t tach_cuda_launch_add (cudaStream_t stream, const float *a, const float *b, float *y,
+                                  size_t n);
+cudaError_t tach_cuda_launch_scale (cudaStream_t stream, float *x, float alpha, size_t n);
+cudaError_t tach_cuda_launch_layernorm_fwd (cudaStream_t stream, const float *x, const float *res,
+                                            float *sum, const float *gamma, const float *beta,
+                                            float *y, float *mean, float *rstd, int rows, int dim);
+cudaError_t tach_cuda_launch_layernorm_bwd (cudaStream_t stream, const float *x, const float *gamma,
+                                            const float *mean, const float *rstd, const float *dy,
+                                            const float *dres, float *dx, float *dgamma,
+                                            float *dbeta, int rows, int dim);
+cudaError_t tach_cuda_launch_gelu_fwd (cudaStream_t stream, float *x, const float *bias, float *y,
+                                       int rows, int dim);
+cudaError_t tach_cuda_launch_gelu_bwd (cudaStream_t stream, const float *x, const float *dy,
+                                       float *dx, size_t n);
+cudaError_t tach_cuda_launch_heads (cudaStream_t stream, float *x, int ldx, float *y, int B, int T,
+                                    int H, int hd, int cap, int pos, int split);
+cudaError_t tach_cuda_launch_causal_softmax_fwd (cudaStream_t stream, float *s, int bh, int tq,
+                                                 int tk, int pos, float scale);
+cudaError_t tach_cuda_launch_causal_softmax_bwd (cudaStream_t stream, const float *p,
+                                                 const float *dp, float *ds, int bh, int tq,
+                                                 int tk, float scale);
+cudaError_t tach_cuda_launch_embedding_bwd (cudaStream_t stream, const float *dout,
+                                            const int32_t *idx, float *dtable, int n, int dim);
+cudaError_t tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float *k,
+                                            const float *v, float *o, float *lse, int B, int H,
+                                            int tq, int tk, int cap, int hd, int pos, float scale);
+cudaError_t tach_cuda_launch_attention_bwd (cudaStream_t stream, const float *q, const float *k,
+                                            const float *v, const float *o, const float *dout,
+                                            const float *lse, float *dd, float *dq, float *dk,
+                                            float *dv, int B, int H, int t, int hd, float scale);
+
 #ifdef __cplusplus
 }
 #endif

@@ -183,6 +183,121 @@ cuda_sgd (TachBackend *be, float *param, const float *grad, size_t n, float lr)
   LAUNCH (be, tach_cuda_launch_sgd (STREAM (be), param, grad, n, lr));
 }
 
+/* --------------------------------------------------------- Transformer */
+
+static void
+cuda_add (TachBackend *be, const float *a, const float *b, float *y, size_t n)
+{
+  LAUNCH (be, tach_cuda_launch_add (STREAM (be), a, b, y, n));
+}
+
+static void
+cuda_scale (TachBackend *be, float *x, float alpha, size_t n)
+{
+  LAUNCH (be, tach_cuda_launch_scale (STREAM (be), x, alpha, n));
+}
+
+static void
+cuda_layernorm_fwd (TachBackend *be, const float *x, const float *res, float *sum,
+                    const float *gamma, const float *beta, float *y, float *mean, float *rstd,
+                    int rows, int dim)
+{
+  LAUNCH (be, tach_cuda_launch_layernorm_fwd (STREAM (be), x, res, sum, gamma, beta, y, mean, rstd,
+                                              rows, dim));
+}
+
+static void
+cuda_layernorm_bwd (TachBackend *be, const float *x, const float *gamma, const float *mean,
+                    const float *rstd, const float *dy, const float *dres, float *dx,
+                    float *dgamma, float *dbeta, int rows, int dim)
+{
+  LAUNCH (be, tach_cuda_launch_layernorm_bwd (STREAM (be), x, gamma, mean, rstd, dy, dres, dx,
+                                              dgamma, dbeta, rows, dim));
+}
+
+static void
+cuda_gelu_fwd (TachBackend *be, float *x, const float *bias, float *y, int rows, int dim)
+{
+  LAUNCH (be, tach_cuda_launch_gelu_fwd (STREAM (be), x, bias, y, rows, dim));
+}
+
+static void
+cuda_gelu_bwd (TachBackend *be, const float *x, const float *dy, float *dx, size_t n)
+{
+  LAUNCH (be, tach_cuda_launch_gelu_bwd (STREAM (be), x, dy, dx, n));
+}
+
+static void
+cuda_heads_split (TachBackend *be, const float *x, int ldx, float *y, int B, int T, int H, int hd,
+                  int cap, int pos)
+{
+  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), (float *) x, ldx, y, B, T, H, hd, cap, pos, 1));
+}
+
+static void
+cuda_heads_merge (TachBackend *be, const float *y, float *x, int ldx, int B, int T, int H, int hd,
+                  int cap, int pos)
+{
+  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), x, ldx, (float *) y, B, T, H, hd, cap, pos, 0));
+}
+
+static void
+cuda_causal_softmax_fwd (TachBackend *be, float *s, int bh, int tq, int tk, int pos, float scale)
+{
+  LAUNCH (be, tach_cuda_launch_causal_softmax_fwd (STREAM (be), s, bh, tq, tk, pos, scale));
+}
+
+static void
+cuda_causal_softmax_bwd (TachBackend *be, const float *p, const float *dp, float *ds, int bh,
+                         int tq, int tk, float scale)
+{
+  LAUNCH (be, tach_cuda_launch_causal_softmax_bwd (STREAM (be), p, dp, ds, bh, tq, tk, scale));
+}
+
+/* Tach's own tiled kernel (tach-cuda-transformer.cu) takes heads of up to
+ * 128 dimensions (GPT-2's are 64): its launcher refuses more with
+ * cudaErrorInvalidValue, which becomes the sticky error; validation is
+ * where a run asking for more is refused with the fix. */
+static void
+cuda_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v, float *o,
+                    float *lse, int B, int H, int tq, int tk, int cap, int hd, int pos,
+                    float scale)
+{
+  LAUNCH (be, tach_cuda_launch_attention_fwd (STREAM (be), q, k, v, o, lse, B, H, tq, tk, cap,
+                                                hd, pos, scale));
+}
+
+static void
+cuda_attention_bwd (TachBackend *be, const float *q, const float *k, const float *v,
+                    const float *o, const float *dout, const float *lse, float *dq, float *dk,
+                    float *dv, int B, int H, int t, int hd, float scale)
+{
+  TachCudaBackend *cb = TACH_CUDA (be);
+  size_t need = (size_t) B * H * t;
+
+  /* The rows' D, kept between steps: a graph captures a step whose
+   * scratch an eager step before it made. */
+  if (cb->att_scratch_floats < need)
+    {
+      if (!tach_cuda_not_capturing (be, "growing the fused attention's scratch"))
+        return;
+      tach_cuda_free_internal (be, cb->att_scratch);
+      cb->att_scratch = tach_cuda_alloc_internal (be, need * sizeof (float));
+      cb->att_scratch_floats = cb->att_scratch != NULL ? need : 0;
+      if (cb->att_scratch == NULL)
+        return;
+    }
+  LAUNCH (be, tach_cuda_launch_attention_bwd (STREAM (be), q, k, v, o, dout, lse, cb->att_scratch,
+                                              dq, dk, dv, B, H, t, hd, scale));
+}
+
+static void
+cuda_embedding_bwd (TachBackend *be, const float *dout, const int32_t *idx, float *dtable, int n,
+                    int dim)
+{
+  LAUNCH (be, tach_cuda_launch_embedding_bwd (STREAM (be), dout, idx, dtable, n, dim));
+}
+
 void
 tach_cuda_ops_fill_kernels (TachBackendOps *ops)
 {
@@ -209,4 +324,17 @@ tach_cuda_ops_fill_kernels (TachBackendOps *ops)
   ops->counter_add = cuda_counter_add;
   ops->adam = cuda_adam;
   ops->sgd = cuda_sgd;
+  ops->add = cuda_add;
+  ops->scale = cuda_scale;
+  ops->layernorm_fwd = cuda_layernorm_fwd;
+  ops->layernorm_bwd = cuda_layernorm_bwd;
+  ops->gelu_fwd = cuda_gelu_fwd;
+  ops->gelu_bwd = cuda_gelu_bwd;
+  ops->heads_split = cuda_heads_split;
+  ops->heads_merge = cuda_heads_merge;
+  ops->causal_softmax_fwd = cuda_causal_softmax_fwd;
+  ops->causal_softmax_bwd = cuda_causal_softmax_bwd;
+  ops->attention_fwd = cuda_attention_fwd;
+  ops->attention_bwd = cuda_attention_bwd;
+  ops->embedding_bwd = cuda_embedding_bwd;
 }

@@ -46,6 +46,8 @@ typedef struct {
   void           *rows_scratch;  /* internal, zeroed at init: softmax_ce's and the sampler's
                                   * block sums (TACH_CUDA_ROWS_SCRATCH_BYTES) */
   guint           plain;         /* TachCudaLean bits turned off by TACH_CUDA_PLAIN */
+  float          *att_scratch;   /* internal: attention_bwd's rows' D, grown as needed */
+  size_t          att_scratch_floats;
   /* Data parallel (tach-cuda-nccl.c): the stream of the collectives that
    * overlap compute, and the communicator (an ncclComm_t), both NULL
    * until coll_join. */
@@ -64,6 +66,7 @@ typedef struct {
   __typeof__ (cublasSetWorkspace_v2) *set_workspace;
   __typeof__ (cublasSetMathMode)     *set_math_mode;
   __typeof__ (cublasGemmEx)          *gemm_ex;
+  __typeof__ (cublasGemmStridedBatchedEx) *gemm_strided_batched_ex;
   __typeof__ (cublasGetProperty)     *get_property;
   __typeof__ (cublasGetStatusName)   *get_status_name;
   __typeof__ (cublasGetStatusString) *get_status_string;
