@@ -168,10 +168,11 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   rows=$(count_rows "$csv/samples.csv" "$first")
   runs=$(($(wc -l < "$csv/runs.csv") - 1))
   # The data it read: named in the summary and in runs.csv (whose rows end
-  # with data_source, data_path and label, then the threads).
-  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 5) "|" $(NF - 4) }')
+  # with data_source, data_path and label, then the threads and gpt's six
+  # figures).
+  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 11) "|" $(NF - 10) }')
   if grep -q "^  data         synthetic sequences$" "$out" &&
-     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
+     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes.$" &&
      [ "$source" = "synthetic sequences|" ]; then
     pass "the data read is named in the summary and runs.csv"
   else
@@ -346,10 +347,10 @@ if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      "$cli" sweep --workload bilstm --presets tf1-constant,tuned --vary hidden=4..8x2 \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0 --csv "$sw"; then
   # (runs.csv ends with the varied knob and its value, how busy the
-  # machine was, then eval_s, the data read, the label and the threads
-  # the CPU run had and kept.)
-  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share.$" &&
+  # machine was, then eval_s, the data read, the label, the threads
+  # the CPU run had and kept, and gpt's six figures, empty here.)
+  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+,,,,,,.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" &&
@@ -509,7 +510,7 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
                           print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
   # Each run is named by what it is (runs.csv's label column): A's preset,
   # A with one of B's knobs, and B's settings, 3 rounds each.
-  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 3) }' | sort | uniq -c |
+  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 9) }' | sort | uniq -c |
            awk '{ $1 = $1 ":"; print }' | tr '\n' '|')
   if [ "$labels" != "3: layout=batch-major feed=resident sync=1|3: tf1-feed-dict|3: tf1-feed-dict + feed=resident|3: tf1-feed-dict + layout=batch-major|" ]; then
     fail "explain's runs are named by what they are" "labels: $labels"
@@ -590,7 +591,7 @@ fi
 
 # A knob given that the run does not honour is said, with the reason.
 if expect "a knob that does not apply is noted" 0 \
-     "^tach-cli: note: --sampling device is ignored: only lstm-lm text generation samples tokens" \
+     "^tach-cli: note: --sampling device is ignored: only the language models' text generation samples tokens" \
      "$cli" run --workload bilstm --device cpu --batch 8 --steps 4 --warmup 3 --threads 1 \
      --sampling device; then
   if ! grep -q "^tach-cli: note: --warmup 3 runs as 2: warm-up steps are at most half of the 4 steps" "$out" ||
@@ -616,6 +617,54 @@ expect "sweep --vary hidden names the values in its header" 0 \
   "^bilstm \(train\) on cpu \(.*\), batch 8, 2 steps \(0 warm-up\), hidden 4, 6$" \
   "$cli" sweep --workload bilstm --presets tuned --vary hidden=4,6 --device cpu --batch 8 \
   --steps 2 --warmup 0 --threads 1
+
+# gpt: bad shapes are refused before any step, each saying why; a run
+# reports its prefill and decoding apart, and its memory by part.
+gpt_refused () {
+  name=$1; pattern=$2; shift 2
+  if expect_usage "$name" "$pattern" run --workload gpt --device cpu --threads 1 --steps 2 "$@" &&
+     grep -q "steps/s" "$out"; then
+    passed=$((passed - 1))
+    fail "$name" "a step ran"
+  fi
+}
+gpt_refused "gpt: heads must divide the width" \
+  "^tach-cli: gpt: --heads 5 does not divide --embed 384" --heads 5
+gpt_refused "gpt: a prompt longer than the context" \
+  "^tach-cli: gpt: --prompt 300 is longer than --context 256" --task generate --prompt 300
+gpt_refused "gpt: a prompt and new tokens beyond the position table" \
+  "take 300 positions, beyond the position table of --context 256" \
+  --task generate --prompt 200 --new-tokens 100
+gpt_refused "gpt: a shape too large for memory says how much it needs" \
+  "^tach-cli: gpt's activations \([0-9.]+[^A-Z]*[GT]B for --batch 4096 x 256 tokens\) needs [0-9.]+[^A-Z]*[GT]B of host memory" \
+  --batch 4096 --attention fused
+gpt_refused "gpt: a larger shape too large for memory says how much it needs" \
+  "^tach-cli: --layers 8 --context 8192 with --batch 2 needs [0-9.]+[^A-Z]*[GT]B of host memory" \
+  --batch 2 --context 8192 --layers 8
+gpt_csv=$tmp/gpt-csv
+if expect "gpt generate reports prefill and decode" 0 \
+     "^  prefill +[0-9.]+ ms to the first token" \
+     "$cli" run --workload gpt --task generate --device cpu --threads 1 --layers 1 --heads 2 \
+     --embed 16 --context 16 --prompt 4 --steps 30 --kv-cache static --csv "$gpt_csv"; then
+  # runs.csv's last six columns: prefill_ms, decode_tokens_per_s and the
+  # four memory parts, the KV cache 1 layer x 2 x 16 positions x 16 wide x 4 bytes.
+  tail6=$(sed -n 2p "$gpt_csv/runs.csv" | tr -d '\r' | awk -F, '{ print ($(NF - 5) > 0) "," ($(NF - 4) > 0) "," $(NF - 2) "," $NF }')
+  if ! grep -Eq "^  decode +[0-9.]+ tokens/s" "$out" ||
+     ! grep -Eq "^ +parameters [0-9.]+.KiB, optimiser 0.bytes, activations [0-9.]+.KiB, KV cache 2.0.KiB$" "$out" ||
+     [ "${tail6%,*}" != "1,1,0" ] || [ "${tail6##*,}" != 2048 ]; then
+    passed=$((passed - 1))
+    fail "gpt generate reports prefill and decode" "runs.csv's gpt columns: $tail6"
+  fi
+fi
+# Requests of 192 steps (context 256, prompt 64) in 20 steps: the one
+# prefill is warm-up, and the summary says so rather than nothing.
+expect "gpt: a prefill in the warm-up is said not measured" 0 \
+  "^  prefill +not measured: every prompt's prefill fell in the warm-up" \
+  "$cli" run --workload gpt --task generate --device cpu --threads 1 --layers 1 --heads 2 \
+  --embed 16 --steps 20
+expect "gpt trains, its items tokens" 0 "^  tokens/s +[0-9.]+$" \
+  "$cli" run --workload gpt --device cpu --threads 1 --layers 1 --heads 2 --embed 16 \
+  --context 16 --batch 4 --steps 4
 
 echo "$passed passed, $failed failed, $skipped skipped"
 if [ "$failed" -gt 0 ]; then

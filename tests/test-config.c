@@ -281,7 +281,7 @@ test_presets (void)
   const TachPreset *all = tach_presets (&n);
   TachConfig c;
 
-  g_assert_cmpuint (n, ==, 25);
+  g_assert_cmpuint (n, ==, 40);
   /* Every preset applies cleanly to its own workload. */
   for (guint i = 0; i < n; i++)
     {
@@ -333,6 +333,26 @@ test_presets (void)
     g_assert_cmpstr (((const TachPreset *) lm->pdata[0])->name, ==, "static-rnn");
     g_assert_cmpstr (((const TachPreset *) cnn->pdata[0])->name, ==, "estimator");
   }
+
+  /* gpt: the caches of Hugging Face's generate, and build-nanogpt's ladder,
+   * whose GPU-only rung (TF32) runs as fp32 on the CPU. */
+  tach_config_init (&c, TACH_WORKLOAD_GPT);
+  g_assert_true (tach_config_set (&c, "device", "cpu", NULL));
+  g_assert_true (tach_config_set (&c, "preset", "hf-dynamic", NULL));
+  g_assert_cmpint (c.kv_cache, ==, TACH_KV_CACHE_DYNAMIC);
+  g_assert_cmpint (c.fusion, ==, TACH_FUSION_NONE);
+  g_assert_true (tach_config_set (&c, "preset", "hf-static-compiled", NULL));
+  g_assert_cmpint (c.kv_cache, ==, TACH_KV_CACHE_STATIC);
+  g_assert_cmpint (c.fusion, ==, TACH_FUSION_ELEMENTWISE);
+  g_assert_true (tach_config_set (&c, "preset", "nanogpt-no-cache", NULL));
+  g_assert_cmpint (c.kv_cache, ==, TACH_KV_CACHE_NONE);
+  g_assert_true (tach_config_set (&c, "preset", "build-nanogpt-fp32", NULL));
+  g_assert_cmpint (c.attention, ==, TACH_ATTENTION_NAIVE);
+  g_assert_true (tach_config_set (&c, "preset", "build-nanogpt-tf32", NULL));
+  g_assert_cmpint (c.precision, ==, TACH_PRECISION_FP32);
+  g_assert_true (tach_config_set (&c, "preset", "build-nanogpt-flash", NULL));
+  g_assert_cmpint (c.attention, ==, TACH_ATTENTION_FUSED);
+  tach_config_clear (&c);
 
   /* The data-parallel presets: the synchronisation they cite, and tuned's
    * other modes, so that explain between them and tuned is about the

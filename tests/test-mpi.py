@@ -462,9 +462,9 @@ def test_presets(tmp):
     p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
     check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
           "tach-cli presets lists the data-parallel presets with their sources")
-    check(p.stdout.count("between ranks only") == 15,
-          "tach-cli presets marks the 5 data-parallel presets of each of the 3 workloads")
-    check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 6,
+    check(p.stdout.count("between ranks only") == 20,
+          "tach-cli presets marks the 5 data-parallel presets of each of the 4 workloads")
+    check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 8,
           "tach-cli presets says ddp-accumulate and ddp-no-sync still accumulate alone")
     # A command that runs nothing still leaves MPI as a rank should: mpirun
     # -np 1 tach-cli presets is how tools/gpu-check.sh asks whether MPI

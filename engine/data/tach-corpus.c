@@ -399,3 +399,64 @@ tach_corpus_for_config (const TachConfig *config, guint vocab_size, gsize genera
     }
   return tach_corpus_generate (config->seed, generated_tokens, vocab_size);
 }
+
+/* ---------------------------------------------------------- bytes */
+
+/* A corpus whose tokens are the bytes of @text: 256 ids, each the byte. */
+static TachCorpus *
+corpus_of_bytes (const char *text, gsize length)
+{
+  TachCorpus *corpus = g_new0 (TachCorpus, 1);
+
+  corpus->vocab_size = 256;
+  corpus->n_words = 256;
+  corpus->n_tokens = length;
+  corpus->tokens = g_new (gint32, MAX (length, 1));
+  for (gsize i = 0; i < length; i++)
+    corpus->tokens[i] = (guint8) text[i];
+  return corpus;
+}
+
+TachCorpus *
+tach_corpus_bytes_for_config (const TachConfig *config, gsize generated_bytes, gsize least,
+                              GError **error)
+{
+  g_autofree char *text = NULL;
+  gsize length = 0;
+
+  if (config->data != NULL && config->data[0] != '\0')
+    {
+      g_autoptr(GError) local = NULL;
+
+      if (!g_file_get_contents (config->data, &text, &length, &local))
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       W_("Cannot read the text file %s (check the {data} path): %s"),
+                       config->data, local->message);
+          tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                       TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+          return NULL;
+        }
+      if (length < least)
+        {
+          g_set_error (error, TACH_ERROR, TACH_ERROR_DATA,
+                       _("The text of %s has %zu bytes; gpt needs at least %zu "
+                         "(give a longer text)"),
+                       config->data, length, least);
+          tach_error_add_pending_hint (error, TACH_HINT_CONFIG_VALUE,
+                                       TACH_KNOB_DATA, TACH_KNOB_DATA, NULL, NULL);
+          return NULL;
+        }
+      return corpus_of_bytes (text, length);
+    }
+  {
+    /* The seeded words, spelt out: a word and its space are at least two
+     * bytes, so this many words give enough. */
+    g_autoptr(TachCorpus) words = tach_corpus_generate (config->seed, MAX (generated_bytes, least) / 2 + 1,
+                                                        TACH_CORPUS_BYTE_WORDS);
+
+    text = tach_corpus_detokenize (words, words->tokens, words->n_tokens);
+    length = MIN (strlen (text), MAX (generated_bytes, least));
+    return corpus_of_bytes (text, length);
+  }
+}

@@ -55,6 +55,13 @@ void        tach_corpus_free (TachCorpus *corpus);
  * else @generated_tokens generated from the seed. */
 TachCorpus *tach_corpus_for_config (const TachConfig *config, guint vocab_size,
                                     gsize generated_tokens, GError **error);
+/* The words of the seeded text that a byte-level corpus spells out. */
+#define TACH_CORPUS_BYTE_WORDS 554
+/* gpt's text: the bytes of the --data file (at least @least of them), or
+ * @generated_bytes of the seeded text's words, spelt out with spaces
+ * between them.  Tokens are bytes (vocab_size 256, no words). */
+TachCorpus *tach_corpus_bytes_for_config (const TachConfig *config, gsize generated_bytes,
+                                          gsize least, GError **error);
 /* A step coprime with @n near n / golden ratio: i -> i * step mod n
  * visits every one of @n windows once per epoch, far from its neighbours. */
 guint64     tach_corpus_window_stride (guint64 n);

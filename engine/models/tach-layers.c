@@ -23,8 +23,15 @@ void
 tach_dense_forward_prec (TachBackend *be, TachPrecision precision, const float *x,
                          const float *w, const float *b, float *y, int m, int in, int out)
 {
+  tach_dense_forward_strided (be, precision, x, in, w, b, y, m, in, out);
+}
+
+void
+tach_dense_forward_strided (TachBackend *be, TachPrecision precision, const float *x, int ldx,
+                            const float *w, const float *b, float *y, int m, int in, int out)
+{
   /* y[m, out] = x[m, in] w[out, in]^T */
-  dense_gemm (be, precision, FALSE, TRUE, m, out, in, x, in, w, in, 0.0f, y, out);
+  dense_gemm (be, precision, FALSE, TRUE, m, out, in, x, ldx, w, in, 0.0f, y, out);
   if (b != NULL)
     tach_op (be, bias_add, y, b, m, out);
 }

@@ -30,6 +30,11 @@ void          tach_dense_backward (TachBackend *be, const float *x, const float 
 void          tach_dense_forward_prec (TachBackend *be, TachPrecision precision, const float *x,
                                        const float *w, const float *b, float *y, int m, int in,
                                        int out);
+/* The same over rows of x @ldx floats apart (the last row of each
+ * stream, say). */
+void          tach_dense_forward_strided (TachBackend *be, TachPrecision precision,
+                                          const float *x, int ldx, const float *w,
+                                          const float *b, float *y, int m, int in, int out);
 void          tach_dense_backward_prec (TachBackend *be, TachPrecision precision, const float *x,
                                         const float *w, const float *dy, float *dx, float *dw,
                                         float *db, int m, int in, int out, float beta);

@@ -698,26 +698,17 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
     *host_bytes = host;
 }
 
-/* The knobs only lstm-lm uses. */
+/* The knobs only the language models use, and lstm-lm's own. */
 static const TachModelKnob lm_owns[] = {
-  { TACH_KNOB_TASK, N_("only lstm-lm has a generate task"),
-    N_("{task=generate} needs {workload=lstm-lm}: only the language model generates text") },
+  TACH_MODEL_LANGUAGE_KNOBS,
   { TACH_KNOB_CALL_SETUP, N_("per-call setup is the Keras predict loop of lstm-lm") },
-  { TACH_KNOB_SAMPLING, N_("only lstm-lm text generation samples tokens") },
-  { TACH_KNOB_PRINT_TEXT, N_("only lstm-lm text generation produces text") },
-  { TACH_KNOB_EMBED, N_("only lstm-lm embeds a context of tokens") },
-  { TACH_KNOB_CONTEXT, N_("only lstm-lm embeds a context of tokens") },
   { TACH_KNOB_COUNT },
 };
 
-/* Sampling and the generated text belong to the generate task. */
 static const char *
 lm_knob_unused (const TachConfig *config, TachKnobId knob)
 {
-  if (config->task != TACH_TASK_GENERATE
-      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
-    return tach_model_owned_why (&tach_lstm_lm_model_class, knob);
-  return NULL;
+  return tach_model_generate_knob_unused (&tach_lstm_lm_model_class, config, knob);
 }
 
 static void

@@ -92,6 +92,9 @@ typedef struct {
    * NULL (both preset to the batch and NULL). */
   gboolean   (*memory_hint)   (const TachConfig *config, char **what, const char **fix,
                                TachKnobId *knob, const char **fix_value);
+  /* Whether a training step's items are tokens (every position of a
+   * sequence predicts one), not samples. */
+  gboolean      trains_on_tokens;
   /* Whether its step runs the backend's LSTM ops (a backend with
    * TACH_BACKEND_CAP_LSTM_FP32_ONLY then takes fp32 only). */
   gboolean      has_lstm;
@@ -128,14 +131,35 @@ typedef struct {
   /* Optional: bytes the model needs on the device and on the host for
    * @config, for validation before anything is allocated. */
   void       (*memory_needs)  (const TachConfig *config, guint64 *device_bytes, guint64 *host_bytes);
+  /* Optional: generation in requests of this many steps, a prefill then
+   * decoding (the summary reports the two apart); 0 or NULL: none. */
+  guint64    (*request_steps) (TachModel *model);
+  /* Optional: the bytes of its parameters, the optimiser's state, a
+   * step's activations and its KV cache (at its largest so far), in
+   * @bytes[0..3]; after the last step. */
+  void       (*memory_parts)  (TachModel *model, double *bytes);
   void       (*free)          (TachModel *model);
 } TachModelClass;
 
+/* The rows of the knobs both language models (lstm-lm and gpt) own: the
+ * generate task and what belongs to it, the embedded context of tokens. */
+#define TACH_MODEL_LANGUAGE_KNOBS \
+  { TACH_KNOB_TASK, N_("only the language models (lstm-lm, gpt) have a generate task"), \
+    N_("{task=generate} needs {workload=lstm-lm} or {workload=gpt}: only the language models " \
+       "generate text") }, \
+  { TACH_KNOB_SAMPLING, N_("only the language models' text generation samples tokens") }, \
+  { TACH_KNOB_PRINT_TEXT, N_("only the language models' text generation produces text") }, \
+  { TACH_KNOB_EMBED, N_("only the language models embed a context of tokens") }, \
+  { TACH_KNOB_CONTEXT, N_("only the language models embed a context of tokens") }
+
 const TachModelClass *tach_model_class_for (TachWorkload workload);
+
 /* Why @config's workload leaves @knob unused (a msgid), or NULL: its own
  * words first, else those of the workload that owns the knob. */
 const char          *tach_model_knob_unused (const TachConfig *config, TachKnobId knob);
-/* The row of the workload that owns @knob (and that workload), or NULL. */
+/* The row of the first workload that owns @knob (and that workload), or
+ * NULL.  A knob may have several owners (TACH_MODEL_LANGUAGE_KNOBS): it
+ * applies to each of them. */
 const TachModelKnob *tach_model_knob_owner (TachKnobId knob, const TachModelClass **owner);
 /* The reason @klass's own row for @knob gives, or NULL: read from the
  * class itself, so a model asks it of its own class without going through
@@ -146,6 +170,26 @@ tach_model_owned_why (const TachModelClass *klass, TachKnobId knob)
   for (const TachModelKnob *k = klass->owns; k != NULL && k->knob != TACH_KNOB_COUNT; k++)
     if (k->knob == knob)
       return k->why;
+  return NULL;
+}
+
+/* Whether @klass's own rows list @knob. */
+static inline gboolean
+tach_model_class_owns (const TachModelClass *klass, TachKnobId knob)
+{
+  return tach_model_owned_why (klass, knob) != NULL;
+}
+
+/* The language models' own rule: sampling and the generated text belong
+ * to the generate task (the reason @klass's row gives), else NULL.  Inline,
+ * as the rows' reader above, so that a model asks it without the registry. */
+static inline const char *
+tach_model_generate_knob_unused (const TachModelClass *klass, const TachConfig *config,
+                                 TachKnobId knob)
+{
+  if (config->task != TACH_TASK_GENERATE
+      && (knob == TACH_KNOB_SAMPLING || knob == TACH_KNOB_PRINT_TEXT))
+    return tach_model_owned_why (klass, knob);
   return NULL;
 }
 

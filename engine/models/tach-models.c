@@ -47,9 +47,12 @@ tach_model_knob_unused (const TachConfig *config, TachKnobId knob)
       if (why != NULL)
         return why;
     }
+  if (klass != NULL && tach_model_class_owns (klass, knob))
+    return NULL;
   owned = tach_model_knob_owner (knob, &owner);
-  return owned != NULL && owner != klass ? owned->why : NULL;
+  return owned != NULL ? owned->why : NULL;
 }
+
 
 void
 tach_config_get_data_source (const TachConfig *config, const char **kind, char **path)

@@ -54,6 +54,7 @@ struct _TachParams {
   float         *host;       /* staging copy, until upload */
   TachOptimizer  optimizer;
   float          lr;
+  float          beta1, beta2, eps;  /* Adam's */
 };
 
 static void
@@ -282,6 +283,17 @@ tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double l
 {
   params->optimizer = optimizer;
   params->lr = (float) lr;
+  params->beta1 = TACH_ADAM_BETA1;
+  params->beta2 = TACH_ADAM_BETA2;
+  params->eps = TACH_ADAM_EPS;
+}
+
+void
+tach_params_set_adam (TachParams *params, float beta1, float beta2, float eps)
+{
+  params->beta1 = beta1;
+  params->beta2 = beta2;
+  params->eps = eps;
 }
 
 void
@@ -326,21 +338,32 @@ tach_params_grad_ready (TachParams *params, guint index)
     be->grad_sync->ready (be->grad_sync, params->sum, slice->sync_index);
 }
 
-/* The optimizer step on @grad. */
+/* The optimizer step on @grad, after AdamW's decoupled decay of the
+ * first @decayed floats when @weight_decay > 0. */
 static void
-optimize (TachParams *params, const float *grad)
+optimize (TachParams *params, const float *grad, float weight_decay, size_t decayed)
 {
   TachBackend *be = params->be;
 
+  /* torch.optim.AdamW decays before its Adam step: param *= 1 - lr wd. */
+  if (weight_decay > 0.0f && decayed > 0)
+    tach_op (be, scale, params->data, 1.0f - params->lr * weight_decay,
+             MIN (decayed, params->trainable));
   if (params->optimizer == TACH_OPTIMIZER_SGD)
     tach_op (be, sgd, params->data, grad, params->trainable, params->lr);
   else
     tach_op (be, adam, params->data, grad, params->m, params->v, params->trainable,
-             params->lr, TACH_ADAM_BETA1, TACH_ADAM_BETA2, TACH_ADAM_EPS, params->t);
+             params->lr, params->beta1, params->beta2, params->eps, params->t);
 }
 
 void
 tach_params_update (TachParams *params)
+{
+  tach_params_update_decoupled (params, 0.0f, 0);
+}
+
+void
+tach_params_update_decoupled (TachParams *params, float weight_decay, size_t decayed)
 {
   TachBackend *be = params->be;
   gboolean last = be->micro + 1 >= be->accumulate;
@@ -351,7 +374,7 @@ tach_params_update (TachParams *params)
     {
       if (be->grad_sync != NULL)
         be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
-      optimize (params, params->grad);
+      optimize (params, params->grad, weight_decay, decayed);
       return;
     }
   if (sync_each (params))
@@ -374,8 +397,14 @@ tach_params_update (TachParams *params)
     return;
   if (!sync_each (params) && be->grad_sync != NULL)
     be->grad_sync->reduce (be->grad_sync, params->sum, params->data, params->total);
-  optimize (params, params->sum);
+  optimize (params, params->sum, weight_decay, decayed);
   tach_backend_zero (be, params->sum, params->trainable * sizeof (float));
+}
+
+size_t
+tach_params_offset (TachParams *params, guint index)
+{
+  return (size_t) (tach_params_data (params, index) - params->data);
 }
 
 void

@@ -91,6 +91,15 @@ void          tach_params_grad_ready (TachParams *params, guint index);
  * that is every micro-batch (TachBackend.micro), and only the last one's
  * updates, with the mean of the micro-batches' gradients. */
 void          tach_params_update (TachParams *params);
+/* The same with decoupled weight decay (AdamW's): the first @decayed
+ * floats of the buffer are scaled by 1 - lr * @weight_decay first. */
+void          tach_params_update_decoupled (TachParams *params, float weight_decay,
+                                            size_t decayed);
+/* Adam's betas and epsilon (TACH_ADAM_* until set; after
+ * tach_params_set_optimizer, which resets them). */
+void          tach_params_set_adam (TachParams *params, float beta1, float beta2, float eps);
+/* Where slice @index starts in the flat buffer, in floats. */
+size_t        tach_params_offset (TachParams *params, guint index);
 void          tach_params_free (TachParams *params);
 
 G_DEFINE_AUTOPTR_CLEANUP_FUNC (TachParams, tach_params_free)

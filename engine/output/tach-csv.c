@@ -43,7 +43,11 @@ static const char *const runs_tail[] = {
   /* A CPU run's threads (empty elsewhere): how many it had (the threads
    * knob resolved), the fewest its ops ran on while other processes
    * wanted the processors, and the share of its time on fewer. */
-  "threads_had", "threads_fewest", "threads_fewer_share", NULL
+  "threads_had", "threads_fewest", "threads_fewer_share",
+  /* Generation's prefill and decoding apart, and what the model's memory
+   * holds (gpt; empty elsewhere). */
+  "prefill_ms", "decode_tokens_per_s", "param_bytes", "optimizer_bytes", "activation_bytes",
+  "kv_cache_bytes", NULL
 };
 
 static void
@@ -268,6 +272,12 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.threads_asked);
   add_double (row, s.threads_fewest);
   add_double (row, s.threads_fewer_share);
+  add_double (row, s.prefill_ms);
+  add_double (row, s.decode_tokens_per_s);
+  add_double (row, s.param_bytes);
+  add_double (row, s.optimizer_bytes);
+  add_double (row, s.activation_bytes);
+  add_double (row, s.kv_cache_bytes);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

@@ -83,6 +83,13 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "strong_scaling", G_STRUCT_OFFSET (TachSummary, strong_scaling), 1 },
     { "strong_scaling_lo", G_STRUCT_OFFSET (TachSummary, strong_scaling_lo), 1 },
     { "strong_scaling_hi", G_STRUCT_OFFSET (TachSummary, strong_scaling_hi), 1 },
+    /* Absent (NaN) in folders written before gpt. */
+    { "prefill_ms", G_STRUCT_OFFSET (TachSummary, prefill_ms), 1 },
+    { "decode_tokens_per_s", G_STRUCT_OFFSET (TachSummary, decode_tokens_per_s), 1 },
+    { "param_bytes", G_STRUCT_OFFSET (TachSummary, param_bytes), 1 },
+    { "optimizer_bytes", G_STRUCT_OFFSET (TachSummary, optimizer_bytes), 1 },
+    { "activation_bytes", G_STRUCT_OFFSET (TachSummary, activation_bytes), 1 },
+    { "kv_cache_bytes", G_STRUCT_OFFSET (TachSummary, kv_cache_bytes), 1 },
   };
 
   memset (s, 0, sizeof *s);

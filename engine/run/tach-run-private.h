@@ -65,6 +65,10 @@ struct _TachRun {
   guint64        items_per_step;  /* under lock, set by the engine thread */
   double         flops_per_step;
   guint64        peak_memory;
+  /* Generation's request length (TachModelClass.request_steps; 0: none)
+   * and what the model's memory holds (memory_parts; NaN unknown). */
+  guint64        request_steps;
+  double         memory_parts[4];
   gsize          pending_bytes;   /* under lock, set as the run ends: tach_run_get_pending_bytes */
   double         test_accuracy;
   TachEvaluation evaluation;      /* under lock, with eval_done, eval_total and eval_s */

@@ -5,6 +5,7 @@
  * tach-results.c (read back); both, and the hand-off of tach-run-pending.c,
  * hold them through these references. */
 #include <math.h>
+#include "tach-model.h"
 #include "tach-run-private.h"
 
 static gint next_run_id = 0;
@@ -193,6 +194,11 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   tach_summary_compute_store (run->samples, run->items_per_step, run->flops_per_step,
                               run->device->info->peak_flops, summary);
   summary->peak_memory_bytes = run->peak_memory;
+  tach_summary_add_requests (run->samples, run->request_steps, run->items_per_step, summary);
+  summary->param_bytes = run->memory_parts[0];
+  summary->optimizer_bytes = run->memory_parts[1];
+  summary->activation_bytes = run->memory_parts[2];
+  summary->kv_cache_bytes = run->memory_parts[3];
   summary->test_accuracy = run->test_accuracy;
   tach_run_summarise_ranks (run, summary);
   /* The evaluation counts in the wall time: the command took it too. */
@@ -210,8 +216,12 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   summary->strong_scaling_lo = run->strong_scaling.lo;
   summary->strong_scaling_hi = run->strong_scaling.hi;
   g_mutex_unlock (&run->lock);
-  if (run->config.task == TACH_TASK_GENERATE)
-    summary->items_unit = "tokens/s";
+  {
+    const TachModelClass *klass = tach_model_class_for (run->config.workload);
+
+    if (run->config.task == TACH_TASK_GENERATE || (klass != NULL && klass->trains_on_tokens))
+      summary->items_unit = "tokens/s";
+  }
 }
 
 /* A copy of one of the run's strings, read under its lock. */

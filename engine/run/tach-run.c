@@ -191,6 +191,8 @@ tach_run_new (const TachConfig *config, GError **error)
   }
   run->machine_busy = NAN;
   run->threads_asked = run->threads_fewest = run->threads_fewer_share = NAN;
+  for (guint i = 0; i < G_N_ELEMENTS (run->memory_parts); i++)
+    run->memory_parts[i] = NAN;
   run->weak_scaling = run->strong_scaling = (TachInterval) { NAN, NAN, NAN };
   return run;
 }
@@ -287,6 +289,7 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
   run->items_per_step = e->klass->items_per_step (e->model) * MAX (config->ranks, 1)
                         * e->be->accumulate;
   run->flops_per_step = e->klass->flops_per_step (e->model) * e->be->accumulate;
+  run->request_steps = e->klass->request_steps != NULL ? e->klass->request_steps (e->model) : 0;
   g_mutex_unlock (&run->lock);
 
   /* Generation has a loss too: the mean -log p of the sampled tokens.  At
@@ -685,6 +688,8 @@ run_main (gpointer data)
       if (ok && e.klass->dup_text != NULL && run->config.print_text)
         text = e.klass->dup_text (e.model);
       g_mutex_lock (&run->lock);
+      if (e.klass->memory_parts != NULL)
+        e.klass->memory_parts (e.model, run->memory_parts);
       run->test_accuracy = accuracy;
       run->text = text;
       g_mutex_unlock (&run->lock);

@@ -75,6 +75,13 @@ gboolean tach_sample_iter_next (TachSampleIter *iter, TachSample *out);
 
 /* Summary statistics of the store's samples, equal to tach_summary_compute
  * over the same samples copied out (tach-summary.c). */
+/* Generation in requests of @request_steps steps (a prefill, then
+ * decoding): out->prefill_ms, the median of the prefill steps' times on
+ * out->rate_clock's clock, and out->decode_tokens_per_s, the other
+ * measured steps' tokens (@tokens_per_step each) over their summed time.
+ * Nothing when @request_steps is 0. */
+void     tach_summary_add_requests (const TachSampleStore *store, guint64 request_steps,
+                                    guint64 tokens_per_step, TachSummary *out);
 void     tach_summary_compute_store (const TachSampleStore *store, guint64 items_per_step,
                                      double flops_per_step, double device_peak_flops,
                                      TachSummary *out);

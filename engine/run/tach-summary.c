@@ -356,6 +356,8 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   out->steps_per_s_lo = out->steps_per_s_hi = NAN;
   out->machine_busy = NAN;
   out->threads_asked = out->threads_fewest = out->threads_fewer_share = NAN;
+  out->prefill_ms = out->decode_tokens_per_s = NAN;
+  out->param_bytes = out->optimizer_bytes = out->activation_bytes = out->kv_cache_bytes = NAN;
   out->weak_scaling = out->weak_scaling_lo = out->weak_scaling_hi = NAN;
   out->strong_scaling = out->strong_scaling_lo = out->strong_scaling_hi = NAN;
   out->items_unit = "samples/s";
@@ -524,6 +526,44 @@ tach_summary_compute_store (const TachSampleStore *store, guint64 items_per_step
   Source src = { .store = store };
 
   summary_compute (&src, items_per_step, flops_per_step, device_peak_flops, out);
+}
+
+void
+tach_summary_add_requests (const TachSampleStore *store, guint64 request_steps,
+                           guint64 tokens_per_step, TachSummary *out)
+{
+  Source src = { .store = store };
+  Stream stream = g_strcmp0 (out->rate_clock, "device") == 0 ? STREAM_DEVICE_MS : STREAM_STEP_MS;
+  g_autoptr(GArray) prefill = g_array_new (FALSE, FALSE, sizeof (double));
+  double decode_ms = 0.0;
+  guint64 decode_steps = 0;
+  TachSample s;
+
+  if (request_steps == 0)
+    return;
+  source_rewind (&src);
+  while (source_next (&src, &s))
+    {
+      double v;
+
+      if (!stream_value (&s, stream, &v) || !(v > 0.0 && isfinite (v)))
+        continue;
+      if (s.step % request_steps == 0)
+        g_array_append_val (prefill, v);
+      else
+        {
+          decode_ms += v;
+          decode_steps++;
+        }
+    }
+  /* A few prefills a run: their times sort in place. */
+  qsort (prefill->data, prefill->len, sizeof (double), compare_doubles);
+  out->prefill_ms = prefill->len > 0 ? percentile ((double *) (void *) prefill->data, prefill->len,
+                                                   0.5)
+                                     : NAN;
+  out->decode_tokens_per_s = decode_ms > 0.0
+                             ? (double) (decode_steps * tokens_per_step) / (decode_ms / 1000.0)
+                             : NAN;
 }
 
 TachVerdict

@@ -54,11 +54,11 @@ typedef struct {
   guint         batch[TACH_TASK_GENERATE + 1];
   TachOptimizer optimizer;
   double        lr;
-  guint         hidden;
+  const char   *shapes;  /* "key=value" settings of the shape knobs */
 } WorkloadDefaults;
 
-#define DEFAULTS(train, generate, optimizer, lr, hidden) \
-  { { train, generate }, optimizer, lr, hidden }
+#define DEFAULTS(train, generate, optimizer, lr, shapes) \
+  { { train, generate }, optimizer, lr, shapes }
 #define WORKLOAD_DEFAULTS_(ID, klass, value, label, defaults) defaults,
 static const WorkloadDefaults workload_defaults[] = { TACH_WORKLOAD_LIST (WORKLOAD_DEFAULTS_) };
 #undef WORKLOAD_DEFAULTS_
@@ -112,7 +112,12 @@ tach_config_init (TachConfig *config, TachWorkload workload)
   config->batch = tach_config_default_batch (workload, TACH_TASK_TRAIN);
   config->optimizer = workload_defaults[workload].optimizer;
   config->lr = workload_defaults[workload].lr;
-  config->hidden = workload_defaults[workload].hidden;
+  {
+    gboolean ok = tach_config_apply_settings (config, workload_defaults[workload].shapes, NULL);
+
+    /* The list's own words: a typo there is the program's bug. */
+    g_assert (ok);
+  }
 }
 
 void

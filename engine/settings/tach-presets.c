@@ -30,6 +30,8 @@
 #define BILSTM_TUNED "layout=batch-major rnn=fused feed=resident sync=end metrics=none"
 #define LSTM_LM_TUNED "rnn=fused call-setup=persistent sampling=device sync=end"
 #define CNN_TUNED "feed=resident sync=end metrics=none"
+#define GPT_TUNED "attention=fused kv-cache=static fusion=elementwise sampling=device " \
+  "feed=resident sync=end metrics=none"
 #define SYNC_HOROVOD_NO_OVERLAP " grad-sync=per-tensor bucket-mb=64 grad-compress=none"
 #define SYNC_HOROVOD " grad-sync=fused bucket-mb=64 grad-compress=none"
 #define SYNC_DDP " grad-sync=overlap bucket-mb=25 grad-compress=none"
@@ -251,6 +253,166 @@ static const TachPreset presets[] = {
        "bucket-mb=25: buckets of at most 25 MB\n"
        "grad-compress=none: the gradients travel as fp32 (a cast changes the results)\n"
        "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
+
+  /* W4: generation as Hugging Face and nanoGPT run it, then training as
+   * build-nanogpt's ladder climbs it, rung by rung.  On the CPU the
+   * launch-bound and tensor-core gaps do not exist (no launches, no TF32):
+   * what remains is the cache's work per token and attention's memory. */
+  { "hf-dynamic", TACH_WORKLOAD_GPT,
+    N_("Hugging Face generate's defaults: a DynamicCache grown by torch.cat every token, eager"),
+    "attention=fused kv-cache=dynamic fusion=none sampling=device feed=host-f32 sync=1 "
+    "metrics=none", NULL,
+    N_("attention=fused: GPT2Attention runs torch's scaled_dot_product_attention "
+       "(attn_implementation 'sdpa', transformers/models/gpt2/modeling_gpt2.py)\n"
+       "kv-cache=dynamic: generate() makes a DynamicCache when no cache_implementation is given; "
+       "each layer's update() appends with torch.cat (transformers/cache_utils.py); "
+       "huggingface/transformers PR 34923 measured it at 27.08 s on an A100\n"
+       "fusion=none: eager PyTorch runs every elementwise op as its own kernel\n"
+       "sampling=device: the logits processors and torch.multinomial run on the device "
+       "(transformers/generation/utils.py, _sample)\n"
+       "feed=host-f32: the tokenizer's input ids are copied to the device per call\n"
+       "sync=1: the stopping criteria read the new tokens back every step "
+       "(transformers/generation/stopping_criteria.py)\n"
+       "metrics=none: generation computes no metric") },
+  { "hf-static", TACH_WORKLOAD_GPT,
+    N_("Hugging Face's StaticCache without compilation: attention over the whole preallocated "
+       "length"),
+    "attention=fused kv-cache=static fusion=none sampling=device feed=host-f32 sync=1 "
+    "metrics=none", NULL,
+    N_("attention=fused: scaled_dot_product_attention, as hf-dynamic "
+       "(transformers/models/gpt2/modeling_gpt2.py)\n"
+       "kv-cache=static: cache_implementation='static' preallocates every layer's keys and "
+       "values and writes each token with index_copy_ (transformers/cache_utils.py, "
+       "StaticCache); uncompiled, attention runs over the whole preallocated length, masked, "
+       "slower than the dynamic cache (huggingface/transformers PR 40328)\n"
+       "fusion=none: uncompiled, every elementwise op its own kernel\n"
+       "sampling=device: torch.multinomial on the device (transformers/generation/utils.py)\n"
+       "feed=host-f32: the input ids copied per call\n"
+       "sync=1: the stopping criteria read the new tokens back every step "
+       "(transformers/generation/stopping_criteria.py)\n"
+       "metrics=none: generation computes no metric") },
+  { "hf-static-compiled", TACH_WORKLOAD_GPT,
+    N_("Hugging Face's StaticCache with torch.compile: fixed shapes, fused elementwise kernels"),
+    "attention=fused kv-cache=static fusion=elementwise sampling=device feed=host-f32 sync=1 "
+    "metrics=none", NULL,
+    N_("attention=fused: scaled_dot_product_attention, as hf-dynamic "
+       "(transformers/models/gpt2/modeling_gpt2.py)\n"
+       "kv-cache=static: the StaticCache that generate() compiles the forward for "
+       "(transformers/generation/utils.py, auto-compile since PR 34247); PR 34923 measured "
+       "27.08 s -> 6.54 s on an A100 against hf-dynamic\n"
+       "fusion=elementwise: torch.compile's Inductor fuses the bias, GELU, residual adds and "
+       "the softmax's scaling into the kernels beside them\n"
+       "sampling=device: torch.multinomial on the device (transformers/generation/utils.py)\n"
+       "feed=host-f32: the input ids copied per call\n"
+       "sync=1: the stopping criteria read the new tokens back every step "
+       "(transformers/generation/stopping_criteria.py)\n"
+       "metrics=none: generation computes no metric\n"
+       "not set: launch=graph (mode='reduce-overhead''s CUDA graphs): Tach's attention ops take "
+       "the position as a host value, so a decode step cannot yet be captured and replayed") },
+  { "nanogpt-no-cache", TACH_WORKLOAD_GPT,
+    N_("nanoGPT's sample.py: every new token recomputes the whole prefix, no KV cache"),
+    "attention=fused kv-cache=none fusion=none sampling=device feed=host-f32 sync=end "
+    "metrics=none", NULL,
+    N_("attention=fused: CausalSelfAttention calls F.scaled_dot_product_attention with "
+       "is_causal=True where torch has it (model.py, self.flash)\n"
+       "kv-cache=none: GPT.generate runs self(idx_cond) over the whole sequence for every new "
+       "token (model.py); karpathy/nanoGPT PR 76 measured GPT-2 on a CPU at 81.6 s, 11.0 s "
+       "with a cache, and about the same on an A100\n"
+       "fusion=none: sample.py's compile defaults to False (sample.py)\n"
+       "sampling=device: torch.multinomial on the device (model.py, generate)\n"
+       "feed=host-f32: the prompt's ids copied once (sample.py)\n"
+       "sync=end: the tokens are read back once, by decode() after generate (sample.py)\n"
+       "metrics=none: generation computes no metric") },
+  /* build-nanogpt's ladder (train_gpt2.py, video "Let's reproduce GPT-2"):
+   * GPT-2 124M on an A100, fp32 ~1000 ms -> TF32 ~333 -> bf16 ~300 ->
+   * torch.compile ~130 -> flash attention ~96 ms a step. */
+  { "build-nanogpt-fp32", TACH_WORKLOAD_GPT,
+    N_("build-nanogpt's first rung: fp32, the manual attention, eager"),
+    "attention=naive fusion=none kv-cache=dynamic sampling=device feed=host-f32 sync=1 "
+    "metrics=none precision=fp32", NULL,
+    N_("attention=naive: CausalSelfAttention's att = (q @ k.transpose(-2, -1)) * scale, "
+       "masked_fill, softmax, att @ v (train_gpt2.py, build-nanogpt's first commits)\n"
+       "fusion=none: eager PyTorch, every elementwise op its own kernel\n"
+       "kv-cache=dynamic: unused by training\n"
+       "sampling=device: unused by training\n"
+       "feed=host-f32: DataLoaderLite hands each batch from the host, x.to(device) "
+       "(train_gpt2.py)\n"
+       "sync=1: torch.cuda.synchronize() and loss.item() every step for the timing print "
+       "(train_gpt2.py)\n"
+       "metrics=none: the step computes the loss alone\n"
+       "precision=fp32: the default float32 matmuls, about 1000 ms a step on an A100") },
+  { "build-nanogpt-tf32", TACH_WORKLOAD_GPT,
+    N_("build-nanogpt's TF32 rung: the same step, matmuls on tensor cores at TF32 (a GPU's)"),
+    "attention=naive fusion=none kv-cache=dynamic sampling=device feed=host-f32 sync=1 "
+    "metrics=none", "precision=tf32",
+    N_("attention=naive: the manual attention, as build-nanogpt-fp32 (train_gpt2.py)\n"
+       "fusion=none: eager\n"
+       "kv-cache=dynamic: unused by training\n"
+       "sampling=device: unused by training\n"
+       "feed=host-f32: DataLoaderLite, as build-nanogpt-fp32 (train_gpt2.py)\n"
+       "sync=1: loss.item() every step (train_gpt2.py)\n"
+       "metrics=none: the loss alone\n"
+       "precision=tf32: torch.set_float32_matmul_precision('high') (train_gpt2.py), ~333 ms; "
+       "a GPU's tensor-core mode, so on the CPU this rung runs as fp32") },
+  { "build-nanogpt-bf16", TACH_WORKLOAD_GPT,
+    N_("build-nanogpt's bf16 rung: the products in bf16 under autocast"),
+    "attention=naive fusion=none kv-cache=dynamic sampling=device feed=host-f32 sync=1 "
+    "metrics=none", "precision=bf16",
+    N_("attention=naive: the manual attention (train_gpt2.py)\n"
+       "fusion=none: eager\n"
+       "kv-cache=dynamic: unused by training\n"
+       "sampling=device: unused by training\n"
+       "feed=host-f32: DataLoaderLite (train_gpt2.py)\n"
+       "sync=1: loss.item() every step (train_gpt2.py)\n"
+       "metrics=none: the loss alone\n"
+       "precision=bf16: with torch.autocast(device_type, dtype=torch.bfloat16) around the "
+       "forward (train_gpt2.py), ~300 ms; where the backend has bf16 products (the CPU's "
+       "gemm_bf16 on AVX-512 BF16), else fp32") },
+  { "build-nanogpt-compile", TACH_WORKLOAD_GPT,
+    N_("build-nanogpt's torch.compile rung: elementwise ops fused into their neighbours"),
+    "attention=naive fusion=elementwise kv-cache=dynamic sampling=device feed=host-f32 sync=1 "
+    "metrics=none", "precision=bf16",
+    N_("attention=naive: still the manual attention; Inductor fuses around it (train_gpt2.py)\n"
+       "fusion=elementwise: model = torch.compile(model) (train_gpt2.py): Inductor fuses the "
+       "GELU with its bias, the residual adds and the scaling, ~130 ms; its default mode "
+       "captures no CUDA graphs, so launch stays eager\n"
+       "kv-cache=dynamic: unused by training\n"
+       "sampling=device: unused by training\n"
+       "feed=host-f32: DataLoaderLite (train_gpt2.py)\n"
+       "sync=1: loss.item() every step (train_gpt2.py)\n"
+       "metrics=none: the loss alone\n"
+       "precision=bf16: autocast, as the rung below (train_gpt2.py)") },
+  { "build-nanogpt-flash", TACH_WORKLOAD_GPT,
+    N_("build-nanogpt's flash attention rung: the T x T scores never stored"),
+    "attention=fused fusion=elementwise kv-cache=dynamic sampling=device feed=host-f32 sync=1 "
+    "metrics=none", "precision=bf16",
+    N_("attention=fused: F.scaled_dot_product_attention(q, k, v, is_causal=True) replaces the "
+       "manual attention (train_gpt2.py), ~96 ms; on the CPU Tach's own tiled kernel\n"
+       "fusion=elementwise: torch.compile, as the rung below (train_gpt2.py)\n"
+       "kv-cache=dynamic: unused by training\n"
+       "sampling=device: unused by training\n"
+       "feed=host-f32: DataLoaderLite (train_gpt2.py)\n"
+       "sync=1: loss.item() every step (train_gpt2.py)\n"
+       "metrics=none: the loss alone\n"
+       "precision=bf16: autocast (train_gpt2.py)") },
+  BETWEEN_RANKS (TACH_WORKLOAD_GPT, GPT_TUNED)
+  { "tuned", TACH_WORKLOAD_GPT,
+    N_("The fastest correct combination: fused attention and elementwise ops, a KV cache, "
+       "resident data, one sync at the end"),
+    GPT_TUNED SYNC_TUNED, NULL,
+    N_("No framework: each knob at its fastest value that keeps the math\n"
+       "attention=fused: the scores never stored (faster here for training; decoding about "
+       "even)\n"
+       "kv-cache=static: no prefix recomputed and no cache regrown every token; on this "
+       "project's CPU as fast as dynamic at the default shape, 1.18x at a small one\n"
+       "fusion=elementwise: fewer passes over memory\n"
+       "sampling=device: the next token picked on the device\n"
+       "feed=resident: the whole dataset on the device before the first step\n"
+       "sync=end: the loss read back once, after the last step\n"
+       "metrics=none: no metric work\n"
+       "grad-sync=overlap: between ranks, buckets all-reduced while backward goes on\n"
+       "bucket-mb=25: buckets of at most 25 MB\n"
+       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)") },
 };
 
 const TachPreset *

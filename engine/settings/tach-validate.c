@@ -69,7 +69,7 @@ check_others_knobs (const TachConfig *config, const TachModelClass *klass, GErro
       const TachKnobInfo *knob = tach_knob ((TachKnobId) i);
       g_autofree char *value = NULL;
 
-      if (owned == NULL || owned->misuse == NULL || owner == klass)
+      if (owned == NULL || owned->misuse == NULL || tach_model_class_owns (klass, (TachKnobId) i))
         continue;
       value = tach_config_get (config, knob->name);
       if (g_strcmp0 (value, knob->default_value) != 0)

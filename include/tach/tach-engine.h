@@ -390,6 +390,15 @@ typedef struct {
    * the fewest its ops ran on while other processes wanted the
    * processors, and the share of its time on fewer than it had. */
   double  threads_asked, threads_fewest, threads_fewer_share;
+  /* Generation that prefills a prompt (gpt), NaN elsewhere: the median
+   * time of the prefill steps (the time to first token, on the rate's
+   * clock), and the decoding steps' tokens over their summed time. */
+  double  prefill_ms;
+  double  decode_tokens_per_s;
+  /* What the model's memory holds, in bytes (NaN: a workload that does
+   * not say): its parameters, the optimiser's state (gradients and
+   * moments), a step's activations and the KV cache (at its largest). */
+  double  param_bytes, optimizer_bytes, activation_bytes, kv_cache_bytes;
 } TachSummary;
 
 /* From this share of the machine's CPU time taken by other processes on,

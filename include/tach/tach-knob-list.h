@@ -16,17 +16,28 @@
  * registers tach_<model class>_model_class (engine/models/), and gives the
  * workload's defaults, as its report ran it (tach_config_init):
  *   DEFAULTS (train batch, generate batch (0: no such task), optimizer,
- *             learning rate, LSTM units per direction)
- * W1's BiLSTM has 40 units and W2's LSTM 100; the cnn, which has no LSTM,
- * still records a valid value.  W1 and W2 train with Adam at 1e-3, W3 with
- * plain SGD at 1e-3, as reported. */
+ *             learning rate, shapes)
+ * where shapes are "key=value" settings of the shape knobs that take the
+ * workload's own value (a knob row without a default value), applied as
+ * presets are.  W1's BiLSTM has 40 units and W2's LSTM 100; the cnn, which
+ * has no LSTM, still records valid values.  W1 and W2 train with Adam at
+ * 1e-3, W3 with plain SGD at 1e-3, as reported.  gpt is nanoGPT's
+ * shakespeare-char configuration (config/train_shakespeare_char.py: 6
+ * layers, 6 heads, 384 wide, block_size 256, batch 64, AdamW at 1e-3) with
+ * byte-level tokens. */
 #define TACH_WORKLOAD_LIST(X) \
   X (BILSTM, bilstm, "bilstm", NC_("knob value", "BiLSTM classifier"), \
-     DEFAULTS (1024, 0, TACH_OPTIMIZER_ADAM, 1e-3, 40)) \
+     DEFAULTS (1024, 0, TACH_OPTIMIZER_ADAM, 1e-3, \
+               "hidden=40 layers=1 embed=100 context=4")) \
   X (LSTM_LM, lstm_lm, "lstm-lm", NC_("knob value", "LSTM language model"), \
-     DEFAULTS (256, 1, TACH_OPTIMIZER_ADAM, 1e-3, 100)) \
+     DEFAULTS (256, 1, TACH_OPTIMIZER_ADAM, 1e-3, \
+               "hidden=100 layers=1 embed=100 context=4")) \
   X (CNN, cnn, "cnn", NC_("knob value", "MNIST-format CNN"), \
-     DEFAULTS (256, 0, TACH_OPTIMIZER_SGD, 1e-3, 40))
+     DEFAULTS (256, 0, TACH_OPTIMIZER_SGD, 1e-3, \
+               "hidden=40 layers=1 embed=100 context=4")) \
+  X (GPT, gpt, "gpt", NC_("knob value", "GPT decoder Transformer"), \
+     DEFAULTS (64, 1, TACH_OPTIMIZER_ADAM, 1e-3, \
+               "hidden=40 layers=6 embed=384 context=256"))
 
 #define TACH_WORKLOAD_ID_(ID, ...) TACH_WORKLOAD_##ID,
 typedef enum { TACH_WORKLOAD_LIST (TACH_WORKLOAD_ID_) TACH_WORKLOAD_COUNT } TachWorkload;
@@ -49,6 +60,10 @@ typedef enum { TACH_GRAD_SYNC_PER_TENSOR, TACH_GRAD_SYNC_FUSED, TACH_GRAD_SYNC_O
 typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPRESS_BF16 } TachGradCompress;
 typedef enum { TACH_GRAD_PROGRESS_POLL, TACH_GRAD_PROGRESS_THREAD } TachGradProgress;
 typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccumulateSync;
+/* gpt's execution modes (the Transformer knobs at the end of the list). */
+typedef enum { TACH_ATTENTION_NAIVE, TACH_ATTENTION_FUSED } TachAttention;
+typedef enum { TACH_KV_CACHE_NONE, TACH_KV_CACHE_DYNAMIC, TACH_KV_CACHE_STATIC } TachKvCache;
+typedef enum { TACH_FUSION_NONE, TACH_FUSION_ELEMENTWISE } TachFusion;
 
 /* The knobs, in the order of the command line's help, the GUI's rows and
  * the CSV columns:
@@ -68,10 +83,10 @@ typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccum
  * knob without a default value takes the workload's (tach_config_init). */
 #define TACH_KNOB_LIST(X) \
   X (WORKLOAD, (TachWorkload workload), workload, "workload", N_("Workload"), \
-     N_("Which of the three reported workloads to run"), \
+     N_("Which of the reported workloads to run"), \
      TACH_KNOB_GROUP_SETUP, WORKLOADS, .parse = parse_workload) \
   X (TASK, (TachTask task), task, "task", N_("Task"), \
-     N_("Train the model or generate text with it (lstm-lm)"), \
+     N_("Train the model or generate text with it (lstm-lm, gpt)"), \
      TACH_KNOB_GROUP_SETUP, \
      CHOICES (("train", "generate"), \
               (NC_("knob value", "Train"), NC_("knob value", "Generate text"))), \
@@ -252,10 +267,11 @@ typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccum
   X (LR, (double lr), lr, "lr", N_("Learning rate"), \
      N_("Learning rate"), \
      TACH_KNOB_GROUP_MODEL, TEXT (parse_lr, format_lr), .trains = TRUE) \
-  /* A data file or folder, or NULL. */ \
+  /* A data file or folder, or NULL.  Generation reads it too: the \
+   * language models draw their prompts from the text. */ \
   X (DATA, (char *data), data, "data", N_("Data file"), \
      N_("A data file or folder (text corpus or IDX images)"), \
-     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string), .trains = TRUE) \
+     TACH_KNOB_GROUP_MODEL, TEXT (parse_data, format_string)) \
   /* The cnn's input size. */ \
   X (INPUT, (guint input_h, input_w, input_c), input_h, "input", N_("Input size"), \
      N_("Image size HxWxC of the cnn"), \
@@ -284,19 +300,68 @@ typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccum
   X (HIDDEN, (guint hidden), hidden, "hidden", N_("Hidden units"), \
      N_("LSTM units per direction"), \
      TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .is_shape = TRUE) \
-  X (LAYERS, (guint layers), layers, "layers", N_("LSTM layers"), \
-     N_("Stacked LSTM layers"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), .default_value = "1", .is_shape = TRUE) \
+  /* Stacked layers, the model's width and its context: the workload's \
+   * defaults (lstm-lm 1, 100, 4; gpt 6, 384, 256). */ \
+  X (LAYERS, (guint layers), layers, "layers", N_("Layers"), \
+     N_("Stacked LSTM layers, or gpt's Transformer blocks"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 64), .is_shape = TRUE) \
   X (EMBED, (guint embed), embed, "embed", N_("Embedding width"), \
-     N_("Embedding width of the lstm-lm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "100", .is_shape = TRUE) \
+     N_("Embedding width of the lstm-lm, or gpt's model width"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .is_shape = TRUE) \
   X (CONTEXT, (guint context), context, "context", N_("Context tokens"), \
-     N_("Context tokens of the lstm-lm"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "4", .is_shape = TRUE) \
+     N_("Context tokens of the lstm-lm, or gpt's context (its position table)"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .is_shape = TRUE) \
   X (FILTERS, (guint filters[2]), filters, "filters", N_("Conv filters"), \
      N_("Filters of the cnn's two convolution blocks, e.g. 32,64"), \
      TACH_KNOB_GROUP_MODEL, TEXT (parse_filters, format_filters), .default_value = "32,64", \
      .is_shape = TRUE) \
   X (DENSE, (guint dense), dense, "dense", N_("Dense units"), \
      N_("Units of the cnn's hidden dense layer"), \
-     TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024", .is_shape = TRUE)
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 1048576), .default_value = "1024", .is_shape = TRUE) \
+  /* gpt (engine/models/tach-gpt.c): its execution modes, then its shapes \
+   * (layers, embed and context are above). */ \
+  X (ATTENTION, (TachAttention attention), attention, "attention", N_("Attention"), \
+     N_("Materialise the T x T scores, or fused attention with an online softmax (gpt)"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("naive", "fused"), (NC_("knob value", "Naive"), NC_("knob value", "Fused"))), \
+     .default_value = "naive", .is_mode = TRUE, \
+     CLAUSES (N_("attention materialises the T x T scores, then a separate masked softmax and " \
+                 "the product with V, as nanoGPT's manual path"), \
+              N_("fused attention runs tiles of keys with an online softmax and never stores " \
+                 "the T x T scores, FlashAttention's algorithm"))) \
+  X (KV_CACHE, (TachKvCache kv_cache), kv_cache, "kv-cache", N_("KV cache"), \
+     N_("Recompute the prefix every token, or keep keys and values growing or preallocated (gpt)"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "dynamic", "static"), \
+              (NC_("knob value", "None"), NC_("knob value", "Dynamic"), \
+               NC_("knob value", "Static"))), \
+     .default_value = "dynamic", .is_mode = TRUE, \
+     CLAUSES (N_("every token recomputes the whole prefix, with no cache of keys and values"), \
+              N_("keys and values are appended per token to storage that grows, as Hugging " \
+                 "Face's DynamicCache"), \
+              N_("keys and values go to a cache preallocated to the context, fixed shapes over " \
+                 "its whole length, as Hugging Face's StaticCache"))) \
+  X (FUSION, (TachFusion fusion), fusion, "fusion", N_("Elementwise fusion"), \
+     N_("Each elementwise op its own pass, or fused into its neighbour (gpt)"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "elementwise"), \
+              (NC_("knob value", "None"), NC_("knob value", "Elementwise"))), \
+     .default_value = "none", .is_mode = TRUE, \
+     CLAUSES (N_("every elementwise op (bias, GELU, residual add, scaling) is its own pass over " \
+                 "memory"), \
+              N_("bias + GELU, residual + LayerNorm and the softmax's scaling are fused, as " \
+                 "torch.compile's Inductor does"))) \
+  X (HEADS, (guint heads), heads, "heads", N_("Attention heads"), \
+     N_("Attention heads of gpt's blocks (they divide the width)"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 4096), .default_value = "6", .is_shape = TRUE) \
+  X (VOCAB, (guint vocab), vocab, "vocab", N_("Vocabulary"), \
+     N_("gpt's vocabulary: 256 byte-level tokens, or more rows (GPT-2's padded 50304)"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (256, 1048576), .default_value = "256", .is_shape = TRUE) \
+  X (PROMPT, (guint prompt), prompt, "prompt", N_("Prompt tokens"), \
+     N_("Tokens of each stream's prompt, which gpt's generation prefills"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (1, 65536), .default_value = "64", .is_shape = TRUE) \
+  /* 0: up to the context. */ \
+  X (NEW_TOKENS, (guint new_tokens), new_tokens, "new-tokens", N_("New tokens"), \
+     N_("Tokens gpt generates after each prompt before it starts another (0: up to the " \
+        "context)"), \
+     TACH_KNOB_GROUP_MODEL, INTEGER (0, 65536), .default_value = "0", .is_shape = TRUE)
