@@ -13,7 +13,9 @@ typedef void (*AsyncJobFunc) (TachBackend *cpu, AsyncJob *job);
 /* A queued call.  Each kind of job is a struct that starts with this. */
 struct _AsyncJob {
   AsyncJobFunc func;        /* NULL: the worker ends */
+  gsize        size;        /* of the whole job (JOB_NEW), for a graph's copies */
   uint64_t    *step_offset; /* TachBackend.step_offset when it was queued */
+  const int32_t *pos_offset; /* TachBackend.pos_offset when it was queued */
 };
 
 typedef struct {
@@ -29,6 +31,7 @@ typedef struct {
   AsyncStream  compute, copy, side;  /* side: the collectives' (coll_*) */
   gboolean     joined;      /* coll_join: a communicator of one rank */
   gboolean     aborted;     /* coll_leave with abort: a hung collective ends (lock) */
+  GPtrArray   *capture;     /* AsyncJob*: a graph being captured, NULL: none */
   GMutex       lock;        /* stream counters and events */
   GCond        cond;
 } AsyncBackend;
@@ -41,7 +44,17 @@ typedef struct {
 
 #define ASYNC(be) ((AsyncBackend *) (be))
 
-#define JOB_NEW(type) ((type *) g_malloc0 (sizeof (type)))
+#define JOB_NEW(type) ((type *) async_job_new (sizeof (type)))
+
+/* tach-async-graph.c: a zeroed job of @size bytes. */
+void    *async_job_new (gsize size);
+/* Whether no graph is being captured; else fails @be: @what cannot be. */
+gboolean async_not_capturing (TachBackend *be, const char *what);
+/* While a graph is captured: takes @job (queued on @stream) into it and
+ * returns TRUE; FALSE when none is. */
+gboolean async_capture_job (TachBackend *be, AsyncStream *stream, AsyncJob *job);
+/* The graph slots. */
+void     async_fill_graph_ops (TachBackendOps *ops);
 
 /* Queues @job (its @func run by @stream's worker); one API call. */
 void async_submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc func);

@@ -79,6 +79,7 @@ worker_main (gpointer data)
       if (!quit)
         {
           w->ab->cpu->step_offset = job->step_offset;
+          w->ab->cpu->pos_offset = job->pos_offset;
           job->func (w->ab->cpu, job);
         }
       g_free (job);
@@ -113,6 +114,9 @@ async_submit (TachBackend *be, AsyncStream *stream, AsyncJob *job, AsyncJobFunc 
   be->api_calls++;
   job->func = func;
   job->step_offset = be->step_offset;
+  job->pos_offset = be->pos_offset;
+  if (async_capture_job (be, stream, job))
+    return;
   g_mutex_lock (&ab->lock);
   stream->submitted++;
   g_mutex_unlock (&ab->lock);
@@ -132,6 +136,8 @@ async_synchronize (TachBackend *be)
 {
   AsyncBackend *ab = ASYNC (be);
 
+  if (!async_not_capturing (be, "a synchronisation"))
+    return;
   be->api_calls++;
   g_mutex_lock (&ab->lock);
   while (ab->compute.done < ab->compute.submitted || ab->copy.done < ab->copy.submitted
@@ -290,7 +296,11 @@ static void *
 async_alloc (TachBackend *be, size_t bytes)
 {
   TachBackend *cpu = ASYNC (be)->cpu;
-  void *ptr = cpu->ops->alloc (cpu, bytes);
+  void *ptr;
+
+  if (!async_not_capturing (be, "an allocation"))
+    return NULL;
+  ptr = cpu->ops->alloc (cpu, bytes);
 
   if (ptr == NULL)
     take_cpu_error (ASYNC (be));
@@ -308,7 +318,8 @@ async_dealloc (TachBackend *be, void *ptr)
 static void
 async_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
-  queue_copy (be, &ASYNC (be)->compute, dst, src, bytes, TRUE, TRUE);
+  if (async_not_capturing (be, "an upload from host memory"))
+    queue_copy (be, &ASYNC (be)->compute, dst, src, bytes, TRUE, TRUE);
 }
 
 static void *
@@ -347,6 +358,8 @@ async_upload_overlapped (TachBackend *be, void *dst, const void *src, size_t byt
 static void
 async_download (TachBackend *be, void *dst, const void *src, size_t bytes)
 {
+  if (!async_not_capturing (be, "a download"))
+    return;
   async_synchronize (be);
   if (be->error == NULL)
     memcpy (dst, src, bytes);
@@ -594,7 +607,10 @@ async_free (TachBackend *be)
   g_free (ab);
 }
 
-static TachBackendOps async_ops;
+static TachBackendOps async_ops, async_graph_ops;
+/* tach_async_device_set_graphs(): the double says it can launch graphs,
+ * and a backend opened then has them. */
+static gboolean claims_graphs;
 
 #define FILL(slot) async_ops.slot = cpu->ops->slot != NULL ? slot##_queue : NULL
 
@@ -672,6 +688,8 @@ fill_ops (const TachBackend *cpu)
   FILL (attention_fwd);
   FILL (attention_bwd);
   FILL (embedding_bwd);
+  async_graph_ops = async_ops;
+  async_fill_graph_ops (&async_graph_ops);
 }
 
 static TachDeviceInfo *
@@ -716,7 +734,7 @@ async_open (guint ordinal, guint threads, TachPrecision precision, GError **erro
     }
   ab = g_new0 (AsyncBackend, 1);
   ab->cpu = cpu;
-  ab->base.ops = &async_ops;
+  ab->base.ops = claims_graphs ? &async_graph_ops : &async_ops;
   /* As a GPU backend's: the host threads the user asked for, 0 by default. */
   ab->base.threads = threads;
   ab->base.precision = precision;
@@ -729,9 +747,6 @@ async_open (guint ordinal, guint threads, TachPrecision precision, GError **erro
   stream_start (ab, &ab->side, "async-side");
   return &ab->base;
 }
-
-/* tach_async_device_set_graphs(): the double says it can launch graphs. */
-static gboolean claims_graphs;
 
 static gboolean
 async_supports (TachKnobId knob, int value, const char **why)

@@ -6,7 +6,8 @@
  * return before the work is done, as on a GPU.  Events are timestamps
  * taken on the thread that runs them.  Only synchronize, download,
  * event_synchronize and event_elapsed_ms wait; errors of queued ops reach
- * the sticky error at those waits, as CUDA's do.  It has no graphs.  It
+ * the sticky error at those waits, as CUDA's do.  It has graphs where it
+ * claims them (tach_async_device_set_graphs).  It
  * has the collectives of data-parallel ranks (the coll_* slots, as the
  * CUDA backend's NCCL) for a communicator of one rank, on a third worker
  * (the "side stream"), fp32 only.  It
@@ -39,7 +40,11 @@ void tach_async_device_set_collective_cost (double us);
 
 /* Whether the double says it can launch graphs (launch=graph supported, as
  * on a GPU), for what is decided before a run starts (presets, the ranks'
- * rules); it still has none to capture.  FALSE (the default): it says no. */
+ * rules), and whether a backend opened from now on has them: a capture
+ * records the compute stream's jobs with their arguments as queued and
+ * runs none, a launch queues copies of them (tach-async-graph.c), so a
+ * replay sees no host value changed since the capture, as a CUDA graph.
+ * FALSE (the default): it says no, and has none. */
 void tach_async_device_set_graphs (gboolean claim);
 
 /* The @n-th all-reduce queued from now (1: the next; 0: none) never ends,

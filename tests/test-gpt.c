@@ -255,7 +255,9 @@ test_generate_greedy (gconstpointer data)
 {
   /* Two requests of 9 steps: the caches start over at step 9. */
   enum { STEPS = 14, V = 256 };
-  const char *caches[] = { "kv-cache=dynamic", "kv-cache=static" };
+  /* launch=graph's static cache: the prompt but its last token prefilled
+   * in prepare, every step a decode at the device's position. */
+  const char *caches[] = { "kv-cache=dynamic", "kv-cache=static", "kv-cache=static launch=graph" };
   g_autofree int32_t *ref_tokens = g_new (int32_t, STEPS * 2);
   g_autofree float *ref_logits = g_new (float, STEPS * 2 * V);
   g_autofree int32_t *tokens = g_new (int32_t, STEPS * 2);

@@ -450,6 +450,17 @@ struct _TachBackend {
    * tach_backend_host_counter(); device backends hand the pointer to their
    * kernels, which read the value. */
   uint64_t             *step_offset;
+  /* The position offset: NULL (the default) or a device int32 (borrowed,
+   * from alloc) that the position-taking ops (heads_split, heads_merge,
+   * causal_softmax_fwd, attention_fwd) add to their @pos *when they run*,
+   * as the counter-taking ops add step_offset.  A decode step that keeps
+   * its position there, advanced outside the step, has no host value
+   * that changes from token to token, so a graph captured from it replays
+   * at the position the device holds (gpt's kv-cache=static).  The model
+   * sets it around the ops that mean it and puts NULL back.  Host-side
+   * backends read it with tach_backend_host_pos(); device backends hand
+   * the pointer to their kernels. */
+  const int32_t        *pos_offset;
   /* What each plan runs, "what: algorithm" strings (owned, NULL until the
    * first note): see tach_backend_note_algorithm(). */
   GPtrArray            *algorithms;
@@ -485,6 +496,14 @@ static inline guint64
 tach_backend_batch_place (const TachBackend *be)
 {
   return (guint64) be->micro * MAX (be->ranks, 1) + be->rank;
+}
+
+/* @pos plus the position offset, for a backend whose ops run on the host
+ * (the CPU): the value of *be->pos_offset when the op runs. */
+static inline int
+tach_backend_host_pos (const TachBackend *be, int pos)
+{
+  return be->pos_offset != NULL ? pos + *be->pos_offset : pos;
 }
 
 /* @counter plus the step offset, for a backend whose ops run on the host

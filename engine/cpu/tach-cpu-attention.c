@@ -280,6 +280,7 @@ tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const f
   const AttKernels *kn = att_kernels ();
 #endif
 
+  pos = tach_backend_host_pos (be, pos);
   if (bh <= 0 || tq <= 0 || hd <= 0)
     return;
 #ifdef TACH_CPU_VEC_KERNELS

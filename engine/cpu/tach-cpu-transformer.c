@@ -388,6 +388,7 @@ void
 tach_cpu_heads_split (TachBackend *be, const float *x, int ldx, float *y, int B, int T, int H,
                       int hd, int cap, int pos)
 {
+  pos = tach_backend_host_pos (be, pos);
   FOR_ROWS (be, B * T, H * hd, r,
             heads_row ((float *) x, ldx, y, r, T, H, hd, cap, pos, TRUE));
 }
@@ -396,6 +397,7 @@ void
 tach_cpu_heads_merge (TachBackend *be, const float *y, float *x, int ldx, int B, int T, int H,
                       int hd, int cap, int pos)
 {
+  pos = tach_backend_host_pos (be, pos);
   FOR_ROWS (be, B * T, H * hd, r,
             heads_row (x, ldx, (float *) y, r, T, H, hd, cap, pos, FALSE));
 }
@@ -443,6 +445,7 @@ void
 tach_cpu_causal_softmax_fwd (TachBackend *be, float *s, int bh, int tq, int tk, int pos,
                              float scale)
 {
+  pos = tach_backend_host_pos (be, pos);
   FOR_ROWS (be, bh * tq, tk, r,
             causal_softmax_row (s + (size_t) r * tk, causal_valid (r % tq, tk, pos), tk, scale));
 }

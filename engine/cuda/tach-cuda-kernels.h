@@ -138,9 +138,11 @@ cudaError_t tach_cuda_launch_gelu_fwd (cudaStream_t stream, float *x, const floa
 cudaError_t tach_cuda_launch_gelu_bwd (cudaStream_t stream, const float *x, const float *dy,
                                        float *dx, size_t n);
 cudaError_t tach_cuda_launch_heads (cudaStream_t stream, float *x, int ldx, float *y, int B, int T,
-                                    int H, int hd, int cap, int pos, int split);
+                                    int H, int hd, int cap, int pos, const int32_t *pos_dev,
+                                    int split);
 cudaError_t tach_cuda_launch_causal_softmax_fwd (cudaStream_t stream, float *s, int bh, int tq,
-                                                 int tk, int pos, float scale);
+                                                 int tk, int pos, const int32_t *pos_dev,
+                                                 float scale);
 cudaError_t tach_cuda_launch_causal_softmax_bwd (cudaStream_t stream, const float *p,
                                                  const float *dp, float *ds, int bh, int tq,
                                                  int tk, float scale);
@@ -148,7 +150,8 @@ cudaError_t tach_cuda_launch_embedding_bwd (cudaStream_t stream, const float *do
                                             const int32_t *idx, float *dtable, int n, int dim);
 cudaError_t tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float *k,
                                             const float *v, float *o, float *lse, int B, int H,
-                                            int tq, int tk, int cap, int hd, int pos, float scale);
+                                            int tq, int tk, int cap, int hd, int pos,
+                                            const int32_t *pos_dev, float scale);
 cudaError_t tach_cuda_launch_attention_bwd (cudaStream_t stream, const float *q, const float *k,
                                             const float *v, const float *o, const float *dout,
                                             const float *lse, float *dd, float *dq, float *dk,

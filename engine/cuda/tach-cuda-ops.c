@@ -231,20 +231,23 @@ static void
 cuda_heads_split (TachBackend *be, const float *x, int ldx, float *y, int B, int T, int H, int hd,
                   int cap, int pos)
 {
-  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), (float *) x, ldx, y, B, T, H, hd, cap, pos, 1));
+  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), (float *) x, ldx, y, B, T, H, hd, cap, pos,
+                                      be->pos_offset, 1));
 }
 
 static void
 cuda_heads_merge (TachBackend *be, const float *y, float *x, int ldx, int B, int T, int H, int hd,
                   int cap, int pos)
 {
-  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), x, ldx, (float *) y, B, T, H, hd, cap, pos, 0));
+  LAUNCH (be, tach_cuda_launch_heads (STREAM (be), x, ldx, (float *) y, B, T, H, hd, cap, pos,
+                                      be->pos_offset, 0));
 }
 
 static void
 cuda_causal_softmax_fwd (TachBackend *be, float *s, int bh, int tq, int tk, int pos, float scale)
 {
-  LAUNCH (be, tach_cuda_launch_causal_softmax_fwd (STREAM (be), s, bh, tq, tk, pos, scale));
+  LAUNCH (be, tach_cuda_launch_causal_softmax_fwd (STREAM (be), s, bh, tq, tk, pos,
+                                                   be->pos_offset, scale));
 }
 
 static void
@@ -264,7 +267,7 @@ cuda_attention_fwd (TachBackend *be, const float *q, const float *k, const float
                     float scale)
 {
   LAUNCH (be, tach_cuda_launch_attention_fwd (STREAM (be), q, k, v, o, lse, B, H, tq, tk, cap,
-                                                hd, pos, scale));
+                                                hd, pos, be->pos_offset, scale));
 }
 
 static void

@@ -216,11 +216,15 @@ gelu_bwd_kernel (const float *x, const float *dy, float *dx, size_t n)
 /* ---------------------------------------------------------------- heads */
 
 /* Element e of the B*T*H*hd that move: x[b*T + t, h*hd + d] and y[b, h,
- * pos + t, d], one way (split) or the other. */
+ * pos + t, d], one way (split) or the other.  Every position-taking kernel
+ * adds *pos_dev (TachBackend.pos_offset) when it is not NULL: read as the
+ * kernel runs, so that a replayed graph follows the device's position. */
 __global__ void
-heads_kernel (float *x, int ldx, float *y, int T, int H, int hd, int cap, int pos, size_t n,
-              int split)
+heads_kernel (float *x, int ldx, float *y, int T, int H, int hd, int cap, int pos,
+              const int32_t *pos_dev, size_t n, int split)
 {
+  if (pos_dev != NULL)
+    pos += *pos_dev;
   GRID_STRIDE (e, n)
     {
       int d = (int) (e % hd), h = (int) (e / hd % H);
@@ -238,12 +242,15 @@ heads_kernel (float *x, int ldx, float *y, int T, int H, int hd, int cap, int po
 /* -------------------------------------------------------- causal softmax */
 
 __global__ void
-causal_softmax_fwd_kernel (float *s, int rows, int tq, int tk, int pos, float scale)
+causal_softmax_fwd_kernel (float *s, int rows, int tq, int tk, int pos, const int32_t *pos_dev,
+                           float scale)
 {
   int r = (int) blockIdx.x * ROWS_PER_BLOCK + (int) threadIdx.x / 32, lane = threadIdx.x % 32;
   float *row, m = -FLT_MAX, sum = 0.0f, inv;
   int valid;
 
+  if (pos_dev != NULL)
+    pos += *pos_dev;
   if (r >= rows)
     return;
   row = s + (size_t) r * tk;
@@ -336,10 +343,12 @@ dot_rows (const float *a, const float *b, int hd)
  * [ATT_TILE][hd + 1], the block's q rows [ROWS_PER_BLOCK][hd]. */
 __global__ void
 attention_fwd_kernel (const float *q, const float *k, const float *v, float *o, float *lse,
-                      int tq, int tk, int cap, int hd, int pos, float scale)
+                      int tq, int tk, int cap, int hd, int pos0, const int32_t *pos_dev,
+                      float scale)
 {
   extern __shared__ float smem[];
   float *ks = smem, *vs = ks + ATT_TILE * (hd + 1), *qs = vs + ATT_TILE * (hd + 1);
+  int pos = pos0 + (pos_dev != NULL ? *pos_dev : 0);
   int bh = blockIdx.y, row0 = (int) blockIdx.x * ROWS_PER_BLOCK;
   int w = threadIdx.x / 32, lane = threadIdx.x % 32, i = row0 + w;
   int kend = min (tk, pos + min (tq, row0 + ROWS_PER_BLOCK));
@@ -600,23 +609,23 @@ tach_cuda_launch_gelu_bwd (cudaStream_t stream, const float *x, const float *dy,
 
 cudaError_t
 tach_cuda_launch_heads (cudaStream_t stream, float *x, int ldx, float *y, int B, int T, int H,
-                        int hd, int cap, int pos, int split)
+                        int hd, int cap, int pos, const int32_t *pos_dev, int split)
 {
   size_t n = (size_t) B * T * H * hd;
 
-  heads_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, ldx, y, T, H, hd, cap, pos, n,
-                                                           split);
+  heads_kernel<<<grid_for (n), TACH_THREADS, 0, stream>>> (x, ldx, y, T, H, hd, cap, pos, pos_dev,
+                                                           n, split);
   return cudaGetLastError ();
 }
 
 cudaError_t
 tach_cuda_launch_causal_softmax_fwd (cudaStream_t stream, float *s, int bh, int tq, int tk,
-                                     int pos, float scale)
+                                     int pos, const int32_t *pos_dev, float scale)
 {
   if (bh * tq <= 0)
     return cudaSuccess;
   causal_softmax_fwd_kernel<<<blocks_for_rows (bh * tq), TACH_THREADS, 0, stream>>> (
-    s, bh * tq, tq, tk, pos, scale);
+    s, bh * tq, tq, tk, pos, pos_dev, scale);
   return cudaGetLastError ();
 }
 
@@ -652,7 +661,8 @@ attention_smem (int hd, int tiles, int rows, int extra)
 cudaError_t
 tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float *k,
                                 const float *v, float *o, float *lse, int B, int H, int tq,
-                                int tk, int cap, int hd, int pos, float scale)
+                                int tk, int cap, int hd, int pos, const int32_t *pos_dev,
+                                float scale)
 {
   dim3 grid ((unsigned int) ((tq + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), (unsigned int) (B * H));
 
@@ -661,7 +671,7 @@ tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float
   if (B * H <= 0 || tq <= 0)
     return cudaSuccess;
   attention_fwd_kernel<<<grid, TACH_THREADS, attention_smem (hd, 2, ROWS_PER_BLOCK, 0), stream>>> (
-    q, k, v, o, lse, tq, tk, cap, hd, pos, scale);
+    q, k, v, o, lse, tq, tk, cap, hd, pos, pos_dev, scale);
   return cudaGetLastError ();
 }
 

@@ -185,9 +185,18 @@ tach_gpt_embed (TachGpt *self, const int32_t *tokens, int ld, const TachGptPass 
     for (int b = 0; b < self->batch; b++)
       tach_op (be, embedding, tach_params_data (p, self->p_wte), tokens + (size_t) b * ld,
                self->emb + (size_t) b * T * C, T, C);
-  /* The positions' rows pos .. pos+T-1 over each stream's T x C. */
-  tach_op (be, bias_add, self->emb, tach_params_data (p, self->p_wpe) + (size_t) pass->pos * C,
-           self->batch, T * C);
+  /* The positions' rows pos .. pos+T-1 over each stream's T x C; a device
+   * position's one row picked by the embedding op first. */
+  if (pass->pos_dev != NULL)
+    {
+      g_assert (T == 1 && pass->pos == 0);
+      tach_op (be, embedding, tach_params_data (p, self->p_wpe), pass->pos_dev, self->pos_row, 1,
+               C);
+      tach_op (be, bias_add, self->emb, self->pos_row, self->batch, C);
+    }
+  else
+    tach_op (be, bias_add, self->emb,
+             tach_params_data (p, self->p_wpe) + (size_t) pass->pos * C, self->batch, T * C);
   if (self->dropout)
     dropout_fwd (self, self->emb, self->stream[0], n, 0, step);
   else
@@ -234,6 +243,8 @@ attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps)
   int bh = B * H;
   float scale = attention_scale (self);
 
+  /* The ops at the cache's positions follow the device's position. */
+  be->pos_offset = ps->pos_dev;
   if (self->attention == TACH_ATTENTION_FUSED)
     tach_op (be, attention_fwd, a->q, a->k, a->v, a->o, a->lse, B, H, ps->tq, ps->tk, ps->cap,
              hd, ps->pos, scale);
@@ -253,6 +264,7 @@ attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps)
                ps->tk, (size_t) ps->tq * ps->tk, a->v, hd, (size_t) ps->cap * hd, 0.0f, a->o, hd,
                (size_t) ps->tq * hd, bh);
     }
+  be->pos_offset = NULL;
   tach_op (be, heads_merge, a->o, a->att, C, B, ps->tq, H, hd, ps->tq, 0);
 }
 
@@ -281,8 +293,10 @@ tach_gpt_blocks_forward (TachGpt *self, const TachGptPass *ps, guint64 step)
                                tach_params_data (p, w->qkv_b), a->qkv, R, C, 3 * C);
       /* q, and this pass's keys and values into the cache at its position. */
       tach_op (be, heads_split, a->qkv, 3 * C, a->q, B, ps->tq, H, hd, ps->tq, 0);
+      be->pos_offset = ps->pos_dev;
       tach_op (be, heads_split, a->qkv + C, 3 * C, a->k, B, ps->tq, H, hd, ps->cap, ps->pos);
       tach_op (be, heads_split, a->qkv + 2 * C, 3 * C, a->v, B, ps->tq, H, hd, ps->cap, ps->pos);
+      be->pos_offset = NULL;
       attention_forward (self, a, ps);
       tach_dense_forward_prec (be, prec, a->att, tach_params_data (p, w->proj_w),
                                tach_params_data (p, w->proj_b), self->proj, R, C, C);

@@ -14,7 +14,14 @@
  * static: the storage holds the whole context from the start (fixed
  * shapes), and attention runs over all of it, the positions not yet
  * written masked, as Hugging Face's StaticCache without compilation does
- * (transformers PR 40328).  Every mode computes the same logits.
+ * (transformers PR 40328).  Its decode step reads the position from the
+ * device (TachGptPass.pos_dev), which prepare uploads, so that it has no
+ * host value that changes from token to token: under launch=graph every
+ * step is that decode step, captured once and replayed, and prepare
+ * prefills a new request's prompt but its last token, which the first
+ * step then decodes (Hugging Face's static cache with torch.compile: the
+ * prefill eager, the decode steps CUDA graphs).  Every mode computes the
+ * same logits.
  *
  * Sampling is lstm-lm's: the token drawn from the softmax by inverse CDF
  * with u = tach_rand_uniform (seed, SAMPLE stream + step, stream), on the
@@ -123,6 +130,8 @@ tach_gpt_generate_init (TachGpt *self, GError **error)
        * in the naive product: they must hold numbers. */
       for (int i = 0; i < 2 * self->layers; i++)
         tach_backend_zero (be, self->kv_mem[i], cache_floats (self, self->context) * sizeof (float));
+      self->pos_dev = tach_backend_alloc (be, sizeof (int32_t));
+      self->pos_row = tach_backend_alloc (be, (size_t) self->embed * sizeof (float));
     }
   point_caches (self);
   return tach_backend_take_error (be, error);
@@ -137,21 +146,34 @@ tach_gpt_generate_free (TachGpt *self)
   g_clear_pointer (&self->kv_mem, g_free);
   tach_backend_dealloc (be, self->seq);
   tach_backend_dealloc (be, self->next_tok);
+  tach_backend_dealloc (be, self->pos_dev);
+  tach_backend_dealloc (be, self->pos_row);
   g_clear_pointer (&self->seq_host, g_free);
   g_clear_pointer (&self->tok_host, g_free);
   g_clear_pointer (&self->logits_host, g_free);
 }
 
-/* Outside any graph: a new request's prompts. */
+static void prefill_rest (TachGpt *self, guint64 step);
+
+/* Outside any graph: a new request's prompts, and kv-cache=static's decode
+ * position. */
 gboolean
 tach_gpt_generate_prepare (TachGpt *self, TachStepCtx *ctx, GError **error)
 {
   int n = tach_gpt_request_steps (self);
+  int k = (int) (ctx->step % (guint64) n);
   gint64 t0 = g_get_monotonic_time ();
   gsize starts = self->corpus->n_tokens - self->prompt + 1;
 
-  if (ctx->step % n != 0)
-    return TRUE;
+  if (self->pos_dev != NULL && (k > 0 || self->graph))
+    {
+      /* The tokens before this step's: under graph, the prompt's last
+       * token is the first step's. */
+      self->pos_host = self->prompt + k - 1;
+      tach_backend_upload (self->be, self->pos_dev, &self->pos_host, sizeof (int32_t));
+    }
+  if (k != 0)
+    return tach_backend_take_error (self->be, error);
   self->request = ctx->step / n;
   for (int b = 0; b < self->batch; b++)
     {
@@ -166,7 +188,28 @@ tach_gpt_generate_prepare (TachGpt *self, TachStepCtx *ctx, GError **error)
   tach_backend_upload (self->be, self->seq, self->seq_host,
                        (size_t) self->batch * self->context * sizeof (int32_t));
   ctx->feed_ms += (g_get_monotonic_time () - t0) / 1000.0;
+  if (self->graph)
+    prefill_rest (self, ctx->step);
   return tach_backend_take_error (self->be, error);
+}
+
+/* launch=graph's prefill, in prepare: the prompt but its last token into
+ * the caches, and the last token into next_tok, which the first (decode)
+ * step embeds at position prompt - 1. */
+static void
+prefill_rest (TachGpt *self, guint64 step)
+{
+  TachGptPass pass = { .tq = self->prompt - 1, .tk = self->context, .cap = self->context };
+
+  if (pass.tq > 0)
+    {
+      tach_gpt_embed (self, self->seq, self->context, &pass, step);
+      tach_gpt_blocks_forward (self, &pass, step);
+    }
+  for (int b = 0; b < self->batch; b++)
+    tach_backend_copy (self->be, self->next_tok + b,
+                       self->seq + (size_t) b * self->context + self->prompt - 1,
+                       sizeof (int32_t));
 }
 
 /* The next token of each stream from self->logits, into self->next_tok,
@@ -208,11 +251,14 @@ tach_gpt_generate_step (TachGpt *self, TachStepCtx *ctx, GError **error)
   int k = (int) (ctx->step % (guint64) tach_gpt_request_steps (self));
   /* Tokens before this step's: none at a prefill. */
   int done = k == 0 ? 0 : self->prompt + k - 1;
+  /* A step of one token after cached ones: under graph, every step (whose
+   * shapes then depend on nothing of k). */
+  gboolean decode = (k > 0 || self->graph) && self->kv_cache != TACH_KV_CACHE_NONE;
   TachGptPass pass;
   const int32_t *tokens;
   int ld;
 
-  if (k == 0 || self->kv_cache == TACH_KV_CACHE_NONE)
+  if (!decode)
     {
       /* The whole prefix, from the request's tokens. */
       int t = k == 0 ? self->prompt : done + 1;
@@ -230,6 +276,12 @@ tach_gpt_generate_step (TachGpt *self, TachStepCtx *ctx, GError **error)
     }
   if (self->kv_cache == TACH_KV_CACHE_STATIC)
     pass.tk = pass.cap = self->context;
+  if (self->kv_cache == TACH_KV_CACHE_STATIC && decode)
+    {
+      /* The position from the device: the same arguments at every token. */
+      pass.pos = 0;
+      pass.pos_dev = self->pos_dev;
+    }
   else if (self->kv_cache == TACH_KV_CACHE_DYNAMIC)
     grow_caches (self, pass.cap, k == 0 ? 0 : done);
 

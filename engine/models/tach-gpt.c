@@ -411,6 +411,8 @@ tach_gpt_new (TachBackend *be, const TachConfig *config, GError **error)
   self->kv_cache = config->kv_cache;
   self->fusion = config->fusion;
   self->sampling = config->sampling;
+  self->graph = config->launch == TACH_LAUNCH_GRAPH && config->task == TACH_TASK_GENERATE
+                && config->kv_cache == TACH_KV_CACHE_STATIC;
   self->precision = config->precision;
   self->batch = (int) config->batch;
   self->layers = (int) config->layers;
@@ -515,11 +517,9 @@ gpt_supports_graph (const TachConfig *config, const char **why)
   else if (config->task == TACH_TASK_GENERATE && config->kv_cache == TACH_KV_CACHE_DYNAMIC)
     reason = W_("{kv-cache=dynamic} reallocates its cache at every token, which a replayed "
                 "graph cannot do; use {kv-cache=static}");
-  else if (config->task == TACH_TASK_GENERATE)
-    /* What the static cache still lacks here: the position is a host
-     * argument of the ops (tach-backend-ops.h), baked into a capture. */
-    reason = W_("gpt's generation passes each token's position to the attention ops as a "
-                "host value, which a replayed graph would repeat; use {launch=eager}");
+  else if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
+    reason = W_("{sampling=host} reads the logits back and draws on the host in every step, "
+               "which a replayed graph cannot do; use {sampling=device}");
   if (why != NULL)
     *why = reason;
   return reason == NULL;

@@ -294,7 +294,7 @@ static const TachPreset presets[] = {
   { "hf-static-compiled", TACH_WORKLOAD_GPT,
     N_("Hugging Face's StaticCache with torch.compile: fixed shapes, fused elementwise kernels"),
     "attention=fused kv-cache=static fusion=elementwise sampling=device feed=host-f32 sync=1 "
-    "metrics=none", NULL,
+    "metrics=none", "launch=graph",
     N_("attention=fused: scaled_dot_product_attention, as hf-dynamic "
        "(transformers/models/gpt2/modeling_gpt2.py)\n"
        "kv-cache=static: the StaticCache that generate() compiles the forward for "
@@ -307,8 +307,9 @@ static const TachPreset presets[] = {
        "sync=1: the stopping criteria read the new tokens back every step "
        "(transformers/generation/stopping_criteria.py)\n"
        "metrics=none: generation computes no metric\n"
-       "not set: launch=graph (mode='reduce-overhead''s CUDA graphs): Tach's attention ops take "
-       "the position as a host value, so a decode step cannot yet be captured and replayed") },
+       "launch=graph: on a GPU, each decode step replayed as one captured CUDA graph, its "
+       "position read from the device, as mode='reduce-overhead' captures the static cache's "
+       "decode (transformers/generation/utils.py); the prompt's prefill stays eager") },
   { "nanogpt-no-cache", TACH_WORKLOAD_GPT,
     N_("nanoGPT's sample.py: every new token recomputes the whole prefix, no KV cache"),
     "attention=fused kv-cache=none fusion=none sampling=device feed=host-f32 sync=end "
@@ -399,7 +400,7 @@ static const TachPreset presets[] = {
   { "tuned", TACH_WORKLOAD_GPT,
     N_("The fastest correct combination: fused attention and elementwise ops, a KV cache, "
        "resident data, one sync at the end"),
-    GPT_TUNED SYNC_TUNED, NULL,
+    GPT_TUNED SYNC_TUNED, "launch=graph",
     N_("No framework: each knob at its fastest value that keeps the math\n"
        "attention=fused: the scores never stored (faster here for training; decoding about "
        "even)\n"
@@ -412,7 +413,8 @@ static const TachPreset presets[] = {
        "metrics=none: no metric work\n"
        "grad-sync=overlap: between ranks, buckets all-reduced while backward goes on\n"
        "bucket-mb=25: buckets of at most 25 MB\n"
-       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)") },
+       "grad-compress=none: the gradients travel as fp32 (a cast changes the results)\n"
+       "launch=graph: on a GPU, each step replayed as one captured CUDA graph") },
 };
 
 const TachPreset *
