@@ -684,6 +684,71 @@ test_thread_counts (TachBackend *be)
   g_assert_cmpmem (one, n1 * sizeof (float), both, n2 * sizeof (float));
 }
 
+/* ------------------------------------------------------ position offset */
+
+/* Each position-taking op with pos = 0 and the position P in device memory
+ * (TachBackend.pos_offset), against the same op with pos = P: bit for bit,
+ * as a replayed graph's decode step must see.  The offset is changed
+ * between two ops that read it, on the stream: each sees its own. */
+static void
+test_pos_offset (TachBackend *be)
+{
+  enum { B = 2, H = 2, HD = 8, C = H * HD, CAP = 12, P = 7, P2 = 9 };
+  size_t nx = (size_t) B * 3 * C, nk = (size_t) B * H * CAP * HD, nq = (size_t) B * H * HD;
+  size_t ns = (size_t) B * H * CAP;
+  g_autofree double *x = normal (nx, 2900, 1.0), *k = normal (nk, 2901, 1.0);
+  g_autofree double *v = normal (nk, 2902, 1.0), *s = normal (ns, 2903, 2.0);
+  float *d_x, *d_q, *d_k[2], *d_v, *d_s[2], *d_o[2], *d_back[2];
+  int32_t *d_pos;
+  const int32_t at[2] = { P, P2 };
+
+  if (!has_transformer (be))
+    return;
+  d_x = tach_ops_upload_d (be, x, nx);
+  d_q = tach_ops_upload_d (be, x, nq);
+  d_v = tach_ops_upload_d (be, v, nk);
+  d_pos = tach_ops_alloc (be, sizeof (int32_t));
+  for (int i = 0; i < 2; i++)
+    {
+      d_k[i] = tach_ops_upload_d (be, k, nk);
+      d_s[i] = tach_ops_upload_d (be, s, ns);
+      d_o[i] = tach_ops_alloc (be, nq * sizeof (float));
+      d_back[i] = tach_ops_alloc (be, nx * sizeof (float));
+      tach_backend_zero (be, d_back[i], nx * sizeof (float));
+    }
+  for (int r = 0; r < 2; r++)
+    {
+      /* i = 0: the host's position; 1: the device's. */
+      for (int i = 0; i < 2; i++)
+        {
+          int pos = i == 0 ? at[r] : 0;
+
+          if (i == 1)
+            tach_backend_upload (be, d_pos, &at[r], sizeof (int32_t));
+          be->pos_offset = i == 1 ? d_pos : NULL;
+          tach_op (be, heads_split, d_x + C, 3 * C, d_k[i], B, 1, H, HD, CAP, pos);
+          tach_op (be, heads_merge, d_k[i], d_back[i] + 2 * C, 3 * C, B, 1, H, HD, CAP, pos);
+          tach_op (be, causal_softmax_fwd, d_s[i], B * H, 1, CAP, pos, 0.5f);
+          tach_op (be, attention_fwd, d_q, d_k[i], d_v, d_o[i], NULL, B, H, 1, CAP, CAP, HD, pos,
+                   0.25f);
+          be->pos_offset = NULL;
+        }
+      {
+        const float *pairs[][2] = { { d_k[0], d_k[1] }, { d_back[0], d_back[1] },
+                                    { d_s[0], d_s[1] }, { d_o[0], d_o[1] } };
+        const size_t sizes[] = { nk, nx, ns, nq };
+
+        for (guint j = 0; j < G_N_ELEMENTS (sizes); j++)
+          {
+            g_autofree float *host = tach_ops_download_f (be, pairs[j][0], sizes[j]);
+            g_autofree float *dev = tach_ops_download_f (be, pairs[j][1], sizes[j]);
+
+            g_assert_cmpmem (host, sizes[j] * sizeof (float), dev, sizes[j] * sizeof (float));
+          }
+      }
+    }
+}
+
 void
 tach_ops_register_gpt (const char *device_id)
 {
@@ -703,6 +768,7 @@ tach_ops_register_gpt (const char *device_id)
   tach_ops_add (device_id, "gpt/attention/fused-naive", test_attention_fused_naive);
   tach_ops_add (device_id, "gpt/attention/decode-prefill", test_attention_decode_matches_prefill);
   tach_ops_add (device_id, "gpt/embedding-backward", test_embedding_bwd);
+  tach_ops_add (device_id, "gpt/position-offset", test_pos_offset);
   if (g_strcmp0 (device_id, "cpu") == 0)
     tach_ops_add (device_id, "gpt/thread-counts", test_thread_counts);
 }
