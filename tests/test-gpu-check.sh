@@ -9,7 +9,10 @@
 #   3. A fast fake device: each GPU test binary runs once, then only the
 #      paths that did not pass there, one per process.
 #   4. The steps in their order (devices, smoke, GPU tests, the NCCL step,
-#      the sweep, PyTorch last); the sweep runs every one-process preset (an
+#      gpt, the sweep, PyTorch last); gpt trains and generates in each
+#      kv-cache mode and as a graph, whose text must be the eager static
+#      cache's (a fake that draws others fails the check); the sweep runs
+#      every one-process preset (an
 #      18-character name followed by one space too) and none of the
 #      data-parallel ones; the NCCL step (mpirun and test-nccl.py stubbed)
 #      asks MPI first, then runs 1 rank, then 2.
@@ -167,6 +170,12 @@ case "$1" in
            printf '  ddp              DDP\n'
            printf '                   between ranks only (mpirun -np 2 or more): alone it runs as tuned\n'
            printf '  tuned            the fastest\n' ;;
+  run) case "$*" in
+         *--print-text*--launch\ graph*) [ "$FAKE_GPT" = differ ] && text=other || text=same ;;
+         *--print-text*) text=same ;;
+         *) text= ;;
+       esac
+       [ -n "$text" ] && printf '  text         prompt | %s\n' "$text" ;;
 esac
 exit 0
 SH
@@ -202,8 +211,25 @@ check8() {
 }
 check8 pass ok pass 60
 order=$(grep '^== ' "$tmp/pass.txt" | cut -d' ' -f2 | tr -d ':,' | tr '\n' ' ')
-[ "$order" = "gpu-check smoke GPU nccl Tach PyTorch summary " ] ||
+[ "$order" = "gpu-check smoke GPU nccl gpt Tach PyTorch summary " ] ||
   fail "order: $order: $(cat "$tmp/pass.txt")"
+for kv in none dynamic static; do
+  grep -q -- "--workload gpt .*--task generate .*--kv-cache $kv\$" "$tmp/pass.calls" ||
+    fail "gpt: generate with kv-cache=$kv did not run: $(grep gpt "$tmp/pass.calls")"
+done
+grep -q -- "--workload gpt .*--kv-cache static --launch graph" "$tmp/pass.calls" ||
+  fail "gpt: the static cache as a graph did not run"
+grep -q -- "--workload gpt .*--task train --launch graph" "$tmp/pass.calls" ||
+  fail "gpt: training as a graph did not run"
+grep -q "^gpt: launch=graph drew the eager static cache's tokens" "$tmp/pass.txt" ||
+  fail "gpt: the texts' match not said: $(cat "$tmp/pass.txt")"
+export FAKE_GPT=differ
+check8 differ ok pass 60
+unset FAKE_GPT
+grep -q "^gpt: launch=graph drew OTHER tokens" "$tmp/differ.txt" ||
+  fail "gpt: other tokens under graph not said: $(cat "$tmp/differ.txt")"
+grep -q "^gpu-check: done in .*status 1" "$tmp/differ.txt" ||
+  fail "gpt: other tokens under graph did not fail the check: $(tail -n 2 "$tmp/differ.txt")"
 grep -q -- "--preset eighteen-chars-one " "$tmp/pass.calls" ||
   fail "sweep: the preset with an 18-character name and one space did not run: $(cat "$tmp/pass.calls")"
 grep -q -- "--preset tuned " "$tmp/pass.calls" || fail "sweep: tuned did not run"
@@ -214,7 +240,7 @@ grep -q "^mpirun .*-np 1 .*tach-cli presets" "$tmp/pass.calls" || fail "nccl: MP
 [ "$(grep '^test-nccl' "$tmp/pass.calls" | tr '\n' ' ')" = "test-nccl 1 test-nccl 2 " ] ||
   fail "nccl: test-nccl.py not run for 1 and then 2 ranks: $(cat "$tmp/pass.calls")"
 grep -q "^nccl-2: passed" "$tmp/pass.txt" || fail "nccl: a pass not said: $(cat "$tmp/pass.txt")"
-echo "ok 4 order: devices, smoke, GPU tests, nccl, sweep, PyTorch; the sweep's presets; nccl passes"
+echo "ok 4 order: devices, smoke, GPU tests, nccl, gpt, sweep, PyTorch; gpt's runs and its text check; the sweep's presets; nccl passes"
 
 # 5. The NCCL step fails: it stops at its first failure; it hangs: it is
 #    stopped at its cap (a tenth of a 60 s budget) and goes no further; MPI
@@ -245,7 +271,9 @@ FAKE_CALLS=$tmp/dry.calls OUT=$tmp/out-dry PATH=$fake8:$PATH GPU_DEV_DIR=$tmp/no
 rc=$?
 [ "$rc" = 0 ] || fail "dry run: exit $rc: $(cat "$tmp/dry.txt")"
 order=$(grep '^== ' "$tmp/dry.txt" | cut -d' ' -f2 | tr -d ':,' | tr '\n' ' ')
-[ "$order" = "gpu-check smoke GPU nccl Tach PyTorch summary " ] || fail "dry run: order: $order"
+[ "$order" = "gpu-check smoke GPU nccl gpt Tach PyTorch summary " ] || fail "dry run: order: $order"
+grep -q "^\[dry run\] run-gpt-generate-static-graph: at most 6 s" "$tmp/dry.txt" ||
+  fail "dry run: gpt's graph run and its cap not shown"
 grep -q "^\[dry run\] nccl-1: at most 30 s" "$tmp/dry.txt" || fail "dry run: the NCCL cap not shown: $(cat "$tmp/dry.txt")"
 grep -q "^\[dry run\] test-gpu-modes: .* at most [0-9]* s" "$tmp/dry.txt" || fail "dry run: the tests' caps not shown"
 [ "$(cat "$tmp/dry.calls")" = "tach-cli presets" ] || fail "dry run: ran $(cat "$tmp/dry.calls")"

@@ -46,7 +46,9 @@
 #      comparison, one rank (and two, with two GPUs), 30 s in all, stopping
 #      at the first failure; an MPI that cannot start a process is said to
 #      be the environment's failure, not Tach's;
-#   5. every preset of every workload (lstm-lm for --task train and
+#   5. gpt at a small shape (train, generate per kv-cache mode, the static
+#      cache as a graph, whose tokens must equal eager's), then every
+#      preset of every workload (lstm-lm for --task train and
 #      generate) that one process runs (not the data-parallel ones, which
 #      alone run as tuned), 100 steps each, each workload's tuned preset at precision=tf32 and once
 #      more with TACH_CUDA_PLAIN=all (every lean path of the GPU step off:
@@ -516,8 +518,8 @@ else
   done
 fi
 
-say "== Tach presets, 100 steps each (each stopped at its cap with SIGINT; cuDNN's logging off)"
-# PyTorch, after it, keeps its share.
+# The gpt step and the presets' sweep share the sweep's time; PyTorch,
+# after them, keeps its share.
 sweep_end=$(( deadline - torch_share ))
 # sweep_one NAME ARGS...; sweep_env (an environment entry) and sweep_csv (the
 # results folder, default tach/) may be set for one call.
@@ -554,6 +556,39 @@ presets_of() {
     END { for (i = 1; i <= n; i++) if (!(names[i] in apart)) print names[i] }' \
     "$work/logs/presets.log"
 }
+# The gpt workload (issue 44; GPU code never run on a GPU before), at a
+# small shape so that each run takes seconds: training eagerly and as a
+# graph, generation in each kv-cache mode, the static cache also as a
+# graph (its decode step at a device position) and as the preset that
+# reproduces Hugging Face's compiled static cache.  The graph's tokens must
+# be the eager static cache's (same seed): a replay that froze the
+# position would draw others.
+say "== gpt: train, generate per kv-cache mode, the static cache eager and as a graph (each stopped at its cap)"
+gpt_shape="--workload gpt --layers 2 --heads 4 --embed 128 --context 128 --batch 4 --precision fp32 --steps 60 --warmup 5"
+gpt_gen="--task generate --prompt 16 --new-tokens 24 --sampling device --print-text true"
+sweep_one gpt-train $gpt_shape --task train
+sweep_one gpt-train-graph $gpt_shape --task train --launch graph
+for kv in none dynamic static; do
+  sweep_one "gpt-generate-$kv" $gpt_shape $gpt_gen --kv-cache "$kv"
+done
+sweep_one gpt-generate-static-graph $gpt_shape $gpt_gen --kv-cache static --launch graph
+sweep_one gpt-generate-hf-static-compiled $gpt_shape $gpt_gen --preset hf-static-compiled
+# gpt_text NAME: the text a run printed (its "text" line and the streams' after it).
+gpt_text() {
+  sed -n '/^  text /,$p' "$work/logs/run-$1.log" 2> /dev/null
+}
+if [ -n "$(gpt_text gpt-generate-static)" ] && [ -n "$(gpt_text gpt-generate-static-graph)" ]; then
+  if [ "$(gpt_text gpt-generate-static)" = "$(gpt_text gpt-generate-static-graph)" ]; then
+    say "gpt: launch=graph drew the eager static cache's tokens"
+  else
+    say "gpt: launch=graph drew OTHER tokens than the eager static cache (a replay at a stale position?)"
+    gpt_text gpt-generate-static | head -n 2 | tee -a "$log"
+    gpt_text gpt-generate-static-graph | head -n 2 | tee -a "$log"
+    status=1
+  fi
+fi
+
+say "== Tach presets, 100 steps each (each stopped at its cap with SIGINT; cuDNN's logging off)"
 for spec in bilstm:train lstm-lm:generate lstm-lm:train cnn:train; do
   w=${spec%%:*}
   task=${spec#*:}
