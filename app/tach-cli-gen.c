@@ -39,8 +39,8 @@ static const GenEntry options[] = {
   { "budget", "SECONDS", "explain, sweep: after those rounds, add rounds while an interval "
                          "misses the target and time is left (45 by default; 0: the rounds "
                          "given only)." },
-  { "target", "PERCENT", "explain, sweep: each speed-up known to +-PERCENT and (explain) each "
-                         "share to +-2 PERCENT of the gap (5 by default)." },
+  { "target", "PERCENT", "explain, sweep: each speed-up known to ±PERCENT and (explain) each "
+                         "share to ±2 PERCENT of the gap (5 by default)." },
   { "csv", "DIR", "Append every run to DIR/runs.csv and DIR/samples.csv "
                   "(explain: also DIR/explain.csv)." },
   { "tensorboard", "DIR", "Write every run as a TensorBoard event file under DIR, one folder per run." },

@@ -118,4 +118,8 @@ gboolean tach_run_gather_ranks (TachRunThread *e, GError **error);
  * rank's own flights become the run's (its trace's all-reduces). */
 void     tach_run_keep_own_flights (TachRunThread *e);
 
+/* Whether the job's ranks can run @config (tach-run-rank-device.c); on a
+ * GPU, *device becomes the rank's own. */
+gboolean tach_run_check_ranks (const TachConfig *config, TachDevice **device, GError **error);
+
 G_END_DECLS
