@@ -275,12 +275,14 @@ tach_gpt_generate_step (TachGpt *self, TachStepCtx *ctx, GError **error)
       ld = 1;
     }
   if (self->kv_cache == TACH_KV_CACHE_STATIC)
-    pass.tk = pass.cap = self->context;
-  if (self->kv_cache == TACH_KV_CACHE_STATIC && decode)
     {
-      /* The position from the device: the same arguments at every token. */
-      pass.pos = 0;
-      pass.pos_dev = self->pos_dev;
+      pass.tk = pass.cap = self->context;
+      if (decode)
+        {
+          /* The position from the device: the same arguments at every token. */
+          pass.pos = 0;
+          pass.pos_dev = self->pos_dev;
+        }
     }
   else if (self->kv_cache == TACH_KV_CACHE_DYNAMIC)
     grow_caches (self, pass.cap, k == 0 ? 0 : done);
