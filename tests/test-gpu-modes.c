@@ -182,6 +182,13 @@ static const GraphCase graph_cases[] = {
   { TACH_WORKLOAD_CNN, "feed=resident sync=end head=gap", 1e-5 },
   /* No warm-up and one step: captured at step 0, replayed once. */
   { TACH_WORKLOAD_CNN, "feed=resident steps=1 warmup=0", 1e-5 },
+  { TACH_WORKLOAD_GPT, "task=train batch=8 layers=2 heads=2 embed=32 context=32 feed=resident",
+    1e-4 },
+  /* Requests of 4 steps around the capture at 2: under graph the prompt's
+   * last token is decoded in the step (another summation order), every
+   * decode at the device's position; the same text. */
+  { TACH_WORKLOAD_GPT, "task=generate layers=2 heads=2 embed=32 context=32 prompt=4 "
+    "new-tokens=4 kv-cache=static sampling=device print-text=true", 1e-4 },
 };
 
 static const char *const graph_paths[] = {
@@ -189,7 +196,8 @@ static const char *const graph_paths[] = {
   "/gpu/graph/bilstm/misread", "/gpu/graph/lstm-lm/host-f32", "/gpu/graph/lstm-lm/prefetch",
   "/gpu/graph/lstm-lm/resident", "/gpu/graph/lstm-lm/generate",
   "/gpu/graph/lstm-lm/generate-unrolled", "/gpu/graph/cnn/host-f32", "/gpu/graph/cnn/prefetch",
-  "/gpu/graph/cnn/resident", "/gpu/graph/cnn/one-step",
+  "/gpu/graph/cnn/resident", "/gpu/graph/cnn/one-step", "/gpu/graph/gpt/train",
+  "/gpu/graph/gpt/generate-static",
 };
 
 static GArray *
