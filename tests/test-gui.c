@@ -106,7 +106,7 @@ find_ellipsised_label (GtkWidget *widget)
 void
 assert_panel_not_ellipsised (TachWindow *window)
 {
-  static const char *workloads[] = { "bilstm", "lstm-lm", "cnn" };
+  static const char *workloads[] = { "bilstm", "lstm-lm", "cnn", "gpt" };
   TachConfigPanel *panel = tach_window_get_config_panel (window);
   g_autofree char *old = tach_config_panel_get_knob (panel, "workload");
 
@@ -551,6 +551,8 @@ main (int   argc,
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
   g_test_add ("/gui/run/speedup-other-work", Fixture, NULL, fixture_setup, test_speedup_other_work,
               fixture_teardown);
+  g_test_add ("/gui/gpt/panel", Fixture, NULL, fixture_setup, test_gpt_panel, fixture_teardown);
+  g_test_add ("/gui/gpt/generate", Fixture, NULL, fixture_setup, test_gpt_generate, fixture_teardown);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
@@ -572,6 +574,7 @@ main (int   argc,
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   g_test_add ("/gui/layout", Fixture, NULL, fixture_setup, test_layout, fixture_teardown);
+  g_test_add ("/gui/layout/gpt", Fixture, "gpt", fixture_setup, test_layout, fixture_teardown);
   g_test_add ("/gui/a11y", Fixture, NULL, fixture_setup, test_a11y, fixture_teardown);
   return g_test_run ();
 }

@@ -183,6 +183,15 @@ describe (GtkWidget *widget)
         /* Translators: a run's time per step, then its phases' shares. */
         g_string_append_printf (text, _("; %.2f ms per step (%s)"), ms, phases);
       }
+      /* Generation's prefill and decoding, and the memory, in the
+       * summary's words. */
+      {
+        g_autofree char *details = NULL;
+
+        g_object_get (run, "details-text", &details, NULL);
+        if (details != NULL && details[0] != '\0')
+          g_string_append_printf (text, "\n%s", details);
+      }
     }
   return g_string_free (text, FALSE);
 }

@@ -130,6 +130,15 @@ tach_run_object_get_property (GObject    *object,
       else
         g_value_take_string (value, g_strdup_printf ("%.4f", sum->final_loss));
       break;
+    case PROP_DETAILS_TEXT:
+      {
+        /* The summary's own lines, as tach-cli prints them, less their
+         * final newline. */
+        char *text = tach_summary_dup_generation_memory (sum);
+
+        g_value_take_string (value, g_strchomp (text));
+      }
+      break;
     case PROP_SPEEDUP:
       g_value_set_double (value, finite_or_zero (self->speedup));
       break;
