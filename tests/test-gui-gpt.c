@@ -7,6 +7,7 @@
 #include <glib/gi18n.h>
 #include <tach-engine.h>
 
+#include "tach-a11y.h"
 #include "tach-config-panel.h"
 #include "tach-run-object.h"
 #include "tach-run-table.h"
@@ -196,4 +197,49 @@ test_gpt_generate (Fixture       *fixture,
 
       render_window (fixture->window, path);
     }
+}
+
+static gboolean
+gpt_sweep_done (gpointer data)
+{
+  TachWindow *window = data;
+  g_autoptr(GPtrArray) presets = tach_presets_for_ranks (TACH_WORKLOAD_GPT, 1);
+
+  return g_list_model_get_n_items (tach_window_get_sweep (window)) == presets->len
+         && !tach_window_get_running (window);
+}
+
+/* Compare presets of the small generation, kept as a screenshot only when
+ * TACH_SCREENSHOT_DIR is set (every gpt preset twice is too long for the
+ * suite): the Compare view's figures list each run's prefill, decoding and
+ * memory. */
+void
+test_gpt_compare (Fixture       *fixture,
+                  gconstpointer  data)
+{
+  const char *dir = g_getenv ("TACH_SCREENSHOT_DIR");
+  g_autoptr(GError) error = NULL;
+  g_autofree char *path = NULL;
+  GtkWidget *view;
+  const char *figures;
+
+  (void) data;
+  if (dir == NULL)
+    {
+      g_test_skip ("TACH_SCREENSHOT_DIR is not set");
+      return;
+    }
+  gpt_small_generation (tach_window_get_config_panel (fixture->window));
+  g_object_set (tach_window_get_config_panel (fixture->window), "steps", 24, NULL);
+  g_assert_true (tach_window_compare_presets (fixture->window, &error));
+  g_assert_no_error (error);
+  g_assert_true (iterate_until (gpt_sweep_done, fixture->window, 900));
+  iterate_for (0.5);
+  view = find_widget_with_css_name (GTK_WIDGET (fixture->window), "tach-compare-view");
+  figures = tach_a11y_get_description (view);
+  g_assert_nonnull (figures);
+  g_assert_nonnull (strstr (figures, "prefill      "));
+  g_assert_nonnull (strstr (figures, "KV cache"));
+  path = g_build_filename (dir, "gpt-compare.png", NULL);
+  render_window (fixture->window, path);
 }
