@@ -254,7 +254,8 @@ test_run_export (Fixture       *fixture,
 
 
   /* The table shows the row; the charts hold every step. */
-  view = GTK_COLUMN_VIEW (gtk_widget_get_first_child (gtk_widget_get_last_child (GTK_WIDGET (tach_window_get_run_table (window)))));
+  view = GTK_COLUMN_VIEW (find_widget_of_type (GTK_WIDGET (tach_window_get_run_table (window)),
+                                             GTK_TYPE_COLUMN_VIEW));
   g_assert_true (GTK_IS_COLUMN_VIEW (view));
   g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (gtk_column_view_get_model (view))), ==, 1);
   g_assert_cmpuint (tach_chart_get_n_series (rate_chart), ==, 1);
