@@ -1,7 +1,8 @@
 /* tach-run-object-text.c: the text a run object's figures are shown in:
  * the values of the properties the run table and the compare view bind to
  * (rates with their spread, items/s, loss, the speed-up and its interval,
- * the phases' shares), the speed-up's words and the mode knobs line.
+ * the phases' shares, generation and memory in tach-cli's words), the
+ * speed-up's words and the mode knobs line.
  *
  * tach-run-object.c and tach-run-object-text.c are one class,
  * TachRunObject, and call one another as one unit, which
