@@ -8,6 +8,7 @@
 #include <tach-engine.h>
 
 #include "tach-a11y.h"
+#include "tach-compare-view.h"
 #include "tach-config-panel.h"
 #include "tach-run-object.h"
 #include "tach-run-table.h"
@@ -242,4 +243,27 @@ test_gpt_compare (Fixture       *fixture,
   g_assert_nonnull (strstr (figures, "KV cache"));
   path = g_build_filename (dir, "gpt-compare.png", NULL);
   render_window (fixture->window, path);
+}
+
+/* The Compare view's rounds text wraps at the view's width: gpt's eleven
+ * presets on a busy machine gave six caveat lines longer than the view at
+ * 1280 px, cut off at its right edge.  Narrower, the view is taller. */
+void
+test_compare_rounds_wrap (void)
+{
+  GtkWidget *view = g_object_ref_sink (tach_compare_view_new ());
+  int narrow = 0, wide = 0, unwrapped = 0;
+
+  tach_compare_view_set_rounds_text (TACH_COMPARE_VIEW (view),
+                                     "2 rounds.\nhf-dynamic and hf-static ran while other "
+                                     "processes took 73% of the CPU: this speed-up is for a "
+                                     "busy machine; rerun idle to compare");
+  gtk_widget_measure (view, GTK_ORIENTATION_VERTICAL, 300, &narrow, NULL, NULL, NULL);
+  gtk_widget_measure (view, GTK_ORIENTATION_VERTICAL, 4000, &wide, NULL, NULL, NULL);
+  tach_compare_view_set_rounds_text (TACH_COMPARE_VIEW (view), "2 rounds.\none line");
+  gtk_widget_measure (view, GTK_ORIENTATION_VERTICAL, 300, &unwrapped, NULL, NULL, NULL);
+  g_assert_cmpint (gtk_widget_get_request_mode (view), ==, GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH);
+  g_assert_cmpint (narrow, >, wide);
+  g_assert_cmpint (wide, ==, unwrapped);
+  g_object_unref (view);
 }

@@ -555,6 +555,7 @@ main (int   argc,
   g_test_add ("/gui/gpt/panel", Fixture, NULL, fixture_setup, test_gpt_panel, fixture_teardown);
   g_test_add ("/gui/gpt/generate", Fixture, NULL, fixture_setup, test_gpt_generate, fixture_teardown);
   g_test_add ("/gui/gpt/compare", Fixture, NULL, fixture_setup, test_gpt_compare, fixture_teardown);
+  g_test_add_func ("/gui/compare/rounds-wrap", test_compare_rounds_wrap);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
