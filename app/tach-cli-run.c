@@ -143,40 +143,11 @@ tach_cli_print_summary (TachRun *run)
         printf (_("               above the peak: FLOPs are counted as a direct algorithm does "
                   "them, and the backend does fewer (Winograd convolution)\n"));
     }
-  /* Generation in requests: its prefills and its decoding apart. */
-  if (!isnan (s.prefill_ms) || !isnan (s.decode_tokens_per_s))
-    {
-      g_autofree char *decode = tach_cli_format_number (s.decode_tokens_per_s, "%.1f");
+  {
+    g_autofree char *generation_memory = tach_summary_dup_generation_memory (&s);
 
-      if (isnan (s.prefill_ms))
-        printf (_("  prefill      not measured: every prompt's prefill fell in the warm-up (raise "
-                  "--steps or lower --new-tokens)\n"));
-      else
-        printf (_("  prefill      %.3f ms to the first token (median over the prompts)\n"),
-                s.prefill_ms);
-      printf (_("  decode       %s tokens/s (the other steps' tokens over their time)\n"),
-              decode);
-    }
-  if (s.peak_memory_bytes > 0)
-    {
-      g_autofree char *memory = g_format_size_full (s.peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
-      printf (_("  memory       %s peak\n"), memory);
-    }
-  if (!isnan (s.param_bytes))
-    {
-      g_autofree char *params = g_format_size_full ((guint64) s.param_bytes,
-                                                    G_FORMAT_SIZE_IEC_UNITS);
-      g_autofree char *optimizer = g_format_size_full ((guint64) s.optimizer_bytes,
-                                                       G_FORMAT_SIZE_IEC_UNITS);
-      g_autofree char *activations = g_format_size_full ((guint64) s.activation_bytes,
-                                                         G_FORMAT_SIZE_IEC_UNITS);
-      g_autofree char *kv = g_format_size_full ((guint64) s.kv_cache_bytes,
-                                                G_FORMAT_SIZE_IEC_UNITS);
-
-      /* Translators: what the model's memory holds, after the peak. */
-      printf (_("               parameters %s, optimiser %s, activations %s, KV cache %s\n"),
-              params, optimizer, activations, kv);
-    }
+    fputs (generation_memory, stdout);
+  }
   if (tach_run_get_data_kind (run) != NULL)
     {
       const char *path = tach_run_get_data_path (run);

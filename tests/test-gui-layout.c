@@ -136,8 +136,16 @@ test_layout (Fixture *fixture, gconstpointer data)
   GtkWidget *stack = find_widget_of_type (GTK_WIDGET (window), ADW_TYPE_VIEW_STACK);
   AdwFlap *flap = ADW_FLAP (find_widget_of_type (GTK_WIDGET (window), ADW_TYPE_FLAP));
 
-  (void) data;
-  g_object_set (tach_window_get_config_panel (window), "steps", 6, NULL);
+  const char *workload = data;
+
+  /* A gpt generation of three requests, so that its prefill shows. */
+  if (g_strcmp0 (workload, "gpt") == 0)
+    {
+      gpt_small_generation (tach_window_get_config_panel (window));
+      g_object_set (tach_window_get_config_panel (window), "steps", 24, NULL);
+    }
+  else
+    g_object_set (tach_window_get_config_panel (window), "steps", 6, NULL);
   gtk_widget_activate_action (GTK_WIDGET (window), "win.run", NULL);
   g_assert_true (iterate_until (window_idle, window, 120));
   check_view_keys (window, ADW_VIEW_STACK (stack));
@@ -178,8 +186,9 @@ test_layout (Fixture *fixture, gconstpointer data)
                                views[v]);
           if (dir != NULL)
             {
-              g_autofree char *path = g_strdup_printf ("%s/width-%d-%s.png", dir, size.width,
-                                                       views[v]);
+              g_autofree char *path = g_strdup_printf ("%s/width-%d-%s%s%s.png", dir, size.width,
+                                                       views[v], workload ? "-" : "",
+                                                       workload ? workload : "");
 
               render_window (window, path);
             }

@@ -4,6 +4,7 @@
  * a PNG, waiting for an export, and the window's message dialog.
  */
 #include <math.h>
+#include <string.h>
 #include <adwaita.h>
 #include <glib/gi18n.h>
 #include <glib/gstdio.h>
@@ -283,6 +284,19 @@ GtkWidget *
 find_label_prefix (GtkWidget *widget, const char *prefix)
 {
   return find_widget (widget, is_label_prefix, prefix);
+}
+
+static gboolean
+is_label_holding (GtkWidget *widget, const char *text)
+{
+  return GTK_IS_LABEL (widget) && gtk_widget_get_mapped (widget)
+         && strstr (gtk_label_get_text (GTK_LABEL (widget)), text) != NULL;
+}
+
+GtkWidget *
+find_label_holding (GtkWidget *widget, const char *text)
+{
+  return find_widget (widget, is_label_holding, text);
 }
 
 AdwMessageDialog *

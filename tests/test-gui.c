@@ -106,7 +106,7 @@ find_ellipsised_label (GtkWidget *widget)
 void
 assert_panel_not_ellipsised (TachWindow *window)
 {
-  static const char *workloads[] = { "bilstm", "lstm-lm", "cnn" };
+  static const char *workloads[] = { "bilstm", "lstm-lm", "cnn", "gpt" };
   TachConfigPanel *panel = tach_window_get_config_panel (window);
   g_autofree char *old = tach_config_panel_get_knob (panel, "workload");
 
@@ -254,7 +254,8 @@ test_run_export (Fixture       *fixture,
 
 
   /* The table shows the row; the charts hold every step. */
-  view = GTK_COLUMN_VIEW (gtk_widget_get_first_child (gtk_widget_get_last_child (GTK_WIDGET (tach_window_get_run_table (window)))));
+  view = GTK_COLUMN_VIEW (find_widget_of_type (GTK_WIDGET (tach_window_get_run_table (window)),
+                                             GTK_TYPE_COLUMN_VIEW));
   g_assert_true (GTK_IS_COLUMN_VIEW (view));
   g_assert_cmpuint (g_list_model_get_n_items (G_LIST_MODEL (gtk_column_view_get_model (view))), ==, 1);
   g_assert_cmpuint (tach_chart_get_n_series (rate_chart), ==, 1);
@@ -551,6 +552,10 @@ main (int   argc,
   g_test_add ("/gui/run/export", Fixture, NULL, fixture_setup, test_run_export, fixture_teardown);
   g_test_add ("/gui/run/speedup-other-work", Fixture, NULL, fixture_setup, test_speedup_other_work,
               fixture_teardown);
+  g_test_add ("/gui/gpt/panel", Fixture, NULL, fixture_setup, test_gpt_panel, fixture_teardown);
+  g_test_add ("/gui/gpt/generate", Fixture, NULL, fixture_setup, test_gpt_generate, fixture_teardown);
+  g_test_add ("/gui/gpt/compare", Fixture, NULL, fixture_setup, test_gpt_compare, fixture_teardown);
+  g_test_add_func ("/gui/compare/rounds-wrap", test_compare_rounds_wrap);
   g_test_add ("/gui/compare", Fixture, NULL, fixture_setup, test_compare, fixture_teardown);
   g_test_add ("/gui/close-stops-run", Fixture, NULL, fixture_setup, test_close_stops_run, fixture_teardown);
   g_test_add ("/gui/run/error", Fixture, NULL, fixture_setup, test_run_error, fixture_teardown);
@@ -572,6 +577,7 @@ main (int   argc,
   g_test_add ("/gui/i18n/zh_CN", Fixture, NULL, fixture_setup, test_i18n_zh_cn, fixture_teardown);
   g_test_add ("/gui/screenshots", Fixture, NULL, fixture_setup, test_screenshots, fixture_teardown);
   g_test_add ("/gui/layout", Fixture, NULL, fixture_setup, test_layout, fixture_teardown);
+  g_test_add ("/gui/layout/gpt", Fixture, "gpt", fixture_setup, test_layout, fixture_teardown);
   g_test_add ("/gui/a11y", Fixture, NULL, fixture_setup, test_a11y, fixture_teardown);
   return g_test_run ();
 }

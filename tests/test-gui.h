@@ -67,6 +67,9 @@ GtkWidget *find_label            (GtkWidget *widget,
 /* The label at or below @widget whose text starts with @prefix, or NULL. */
 GtkWidget *find_label_prefix     (GtkWidget *widget,
                                   const char *prefix);
+/* The mapped label at or below @widget whose text holds @text, or NULL. */
+GtkWidget *find_label_holding    (GtkWidget *widget,
+                                  const char *text);
 /* An explanation's explain.csv opened in a new window
  * (test-gui-open-explain.c). */
 void     test_open_explain   (Fixture      *fixture,
@@ -87,7 +90,9 @@ void     test_run_fault      (Fixture      *fixture,
  * (test-gui-a11y.c; skipped without GTK_A11Y=test). */
 void     test_a11y           (Fixture      *fixture,
                               gconstpointer data);
-/* The window at 1280, 800 and 360 px (test-gui-layout.c). */
+/* The window at 1280, 800 and 360 px (test-gui-layout.c), after a run of
+ * the panel's defaults, or of a small gpt generation where @data is
+ * "gpt". */
 void     test_layout         (Fixture      *fixture,
                               gconstpointer data);
 /* Iterates the main loop for @seconds (test-gui-util.c). */
@@ -135,6 +140,18 @@ void     test_gui_ranks_add  (void (*setup) (Fixture *, gconstpointer),
  * tests. */
 void     test_gui_fit_add    (void (*setup) (Fixture *, gconstpointer),
                               void (*teardown) (Fixture *, gconstpointer));
+/* gpt's knobs in the panel, and a generation's prefill, decoding and
+ * memory under the run table (test-gui-gpt.c). */
+void     test_gpt_panel      (Fixture      *fixture,
+                              gconstpointer data);
+void     test_gpt_generate   (Fixture      *fixture,
+                              gconstpointer data);
+void     test_gpt_compare    (Fixture      *fixture,
+                              gconstpointer data);
+/* The Compare view's rounds text wraps at its width (test-gui-gpt.c). */
+void     test_compare_rounds_wrap (void);
+/* Sets @panel to a gpt generation small enough for a test (test-gui-gpt.c). */
+void     gpt_small_generation (TachConfigPanel *panel);
 /* The README's screenshots, rendered as artifacts (test-gui-shots.c). */
 void     test_screenshots    (Fixture      *fixture,
                               gconstpointer data);

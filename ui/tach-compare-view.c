@@ -32,16 +32,27 @@ struct _TachCompareView
   char       *rounds_text;  /* the rounds line, or NULL */
 };
 
-/* Where the bars begin: under the title and the rounds text's lines. */
-static int
-top_of_bars (TachCompareView *self)
-{
-  int lines = 0;
+static void set_font         (GtkWidget   *widget,
+                              PangoLayout *layout,
+                              double       scale,
+                              gboolean     bold);
+static void set_rounds_width (PangoLayout *layout,
+                              int          width);
 
-  for (const char *c = self->rounds_text; c != NULL && *c != '\0'; c++)
-    lines += *c == '\n';
-  return TOP_TITLE + (self->rounds_text != NULL && *self->rounds_text != '\0'
-                      ? (lines + 1) * LINE_HEIGHT : 0);
+/* Where the bars begin at @width (-1: any): under the title and the rounds
+ * text's lines as they wrap. */
+static int
+top_of_bars (TachCompareView *self,
+             int              width)
+{
+  g_autoptr(PangoLayout) layout = NULL;
+
+  if (self->rounds_text == NULL || *self->rounds_text == '\0')
+    return TOP_TITLE;
+  layout = gtk_widget_create_pango_layout (GTK_WIDGET (self), self->rounds_text);
+  set_font (GTK_WIDGET (self), layout, 0.85, FALSE);
+  set_rounds_width (layout, width);
+  return TOP_TITLE + pango_layout_get_line_count (layout) * LINE_HEIGHT;
 }
 
 G_DEFINE_FINAL_TYPE (TachCompareView, tach_compare_view, GTK_TYPE_WIDGET)
@@ -54,14 +65,13 @@ enum {
 
 static GParamSpec *properties[N_PROPS];
 
-/* Shared with the explain chart: the bars' text in the widget's font. */
-PangoLayout *
-tach_compare_layout_new (GtkWidget *widget,
-                         cairo_t   *cr,
-                         double     scale,
-                         gboolean   bold)
+/* @layout in the widget's font at @scale, tabular figures. */
+static void
+set_font (GtkWidget   *widget,
+          PangoLayout *layout,
+          double       scale,
+          gboolean     bold)
 {
-  PangoLayout *layout = pango_cairo_create_layout (cr);
   g_autoptr(PangoFontDescription) desc =
     pango_font_description_copy (pango_context_get_font_description (gtk_widget_get_pango_context (widget)));
   PangoAttrList *attrs = pango_attr_list_new ();
@@ -74,7 +84,30 @@ tach_compare_layout_new (GtkWidget *widget,
   pango_attr_list_insert (attrs, pango_attr_font_features_new ("tnum=1"));
   pango_layout_set_attributes (layout, attrs);
   pango_attr_list_unref (attrs);
+}
+
+/* Shared with the explain chart: the bars' text in the widget's font. */
+PangoLayout *
+tach_compare_layout_new (GtkWidget *widget,
+                         cairo_t   *cr,
+                         double     scale,
+                         gboolean   bold)
+{
+  PangoLayout *layout = pango_cairo_create_layout (cr);
+
+  set_font (widget, layout, scale, bold);
   return layout;
+}
+
+/* The rounds text wrapped at @width (-1: not wrapped): its lines, each a
+ * sentence of the rounds or of the machine's load, longer than the view
+ * where many presets ran on a busy machine (gpt's eleven). */
+static void
+set_rounds_width (PangoLayout *layout,
+                  int          width)
+{
+  pango_layout_set_width (layout, width > 0 ? width * PANGO_SCALE : -1);
+  pango_layout_set_wrap (layout, PANGO_WRAP_WORD_CHAR);
 }
 
 void
@@ -183,6 +216,15 @@ describe (GtkWidget *widget)
         /* Translators: a run's time per step, then its phases' shares. */
         g_string_append_printf (text, _("; %.2f ms per step (%s)"), ms, phases);
       }
+      /* Generation's prefill and decoding, and the memory, in the
+       * summary's words. */
+      {
+        g_autofree char *details = NULL;
+
+        g_object_get (run, "details-text", &details, NULL);
+        if (details != NULL && details[0] != '\0')
+          g_string_append_printf (text, "\n%s", details);
+      }
     }
   return g_string_free (text, FALSE);
 }
@@ -205,7 +247,7 @@ tach_compare_view_draw (TachCompareView *self,
   gboolean dark = adw_style_manager_get_dark (adw_style_manager_get_default ());
   guint n = self->model ? g_list_model_get_n_items (self->model) : 0;
   double max_ms = 0.0, first_rate = NAN, label_w = 120, bar_x, bar_w, x;
-  int top = top_of_bars (self);
+  int top = top_of_bars (self, width);
   GdkRGBA fg;
   int w;
 
@@ -216,7 +258,11 @@ G_GNUC_END_IGNORE_DEPRECATIONS
   tach_compare_show_text (cr, small, _("Time per step, split into phases (shorter is faster)"),
              0, 8, &fg, 0.6, NULL);
   if (top > TOP_TITLE)
-    tach_compare_show_text (cr, small, self->rounds_text, 0, 8 + LINE_HEIGHT, &fg, 0.85, NULL);
+    {
+      set_rounds_width (small, width);
+      tach_compare_show_text (cr, small, self->rounds_text, 0, 8 + LINE_HEIGHT, &fg, 0.85, NULL);
+      set_rounds_width (small, -1);
+    }
 
   for (guint i = 0; i < n; i++)
     {
@@ -350,7 +396,15 @@ tach_compare_view_measure (GtkWidget      *widget,
   if (orientation == GTK_ORIENTATION_HORIZONTAL)
     *minimum = *natural = 280;
   else
-    *minimum = *natural = top_of_bars (self) + n * ROW_HEIGHT + LEGEND_HEIGHT;
+    *minimum = *natural = top_of_bars (self, for_size) + n * ROW_HEIGHT + LEGEND_HEIGHT;
+}
+
+/* The rounds text wraps: the narrower, the taller. */
+static GtkSizeRequestMode
+tach_compare_view_get_request_mode (GtkWidget *widget)
+{
+  (void) widget;
+  return GTK_SIZE_REQUEST_HEIGHT_FOR_WIDTH;
 }
 
 static void
@@ -496,6 +550,7 @@ tach_compare_view_class_init (TachCompareViewClass *klass)
   object_class->set_property = tach_compare_view_set_property;
   widget_class->snapshot = tach_compare_view_snapshot;
   widget_class->measure = tach_compare_view_measure;
+  widget_class->get_request_mode = tach_compare_view_get_request_mode;
 
   properties[PROP_MODEL] =
     g_param_spec_object ("model", NULL, NULL, G_TYPE_LIST_MODEL,

@@ -1,7 +1,8 @@
 /* tach-run-object-text.c: the text a run object's figures are shown in:
  * the values of the properties the run table and the compare view bind to
  * (rates with their spread, items/s, loss, the speed-up and its interval,
- * the phases' shares), the speed-up's words and the mode knobs line.
+ * the phases' shares, generation and memory in tach-cli's words), the
+ * speed-up's words and the mode knobs line.
  *
  * tach-run-object.c and tach-run-object-text.c are one class,
  * TachRunObject, and call one another as one unit, which
@@ -129,6 +130,15 @@ tach_run_object_get_property (GObject    *object,
         g_value_set_string (value, "—");
       else
         g_value_take_string (value, g_strdup_printf ("%.4f", sum->final_loss));
+      break;
+    case PROP_DETAILS_TEXT:
+      {
+        /* The summary's own lines, as tach-cli prints them, less their
+         * final newline. */
+        char *text = tach_summary_dup_generation_memory (sum);
+
+        g_value_take_string (value, g_strchomp (text));
+      }
       break;
     case PROP_SPEEDUP:
       g_value_set_double (value, finite_or_zero (self->speedup));

@@ -261,6 +261,8 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   properties[PROP_RATE_TEXT] = string_prop ("rate-text");
   properties[PROP_ITEMS_TEXT] = string_prop ("items-text");
   properties[PROP_LOSS_TEXT] = string_prop ("loss-text");
+  /* The figures a column has no room for: generation and memory. */
+  properties[PROP_DETAILS_TEXT] = string_prop ("details-text");
   properties[PROP_SPEEDUP] = double_prop ("speedup");
   properties[PROP_SPEEDUP_TEXT] = string_prop ("speedup-text");
   /* The same in two lines, for the run table's narrow column. */

@@ -1,7 +1,8 @@
 /* tach-run-table.c: every run in a GtkColumnView.
  *
  * The cells are declared in tach-run-table.ui and bound to TachRunObject
- * properties, so this file only wires the model and the baseline choice.
+ * properties, so this file only wires the model, the baseline choice and
+ * the details under the table (the figures no column has room for).
  */
 #include "tach-run-table.h"
 #include "tach-a11y.h"
@@ -20,6 +21,10 @@ struct _TachRunTable
   GtkWidget      *baseline_label;
   GtkColumnViewColumn *run_column, *rate_column, *speedup_column;
   GtkWidget      *title;
+  /* The selected run's figures that no column holds (else the newest
+   * run's), and the run they are of, whose changes it follows. */
+  GtkWidget      *details, *details_scroller;
+  TachRunObject  *details_run;
   gboolean        compact;
   guint           compact_idle;
 
@@ -92,6 +97,56 @@ same_work (TachRunObject *a,
   return ca->workload == cb->workload && ca->task == cb->task;
 }
 
+/* The run whose details show: the one selected, else the newest. */
+static TachRunObject *
+details_run (TachRunTable *self)
+{
+  TachRunObject *run = tach_run_table_get_selected (self);
+  guint n = self->model != NULL ? g_list_model_get_n_items (self->model) : 0;
+
+  if (run != NULL || n == 0)
+    return run != NULL ? g_object_ref (run) : NULL;
+  return g_list_model_get_item (self->model, n - 1);
+}
+
+static void
+show_details (TachRunTable *self)
+{
+  g_autofree char *title = NULL;
+  g_autofree char *text = NULL;
+
+  if (self->details_run != NULL)
+    g_object_get (self->details_run, "title", &title, "details-text", &text, NULL);
+  /* A run with no such figures (one not yet measured) shows none. */
+  if (text == NULL || text[0] == '\0')
+    {
+      gtk_widget_set_visible (self->details_scroller, FALSE);
+      return;
+    }
+  {
+    g_autofree char *markup = g_markup_printf_escaped ("<b>%s</b>\n%s", title, text);
+
+    gtk_label_set_markup (GTK_LABEL (self->details), markup);
+  }
+  gtk_widget_set_visible (self->details_scroller, TRUE);
+}
+
+static void
+follow_details (TachRunTable *self)
+{
+  g_autoptr(TachRunObject) run = details_run (self);
+
+  if (run != self->details_run)
+    {
+      if (self->details_run != NULL)
+        g_signal_handlers_disconnect_by_func (self->details_run, show_details, self);
+      g_set_object (&self->details_run, run);
+      if (run != NULL)
+        g_signal_connect_swapped (run, "notify::details-text", G_CALLBACK (show_details), self);
+    }
+  show_details (self);
+}
+
 void
 tach_run_table_update_speedups (TachRunTable *self)
 {
@@ -122,6 +177,7 @@ on_items_changed (TachRunTable *self)
       && g_list_model_get_n_items (self->model) > 0)
     gtk_drop_down_set_selected (self->baseline_dropdown, 0);
   tach_run_table_update_speedups (self);
+  follow_details (self);
 }
 
 GListModel *
@@ -151,6 +207,8 @@ tach_run_table_set_model (TachRunTable *self,
       gtk_single_selection_set_autoselect (GTK_SINGLE_SELECTION (selection), FALSE);
       gtk_single_selection_set_can_unselect (GTK_SINGLE_SELECTION (selection), TRUE);
       gtk_single_selection_set_selected (GTK_SINGLE_SELECTION (selection), GTK_INVALID_LIST_POSITION);
+      g_signal_connect_object (selection, "notify::selected-item", G_CALLBACK (follow_details),
+                               self, G_CONNECT_SWAPPED);
     }
   gtk_column_view_set_model (self->column_view, selection);
   gtk_drop_down_set_model (self->baseline_dropdown, model);
@@ -172,6 +230,9 @@ tach_run_table_dispose (GObject *object)
   if (self->model)
     g_signal_handlers_disconnect_by_data (self->model, self);
   g_clear_object (&self->model);
+  if (self->details_run != NULL)
+    g_signal_handlers_disconnect_by_func (self->details_run, show_details, self);
+  g_clear_object (&self->details_run);
   g_clear_handle_id (&self->compact_idle, g_source_remove);
   gtk_widget_dispose_template (GTK_WIDGET (self), TACH_TYPE_RUN_TABLE);
   G_OBJECT_CLASS (tach_run_table_parent_class)->dispose (object);
@@ -287,6 +348,8 @@ tach_run_table_class_init (TachRunTableClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_dropdown);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, baseline_label);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, title);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, details);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, details_scroller);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, run_column);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, rate_column);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, speedup_column);
@@ -299,6 +362,8 @@ tach_run_table_init (TachRunTable *self)
 {
   gtk_widget_init_template (GTK_WIDGET (self));
   tach_a11y_label_by (GTK_WIDGET (self->baseline_dropdown), self->baseline_label);
+  /* The group is named; the label inside reads as its own text. */
+  tach_a11y_set_label (self->details_scroller, _("Run details"));
   gtk_orientable_set_orientation (GTK_ORIENTABLE (gtk_widget_get_layout_manager (GTK_WIDGET (self))),
                                   GTK_ORIENTATION_VERTICAL);
   g_signal_connect (gtk_scrolled_window_get_hadjustment (GTK_SCROLLED_WINDOW (self->scroller)),

@@ -622,6 +622,60 @@ tach_summary_dup_busy_apart (double busy_a, double busy_b)
                           100.0 * busy_or_idle (busy_a), 100.0 * busy_or_idle (busy_b));
 }
 
+/* A size in bytes as GLib words it ("1.5 MiB"); one the engine did not
+ * observe (NaN) reads as a dash, as the summary's other figures do. */
+static char *
+dup_size (double bytes)
+{
+  if (!isfinite (bytes) || bytes < 0)
+    return g_strdup ("–");
+  return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
+}
+
+/* One piece for the CLI's summary and the window's run details, so that the
+ * two say a run's generation and memory figures in the same words. */
+char *
+tach_summary_dup_generation_memory (const TachSummary *s)
+{
+  GString *text = g_string_new (NULL);
+
+  /* Generation in requests: its prefills and its decoding apart. */
+  if (!isnan (s->prefill_ms) || !isnan (s->decode_tokens_per_s))
+    {
+      g_autofree char *decode = isfinite (s->decode_tokens_per_s)
+                                ? g_strdup_printf ("%.1f", s->decode_tokens_per_s)
+                                : g_strdup ("–");
+
+      if (isnan (s->prefill_ms))
+        g_string_append (text, _("  prefill      not measured: every prompt's prefill fell in the "
+                                 "warm-up (raise --steps or lower --new-tokens)\n"));
+      else
+        g_string_append_printf (text, _("  prefill      %.3f ms to the first token (median over "
+                                        "the prompts)\n"), s->prefill_ms);
+      g_string_append_printf (text, _("  decode       %s tokens/s (the other steps' tokens over "
+                                      "their time)\n"), decode);
+    }
+  if (s->peak_memory_bytes > 0)
+    {
+      g_autofree char *memory = g_format_size_full (s->peak_memory_bytes, G_FORMAT_SIZE_IEC_UNITS);
+
+      g_string_append_printf (text, _("  memory       %s peak\n"), memory);
+    }
+  if (!isnan (s->param_bytes))
+    {
+      g_autofree char *params = dup_size (s->param_bytes);
+      g_autofree char *optimizer = dup_size (s->optimizer_bytes);
+      g_autofree char *activations = dup_size (s->activation_bytes);
+      g_autofree char *kv = dup_size (s->kv_cache_bytes);
+
+      /* Translators: what the model's memory holds, after the peak. */
+      g_string_append_printf (text, _("               parameters %s, optimiser %s, activations %s, "
+                                      "KV cache %s\n"),
+                              params, optimizer, activations, kv);
+    }
+  return g_string_free (text, FALSE);
+}
+
 /* Whether @s ran on fewer threads than it had for long enough to say. */
 static gboolean
 fell_to_fewer (const TachSummary *s)

@@ -632,6 +632,14 @@ gboolean      tach_summary_busy_apart (double busy_a, double busy_b);
  * while the machine was busy (34% vs 3%)" (translated), newly allocated;
  * NULL where it does not hold. */
 char         *tach_summary_dup_busy_apart (double busy_a, double busy_b);
+/* A run's generation and memory figures as tach-cli's summary prints them
+ * and the window's run details show them: the prefill (time to the first
+ * token) and decoding (tokens/s) apart where the run prefilled prompts,
+ * the peak memory where measured, and what the model's memory holds
+ * (parameters, optimiser, activations, KV cache) where the workload says.
+ * One line each, indented as the summary's and ending in a newline,
+ * translated, newly allocated; "" where the run has none.  Any thread. */
+char         *tach_summary_dup_generation_memory (const TachSummary *s);
 /* From this share of a run's time on fewer threads than it had, a
  * comparison says so: it is a busy machine's figure. */
 #define TACH_SUMMARY_FEWER_THREADS_SHARE 0.10
