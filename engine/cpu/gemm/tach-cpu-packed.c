@@ -103,8 +103,10 @@ typedef struct {
   float       *packed;
 } GemmPack;
 
-/* More distinct frozen Bs than this run unpacked. */
-#define GEMM_PACKS_MAX 8
+/* More distinct frozen Bs than this run unpacked.  A gpt decoding step
+ * reads four weights a block and the LM head: 25 at 6 layers, 49 at GPT-2
+ * small's 12 (at 8, 17 of the 25 ran from the plain rows). */
+#define GEMM_PACKS_MAX 64
 
 void
 tach_cpu_gemm_packs_clear (TachBackend *be)
@@ -154,7 +156,7 @@ tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k
   /* Where tach_cpu_gemm runs the small kernels on a frozen B: the same
    * bits from its packed copy. */
   if (m > 0 && n > 0 && k > 0 && tb && !ta && TACH_CPU (be)->frozen != NULL
-      && tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k)
+      && tach_cpu_sgemm_takes_small (ta, tb, (size_t) m, (size_t) n, (size_t) k)
       && tach_cpu_packed_nt_usable ((size_t) n)
       && tach_cpu_frozen_epoch (be, b, ((size_t) (n - 1) * ldb + k) * sizeof (float)) != 0)
     {
