@@ -174,6 +174,44 @@ test_gemm_many (void)
   tach_backend_free (be);
 }
 
+/* A thin product on a frozen weight split between 2 threads (at every
+ * load: TACH_CPU_THREADS_ADAPT=never), the last part's block ragged, at
+ * the bits of the unfrozen product on one thread. */
+static void
+test_gemm_threads (void)
+{
+  const int n = 1000, k = 384;
+  TachBackend *one = cpu_backend (1), *two;
+  guint32 state = 13;
+  float *w, *w1, *a, *c, *c1;
+
+  g_setenv ("TACH_CPU_THREADS_ADAPT", "never", TRUE);
+  two = cpu_backend (2);
+  g_unsetenv ("TACH_CPU_THREADS_ADAPT");
+  w = tach_backend_alloc (two, (size_t) n * k * sizeof (float));
+  w1 = tach_backend_alloc (one, (size_t) n * k * sizeof (float));
+  a = tach_backend_alloc (two, 2 * (size_t) k * sizeof (float));
+  c = tach_backend_alloc (two, 2 * (size_t) n * sizeof (float));
+  c1 = tach_backend_alloc (one, 2 * (size_t) n * sizeof (float));
+  fill (w, (size_t) n * k, &state);
+  memcpy (w1, w, (size_t) n * k * sizeof (float));
+  fill (a, 2 * (size_t) k, &state);
+  fill (c, 2 * (size_t) n, &state);
+  memcpy (c1, c, 2 * (size_t) n * sizeof (float));
+  tach_backend_freeze (two, w, (size_t) n * k * sizeof (float));
+  for (int m = 1; m <= 2; m++)
+    {
+      tach_op (two, gemm, FALSE, TRUE, m, n, k, 0.5f, a, k, w, k, 1.0f, c, n);
+      tach_op (one, gemm, FALSE, TRUE, m, n, k, 0.5f, a, k, w1, k, 1.0f, c1, n);
+      g_assert_true (tach_backend_ok (two) && tach_backend_ok (one));
+      g_assert_cmpmem (c, 2 * (size_t) n * sizeof (float), c1, 2 * (size_t) n * sizeof (float));
+    }
+  g_assert_cmpuint (TACH_CPU (two)->frozen_copies->len, ==,
+                    tach_cpu_packed_nt_usable ((size_t) n) ? 1 : 0);
+  tach_backend_free (two);
+  tach_backend_free (one);
+}
+
 /* Rows of the stream drawn from a vocabulary of VOCAB rows (as a
  * generation loop's embeddings are), then FRESH rows never seen, more than
  * the frozen plan keeps, so that it forgets them and starts again. */
@@ -341,5 +379,8 @@ main (int argc, char **argv)
   g_test_add_func ("/cpu/frozen/gemm", test_gemm);
   g_test_add_func ("/cpu/frozen/gemm-many", test_gemm_many);
   g_test_add_func ("/cpu/frozen/lstm", test_lstm);
+  /* Last: its pool's threads, left spinning, would slow the LSTM's helper
+   * thread, whose test asks it to finish in time. */
+  g_test_add_func ("/cpu/frozen/gemm-threads", test_gemm_threads);
   return g_test_run ();
 }
