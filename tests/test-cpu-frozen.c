@@ -38,8 +38,8 @@ cpu_backend (guint threads)
 static void
 test_packed_bits (void)
 {
-  static const size_t ns[] = { 8, 9, 15, 16, 17, 31, 33, 400, 554 };
-  static const size_t ks[] = { 1, 3, 7, 8, 9, 15, 16, 17, 40, 64, 100, 129, 300 };
+  static const size_t ns[] = { 8, 9, 15, 16, 17, 31, 33, 400, 554, 1152 };
+  static const size_t ks[] = { 1, 3, 7, 8, 9, 15, 16, 17, 40, 64, 100, 129, 300, 384, 1536 };
   TachBackend *be = cpu_backend (1);
   guint32 state = 1;
   guint tried = 0;
@@ -54,7 +54,8 @@ test_packed_bits (void)
             g_autofree float *bm = NULL, *am = NULL, *c1 = NULL, *c2 = NULL;
             float *packed;
 
-            if (!tach_cpu_packed_nt_usable (n) || !tach_cpu_sgemm_is_small (m, n, k))
+            if (!tach_cpu_packed_nt_usable (n)
+                || !tach_cpu_sgemm_takes_small (FALSE, TRUE, m, n, k))
               continue;
             bm = g_new (float, n * ldb);
             am = g_new (float, m * lda);
@@ -88,9 +89,8 @@ test_packed_bits (void)
 
 /* The gemm op on a frozen B against the same B unfrozen, then written. */
 static void
-test_gemm (void)
+gemm_frozen_unfrozen (int m, int n, int k)
 {
-  const int m = 1, n = 554, k = 100;
   TachBackend *be = cpu_backend (1);
   guint32 state = 7;
   g_autofree float *host = g_new (float, (size_t) n * k);
@@ -111,7 +111,7 @@ test_gemm (void)
       tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
       tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
       g_assert_true (tach_backend_ok (be));
-      g_assert_cmpmem (c1, (size_t) n * sizeof (float), c2, (size_t) n * sizeof (float));
+      g_assert_cmpmem (c1, (size_t) m * n * sizeof (float), c2, (size_t) m * n * sizeof (float));
       g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==,
                         tach_cpu_packed_nt_usable ((size_t) n) ? 1 : 0);
       a[round] += 0.25f;
@@ -125,8 +125,91 @@ test_gemm (void)
   g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==, 0);
   tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
   tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
-  g_assert_cmpmem (c1, (size_t) n * sizeof (float), c2, (size_t) n * sizeof (float));
+  g_assert_cmpmem (c1, (size_t) m * n * sizeof (float), c2, (size_t) m * n * sizeof (float));
   tach_backend_free (be);
+}
+
+/* An LSTM's output layer, and one decoded token's qkv and fc products of
+ * gpt at width 384 (batch 1 and 2): thin products beyond the small size,
+ * which the packed copy serves too. */
+static void
+test_gemm (void)
+{
+  gemm_frozen_unfrozen (1, 554, 100);
+  gemm_frozen_unfrozen (1, 1152, 384);
+  gemm_frozen_unfrozen (2, 1536, 384);
+}
+
+/* A gpt decoding step's weights, four a block over 6 blocks and the LM
+ * head, in one frozen buffer: every one of them gets its packed copy and
+ * gives the unfrozen bits (at most 8 copies were kept: 17 of the 25 read
+ * their plain rows each token). */
+static void
+test_gemm_many (void)
+{
+  const int m = 1, n = 64, k = 48, weights = 25;
+  const size_t each = (size_t) n * k;
+  TachBackend *be = cpu_backend (1);
+  guint32 state = 11;
+  float *w = tach_backend_alloc (be, weights * each * sizeof (float));
+  float *w2 = tach_backend_alloc (be, weights * each * sizeof (float));
+  float *a = tach_backend_alloc (be, (size_t) k * sizeof (float));
+  float *c1 = tach_backend_alloc (be, (size_t) n * sizeof (float));
+  float *c2 = tach_backend_alloc (be, (size_t) n * sizeof (float));
+
+  fill (w, weights * each, &state);
+  memcpy (w2, w, weights * each * sizeof (float));
+  fill (a, (size_t) k, &state);
+  tach_backend_freeze (be, w, weights * each * sizeof (float));
+  for (int round = 0; round < 2; round++)
+    for (int i = 0; i < weights; i++)
+      {
+        tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, w + i * each, k, 0.0f, c1, n);
+        tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, w2 + i * each, k, 0.0f, c2, n);
+        g_assert_true (tach_backend_ok (be));
+        g_assert_cmpmem (c1, (size_t) n * sizeof (float), c2, (size_t) n * sizeof (float));
+      }
+  g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==,
+                    tach_cpu_packed_nt_usable ((size_t) n) ? (guint) weights : 0);
+  tach_backend_free (be);
+}
+
+/* A thin product on a frozen weight split between 2 threads (at every
+ * load: TACH_CPU_THREADS_ADAPT=never), the last part's block ragged, at
+ * the bits of the unfrozen product on one thread. */
+static void
+test_gemm_threads (void)
+{
+  const int n = 1000, k = 384;
+  TachBackend *one = cpu_backend (1), *two;
+  guint32 state = 13;
+  float *w, *w1, *a, *c, *c1;
+
+  g_setenv ("TACH_CPU_THREADS_ADAPT", "never", TRUE);
+  two = cpu_backend (2);
+  g_unsetenv ("TACH_CPU_THREADS_ADAPT");
+  w = tach_backend_alloc (two, (size_t) n * k * sizeof (float));
+  w1 = tach_backend_alloc (one, (size_t) n * k * sizeof (float));
+  a = tach_backend_alloc (two, 2 * (size_t) k * sizeof (float));
+  c = tach_backend_alloc (two, 2 * (size_t) n * sizeof (float));
+  c1 = tach_backend_alloc (one, 2 * (size_t) n * sizeof (float));
+  fill (w, (size_t) n * k, &state);
+  memcpy (w1, w, (size_t) n * k * sizeof (float));
+  fill (a, 2 * (size_t) k, &state);
+  fill (c, 2 * (size_t) n, &state);
+  memcpy (c1, c, 2 * (size_t) n * sizeof (float));
+  tach_backend_freeze (two, w, (size_t) n * k * sizeof (float));
+  for (int m = 1; m <= 2; m++)
+    {
+      tach_op (two, gemm, FALSE, TRUE, m, n, k, 0.5f, a, k, w, k, 1.0f, c, n);
+      tach_op (one, gemm, FALSE, TRUE, m, n, k, 0.5f, a, k, w1, k, 1.0f, c1, n);
+      g_assert_true (tach_backend_ok (two) && tach_backend_ok (one));
+      g_assert_cmpmem (c, 2 * (size_t) n * sizeof (float), c1, 2 * (size_t) n * sizeof (float));
+    }
+  g_assert_cmpuint (TACH_CPU (two)->frozen_copies->len, ==,
+                    tach_cpu_packed_nt_usable ((size_t) n) ? 1 : 0);
+  tach_backend_free (two);
+  tach_backend_free (one);
 }
 
 /* Rows of the stream drawn from a vocabulary of VOCAB rows (as a
@@ -294,6 +377,10 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
   g_test_add_func ("/cpu/frozen/packed-bits", test_packed_bits);
   g_test_add_func ("/cpu/frozen/gemm", test_gemm);
+  g_test_add_func ("/cpu/frozen/gemm-many", test_gemm_many);
   g_test_add_func ("/cpu/frozen/lstm", test_lstm);
+  /* Last: its pool's threads, left spinning, would slow the LSTM's helper
+   * thread, whose test asks it to finish in time. */
+  g_test_add_func ("/cpu/frozen/gemm-threads", test_gemm_threads);
   return g_test_run ();
 }

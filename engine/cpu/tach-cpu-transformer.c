@@ -40,7 +40,7 @@ tach_cpu_gemm_strided_batched (TachBackend *be, gboolean ta, gboolean tb, int m,
    * product pays for waking the pool, nor splits into slivers.  Fewer,
    * large products thread themselves (dnnl_sgemm on the pool). */
   if (batch < (int) be->threads
-      && !tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k))
+      && !tach_cpu_sgemm_takes_small (ta, tb, (size_t) m, (size_t) n, (size_t) k))
     {
       for (int i = 0; i < batch; i++)
         if (!tach_cpu_sgemm (be, ta, tb, m, n, k, alpha, a + i * stride_a, lda, b + i * stride_b,

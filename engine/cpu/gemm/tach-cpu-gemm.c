@@ -135,6 +135,26 @@ tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k)
   return (double) m * (double) n * (double) k <= TACH_CPU_SMALL_GEMM;
 }
 
+/* Thin products x W^T of up to THIN_ROWS rows and at most THIN_MACS
+ * multiply-adds also run on the small kernels: one token's decoding step
+ * at batch 1 or 2 (gpt's qkv, fc and fc2, 442 k to 590 k multiply-adds at
+ * width 384) reads each weight once whatever runs it, and on the small
+ * kernels a frozen W is read from its packed copy, one sequential stream
+ * (tach-cpu-packed.c), where dnnl_sgemm read the plain rows.  Larger
+ * ones (GPT-2 small's LM head, 38.6 M) stay on dnnl_sgemm, which threads
+ * them. */
+#define THIN_ROWS 2
+#define THIN_MACS (4.0 * 1024 * 1024)
+
+gboolean
+tach_cpu_sgemm_takes_small (gboolean ta, gboolean tb, size_t m, size_t n, size_t k)
+{
+  if (tach_cpu_sgemm_is_small (m, n, k))
+    return TRUE;
+  return !ta && tb && m <= THIN_ROWS && tach_cpu_packed_nt_usable (n)
+         && (double) m * (double) n * (double) k <= THIN_MACS;
+}
+
 gboolean
 tach_cpu_sgemm (TachBackend *be, gboolean ta, gboolean tb, size_t m, size_t n, size_t k,
                 float alpha, const float *a, size_t lda, const float *b, size_t ldb,
@@ -183,7 +203,7 @@ tach_cpu_sgemm_local (gboolean ta, gboolean tb, size_t m, size_t n, size_t k, fl
 {
   if (m == 0 || n == 0)
     return dnnl_success;
-  if (tach_cpu_sgemm_is_small (m, n, k)
+  if (tach_cpu_sgemm_takes_small (ta, tb, m, n, k)
       && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return dnnl_success;
   /* Inside a parallel region oneDNN runs the product on this thread. */
@@ -252,7 +272,7 @@ tach_cpu_sgemm_mode (TachBackend *be, TachCpuGemmMode mode, gboolean ta, gboolea
    * each output the same bits (dnnl_sgemm's do not depend on its thread
    * count: measured for the LSTMs' shapes, 1 and 2 threads, AVX-512 and
    * AVX2); the mode only picks where dnnl_sgemm runs. */
-  if (tach_cpu_sgemm_is_small (m, n, k)
+  if (tach_cpu_sgemm_takes_small (ta, tb, m, n, k)
       && small_gemm (ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc))
     return TRUE;
   if (mode == TACH_CPU_GEMM_AUTO && m >= GEMM_ROWS_MIN

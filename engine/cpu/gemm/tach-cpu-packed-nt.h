@@ -63,6 +63,11 @@ TACH_VEC_FN (packed_row_step) (TachVec acc[TACH_VEC_LANES], TachVec x, const flo
                            acc[r]);
 }
 
+/* How far ahead (floats) the one-row kernel asks for the packed copy's
+ * lines: a decoding step reads each weight once, from memory, and the
+ * hardware prefetchers alone do not keep one core's stream full. */
+#define PACKED_ROW_AHEAD 2048
+
 /* One row of A against a block of L rows of B: the L outputs. */
 TACH_VEC_INLINE TachVec
 TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMask tail,
@@ -76,7 +81,15 @@ TACH_VEC_FN (packed_row) (size_t kv, const float *ar, const float *pb, TachVecMa
     acc[r] = tach_vec_zero ();
 #pragma GCC unroll 2
   for (; v + 1 < kv; v++)
-    TACH_VEC_FN (packed_row_step) (acc, tach_vec_load (ar + v * TACH_VEC_LANES), pb, v);
+    {
+      const float *ahead = pb + v * TACH_VEC_LANES * TACH_VEC_LANES + PACKED_ROW_AHEAD;
+
+      /* A step reads L vectors of B: L * L floats, a line per 16. */
+#pragma GCC unroll 16
+      for (int q = 0; q < TACH_VEC_LANES * TACH_VEC_LANES / 16; q++)
+        _mm_prefetch ((const char *) (ahead + 16 * q), _MM_HINT_T0);
+      TACH_VEC_FN (packed_row_step) (acc, tach_vec_load (ar + v * TACH_VEC_LANES), pb, v);
+    }
   TACH_VEC_FN (packed_row_step) (acc, PACKED_A_LAST (ar, v, tail, ragged), pb, v);
   return tach_vec_hsum (acc);
 }
@@ -185,3 +198,4 @@ TACH_VEC_FN (packed_nt) (size_t m, size_t n, size_t k, float alpha, const float 
 
 #undef PACKED_A_LAST
 #undef PACKED_HALF
+#undef PACKED_ROW_AHEAD

@@ -103,8 +103,10 @@ typedef struct {
   float       *packed;
 } GemmPack;
 
-/* More distinct frozen Bs than this run unpacked. */
-#define GEMM_PACKS_MAX 8
+/* More distinct frozen Bs than this run unpacked.  A gpt decoding step
+ * reads four weights a block and the LM head: 25 at 6 layers, 49 at GPT-2
+ * small's 12 (at 8, 17 of the 25 ran from the plain rows). */
+#define GEMM_PACKS_MAX 64
 
 void
 tach_cpu_gemm_packs_clear (TachBackend *be)
@@ -146,6 +148,37 @@ gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
   return pack.packed;
 }
 
+/* Products of at least this many multiply-adds on a packed copy split
+ * its blocks between the threads the ops run on now: a decoding step's
+ * product reads its weight once and is bound by the read rate, which two
+ * cores together raise (bench/HISTORY.md: l2-read on the AMD EPYC, 5.0
+ * bytes/ns on one core against 8.6 on two, loaded).  Each output is
+ * computed whole by one thread, so the split changes no bits. */
+#define PACKED_THREADS_MIN_MACS (64.0 * 1024)
+
+static void
+packed_nt_threads (TachBackend *be, size_t m, size_t n, size_t k, float alpha, const float *a,
+                   size_t lda, const float *packed, float beta, float *c, size_t ldc)
+{
+  size_t rows = packed_rows (), kp = packed_round (k), blocks = (n + rows - 1) / rows;
+  int parts = (int) MIN ((size_t) tach_cpu_threads_now (be), blocks);
+
+  if (parts <= 1 || (double) m * (double) n * (double) k < PACKED_THREADS_MIN_MACS)
+    {
+      tach_cpu_packed_nt (m, n, k, alpha, a, lda, packed, beta, c, ldc);
+      return;
+    }
+  tach_cpu_bind_threads (be);
+#pragma omp parallel for schedule (static)
+  for (int t = 0; t < parts; t++)
+    {
+      size_t j0 = blocks * (size_t) t / (size_t) parts * rows;
+      size_t j1 = MIN (blocks * (size_t) (t + 1) / (size_t) parts * rows, n);
+
+      tach_cpu_packed_nt (m, j1 - j0, k, alpha, a, lda, packed + j0 * kp, beta, c + j0, ldc);
+    }
+}
+
 void
 tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, float alpha,
                   const float *a, int lda, const float *b, int ldb, float beta, float *c,
@@ -154,7 +187,7 @@ tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k
   /* Where tach_cpu_gemm runs the small kernels on a frozen B: the same
    * bits from its packed copy. */
   if (m > 0 && n > 0 && k > 0 && tb && !ta && TACH_CPU (be)->frozen != NULL
-      && tach_cpu_sgemm_is_small ((size_t) m, (size_t) n, (size_t) k)
+      && tach_cpu_sgemm_takes_small (ta, tb, (size_t) m, (size_t) n, (size_t) k)
       && tach_cpu_packed_nt_usable ((size_t) n)
       && tach_cpu_frozen_epoch (be, b, ((size_t) (n - 1) * ldb + k) * sizeof (float)) != 0)
     {
@@ -162,8 +195,8 @@ tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k
 
       if (packed != NULL)
         {
-          tach_cpu_packed_nt ((size_t) m, (size_t) n, (size_t) k, alpha, a, (size_t) lda,
-                              packed, beta, c, (size_t) ldc);
+          packed_nt_threads (be, (size_t) m, (size_t) n, (size_t) k, alpha, a, (size_t) lda,
+                             packed, beta, c, (size_t) ldc);
           return;
         }
     }
