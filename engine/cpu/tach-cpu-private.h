@@ -377,6 +377,11 @@ gboolean tach_cpu_sgemm_takes_small (gboolean ta, gboolean tb, size_t m, size_t 
  * bits of tach_cpu_sgemm_local's small kernels, where
  * tach_cpu_packed_nt_usable (n) (the vector kernels at the current ISA). */
 gboolean tach_cpu_packed_nt_usable (size_t n);
+/* tach_cpu_packed_nt over the threads the ops run on now, each a share of
+ * the packed blocks (the same bits), when the product is large enough. */
+void     tach_cpu_packed_nt_threads (TachBackend *be, size_t m, size_t n, size_t k, float alpha,
+                                     const float *a, size_t lda, const float *packed, float beta,
+                                     float *c, size_t ldc);
 size_t   tach_cpu_packed_nt_floats (size_t n, size_t k);
 void     tach_cpu_pack_nt (size_t n, size_t k, const float *b, size_t ldb, float *packed);
 /* C = alpha A B^T + beta C on B packed by tach_cpu_pack_nt (64-byte aligned). */

@@ -556,8 +556,10 @@ tach_summary_add_requests (const TachSampleStore *store, guint64 request_steps,
           decode_steps++;
         }
     }
-  /* A few prefills a run: their times sort in place. */
-  qsort (prefill->data, prefill->len, sizeof (double), compare_doubles);
+  /* A few prefills a run: their times sort in place (none: every
+   * prefill was warm-up, and the array has no data to sort). */
+  if (prefill->len > 0)
+    qsort (prefill->data, prefill->len, sizeof (double), compare_doubles);
   out->prefill_ms = prefill->len > 0 ? percentile ((double *) (void *) prefill->data, prefill->len,
                                                    0.5)
                                      : NAN;

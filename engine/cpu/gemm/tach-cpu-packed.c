@@ -1,6 +1,7 @@
 /* tach-cpu-packed.c: small x W^T products on a copy of W packed when a
  * plan is built (tach-cpu-packed-nt.h), for weights that a plan reads many
- * times unchanged: one stream's LSTM steps in a generation loop.
+ * times unchanged: one stream's LSTM steps in a generation loop; the gemm op
+ * runs them on frozen weights (tach-cpu-gemm-frozen.c).
  *
  * Threads: any; each call touches only its own arguments.
  */
@@ -93,61 +94,6 @@ tach_cpu_packed_nt (size_t m, size_t n, size_t k, float alpha, const float *a, s
 #endif
 }
 
-/* ---------------------------------------------------------- frozen weights */
-
-/* A packed copy of a frozen B of the gemm op (a frozen copy: it goes, with
- * every other, when a frozen range is written or freed, tach-cpu-memory.c). */
-typedef struct {
-  const float *b;
-  size_t       n, k, ldb;
-  float       *packed;
-} GemmPack;
-
-/* More distinct frozen Bs than this run unpacked.  A gpt decoding step
- * reads four weights a block and the LM head: 25 at 6 layers, 49 at GPT-2
- * small's 12 (at 8, 17 of the 25 ran from the plain rows). */
-#define GEMM_PACKS_MAX 64
-
-void
-tach_cpu_gemm_packs_clear (TachBackend *be)
-{
-  g_clear_pointer (&TACH_CPU (be)->gemm_packs, g_array_unref);
-}
-
-/* The packed copy of the frozen @b for the gemm op, made on first use;
- * NULL: none (too many, or no memory: the plain product runs). */
-static const float *
-gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
-{
-  TachCpuBackend *cpu = TACH_CPU (be);
-  GemmPack pack = { b, n, k, ldb, NULL };
-
-  /* The copies of an earlier epoch are freed already. */
-  if (cpu->gemm_packs == NULL)
-    cpu->gemm_packs = g_array_new (FALSE, FALSE, sizeof (GemmPack));
-  if (cpu->gemm_packs_epoch != cpu->frozen_epoch)
-    {
-      g_array_set_size (cpu->gemm_packs, 0);
-      cpu->gemm_packs_epoch = cpu->frozen_epoch;
-    }
-  for (guint i = 0; i < cpu->gemm_packs->len; i++)
-    {
-      const GemmPack *g = &g_array_index (cpu->gemm_packs, GemmPack, i);
-
-      if (g->b == b && g->n == n && g->k == k && g->ldb == ldb)
-        return g->packed;
-    }
-  if (cpu->gemm_packs->len >= GEMM_PACKS_MAX)
-    return NULL;
-  pack.packed = tach_cpu_frozen_copy_alloc (be, tach_cpu_packed_nt_floats (n, k)
-                                                * sizeof (float));
-  if (pack.packed == NULL)
-    return NULL;
-  tach_cpu_pack_nt (n, k, b, ldb, pack.packed);
-  g_array_append_val (cpu->gemm_packs, pack);
-  return pack.packed;
-}
-
 /* Products of at least this many multiply-adds on a packed copy split
  * its blocks between the threads the ops run on now: a decoding step's
  * product reads its weight once and is bound by the read rate, which two
@@ -156,9 +102,10 @@ gemm_pack (TachBackend *be, const float *b, size_t n, size_t k, size_t ldb)
  * computed whole by one thread, so the split changes no bits. */
 #define PACKED_THREADS_MIN_MACS (64.0 * 1024)
 
-static void
-packed_nt_threads (TachBackend *be, size_t m, size_t n, size_t k, float alpha, const float *a,
-                   size_t lda, const float *packed, float beta, float *c, size_t ldc)
+void
+tach_cpu_packed_nt_threads (TachBackend *be, size_t m, size_t n, size_t k, float alpha,
+                            const float *a, size_t lda, const float *packed, float beta, float *c,
+                            size_t ldc)
 {
   size_t rows = packed_rows (), kp = packed_round (k), blocks = (n + rows - 1) / rows;
   int parts = (int) MIN ((size_t) tach_cpu_threads_now (be), blocks);
@@ -177,28 +124,4 @@ packed_nt_threads (TachBackend *be, size_t m, size_t n, size_t k, float alpha, c
 
       tach_cpu_packed_nt (m, j1 - j0, k, alpha, a, lda, packed + j0 * kp, beta, c + j0, ldc);
     }
-}
-
-void
-tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, float alpha,
-                  const float *a, int lda, const float *b, int ldb, float beta, float *c,
-                  int ldc)
-{
-  /* Where tach_cpu_gemm runs the small kernels on a frozen B: the same
-   * bits from its packed copy. */
-  if (m > 0 && n > 0 && k > 0 && tb && !ta && TACH_CPU (be)->frozen != NULL
-      && tach_cpu_sgemm_takes_small (ta, tb, (size_t) m, (size_t) n, (size_t) k)
-      && tach_cpu_packed_nt_usable ((size_t) n)
-      && tach_cpu_frozen_epoch (be, b, ((size_t) (n - 1) * ldb + k) * sizeof (float)) != 0)
-    {
-      const float *packed = gemm_pack (be, b, (size_t) n, (size_t) k, (size_t) ldb);
-
-      if (packed != NULL)
-        {
-          packed_nt_threads (be, (size_t) m, (size_t) n, (size_t) k, alpha, a, (size_t) lda,
-                             packed, beta, c, (size_t) ldc);
-          return;
-        }
-    }
-  tach_cpu_gemm (be, ta, tb, m, n, k, alpha, a, lda, b, ldb, beta, c, ldc);
 }
