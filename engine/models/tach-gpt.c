@@ -23,6 +23,7 @@
 #include "tach-error-private.h"
 #include "tach-feeder.h"
 #include "tach-gpt.h"
+#include "tach-layers.h"
 #include "tach-rand.h"
 
 /* The text the generate task draws its prompts from without --data. */
@@ -517,9 +518,8 @@ gpt_supports_graph (const TachConfig *config, const char **why)
   else if (config->task == TACH_TASK_GENERATE && config->kv_cache == TACH_KV_CACHE_DYNAMIC)
     reason = W_("{kv-cache=dynamic} reallocates its cache at every token, which a replayed "
                 "graph cannot do; use {kv-cache=static}");
-  else if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
-    reason = W_("{sampling=host} reads the logits back and draws on the host in every step, "
-               "which a replayed graph cannot do; use {sampling=device}");
+  else
+    reason = tach_model_sampling_graph_why (config);
   if (why != NULL)
     *why = reason;
   return reason == NULL;

@@ -2,6 +2,8 @@
  * dense layer (GEMM + bias, in fp32 or bf16) and a convolution block (conv
  * + bias + ReLU + max pool, fused where the backend can).
  */
+#include <glib/gi18n-lib.h>
+
 #include "tach-layers.h"
 
 /* ---------------------------------------------------------------- dense */
@@ -120,4 +122,13 @@ tach_conv_block_backward (TachBackend *be, TachConvPlan *plan, const TachConvDes
   tach_op (be, maxpool_bwd, dy, idx, dact, desc->N, desc->K, oh, ow);
   tach_op (be, relu_bwd, act, dact, dact, count);
   tach_op (be, conv_bwd, plan, x, w, dact, dx, dw, db);
+}
+
+const char *
+tach_model_sampling_graph_why (const TachConfig *config)
+{
+  if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
+    return W_("{sampling=host} reads the logits back and draws on the host in every step, "
+              "which a replayed graph cannot do; use {sampling=device}");
+  return NULL;
 }

@@ -56,4 +56,9 @@ void          tach_conv_block_backward (TachBackend *be, TachConvPlan *plan,
                                         const float *act, const int32_t *idx, const float *dy,
                                         float *dact, float *dx, float *dw, float *db);
 
+/* Why a language model's generation under @config cannot be captured as a
+ * graph because it samples on the host (translated), or NULL: the one
+ * reason lstm-lm and gpt share. */
+const char *tach_model_sampling_graph_why (const TachConfig *config);
+
 G_END_DECLS

@@ -571,9 +571,8 @@ lm_supports_graph (const TachConfig *config, const char **why)
   if (config->call_setup == TACH_CALL_SETUP_PER_CALL)
     reason = W_("{call-setup=per-call} rebuilds the LSTM and its buffers in every step, which a "
                "replayed graph cannot do; use {call-setup=persistent}");
-  else if (config->task == TACH_TASK_GENERATE && config->sampling == TACH_SAMPLING_HOST)
-    reason = W_("{sampling=host} reads the logits back and draws on the host in every step, "
-               "which a replayed graph cannot do; use {sampling=device}");
+  else
+    reason = tach_model_sampling_graph_why (config);
   if (why != NULL)
     *why = reason;
   return reason == NULL;
