@@ -193,8 +193,9 @@ def test_trace(tmp, mode, extra=()):
 
 
 def test_killed(tmp, lost):
-    """Rank @lost is killed (SIGKILL) once its progress lines show it past
-    step 2: the survivor writes what it has, its steps and its all-reduces
+    """Rank @lost is killed (SIGKILL) once the progress lines show both ranks
+    past the warm-up with timed steps (a line's step counts the warm-up's
+    too; the survivor's lines can trail the lost rank's): the survivor writes what it has, its steps and its all-reduces
     (rank 0 into the folder and trace asked for, rank 1 beside them, since
     rank 0 may be the one lost), and its message names the rank lost."""
     pid_file = os.path.join(tmp, "lost.pid")
@@ -213,6 +214,7 @@ def test_killed(tmp, lost):
     watchdog = threading.Timer(240.0, p.kill)
     watchdog.start()
     killed = False
+    reached = [0, 0]
     lines = []
     try:
         for line in p.stdout:
@@ -220,7 +222,13 @@ def test_killed(tmp, lost):
             if killed or not line.startswith("tach-progress "):
                 continue
             fields = dict(w.split("=", 1) for w in line.split()[1:])
-            if fields.get("rank") == str(lost) and int(fields.get("step", 0)) >= 2:
+            if fields.get("rank") in ("0", "1"):
+                reached[int(fields["rank"])] = max(reached[int(fields["rank"])],
+                                                   int(fields.get("step", 0)))
+            # A progress line's step counts the 2 warm-up steps too: both
+            # ranks are past them and have timed steps of their own, so the
+            # survivor has steps to keep whenever its rows are written.
+            if reached[lost] >= 5 and reached[1 - lost] >= 4:
                 with open(pid_file) as f:
                     os.kill(int(f.read()), signal.SIGKILL)
                 killed = True
