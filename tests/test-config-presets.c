@@ -15,7 +15,7 @@ test_presets (void)
   const TachPreset *all = tach_presets (&n);
   TachConfig c;
 
-  g_assert_cmpuint (n, ==, 40);
+  g_assert_cmpuint (n, ==, 44);
   /* Every preset applies cleanly to its own workload. */
   for (guint i = 0; i < n; i++)
     {
@@ -52,7 +52,7 @@ test_presets (void)
     g_autoptr(GPtrArray) lm = tach_presets_for_workload (TACH_WORKLOAD_LSTM_LM);
     g_autoptr(GPtrArray) cnn = tach_presets_for_workload (TACH_WORKLOAD_CNN);
 
-    g_assert_cmpuint (lm->len, ==, 8);
+    g_assert_cmpuint (lm->len, ==, 9);
     /* Alone, not the data-parallel presets; tuned last either way (the
      * explain view's "to"). */
     {
@@ -60,9 +60,9 @@ test_presets (void)
       g_autoptr(GPtrArray) two = tach_presets_for_ranks (TACH_WORKLOAD_LSTM_LM, 2);
 
       g_assert_cmpuint (alone->len, ==, 3);
-      g_assert_cmpuint (two->len, ==, 8);
+      g_assert_cmpuint (two->len, ==, 9);
       g_assert_cmpstr (((const TachPreset *) alone->pdata[2])->name, ==, "tuned");
-      g_assert_cmpstr (((const TachPreset *) two->pdata[7])->name, ==, "tuned");
+      g_assert_cmpstr (((const TachPreset *) two->pdata[8])->name, ==, "tuned");
     }
     g_assert_cmpstr (((const TachPreset *) lm->pdata[0])->name, ==, "static-rnn");
     g_assert_cmpstr (((const TachPreset *) cnn->pdata[0])->name, ==, "estimator");
@@ -95,13 +95,19 @@ test_presets (void)
     {
       static const struct {
         const char *name; TachGradSync sync; guint mb; guint k; TachAccumulateSync when;
+        TachShard shard;
       } dp[] = {
-        { "horovod-no-overlap", TACH_GRAD_SYNC_PER_TENSOR, 64, 1, TACH_ACCUMULATE_SYNC_EVERY },
-        { "horovod", TACH_GRAD_SYNC_FUSED, 64, 1, TACH_ACCUMULATE_SYNC_EVERY },
-        { "ddp", TACH_GRAD_SYNC_OVERLAP, 25, 1, TACH_ACCUMULATE_SYNC_EVERY },
+        { "horovod-no-overlap", TACH_GRAD_SYNC_PER_TENSOR, 64, 1, TACH_ACCUMULATE_SYNC_EVERY,
+          TACH_SHARD_NONE },
+        { "horovod", TACH_GRAD_SYNC_FUSED, 64, 1, TACH_ACCUMULATE_SYNC_EVERY, TACH_SHARD_NONE },
+        { "ddp", TACH_GRAD_SYNC_OVERLAP, 25, 1, TACH_ACCUMULATE_SYNC_EVERY, TACH_SHARD_NONE },
         /* Accumulation with and without no_sync: DDP's otherwise. */
-        { "ddp-accumulate", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_EVERY },
-        { "ddp-no-sync", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_LAST },
+        { "ddp-accumulate", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_EVERY,
+          TACH_SHARD_NONE },
+        { "ddp-no-sync", TACH_GRAD_SYNC_OVERLAP, 25, 4, TACH_ACCUMULATE_SYNC_LAST,
+          TACH_SHARD_NONE },
+        /* DeepSpeed's ZeRO-2: one reduce-scatter of 5e8 elements' bucket. */
+        { "zero2", TACH_GRAD_SYNC_FUSED, 1907, 1, TACH_ACCUMULATE_SYNC_EVERY, TACH_SHARD_GRADS },
       };
       TachConfig tuned;
 
@@ -121,6 +127,8 @@ test_presets (void)
           g_assert_cmpint (c.grad_compress, ==, TACH_GRAD_COMPRESS_NONE);
           g_assert_cmpuint (c.accumulate, ==, dp[i].k);
           g_assert_cmpint (c.accumulate_sync, ==, dp[i].when);
+          g_assert_cmpint (c.shard, ==, dp[i].shard);
+          g_assert_cmpint (c.shard_prefetch, ==, TACH_SHARD_PREFETCH_NONE);
           for (guint k = 0; k < n_knobs; k++)
             {
               g_autofree char *a = tach_config_get (&c, knobs[k].name);
@@ -128,7 +136,7 @@ test_presets (void)
 
               if (knobs[k].is_mode && knobs[k].id != TACH_KNOB_GRAD_SYNC
                   && knobs[k].id != TACH_KNOB_BUCKET_MB && knobs[k].id != TACH_KNOB_ACCUMULATE
-                  && knobs[k].id != TACH_KNOB_ACCUMULATE_SYNC)
+                  && knobs[k].id != TACH_KNOB_ACCUMULATE_SYNC && knobs[k].id != TACH_KNOB_SHARD)
                 g_assert_cmpstr (a, ==, b);
             }
           /* Alone, their synchronisation does not apply. */

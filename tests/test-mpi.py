@@ -20,6 +20,20 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     workload, under accumulate-sync every and last (which agree to 1e-5;
     the runs end by checking the ranks' parameters equal), and the trace
     shows 4 all-reduces a step under every, 1 under last (no_sync);
+  - sharding: shard=grads (ZeRO-2: gradients reduce-scattered, each rank
+    updating its shard with its shard of Adam's state, parameters
+    all-gathered) gives the losses of shard=none, step by step and rank by
+    rank, within relative 1e-6 (with two ranks each reduce-scatter sums
+    the same two numbers as the all-reduce: the bits are expected equal,
+    the bound allows MPI another order), for bilstm (overlap, per-tensor,
+    fused, accumulate-sync=last), lstm-lm (its frozen embedding whole on
+    every rank), gpt (a small shape) and the cnn (SGD); runs.csv's held_*
+    columns: rank 0 holds the same parameters, 0.45 to 0.55 of
+    shard=none's optimiser state, the gradients whole plus their shard (at
+    most half as much again), its peak what it holds; the summary's held
+    line, the algorithms line's reduce-scatters and all-gathers; shard=all,
+    shard with grad-compress and with accumulate-sync=every refused (exit
+    2) naming the fix; alone, shard=grads runs and says it does not apply;
   - ranks started with different settings are refused (exit 2) with a
     message that names the knob;
   - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run is reported by
@@ -72,6 +86,7 @@ CLI = sys.argv[1]
 HAVE_MPI = sys.argv[2] == "mpi"
 GRAD_DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
 ONE_THREAD = ["--device", "cpu", "--threads", "1", "--warmup", "2"]
+GPT_SMALL = ["--layers", "1", "--heads", "2", "--embed", "16", "--context", "16"]
 BASE = ["run"] + ONE_THREAD
 ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
            OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
@@ -102,6 +117,12 @@ def mpirun(args, np=2, timeout=120, wrapper=None):
     if wrapper is not None:
         cmd += wrapper
     return subprocess.run(cmd + [CLI] + args, env=ENV, capture_output=True, text=True,
+                          timeout=timeout)
+
+
+def alone(args, timeout=120):
+    """tach-cli run in one process, on one thread, without mpirun."""
+    return subprocess.run([CLI] + BASE + args, env=ENV, capture_output=True, text=True,
                           timeout=timeout)
 
 
@@ -453,17 +474,15 @@ def test_presets(tmp):
               == ("per-tensor", "64", "none", "resident"),
               "horovod-no-overlap: per-tensor, 64 MB, no compression, tuned's feed: %s"
               % [row[k] for k in ("grad-sync", "bucket-mb", "grad-compress", "feed")])
-    p = subprocess.run([CLI] + BASE + ["--workload", "cnn", "--preset", "ddp", "--batch", "4",
-                                       "--steps", "3"],
-                       env=ENV, capture_output=True, text=True, timeout=120)
+    p = alone(["--workload", "cnn", "--preset", "ddp", "--batch", "4", "--steps", "3"])
     check(p.returncode == 0 and "preset ddp" in p.stderr and "does not apply" in p.stderr,
           "alone, preset ddp runs and says its synchronisation does not apply: "
           + p.stderr.strip()[:300])
     p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
     check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
           "tach-cli presets lists the data-parallel presets with their sources")
-    check(p.stdout.count("between ranks only") == 20,
-          "tach-cli presets marks the 5 data-parallel presets of each of the 4 workloads")
+    check(p.stdout.count("between ranks only") == 24,
+          "tach-cli presets marks the 6 data-parallel presets of each of the 4 workloads")
     check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 8,
           "tach-cli presets says ddp-accumulate and ddp-no-sync still accumulate alone")
     # A command that runs nothing still leaves MPI as a rank should: mpirun
@@ -472,6 +491,85 @@ def test_presets(tmp):
     p = mpirun(["presets"], np=1)
     check(p.returncode == 0, "mpirun -np 1 tach-cli presets exits 0 (got %d: %s)"
           % (p.returncode, p.stderr.strip()[-300:]))
+
+
+def shard_losses(folder):
+    return {(int(r["step"]), r["rank"]): float(r["loss"]) for r in samples(folder)}
+
+
+def shard_pair(tmp, tag, workload, batch, extra):
+    """Runs shard=none and shard=grads alike; returns their folders and
+    stdout, or None where one failed."""
+    out = {}
+    for shard in ("none", "grads"):
+        folder = os.path.join(tmp, "%s-%s" % (tag, shard))
+        p = mpirun(BASE + ["--workload", workload, "--batch", str(batch), "--steps", "6",
+                           "--shard", shard, "--csv", folder] + extra, timeout=180)
+        check(p.returncode == 0, "%s: shard=%s runs on 2 ranks (parameters checked equal"
+              " on every rank): %s" % (tag, shard, p.stderr[-300:]))
+        if p.returncode != 0:
+            return None
+        out[shard] = (folder, p.stdout)
+    return out
+
+
+def test_shard(tmp, tag, workload, batch, extra=(), adam=True):
+    pair = shard_pair(tmp, tag, workload, batch, list(extra))
+    if pair is None:
+        return
+    a, b = shard_losses(pair["none"][0]), shard_losses(pair["grads"][0])
+    check(sorted(a) == sorted(b) and len(a) == 12, tag + ": 6 steps on each of 2 ranks, both")
+    worst = max(abs(a[k] - b[k]) / max(abs(a[k]), 1e-30) for k in a)
+    check(worst <= 1e-6, tag + ": shard=grads gives shard=none's losses, worst relative %.2g"
+          % worst)
+    none, grads = read_runs(pair["none"][0])[0], read_runs(pair["grads"][0])[0]
+    held = {k: (float(none[k]), float(grads[k]))
+            for k in ("held_param_bytes", "held_grad_bytes", "held_state_bytes",
+                      "held_peak_bytes")}
+    check(held["held_param_bytes"][0] == held["held_param_bytes"][1] > 0,
+          tag + ": every rank still holds every parameter: %s" % (held["held_param_bytes"],))
+    n, g = held["held_state_bytes"]
+    if adam:
+        check(n > 0 and 0.45 <= g / n <= 0.55,
+              tag + ": shard=grads holds %.3f of shard=none's optimiser state (%d of %d bytes)"
+              % (g / n if n else float("nan"), g, n))
+    else:
+        check(n == g == 0, tag + ": SGD holds no optimiser state either way")
+    gn, gg = held["held_grad_bytes"]
+    check(gn < gg <= gn * 1.55,
+          tag + ": the gradients stay whole, plus their shard of at most half (%d against %d"
+          " bytes)" % (gg, gn))
+    check(all(abs(sum(held[k][i] for k in ("held_param_bytes", "held_grad_bytes",
+                                           "held_state_bytes")) - held["held_peak_bytes"][i]) < 1
+              for i in (0, 1)),
+          tag + ": the peak is what is held, everything allocated at set-up")
+    out = pair["grads"][1]
+    check("  held         parameters" in out, tag + ": the summary prints what a rank holds")
+    check("reduce-scatter" in out and "all-gather" in out,
+          tag + ": the algorithms line names the reduce-scatters and all-gathers")
+    return grads
+
+
+def test_shard_refusals(tmp):
+    cases = [
+        (["--shard", "all"], "not built yet", "shard=all"),
+        (["--shard", "grads", "--grad-compress", "bf16"], "grad-compress", "shard with grad-compress"),
+        (["--shard", "grads", "--accumulate", "4", "--accumulate-sync", "every"],
+         "--accumulate-sync last", "shard with accumulate-sync=every"),
+    ]
+    for args, words, what in cases:
+        p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "3"] + args,
+                   timeout=60)
+        said = [line for line in p.stderr.splitlines() if line.startswith("tach-cli: ")
+                and "note:" not in line]
+        check(p.returncode == 2 and words in p.stderr,
+              what + ": refused, exit 2, saying '%s' (got %d: %s)"
+              % (words, p.returncode, said[0] if said else p.stderr.strip()[-300:]))
+    p = alone(["--workload", "bilstm", "--batch", "4", "--steps", "3", "--shard", "grads"],
+              timeout=60)
+    check(p.returncode == 0 and "shard" in p.stderr and "only between ranks" in p.stderr,
+          "alone, shard=grads runs as shard=none and says why it does not apply: "
+          + p.stderr.strip()[:300])
 
 
 EXPLAIN_PHASES = ("feed_ms", "compute_ms", "sync_ms", "host_ms", "comm_ms", "pack_ms",
@@ -619,6 +717,17 @@ def main():
             test_accumulate(tmp, "bilstm", 4)
             test_accumulate(tmp, "lstm-lm", 4)
             test_accumulate(tmp, "cnn", 4, ["--input", "16x16x1"])
+            test_shard(tmp, "bilstm", "bilstm", 8)
+            test_shard(tmp, "bilstm-per-tensor", "bilstm", 8, ["--grad-sync", "per-tensor"])
+            test_shard(tmp, "bilstm-fused", "bilstm", 8, ["--grad-sync", "fused"])
+            test_shard(tmp, "bilstm-accumulate-last", "bilstm", 4,
+                       ["--accumulate", "4", "--accumulate-sync", "last"])
+            # lstm-lm's embedding is frozen: no gradient, no state, whole on
+            # every rank.
+            test_shard(tmp, "lstm-lm", "lstm-lm", 4)
+            test_shard(tmp, "gpt", "gpt", 2, GPT_SMALL)
+            test_shard(tmp, "cnn", "cnn", 4, ["--input", "16x16x1"], adam=False)
+            test_shard_refusals(tmp)
             test_mismatch(tmp)
             test_presets(tmp)
             test_sweep_explain(tmp)

@@ -410,6 +410,20 @@ struct _TachBackendOps {
  * flat parameter buffer (models/tach-params.h) reaches it.  @grad is
  * the flat gradient buffer (backend memory). */
 typedef struct _TachGradSyncHook TachGradSyncHook;
+
+/* Sharded updates (shard=grads, DeepSpeed's ZeRO-2): what this rank
+ * updates after the reduce, as ranges of the flat buffer.  Range i is
+ * @count[i] floats from @offset[i]; its averaged gradient is @grad +
+ * @state[i] (the rank's shard of the reduce-scatters, backend memory)
+ * and its optimizer state starts at @state[i] in buffers of @state_total
+ * floats. */
+typedef struct {
+  guint         n;
+  const size_t *offset, *count, *state;
+  size_t        state_total;
+  float        *grad;
+} TachGradShard;
+
 struct _TachGradSyncHook {
   /* Once, as the parameters are allocated: the trainable tensors' offsets
    * and counts (floats) in the flat buffer, in the order the model
@@ -423,6 +437,16 @@ struct _TachGradSyncHook {
    * @params (@total floats) for the check at the end.  Failures become
    * the backend's sticky error. */
   void (*reduce) (TachGradSyncHook *hook, float *grad, const float *params, size_t total);
+  /* Sharded (NULL otherwise): after layout, the ranges this rank updates;
+   * reduce then leaves the averaged gradients in their shard alone, and
+   * after the optimizer, gather gives every rank every range's updated
+   * parameters. */
+  const TachGradShard *(*shard) (TachGradSyncHook *hook);
+  void (*gather) (TachGradSyncHook *hook, float *params);
+  /* Floats the gradient buffers (and accumulation's sum) must have
+   * readable past the trainable prefix: a padded reduce-scatter reads
+   * them (their sum lands past the bucket, where nothing reads it). */
+  size_t slack;
 };
 
 struct _TachBackend {
@@ -487,6 +511,11 @@ struct _TachBackend {
   guint                 accumulate;
   guint                 micro;
   TachAccumulateSync    accumulate_sync;
+  /* What the models' parameters hold in this process, in bytes, as
+   * models/tach-params.c allocates and frees it: the parameters, their
+   * gradients (accumulation's sum and a shard's gradients too), the
+   * optimizer's state, and the largest their sum has been. */
+  guint64               held_params, held_grads, held_state, held_peak;
 };
 
 /* Where micro-batch @micro of this rank lies in its update's global batch,

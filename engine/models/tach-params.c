@@ -49,8 +49,18 @@ struct _TachParams {
   float         *grad;       /* device: trainable floats, aligned the same */
   float         *sum;        /* device: accumulation's sum, as grad (NULL: none) */
   void          *data_mem, *grad_mem, *sum_mem;  /* device: the allocations they lie in */
-  float         *m, *v;      /* device: Adam moments (trainable floats) */
-  float         *t;          /* device: Adam step count */
+  float         *m, *v;      /* device: Adam moments (state_total floats) */
+  float         *t;          /* device: Adam step count, one per range */
+  /* What this rank updates: the ranges of the flat buffer (one, the
+   * trainable prefix, unless sharded) and where each one's optimizer state
+   * starts; with @shard (the reducer's, borrowed), its gradients are the
+   * shard's. */
+  guint          n_ranges;
+  size_t        *range_offset, *range_count, *range_state;
+  size_t         state_total;
+  const TachGradShard *shard;
+  gboolean       have_ranges;  /* tach_params_alloc has set them: the state can follow */
+  guint64        held[3];    /* bytes counted in the backend's held_*: params, grads, state */
   float         *host;       /* staging copy, until upload */
   TachOptimizer  optimizer;
   float          lr;
@@ -102,6 +112,76 @@ slice_at (TachParams *params, guint index)
   return &g_array_index (params->slices, TachParamSlice, index);
 }
 
+/* Counts @bytes of kind @kind (0 parameters, 1 gradients, 2 optimizer
+ * state) in the backend's held figures; negative to give them back. */
+static void
+hold (TachParams *params, guint kind, gint64 bytes)
+{
+  TachBackend *be = params->be;
+  guint64 *field[3] = { &be->held_params, &be->held_grads, &be->held_state };
+
+  *field[kind] += (guint64) bytes;
+  params->held[kind] += (guint64) bytes;
+  be->held_peak = MAX (be->held_peak, be->held_params + be->held_grads + be->held_state);
+}
+
+/* The ranges this rank updates and the optimizer state they need, once
+ * the reducer has cut the buckets (tach_params_alloc). */
+static void
+set_ranges (TachParams *params)
+{
+  TachGradSyncHook *hook = params->be->grad_sync;
+  const TachGradShard *shard = hook != NULL && hook->shard != NULL ? hook->shard (hook) : NULL;
+  guint n = shard != NULL ? shard->n : 1;
+
+  params->shard = shard;
+  params->n_ranges = n;
+  params->range_offset = g_new0 (size_t, MAX (n, 1));
+  params->range_count = g_new0 (size_t, MAX (n, 1));
+  params->range_state = g_new0 (size_t, MAX (n, 1));
+  if (shard == NULL)
+    {
+      params->range_count[0] = params->trainable;
+      params->state_total = params->trainable;
+      return;
+    }
+  memcpy (params->range_offset, shard->offset, n * sizeof (size_t));
+  memcpy (params->range_count, shard->count, n * sizeof (size_t));
+  memcpy (params->range_state, shard->state, n * sizeof (size_t));
+  params->state_total = shard->state_total;
+}
+
+/* The optimizer's state, for what this rank updates (all of it, or its
+ * shard's: the memory that sharding saves): Adam's moments and step
+ * counts, zeroed; none for SGD.  Allocated when the optimizer is chosen
+ * (after tach_params_alloc), so that SGD never holds Adam's. */
+static void
+alloc_state (TachParams *params)
+{
+  TachBackend *be = params->be;
+  gboolean adam = params->optimizer == TACH_OPTIMIZER_ADAM;
+  size_t floats = 2 * params->state_total + params->n_ranges;
+
+  if ((params->m != NULL) == adam)
+    return;
+  if (!adam)
+    {
+      tach_backend_dealloc (be, params->m);
+      tach_backend_dealloc (be, params->v);
+      tach_backend_dealloc (be, params->t);
+      params->m = params->v = params->t = NULL;
+      hold (params, 2, -(gint64) params->held[2]);
+      return;
+    }
+  params->m = tach_backend_alloc (be, MAX (params->state_total, 1) * sizeof (float));
+  params->v = tach_backend_alloc (be, MAX (params->state_total, 1) * sizeof (float));
+  params->t = tach_backend_alloc (be, params->n_ranges * sizeof (float));
+  tach_backend_zero (be, params->m, params->state_total * sizeof (float));
+  tach_backend_zero (be, params->v, params->state_total * sizeof (float));
+  tach_backend_zero (be, params->t, params->n_ranges * sizeof (float));
+  hold (params, 2, (gint64) (floats * sizeof (float)));
+}
+
 guint64
 tach_params_device_bytes (size_t total, size_t trainable)
 {
@@ -113,6 +193,8 @@ gboolean
 tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
 {
   size_t offset = 0, align = sizeof (float);
+  size_t slack = be->grad_sync != NULL ? be->grad_sync->slack : 0;
+  size_t grad_floats;
 
   g_return_val_if_fail (params->data == NULL, FALSE);
   params->be = be;
@@ -135,6 +217,8 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
           params->trainable = offset;
       }
   params->total = offset;
+  /* A padded reduce-scatter reads the slack past the gradients (zeros). */
+  grad_floats = MAX (params->trainable, 1) + slack;
 
   for (guint i = 0; i < params->slices->len; i++)
     align = MAX (align, slice_at (params, i)->align);
@@ -142,8 +226,7 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
    * fine, only the device dereferences it. */
   params->data_mem = tach_backend_alloc (be, MAX (params->total, 1) * sizeof (float)
                                              + align - sizeof (float));
-  params->grad_mem = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float)
-                                             + align - sizeof (float));
+  params->grad_mem = tach_backend_alloc (be, grad_floats * sizeof (float) + align - sizeof (float));
   if (params->data_mem != NULL)
     params->data = (float *) (void *) ((char *) params->data_mem
                                        + (align - (uintptr_t) params->data_mem % align) % align);
@@ -153,22 +236,18 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
   if (be->accumulate > 1)
     {
       /* The sum has the gradients' layout, which the ranks' buckets cut. */
-      params->sum_mem = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float)
+      params->sum_mem = tach_backend_alloc (be, grad_floats * sizeof (float)
                                                 + align - sizeof (float));
       if (params->sum_mem != NULL)
         params->sum = (float *) (void *) ((char *) params->sum_mem
                                           + (align - (uintptr_t) params->sum_mem % align) % align);
-      tach_backend_zero (be, params->sum, params->trainable * sizeof (float));
+      tach_backend_zero (be, params->sum, grad_floats * sizeof (float));
     }
-  params->m = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
-  params->v = tach_backend_alloc (be, MAX (params->trainable, 1) * sizeof (float));
-  params->t = tach_backend_alloc (be, sizeof (float));
-  tach_backend_zero (be, params->grad, params->trainable * sizeof (float));
-  tach_backend_zero (be, params->m, params->trainable * sizeof (float));
-  tach_backend_zero (be, params->v, params->trainable * sizeof (float));
-  tach_backend_zero (be, params->t, sizeof (float));
+  tach_backend_zero (be, params->grad, grad_floats * sizeof (float));
   if (!tach_backend_take_error (be, error))
     return FALSE;
+  hold (params, 0, (gint64) (params->total * sizeof (float)));
+  hold (params, 1, (gint64) (grad_floats * sizeof (float) * (params->sum != NULL ? 2 : 1)));
 
   if (be->grad_sync != NULL)
     {
@@ -192,6 +271,11 @@ tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
       if (!tach_backend_take_error (be, error))
         return FALSE;
     }
+  set_ranges (params);
+  /* The shard's gradients are the reducer's memory, held for this. */
+  if (params->shard != NULL)
+    hold (params, 1, (gint64) (params->state_total * sizeof (float)));
+  params->have_ranges = TRUE;
 
   params->host = g_try_malloc0 (MAX (params->total, 1) * sizeof (float));
   if (params->host == NULL)
@@ -286,6 +370,10 @@ tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double l
   params->beta1 = TACH_ADAM_BETA1;
   params->beta2 = TACH_ADAM_BETA2;
   params->eps = TACH_ADAM_EPS;
+  /* The optimizer's state follows the optimizer (none for SGD), once
+   * tach_params_alloc has said what this rank updates. */
+  if (params->have_ranges)
+    alloc_state (params);
 }
 
 void
@@ -339,21 +427,36 @@ tach_params_grad_ready (TachParams *params, guint index)
 }
 
 /* The optimizer step on @grad, after AdamW's decoupled decay of the
- * first @decayed floats when @weight_decay > 0. */
+ * first @decayed floats when @weight_decay > 0: over each range this rank
+ * updates (one, the trainable prefix, unless sharded: then its shard of
+ * the averaged gradients, and the ranks all-gather the results). */
 static void
 optimize (TachParams *params, const float *grad, float weight_decay, size_t decayed)
 {
   TachBackend *be = params->be;
 
-  /* torch.optim.AdamW decays before its Adam step: param *= 1 - lr wd. */
-  if (weight_decay > 0.0f && decayed > 0)
-    tach_op (be, scale, params->data, 1.0f - params->lr * weight_decay,
-             MIN (decayed, params->trainable));
-  if (params->optimizer == TACH_OPTIMIZER_SGD)
-    tach_op (be, sgd, params->data, grad, params->trainable, params->lr);
-  else
-    tach_op (be, adam, params->data, grad, params->m, params->v, params->trainable,
-             params->lr, params->beta1, params->beta2, params->eps, params->t);
+  /* A model that never chose its optimizer updates with the default's. */
+  alloc_state (params);
+  for (guint i = 0; i < params->n_ranges; i++)
+    {
+      size_t offset = params->range_offset[i], count = params->range_count[i];
+      size_t state = params->range_state[i];
+      float *data = params->data + offset;
+      const float *g = params->shard != NULL ? params->shard->grad + state : grad + offset;
+
+      if (count == 0)
+        continue;
+      /* torch.optim.AdamW decays before its Adam step: param *= 1 - lr wd. */
+      if (weight_decay > 0.0f && decayed > offset)
+        tach_op (be, scale, data, 1.0f - params->lr * weight_decay, MIN (decayed - offset, count));
+      if (params->optimizer == TACH_OPTIMIZER_SGD)
+        tach_op (be, sgd, data, g, count, params->lr);
+      else
+        tach_op (be, adam, data, g, params->m + state, params->v + state, count, params->lr,
+                 params->beta1, params->beta2, params->eps, params->t + i);
+    }
+  if (params->shard != NULL)
+    be->grad_sync->gather (be->grad_sync, params->data);
 }
 
 void
@@ -420,7 +523,12 @@ tach_params_free (TachParams *params)
       tach_backend_dealloc (params->be, params->m);
       tach_backend_dealloc (params->be, params->v);
       tach_backend_dealloc (params->be, params->t);
+      for (guint kind = 0; kind < 3; kind++)
+        hold (params, kind, -(gint64) params->held[kind]);
     }
+  g_free (params->range_offset);
+  g_free (params->range_count);
+  g_free (params->range_state);
   g_free (params->host);
   g_array_unref (params->slices);
   g_free (params);

@@ -21,8 +21,15 @@ typedef struct {
   gboolean done;
   double   t_launch;     /* host ms (MPI): launched, and seen complete */
   double   t_done;
+  /* shard=grads (tach-grad-shard.c): each rank's floats of the bucket
+   * (padded: chunk times the ranks covers it), where this rank's shard of
+   * it starts in the shard's buffers, and the all-gather's counts and
+   * displacements by rank (owned, 2 x ranks ints). */
+  size_t   chunk, state;
+  int     *gather_counts;
 #ifdef HAVE_MPI
   MPI_Request req;
+  MPI_Request gather;
 #endif
 } Bucket;
 
@@ -74,6 +81,11 @@ struct _TachGradReducer {
 #ifdef HAVE_MPI
   MPI_Op            op;           /* the wire's sum under grad-compress */
 #endif
+  /* shard=grads (tach-grad-shard.c): this rank's shard of the averaged
+   * gradients (owned; NULL unsharded) and the ranges it updates. */
+  float            *shard_grad;
+  TachGradShard     shard;
+  size_t           *shard_ranges; /* owned: offsets, counts, states (3 x buckets) */
   /* grad-progress=thread: the progress thread, and what it shares with
    * the engine thread under @lock (tach-grad-reducer.c). */
   GThread          *progress;
@@ -101,6 +113,20 @@ tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *fligh
 {
   tach_strided_add (&self->flights, flight);
 }
+
+/* tach-grad-shard.c: shard=grads over MPI.  Hooks the shard's ways in
+ * (TachGradSyncHook.shard, gather) and asks for the slack a padded
+ * reduce-scatter reads. */
+void     tach_grad_shard_init (TachGradReducer *self);
+/* Once the buckets are cut: each one's chunk and this rank's shard of it,
+ * the shard's buffer, and the run's note of the layout (padding
+ * included). */
+void     tach_grad_shard_layout (TachGradReducer *self);
+void     tach_grad_shard_clear (TachGradReducer *self);
+#ifdef HAVE_MPI
+/* Starts bucket @b's reduce-scatter of @grad (the MPI call's code). */
+int      tach_grad_shard_launch (TachGradReducer *self, Bucket *b, const float *grad);
+#endif
 
 /* tach-grad-device.c: the device path, with MPI only (ranks need it). */
 #ifdef HAVE_MPI

@@ -222,30 +222,36 @@ bucket_launch (TachGradReducer *self, Bucket *b, float *grad, GError **error)
     {
       double t0 = tach_ranks_now_ms ();
 
-      code = MPI_Iallreduce (MPI_IN_PLACE, grad + b->start, (int) count, MPI_FLOAT, MPI_SUM,
-                             self->ranks->comm, &b->req);
+      if (self->shard_grad != NULL)
+        code = tach_grad_shard_launch (self, b, grad);
+      else
+        code = MPI_Iallreduce (MPI_IN_PLACE, grad + b->start, (int) count, MPI_FLOAT, MPI_SUM,
+                               self->ranks->comm, &b->req);
       st->comm_ms += tach_ranks_now_ms () - t0;
       st->bytes += (double) count * sizeof (float);
     }
-  if (!tach_ranks_mpi_check (code, "MPI_Iallreduce", error))
+  if (!tach_ranks_mpi_check (code, self->shard_grad != NULL ? "MPI_Ireduce_scatter_block"
+                                   : "MPI_Iallreduce", error))
     return FALSE;
   b->launched = TRUE;
   st->collectives++;
   return TRUE;
 }
 
-/* Waits for bucket @b's sum, widens it and divides it by the ranks. */
+/* Waits for bucket @b's sum, widens it and divides it by the ranks (under
+ * shard=grads, this rank's chunk of it). */
 static gboolean
 bucket_finish (TachGradReducer *self, Bucket *b, float *grad, GError **error)
 {
-  size_t count = b->end - b->start;
+  size_t count = self->shard_grad != NULL ? b->chunk : b->end - b->start;
   float n = (float) tach_ranks_size (self->ranks);
-  float *g = grad + b->start;
+  float *g = self->shard_grad != NULL ? self->shard_grad + b->state : grad + b->start;
   double t0;
 
   if (!b->done)
     {
-      if (!tach_ranks_wait (self->ranks, &b->req, "gradient all-reduce", self->step,
+      if (!tach_ranks_wait (self->ranks, &b->req, self->shard_grad != NULL
+                            ? "gradient reduce-scatter" : "gradient all-reduce", self->step,
                             &tach_grad_reducer_current (self)->comm_ms, error))
         return FALSE;
       b->t_done = tach_ranks_now_ms ();
@@ -566,11 +572,14 @@ hook_layout (TachGradSyncHook *hook, const size_t *offsets, const size_t *counts
       }
       break;
     }
-  {
-    g_autofree char *layout = dup_layout (self);
+  if (self->hook.shard != NULL)
+    tach_grad_shard_layout (self);
+  else
+    {
+      g_autofree char *layout = dup_layout (self);
 
-    tach_backend_note_algorithm (self->be, "gradient all-reduce", layout);
-  }
+      tach_backend_note_algorithm (self->be, "gradient all-reduce", layout);
+    }
   if (self->compress != TACH_GRAD_COMPRESS_NONE && self->device)
     self->wire = tach_backend_alloc (self->be, MAX (trainable, 1) * sizeof (guint16));
   else if (self->compress != TACH_GRAD_COMPRESS_NONE)
@@ -627,6 +636,10 @@ tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *conf
   /* Device memory travels by the device's collectives, host memory by
    * MPI. */
   self->device = (be->caps & TACH_BACKEND_CAP_HOST_MEMORY) == 0;
+  /* Sharding is the MPI path's (tach_config_validate refuses it on a
+   * device's). */
+  if (config->shard == TACH_SHARD_GRADS && ranks != NULL && !self->device)
+    tach_grad_shard_init (self);
 #ifdef HAVE_MPI
   self->op = MPI_OP_NULL;
   if (self->compress != TACH_GRAD_COMPRESS_NONE && !self->device)
@@ -757,6 +770,7 @@ tach_grad_reducer_free (TachGradReducer *self)
   if (self->device)
     tach_grad_device_clear (self);
 #endif
+  tach_grad_shard_clear (self);
   if (self->buckets != NULL)
     g_array_unref (self->buckets);
   g_free (self->tensor_bucket);

@@ -69,6 +69,9 @@ struct _TachRun {
    * and what the model's memory holds (memory_parts; NaN unknown). */
   guint64        request_steps;
   double         memory_parts[4];
+  /* What the parameters hold in this process (TachBackend.held_*: the
+   * parameters, gradients, optimizer state and their peak; NaN unknown). */
+  double         held[4];
   gsize          pending_bytes;   /* under lock, set as the run ends: tach_run_get_pending_bytes */
   double         test_accuracy;
   TachEvaluation evaluation;      /* under lock, with eval_done, eval_total and eval_s */

@@ -108,6 +108,8 @@ tach_run_new (const TachConfig *config, GError **error)
   run->threads_asked = run->threads_fewest = run->threads_fewer_share = NAN;
   for (guint i = 0; i < G_N_ELEMENTS (run->memory_parts); i++)
     run->memory_parts[i] = NAN;
+  for (guint i = 0; i < G_N_ELEMENTS (run->held); i++)
+    run->held[i] = NAN;
   run->weak_scaling = run->strong_scaling = (TachInterval) { NAN, NAN, NAN };
   return run;
 }
@@ -620,6 +622,13 @@ run_main (gpointer data)
 
       g_mutex_lock (&run->lock);
       run->peak_memory = peak;
+      if (e.be->held_peak > 0)
+        {
+          run->held[0] = (double) e.be->held_params;
+          run->held[1] = (double) e.be->held_grads;
+          run->held[2] = (double) e.be->held_state;
+          run->held[3] = (double) e.be->held_peak;
+        }
       run->pending_bytes = e.pending_peak + slots;
       run->algorithms = algorithms;
       /* A CPU backend's threads: how many the run had, and kept. */

@@ -358,6 +358,8 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   out->threads_asked = out->threads_fewest = out->threads_fewer_share = NAN;
   out->prefill_ms = out->decode_tokens_per_s = NAN;
   out->param_bytes = out->optimizer_bytes = out->activation_bytes = out->kv_cache_bytes = NAN;
+  out->held_param_bytes = out->held_grad_bytes = out->held_state_bytes = NAN;
+  out->held_peak_bytes = NAN;
   out->weak_scaling = out->weak_scaling_lo = out->weak_scaling_hi = NAN;
   out->strong_scaling = out->strong_scaling_lo = out->strong_scaling_hi = NAN;
   out->items_unit = "samples/s";
@@ -634,6 +636,18 @@ dup_size (double bytes)
   return g_format_size_full ((guint64) bytes, G_FORMAT_SIZE_IEC_UNITS);
 }
 
+/* @format's line with four sizes, each as dup_size words it. */
+static void
+append_sizes (GString *text, const char *format, double a, double b, double c, double d)
+{
+  g_autofree char *sa = dup_size (a);
+  g_autofree char *sb = dup_size (b);
+  g_autofree char *sc = dup_size (c);
+  g_autofree char *sd = dup_size (d);
+
+  g_string_append_printf (text, format, sa, sb, sc, sd);
+}
+
 /* One piece for the CLI's summary and the window's run details, so that the
  * two say a run's generation and memory figures in the same words. */
 char *
@@ -664,17 +678,18 @@ tach_summary_dup_generation_memory (const TachSummary *s)
       g_string_append_printf (text, _("  memory       %s peak\n"), memory);
     }
   if (!isnan (s->param_bytes))
-    {
-      g_autofree char *params = dup_size (s->param_bytes);
-      g_autofree char *optimizer = dup_size (s->optimizer_bytes);
-      g_autofree char *activations = dup_size (s->activation_bytes);
-      g_autofree char *kv = dup_size (s->kv_cache_bytes);
-
-      /* Translators: what the model's memory holds, after the peak. */
-      g_string_append_printf (text, _("               parameters %s, optimiser %s, activations %s, "
-                                      "KV cache %s\n"),
-                              params, optimizer, activations, kv);
-    }
+    /* Translators: what the model's memory holds, after the peak. */
+    append_sizes (text, _("               parameters %s, optimiser %s, activations %s, "
+                          "KV cache %s\n"),
+                  s->param_bytes, s->optimizer_bytes, s->activation_bytes, s->kv_cache_bytes);
+  if (isfinite (s->held_peak_bytes))
+    /* Translators: what one rank (rank 0, whose shard is never cut short)
+     * holds for the parameters, and the most it held; shard=grads shrinks
+     * the optimiser's part. */
+    append_sizes (text, _("  held         parameters %s, gradients %s, optimiser state %s a "
+                          "rank, %s at most\n"),
+                  s->held_param_bytes, s->held_grad_bytes, s->held_state_bytes,
+                  s->held_peak_bytes);
   return g_string_free (text, FALSE);
 }
 

@@ -39,6 +39,10 @@
  * report's grad_accum_iter=4), with and without no_sync. */
 #define ACCUMULATE_EVERY " accumulate=4 accumulate-sync=every"
 #define ACCUMULATE_LAST " accumulate=4 accumulate-sync=last"
+/* DeepSpeed's ZeRO stage 2 with its defaults: the gradients reduced as
+ * their bucket of reduce_bucket_size fills, which none of these models'
+ * gradients does, so once after backward. */
+#define SYNC_ZERO2 " grad-sync=fused bucket-mb=1907 grad-compress=none shard=grads"
 /* tuned's synchronisation: the fastest of the correct ones with 2 ranks on
  * this project's 2-core machine (bench/run-mpi.sh measures them side by
  * side; see the commit that set it). */
@@ -98,6 +102,20 @@
      "the fix of NVIDIA/cosmos-framework PR 162)\n" \
      "the other modes as tuned, kernels launched one by one: the same step as one process's " \
      "fastest")
+#define WHY_ZERO2 \
+  N_("shard=grads: DeepSpeed's ZeRO stage 2, zero_optimization.stage=2 " \
+     "(deepspeed/runtime/zero/stage_1_and_2.py, DeepSpeedZeroOptimizer): the gradients " \
+     "reduce-scattered (reduce_scatter's default, true), each rank stepping the optimizer over " \
+     "its partition with the optimizer state of that partition alone, the updated partitions " \
+     "all-gathered\n" \
+     "grad-sync=fused: reduce_bucket_size's default of 5e8 elements is more than these models' " \
+     "gradients, so the bucket is reduced once, as backward ends (overlap_comm's default, " \
+     "false, puts it on no side stream)\n" \
+     "bucket-mb=1907: 5e8 fp32 elements, reduce_bucket_size's default (docs: DeepSpeed " \
+     "configuration JSON, zero_optimization); fused has no smaller buckets\n" \
+     "grad-compress=none: the gradients reduced in the training precision, fp32 here\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
 /* The data-parallel presets of a training workload, whose tuned modes are
  * @tuned. */
 #define BETWEEN_RANKS(workload, tuned) \
@@ -116,7 +134,11 @@
   { "ddp-no-sync", workload, \
     N_("DDP accumulating 4 micro-batches under no_sync: one all-reduce an update, after the " \
        "last"), \
-    tuned SYNC_DDP ACCUMULATE_LAST, NULL, WHY_DDP_NO_SYNC, TRUE },
+    tuned SYNC_DDP ACCUMULATE_LAST, NULL, WHY_DDP_NO_SYNC, TRUE }, \
+  { "zero2", workload, \
+    N_("DeepSpeed ZeRO stage 2: gradients reduce-scattered, each rank updating its shard with " \
+       "its shard of the optimiser state, parameters all-gathered"), \
+    tuned SYNC_ZERO2, NULL, WHY_ZERO2, TRUE },
 
 /* Each preset sets every mode knob of its workload, and its rationale says,
  * one line per knob ("knob=value: ..."), what in the reported code the value

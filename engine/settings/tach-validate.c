@@ -38,6 +38,13 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
     reason = N_("with accumulate=1 each update has one micro-batch: there is no later"
                 " synchronisation to defer to");
   else if (knob != NULL && config->ranks <= 1
+           && (knob->id == TACH_KNOB_SHARD || knob->id == TACH_KNOB_SHARD_PREFETCH))
+    reason = N_("parameters are sharded only between ranks (mpirun -np 2 or more): one rank"
+                " owns them all and runs as shard=none");
+  else if (knob != NULL && knob->id == TACH_KNOB_SHARD_PREFETCH && config->shard != TACH_SHARD_ALL)
+    reason = N_("only shard=all gathers parameters before computing with them: there is"
+                " nothing to prefetch");
+  else if (knob != NULL && config->ranks <= 1
            && (knob->id == TACH_KNOB_ACCUMULATE_SYNC || knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
                || knob->id == TACH_KNOB_GRAD_PROGRESS || knob->id == TACH_KNOB_GRAD_COMPRESS))
     reason = N_("gradients are synchronised only between ranks (mpirun -np 2 or more)");
@@ -436,11 +443,69 @@ check_lstm_precision (const TachConfig *config, const TachModelClass *klass,
   return FALSE;
 }
 
+/* What sharding (tach-grad-shard.c) cannot run yet, between ranks; with
+ * one rank it changes nothing (tach_config_knob_applies says so). */
+static gboolean
+check_shard (const TachConfig *config, const TachDevice *device, GError **error)
+{
+  g_autofree char *value = NULL;
+
+  if (config->shard == TACH_SHARD_NONE || config->task != TACH_TASK_TRAIN)
+    return TRUE;
+  value = tach_config_get (config, "shard");
+  /* The device path (tach-grad-device.c) all-reduces with the backend's
+   * collectives: on one GPU under mpirun too. */
+  if (device != NULL && !(tach_device_caps (device) & TACH_BACKEND_CAP_HOST_MEMORY))
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("{shard=%s} runs over MPI on the CPU backend only: the device path's"
+                      " reduce-scatter and all-gather (NCCL's ncclReduceScatter and"
+                      " ncclAllGather) are not built yet; use {shard=none}"), value);
+      tach_error_add_config_hint (error, config, TACH_KNOB_SHARD, TACH_KNOB_SHARD, "none", NULL);
+      return FALSE;
+    }
+  if (config->ranks <= 1)
+    return TRUE;
+  if (config->shard == TACH_SHARD_ALL)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("{shard=%s} is not built yet: the models keep a pointer to every"
+                      " parameter from their setup, so no unit can be gathered before its"
+                      " forward and released after; {shard=grads} shards the gradients and"
+                      " the optimiser state"), value);
+      tach_error_add_config_hint (error, config, TACH_KNOB_SHARD, TACH_KNOB_SHARD, "grads", NULL);
+      return FALSE;
+    }
+  if (config->grad_compress != TACH_GRAD_COMPRESS_NONE)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("{shard=%s} reduce-scatters fp32 gradients: {grad-compress} casts only"
+                      " the all-reduce's; use {grad-compress=none}"), value);
+      tach_error_add_config_hint (error, config, TACH_KNOB_GRAD_COMPRESS,
+                                  TACH_KNOB_GRAD_COMPRESS, "none", NULL);
+      return FALSE;
+    }
+  if (tach_config_get_accumulate (config) > 1
+      && config->accumulate_sync == TACH_ACCUMULATE_SYNC_EVERY)
+    {
+      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+                   W_("{shard=%s} keeps only this rank's shard of each averaged gradient, and"
+                      " {accumulate-sync=every} sums whole ones after every micro-batch: use"
+                      " {accumulate-sync=last}, which reduce-scatters the sum once"), value);
+      tach_error_add_config_hint (error, config, TACH_KNOB_ACCUMULATE_SYNC,
+                                  TACH_KNOB_ACCUMULATE_SYNC, "last", NULL);
+      return FALSE;
+    }
+  return TRUE;
+}
+
 static gboolean
 check_on_device (const TachConfig *config, const TachModelClass *klass,
                  const TachDevice *device, GError **error)
 {
   if (device != NULL && !check_backend (config, device, error))
+    return FALSE;
+  if (!check_shard (config, device, error))
     return FALSE;
   if (!check_lstm_precision (config, klass, device, error))
     return FALSE;

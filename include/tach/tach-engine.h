@@ -399,6 +399,13 @@ typedef struct {
    * not say): its parameters, the optimiser's state (gradients and
    * moments), a step's activations and the KV cache (at its largest). */
   double  param_bytes, optimizer_bytes, activation_bytes, kv_cache_bytes;
+  /* What the parameters hold in one rank's memory, in bytes (NaN:
+   * unknown), as models/tach-params.c allocates it: the parameters,
+   * their gradients (accumulation's sum, and under shard=grads the
+   * shard's too), the optimizer's state (Adam's moments; under
+   * shard=grads this rank's shard of them), and the peak of their sum.
+   * Under mpirun, rank 0's: its shard is never the one cut short. */
+  double  held_param_bytes, held_grad_bytes, held_state_bytes, held_peak_bytes;
 } TachSummary;
 
 /* From this share of the machine's CPU time taken by other processes on,

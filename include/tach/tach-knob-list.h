@@ -60,6 +60,8 @@ typedef enum { TACH_GRAD_SYNC_PER_TENSOR, TACH_GRAD_SYNC_FUSED, TACH_GRAD_SYNC_O
 typedef enum { TACH_GRAD_COMPRESS_NONE, TACH_GRAD_COMPRESS_FP16, TACH_GRAD_COMPRESS_BF16 } TachGradCompress;
 typedef enum { TACH_GRAD_PROGRESS_POLL, TACH_GRAD_PROGRESS_THREAD } TachGradProgress;
 typedef enum { TACH_ACCUMULATE_SYNC_EVERY, TACH_ACCUMULATE_SYNC_LAST } TachAccumulateSync;
+typedef enum { TACH_SHARD_NONE, TACH_SHARD_GRADS, TACH_SHARD_ALL } TachShard;
+typedef enum { TACH_SHARD_PREFETCH_NONE, TACH_SHARD_PREFETCH_NEXT } TachShardPrefetch;
 /* gpt's execution modes (the Transformer knobs at the end of the list). */
 typedef enum { TACH_ATTENTION_NAIVE, TACH_ATTENTION_FUSED } TachAttention;
 typedef enum { TACH_KV_CACHE_NONE, TACH_KV_CACHE_DYNAMIC, TACH_KV_CACHE_STATIC } TachKvCache;
@@ -208,6 +210,29 @@ typedef enum { TACH_FUSION_NONE, TACH_FUSION_ELEMENTWISE } TachFusion;
      CLAUSES (N_("the gradients travel as fp32"), \
               N_("the gradients travel as fp16, cast before and widened after"), \
               N_("the gradients travel as bf16, cast before and widened after"))) \
+  /* Sharded data parallelism (engine/run/tach-grad-shard.c): DeepSpeed's \
+   * ZeRO stages over MPI's reduce-scatter and all-gather. */ \
+  X (SHARD, (TachShard shard), shard, "shard", N_("Sharding"), \
+     N_("Across ranks: replicate the optimiser state, shard it with the gradients (ZeRO-2), or shard the parameters too (ZeRO-3)"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "grads", "all"), \
+              (NC_("knob value", "None"), NC_("knob value", "Gradients and optimiser state"), \
+               NC_("knob value", "Parameters too"))), \
+     .default_value = "none", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("every rank holds and updates every parameter, its gradient all-reduced"), \
+              N_("the gradients are reduce-scattered, each rank updates its shard with its shard " \
+                 "of the optimiser state, and the parameters are all-gathered, as ZeRO-2 does"), \
+              N_("the parameters are sharded too, each unit all-gathered before its forward " \
+                 "and its backward, as FSDP's FULL_SHARD does"))) \
+  X (SHARD_PREFETCH, (TachShardPrefetch shard_prefetch), shard_prefetch, "shard-prefetch", \
+     N_("Shard prefetch"), \
+     N_("Under shard=all: whether the next unit's all-gather flies while this one computes"), \
+     TACH_KNOB_GROUP_MODE, \
+     CHOICES (("none", "next"), (NC_("knob value", "None"), NC_("knob value", "Next unit"))), \
+     .default_value = "none", .is_mode = TRUE, .trains = TRUE, \
+     CLAUSES (N_("each unit's parameters are all-gathered when it is reached"), \
+              N_("the next unit's all-gather is issued while this one computes, as FSDP's " \
+                 "prefetch does"))) \
   /* Gradient accumulation (engine/models/tach-params.c): a step is one \
    * update of @accumulate micro-batches, each of --batch per rank. */ \
   X (ACCUMULATE, (guint accumulate), accumulate, "accumulate", N_("Accumulate"), \
