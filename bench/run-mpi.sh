@@ -24,6 +24,13 @@
 # that alternates round by round (OUT/accum/round-R).  Its table has per
 # case samples/s, the step's exposed communication and imbalance (ms and
 # share), and last's communication over every's, paired by round.
+# Sharding too (--parts shard): per workload the 2 ranks at batch B under
+# the tuned preset with shard none and grads (ZeRO-2), in an order that
+# alternates round by round (OUT/shard/round-R); its table has samples/s,
+# the exposed communication and what rank 0 holds for the parameters
+# (runs.csv's held_* columns: parameters, gradients, optimiser state, peak),
+# and grads' optimiser state over none's, paired by round.  shard=all is
+# refused (not built yet), and shard-prefetch is its alone, so neither runs.
 #
 # Then, as root (network namespaces; skipped otherwise), the slow link:
 # tools/mpi-slow-link.sh puts each rank in a namespace of its own behind a
@@ -35,8 +42,9 @@
 # Usage: bench/run-mpi.sh [--rounds N] [--quick] [--cases LIST] [--parts LIST]
 #                         [--rate RATE] [--no-slow-link] [--out DIR]
 #   --rounds N      rounds of each comparison (default 5)
-#   --parts LIST    what to compare: grad-sync, accumulate or both (default
-#                   grad-sync,accumulate), locally and on the slow link
+#   --parts LIST    what to compare: grad-sync, accumulate, shard (default
+#                   grad-sync,accumulate,shard); the first two locally and on
+#                   the slow link, shard locally
 #   --quick         fewer steps (and 2 rounds unless --rounds says), to check the
 #                   script in a few minutes
 #   --cases LIST    comma-separated workloads (default bilstm,lstm-lm,cnn)
@@ -55,7 +63,7 @@ mpirun=${MPIRUN:-mpirun}
 rounds=
 quick=no
 cases="bilstm,lstm-lm,cnn"
-parts="grad-sync,accumulate"
+parts="grad-sync,accumulate,shard"
 rate=100mbit
 slow_link=yes
 out=
@@ -108,32 +116,48 @@ batch_of () {
   esac
 }
 
+# One run of the 2 ranks: workload $1 at batch $2 per rank, one thread each,
+# its output to the log $3, the rest its own arguments; the script stops
+# with the log's end where it fails.
+rank_run () {
+  w_=$1 b_=$2 log_=$3
+  shift 3
+  "$mpirun" -np 2 "$cli" run --workload "$w_" --device cpu --threads 1 --batch "$b_" "$@" \
+    > "$log_" 2>&1 || { echo "run-mpi.sh: $w_ $* failed:" >&2; tail -5 "$log_" >&2; exit 1; }
+}
+
+# Part $1's two values $2 and $3 in round $r's order, which alternates
+# round by round so that drift falls alike on both; nothing where the part
+# is not asked for.
+alternate () {
+  has_part "$1" || return 0
+  if [ $((r % 2)) -eq 0 ]; then echo "$3 $2"; else echo "$2 $3"; fi
+}
+
 echo "run-mpi.sh: $(nproc) processors, $("$mpirun" --version | head -1), rounds $rounds, out $out"
 for r in $(seq 1 "$rounds"); do
   for w in $(echo "$cases" | tr ',' ' '); do
     b=$(batch_of "$w")
     # Accumulation with and without no_sync, the order alternating.
-    order="ddp-accumulate ddp-no-sync"
-    [ $((r % 2)) -eq 0 ] && order="ddp-no-sync ddp-accumulate"
-    has_part accumulate || order=
-    for preset in $order; do
+    for preset in $(alternate accumulate ddp-accumulate ddp-no-sync); do
       echo "== round $r/$rounds: $w, batch $b per rank x 4 micro-batches, preset $preset"
-      log="$out/accum-$w-$preset-$r.log"
-      "$mpirun" -np 2 "$cli" run --workload "$w" --device cpu --threads 1 --batch "$b" \
-        --steps "$accum_steps" --warmup 2 --preset "$preset" --seed "$r" \
-        --csv "$out/accum/round-$r" > "$log" 2>&1 \
-        || { echo "run-mpi.sh: $w $preset failed:" >&2; tail -5 "$log" >&2; exit 1; }
+      rank_run "$w" "$b" "$out/accum-$w-$preset-$r.log" --steps "$accum_steps" --warmup 2 \
+        --preset "$preset" --seed "$r" --csv "$out/accum/round-$r"
+    done
+    # Sharding: none and grads, the order alternating.
+    for shard in $(alternate shard none grads); do
+      echo "== round $r/$rounds: $w, batch $b per rank, shard $shard"
+      rank_run "$w" "$b" "$out/shard-$w-$shard-$r.log" --steps "$steps" --warmup 5 \
+        --preset tuned --shard "$shard" --seed "$r" --csv "$out/shard/round-$r"
     done
     has_part grad-sync || continue
     for sync in per-tensor fused overlap; do
       echo "== round $r/$rounds: $w, batch $b per rank, grad-sync $sync"
       # A seed per round: the order of the three runs in a round is drawn
       # from it, so that it changes from round to round.
-      log="$out/local-$w-$sync-$r.log"
-      "$mpirun" -np 2 "$cli" run --workload "$w" --device cpu --threads 1 --batch "$b" \
-        --steps "$steps" --warmup 5 --preset tuned --grad-sync "$sync" --scaling \
-        --rounds 1 --seed "$r" --csv "$out/local/round-$r" > "$log" 2>&1 \
-        || { echo "run-mpi.sh: $w $sync failed:" >&2; tail -5 "$log" >&2; exit 1; }
+      rank_run "$w" "$b" "$out/local-$w-$sync-$r.log" --steps "$steps" --warmup 5 \
+        --preset tuned --grad-sync "$sync" --scaling --rounds 1 --seed "$r" \
+        --csv "$out/local/round-$r"
     done
   done
 done
@@ -196,62 +220,12 @@ EOF
 
 # The accumulation table: both sides of each case from the same rounds.
 accum_table () {
-  python3 - "$1" "$2" <<'EOF'
-import csv, os, sys
-folder, what = sys.argv[1], sys.argv[2]
-rows = []
-for name in sorted(os.listdir(folder)) if os.path.isdir(folder) else []:
-    path = os.path.join(folder, name, "runs.csv")
-    if name.startswith("round-") and os.path.exists(path):
-        rows += [dict(r, round=name) for r in csv.DictReader(open(path, newline=""))]
-
-def median(xs):
-    xs = sorted(xs)
-    return xs[(len(xs) - 1) // 2] if xs else float("nan")
-
-def spread(xs, fmt="%.1f"):
-    xs = [x for x in xs if x == x]
-    if not xs:
-        return "-"
-    return (fmt + " (" + fmt + "-" + fmt + ")") % (median(xs), min(xs), max(xs))
-
-def value(r, k):
-    return float(r[k]) if r.get(k, "") != "" else float("nan")
-
-def ms(r, share):
-    # A share of the median step, in ms of that step.
-    return value(r, share) * 1000.0 / value(r, "median_steps_per_s")
-
-print()
-print("%-8s %-6s %-22s %-20s %-20s %-20s %-20s %5s" % (
-    "workload", "sync", "samples/s", "comm ms/step", "comm %", "imbal ms/step",
-    "comm+imbal ms", "busy"))
-for w in dict.fromkeys(r["workload"] for r in rows):
-    per = {}
-    for sync in ("every", "last"):
-        mine = [r for r in rows if r["workload"] == w and r["accumulate-sync"] == sync]
-        per[sync] = {r["round"]: r for r in mine}
-        busy = max([value(r, "machine_busy") for r in mine if r["machine_busy"]] or [float("nan")])
-        print("%-8s %-6s %-22s %-20s %-20s %-20s %-20s %4.0f%%" % (
-            w, sync, spread([value(r, "items_per_s") for r in mine], "%.0f"),
-            spread([ms(r, "comm_share") for r in mine]),
-            spread([100 * value(r, "comm_share") for r in mine]),
-            spread([ms(r, "imbalance_share") for r in mine]),
-            spread([ms(r, "comm_share") + ms(r, "imbalance_share") for r in mine]), 100 * busy))
-    both = [k for k in per["every"] if k in per["last"]]
-    ratio = [ms(per["last"][k], "comm_share") / ms(per["every"][k], "comm_share") for k in both]
-    ratio_all = [(ms(per["last"][k], "comm_share") + ms(per["last"][k], "imbalance_share"))
-                 / (ms(per["every"][k], "comm_share") + ms(per["every"][k], "imbalance_share"))
-                 for k in both]
-    print("%-8s last/every, paired by round: exposed communication %s, with imbalance %s"
-          " (target at most 0.25)" % (w, spread(ratio, "%.2f"), spread(ratio_all, "%.2f")))
-print("%s: 2 ranks, 4 micro-batches a step, accumulate-sync every (ddp-accumulate) and last"
-      % what)
-print("(ddp-no-sync); each figure the median over the rounds (lowest-highest); comm: exposed")
-print("communication, imbal: waiting for the slowest rank, per step of 4 micro-batches")
-EOF
+  python3 "$here/run-mpi-tables.py" accumulate "$1" "$2"
 }
 has_part accumulate && accum_table "$out/accum" "shared memory"
+
+# The sharding table: both sides of each case from the same rounds.
+has_part shard && python3 "$here/run-mpi-tables.py" shard "$out/shard"
 
 if [ "$slow_link" = no ]; then
   exit 0
