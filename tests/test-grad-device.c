@@ -23,6 +23,8 @@
  *     exposed communication of its step (events of its own, not the last
  *     one's over again), last once a step, over the summed gradients; both
  *     give the CPU's losses at accumulate=4, bit for bit (one rank);
+ *   - shard=grads on the device path is refused before anything runs,
+ *     naming what is missing (NCCL's reduce-scatter and all-gather);
  *   - tuned on a device that launches graphs: eager under mpirun -np 1 and
  *     -np 2 (the ranks' all-reduces are not captured), said among the run's
  *     algorithms; launch=graph asked for still refused.
@@ -374,6 +376,29 @@ test_one_device_per_rank (void)
   g_assert_nonnull (strstr (error->message, "each rank needs one of its own"));
 }
 
+/* Sharding is the MPI path's: on a device whose collectives the reducer
+ * drives (NCCL's on CUDA, this double's), refused, naming what is not
+ * built, one rank or two. */
+static void
+test_shard_refused (void)
+{
+  g_autoptr(GError) error = NULL;
+  TachConfig config;
+
+  tach_config_init (&config, TACH_WORKLOAD_BILSTM);
+  test_apply (&config, "device=async:0 batch=4 steps=2 shard=grads");
+  config.ranks = tach_ranks_world_size ();
+  g_assert_false (tach_config_validate (&config, TACH_ASYNC_DEVICE_ID, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+  g_test_message ("%s", error->message);
+  g_assert_nonnull (strstr (error->message, "ncclReduceScatter and ncclAllGather"));
+  g_clear_error (&error);
+  test_apply (&config, "shard=none");
+  g_assert_true (tach_config_validate (&config, TACH_ASYNC_DEVICE_ID, &error));
+  g_assert_no_error (error);
+  tach_config_clear (&config);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -402,6 +427,7 @@ main (int argc, char **argv)
   else
     g_test_add_func ("/grad-device/one-device-per-rank", test_one_device_per_rank);
   g_test_add_func ("/grad-device/tuned", test_tuned);
+  g_test_add_func ("/grad-device/shard-refused", test_shard_refused);
   status = g_test_run ();
   tach_ranks_finish (status);
   return status;
