@@ -31,7 +31,9 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     columns: rank 0 holds the same parameters, 0.45 to 0.55 of
     shard=none's optimiser state, the gradients whole plus their shard (at
     most half as much again), its peak what it holds; the summary's held
-    line, the algorithms line's reduce-scatters and all-gathers; shard=all,
+    line, the algorithms line's reduce-scatters and all-gathers; the trace
+    (--trace) a reduce-scatter and an all-gather per bucket, rank and step,
+    no all-reduce, the all-gathers a track each; shard=all,
     shard with grad-compress and with accumulate-sync=every refused (exit
     2) naming the fix; alone, shard=grads runs and says it does not apply;
   - ranks started with different settings are refused (exit 2) with a
@@ -503,14 +505,45 @@ def shard_pair(tmp, tag, workload, batch, extra):
     out = {}
     for shard in ("none", "grads"):
         folder = os.path.join(tmp, "%s-%s" % (tag, shard))
+        trace = ["--trace", folder + ".json"] if shard == "grads" else []
         p = mpirun(BASE + ["--workload", workload, "--batch", str(batch), "--steps", "6",
-                           "--shard", shard, "--csv", folder] + extra, timeout=180)
+                           "--shard", shard, "--csv", folder] + trace + extra, timeout=180)
         check(p.returncode == 0, "%s: shard=%s runs on 2 ranks (parameters checked equal"
               " on every rank): %s" % (tag, shard, p.stderr[-300:]))
         if p.returncode != 0:
             return None
         out[shard] = (folder, p.stdout)
     return out
+
+
+def check_shard_trace(events, tag):
+    """The trace of a shard=grads run: per rank and step as many
+    reduce-scatters as all-gathers (one a bucket) and no all-reduce, the
+    all-gathers a track each, named so."""
+    names = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+             if e["ph"] == "M" and e["name"] == "thread_name"}
+    per = {}
+    tracks = {}
+    for e in events:
+        if e["ph"] == "X" and e["tid"] >= 2:
+            kind = e["name"].split()[0]
+            key = (e["pid"], e["args"]["step"])
+            per.setdefault(key, {}).setdefault(kind, 0)
+            per[key][kind] += 1
+            tracks.setdefault(kind, set()).add((e["pid"], e["tid"]))
+    counts = {k: (v.get("reduce-scatter", 0), v.get("all-gather", 0), v.get("all-reduce", 0))
+              for k, v in per.items()}
+    check(len(counts) == 12 and all(rs == ag > 0 and ar == 0 for rs, ag, ar in counts.values()),
+          tag + ": the trace has a reduce-scatter and an all-gather per bucket, rank and step,"
+          " no all-reduce: %s" % sorted(set(counts.values())))
+    gathers = tracks.get("all-gather", set())
+    check(gathers and len(gathers) == 2 * max(c[1] for c in counts.values())
+          and all(names.get(t, "").startswith("all-gather, bucket") for t in gathers)
+          and all(names.get(t, "").startswith("reduce-scatter")
+                  for t in tracks.get("reduce-scatter", set())),
+          tag + ": the all-gathers on a track each, the reduce-scatters on their own: %s"
+          % sorted(set(names.values())))
+    check_tracks(events, tag + " trace")
 
 
 def test_shard(tmp, tag, workload, batch, extra=(), adam=True):
@@ -547,6 +580,7 @@ def test_shard(tmp, tag, workload, batch, extra=(), adam=True):
     check("  held         parameters" in out, tag + ": the summary prints what a rank holds")
     check("reduce-scatter" in out and "all-gather" in out,
           tag + ": the algorithms line names the reduce-scatters and all-gathers")
+    check_shard_trace(load_trace(pair["grads"][0] + ".json"), tag)
     return grads
 
 

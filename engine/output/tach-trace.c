@@ -343,7 +343,11 @@ typedef struct {
   double  *track_end;     /* µs: where each track's last slice ends */
   guint    n_tracks;
   double   counter_ts;    /* µs: the last bytes-in-flight point */
+  guint    n_gathers;     /* shard=grads: all-gather tracks, one per bucket, after the others */
 } Flights;
+
+/* The slices' names, by TachGradFlightKind. */
+static const char *const flight_names[] = { "all-reduce", "reduce-scatter", "all-gather" };
 
 typedef struct {
   double ts, delta;
@@ -380,7 +384,9 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, double start, d
   for (; f->next < f->flights->len; f->next++)
     {
       const TachGradFlight *fl = &g_array_index (f->flights, TachGradFlight, f->next);
-      guint track = f->per_bucket ? MIN (fl->bucket, f->n_tracks - 1) : 0;
+      gboolean gather = fl->kind == TACH_GRAD_FLIGHT_ALL_GATHER;
+      guint track = gather ? f->n_tracks + MIN (fl->bucket, f->n_gathers - 1)
+                    : f->per_bucket ? MIN (fl->bucket, f->n_tracks - 1) : 0;
       g_autofree char *name = NULL;
       double ts, dur;
 
@@ -399,7 +405,7 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, double start, d
       {
         g_autofree char *size = g_format_size ((guint64) fl->bytes);
 
-        name = g_strdup_printf ("all-reduce %s", size);
+        name = g_strdup_printf ("%s %s", flight_names[MIN (fl->kind, 2)], size);
       }
       tach_trace_slice (trace, s->step, pid, TRACK_BUCKETS + track, name, ts, dur);
       g_array_append_val (edges, ((FlightEdge) { ts, fl->bytes }));
@@ -426,21 +432,36 @@ flights_init (Flights *f, TachTrace *trace, TachRun *run, guint nth, guint rank)
 {
   const TachConfig *config = tach_run_get_config (run);
   guint n_buckets = 0;
+  gboolean sharded = FALSE;
 
   f->flights = g_array_new (FALSE, FALSE, sizeof (TachGradFlight));
   f->next = 0;
   f->counter_ts = -G_MAXDOUBLE;
   tach_run_copy_rank_flights (run, nth, f->flights);
   for (guint i = 0; i < f->flights->len; i++)
-    n_buckets = MAX (n_buckets, g_array_index (f->flights, TachGradFlight, i).bucket + 1);
+    {
+      const TachGradFlight *fl = &g_array_index (f->flights, TachGradFlight, i);
+
+      n_buckets = MAX (n_buckets, fl->bucket + 1);
+      sharded = sharded || fl->kind != TACH_GRAD_FLIGHT_ALL_REDUCE;
+    }
   f->per_bucket = config->grad_sync == TACH_GRAD_SYNC_OVERLAP;
   f->n_tracks = f->per_bucket ? MAX (n_buckets, 1) : 1;
-  f->track_end = g_new0 (double, f->n_tracks);
-  for (guint t = 0; t < f->n_tracks && f->flights->len > 0; t++)
+  /* The all-gathers fly at once, after the update: a track each. */
+  f->n_gathers = sharded ? MAX (n_buckets, 1) : 0;
+  f->track_end = g_new0 (double, f->n_tracks + f->n_gathers);
+  for (guint t = 0; t < f->n_tracks + f->n_gathers && f->flights->len > 0; t++)
     {
-      g_autofree char *name = f->per_bucket ? g_strdup_printf (_("all-reduce, bucket %u"), t)
-                                            : g_strdup (_("all-reduces"));
+      g_autofree char *name = NULL;
 
+      if (t >= f->n_tracks)
+        name = g_strdup_printf (_("all-gather, bucket %u"), t - f->n_tracks);
+      else if (sharded)
+        name = f->per_bucket ? g_strdup_printf (_("reduce-scatter, bucket %u"), t)
+                             : g_strdup (_("reduce-scatters"));
+      else
+        name = f->per_bucket ? g_strdup_printf (_("all-reduce, bucket %u"), t)
+                             : g_strdup (_("all-reduces"));
       f->track_end[t] = -G_MAXDOUBLE;
       tach_trace_name_thread (trace, rank, TRACK_BUCKETS + t, name);
     }

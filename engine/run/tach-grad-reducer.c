@@ -405,6 +405,8 @@ add_host_flights (TachGradReducer *self)
       size_t wire = self->compress != TACH_GRAD_COMPRESS_NONE ? sizeof (guint16) : sizeof (float);
       TachGradFlight f = {
         .step = self->step, .bucket = i,
+        .kind = self->shard_grad != NULL ? TACH_GRAD_FLIGHT_REDUCE_SCATTER
+                                         : TACH_GRAD_FLIGHT_ALL_REDUCE,
         .start_ms = b->t_launch - self->t_begin,
         .dur_ms = MAX (0.0, b->t_done - b->t_launch),
         .bytes = (double) (b->end - b->start) * wire,

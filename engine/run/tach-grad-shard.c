@@ -84,9 +84,22 @@ hook_gather (TachGradSyncHook *hook, float *params)
       st->collectives++;
     }
   st->comm_ms += tach_ranks_now_ms () - t0;
+  /* Each one a flight, from the launches to the end of its wait. */
   for (guint i = 0; i < self->buckets->len && error == NULL; i++)
-    tach_ranks_wait (self->ranks, &g_array_index (self->buckets, Bucket, i).gather,
-                     "parameter all-gather", self->step, &st->comm_ms, &error);
+    {
+      Bucket *b = &g_array_index (self->buckets, Bucket, i);
+      TachGradFlight f = {
+        .step = self->step, .bucket = i, .kind = TACH_GRAD_FLIGHT_ALL_GATHER,
+        .start_ms = t0 - self->t_begin,
+        .bytes = (double) (b->end - b->start) * sizeof (float),
+      };
+
+      if (!tach_ranks_wait (self->ranks, &b->gather, "parameter all-gather", self->step,
+                            &st->comm_ms, &error))
+        break;
+      f.dur_ms = MAX (0.0, tach_ranks_now_ms () - t0);
+      tach_grad_reducer_add_flight (self, &f);
+    }
   if (error != NULL)
     tach_backend_set_error (self->be, error);
 }

@@ -115,12 +115,21 @@ typedef struct {
   guint  collectives; /* all-reduces this step */
 } TachGradStepStats;
 
-/* One all-reduce as it flew: from its launch to its completion, measured
+/* What a flight was: an all-reduce, or under shard=grads a bucket's
+ * reduce-scatter and its all-gather of the updated parameters. */
+typedef enum {
+  TACH_GRAD_FLIGHT_ALL_REDUCE,
+  TACH_GRAD_FLIGHT_REDUCE_SCATTER,
+  TACH_GRAD_FLIGHT_ALL_GATHER,
+} TachGradFlightKind;
+
+/* One collective as it flew: from its launch to its completion, measured
  * from the start of its step on this rank's clock (the host's over MPI,
  * the device's over NCCL). */
 typedef struct {
   guint64 step;
   guint   bucket;     /* in launch order */
+  guint   kind;       /* TachGradFlightKind */
   double  start_ms;
   double  dur_ms;
   double  bytes;      /* on the wire */
