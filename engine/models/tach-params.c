@@ -20,6 +20,16 @@
  *                          hook fires inside the last backward, not after
  *                          it (baidu-baige/LoongForge PR 163's miss).
  * With one rank both fold the same numbers in the same order.
+ *
+ * Sharded updates (shard=grads, engine/run/tach-grad-shard.c): the reducer
+ * reduce-scatters the gradients (or the sum) instead of all-reducing them,
+ * and says which ranges of the flat buffer this rank owns, one per bucket;
+ * the optimizer runs over those alone (unsharded, over one range: the
+ * trainable prefix, so there is one optimizer path), with Adam's state for
+ * their floats only (each range a step count of its own, all equal), and
+ * the reducer's gather hands every rank every range's new values.  The
+ * backend's held_* figures count what this file allocates (and the shard's
+ * gradients), for the run's report of what a rank holds.
  */
 #include <math.h>
 #include <string.h>
@@ -175,7 +185,7 @@ alloc_state (TachParams *params)
     }
   params->m = tach_backend_alloc (be, MAX (params->state_total, 1) * sizeof (float));
   params->v = tach_backend_alloc (be, MAX (params->state_total, 1) * sizeof (float));
-  params->t = tach_backend_alloc (be, params->n_ranges * sizeof (float));
+  params->t = tach_backend_alloc (be, MAX (params->n_ranges, 1) * sizeof (float));
   tach_backend_zero (be, params->m, params->state_total * sizeof (float));
   tach_backend_zero (be, params->v, params->state_total * sizeof (float));
   tach_backend_zero (be, params->t, params->n_ranges * sizeof (float));

@@ -49,8 +49,9 @@ guint         tach_params_add (TachParams *params, const char *name, size_t coun
  * that no op reads and the optimizer keeps zero. */
 guint         tach_params_add_aligned (TachParams *params, const char *name, size_t count,
                                        gboolean trainable, size_t align);
-/* Allocates the device buffers (parameters, gradients, optimizer state,
- * zeroed) and a zeroed host staging copy of the parameters. */
+/* Allocates the device buffers (parameters and gradients, zeroed) and a
+ * zeroed host staging copy of the parameters; the optimizer's state
+ * follows with tach_params_set_optimizer. */
 gboolean      tach_params_alloc (TachParams *params, TachBackend *be, GError **error);
 /* The host staging copy of slice @index, to fill before tach_params_upload(). */
 float        *tach_params_host (TachParams *params, guint index);
@@ -74,7 +75,10 @@ size_t        tach_params_trainable (TachParams *params);   /* trainable floats 
 guint64       tach_params_device_bytes (size_t total, size_t trainable);
 
 /* The optimizer used by tach_params_update(); @lr as given (the caller
- * resolves config->lr == 0 to its workload's default). */
+ * resolves config->lr == 0 to its workload's default).  After
+ * tach_params_alloc it allocates the optimizer's state (Adam's moments,
+ * zeroed; none for SGD) for what this rank updates: every trainable
+ * float, or under shard=grads its shard of them. */
 void          tach_params_set_optimizer (TachParams *params, TachOptimizer optimizer, double lr);
 void          tach_params_zero_grad (TachParams *params);
 /* Backward has written slice @index's gradient (and will not touch it
@@ -86,7 +90,10 @@ void          tach_params_zero_grad (TachParams *params);
 void          tach_params_grad_ready (TachParams *params, guint index);
 /* One optimizer step over the trainable prefix, after the ranks' gradients
  * are averaged (TachBackend.grad_sync): Adam (TACH_ADAM_*; its step
- * count lives on the device) or plain SGD.  Models call it at the end of
+ * count lives on the device) or plain SGD.  Under shard=grads
+ * (TachGradSyncHook.shard) over this rank's ranges of it alone, whose
+ * averaged gradients the reducer's shard holds, and the ranks then
+ * all-gather the updated parameters.  Models call it at the end of
  * every step; with gradient accumulation (TachBackend.accumulate > 1)
  * that is every micro-batch (TachBackend.micro), and only the last one's
  * updates, with the mean of the micro-batches' gradients. */

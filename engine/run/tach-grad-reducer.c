@@ -12,7 +12,9 @@
  * order; then divided by the number of ranks, the same division in every
  * mode.  With grad-compress the sum travels as fp16 or bf16 (a user
  * MPI_Op adds them, each partial sum rounded to the wire's precision, as
- * NCCL does on such buffers) and is widened back.
+ * NCCL does on such buffers) and is widened back.  Under shard=grads the
+ * same buckets are reduce-scattered instead, each rank keeping its chunk
+ * (tach-grad-shard.c says the rest).
  *
  * The backend's grad_sync hook (TachBackend.grad_sync) is the reducer's
  * way in: tach_params_alloc hands it the tensors' layout, backward calls
