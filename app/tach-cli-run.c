@@ -145,8 +145,10 @@ tach_cli_print_summary (TachRun *run)
     }
   {
     g_autofree char *generation_memory = tach_summary_dup_generation_memory (&s);
+    g_autofree char *held = tach_summary_dup_held (&s);
 
     fputs (generation_memory, stdout);
+    fputs (held, stdout);
   }
   if (tach_run_get_data_kind (run) != NULL)
     {

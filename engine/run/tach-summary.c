@@ -682,6 +682,14 @@ tach_summary_dup_generation_memory (const TachSummary *s)
     append_sizes (text, _("               parameters %s, optimiser %s, activations %s, "
                           "KV cache %s\n"),
                   s->param_bytes, s->optimizer_bytes, s->activation_bytes, s->kv_cache_bytes);
+  return g_string_free (text, FALSE);
+}
+
+char *
+tach_summary_dup_held (const TachSummary *s)
+{
+  GString *text = g_string_new (NULL);
+
   if (isfinite (s->held_peak_bytes))
     /* Translators: what one rank (rank 0, whose shard is never cut short)
      * holds for the parameters, and the most it held; shard=grads shrinks

@@ -647,6 +647,10 @@ char         *tach_summary_dup_busy_apart (double busy_a, double busy_b);
  * One line each, indented as the summary's and ending in a newline,
  * translated, newly allocated; "" where the run has none.  Any thread. */
 char         *tach_summary_dup_generation_memory (const TachSummary *s);
+/* What one rank holds for the parameters (TachSummary.held_*) as
+ * tach-cli's summary prints it, a line ("" where unknown), newly
+ * allocated. */
+char         *tach_summary_dup_held (const TachSummary *s);
 /* From this share of a run's time on fewer threads than it had, a
  * comparison says so: it is a busy machine's figure. */
 #define TACH_SUMMARY_FEWER_THREADS_SHARE 0.10
