@@ -35,6 +35,9 @@ typedef struct {
   gboolean       (*supports) (TachKnobId knob, int value, const char **why);
   /* Optional: a peak that costs time to measure (NULL: devices() says it). */
   double         (*measure_peak) (void);
+  /* The widest head (a workload's width over its heads) its fused
+   * attention takes; 0: any. */
+  guint           attention_head_dim_max;
 } TachBackendRow;
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
 /* A row from outside the build's own, for tests (the asynchronous test

@@ -184,6 +184,14 @@ gpt_check (const TachConfig *config, GError **error)
   return TRUE;
 }
 
+static guint
+gpt_attention_head_dim (const TachConfig *config)
+{
+  if (config->attention != TACH_ATTENTION_FUSED || config->heads == 0)
+    return 0;
+  return config->embed / config->heads;
+}
+
 /* What takes the memory, where no shape knob was changed (validation
  * names those first): the activations of the batch's rows. */
 static gboolean
@@ -632,6 +640,7 @@ const TachModelClass tach_gpt_model_class = {
   .trains_on_tokens = TRUE,
   .create = gpt_create,
   .prepare = gpt_prepare,
+  .attention_head_dim = gpt_attention_head_dim,
   .step = gpt_step,
   .finish = gpt_finish,
   .supports_graph = gpt_supports_graph,

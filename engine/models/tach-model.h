@@ -98,6 +98,10 @@ typedef struct {
   /* Whether its step runs the backend's LSTM ops (a backend with
    * TACH_BACKEND_CAP_LSTM_FP32_ONLY then takes fp32 only). */
   gboolean      has_lstm;
+  /* Optional: the width of one head of the fused attention a run of
+   * @config runs, 0 where it runs none (validation holds it to the
+   * device's limit, TachBackendRow's attention_head_dim_max). */
+  guint      (*attention_head_dim) (const TachConfig *config);
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of
