@@ -13,6 +13,8 @@
  *   /engine/gpt/generate/modes     whole runs: every kv-cache and sampling mode
  *                                  draws the same text, with the same losses, on
  *                                  both devices; the summary's prefill and decode
+ *   /engine/gpt/generate/position  kv-cache=static's eager decoding uploads no
+ *                                  position per token; launch=graph's does
  *   /engine/gpt/memory             what the model allocates is what validation
  *                                  counts beforehand
  *   /engine/gpt/summary/requests   prefill and decode apart: which steps are
@@ -319,6 +321,66 @@ test_generate_modes (void)
 
 /* ---------------------------------------------------------------- memory */
 
+/* Uploads a backend makes, counted by a copy of its table whose upload
+ * forwards to the real one (one counted backend at a time). */
+static const TachBackendOps *uploads_real;
+static TachBackendOps uploads_ops;
+static guint uploads_made;
+
+static void
+counting_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  uploads_made++;
+  uploads_real->upload (be, dst, src, bytes);
+}
+
+/* kv-cache=static's eager decoding takes its position as the ops'
+ * argument: no upload per token (a copy to the device, on a GPU from
+ * pageable memory, which waits), only a request's prompt at its prefill;
+ * launch=graph's decode step reads it from the device, uploaded before
+ * each step.  Sampling on the device, so that no token goes up. */
+static void
+test_generate_position (gconstpointer data)
+{
+  const char *launches[] = { "launch=eager", "launch=graph" };
+
+  for (guint l = 0; l < G_N_ELEMENTS (launches); l++)
+    {
+      TachConfig config;
+      g_autoptr(GError) error = NULL;
+      TachBackend *be = open_backend (data);
+      gboolean graph = l == 1;
+      TachGpt *gpt;
+
+      config_for (&config, launches[l],
+                  "task=generate batch=2 prompt=3 context=12 new-tokens=4 kv-cache=static "
+                  "sampling=device");
+      gpt = tach_gpt_new (be, &config, &error);
+      g_assert_no_error (error);
+      uploads_real = be->ops;
+      uploads_ops = *be->ops;
+      uploads_ops.upload = counting_upload;
+      be->ops = &uploads_ops;
+      for (int s = 0; s < 10; s++)
+        {
+          TachStepCtx ctx = { .step = (guint64) s };
+          gboolean prefill = s % tach_gpt_request_steps (gpt) == 0;
+
+          uploads_made = 0;
+          g_assert_true (tach_gpt_generate_prepare (gpt, &ctx, &error));
+          g_assert_true (tach_gpt_generate_step (gpt, &ctx, &error));
+          g_assert_true (tach_gpt_generate_finish (gpt, &ctx, &error));
+          g_assert_no_error (error);
+          /* The prompt at a prefill; the position before every graph step. */
+          g_assert_cmpuint (uploads_made, ==, (prefill ? 1 : 0) + (graph ? 1 : 0));
+        }
+      be->ops = uploads_real;
+      tach_gpt_free (gpt);
+      tach_backend_free (be);
+      tach_config_clear (&config);
+    }
+}
+
 static void
 test_memory (void)
 {
@@ -498,3 +560,6 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/gpt/knobs", test_knobs);
   return g_test_run ();
 }
+  g_test_add_data_func ("/engine/gpt/generate/position/cpu", "cpu", test_generate_position);
+  g_test_add_data_func ("/engine/gpt/generate/position/async", TACH_ASYNC_DEVICE_ID,
+                        test_generate_position);
