@@ -63,6 +63,8 @@ typedef struct {
    * first freeze. */
   GArray        *frozen;          /* owned: the frozen ranges */
   GPtrArray     *frozen_copies;   /* owned: allocations that copy frozen data */
+  guint64        frozen_copies_bytes;       /* theirs, now */
+  guint64        frozen_copies_peak_bytes;  /* theirs, at most so far */
   guint          frozen_epoch;    /* changes whenever a frozen range is written or freed */
   /* The gemm op's packed copies of frozen Bs (tach-cpu-packed.c), each one
    * of frozen_copies; the list holds while gemm_packs_epoch is current. */

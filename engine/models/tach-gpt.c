@@ -600,6 +600,9 @@ gpt_memory_parts (TachModel *model, double *bytes)
   bytes[1] = 3.0 * trainable;
   bytes[2] = (double) self->activation_bytes;
   bytes[3] = (double) self->kv_bytes_peak;
+  /* Decoding's products on frozen weights run from packed copies that
+   * the backend keeps (as large as the weights they copy). */
+  bytes[4] = (double) tach_backend_frozen_copies_peak (self->be);
 }
 
 /* The language models' knobs, and gpt's own. */
@@ -637,10 +640,10 @@ const TachModelClass tach_gpt_model_class = {
   .check = gpt_check,
   .memory_hint = gpt_memory_hint,
   .has_lstm = FALSE,
+  .attention_head_dim = gpt_attention_head_dim,
   .trains_on_tokens = TRUE,
   .create = gpt_create,
   .prepare = gpt_prepare,
-  .attention_head_dim = gpt_attention_head_dim,
   .step = gpt_step,
   .finish = gpt_finish,
   .supports_graph = gpt_supports_graph,

@@ -139,8 +139,9 @@ typedef struct {
    * decoding (the summary reports the two apart); 0 or NULL: none. */
   guint64    (*request_steps) (TachModel *model);
   /* Optional: the bytes of its parameters, the optimiser's state, a
-   * step's activations and its KV cache (at its largest so far), in
-   * @bytes[0..3]; after the last step. */
+   * step's activations, its KV cache (at its largest so far) and the
+   * backend's packed copies of its weights (at their largest so far), in
+   * @bytes[0..4]; after the last step. */
   void       (*memory_parts)  (TachModel *model, double *bytes);
   void       (*free)          (TachModel *model);
 } TachModelClass;

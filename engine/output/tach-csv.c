@@ -47,7 +47,7 @@ static const char *const runs_tail[] = {
   /* Generation's prefill and decoding apart, and what the model's memory
    * holds (gpt; empty elsewhere). */
   "prefill_ms", "decode_tokens_per_s", "param_bytes", "optimizer_bytes", "activation_bytes",
-  "kv_cache_bytes", NULL
+  "kv_cache_bytes", "packed_weight_bytes", NULL
 };
 
 static void
@@ -278,6 +278,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.optimizer_bytes);
   add_double (row, s.activation_bytes);
   add_double (row, s.kv_cache_bytes);
+  add_double (row, s.packed_weight_bytes);
   end_row (row);
   g_string_append_len (out, row->str, row->len);
 }

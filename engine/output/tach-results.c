@@ -90,6 +90,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "optimizer_bytes", G_STRUCT_OFFSET (TachSummary, optimizer_bytes), 1 },
     { "activation_bytes", G_STRUCT_OFFSET (TachSummary, activation_bytes), 1 },
     { "kv_cache_bytes", G_STRUCT_OFFSET (TachSummary, kv_cache_bytes), 1 },
+    { "packed_weight_bytes", G_STRUCT_OFFSET (TachSummary, packed_weight_bytes), 1 },
   };
 
   memset (s, 0, sizeof *s);

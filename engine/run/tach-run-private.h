@@ -68,7 +68,7 @@ struct _TachRun {
   /* Generation's request length (TachModelClass.request_steps; 0: none)
    * and what the model's memory holds (memory_parts; NaN unknown). */
   guint64        request_steps;
-  double         memory_parts[4];
+  double         memory_parts[5];
   gsize          pending_bytes;   /* under lock, set as the run ends: tach_run_get_pending_bytes */
   double         test_accuracy;
   TachEvaluation evaluation;      /* under lock, with eval_done, eval_total and eval_s */

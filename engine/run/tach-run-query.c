@@ -199,6 +199,7 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   summary->optimizer_bytes = run->memory_parts[1];
   summary->activation_bytes = run->memory_parts[2];
   summary->kv_cache_bytes = run->memory_parts[3];
+  summary->packed_weight_bytes = run->memory_parts[4];
   summary->test_accuracy = run->test_accuracy;
   tach_run_summarise_ranks (run, summary);
   /* The evaluation counts in the wall time: the command took it too. */
