@@ -600,8 +600,9 @@ gpt_memory_parts (TachModel *model, double *bytes)
   bytes[1] = 3.0 * trainable;
   bytes[2] = (double) self->activation_bytes;
   bytes[3] = (double) self->kv_bytes_peak;
-  /* Decoding's products on frozen weights run from packed copies that
-   * the backend keeps (as large as the weights they copy). */
+  /* Generation's products on frozen weights run from copies that the
+   * backend keeps (the CPU's: packed for decoding, and reordered for
+   * oneDNN's matmul for the prefill; each as large as the weights). */
   bytes[4] = (double) tach_backend_frozen_copies_peak (self->be);
 }
 

@@ -398,8 +398,8 @@ typedef struct {
   /* What the model's memory holds, in bytes (NaN: a workload that does
    * not say): its parameters, the optimiser's state (gradients and
    * moments), a step's activations, the KV cache (at its largest) and the
-   * copies of its weights that the backend packed for decoding (at their
-   * largest; 0 where it packs none). */
+   * copies of its weights that the backend packed for generation (at
+   * their largest; 0 where it packs none). */
   double  param_bytes, optimizer_bytes, activation_bytes, kv_cache_bytes;
   double  packed_weight_bytes;
 } TachSummary;
