@@ -168,11 +168,11 @@ if expect "short run with --csv" 0 "steps/s +[0-9]+\.[0-9]+ median" run_short; t
   rows=$(count_rows "$csv/samples.csv" "$first")
   runs=$(($(wc -l < "$csv/runs.csv") - 1))
   # The data it read: named in the summary and in runs.csv (whose rows end
-  # with data_source, data_path and label, then the threads, gpt's six
+  # with data_source, data_path and label, then the threads, gpt's seven
   # figures and the four of what the parameters hold).
-  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 15) "|" $(NF - 14) }')
+  source=$(sed -n 2p "$csv/runs.csv" | tr -d '\r' | awk -F, '{ print $(NF - 16) "|" $(NF - 15) }')
   if grep -q "^  data         synthetic sequences$" "$out" &&
-     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes,held_param_bytes,held_grad_bytes,held_state_bytes,held_peak_bytes.$" &&
+     head -1 "$csv/runs.csv" | grep -q ",data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes,packed_weight_bytes,held_param_bytes,held_grad_bytes,held_state_bytes,held_peak_bytes.$" &&
      [ "$source" = "synthetic sequences|" ]; then
     pass "the data read is named in the summary and runs.csv"
   else
@@ -348,10 +348,10 @@ if expect "sweep --vary hidden" 0 "^hidden +preset +samples/s +step ms" \
      --device cpu --batch 8 --steps 4 --warmup 0 --threads 1 --rounds 1 --budget 0 --csv "$sw"; then
   # (runs.csv ends with the varied knob and its value, how busy the
   # machine was, then eval_s, the data read, the label, the threads
-  # the CPU run had and kept, gpt's six figures, empty here, and the four
-  # of what the parameters hold.)
-  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+,,,,,,,[0-9]+,[0-9]+,[0-9]+,[0-9]+.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
-  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes,held_param_bytes,held_grad_bytes,held_state_bytes,held_peak_bytes.$" &&
+  # the CPU run had and kept, gpt's seven figures, empty here, and
+  # the four of what the parameters hold.)
+  cols=$(grep -Eo ',hidden,[0-9]+,[0-9.e-]*,,[^,]*,,[^,]*,1,1,[0-9.e-]+,,,,,,,,[0-9]+,[0-9]+,[0-9]+,[0-9]+.$' "$sw/runs.csv" | sed -E 's/^(,hidden,[0-9]+),.*/\1/' | sort | tr '\n' ' ')
+  if head -1 "$sw/runs.csv" | grep -q ",varied,varied_value,machine_busy,eval_s,data_source,data_path,label,threads_had,threads_fewest,threads_fewer_share,prefill_ms,decode_tokens_per_s,param_bytes,optimizer_bytes,activation_bytes,kv_cache_bytes,packed_weight_bytes,held_param_bytes,held_grad_bytes,held_state_bytes,held_peak_bytes.$" &&
      [ "$(grep -c "^[^,]*,[^,]*,bilstm,train,cpu,.*,tf1-constant," "$sw/runs.csv")" -eq 2 ] &&
      [ "$cols" = ",hidden,4 ,hidden,4 ,hidden,8 ,hidden,8 " ] &&
      grep -Eq "^4 +tf1-constant .* 1\.00x$" "$out" &&
@@ -511,7 +511,7 @@ if expect "explain two knobs" 0 "^  Layout +misread -> batch-major +[-+][0-9]+\.
                           print (k == 2 && d < 1e-6 * (1 + b) ? "yes" : "no") }' "$ex/explain.csv")
   # Each run is named by what it is (runs.csv's label column): A's preset,
   # A with one of B's knobs, and B's settings, 3 rounds each.
-  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 13) }' | sort | uniq -c |
+  labels=$(tr -d '\r' < "$ex/runs.csv" | awk -F, 'NR > 1 { print $(NF - 14) }' | sort | uniq -c |
            awk '{ $1 = $1 ":"; print }' | tr '\n' '|')
   if [ "$labels" != "3: layout=batch-major feed=resident sync=1|3: tf1-feed-dict|3: tf1-feed-dict + feed=resident|3: tf1-feed-dict + layout=batch-major|" ]; then
     fail "explain's runs are named by what they are" "labels: $labels"
@@ -647,13 +647,13 @@ if expect "gpt generate reports prefill and decode" 0 \
      "^  prefill +[0-9.]+ ms to the first token" \
      "$cli" run --workload gpt --task generate --device cpu --threads 1 --layers 1 --heads 2 \
      --embed 16 --context 16 --prompt 4 --steps 30 --kv-cache static --csv "$gpt_csv"; then
-  # runs.csv's six columns before the last four: prefill_ms,
-  # decode_tokens_per_s and the four memory parts, the KV cache 1 layer x 2
-  # x 16 positions x 16 wide x 4 bytes.
-  tail6=$(sed -n 2p "$gpt_csv/runs.csv" | tr -d '\r' | awk -F, '{ print ($(NF - 9) > 0) "," ($(NF - 8) > 0) "," $(NF - 6) "," $(NF - 4) }')
+  # runs.csv's seven columns before the last four: prefill_ms,
+  # decode_tokens_per_s and the five memory parts, the KV cache 1 layer x 2 x 16 positions x 16 wide x 4
+  # bytes, and the weights the CPU's decoding packed.
+  tail6=$(sed -n 2p "$gpt_csv/runs.csv" | tr -d '\r' | awk -F, '{ print ($(NF - 10) > 0) "," ($(NF - 9) > 0) "," $(NF - 7) "," ($(NF - 4) > 0) "," $(NF - 5) }')
   if ! grep -Eq "^  decode +[0-9.]+ tokens/s" "$out" ||
-     ! grep -Eq "^ +parameters [0-9.]+.KiB, optimiser 0.bytes, activations [0-9.]+.KiB, KV cache 2.0.KiB$" "$out" ||
-     [ "${tail6%,*}" != "1,1,0" ] || [ "${tail6##*,}" != 2048 ]; then
+     ! grep -Eq "^ +parameters [0-9.]+.KiB, optimiser 0.bytes, activations [0-9.]+.KiB, KV cache 2.0.KiB, packed weights [0-9.]+.KiB$" "$out" ||
+     [ "${tail6%,*}" != "1,1,0,1" ] || [ "${tail6##*,}" != 2048 ]; then
     passed=$((passed - 1))
     fail "gpt generate reports prefill and decode" "runs.csv's gpt columns: $tail6"
   fi

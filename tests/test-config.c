@@ -526,6 +526,54 @@ test_validate_lstm_precision (void)
   }
 }
 
+/* CUDA's fused attention holds heads at most 128 wide: a wider head there
+ * is refused by validation, before any step, naming both ways out; naive
+ * attention there, and fused attention on the CPU, take it.  The device
+ * is the CUDA row's without a GPU (a record's). */
+static void
+test_validate_attention_heads (void)
+{
+  TachDeviceInfo *info = g_new0 (TachDeviceInfo, 1);
+  g_autoptr(TachDevice) cuda = NULL;
+  g_autoptr(TachDevice) cpu = NULL;
+  g_autoptr(GError) error = NULL;
+  TachConfig c;
+
+  info->id = g_strdup ("cuda:0");
+  cuda = tach_device_for_record (info);
+  if (cuda->row == NULL || cuda->row->open == NULL)
+    {
+      g_test_skip ("this build has no CUDA backend");
+      return;
+    }
+  tach_config_init (&c, TACH_WORKLOAD_GPT);
+  g_assert_true (tach_config_set (&c, "attention", "fused", NULL));
+  g_assert_true (tach_config_set (&c, "embed", "768", NULL));
+  g_assert_true (tach_config_set (&c, "heads", "4", NULL));
+  g_assert_false (tach_config_validate_on (&c, cuda, &error));
+  g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+  g_assert_nonnull (strstr (error->message, "at most 128 wide"));
+  g_assert_nonnull (strstr (error->message, "makes them 192"));
+  g_assert_nonnull (strstr (error->message, "raise --heads"));
+  g_assert_nonnull (strstr (error->message, "--attention naive"));
+  g_clear_error (&error);
+
+  g_assert_true (tach_config_set (&c, "heads", "6", NULL));
+  g_assert_true (tach_config_validate_on (&c, cuda, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_config_set (&c, "heads", "4", NULL));
+  g_assert_true (tach_config_set (&c, "attention", "naive", NULL));
+  g_assert_true (tach_config_validate_on (&c, cuda, &error));
+  g_assert_no_error (error);
+
+  g_assert_true (tach_config_set (&c, "attention", "fused", NULL));
+  cpu = tach_device_find ("cpu", &error);
+  g_assert_no_error (error);
+  g_assert_true (tach_config_validate_on (&c, cpu, &error));
+  g_assert_no_error (error);
+  tach_config_clear (&c);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -533,6 +581,7 @@ main (int argc, char **argv)
   g_test_init (&argc, &argv, NULL);
 
   g_test_add_func ("/engine/config/defaults", test_defaults);
+  g_test_add_func ("/engine/config/validate/attention-heads", test_validate_attention_heads);
   g_test_add_func ("/engine/config/knob-table", test_knob_table);
   g_test_add_func ("/engine/config/set/roundtrip", test_set_roundtrip);
   g_test_add_func ("/engine/config/set/numbers", test_set_numbers);

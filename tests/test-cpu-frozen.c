@@ -2,9 +2,11 @@
  * give the plain ops' bits: the packed small-product kernel against
  * tach_cpu_sgemm_local, the gemm op and the inference LSTM of a
  * generation loop (packed weights, kept input rows) against the same ops
- * on an unfrozen copy, and a write thaws them.  Run under each
+ * on an unfrozen copy, and a write thaws them; the larger products on a
+ * matmul whose weights were reordered once, within a float tolerance.  Run under each
  * TACH_CPU_ISA cap, so both vector widths are held to their own bits.
  */
+#include <math.h>
 #include <string.h>
 
 #include "tach-cpu-lstm-private.h"
@@ -87,9 +89,28 @@ test_packed_bits (void)
   tach_backend_free (be);
 }
 
-/* The gemm op on a frozen B against the same B unfrozen, then written. */
+/* @c1 against @c2 (m x n): the same bits where @tol is 0, else within
+ * @tol. */
 static void
-gemm_frozen_unfrozen (int m, int n, int k)
+assert_products (const float *c1, const float *c2, int m, int n, double tol)
+{
+  double worst = 0.0;
+
+  if (tol == 0.0)
+    {
+      g_assert_cmpmem (c1, (size_t) m * n * sizeof (float), c2, (size_t) m * n * sizeof (float));
+      return;
+    }
+  for (size_t i = 0; i < (size_t) m * n; i++)
+    worst = MAX (worst, fabs ((double) c1[i] - c2[i]));
+  g_assert_cmpfloat (worst, <=, tol);
+}
+
+/* The gemm op on a frozen B against the same B unfrozen (within @tol, 0:
+ * the same bits), then written: @copies frozen copies made at product
+ * number @from (from 0) and read by the next ones. */
+static void
+gemm_frozen_unfrozen (int m, int n, int k, guint copies, int from, double tol)
 {
   TachBackend *be = cpu_backend (1);
   guint32 state = 7;
@@ -99,6 +120,7 @@ gemm_frozen_unfrozen (int m, int n, int k)
   float *a = tach_backend_alloc (be, (size_t) m * k * sizeof (float));
   float *c1 = tach_backend_alloc (be, (size_t) m * n * sizeof (float));
   float *c2 = tach_backend_alloc (be, (size_t) m * n * sizeof (float));
+  guint64 copied = 0;
 
   fill (host, (size_t) n * k, &state);
   tach_backend_upload (be, b, host, (size_t) n * k * sizeof (float));
@@ -111,9 +133,12 @@ gemm_frozen_unfrozen (int m, int n, int k)
       tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
       tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
       g_assert_true (tach_backend_ok (be));
-      g_assert_cmpmem (c1, (size_t) m * n * sizeof (float), c2, (size_t) m * n * sizeof (float));
-      g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==,
-                        tach_cpu_packed_nt_usable ((size_t) n) ? 1 : 0);
+      assert_products (c1, c2, m, n, tol);
+      g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==, round >= from ? copies : 0);
+      if (round <= from)
+        copied = TACH_CPU (be)->frozen_copies_bytes;
+      g_assert_cmpuint (TACH_CPU (be)->frozen_copies_bytes, ==, copied);
+      g_assert_cmpuint (copied, >=, round >= from ? copies * (guint64) n * k * sizeof (float) : 0);
       a[round] += 0.25f;
     }
   /* A write thaws B: the product follows the new values. */
@@ -121,11 +146,11 @@ gemm_frozen_unfrozen (int m, int n, int k)
   tach_backend_upload (be, b, host, (size_t) n * k * sizeof (float));
   tach_backend_upload (be, b2, host, (size_t) n * k * sizeof (float));
   g_assert_cmpuint (tach_cpu_frozen_epoch (be, b, (size_t) n * k * sizeof (float)), ==, 0);
-  /* Its packed copy is freed at once, not at the next product. */
+  /* Its copy is freed at once, not at the next product. */
   g_assert_cmpuint (TACH_CPU (be)->frozen_copies->len, ==, 0);
   tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b, k, 0.0f, c1, n);
   tach_op (be, gemm, FALSE, TRUE, m, n, k, 1.0f, a, k, b2, k, 0.0f, c2, n);
-  g_assert_cmpmem (c1, (size_t) m * n * sizeof (float), c2, (size_t) m * n * sizeof (float));
+  assert_products (c1, c2, m, n, tol);
   tach_backend_free (be);
 }
 
@@ -135,9 +160,28 @@ gemm_frozen_unfrozen (int m, int n, int k)
 static void
 test_gemm (void)
 {
-  gemm_frozen_unfrozen (1, 554, 100);
-  gemm_frozen_unfrozen (1, 1152, 384);
-  gemm_frozen_unfrozen (2, 1536, 384);
+  guint packs = tach_cpu_packed_nt_usable (554) ? 1 : 0;
+
+  gemm_frozen_unfrozen (1, 554, 100, packs, 0, 0.0);
+  gemm_frozen_unfrozen (1, 1152, 384, packs, 0, 0.0);
+  gemm_frozen_unfrozen (2, 1536, 384, packs, 0, 0.0);
+}
+
+/* A prefill's products (64 prompt rows by gpt's qkv weight, 1152 x 384,
+ * and its MLP's second, 384 x 1536), and four streams' decoding, on frozen
+ * weights: from their second call at AVX-512, a matmul on the weights
+ * reordered once (one frozen copy, not dnnl_sgemm's packing at every
+ * call; below AVX-512 dnnl_sgemm's bits), within a float tolerance of the
+ * unfrozen product (the sums run in another order); a write thaws it. */
+static void
+test_gemm_matmul (void)
+{
+  guint brgemm = tach_cpu_isa () == TACH_CPU_ISA_AVX512 ? 1 : 0;
+
+  g_assert_false (tach_cpu_sgemm_takes_small (FALSE, TRUE, 4, 1152, 384));
+  gemm_frozen_unfrozen (64, 1152, 384, brgemm, 1, 1e-6 * 384);
+  gemm_frozen_unfrozen (64, 384, 1536, brgemm, 1, 1e-6 * 1536);
+  gemm_frozen_unfrozen (4, 1152, 384, brgemm, 1, 1e-6 * 384);
 }
 
 /* A gpt decoding step's weights, four a block over 6 blocks and the LM
@@ -378,6 +422,7 @@ main (int argc, char **argv)
   g_test_add_func ("/cpu/frozen/packed-bits", test_packed_bits);
   g_test_add_func ("/cpu/frozen/gemm", test_gemm);
   g_test_add_func ("/cpu/frozen/gemm-many", test_gemm_many);
+  g_test_add_func ("/cpu/frozen/gemm-matmul", test_gemm_matmul);
   g_test_add_func ("/cpu/frozen/lstm", test_lstm);
   /* Last: its pool's threads, left spinning, would slow the LSTM's helper
    * thread, whose test asks it to finish in time. */

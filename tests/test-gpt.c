@@ -13,8 +13,12 @@
  *   /engine/gpt/generate/modes     whole runs: every kv-cache and sampling mode
  *                                  draws the same text, with the same losses, on
  *                                  both devices; the summary's prefill and decode
+ *   /engine/gpt/generate/position  kv-cache=static's eager decoding uploads no
+ *                                  position per token; launch=graph's does
  *   /engine/gpt/memory             what the model allocates is what validation
  *                                  counts beforehand
+ *   /engine/gpt/memory/parts       the summary's memory parts (packed weights
+ *                                  included) add up to what the run held
  *   /engine/gpt/summary/requests   prefill and decode apart: which steps are
  *                                  prefills, on the rate's clock
  *   /engine/gpt/knobs              which knobs apply where: gpt's own, the
@@ -317,6 +321,66 @@ test_generate_modes (void)
     }
 }
 
+/* Uploads a backend makes, counted by a copy of its table whose upload
+ * forwards to the real one (one counted backend at a time). */
+static const TachBackendOps *uploads_real;
+static TachBackendOps uploads_ops;
+static guint uploads_made;
+
+static void
+counting_upload (TachBackend *be, void *dst, const void *src, size_t bytes)
+{
+  uploads_made++;
+  uploads_real->upload (be, dst, src, bytes);
+}
+
+/* kv-cache=static's eager decoding takes its position as the ops'
+ * argument: no upload per token (a copy to the device, on a GPU from
+ * pageable memory, which waits), only a request's prompt at its prefill;
+ * launch=graph's decode step reads it from the device, uploaded before
+ * each step.  Sampling on the device, so that no token goes up. */
+static void
+test_generate_position (gconstpointer data)
+{
+  const char *launches[] = { "launch=eager", "launch=graph" };
+
+  for (guint l = 0; l < G_N_ELEMENTS (launches); l++)
+    {
+      TachConfig config;
+      g_autoptr(GError) error = NULL;
+      TachBackend *be = open_backend (data);
+      gboolean graph = l == 1;
+      TachGpt *gpt;
+
+      config_for (&config, launches[l],
+                  "task=generate batch=2 prompt=3 context=12 new-tokens=4 kv-cache=static "
+                  "sampling=device");
+      gpt = tach_gpt_new (be, &config, &error);
+      g_assert_no_error (error);
+      uploads_real = be->ops;
+      uploads_ops = *be->ops;
+      uploads_ops.upload = counting_upload;
+      be->ops = &uploads_ops;
+      for (int s = 0; s < 10; s++)
+        {
+          TachStepCtx ctx = { .step = (guint64) s };
+          gboolean prefill = s % tach_gpt_request_steps (gpt) == 0;
+
+          uploads_made = 0;
+          g_assert_true (tach_gpt_generate_prepare (gpt, &ctx, &error));
+          g_assert_true (tach_gpt_generate_step (gpt, &ctx, &error));
+          g_assert_true (tach_gpt_generate_finish (gpt, &ctx, &error));
+          g_assert_no_error (error);
+          /* The prompt at a prefill; the position before every graph step. */
+          g_assert_cmpuint (uploads_made, ==, (prefill ? 1 : 0) + (graph ? 1 : 0));
+        }
+      be->ops = uploads_real;
+      tach_gpt_free (gpt);
+      tach_backend_free (be);
+      tach_config_clear (&config);
+    }
+}
+
 /* ---------------------------------------------------------------- memory */
 
 static void
@@ -348,6 +412,48 @@ test_memory (void)
       tach_gpt_free (gpt);
       tach_backend_free (be);
       tach_config_clear (&config);
+    }
+}
+
+/* The summary's memory parts add up to what the run held: on the CPU,
+ * decoding runs its products from packed copies of the frozen weights,
+ * as large as the weights themselves (GPT-2's shape: 51.7 MiB of parts
+ * against 88.8 MiB held before they were counted), and the parts say so;
+ * what the run holds beyond its parts (tokens, a step's logits) is a
+ * small share of the peak.  Training, and the asynchronous device, pack
+ * nothing. */
+static void
+test_memory_parts (void)
+{
+  const char *configs[] = {
+    "task=generate batch=2 prompt=3 steps=12 kv-cache=static",
+    "task=generate batch=2 prompt=3 steps=12 kv-cache=dynamic",
+    "task=generate batch=2 prompt=3 steps=12 kv-cache=static device=async:0",
+    "task=train batch=2 steps=3",
+  };
+
+  for (guint i = 0; i < G_N_ELEMENTS (configs); i++)
+    {
+      g_autoptr(TestRunResult) r = run_ok (configs[i], "embed=64 heads=4");
+      const TachSummary *s = &r->summary;
+      double parts = s->param_bytes + s->optimizer_bytes + s->activation_bytes
+                     + s->kv_cache_bytes + s->packed_weight_bytes;
+      gboolean packs = i < 2;
+
+      g_test_message ("%s: parts %.0f (packed %.0f) of %.0f bytes held", configs[i], parts,
+                      s->packed_weight_bytes, (double) s->peak_memory_bytes);
+      if (!packs)
+        {
+          g_assert_cmpfloat (s->packed_weight_bytes, ==, 0.0);
+          continue;
+        }
+#ifdef __x86_64__
+      /* Every 2-D weight but the position table, packed whole (by the
+       * AVX2 and AVX-512 kernels: 64 is a whole number of vectors). */
+      g_assert_cmpfloat (s->packed_weight_bytes, ==, (256.0 * 64 + 2 * 12 * 64 * 64) * 4);
+#endif
+      g_assert_cmpfloat (parts, <=, (double) s->peak_memory_bytes);
+      g_assert_cmpfloat (parts, >=, 0.9 * (double) s->peak_memory_bytes);
     }
 }
 
@@ -416,6 +522,8 @@ test_summary_csv (void)
   g_assert_cmpfloat (read.optimizer_bytes, ==, 0.0);
   g_assert_cmpfloat (read.activation_bytes, ==, made.activation_bytes);
   g_assert_cmpfloat (read.kv_cache_bytes, ==, 2.0 * 2 * 2 * 8 * 16 * 4);
+  g_assert_cmpfloat (made.packed_weight_bytes, >, 0.0);
+  g_assert_cmpfloat (read.packed_weight_bytes, ==, made.packed_weight_bytes);
   test_remove_tree (dir);
   tach_config_clear (&config);
 }
@@ -492,7 +600,11 @@ main (int argc, char **argv)
   g_test_add_data_func ("/engine/gpt/generate/greedy/async", TACH_ASYNC_DEVICE_ID,
                         test_generate_greedy);
   g_test_add_func ("/engine/gpt/generate/modes", test_generate_modes);
+  g_test_add_data_func ("/engine/gpt/generate/position/cpu", "cpu", test_generate_position);
+  g_test_add_data_func ("/engine/gpt/generate/position/async", TACH_ASYNC_DEVICE_ID,
+                        test_generate_position);
   g_test_add_func ("/engine/gpt/memory", test_memory);
+  g_test_add_func ("/engine/gpt/memory/parts", test_memory_parts);
   g_test_add_func ("/engine/gpt/summary/requests", test_summary_requests);
   g_test_add_func ("/engine/gpt/summary/csv", test_summary_csv);
   g_test_add_func ("/engine/gpt/knobs", test_knobs);

@@ -150,6 +150,10 @@ struct _TachBackendOps {
    * (packed copies of weights) across calls.  The results stay those of
    * the plain ops. */
   void     (*freeze)        (TachBackend *be, const void *ptr, size_t bytes);
+  /* Optional (NULL: none): the most bytes it has held at once so far in
+   * what it derived from frozen data (the packed copies), which its
+   * peak_memory counts. */
+  guint64  (*frozen_copies_peak) (TachBackend *be);
 
   /* --- timing --- */
   TachEvent *(*event_new)   (TachBackend *be);

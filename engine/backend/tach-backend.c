@@ -263,6 +263,12 @@ tach_backend_freeze (TachBackend *be, const void *ptr, size_t bytes)
 }
 
 guint64
+tach_backend_frozen_copies_peak (TachBackend *be)
+{
+  return be->ops->frozen_copies_peak != NULL ? be->ops->frozen_copies_peak (be) : 0;
+}
+
+guint64
 tach_backend_peak_memory (TachBackend *be)
 {
   return be->ops->peak_memory != NULL ? be->ops->peak_memory (be) : 0;

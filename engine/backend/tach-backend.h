@@ -35,6 +35,9 @@ typedef struct {
   gboolean       (*supports) (TachKnobId knob, int value, const char **why);
   /* Optional: a peak that costs time to measure (NULL: devices() says it). */
   double         (*measure_peak) (void);
+  /* The widest head (a workload's width over its heads) its fused
+   * attention takes; 0: any. */
+  guint           attention_head_dim_max;
 } TachBackendRow;
 GPtrArray   *tach_backend_registry_devices (void);   /* TachDeviceInfo* */
 /* A row from outside the build's own, for tests (the asynchronous test
@@ -132,6 +135,9 @@ void    tach_backend_copy (TachBackend *be, void *dst, const void *src, size_t b
 guint64 tach_backend_peak_memory (TachBackend *be);                 /* 0 when unknown */
 /* The freeze op (tach-backend-ops.h): @ptr's bytes stay unchanged. */
 void    tach_backend_freeze (TachBackend *be, const void *ptr, size_t bytes);
+/* The most bytes of copies the backend derived from frozen data (packed
+ * weights) held at once so far; 0 for a backend that keeps none. */
+guint64 tach_backend_frozen_copies_peak (TachBackend *be);
 
 TachEvent *tach_event_new (TachBackend *be);
 void       tach_event_free (TachBackend *be, TachEvent *ev);

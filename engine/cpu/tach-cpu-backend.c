@@ -84,6 +84,12 @@ cpu_peak_memory (TachBackend *be)
   return TACH_CPU (be)->peak_bytes;
 }
 
+static guint64
+cpu_frozen_copies_peak (TachBackend *be)
+{
+  return TACH_CPU (be)->frozen_copies_peak_bytes;
+}
+
 /* ---------------------------------------------------------------- timing */
 
 static gint64
@@ -178,6 +184,7 @@ static const TachBackendOps cpu_ops = {
 
   .gemm = tach_cpu_gemm_op,
   .freeze = tach_cpu_freeze,
+  .frozen_copies_peak = cpu_frozen_copies_peak,
   .gemm_bf16 = tach_cpu_gemm_bf16,
   .bias_add = tach_cpu_bias_add,
   .bias_grad = tach_cpu_bias_grad,

@@ -124,7 +124,12 @@ tach_cpu_frozen_copy_alloc (TachBackend *be, size_t bytes)
   g_return_val_if_fail (cpu->frozen_copies != NULL, NULL);
   ptr = tach_cpu_mem_alloc (be, bytes);
   if (ptr != NULL)
-    g_ptr_array_add (cpu->frozen_copies, ptr);
+    {
+      g_ptr_array_add (cpu->frozen_copies, ptr);
+      cpu->frozen_copies_bytes += bytes;
+      cpu->frozen_copies_peak_bytes = MAX (cpu->frozen_copies_peak_bytes,
+                                           cpu->frozen_copies_bytes);
+    }
   return ptr;
 }
 
@@ -139,6 +144,7 @@ drop_frozen_copies (TachBackend *be)
   for (guint i = 0; i < copies->len; i++)
     tach_cpu_mem_free (be, g_ptr_array_index (copies, i));
   g_ptr_array_set_size (copies, 0);
+  cpu->frozen_copies_bytes = 0;
   cpu->frozen_copies = copies;
 }
 

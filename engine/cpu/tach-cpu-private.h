@@ -63,11 +63,18 @@ typedef struct {
    * first freeze. */
   GArray        *frozen;          /* owned: the frozen ranges */
   GPtrArray     *frozen_copies;   /* owned: allocations that copy frozen data */
+  guint64        frozen_copies_bytes;       /* theirs, now */
+  guint64        frozen_copies_peak_bytes;  /* theirs, at most so far */
   guint          frozen_epoch;    /* changes whenever a frozen range is written or freed */
   /* The gemm op's packed copies of frozen Bs (tach-cpu-packed.c), each one
    * of frozen_copies; the list holds while gemm_packs_epoch is current. */
   GArray        *gemm_packs;      /* owned; NULL until the first pack */
   guint          gemm_packs_epoch;
+  /* The gemm op's matmul primitives on frozen Bs reordered once (a
+   * prefill's products), their weights each one of frozen_copies; the
+   * list holds while gemm_matmuls_epoch is current. */
+  GPtrArray     *gemm_matmuls;    /* owned; NULL until the first */
+  guint          gemm_matmuls_epoch;
   /* The helper thread that runs jobs ahead (tach-cpu-ahead.c): NULL until
    * the first post. */
   struct _TachCpuAhead *ahead;    /* owned */
@@ -403,8 +410,9 @@ void     tach_cpu_frozen_clear (TachBackend *be);
  * the backend as soon as any frozen range is written or freed (the epoch
  * changes), or at its end.  Only after a freeze. */
 void    *tach_cpu_frozen_copy_alloc (TachBackend *be, size_t bytes);
-/* Forgets the gemm op's list of packed copies (the backend's free, after
- * which tach_cpu_frozen_clear frees the copies themselves). */
+/* Forgets the gemm op's packed copies and matmul primitives (the
+ * backend's free, after which tach_cpu_frozen_clear frees the copies
+ * themselves). */
 void     tach_cpu_gemm_packs_clear (TachBackend *be);
 /* The gemm op: tach_cpu_gemm, on the packed copy of a frozen B where
  * tach_cpu_gemm would run the small kernels. */

@@ -17,6 +17,11 @@
 extern "C" {
 #endif
 
+/* The widest head the fused attention takes (tach-cuda-transformer.cu: a
+ * lane holds 4 of a query row's dimensions in registers); validation
+ * refuses wider ones through the registry's row (tach-backends.c). */
+#define TACH_CUDA_ATTENTION_HEAD_DIM_MAX 128
+
 cudaError_t tach_cuda_launch_bias_add (cudaStream_t stream, float *y, const float *bias, int m, int n);
 cudaError_t tach_cuda_launch_bias_grad (cudaStream_t stream, const float *dy, float *db, int m, int n,
                                         float beta);

@@ -22,10 +22,11 @@
 #define GELU_K 0.7978845608028654f
 #define GELU_C 0.044715f
 /* Keys (or queries) per tile of the attention kernels, one per lane; the
- * dimensions each lane holds, so hd <= 32 * ATT_DPL. */
+ * dimensions each lane holds, so hd <= 32 * ATT_DPL (validation refuses
+ * wider heads: TACH_CUDA_ATTENTION_HEAD_DIM_MAX). */
 #define ATT_TILE 32
-#define ATT_DPL 4
-#define ATT_HD_MAX (32 * ATT_DPL)
+#define ATT_HD_MAX TACH_CUDA_ATTENTION_HEAD_DIM_MAX
+#define ATT_DPL (ATT_HD_MAX / 32)
 /* Blocks of the embedding's gradient: each owns the table rows v with v %
  * EMB_GROUPS == its index and adds their rows of dout in order of i. */
 #define EMB_GROUPS 128

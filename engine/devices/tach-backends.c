@@ -18,6 +18,7 @@
 #include "tach-cpu.h"
 #ifdef HAVE_CUDA
 #include "tach-cuda.h"
+#include "tach-cuda-kernels.h"
 #endif
 
 static TachBackend *
@@ -47,6 +48,7 @@ static const TachBackendRow rows[] = {
 #ifdef HAVE_CUDA
     .devices = tach_cuda_backend_devices, .open = cuda_open,
     .supports = tach_cuda_backend_supports,
+    .attention_head_dim_max = TACH_CUDA_ATTENTION_HEAD_DIM_MAX,
 #endif
   },
   {

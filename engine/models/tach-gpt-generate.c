@@ -14,14 +14,15 @@
  * static: the storage holds the whole context from the start (fixed
  * shapes), and attention runs over all of it, the positions not yet
  * written masked, as Hugging Face's StaticCache without compilation does
- * (transformers PR 40328).  Its decode step reads the position from the
- * device (TachGptPass.pos_dev), which prepare uploads, so that it has no
- * host value that changes from token to token: under launch=graph every
+ * (transformers PR 40328).  Under launch=graph its decode step reads the
+ * position from the device (TachGptPass.pos_dev), which prepare uploads,
+ * so that it has no host value that changes from token to token: every
  * step is that decode step, captured once and replayed, and prepare
  * prefills a new request's prompt but its last token, which the first
  * step then decodes (Hugging Face's static cache with torch.compile: the
- * prefill eager, the decode steps CUDA graphs).  Every mode computes the
- * same logits.
+ * prefill eager, the decode steps CUDA graphs).  Eagerly the position is
+ * the ops' argument, as every other mode's: no copy to the device per
+ * token.  Every mode computes the same logits.
  *
  * Sampling is lstm-lm's: the token drawn from the softmax by inverse CDF
  * with u = tach_rand_uniform (seed, SAMPLE stream + step, stream), on the
@@ -130,8 +131,11 @@ tach_gpt_generate_init (TachGpt *self, GError **error)
        * in the naive product: they must hold numbers. */
       for (int i = 0; i < 2 * self->layers; i++)
         tach_backend_zero (be, self->kv_mem[i], cache_floats (self, self->context) * sizeof (float));
-      self->pos_dev = tach_backend_alloc (be, sizeof (int32_t));
-      self->pos_row = tach_backend_alloc (be, (size_t) self->embed * sizeof (float));
+      if (self->graph)
+        {
+          self->pos_dev = tach_backend_alloc (be, sizeof (int32_t));
+          self->pos_row = tach_backend_alloc (be, (size_t) self->embed * sizeof (float));
+        }
     }
   point_caches (self);
   return tach_backend_take_error (be, error);
@@ -155,8 +159,8 @@ tach_gpt_generate_free (TachGpt *self)
 
 static void prefill_rest (TachGpt *self, guint64 step);
 
-/* Outside any graph: a new request's prompts, and kv-cache=static's decode
- * position. */
+/* Outside any graph: a new request's prompts, and the captured decode
+ * step's position. */
 gboolean
 tach_gpt_generate_prepare (TachGpt *self, TachStepCtx *ctx, GError **error)
 {
@@ -165,10 +169,10 @@ tach_gpt_generate_prepare (TachGpt *self, TachStepCtx *ctx, GError **error)
   gint64 t0 = g_get_monotonic_time ();
   gsize starts = self->corpus->n_tokens - self->prompt + 1;
 
-  if (self->pos_dev != NULL && (k > 0 || self->graph))
+  if (self->pos_dev != NULL)
     {
-      /* The tokens before this step's: under graph, the prompt's last
-       * token is the first step's. */
+      /* The tokens before this step's: the prompt's last token is the
+       * first step's. */
       self->pos_host = self->prompt + k - 1;
       tach_backend_upload (self->be, self->pos_dev, &self->pos_host, sizeof (int32_t));
     }
@@ -277,9 +281,10 @@ tach_gpt_generate_step (TachGpt *self, TachStepCtx *ctx, GError **error)
   if (self->kv_cache == TACH_KV_CACHE_STATIC)
     {
       pass.tk = pass.cap = self->context;
-      if (decode)
+      if (decode && self->pos_dev != NULL)
         {
-          /* The position from the device: the same arguments at every token. */
+          /* The position from the device: the same arguments at every
+           * token, for the graph. */
           pass.pos = 0;
           pass.pos_dev = self->pos_dev;
         }

@@ -184,6 +184,14 @@ gpt_check (const TachConfig *config, GError **error)
   return TRUE;
 }
 
+static guint
+gpt_attention_head_dim (const TachConfig *config)
+{
+  if (config->attention != TACH_ATTENTION_FUSED || config->heads == 0)
+    return 0;
+  return config->embed / config->heads;
+}
+
 /* What takes the memory, where no shape knob was changed (validation
  * names those first): the activations of the batch's rows. */
 static gboolean
@@ -592,6 +600,10 @@ gpt_memory_parts (TachModel *model, double *bytes)
   bytes[1] = 3.0 * trainable;
   bytes[2] = (double) self->activation_bytes;
   bytes[3] = (double) self->kv_bytes_peak;
+  /* Generation's products on frozen weights run from copies that the
+   * backend keeps (the CPU's: packed for decoding, and reordered for
+   * oneDNN's matmul for the prefill; each as large as the weights). */
+  bytes[4] = (double) tach_backend_frozen_copies_peak (self->be);
 }
 
 /* The language models' knobs, and gpt's own. */
@@ -629,6 +641,7 @@ const TachModelClass tach_gpt_model_class = {
   .check = gpt_check,
   .memory_hint = gpt_memory_hint,
   .has_lstm = FALSE,
+  .attention_head_dim = gpt_attention_head_dim,
   .trains_on_tokens = TRUE,
   .create = gpt_create,
   .prepare = gpt_prepare,

@@ -59,8 +59,9 @@ typedef struct {
 /* The shapes of one pass: Tq rows per stream at positions pos .. pos+Tq-1,
  * attending over Tk keys of a cache of cap positions.  @pos_dev, when not
  * NULL, is a device int32 added to @pos as the ops run
- * (TachBackend.pos_offset): kv-cache=static's decode keeps its position
- * there, so that its step has no host value that changes per token. */
+ * (TachBackend.pos_offset): kv-cache=static's decode under launch=graph
+ * keeps its position there, so that its step has no host value that
+ * changes per token. */
 typedef struct {
   int tq, tk, cap, pos;
   const int32_t *pos_dev;
@@ -110,10 +111,11 @@ typedef struct {
   int32_t         *seq_host;
   int32_t         *next_tok;      /* device [B]: the token drawn last */
   int32_t         *tok_host;
-  /* kv-cache=static: the decode position on the device (prepare uploads
-   * it: prepare is never captured) and the position embedding's row it
-   * picks; @graph: launch=graph, where every step is that decode step and
-   * a request's prompt but its last token is prefilled in prepare. */
+  /* kv-cache=static under launch=graph (@graph), where every step is a
+   * decode step and a request's prompt but its last token is prefilled in
+   * prepare: the decode position on the device (prepare uploads it:
+   * prepare is never captured) and the position embedding's row it picks;
+   * NULL eagerly, where the position is the ops' argument. */
   int32_t         *pos_dev;
   int32_t          pos_host;
   float           *pos_row;

@@ -98,6 +98,10 @@ typedef struct {
   /* Whether its step runs the backend's LSTM ops (a backend with
    * TACH_BACKEND_CAP_LSTM_FP32_ONLY then takes fp32 only). */
   gboolean      has_lstm;
+  /* Optional: the width of one head of the fused attention a run of
+   * @config runs, 0 where it runs none (validation holds it to the
+   * device's limit, TachBackendRow's attention_head_dim_max). */
+  guint      (*attention_head_dim) (const TachConfig *config);
   /* Builds the model, its data and its parameters for @config on @be. */
   TachModel *(*create)        (TachBackend *be, const TachConfig *config, GError **error);
   /* Optional: before step, never captured: host work and the copies of
@@ -135,8 +139,9 @@ typedef struct {
    * decoding (the summary reports the two apart); 0 or NULL: none. */
   guint64    (*request_steps) (TachModel *model);
   /* Optional: the bytes of its parameters, the optimiser's state, a
-   * step's activations and its KV cache (at its largest so far), in
-   * @bytes[0..3]; after the last step. */
+   * step's activations, its KV cache (at its largest so far) and the
+   * backend's packed copies of its weights (at their largest so far), in
+   * @bytes[0..4]; after the last step. */
   void       (*memory_parts)  (TachModel *model, double *bytes);
   void       (*free)          (TachModel *model);
 } TachModelClass;

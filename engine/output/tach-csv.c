@@ -47,7 +47,7 @@ static const char *const runs_tail[] = {
   /* Generation's prefill and decoding apart, and what the model's memory
    * holds (gpt; empty elsewhere). */
   "prefill_ms", "decode_tokens_per_s", "param_bytes", "optimizer_bytes", "activation_bytes",
-  "kv_cache_bytes",
+  "kv_cache_bytes", "packed_weight_bytes",
   /* What the parameters hold in one rank's memory (every training run):
    * parameters, gradients, optimizer state and their peak. */
   "held_param_bytes", "held_grad_bytes", "held_state_bytes", "held_peak_bytes", NULL
@@ -281,6 +281,7 @@ append_run_row (GString *out, TachRun *run, const char *run_id)
   add_double (row, s.optimizer_bytes);
   add_double (row, s.activation_bytes);
   add_double (row, s.kv_cache_bytes);
+  add_double (row, s.packed_weight_bytes);
   add_double (row, s.held_param_bytes);
   add_double (row, s.held_grad_bytes);
   add_double (row, s.held_state_bytes);

@@ -90,6 +90,7 @@ summary_from_row (GHashTable *columns, GPtrArray *fields, TachSummary *s, const 
     { "optimizer_bytes", G_STRUCT_OFFSET (TachSummary, optimizer_bytes), 1 },
     { "activation_bytes", G_STRUCT_OFFSET (TachSummary, activation_bytes), 1 },
     { "kv_cache_bytes", G_STRUCT_OFFSET (TachSummary, kv_cache_bytes), 1 },
+    { "packed_weight_bytes", G_STRUCT_OFFSET (TachSummary, packed_weight_bytes), 1 },
     /* Absent (NaN) in folders written before sharding. */
     { "held_param_bytes", G_STRUCT_OFFSET (TachSummary, held_param_bytes), 1 },
     { "held_grad_bytes", G_STRUCT_OFFSET (TachSummary, held_grad_bytes), 1 },

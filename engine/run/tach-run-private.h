@@ -68,7 +68,7 @@ struct _TachRun {
   /* Generation's request length (TachModelClass.request_steps; 0: none)
    * and what the model's memory holds (memory_parts; NaN unknown). */
   guint64        request_steps;
-  double         memory_parts[4];
+  double         memory_parts[5];
   /* What the parameters hold in this process (TachBackend.held_*: the
    * parameters, gradients, optimizer state and their peak; NaN unknown). */
   double         held[4];

@@ -199,6 +199,7 @@ tach_run_get_summary (TachRun *run, TachSummary *summary)
   summary->optimizer_bytes = run->memory_parts[1];
   summary->activation_bytes = run->memory_parts[2];
   summary->kv_cache_bytes = run->memory_parts[3];
+  summary->packed_weight_bytes = run->memory_parts[4];
   summary->held_param_bytes = run->held[0];
   summary->held_grad_bytes = run->held[1];
   summary->held_state_bytes = run->held[2];

@@ -358,6 +358,7 @@ summary_compute (Source *src, guint64 items_per_step, double flops_per_step,
   out->threads_asked = out->threads_fewest = out->threads_fewer_share = NAN;
   out->prefill_ms = out->decode_tokens_per_s = NAN;
   out->param_bytes = out->optimizer_bytes = out->activation_bytes = out->kv_cache_bytes = NAN;
+  out->packed_weight_bytes = NAN;
   out->held_param_bytes = out->held_grad_bytes = out->held_state_bytes = NAN;
   out->held_peak_bytes = NAN;
   out->weak_scaling = out->weak_scaling_lo = out->weak_scaling_hi = NAN;
@@ -678,10 +679,25 @@ tach_summary_dup_generation_memory (const TachSummary *s)
       g_string_append_printf (text, _("  memory       %s peak\n"), memory);
     }
   if (!isnan (s->param_bytes))
-    /* Translators: what the model's memory holds, after the peak. */
-    append_sizes (text, _("               parameters %s, optimiser %s, activations %s, "
-                          "KV cache %s\n"),
-                  s->param_bytes, s->optimizer_bytes, s->activation_bytes, s->kv_cache_bytes);
+    {
+      g_autofree char *params = dup_size (s->param_bytes);
+      g_autofree char *optimizer = dup_size (s->optimizer_bytes);
+      g_autofree char *activations = dup_size (s->activation_bytes);
+      g_autofree char *kv = dup_size (s->kv_cache_bytes);
+      g_autofree char *packed = dup_size (s->packed_weight_bytes);
+
+      /* Translators: what the model's memory holds, after the peak. */
+      if (!(s->packed_weight_bytes > 0.0))
+        g_string_append_printf (text, _("               parameters %s, optimiser %s, activations "
+                                        "%s, KV cache %s\n"),
+                                params, optimizer, activations, kv);
+      else
+        /* Translators: as above, with the copies of the weights that
+         * decoding's products run from. */
+        g_string_append_printf (text, _("               parameters %s, optimiser %s, activations "
+                                        "%s, KV cache %s, packed weights %s\n"),
+                                params, optimizer, activations, kv, packed);
+    }
   return g_string_free (text, FALSE);
 }
 

@@ -499,6 +499,31 @@ check_shard (const TachConfig *config, const TachDevice *device, GError **error)
   return TRUE;
 }
 
+/* A fused attention with heads wider than the device's kernel takes:
+ * refused here, with the two ways out, not by the kernel's launch once
+ * the run has begun. */
+static gboolean
+check_attention_heads (const TachConfig *config, const TachModelClass *klass,
+                       const TachDevice *device, GError **error)
+{
+  guint width, widest;
+
+  if (device == NULL || device->row == NULL || klass->attention_head_dim == NULL)
+    return TRUE;
+  width = klass->attention_head_dim (config);
+  widest = device->row->attention_head_dim_max;
+  if (widest == 0 || width <= widest)
+    return TRUE;
+  g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
+               W_("{attention=fused} on %s takes heads at most %u wide, and {embed=%u} over "
+                  "{heads=%u} makes them %u: raise {heads} so that embed / heads <= %u, or use "
+                  "{attention=naive}"),
+               device->info->id, widest, config->embed, config->heads, width, widest);
+  tach_error_add_config_hint (error, config, TACH_KNOB_ATTENTION, TACH_KNOB_ATTENTION, "naive",
+                              NULL);
+  return FALSE;
+}
+
 static gboolean
 check_on_device (const TachConfig *config, const TachModelClass *klass,
                  const TachDevice *device, GError **error)
@@ -508,6 +533,8 @@ check_on_device (const TachConfig *config, const TachModelClass *klass,
   if (!check_shard (config, device, error))
     return FALSE;
   if (!check_lstm_precision (config, klass, device, error))
+    return FALSE;
+  if (!check_attention_heads (config, klass, device, error))
     return FALSE;
   if (config->launch == TACH_LAUNCH_GRAPH && !check_graph (config, klass, error))
     return FALSE;

@@ -397,8 +397,11 @@ typedef struct {
   double  decode_tokens_per_s;
   /* What the model's memory holds, in bytes (NaN: a workload that does
    * not say): its parameters, the optimiser's state (gradients and
-   * moments), a step's activations and the KV cache (at its largest). */
+   * moments), a step's activations, the KV cache (at its largest) and the
+   * copies of its weights that the backend packed for generation (at
+   * their largest; 0 where it packs none). */
   double  param_bytes, optimizer_bytes, activation_bytes, kv_cache_bytes;
+  double  packed_weight_bytes;
   /* What the parameters hold in one rank's memory, in bytes (NaN:
    * unknown), as models/tach-params.c allocates it: the parameters,
    * their gradients (accumulation's sum, and under shard=grads the
