@@ -271,10 +271,10 @@ def test_lost_rank(tmp, signal_name):
     seconds more on a loaded machine and an ASan build, which says nothing
     about the engine.  Its bound is the wait limit, plus the slowest step
     rank 0 reported (the step it was in when the rank went) plus 3 s for
-    the line to come through mpirun (Open MPI takes 2 s to end a job whose
-    rank was killed): a load slows the steps, which the bound follows, and
-    not the limit, which is rank 0's clock; a run that hangs, or waits
-    longer than the limit, fails."""
+    the line to come through mpirun (a killed rank is told by mpirun's
+    SIGTERM, 3 s after the loss here): a load slows the steps, which the
+    bound follows, and not the limit, which is rank 0's clock; a run that
+    hangs, or waits longer than the limit, fails."""
     wrapper = os.path.join(tmp, "lose.sh")
     pid_file = os.path.join(tmp, "rank1.pid")
     if os.path.exists(pid_file):
@@ -292,7 +292,14 @@ def test_lost_rank(tmp, signal_name):
     # ranks' stdout and stderr as it reads them, and merged into one pipe
     # the two cut each other's lines.  stderr, where the lost rank is
     # reported, is read on a thread of its own, each line with its time.
-    p = subprocess.Popen(cmd, env=ENV, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+    # Open MPI ends the job a lost rank leaves by SIGCONT, then SIGTERM a
+    # second later and SIGKILL a second after that: rank 0's rows must be
+    # written in that second, a 0.4 s listen for rank 1 included, which a
+    # loaded machine's stall can take (1.4-1.9 s after the kill, the SIGKILL
+    # 0.6 s later, on 2 cores with one busy).  3 s, still short of the wait
+    # limit, so that mpirun's SIGTERM still tells rank 0 of a killed rank.
+    env = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="3")
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                          text=True)
     # The run would take hours: one that never reports the loss is ended here.
     watchdog = threading.Timer(240.0, p.kill)

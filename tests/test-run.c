@@ -28,6 +28,9 @@ on_notify (TachRun *run, gpointer user_data)
 
   guint done = tach_run_get_steps_done (run);
 
+  /* The call that saw the end waited, as the window's does before it lets
+   * go of its data: none follows it. */
+  g_assert_false (w->ended);
   w->calls++;
   /* Progress never goes back. */
   g_assert_cmpuint (done, >=, w->last_done);
@@ -40,6 +43,7 @@ on_notify (TachRun *run, gpointer user_data)
     {
       w->final = state;
       w->ended = TRUE;
+      tach_run_wait (run, NULL);
     }
 }
 
@@ -319,6 +323,30 @@ test_cancel_before_start (void)
   g_assert_cmpint (w.final, ==, TACH_RUN_STATE_CANCELLED);
   g_assert_cmpuint (w.samples->len, ==, 0);
   g_assert_true (tach_run_wait (run, NULL));
+  g_array_unref (w.samples);
+}
+
+/* A front end lets go of its notify's data once tach_run_wait() has
+ * returned: a call queued by then never comes.  Here the run ends while
+ * nothing iterates its context, so its last call is queued at the wait
+ * (in the window, a callback that saw the end waited while the thread
+ * queued one more, which then ran on a freed TachRunObject). */
+static void
+test_no_notify_after_wait (void)
+{
+  g_autoptr(GMainContext) context = g_main_context_new ();
+  g_autoptr(TachRun) run = test_tiny_run_new (12);
+  g_autoptr(GError) error = NULL;
+  Watch w = { 0 };
+
+  w.samples = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  g_assert_true (tach_run_start (run, context, on_notify, &w, &error));
+  g_assert_no_error (error);
+  g_assert_true (tach_run_wait (run, &error));
+  g_assert_no_error (error);
+  while (g_main_context_iteration (context, FALSE))
+    ;
+  g_assert_cmpuint (w.calls, ==, 0);
   g_array_unref (w.samples);
 }
 
@@ -631,6 +659,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/run/stop", test_stop);
   g_test_add_func ("/engine/run/cancel-before-start", test_cancel_before_start);
   g_test_add_func ("/engine/run/unref-running", test_unref_running);
+  g_test_add_func ("/engine/run/no-notify-after-wait", test_no_notify_after_wait);
   g_test_add_func ("/engine/run/failure", test_failure);
   g_test_add_func ("/engine/run/new-invalid", test_new_invalid);
   return g_test_run ();

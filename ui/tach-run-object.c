@@ -151,6 +151,17 @@ tach_run_object_take_end (TachRunObject *self)
   g_signal_emit (self, signals[FINISHED], 0);
 }
 
+/* The reference a started run holds on itself for the engine's
+ * notifications: dropped once none can come (tach_run_wait has returned). */
+static void
+tach_run_object_release (TachRunObject *self)
+{
+  if (self->released)
+    return;
+  self->released = TRUE;
+  g_object_unref (self);
+}
+
 /* Runs on the main thread, coalesced by the engine: one drain, one update of
  * the bound properties, one "updated" (and so one redraw) per call. */
 static void
@@ -167,15 +178,12 @@ on_run_notify (TachRun  *run,
     return;
 
   /* The engine calls once more after the run ends: the thread is done, so
-   * waiting here only joins it and collects the error. */
+   * waiting here only joins it and collects the error.  A call the thread
+   * queued while this one ran is dropped by the wait: this is the last. */
   tach_run_wait (run, NULL);
   tach_run_object_ingest (self);
   tach_run_object_take_end (self);
-  if (!self->released)
-    {
-      self->released = TRUE;
-      g_object_unref (self);
-    }
+  tach_run_object_release (self);
 }
 
 static void
@@ -368,7 +376,8 @@ tach_run_object_new (TachRun *run,
 }
 
 /* Starts the engine thread.  A started run keeps itself alive until the
- * engine's last notification, which may come after the window has gone. */
+ * engine's last notification, which may come after the window has gone,
+ * or until tach_run_object_wait(). */
 gboolean
 tach_run_object_start (TachRunObject  *self,
                        GError        **error)
@@ -397,8 +406,8 @@ tach_run_object_stop (TachRunObject *self)
 }
 
 /* Blocks until the engine thread is done and takes in what it left, so the
- * caller sees the final state.  The self-reference stays until the engine's
- * last notification, which still holds a pointer to this object. */
+ * caller sees the final state.  No notification comes after the wait, so
+ * the self-reference goes too. */
 void
 tach_run_object_wait (TachRunObject *self)
 {
@@ -409,6 +418,7 @@ tach_run_object_wait (TachRunObject *self)
   tach_run_wait (self->run, NULL);
   tach_run_object_ingest (self);
   tach_run_object_take_end (self);
+  tach_run_object_release (self);
 }
 
 TachRun *

@@ -36,6 +36,11 @@ notify_dispatch (gpointer data)
   /* Cleared before the callback drains, so samples published while it
    * runs schedule a new call instead of being stranded. */
   g_atomic_int_set (&run->notify_pending, 0);
+  /* A call queued before the wait (the thread's last, scheduled after a
+   * callback had already seen the run end) comes after the front end has
+   * let go of its data: it is dropped. */
+  if (g_atomic_int_get (&run->notify_closed))
+    return G_SOURCE_REMOVE;
   run->notify (run, run->user_data);
   return G_SOURCE_REMOVE;
 }

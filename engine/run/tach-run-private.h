@@ -92,6 +92,7 @@ struct _TachRun {
 
   gint           stop;            /* atomic */
   gint           notify_pending;  /* atomic */
+  gint           notify_closed;   /* atomic: tach_run_wait() has returned, no call follows */
   gint           steps_done;      /* atomic: steps run, published or not */
   GMainContext  *context;         /* owned, NULL when no notify */
   TachRunNotify  notify;

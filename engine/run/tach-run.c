@@ -725,5 +725,6 @@ tach_run_wait (TachRun *run, GError **error)
    * of the run outlives the wait. */
   if (thread != NULL)
     g_thread_join (thread);
+  g_atomic_int_set (&run->notify_closed, 1);
   return ok;
 }

@@ -507,7 +507,9 @@ typedef enum {
  * pending at any time (calls coalesce): drain the samples when called.  It
  * comes after each sync point, about every 100 ms while steps run between
  * sync points (with no new samples: see tach_run_get_steps_done()), and
- * once more after the run ends. */
+ * once more after the run ends.  None comes after tach_run_wait() has
+ * returned on the context's thread, so that @user_data may go then (a call
+ * that saw the run end need not be the last one queued). */
 typedef void (*TachRunNotify) (TachRun *run, gpointer user_data);
 
 /* Validates @config (copied) and resolves its device.  Any thread. */
