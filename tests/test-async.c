@@ -72,7 +72,7 @@ device_time_s (GArray *samples, guint *measured)
 static void
 check_timeline (const char *sync)
 {
-  g_autofree char *settings = g_strdup_printf ("device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=45 "
+  g_autofree char *settings = g_strdup_printf ("device=" TACH_ASYNC_DEVICE_ID " batch=8 steps=85 "
                                                "warmup=5 threads=1 sync=%s feed=resident", sync);
   g_autoptr(TestRunResult) r = NULL;
   guint measured;
@@ -87,14 +87,19 @@ check_timeline (const char *sync)
   e2e = r->summary.e2e_steps_per_s;
 
   g_assert_cmpstr (r->summary.rate_clock, ==, "device");
-  g_assert_cmpuint (measured, ==, 40);
+  g_assert_cmpuint (measured, ==, 80);
   g_test_message ("sync=%s: median %.2f steps/s (device), e2e %.2f, device sum %.2f, "
                   "host enqueue median %.2f", sync, r->summary.steps_per_s_median, e2e,
                   measured / device_s,
                   1000.0 / median_of (r->samples, G_STRUCT_OFFSET (TachSample, step_ms)));
   /* The device timeline covers the same span as the end-to-end clock:
-   * from the end of warm-up to the last step's end. */
-  g_assert_cmpfloat (fabs (measured / device_s - e2e) / e2e, <, 0.02);
+   * from the end of warm-up to the last step's end.  The host's clock
+   * marks both ends when the host sees them, so a stall of the host there
+   * on a loaded machine (one of 16 ms in 400 ms was seen) moves it alone:
+   * 80 steps and 3% leave room for that, and still refuse a span with the
+   * 5 warm-up steps in it (6%); a step without its own interval fails
+   * device_time_s. */
+  g_assert_cmpfloat (fabs (measured / device_s - e2e) / e2e, <, 0.03);
   /* The median is of the same steps.  In a steady run it is a few percent
    * from the end-to-end rate; on this machine's shared cores some steps
    * take several times longer, which the mean feels and the median does
@@ -102,7 +107,7 @@ check_timeline (const char *sync)
    * host's enqueue rate is 1000x the device's and more at sync=end).  A
    * loaded machine's stalls only lower the end-to-end rate, so the median
    * may stand up to 10x above it (it took a stall of over a second among
-   * these 40 steps of a few ms; 3x took a third of one), and no lower than
+   * these 80 steps of a few ms; 3x took a third of one), and no lower than
    * a third of it. */
   g_assert_cmpfloat (r->summary.steps_per_s_median, <=, 10.0 * e2e);
   g_assert_cmpfloat (r->summary.steps_per_s_median, >=, e2e / 3.0);
