@@ -201,6 +201,38 @@ test_params (void)
       }
 }
 
+/* Validation's memory estimate counts accumulation's sum: the size of the
+ * trainable parameters again, which a model's parameters bound. */
+static void
+test_memory_needs (void)
+{
+  for (TachWorkload w = 0; w < TACH_WORKLOAD_COUNT; w++)
+    {
+      const TachModelClass *klass = tach_model_class_for (w);
+      CountHook hook;
+      g_autoptr(GArray) params = train_params (w, "cpu", 8, 1, TACH_ACCUMULATE_SYNC_EVERY,
+                                               &hook);
+      guint64 dev[2], host;
+
+      for (guint i = 0; i < 2; i++)
+        {
+          g_autofree char *settings = g_strdup_printf ("device=cpu batch=8 accumulate=%u",
+                                                       i == 0 ? 1 : K);
+          TachConfig config;
+
+          tach_config_init (&config, w);
+          test_apply (&config, base_settings (w));
+          test_apply (&config, settings);
+          klass->memory_needs (&config, &dev[i], &host);
+          tach_config_clear (&config);
+        }
+      g_test_message ("%s: %" G_GUINT64_FORMAT " -> %" G_GUINT64_FORMAT " bytes, %u parameters",
+                      tach_workload_to_string (w), dev[0], dev[1], params->len);
+      g_assert_cmpuint (dev[1], >, dev[0]);
+      g_assert_cmpuint (dev[1] - dev[0], <=, (guint64) params->len * sizeof (float));
+    }
+}
+
 static void
 test_runs (void)
 {
@@ -296,6 +328,7 @@ main (int argc, char **argv)
   tach_async_device_register ();
   g_test_add_func ("/engine/accumulate/params", test_params);
   g_test_add_func ("/engine/accumulate/runs", test_runs);
+  g_test_add_func ("/engine/accumulate/memory-needs", test_memory_needs);
   g_test_add_func ("/engine/accumulate/bad-input", test_bad_input);
   return g_test_run ();
 }

@@ -325,7 +325,7 @@ bilstm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *h
 
   bilstm_desc (config, &desc);
   params = tach_lstm_stack_param_count (&desc, (int) config->layers) + width + 1;
-  dev = tach_params_device_bytes (params, params);
+  dev = tach_params_device_bytes (config, params, params);
   /* The batches, as the feeder allocates them for this feed. */
   tach_feeder_memory_needs (&dataset, config->feed, config->batch,
                             config->launch == TACH_LAUNCH_GRAPH, &feed_dev, &feed_host);

@@ -566,10 +566,10 @@ cnn_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
   cnn_shape (config, h, w, c, &s);
   params = cnn_param_count (&s);
 
-  /* Parameters, their gradients and two Adam moments, as TachParams
-   * allocates them (tach_params_device_bytes, in double here so that an
-   * absurd size cannot wrap around). */
-  dev = (4.0 * params + 1) * sizeof (float);
+  /* Parameters, their gradients and two Adam moments, and accumulation's
+   * sum, as TachParams allocates them (tach_params_device_bytes, in double
+   * here so that an absurd size cannot wrap around). */
+  dev = ((tach_config_get_accumulate (config) > 1 ? 5.0 : 4.0) * params + 1) * sizeof (float);
   dev += cnn_activation_floats (&s, config->batch) * sizeof (float);
   /* The library's convolution work space and the blocks' copies of their
    * inputs, outputs and gradients in the library's layouts: about two

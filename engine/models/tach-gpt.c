@@ -220,7 +220,7 @@ gpt_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host
 
   if (config->data != NULL && g_stat (config->data, &st) == 0)
     text = (guint64) st.st_size;
-  dev = tach_params_device_bytes (f.params, train ? f.params : 0)
+  dev = tach_params_device_bytes (config, f.params, train ? f.params : 0)
         + (f.activations + f.kv_cache) * sizeof (float);
   /* The corpus as int32 tokens, and its text while it is made. */
   host = text * (sizeof (int32_t) + 2);

@@ -669,7 +669,7 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
     tokens = LM_GENERATE_CORPUS;
   dataset.n_samples = config->samples > 0 ? MIN (config->samples, tokens) : tokens;
 
-  dev = tach_params_device_bytes (total, trainable);
+  dev = tach_params_device_bytes (config, total, trainable);
   /* emb, y, dy; the recurrent work space (gates, cell states, their
    * gradients: about six sequences); logits and dlogits. */
   dev += emb + 8 * seq + 2 * out;

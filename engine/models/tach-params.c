@@ -193,10 +193,13 @@ alloc_state (TachParams *params)
 }
 
 guint64
-tach_params_device_bytes (size_t total, size_t trainable)
+tach_params_device_bytes (const TachConfig *config, size_t total, size_t trainable)
 {
-  /* Parameters, gradients, two Adam moments and the step count. */
-  return ((guint64) total + 3 * (guint64) trainable + 1) * sizeof (float);
+  /* Parameters, gradients, two Adam moments and the step count, and
+   * accumulation's sum, the size of the gradients. */
+  guint64 grads = tach_config_get_accumulate (config) > 1 ? 2 : 1;
+
+  return ((guint64) total + (2 + grads) * (guint64) trainable + 1) * sizeof (float);
 }
 
 gboolean

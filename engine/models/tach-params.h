@@ -71,8 +71,11 @@ size_t        tach_params_total (TachParams *params);       /* all floats */
 size_t        tach_params_trainable (TachParams *params);   /* trainable floats */
 
 /* Device bytes that tach_params_alloc() will allocate for @total floats of
- * which @trainable are trainable (for memory_needs before allocation). */
-guint64       tach_params_device_bytes (size_t total, size_t trainable);
+ * which @trainable are trainable under @config (for memory_needs before
+ * allocation): gradient accumulation adds its sum.  Sharding only lowers
+ * what a rank holds, so this stays an upper bound there. */
+guint64       tach_params_device_bytes (const TachConfig *config, size_t total,
+                                        size_t trainable);
 
 /* The optimizer used by tach_params_update(); @lr as given (the caller
  * resolves config->lr == 0 to its workload's default).  After
