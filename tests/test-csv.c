@@ -10,6 +10,7 @@
 #include <glib/gstdio.h>
 
 #include "tach-csv-private.h"
+#include "tach-trace.h"
 #include "test-run-util.h"
 
 /* A small RFC 4180 reader: rows of fields, quotes undone. */
@@ -668,6 +669,33 @@ test_stream_discard (Fixture *f, gconstpointer data)
     }
 }
 
+/* A trace's time starts at its earliest event: a rank whose first step
+ * began before rank 0's (on rank 0's clock) is not written at negative
+ * times, and every event keeps its distance from the others. */
+static void
+test_trace_origin (void)
+{
+  g_autoptr(TachTrace) trace = tach_trace_new (100);
+  g_autofree char *dir = g_dir_make_tmp ("tach-trace-XXXXXX", NULL);
+  g_autofree char *path = g_build_filename (dir, "t.json", NULL);
+  g_autofree char *text = NULL;
+  g_autoptr(GError) error = NULL;
+
+  tach_trace_name_process (trace, 0, "rank 0");
+  tach_trace_slice (trace, 0, 0, 0, "step", 0.0, 100.0);
+  tach_trace_slice (trace, 0, 1, 0, "step", -250.5, 200.0);
+  tach_trace_counter (trace, 0, 1, "bytes in flight", -300.0, 4.0);
+  g_assert_true (tach_trace_write (trace, path, &error));
+  g_assert_no_error (error);
+  g_assert_true (g_file_get_contents (path, &text, NULL, NULL));
+  g_assert_null (strstr (text, "\"ts\":-"));
+  g_assert_nonnull (strstr (text, "\"pid\":1,\"tid\":0,\"ts\":0.000,"));      /* the counter */
+  g_assert_nonnull (strstr (text, "\"pid\":1,\"tid\":0,\"ts\":49.500,\"dur\":200.000"));
+  g_assert_nonnull (strstr (text, "\"pid\":0,\"tid\":0,\"ts\":300.000,\"dur\":100.000"));
+  g_unlink (path);
+  g_rmdir (dir);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -687,5 +715,6 @@ main (int argc, char **argv)
   ADD ("/engine/csv/stream-lock", test_stream_lock);
   ADD ("/engine/csv/stream-discard", test_stream_discard);
 #undef ADD
+  g_test_add_func ("/engine/trace/origin", test_trace_origin);
   return g_test_run ();
 }

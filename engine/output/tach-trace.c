@@ -199,11 +199,26 @@ tach_trace_write (TachTrace *trace, const char *path, GError **error)
   char num[G_ASCII_DTOSTR_BUF_SIZE];
 
   GArray *events = trace->events.items;
+  double origin = 0.0;
 
   g_array_sort (events, event_order);
+  /* Time starts at the earliest event, or at 0 if none is before it: on
+   * rank 0's clock another rank's first step can begin before rank 0's
+   * (its set-up ended first), and a timeline of negative times is one
+   * that viewers and readers take as malformed. */
   for (guint i = 0; i < events->len; i++)
     {
       const Event *e = &g_array_index (events, Event, i);
+
+      if (e->kind < EV_PROCESS)
+        origin = MIN (origin, e->ts);
+    }
+  for (guint i = 0; i < events->len; i++)
+    {
+      Event shifted = g_array_index (events, Event, i);
+      const Event *e = &shifted;
+
+      shifted.ts -= origin;
 
       if (i > 0)
         g_string_append (out, ",\n");

@@ -37,7 +37,8 @@ void       tach_trace_counter (TachTrace *trace, guint64 step, guint pid, const 
                                double ts_us, double value);
 guint      tach_trace_get_n_events (const TachTrace *trace);
 /* Writes the file (to a temporary name, renamed once complete), events
- * sorted by time on each track. */
+ * sorted by time on each track, time starting at the earliest event (or
+ * at 0, if none is earlier). */
 gboolean   tach_trace_write (TachTrace *trace, const char *path, GError **error);
 void       tach_trace_free (TachTrace *trace);
 
