@@ -378,6 +378,9 @@ gboolean tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k);
 /* Whether they run an op (@ta, @tb) product on the small kernels: the
  * small ones, and thin x W^T ones (a decoding step's) up to a bound. */
 gboolean tach_cpu_sgemm_takes_small (gboolean ta, gboolean tb, size_t m, size_t n, size_t k);
+/* Whether x W^T is thin by its shape alone (a token's decoding at batch 1
+ * or 2): the small kernels take it where the packed kernels are built. */
+gboolean tach_cpu_sgemm_is_thin (gboolean ta, gboolean tb, size_t m, size_t n, size_t k);
 
 /* tach-cpu-packed.c: small x W^T products on a copy of W [n, k] packed
  * for them (blocks of one vector's rows, 16 or 8, a vector per input), each output the

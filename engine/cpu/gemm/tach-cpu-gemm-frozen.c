@@ -299,10 +299,14 @@ tach_cpu_gemm_op (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k
     }
   /* The other x W^T on a frozen W (a prefill's, or several streams'
    * decoding): the matmul on W reordered once, not dnnl_sgemm, which packs
-   * W again at every call. */
+   * W again at every call.  At Tach's AVX-512 level only (its kernels'
+   * level can be below oneDNN's, which picks brgemm on its own), and never
+   * a thin product: where the packed kernels do not run, a thin one runs on
+   * dnnl_sgemm as the unfrozen product does, with its bits. */
   if (m > 0 && n > 0 && k > 0 && tb && !ta && alpha == 1.0f && beta == 0.0f
-      && TACH_CPU (be)->frozen != NULL
+      && TACH_CPU (be)->frozen != NULL && tach_cpu_isa () == TACH_CPU_ISA_AVX512
       && !tach_cpu_sgemm_takes_small (ta, tb, (size_t) m, (size_t) n, (size_t) k)
+      && !tach_cpu_sgemm_is_thin (ta, tb, (size_t) m, (size_t) n, (size_t) k)
       && tach_cpu_frozen_epoch (be, b, ((size_t) (n - 1) * ldb + k) * sizeof (float)) != 0
       && gemm_matmul (be, m, n, k, a, lda, b, ldb, c, ldc))
     return;

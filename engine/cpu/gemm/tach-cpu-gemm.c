@@ -147,12 +147,17 @@ tach_cpu_sgemm_is_small (size_t m, size_t n, size_t k)
 #define THIN_MACS (4.0 * 1024 * 1024)
 
 gboolean
+tach_cpu_sgemm_is_thin (gboolean ta, gboolean tb, size_t m, size_t n, size_t k)
+{
+  return !ta && tb && m <= THIN_ROWS && (double) m * (double) n * (double) k <= THIN_MACS;
+}
+
+gboolean
 tach_cpu_sgemm_takes_small (gboolean ta, gboolean tb, size_t m, size_t n, size_t k)
 {
   if (tach_cpu_sgemm_is_small (m, n, k))
     return TRUE;
-  return !ta && tb && m <= THIN_ROWS && tach_cpu_packed_nt_usable (n)
-         && (double) m * (double) n * (double) k <= THIN_MACS;
+  return tach_cpu_sgemm_is_thin (ta, tb, m, n, k) && tach_cpu_packed_nt_usable (n);
 }
 
 gboolean
