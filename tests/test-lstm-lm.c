@@ -8,6 +8,8 @@
  *   /engine/lstm-lm/generate/determinism  a seed fixes the text; words come
  *                                      from the vocabulary
  *   /engine/lstm-lm/generate/per-call  per-call setup is reported as host time
+ *   /engine/lstm-lm/generate/no-training-state  generation holds no gradients
+ *                                      and no optimiser state; training does
  *   /engine/lstm-lm/threads            two threads, on any GEMM path: one thread's
  *                                      losses and tokens, bit for bit
  *   /engine/lstm-lm/data               a text file trains; bad texts fail clearly
@@ -17,6 +19,7 @@
 
 
 #include "tach-cpu-private.h"
+#include "tach-model.h"
 #include "test-run-util.h"
 
 #define LOSS_RTOL 1e-4
@@ -326,6 +329,36 @@ test_data (void)
   test_remove_tree (dir);
 }
 
+/* Generation never updates a weight, so it holds neither gradients nor an
+ * optimiser's state (they were 532.6 KiB and 1.0 MiB of a 5.1 MiB peak at
+ * the defaults), and validation's estimate leaves them out too. */
+static void
+test_generate_no_training_state (void)
+{
+  g_autoptr (TestRunResult) gen = run_ok (GEN_BASE, "");
+  g_autoptr (TestRunResult) train = run_ok (TRAIN_BASE, "");
+  const TachModelClass *klass = tach_model_class_for (TACH_WORKLOAD_LSTM_LM);
+  TachConfig config;
+  guint64 gen_dev, train_dev, host;
+
+  g_test_message ("generate: gradients %.0f, state %.0f, optimizer part %.0f bytes",
+                  gen->summary.held_grad_bytes, gen->summary.held_state_bytes,
+                  gen->summary.optimizer_bytes);
+  /* tach_params keeps one float of each, so that no buffer is empty. */
+  g_assert_cmpfloat (gen->summary.held_grad_bytes, <=, sizeof (float));
+  g_assert_cmpfloat (gen->summary.held_state_bytes, <=, 2 * sizeof (float));
+  g_assert_cmpfloat (train->summary.held_grad_bytes, >, 1e5);
+  g_assert_cmpfloat (train->summary.held_state_bytes, >, 1e5);
+
+  tach_config_init (&config, TACH_WORKLOAD_LSTM_LM);
+  test_apply (&config, "task=generate batch=1");
+  klass->memory_needs (&config, &gen_dev, &host);
+  test_apply (&config, "task=train");
+  klass->memory_needs (&config, &train_dev, &host);
+  g_assert_cmpuint (gen_dev + 2 * (guint64) train->summary.held_grad_bytes, <=, train_dev);
+  tach_config_clear (&config);
+}
+
 int
 main (int argc, char **argv)
 {
@@ -338,6 +371,7 @@ main (int argc, char **argv)
   g_test_add_func ("/engine/lstm-lm/generate/split", test_generate_split);
   g_test_add_func ("/engine/lstm-lm/threads", test_threads);
   g_test_add_func ("/engine/lstm-lm/generate/per-call", test_generate_per_call);
+  g_test_add_func ("/engine/lstm-lm/generate/no-training-state", test_generate_no_training_state);
   g_test_add_func ("/engine/lstm-lm/generate/text-bounded", test_generate_text_bounded);
   g_test_add_func ("/engine/lstm-lm/data", test_data);
 

@@ -320,10 +320,12 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (self->block == NULL)
     goto fail;
   p = self->params = tach_params_new ();
-  self->p_lstm = tach_params_add_aligned (p, "lstm.w", tach_lstm_block_floats (self->block), TRUE,
+  /* Generation never updates a weight: nothing trainable, so no gradients
+   * and no optimiser state are allocated for it (as the gpt's). */
+  self->p_lstm = tach_params_add_aligned (p, "lstm.w", tach_lstm_block_floats (self->block), train,
                                           tach_lstm_block_align (self->block));
-  self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * self->hidden, TRUE);
-  self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, TRUE);
+  self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * self->hidden, train);
+  self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, train);
   self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * self->embed, FALSE);
   if (!tach_params_alloc (p, be, error))
     goto fail;
@@ -650,9 +652,10 @@ lm_memory_needs (const TachConfig *config, guint64 *device_bytes, guint64 *host_
                         .I = (int) config->embed, .H = (int) config->hidden, .dirs = 1,
                         .training = config->task == TACH_TASK_TRAIN };
   guint64 batch = config->batch;
-  guint64 trainable = tach_lstm_stack_param_count (&desc, (int) config->layers)
-                      + (guint64) LM_VOCAB * (config->hidden + 1);
-  guint64 total = trainable + (guint64) LM_VOCAB * config->embed;
+  guint64 weights = tach_lstm_stack_param_count (&desc, (int) config->layers)
+                    + (guint64) LM_VOCAB * (config->hidden + 1);
+  guint64 trainable = config->task == TACH_TASK_TRAIN ? weights : 0;
+  guint64 total = weights + (guint64) LM_VOCAB * config->embed;
   guint64 seq = batch * config->context * config->hidden * sizeof (float);
   guint64 emb = batch * config->context * config->embed * sizeof (float);
   guint64 out = batch * LM_VOCAB * sizeof (float);
