@@ -588,6 +588,8 @@ main (int   argc,
   g_test_add ("/gui/run/speedup-other-work", Fixture, NULL, fixture_setup, test_speedup_other_work,
               fixture_teardown);
   g_test_add ("/gui/gpt/panel", Fixture, NULL, fixture_setup, test_gpt_panel, fixture_teardown);
+  g_test_add ("/gui/gpt/task-batch", Fixture, NULL, fixture_setup, test_gpt_task_batch,
+              fixture_teardown);
   g_test_add ("/gui/gpt/generate", Fixture, NULL, fixture_setup, test_gpt_generate, fixture_teardown);
   g_test_add ("/gui/gpt/compare", Fixture, NULL, fixture_setup, test_gpt_compare, fixture_teardown);
   g_test_add_func ("/gui/compare/rounds-wrap", test_compare_rounds_wrap);

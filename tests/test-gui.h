@@ -148,6 +148,9 @@ void     test_gpt_generate   (Fixture      *fixture,
                               gconstpointer data);
 void     test_gpt_compare    (Fixture      *fixture,
                               gconstpointer data);
+/* Switching the task keeps the user's batch (test-gui-gpt.c). */
+void     test_gpt_task_batch (Fixture      *fixture,
+                              gconstpointer data);
 /* The Compare view's rounds text wraps at its width (test-gui-gpt.c). */
 void     test_compare_rounds_wrap (void);
 /* Sets @panel to a gpt generation small enough for a test (test-gui-gpt.c). */
