@@ -36,6 +36,9 @@ void     test_scaling_busy   (Fixture      *fixture,
                               gconstpointer data);
 void     test_scaling        (Fixture      *fixture,
                               gconstpointer data);
+/* The Scaling view's knobs follow the task (test-gui-scaling.c). */
+void     test_scaling_task_knobs (Fixture  *fixture,
+                                  gconstpointer data);
 /* Export CSV's callback: @user_data is a GError ** that it fills; then
  * exported (@window) is TRUE. */
 void     on_exported         (GObject      *source,
