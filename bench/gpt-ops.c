@@ -132,7 +132,7 @@ attn_fwd (TachBackend *be, gpointer data)
   Attn *a = data;
 
   tach_op (be, attention_fwd, a->q, a->k, a->v, a->o, a->lse, a->B, a->H, a->tq, a->tk, a->cap,
-           a->hd, a->pos, 0.125f);
+           a->hd, a->pos, 0.125f, TACH_ATTN_NO_DROPOUT);
 }
 
 static void
@@ -141,7 +141,7 @@ attn_bwd (TachBackend *be, gpointer data)
   Attn *a = data;
 
   tach_op (be, attention_bwd, a->q, a->k, a->v, a->o, a->dout, a->lse, a->dq, a->dk, a->dv, a->B,
-           a->H, a->tq, a->hd, 0.125f);
+           a->H, a->tq, a->hd, 0.125f, TACH_ATTN_NO_DROPOUT);
 }
 
 static void

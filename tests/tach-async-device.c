@@ -574,10 +574,10 @@ ASYNC_OP (causal_softmax_bwd, const float *, p, const float *, dp, float *, ds, 
           int, tk, float, scale)
 ASYNC_OP (attention_fwd, const float *, q, const float *, k, const float *, v, float *, o,
           float *, lse, int, B, int, H, int, tq, int, tk, int, cap, int, hd, int, pos,
-          float, scale)
+          float, scale, TachAttnDropout, drop)
 ASYNC_OP (attention_bwd, const float *, q, const float *, k, const float *, v, const float *, o,
           const float *, dout, const float *, lse, float *, dq, float *, dk, float *, dv, int, B,
-          int, H, int, t, int, hd, float, scale)
+          int, H, int, t, int, hd, float, scale, TachAttnDropout, drop)
 ASYNC_OP (embedding_bwd, const float *, dout, const int32_t *, idx, float *, dtable, int, n,
           int, dim)
 

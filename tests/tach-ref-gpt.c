@@ -212,10 +212,26 @@ attention_probs (const double *q, const double *k, int tq, int tk, int hd, int p
     }
 }
 
+/* The probabilities p [tq, tk] of pair @bh times @drop's mask (kept
+ * ones scaled by 1/(1-p), the others 0): the dropped probabilities, or
+ * with @p a gradient, the gradient through the mask. */
+static void
+attention_drop (const TachAttnDropout *drop, double *p, int bh, int tq, int tk)
+{
+  double scale = 1.0 / (1.0 - (double) drop->p);
+
+  for (size_t e = 0; e < (size_t) tq * tk; e++)
+    if (tach_ref_dropout_keep (drop->p, drop->seed, drop->counter,
+                               drop->first + (size_t) bh * tq * tk + e))
+      p[e] *= scale;
+    else
+      p[e] = 0.0;
+}
+
 void
 tach_ref_attention_fwd (const double *q, const double *k, const double *v, double *o,
                         double *lse, int B, int H, int tq, int tk, int cap, int hd, int pos,
-                        double scale)
+                        double scale, const TachAttnDropout *drop)
 {
   g_autofree double *p = g_new (double, (size_t) tq * tk);
 
@@ -226,6 +242,8 @@ tach_ref_attention_fwd (const double *q, const double *k, const double *v, doubl
 
       attention_probs (q + (size_t) bh * tq * hd, kb, tq, tk, hd, pos, scale, p,
                        lse != NULL ? lse + (size_t) bh * tq : NULL);
+      if (drop != NULL)
+        attention_drop (drop, p, bh, tq, tk);
       for (int i = 0; i < tq; i++)
         for (int d = 0; d < hd; d++)
           {
@@ -241,10 +259,11 @@ tach_ref_attention_fwd (const double *q, const double *k, const double *v, doubl
 void
 tach_ref_attention_bwd (const double *q, const double *k, const double *v, const double *dout,
                         double *dq, double *dk, double *dv, int B, int H, int t, int hd,
-                        double scale)
+                        double scale, const TachAttnDropout *drop)
 {
   size_t tt = (size_t) t * t;
   g_autofree double *p = g_new (double, tt);
+  g_autofree double *kept = g_new (double, tt);
   g_autofree double *dp = g_new (double, tt);
   g_autofree double *ds = g_new (double, tt);
 
@@ -254,9 +273,15 @@ tach_ref_attention_bwd (const double *q, const double *k, const double *v, const
       const double *qb = q + off, *kb = k + off, *vb = v + off, *dob = dout + off;
 
       attention_probs (qb, kb, t, t, hd, 0, scale, p, NULL);
-      /* o = p v: dv = p^T do, dp = do v^T. */
-      tach_ref_gemm (TRUE, FALSE, t, hd, t, 1.0, p, t, dob, hd, 0.0, dv + off, hd);
+      /* o = p' v (p' = p dropped): dv = p'^T do, dp' = do v^T, and dp its
+       * gradient through the mask. */
+      memcpy (kept, p, tt * sizeof (double));
+      if (drop != NULL)
+        attention_drop (drop, kept, bh, t, t);
+      tach_ref_gemm (TRUE, FALSE, t, hd, t, 1.0, kept, t, dob, hd, 0.0, dv + off, hd);
       tach_ref_gemm (FALSE, TRUE, t, t, hd, 1.0, dob, hd, vb, hd, 0.0, dp, t);
+      if (drop != NULL)
+        attention_drop (drop, dp, bh, t, t);
       tach_ref_causal_softmax_bwd (p, dp, ds, 1, t, t, scale);
       /* The scores (before the scale, which ds carries) are q k^T. */
       tach_ref_gemm (FALSE, FALSE, t, hd, t, 1.0, ds, t, kb, hd, 0.0, dq + off, hd);

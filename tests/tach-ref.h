@@ -130,14 +130,16 @@ void tach_ref_heads_merge (const double *y, double *x, int ldx, int B, int T, in
 void tach_ref_causal_softmax_fwd (double *s, int bh, int tq, int tk, int pos, double scale);
 void tach_ref_causal_softmax_bwd (const double *p, const double *dp, double *ds, int bh, int tq,
                                   int tk, double scale);
-/* Naive attention: the scores materialised; @lse may be NULL. */
+/* Naive attention: the scores materialised, the probabilities dropped by
+ * @drop (NULL: none; its counter taken as it is); @lse may be NULL. */
 void tach_ref_attention_fwd (const double *q, const double *k, const double *v, double *o,
                              double *lse, int B, int H, int tq, int tk, int cap, int hd,
-                             int pos, double scale);
-/* Its backward (pos 0, tq = tk = cap = t), the probabilities recomputed. */
+                             int pos, double scale, const TachAttnDropout *drop);
+/* Its backward (pos 0, tq = tk = cap = t), the probabilities and the mask
+ * recomputed. */
 void tach_ref_attention_bwd (const double *q, const double *k, const double *v,
                              const double *dout, double *dq, double *dk, double *dv, int B,
-                             int H, int t, int hd, double scale);
+                             int H, int t, int hd, double scale, const TachAttnDropout *drop);
 void tach_ref_embedding_bwd (const double *dout, const int32_t *idx, double *dtable, int n,
                              int dim);
 

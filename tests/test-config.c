@@ -36,6 +36,13 @@ test_defaults (void)
   g_assert_cmpuint (c.batch, ==, 1);
   g_assert_true (tach_config_set (&c, "task", "train", NULL));
   g_assert_cmpuint (c.batch, ==, 256);
+  /* A batch set to another value is the user's: it stays with either
+   * task, before or after --task (it became 1, then 256). */
+  g_assert_true (tach_config_set (&c, "batch", "4", NULL));
+  g_assert_true (tach_config_set (&c, "task", "generate", NULL));
+  g_assert_cmpuint (c.batch, ==, 4);
+  g_assert_true (tach_config_set (&c, "task", "train", NULL));
+  g_assert_cmpuint (c.batch, ==, 4);
   tach_config_clear (&c);
 
   tach_config_init (&c, TACH_WORKLOAD_CNN);

@@ -3,6 +3,10 @@
  *   /engine/gpt/grad/{cpu,async}   the whole model's gradient against central
  *                                  differences of its loss, in every attention x
  *                                  fusion mode, on a tiny shape
+ *   /engine/gpt/train/attention-dropout/{cpu,async}
+ *                                  attention's probabilities drop in training:
+ *                                  the gradient without it is another; naive
+ *                                  and fused drop the same ones
  *   /engine/gpt/train/modes        attention, fusion, feed and sync: the same
  *                                  per-step losses (within LOSS_RTOL), on the CPU
  *                                  and on the asynchronous test device
@@ -80,15 +84,55 @@ batch_loss (TachGpt *gpt, const int32_t *x, const int32_t *y, float *loss_dev)
   return loss;
 }
 
+/* A tiny model in some modes on a device, with one batch of 2 x 8 tokens
+ * and their labels on it. */
+typedef struct {
+  TachConfig   config;
+  TachBackend *be;
+  TachGpt     *gpt;
+  int32_t     *x, *y;
+  float       *loss_dev;
+} TinyBatch;
+
+static void
+tiny_batch_open (TinyBatch *t, const char *device, const char *modes)
+{
+  g_autoptr(GError) error = NULL;
+  int32_t x_host[16], y_host[16];
+
+  t->be = open_backend (device);
+  config_for (&t->config, modes, "batch=2 samples=64");
+  t->gpt = tach_gpt_new (t->be, &t->config, &error);
+  g_assert_no_error (error);
+  for (int i = 0; i < 16; i++)
+    {
+      x_host[i] = (i * 37 + 11) % 256;
+      y_host[i] = (i * 53 + 5) % 256;
+    }
+  t->x = tach_backend_alloc (t->be, sizeof x_host);
+  t->y = tach_backend_alloc (t->be, sizeof y_host);
+  t->loss_dev = tach_backend_alloc (t->be, sizeof (float));
+  tach_backend_upload (t->be, t->x, x_host, sizeof x_host);
+  tach_backend_upload (t->be, t->y, y_host, sizeof y_host);
+}
+
+static void
+tiny_batch_close (TinyBatch *t)
+{
+  tach_backend_dealloc (t->be, t->x);
+  tach_backend_dealloc (t->be, t->y);
+  tach_backend_dealloc (t->be, t->loss_dev);
+  tach_gpt_free (t->gpt);
+  tach_backend_free (t->be);
+  tach_config_clear (&t->config);
+}
+
 static void
 check_gradient (const char *device, const char *modes)
 {
-  TachConfig config;
-  g_autoptr(GError) error = NULL;
-  TachBackend *be = open_backend (device);
+  TinyBatch t;
+  TachBackend *be;
   TachGpt *gpt;
-  int B = 2, T = 8;
-  int32_t x_host[16], y_host[16];
   int32_t *x, *y;
   float *loss_dev;
   size_t n;
@@ -96,20 +140,8 @@ check_gradient (const char *device, const char *modes)
   guint checked = 0;
   double worst = 0.0;
 
-  config_for (&config, modes, "batch=2 samples=64");
-  gpt = tach_gpt_new (be, &config, &error);
-  g_assert_no_error (error);
-  for (int i = 0; i < B * T; i++)
-    {
-      x_host[i] = (i * 37 + 11) % 256;
-      y_host[i] = (i * 53 + 5) % 256;
-    }
-  x = tach_backend_alloc (be, sizeof x_host);
-  y = tach_backend_alloc (be, sizeof y_host);
-  loss_dev = tach_backend_alloc (be, sizeof (float));
-  tach_backend_upload (be, x, x_host, sizeof x_host);
-  tach_backend_upload (be, y, y_host, sizeof y_host);
-
+  tiny_batch_open (&t, device, modes);
+  be = t.be, gpt = t.gpt, x = t.x, y = t.y, loss_dev = t.loss_dev;
   n = tach_params_trainable (gpt->params);
   grad = g_new (float, n);
   batch_loss (gpt, x, y, loss_dev);
@@ -149,12 +181,7 @@ check_gradient (const char *device, const char *modes)
     }
   g_test_message ("%s %s: %u floats checked", device, modes, checked);
   g_assert_cmpfloat (worst, <=, 0.0);
-  tach_backend_dealloc (be, x);
-  tach_backend_dealloc (be, y);
-  tach_backend_dealloc (be, loss_dev);
-  tach_gpt_free (gpt);
-  tach_backend_free (be);
-  tach_config_clear (&config);
+  tiny_batch_close (&t);
 }
 
 static void
@@ -162,6 +189,86 @@ test_grad (gconstpointer data)
 {
   for (guint m = 0; m < G_N_ELEMENTS (attention_fusion); m++)
     check_gradient (data, attention_fusion[m]);
+}
+
+/* The gradient of one training batch of a tiny model in @modes, with
+ * attention's dropout (@attn) or without it, into @grad; returns the loss. */
+static double
+dropout_gradient (const char *device, const char *modes, gboolean attn, float **grad)
+{
+  TinyBatch t;
+  double loss;
+  size_t n;
+
+  tiny_batch_open (&t, device, modes);
+  /* Training drops attention's probabilities as it drops the rest. */
+  g_assert_cmpfloat (t.gpt->attn_dropout, ==, TACH_GPT_DROPOUT);
+  if (!attn)
+    t.gpt->attn_dropout = 0.0f;
+  loss = batch_loss (t.gpt, t.x, t.y, t.loss_dev);
+  n = tach_params_trainable (t.gpt->params);
+  *grad = g_new (float, n);
+  tach_backend_download (t.be, *grad, tach_params_all_grad (t.gpt->params), n * sizeof (float));
+  tiny_batch_close (&t);
+  return loss;
+}
+
+/* The largest relative difference of a slice of @a from the same slice of
+ * @b (the slices of the tiny model in @modes). */
+static double
+slice_difference (const char *modes, const float *a, const float *b)
+{
+  TinyBatch t;
+  double most = 0.0;
+
+  tiny_batch_open (&t, "cpu", modes);
+  for (guint s = 0; s < tach_params_n_slices (t.gpt->params); s++)
+    {
+      size_t start = tach_params_offset (t.gpt->params, s);
+      double diff = 0.0, norm = 0.0;
+
+      for (size_t i = start; i < start + tach_params_count (t.gpt->params, s); i++)
+        {
+          diff += ((double) a[i] - b[i]) * ((double) a[i] - b[i]);
+          norm += (double) b[i] * b[i];
+        }
+      if (norm > 0.0)
+        most = MAX (most, sqrt (diff / norm));
+    }
+  tiny_batch_close (&t);
+  return most;
+}
+
+/* Attention's probabilities drop in training (GPT-2's attn_dropout): a
+ * batch's gradient without that dropout is another one, by far, in both
+ * attention modes; with it the two modes give the same loss and gradient
+ * (the fused op draws the naive dropout's mask); on the CPU and the
+ * asynchronous test device. */
+static void
+test_attention_dropout (gconstpointer data)
+{
+  const char *modes[] = { "attention=naive", "attention=fused" };
+  float *grad[2][2];
+  double loss[2][2];
+
+  for (guint m = 0; m < 2; m++)
+    for (guint attn = 0; attn < 2; attn++)
+      loss[m][attn] = dropout_gradient (data, modes[m], attn, &grad[m][attn]);
+  for (guint m = 0; m < 2; m++)
+    {
+      double apart = slice_difference (modes[m], grad[m][1], grad[m][0]);
+
+      g_test_message ("%s %s: loss %.6f with attention's dropout, %.6f without; gradients "
+                      "%.3f apart (the most of a slice)", (const char *) data, modes[m],
+                      loss[m][1], loss[m][0], apart);
+      g_assert_cmpfloat (loss[m][1], !=, loss[m][0]);
+      g_assert_cmpfloat (apart, >, 0.05);
+    }
+  g_assert_cmpfloat (fabs (loss[1][1] - loss[0][1]), <=, LOSS_RTOL * fabs (loss[0][1]));
+  g_assert_cmpfloat (slice_difference (modes[0], grad[1][1], grad[0][1]), <, 1e-3);
+  for (guint m = 0; m < 2; m++)
+    for (guint attn = 0; attn < 2; attn++)
+      g_free (grad[m][attn]);
 }
 
 /* ------------------------------------------------------------- training */
@@ -594,6 +701,9 @@ main (int argc, char **argv)
   tach_async_device_register ();
   g_test_add_data_func ("/engine/gpt/grad/cpu", "cpu", test_grad);
   g_test_add_data_func ("/engine/gpt/grad/async", TACH_ASYNC_DEVICE_ID, test_grad);
+  g_test_add_data_func ("/engine/gpt/train/attention-dropout/cpu", "cpu", test_attention_dropout);
+  g_test_add_data_func ("/engine/gpt/train/attention-dropout/async", TACH_ASYNC_DEVICE_ID,
+                        test_attention_dropout);
   g_test_add_func ("/engine/gpt/train/modes", test_train_modes);
   g_test_add_func ("/engine/gpt/train/learns", test_train_learns);
   g_test_add_data_func ("/engine/gpt/generate/greedy/cpu", "cpu", test_generate_greedy);

@@ -1,7 +1,9 @@
 /* test-gui-fit.c: what a window of 1280 x 800 keeps inside it (part of
  * test-gui, issue 42): Explain's progress line wraps inside the view
- * instead of widening it. */
+ * instead of widening it; the run table's generation column is read
+ * whole (issue 44). */
 #include <adwaita.h>
+#include <math.h>
 #include <string.h>
 
 #include "tach-window.h"
@@ -11,6 +13,7 @@
 #include "tach-ranks-job.h"
 #include "tach-ranks-view.h"
 #include "tach-run-object.h"
+#include "tach-run-table.h"
 #include "test-gui.h"
 
 static void
@@ -333,6 +336,145 @@ test_fit_readouts (Fixture *fixture, gconstpointer data)
   assert_readout_inside (window, explain_chart, &box, "the waterfall");
 }
 
+/* The run table's label @text shown whole: mapped, as wide as it asks,
+ * inside the table's scrolled area (not cut at its edge) and the window. */
+static GtkWidget *
+assert_table_label_whole (TachWindow *window, const char *text)
+{
+  GtkWidget *view = find_widget_of_type (GTK_WIDGET (tach_window_get_run_table (window)),
+                                         GTK_TYPE_COLUMN_VIEW);
+  GtkWidget *scroller = gtk_widget_get_ancestor (view, GTK_TYPE_SCROLLED_WINDOW);
+  GtkWidget *label = find_label (view, text);
+  graphene_rect_t area, box;
+  int natural = 0;
+
+  if (label == NULL || !gtk_widget_get_mapped (label))
+    g_error ("the run table shows no '%s'", text);
+  gtk_widget_measure (label, GTK_ORIENTATION_HORIZONTAL, -1, NULL, &natural, NULL, NULL);
+  if (gtk_widget_get_width (label) < natural)
+    g_error ("'%s' is %d px wide of the %d it needs", text, gtk_widget_get_width (label), natural);
+  g_assert_true (gtk_widget_compute_bounds (scroller, GTK_WIDGET (window), &area));
+  g_assert_true (gtk_widget_compute_bounds (label, GTK_WIDGET (window), &box));
+  if (box.origin.x < area.origin.x - 0.5
+      || box.origin.x + box.size.width > area.origin.x + area.size.width + 0.5)
+    g_error ("'%s' at x %.0f-%.0f is past the table's %.0f-%.0f", text, box.origin.x,
+             box.origin.x + box.size.width, area.origin.x, area.origin.x + area.size.width);
+  g_assert_true (inside_window (window, label));
+  return label;
+}
+
+/* @text ("41.2 ms", "1234 tok/s") is @value to its shown precision,
+ * in @unit. */
+static void
+assert_figure (const char *text, double value, const char *unit)
+{
+  char *end = NULL;
+  double shown = g_ascii_strtod (text, &end);
+
+  g_assert_true (end != text);
+  g_assert_cmpstr (end, ==, unit);
+  g_assert_cmpfloat (fabs (shown - value), <=, 0.001 + 0.0005 * value);
+}
+
+/* A generation's prefill and decoding have a column of the run table
+ * (issue 44: they showed only in the details under it), shown while the
+ * table holds a generation (a bilstm's training has none), read whole at
+ * 1280 x 800 beside the settings panel and at 1000 x 800 with the panel
+ * closed, without scrolling the table sideways; its tooltip says them in
+ * words; a training run's cell is a dash whose tooltip says why.  At 800
+ * px the table keeps its narrow columns. */
+static void
+test_fit_generation (Fixture *fixture, gconstpointer data)
+{
+  TachWindow *window = fixture->window;
+  TachConfigPanel *panel = tach_window_get_config_panel (window);
+  TachRunTable *table = tach_window_get_run_table (window);
+  GtkWidget *view = find_widget_of_type (GTK_WIDGET (table), GTK_TYPE_COLUMN_VIEW);
+  GtkAdjustment *sideways;
+  g_autoptr(TachRunObject) generation = NULL, training = NULL;
+  g_autofree char *prefill = NULL, *decode = NULL, *tip = NULL, *dash = NULL, *why = NULL;
+  g_autoptr(GtkColumnViewColumn) column = NULL;
+  g_autoptr(GError) error = NULL;
+  GListModel *columns = gtk_column_view_get_columns (GTK_COLUMN_VIEW (view));
+  static const int widths[] = { 1280, 1000 };
+  static const gboolean with_panel[] = { TRUE, FALSE };
+  TachSummary s;
+
+  (void) data;
+  for (guint i = 0; i < g_list_model_get_n_items (columns) && column == NULL; i++)
+    {
+      g_autoptr(GtkColumnViewColumn) c = g_list_model_get_item (columns, i);
+
+      if (g_strcmp0 (gtk_column_view_column_get_title (c), "Generation") == 0)
+        column = g_steal_pointer (&c);
+    }
+  g_assert_nonnull (column);
+  set_size (window, 1280, 800);
+  g_object_set (window, "show-config", TRUE, NULL);
+  /* Training alone has no such column. */
+  g_object_set (panel, "steps", 4, NULL);
+  run_and_wait (window, 1);
+  iterate_for (0.2);
+  g_assert_false (gtk_column_view_column_get_visible (column));
+  gpt_small_generation (panel);
+  g_object_set (panel, "steps", 24, NULL);
+  run_and_wait (window, 2);
+  g_assert_true (tach_config_panel_set_knob (panel, "task", "train", &error));
+  g_assert_no_error (error);
+  g_object_set (panel, "steps", 6, NULL);
+  run_and_wait (window, 3);
+  generation = g_list_model_get_item (tach_window_get_runs (window), 1);
+  training = g_list_model_get_item (tach_window_get_runs (window), 2);
+  tach_run_get_summary (tach_run_object_get_run (generation), &s);
+  g_assert_true (isfinite (s.prefill_ms) && isfinite (s.decode_tokens_per_s));
+
+  g_object_get (generation, "prefill-text", &prefill, "decode-text", &decode,
+                "generation-text", &tip, NULL);
+  assert_figure (prefill, s.prefill_ms, " ms");
+  assert_figure (decode, s.decode_tokens_per_s, " tok/s");
+  g_assert_nonnull (strstr (tip, "to the first token"));
+  g_assert_nonnull (strstr (tip, "tokens/s"));
+  g_object_get (training, "prefill-text", &dash, "generation-text", &why, NULL);
+  g_assert_cmpstr (dash, ==, "—");
+  g_assert_cmpstr (why, ==, "Only a generation has a prefill and decoding");
+
+  sideways = gtk_scrolled_window_get_hadjustment (
+    GTK_SCROLLED_WINDOW (gtk_widget_get_ancestor (view, GTK_TYPE_SCROLLED_WINDOW)));
+  for (guint i = 0; i < G_N_ELEMENTS (widths); i++)
+    {
+      GtkWidget *label;
+      g_autofree char *name = g_strdup_printf ("test-gui-fit-generation-%d.png", widths[i]);
+
+      set_size (window, widths[i], 800);
+      g_object_set (window, "show-config", with_panel[i], NULL);
+      iterate_for (0.5);
+      render_window (window, name);
+      g_assert_false (tach_run_table_get_compact (table));
+      g_assert_true (gtk_column_view_column_get_visible (column));
+      {
+        int least = 0;
+
+        gtk_widget_measure (view, GTK_ORIENTATION_HORIZONTAL, -1, &least, NULL, NULL, NULL);
+        g_test_message ("%d px: the columns take %d px at least, the table is %.0f px wide",
+                        widths[i], least, gtk_adjustment_get_page_size (sideways));
+      }
+      if (gtk_adjustment_get_upper (sideways) > gtk_adjustment_get_page_size (sideways) + 0.5)
+        g_error ("at %d px the run table scrolls sideways: %.0f px of columns in %.0f",
+                 widths[i], gtk_adjustment_get_upper (sideways),
+                 gtk_adjustment_get_page_size (sideways));
+      assert_table_label_whole (window, "Generation");
+      label = assert_table_label_whole (window, prefill);
+      g_assert_cmpstr (gtk_widget_get_tooltip_text (gtk_widget_get_parent (label)), ==, tip);
+      assert_table_label_whole (window, decode);
+    }
+  /* Narrower (the panel folded away): the run, its rate and speed-up;
+   * the details under the table still give the prefill and decoding. */
+  set_size (window, 800, 600);
+  iterate_for (0.5);
+  g_assert_true (tach_run_table_get_compact (table));
+  g_assert_false (gtk_column_view_column_get_visible (column));
+}
+
 void
 test_gui_fit_add (void (*setup) (Fixture *, gconstpointer),
                   void (*teardown) (Fixture *, gconstpointer))
@@ -341,4 +483,5 @@ test_gui_fit_add (void (*setup) (Fixture *, gconstpointer),
               teardown);
   g_test_add ("/gui/fit/ranks", Fixture, NULL, setup, test_fit_ranks, teardown);
   g_test_add ("/gui/fit/read-outs", Fixture, NULL, setup, test_fit_readouts, teardown);
+  g_test_add ("/gui/fit/generation", Fixture, NULL, setup, test_fit_generation, teardown);
 }

@@ -78,6 +78,100 @@ test_gpt_panel (Fixture       *fixture,
   assert_row (panel, "rnn", TRUE);
 }
 
+/* Picks @task in the panel's task row, as a click on it does. */
+static void
+choose_task (TachConfigPanel *panel,
+             const char      *task)
+{
+  const char *const *values = tach_knob_lookup ("task")->values;
+  AdwComboRow *row = ADW_COMBO_ROW (tach_config_panel_get_row (panel, "task"));
+
+  for (guint i = 0; values[i] != NULL; i++)
+    if (g_str_equal (values[i], task))
+      adw_combo_row_set_selected (row, i);
+  g_assert_cmpstr (tach_knob_value_label ("task", task), ==,
+                   gtk_string_object_get_string (adw_combo_row_get_selected_item (row)));
+}
+
+/* The batch the panel shows and will run. */
+static guint
+shown_batch (TachConfigPanel *panel)
+{
+  GtkSpinButton *spin = g_object_get_data (G_OBJECT (tach_config_panel_get_row (panel, "batch")),
+                                            "tach-spin");
+
+  g_assert_cmpuint (gtk_spin_button_get_value_as_int (spin), ==,
+                    tach_config_panel_get_config (panel)->batch);
+  return tach_config_panel_get_config (panel)->batch;
+}
+
+/* Types @batch into the batch row's spin button, then leaves it (the
+ * spin button takes the text as focus leaves it). */
+static void
+type_batch (TachConfigPanel *panel,
+            guint            batch)
+{
+  GtkSpinButton *spin = g_object_get_data (G_OBJECT (tach_config_panel_get_row (panel, "batch")),
+                                            "tach-spin");
+  g_autofree char *text = g_strdup_printf ("%u", batch);
+
+  gtk_editable_set_text (GTK_EDITABLE (spin), text);
+  gtk_spin_button_update (spin);
+}
+
+/* The task's own batch, from a fresh configuration of @workload. */
+static guint
+default_batch (TachWorkload workload,
+               const char  *task)
+{
+  TachConfig config;
+  guint batch;
+
+  tach_config_init (&config, workload);
+  g_assert_true (tach_config_set (&config, "task", task, NULL));
+  batch = config.batch;
+  tach_config_clear (&config);
+  return batch;
+}
+
+/* Switching the task keeps the batch the user set ("task switch resets
+ * batch to 1": gpt at batch 8, training to generation, showed 1, and back
+ * 64); one left alone follows each task's default, as the engine gives
+ * it; choosing a workload starts from its defaults again. */
+void
+test_gpt_task_batch (Fixture       *fixture,
+                     gconstpointer  data)
+{
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  guint train = default_batch (TACH_WORKLOAD_GPT, "train");
+  guint generate = default_batch (TACH_WORKLOAD_GPT, "generate");
+
+  (void) data;
+  g_assert_cmpuint (train, !=, generate);
+  g_object_set (panel, "workload", "gpt", NULL);
+  g_assert_cmpuint (shown_batch (panel), ==, train);
+  choose_task (panel, "generate");
+  g_assert_cmpuint (shown_batch (panel), ==, generate);
+  choose_task (panel, "train");
+  g_assert_cmpuint (shown_batch (panel), ==, train);
+
+  type_batch (panel, 8);
+  g_assert_cmpuint (shown_batch (panel), ==, 8);
+  choose_task (panel, "generate");
+  g_assert_cmpuint (shown_batch (panel), ==, 8);
+  type_batch (panel, 3);
+  choose_task (panel, "train");
+  g_assert_cmpuint (shown_batch (panel), ==, 3);
+  /* A generation set up as the tests' small one: its two streams. */
+  gpt_small_generation (panel);
+  g_assert_cmpuint (shown_batch (panel), ==, 2);
+
+  g_object_set (panel, "workload", "lstm-lm", NULL);
+  g_assert_cmpuint (shown_batch (panel), ==, default_batch (TACH_WORKLOAD_LSTM_LM, "train"));
+  choose_task (panel, "generate");
+  g_assert_cmpuint (shown_batch (panel), ==, default_batch (TACH_WORKLOAD_LSTM_LM, "generate"));
+}
+
 /* The mapped label in @window that holds every one of @parts (the first
  * says which label), or NULL. */
 static GtkLabel *

@@ -325,3 +325,42 @@ test_scaling_busy (Fixture *fixture, gconstpointer data)
     g_assert_cmpuint (n_lines, ==, n_caveats);
   }
 }
+
+/* The knob chosen in the view's drop-down. */
+static const char *
+chosen_knob (TachScalingView *view)
+{
+  GtkDropDown *choice = GTK_DROP_DOWN (find_widget_of_type (GTK_WIDGET (view), GTK_TYPE_DROP_DOWN));
+
+  return gtk_string_object_get_string (gtk_drop_down_get_selected_item (choice));
+}
+
+/* The Scaling view's knobs follow the task as well as the workload: gpt's
+ * generation has its own (kv-cache, prompt, new-tokens), which stayed
+ * missing after the panel switched training to generation (the list was
+ * made again for another workload only); the knob chosen stays where it
+ * still applies ("Scaling over --context" of issue 44 keeps context). */
+void
+test_scaling_task_knobs (Fixture *fixture, gconstpointer data)
+{
+  TachConfigPanel *panel = tach_window_get_config_panel (fixture->window);
+  TachScalingView *view = tach_window_get_scaling_view (fixture->window);
+  g_autoptr(GError) error = NULL;
+
+  (void) data;
+  g_object_set (panel, "workload", "gpt", NULL);
+  tach_scaling_view_refresh (view);
+  g_assert_false (tach_scaling_view_set_spec (view, "kv-cache", "none,static"));
+  g_assert_true (tach_scaling_view_set_spec (view, "context", "64,128"));
+  g_assert_true (tach_config_panel_set_knob (panel, "task", "generate", &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (chosen_knob (view), ==, "context");
+  g_assert_true (tach_scaling_view_set_spec (view, "prompt", "8,16"));
+  g_assert_true (tach_scaling_view_set_spec (view, "kv-cache", "none,static"));
+  /* Back to training: generation's knobs go, and the view falls back to
+   * the batch, the knob the reports scale with. */
+  g_assert_true (tach_config_panel_set_knob (panel, "task", "train", &error));
+  g_assert_no_error (error);
+  g_assert_cmpstr (chosen_knob (view), ==, "batch");
+  g_assert_false (tach_scaling_view_set_spec (view, "kv-cache", "none,static"));
+}

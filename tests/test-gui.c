@@ -588,6 +588,8 @@ main (int   argc,
   g_test_add ("/gui/run/speedup-other-work", Fixture, NULL, fixture_setup, test_speedup_other_work,
               fixture_teardown);
   g_test_add ("/gui/gpt/panel", Fixture, NULL, fixture_setup, test_gpt_panel, fixture_teardown);
+  g_test_add ("/gui/gpt/task-batch", Fixture, NULL, fixture_setup, test_gpt_task_batch,
+              fixture_teardown);
   g_test_add ("/gui/gpt/generate", Fixture, NULL, fixture_setup, test_gpt_generate, fixture_teardown);
   g_test_add ("/gui/gpt/compare", Fixture, NULL, fixture_setup, test_gpt_compare, fixture_teardown);
   g_test_add_func ("/gui/compare/rounds-wrap", test_compare_rounds_wrap);
@@ -605,6 +607,8 @@ main (int   argc,
   g_test_add ("/gui/chart/aligned", Fixture, NULL, fixture_setup, test_charts_aligned, fixture_teardown);
   g_test_add ("/gui/compare/explain", Fixture, NULL, fixture_setup, test_explain, fixture_teardown);
   g_test_add ("/gui/scaling", Fixture, NULL, fixture_setup, test_scaling, fixture_teardown);
+  g_test_add ("/gui/scaling/task-knobs", Fixture, NULL, fixture_setup, test_scaling_task_knobs,
+              fixture_teardown);
   g_test_add_func ("/gui/scaling/busy-apart", test_scaling_busy_apart);
   g_test_add ("/gui/scaling/busy", Fixture, NULL, fixture_setup, test_scaling_busy, fixture_teardown);
   test_gui_ranks_add (fixture_setup, fixture_teardown);

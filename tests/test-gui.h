@@ -36,6 +36,9 @@ void     test_scaling_busy   (Fixture      *fixture,
                               gconstpointer data);
 void     test_scaling        (Fixture      *fixture,
                               gconstpointer data);
+/* The Scaling view's knobs follow the task (test-gui-scaling.c). */
+void     test_scaling_task_knobs (Fixture  *fixture,
+                                  gconstpointer data);
 /* Export CSV's callback: @user_data is a GError ** that it fills; then
  * exported (@window) is TRUE. */
 void     on_exported         (GObject      *source,
@@ -147,6 +150,9 @@ void     test_gpt_panel      (Fixture      *fixture,
 void     test_gpt_generate   (Fixture      *fixture,
                               gconstpointer data);
 void     test_gpt_compare    (Fixture      *fixture,
+                              gconstpointer data);
+/* Switching the task keeps the user's batch (test-gui-gpt.c). */
+void     test_gpt_task_batch (Fixture      *fixture,
                               gconstpointer data);
 /* The Compare view's rounds text wraps at its width (test-gui-gpt.c). */
 void     test_compare_rounds_wrap (void);

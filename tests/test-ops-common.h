@@ -75,6 +75,15 @@ void tach_ops_register_graph (const char *device_id);
 /* The Transformer ops (test-ops-gpt.c), on the CPU also on the
  * asynchronous test double (async:0). */
 void tach_ops_register_gpt (const char *device_id);
+/* The fused attention's dropout (test-ops-gpt-drop.c). */
+void tach_ops_register_gpt_dropout (const char *device_id);
+/* test-ops-gpt.c's helpers: whether @be has the Transformer ops (else the
+ * test skips), normal inputs rounded to float, and @dev's @n floats
+ * against @want within @limit. */
+gboolean gpt_has_transformer (TachBackend *be);
+double  *gpt_normal (size_t n, guint64 seed, double scale);
+void     gpt_check (TachBackend *be, const char *what, const float *dev, const double *want,
+                    size_t n, double limit);
 /* The Transformer reference's gradients (test-ops-gpt-ref.c). */
 void tach_ops_register_gpt_ref (void);
 

@@ -121,6 +121,7 @@ typedef struct {
   int B, H, t, hd;
   double scale;
   double *q, *k, *v, *w;
+  const TachAttnDropout *drop;
 } AttnData;
 
 static double
@@ -132,7 +133,7 @@ attn_loss (gpointer data)
   double loss = 0.0;
 
   tach_ref_attention_fwd (d->q, d->k, d->v, o, NULL, d->B, d->H, d->t, d->t, d->t, d->hd, 0,
-                          d->scale);
+                          d->scale, d->drop);
   for (size_t i = 0; i < n; i++)
     loss += d->w[i] * o[i];
   return loss;
@@ -147,12 +148,20 @@ test_ref_attention_gradient (void)
   g_autofree double *v = normal (N, 3402, 1.0);
   g_autofree double *w = normal (N, 3403, 1.0);
   double dq[N], dk[N], dv[N];
-  AttnData d = { B, H, T, HD, 0.6, q, k, v, w };
+  /* Without dropout, and with a third of the probabilities dropped (the
+   * mask is fixed by its counters: the loss stays differentiable). */
+  TachAttnDropout drop = { 0.3f, 17, 5, 40 };
+  const TachAttnDropout *drops[] = { NULL, &drop };
 
-  tach_ref_attention_bwd (q, k, v, w, dq, dk, dv, B, H, T, HD, 0.6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, q, N, dq, 1e-6), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, k, N, dk, 1e-6), <, 1e-6);
-  g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, v, N, dv, 1e-6), <, 1e-6);
+  for (guint i = 0; i < G_N_ELEMENTS (drops); i++)
+    {
+      AttnData d = { B, H, T, HD, 0.6, q, k, v, w, drops[i] };
+
+      tach_ref_attention_bwd (q, k, v, w, dq, dk, dv, B, H, T, HD, 0.6, drops[i]);
+      g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, q, N, dq, 1e-6), <, 1e-6);
+      g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, k, N, dk, 1e-6), <, 1e-6);
+      g_assert_cmpfloat (tach_ops_fd_error (attn_loss, &d, v, N, dv, 1e-6), <, 1e-6);
+    }
 }
 
 void

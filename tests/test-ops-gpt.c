@@ -15,8 +15,8 @@
 #include "test-ops-common.h"
 
 /* A backend without the Transformer slots (all or none) skips. */
-static gboolean
-has_transformer (TachBackend *be)
+gboolean
+gpt_has_transformer (TachBackend *be)
 {
   if (be->ops->attention_fwd != NULL)
     return TRUE;
@@ -26,8 +26,8 @@ has_transformer (TachBackend *be)
 
 /* Normal values rounded to float, so that the reference sees the inputs a
  * float backend sees. */
-static double *
-normal (size_t n, guint64 seed, double scale)
+double *
+gpt_normal (size_t n, guint64 seed, double scale)
 {
   double *x = g_new (double, MAX (n, 1));
 
@@ -36,9 +36,9 @@ normal (size_t n, guint64 seed, double scale)
   return x;
 }
 
-static void
-check (TachBackend *be, const char *what, const float *dev, const double *want, size_t n,
-       double limit)
+void
+gpt_check (TachBackend *be, const char *what, const float *dev, const double *want, size_t n,
+           double limit)
 {
   g_autofree float *got = tach_ops_download_f (be, dev, n);
 
@@ -53,9 +53,9 @@ batched_case (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, in
   int lda = (ta ? m : k) + 3, ldb = (tb ? k : n) + 2, ldc = n + 1;
   size_t sa = (size_t) (ta ? k : m) * lda + 5, sb = (size_t) (tb ? n : k) * ldb + 7;
   size_t sc = (size_t) m * ldc + 4;
-  g_autofree double *a = normal (sa * batch, 2000 + m, 1.0);
-  g_autofree double *b = normal (sb * batch, 2001 + n, 1.0);
-  g_autofree double *c = normal (sc * batch, 2002 + k, 1.0);
+  g_autofree double *a = gpt_normal (sa * batch, 2000 + m, 1.0);
+  g_autofree double *b = gpt_normal (sb * batch, 2001 + n, 1.0);
+  g_autofree double *c = gpt_normal (sc * batch, 2002 + k, 1.0);
   g_autofree char *what = g_strdup_printf ("gemm_strided_batched %c%c %dx%dx%d x%d",
                                            ta ? 'T' : 'N', tb ? 'T' : 'N', m, n, k, batch);
   float *d_a = tach_ops_upload_d (be, a, sa * batch);
@@ -66,13 +66,13 @@ batched_case (TachBackend *be, gboolean ta, gboolean tb, int m, int n, int k, in
            d_c, ldc, sc, batch);
   tach_ref_gemm_strided_batched (ta, tb, m, n, k, 0.75, a, lda, sa, b, ldb, sb, 0.5, c, ldc, sc,
                                  batch);
-  check (be, what, d_c, c, sc * batch, TACH_OPS_NMSE_DEEP);
+  gpt_check (be, what, d_c, c, sc * batch, TACH_OPS_NMSE_DEEP);
 }
 
 static void
 test_gemm_strided_batched (TachBackend *be)
 {
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (int t = 0; t < 4; t++)
     batched_case (be, t & 1, t >> 1, 5, 7, 9, 6);
@@ -92,13 +92,13 @@ test_add_scale (TachBackend *be)
 {
   static const size_t sizes[] = { 37, 40000 };
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (guint s = 0; s < G_N_ELEMENTS (sizes); s++)
     {
       size_t n = sizes[s];
-      g_autofree double *a = normal (n, 2100, 1.0);
-      g_autofree double *b = normal (n, 2101, 1.0);
+      g_autofree double *a = gpt_normal (n, 2100, 1.0);
+      g_autofree double *b = gpt_normal (n, 2101, 1.0);
       g_autofree double *y = g_new (double, n);
       float *d_a = tach_ops_upload_d (be, a, n);
       float *d_b = tach_ops_upload_d (be, b, n);
@@ -107,13 +107,13 @@ test_add_scale (TachBackend *be)
       tach_op (be, add, d_a, d_b, d_y, n);
       for (size_t i = 0; i < n; i++)
         y[i] = a[i] + b[i];
-      check (be, "add", d_y, y, n, TACH_OPS_NMSE_SIMPLE);
+      gpt_check (be, "add", d_y, y, n, TACH_OPS_NMSE_SIMPLE);
       /* In place, then scaled in place. */
       tach_op (be, add, d_a, d_b, d_a, n);
       tach_op (be, scale, d_a, -0.3f, n);
       for (size_t i = 0; i < n; i++)
         y[i] *= -0.3;
-      check (be, "add in place, scale", d_a, y, n, TACH_OPS_NMSE_SIMPLE);
+      gpt_check (be, "add in place, scale", d_a, y, n, TACH_OPS_NMSE_SIMPLE);
     }
 }
 
@@ -126,12 +126,12 @@ static void
 layernorm_case (TachBackend *be, int rows, int dim, int mode)
 {
   size_t n = (size_t) rows * dim;
-  g_autofree double *x = normal (n, 2200 + mode, 1.5);
-  g_autofree double *res = normal (n, 2201, 1.0);
-  g_autofree double *gamma = normal (dim, 2202, 1.0);
-  g_autofree double *beta = normal (dim, 2203, 1.0);
-  g_autofree double *dy = normal (n, 2204, 1.0);
-  g_autofree double *dres = normal (n, 2205, 1.0);
+  g_autofree double *x = gpt_normal (n, 2200 + mode, 1.5);
+  g_autofree double *res = gpt_normal (n, 2201, 1.0);
+  g_autofree double *gamma = gpt_normal (dim, 2202, 1.0);
+  g_autofree double *beta = gpt_normal (dim, 2203, 1.0);
+  g_autofree double *dy = gpt_normal (n, 2204, 1.0);
+  g_autofree double *dres = gpt_normal (n, 2205, 1.0);
   g_autofree double *sum = g_new (double, n);
   g_autofree double *y = g_new (double, n);
   g_autofree double *mean = g_new (double, rows);
@@ -158,11 +158,11 @@ layernorm_case (TachBackend *be, int rows, int dim, int mode)
   tach_op (be, layernorm_fwd, d_x, d_res, d_sum, d_gamma, d_beta, d_y, d_mean, d_rstd, rows,
            dim);
   tach_ref_layernorm_fwd (x, mode > 0 ? res : NULL, sum, gamma, beta, y, mean, rstd, rows, dim);
-  check (be, what, d_y, y, n, TACH_OPS_NMSE_SIMPLE);
-  check (be, "layernorm mean", d_mean, mean, rows, TACH_OPS_NMSE_SIMPLE);
-  check (be, "layernorm rstd", d_rstd, rstd, rows, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, what, d_y, y, n, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "layernorm mean", d_mean, mean, rows, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "layernorm rstd", d_rstd, rstd, rows, TACH_OPS_NMSE_SIMPLE);
   if (mode > 0)
-    check (be, "layernorm sum", d_sum, sum, n, TACH_OPS_NMSE_SIMPLE);
+    gpt_check (be, "layernorm sum", d_sum, sum, n, TACH_OPS_NMSE_SIMPLE);
 
   d_dy = tach_ops_upload_d (be, dy, n);
   d_dres = mode > 0 ? tach_ops_upload_d (be, dres, n) : NULL;
@@ -173,15 +173,15 @@ layernorm_case (TachBackend *be, int rows, int dim, int mode)
            d_dx, d_dgamma, d_dbeta, rows, dim);
   tach_ref_layernorm_bwd (mode > 0 ? sum : x, gamma, dy, mode > 0 ? dres : NULL, dx, dgamma,
                           dbeta, rows, dim);
-  check (be, "layernorm dx", d_dx, dx, n, TACH_OPS_NMSE_SIMPLE);
-  check (be, "layernorm dgamma", d_dgamma, dgamma, dim, TACH_OPS_NMSE_DEEP);
-  check (be, "layernorm dbeta", d_dbeta, dbeta, dim, TACH_OPS_NMSE_DEEP);
+  gpt_check (be, "layernorm dx", d_dx, dx, n, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "layernorm dgamma", d_dgamma, dgamma, dim, TACH_OPS_NMSE_DEEP);
+  gpt_check (be, "layernorm dbeta", d_dbeta, dbeta, dim, TACH_OPS_NMSE_DEEP);
 }
 
 static void
 test_layernorm (TachBackend *be)
 {
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (int mode = 0; mode < 3; mode++)
     {
@@ -197,9 +197,9 @@ static void
 gelu_case (TachBackend *be, int rows, int dim, gboolean with_bias)
 {
   size_t n = (size_t) rows * dim;
-  g_autofree double *x = normal (n, 2300, 2.0);
-  g_autofree double *bias = normal (dim, 2301, 1.0);
-  g_autofree double *dy = normal (n, 2302, 1.0);
+  g_autofree double *x = gpt_normal (n, 2300, 2.0);
+  g_autofree double *bias = gpt_normal (dim, 2301, 1.0);
+  g_autofree double *dy = gpt_normal (n, 2302, 1.0);
   g_autofree double *y = g_new (double, n);
   g_autofree double *dx = g_new (double, n);
   g_autofree char *what = g_strdup_printf ("gelu %dx%d%s", rows, dim,
@@ -219,23 +219,23 @@ gelu_case (TachBackend *be, int rows, int dim, gboolean with_bias)
       for (size_t i = 0; i < n; i++)
         x[i] += bias[i % dim];
       /* x holds the pre-activation, as backward reads it. */
-      check (be, "gelu's pre-activation", d_x, x, n, TACH_OPS_NMSE_SIMPLE);
+      gpt_check (be, "gelu's pre-activation", d_x, x, n, TACH_OPS_NMSE_SIMPLE);
       tach_ref_round_to_float (x, n);
     }
   tach_ref_gelu_fwd (x, y, n);
-  check (be, what, d_y, y, n, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, what, d_y, y, n, TACH_OPS_NMSE_SIMPLE);
 
   /* In place: dx over dy. */
   d_dy = tach_ops_upload_d (be, dy, n);
   tach_op (be, gelu_bwd, d_x, d_dy, d_dy, n);
   tach_ref_gelu_bwd (x, dy, dx, n);
-  check (be, "gelu dx", d_dy, dx, n, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "gelu dx", d_dy, dx, n, TACH_OPS_NMSE_SIMPLE);
 }
 
 static void
 test_gelu (TachBackend *be)
 {
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   gelu_case (be, 33, 70, FALSE);
   gelu_case (be, 33, 70, TRUE);
@@ -253,7 +253,7 @@ test_heads (TachBackend *be)
   enum { B = 2, T = 5, H = 3, HD = 4, C = H * HD, CAP = 9, POS = 3 };
   const float sentinel = -7.5f;
   size_t nx = (size_t) B * T * 3 * C, ny = (size_t) B * H * CAP * HD;
-  g_autofree double *x = normal (nx, 2400, 1.0);
+  g_autofree double *x = gpt_normal (nx, 2400, 1.0);
   g_autofree double *y = g_new (double, ny);
   g_autofree float *fill_y = g_new (float, ny);
   g_autofree float *fill_x = g_new (float, nx);
@@ -262,7 +262,7 @@ test_heads (TachBackend *be)
   g_autofree float *xf = tach_ref_to_float (x, nx);
   float *d_x, *d_y, *d_back;
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (size_t i = 0; i < ny; i++)
     y[i] = fill_y[i] = sentinel;
@@ -295,8 +295,8 @@ softmax_case (TachBackend *be, int bh, int tq, int tk, int pos)
 {
   size_t n = (size_t) bh * tq * tk;
   const double scale = 0.125;
-  g_autofree double *s = normal (n, 2500 + pos, 3.0);
-  g_autofree double *dp = normal (n, 2501, 1.0);
+  g_autofree double *s = gpt_normal (n, 2500 + pos, 3.0);
+  g_autofree double *dp = gpt_normal (n, 2501, 1.0);
   g_autofree double *ds = g_new (double, n);
   g_autofree float *got = NULL;
   g_autofree char *what = g_strdup_printf ("causal_softmax %dx%dx%d at %d", bh, tq, tk, pos);
@@ -317,13 +317,13 @@ softmax_case (TachBackend *be, int bh, int tq, int tk, int pos)
   s = tach_ref_to_double (got, n);
   tach_op (be, causal_softmax_bwd, d_s, d_dp, d_dp, bh, tq, tk, (float) scale);
   tach_ref_causal_softmax_bwd (s, dp, ds, bh, tq, tk, scale);
-  check (be, "causal_softmax ds", d_dp, ds, n, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "causal_softmax ds", d_dp, ds, n, TACH_OPS_NMSE_SIMPLE);
 }
 
 static void
 test_causal_softmax (TachBackend *be)
 {
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   softmax_case (be, 3, 17, 17, 0);     /* training */
   softmax_case (be, 3, 4, 11, 5);      /* a chunk at pos 5 of a longer cache */
@@ -339,7 +339,7 @@ test_causal_softmax (TachBackend *be)
 static double *
 cache (int bh, int tk, int cap, int hd, guint64 seed)
 {
-  double *k = normal ((size_t) bh * cap * hd, seed, 1.0);
+  double *k = gpt_normal ((size_t) bh * cap * hd, seed, 1.0);
 
   for (int p = 0; p < bh; p++)
     for (int j = tk; j < cap; j++)
@@ -354,7 +354,7 @@ attention_fwd_case (TachBackend *be, int B, int H, int tq, int tk, int cap, int 
   int bh = B * H;
   size_t nq = (size_t) bh * tq * hd, nk = (size_t) bh * cap * hd;
   double scale = 1.0 / sqrt (hd);
-  g_autofree double *q = normal (nq, 2600 + tq, 1.0);
+  g_autofree double *q = gpt_normal (nq, 2600 + tq, 1.0);
   g_autofree double *k = cache (bh, tk, cap, hd, 2601);
   g_autofree double *v = cache (bh, tk, cap, hd, 2602);
   g_autofree double *o = g_new (double, nq);
@@ -374,20 +374,20 @@ attention_fwd_case (TachBackend *be, int B, int H, int tq, int tk, int cap, int 
   d_o = tach_ops_alloc (be, nq * sizeof (float));
   d_lse = tach_ops_alloc (be, (size_t) bh * tq * sizeof (float));
   tach_op (be, attention_fwd, d_q, d_k, d_v, d_o, d_lse, B, H, tq, tk, cap, hd, pos,
-           (float) scale);
-  tach_ref_attention_fwd (q, k, v, o, lse, B, H, tq, tk, cap, hd, pos, scale);
-  check (be, what, d_o, o, nq, TACH_OPS_NMSE_DEEP);
-  check (be, "attention lse", d_lse, lse, (size_t) bh * tq, TACH_OPS_NMSE_DEEP);
+           (float) scale, TACH_ATTN_NO_DROPOUT);
+  tach_ref_attention_fwd (q, k, v, o, lse, B, H, tq, tk, cap, hd, pos, scale, NULL);
+  gpt_check (be, what, d_o, o, nq, TACH_OPS_NMSE_DEEP);
+  gpt_check (be, "attention lse", d_lse, lse, (size_t) bh * tq, TACH_OPS_NMSE_DEEP);
   /* Without lse (nothing trains): the same output. */
   tach_op (be, attention_fwd, d_q, d_k, d_v, d_o, NULL, B, H, tq, tk, cap, hd, pos,
-           (float) scale);
-  check (be, what, d_o, o, nq, TACH_OPS_NMSE_DEEP);
+           (float) scale, TACH_ATTN_NO_DROPOUT);
+  gpt_check (be, what, d_o, o, nq, TACH_OPS_NMSE_DEEP);
 }
 
 static void
 test_attention_fwd (TachBackend *be)
 {
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   attention_fwd_case (be, 2, 3, 37, 37, 37, 16, 0);    /* training */
   attention_fwd_case (be, 2, 2, 1, 45, 64, 32, 44);    /* dynamic cache: a decode step */
@@ -408,17 +408,17 @@ test_attention_bwd (TachBackend *be)
   static const int shapes[][4] = { { 2, 3, 29, 16 }, { 1, 2, 70, 64 }, { 1, 1, 1, 8 },
                                    { 1, 2, 150, 64 } };
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
     {
       int B = shapes[s][0], H = shapes[s][1], t = shapes[s][2], hd = shapes[s][3];
       size_t n = (size_t) B * H * t * hd;
       double scale = 1.0 / sqrt (hd);
-      g_autofree double *q = normal (n, 2700, 1.0);
-      g_autofree double *k = normal (n, 2701, 1.0);
-      g_autofree double *v = normal (n, 2702, 1.0);
-      g_autofree double *dout = normal (n, 2703, 1.0);
+      g_autofree double *q = gpt_normal (n, 2700, 1.0);
+      g_autofree double *k = gpt_normal (n, 2701, 1.0);
+      g_autofree double *v = gpt_normal (n, 2702, 1.0);
+      g_autofree double *dout = gpt_normal (n, 2703, 1.0);
       g_autofree double *dq = g_new (double, n);
       g_autofree double *dk = g_new (double, n);
       g_autofree double *dv = g_new (double, n);
@@ -431,14 +431,15 @@ test_attention_bwd (TachBackend *be)
       float *d_dk = tach_ops_alloc (be, n * sizeof (float));
       float *d_dv = tach_ops_alloc (be, n * sizeof (float));
 
-      tach_op (be, attention_fwd, d_q, d_k, d_v, d_o, d_lse, B, H, t, t, t, hd, 0, (float) scale);
+      tach_op (be, attention_fwd, d_q, d_k, d_v, d_o, d_lse, B, H, t, t, t, hd, 0, (float) scale,
+               TACH_ATTN_NO_DROPOUT);
       tach_op (be, attention_bwd, d_q, d_k, d_v, d_o, d_do, d_lse, d_dq, d_dk, d_dv, B, H, t, hd,
-               (float) scale);
-      tach_ref_attention_bwd (q, k, v, dout, dq, dk, dv, B, H, t, hd, scale);
+               (float) scale, TACH_ATTN_NO_DROPOUT);
+      tach_ref_attention_bwd (q, k, v, dout, dq, dk, dv, B, H, t, hd, scale, NULL);
       g_test_message ("%s", what);
-      check (be, "attention dq", d_dq, dq, n, TACH_OPS_NMSE_DEEP);
-      check (be, "attention dk", d_dk, dk, n, TACH_OPS_NMSE_DEEP);
-      check (be, "attention dv", d_dv, dv, n, TACH_OPS_NMSE_DEEP);
+      gpt_check (be, "attention dq", d_dq, dq, n, TACH_OPS_NMSE_DEEP);
+      gpt_check (be, "attention dk", d_dk, dk, n, TACH_OPS_NMSE_DEEP);
+      gpt_check (be, "attention dv", d_dv, dv, n, TACH_OPS_NMSE_DEEP);
     }
 }
 
@@ -464,7 +465,7 @@ test_attention_fused_naive (TachBackend *be)
     { 2, 2, 33, 33, 33, 16, 0 }, { 1, 3, 1, 50, 64, 32, 49 }, { 1, 2, 6, 20, 32, 64, 14 },
   };
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (guint s = 0; s < G_N_ELEMENTS (shapes); s++)
     {
@@ -472,10 +473,10 @@ test_attention_fused_naive (TachBackend *be)
       int cap = shapes[s][4], hd = shapes[s][5], pos = shapes[s][6], bh = B * H;
       size_t nq = (size_t) bh * tq * hd, nk = (size_t) bh * cap * hd, np = (size_t) bh * tq * tk;
       float scale = 1.0f / sqrtf ((float) hd);
-      g_autofree double *q = normal (nq, 2800, 1.0);
-      g_autofree double *k = normal (nk, 2801, 1.0);
-      g_autofree double *v = normal (nk, 2802, 1.0);
-      g_autofree double *dout = normal (nq, 2803, 1.0);
+      g_autofree double *q = gpt_normal (nq, 2800, 1.0);
+      g_autofree double *k = gpt_normal (nk, 2801, 1.0);
+      g_autofree double *v = gpt_normal (nk, 2802, 1.0);
+      g_autofree double *dout = gpt_normal (nq, 2803, 1.0);
       g_autofree double *o_naive = NULL;
       g_autofree char *what = g_strdup_printf ("fused against naive attention, B%d H%d tq%d "
                                                "tk%d pos%d", B, H, tq, tk, pos);
@@ -489,9 +490,10 @@ test_attention_fused_naive (TachBackend *be)
       float *d_grad[2][3];
 
       naive_fwd (be, d_q, d_k, d_v, d_p, d_on, bh, tq, tk, cap, hd, pos, scale);
-      tach_op (be, attention_fwd, d_q, d_k, d_v, d_of, d_lse, B, H, tq, tk, cap, hd, pos, scale);
+      tach_op (be, attention_fwd, d_q, d_k, d_v, d_of, d_lse, B, H, tq, tk, cap, hd, pos, scale,
+               TACH_ATTN_NO_DROPOUT);
       o_naive = tach_ops_download_d (be, d_on, nq);
-      check (be, what, d_of, o_naive, nq, TACH_OPS_NMSE_DEEP);
+      gpt_check (be, what, d_of, o_naive, nq, TACH_OPS_NMSE_DEEP);
       if (tq != tk || pos != 0)
         continue;
 
@@ -510,14 +512,14 @@ test_attention_fused_naive (TachBackend *be)
       tach_op (be, gemm_strided_batched, TRUE, FALSE, tk, hd, tq, 1.0f, d_dp, tk, np / bh, d_q,
                hd, nq / bh, 0.0f, d_grad[0][1], hd, nq / bh, bh);
       tach_op (be, attention_bwd, d_q, d_k, d_v, d_of, d_do, d_lse, d_grad[1][0], d_grad[1][1],
-               d_grad[1][2], B, H, tq, hd, scale);
+               d_grad[1][2], B, H, tq, hd, scale, TACH_ATTN_NO_DROPOUT);
       for (int g = 0; g < 3; g++)
         {
           g_autofree double *naive = tach_ops_download_d (be, d_grad[0][g], nq);
 
-          check (be, g == 0 ? "fused against naive dq" : g == 1 ? "fused against naive dk"
-                                                                 : "fused against naive dv",
-                 d_grad[1][g], naive, nq, TACH_OPS_NMSE_DEEP);
+          gpt_check (be, g == 0 ? "fused against naive dq"
+                         : g == 1 ? "fused against naive dk" : "fused against naive dv",
+                     d_grad[1][g], naive, nq, TACH_OPS_NMSE_DEEP);
         }
     }
 }
@@ -529,14 +531,14 @@ test_attention_decode_matches_prefill (TachBackend *be)
 {
   enum { H = 2, T = 23, CAP = 32, HD = 16 };
   float scale = 0.25f;
-  g_autofree double *q = normal ((size_t) H * T * HD, 2900, 1.0);
-  g_autofree double *kv = normal ((size_t) H * T * HD, 2901, 1.0);
+  g_autofree double *q = gpt_normal ((size_t) H * T * HD, 2900, 1.0);
+  g_autofree double *kv = gpt_normal ((size_t) H * T * HD, 2901, 1.0);
   g_autofree double *cache_kv = g_new0 (double, (size_t) H * CAP * HD);
   g_autofree double *q_last = g_new (double, (size_t) H * HD);
   g_autofree double *o_full = NULL;
   float *d_q, *d_kv, *d_cache, *d_q_last, *d_o_full, *d_o_last;
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   for (int h = 0; h < H; h++)
     {
@@ -550,14 +552,15 @@ test_attention_decode_matches_prefill (TachBackend *be)
   d_q_last = tach_ops_upload_d (be, q_last, (size_t) H * HD);
   d_o_full = tach_ops_alloc (be, sizeof (float) * H * T * HD);
   d_o_last = tach_ops_alloc (be, sizeof (float) * H * HD);
-  tach_op (be, attention_fwd, d_q, d_kv, d_kv, d_o_full, NULL, 1, H, T, T, T, HD, 0, scale);
+  tach_op (be, attention_fwd, d_q, d_kv, d_kv, d_o_full, NULL, 1, H, T, T, T, HD, 0, scale,
+           TACH_ATTN_NO_DROPOUT);
   tach_op (be, attention_fwd, d_q_last, d_cache, d_cache, d_o_last, NULL, 1, H, 1, T, CAP, HD,
-           T - 1, scale);
+           T - 1, scale, TACH_ATTN_NO_DROPOUT);
   o_full = tach_ops_download_d (be, d_o_full, (size_t) H * T * HD);
   for (int h = 0; h < H; h++)
     memmove (o_full + (size_t) h * HD, o_full + ((size_t) h * T + T - 1) * HD,
              sizeof (double) * HD);
-  check (be, "decode step against prefill's last row", d_o_last, o_full, (size_t) H * HD,
+  gpt_check (be, "decode step against prefill's last row", d_o_last, o_full, (size_t) H * HD,
          TACH_OPS_NMSE_DEEP);
 }
 
@@ -567,15 +570,15 @@ static void
 test_embedding_bwd (TachBackend *be)
 {
   enum { V = 11, D = 70, N = 40 };
-  g_autofree double *table = normal (V * D, 3000, 1.0);
-  g_autofree double *dout = normal (N * D, 3001, 1.0);
+  g_autofree double *table = gpt_normal (V * D, 3000, 1.0);
+  g_autofree double *dout = gpt_normal (N * D, 3001, 1.0);
   int32_t idx[N];
   int32_t bad[2] = { 3, -1 };
   g_autoptr(GError) error = NULL;
   float *d_table, *d_dout;
   int32_t *d_idx, *d_bad;
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   /* Repeated tokens accumulate, onto what the table's gradient holds
    * (a tied LM head's). */
@@ -586,7 +589,7 @@ test_embedding_bwd (TachBackend *be)
   d_idx = tach_ops_upload_i (be, idx, N);
   tach_op (be, embedding_bwd, d_dout, d_idx, d_table, N, D);
   tach_ref_embedding_bwd (dout, idx, table, N, D);
-  check (be, "embedding_bwd", d_table, table, V * D, TACH_OPS_NMSE_SIMPLE);
+  gpt_check (be, "embedding_bwd", d_table, table, V * D, TACH_OPS_NMSE_SIMPLE);
 
   /* A negative token is the data's error on the CPU, as the embedding's
    * (a CUDA kernel cannot stop the stream: it skips the row). */
@@ -623,9 +626,9 @@ run_split_ops (const char *device_id, const char *adapt, size_t *n_out)
   g_unsetenv ("TACH_CPU_THREADS_ADAPT");
   g_assert_no_error (error);
   {
-    g_autofree double *xd = normal (N, 3500, 1.0);
+    g_autofree double *xd = gpt_normal (N, 3500, 1.0);
 
-    g_autofree double *rd = normal (NR + 2 * DIM, 3501, 1.0);
+    g_autofree double *rd = gpt_normal (NR + 2 * DIM, 3501, 1.0);
 
     x = tach_ref_to_float (xd, N);
     rows = tach_ref_to_float (rd, NR + 2 * DIM);
@@ -642,10 +645,12 @@ run_split_ops (const char *device_id, const char *adapt, size_t *n_out)
       d_out[i] = tach_backend_alloc (be, sizes[i] * sizeof (float));
       total += sizes[i];
     }
-  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[0], d_lse, B, H, T, T, T, HD, 0, 0.2f);
+  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[0], d_lse, B, H, T, T, T, HD, 0, 0.2f,
+           TACH_ATTN_NO_DROPOUT);
   tach_op (be, attention_bwd, d_in, d_in, d_in, d_out[0], d_in, d_lse, d_out[1], d_out[2],
-           d_out[3], B, H, T, HD, 0.2f);
-  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[4], NULL, B, H, 1, T, T, HD, T - 1, 0.2f);
+           d_out[3], B, H, T, HD, 0.2f, TACH_ATTN_NO_DROPOUT);
+  tach_op (be, attention_fwd, d_in, d_in, d_in, d_out[4], NULL, B, H, 1, T, T, HD, T - 1, 0.2f,
+           TACH_ATTN_NO_DROPOUT);
   tach_op (be, gemm_strided_batched, FALSE, TRUE, T, T, HD, 1.0f, d_in, HD, (size_t) T * HD,
            d_in, HD, (size_t) T * HD, 0.0f, d_out[5], T, (size_t) T * T, B * H);
   /* LayerNorm over NR floats, gamma and beta the next ones. */
@@ -680,7 +685,7 @@ test_thread_counts (TachBackend *be)
   g_autofree float *one = NULL;
   g_autofree float *both = NULL;
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   one = run_split_ops (be->device->id, "1", &n1);
   both = run_split_ops (be->device->id, "never", &n2);
@@ -700,13 +705,13 @@ test_pos_offset (TachBackend *be)
   enum { B = 2, H = 2, HD = 8, C = H * HD, CAP = 12, P = 7, P2 = 9 };
   size_t nx = (size_t) B * 3 * C, nk = (size_t) B * H * CAP * HD, nq = (size_t) B * H * HD;
   size_t ns = (size_t) B * H * CAP;
-  g_autofree double *x = normal (nx, 2900, 1.0), *k = normal (nk, 2901, 1.0);
-  g_autofree double *v = normal (nk, 2902, 1.0), *s = normal (ns, 2903, 2.0);
+  g_autofree double *x = gpt_normal (nx, 2900, 1.0), *k = gpt_normal (nk, 2901, 1.0);
+  g_autofree double *v = gpt_normal (nk, 2902, 1.0), *s = gpt_normal (ns, 2903, 2.0);
   float *d_x, *d_q, *d_k[2], *d_v, *d_s[2], *d_o[2], *d_back[2];
   int32_t *d_pos;
   const int32_t at[2] = { P, P2 };
 
-  if (!has_transformer (be))
+  if (!gpt_has_transformer (be))
     return;
   d_x = tach_ops_upload_d (be, x, nx);
   d_q = tach_ops_upload_d (be, x, nq);
@@ -734,7 +739,7 @@ test_pos_offset (TachBackend *be)
           tach_op (be, heads_merge, d_k[i], d_back[i] + 2 * C, 3 * C, B, 1, H, HD, CAP, pos);
           tach_op (be, causal_softmax_fwd, d_s[i], B * H, 1, CAP, pos, 0.5f);
           tach_op (be, attention_fwd, d_q, d_k[i], d_v, d_o[i], NULL, B, H, 1, CAP, CAP, HD, pos,
-                   0.25f);
+                   0.25f, TACH_ATTN_NO_DROPOUT);
           be->pos_offset = NULL;
         }
       {
@@ -773,6 +778,7 @@ tach_ops_register_gpt (const char *device_id)
   tach_ops_add (device_id, "gpt/attention/decode-prefill", test_attention_decode_matches_prefill);
   tach_ops_add (device_id, "gpt/embedding-backward", test_embedding_bwd);
   tach_ops_add (device_id, "gpt/position-offset", test_pos_offset);
+  tach_ops_register_gpt_dropout (device_id);
   if (g_strcmp0 (device_id, "cpu") == 0)
     tach_ops_add (device_id, "gpt/thread-counts", test_thread_counts);
 }

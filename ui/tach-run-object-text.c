@@ -33,6 +33,19 @@ format_rate (double v)
   return g_strdup_printf ("%.*f", rate_decimals (v), v);
 }
 
+/* @v as format_rate writes it, then @unit ("41.2 ms"); "—" where there is
+ * no @v. */
+static char *
+dup_figure (double v, const char *unit)
+{
+  g_autofree char *figure = NULL;
+
+  if (!isfinite (v))
+    return g_strdup ("—");
+  figure = format_rate (v);
+  return g_strdup_printf ("%s %s", figure, unit);
+}
+
 char *
 tach_run_object_build_knobs (TachRun *run)
 {
@@ -115,21 +128,58 @@ tach_run_object_get_property (GObject    *object,
         }
       break;
     case PROP_ITEMS_TEXT:
-      if (sum->steps == 0 || !isfinite (sum->items_per_s))
-        g_value_set_string (value, "—");
-      else
-        {
-          g_autofree char *items = format_rate (sum->items_per_s);
-          const char *unit = g_strcmp0 (sum->items_unit, "tokens/s") == 0
-                             ? _("tokens/s") : _("samples/s");
-          g_value_take_string (value, g_strdup_printf ("%s %s", items, unit));
-        }
+      g_value_take_string (value, dup_figure (sum->steps > 0 ? sum->items_per_s : NAN,
+                                              g_strcmp0 (sum->items_unit, "tokens/s") == 0
+                                              ? _("tokens/s") : _("samples/s")));
       break;
     case PROP_LOSS_TEXT:
       if (sum->steps == 0 || !isfinite (sum->final_loss))
         g_value_set_string (value, "—");
       else
         g_value_take_string (value, g_strdup_printf ("%.4f", sum->final_loss));
+      break;
+    case PROP_PREFILL_TEXT:
+      /* The time to the first token, as the Throughput column writes its
+       * figures; "—" where there is none (training, or every prefill in
+       * the warm-up). */
+      /* Translators: milliseconds, after a prefill's time to the first
+       * token, as in "41.2 ms". */
+      g_value_take_string (value, dup_figure (sum->prefill_ms, _("ms")));
+      break;
+    case PROP_DECODE_TEXT:
+      /* The line under the prefill, in the column's narrow words: empty
+       * for a run with no decoding. */
+      g_value_take_string (value, isfinite (sum->decode_tokens_per_s)
+                                  /* Translators: tokens per second, short, under a
+                                   * prefill's time in the run table, as in "10653 tok/s". */
+                                  ? dup_figure (sum->decode_tokens_per_s, _("tok/s"))
+                                  : g_strdup (""));
+      break;
+    case PROP_GENERATION_TEXT:
+      if (config->task != TACH_TASK_GENERATE)
+        g_value_set_string (value, _("Only a generation has a prefill and decoding"));
+      else if (isnan (sum->prefill_ms) && isnan (sum->decode_tokens_per_s))
+        g_value_set_string (value, _("Prefill and decoding: not measured yet"));
+      else
+        {
+          g_autofree char *prefill = isfinite (sum->prefill_ms)
+            /* Translators: the first line of the generation column's
+             * tooltip, after "Prefill: ". */
+            ? g_strdup_printf (_("%.3f ms to the first token (median over the prompts)"),
+                               sum->prefill_ms)
+            : g_strdup (_("not measured: every prompt's prefill fell in the warm-up"));
+          g_autofree char *decode = isfinite (sum->decode_tokens_per_s)
+            /* Translators: the second line of the generation column's
+             * tooltip, after "Decode: ". */
+            ? g_strdup_printf (_("%.1f tokens/s (the other steps' tokens over their time)"),
+                               sum->decode_tokens_per_s)
+            : g_strdup ("—");
+
+          /* Translators: the generation column's tooltip: its two
+           * figures in words, one a line. */
+          g_value_take_string (value, g_strdup_printf (_("Prefill: %s\nDecode: %s"), prefill,
+                                                       decode));
+        }
       break;
     case PROP_DETAILS_TEXT:
       {

@@ -269,6 +269,12 @@ tach_run_object_class_init (TachRunObjectClass *klass)
   properties[PROP_RATE_TEXT] = string_prop ("rate-text");
   properties[PROP_ITEMS_TEXT] = string_prop ("items-text");
   properties[PROP_LOSS_TEXT] = string_prop ("loss-text");
+  /* A generation's time to the first token and its decoding rate, each a
+   * line of the run table's generation column ("—" for other runs), and
+   * both in words for the column's tooltip. */
+  properties[PROP_PREFILL_TEXT] = string_prop ("prefill-text");
+  properties[PROP_DECODE_TEXT] = string_prop ("decode-text");
+  properties[PROP_GENERATION_TEXT] = string_prop ("generation-text");
   /* The figures a column has no room for: generation and memory. */
   properties[PROP_DETAILS_TEXT] = string_prop ("details-text");
   properties[PROP_SPEEDUP] = double_prop ("speedup");

@@ -19,7 +19,7 @@ struct _TachRunTable
   GtkColumnView  *column_view;
   GtkDropDown    *baseline_dropdown;
   GtkWidget      *baseline_label;
-  GtkColumnViewColumn *run_column, *rate_column, *speedup_column;
+  GtkColumnViewColumn *run_column, *rate_column, *speedup_column, *generation_column;
   GtkWidget      *title;
   /* The selected run's figures that no column holds (else the newest
    * run's), and the run they are of, whose changes it follows. */
@@ -33,8 +33,9 @@ struct _TachRunTable
 
 G_DEFINE_FINAL_TYPE (TachRunTable, tach_run_table, GTK_TYPE_WIDGET)
 
-/* Below this width every column does not fit (they take 884 px in
- * English): 1280 px with the settings panel open fits them. */
+/* Below this width every column does not fit (about 825 px in English,
+ * 905 px with a generation's column, the run's column at its 120 px):
+ * 1280 px with the settings panel open (929 px) fits them. */
 #define COMPACT_WIDTH 900
 
 enum {
@@ -169,6 +170,25 @@ tach_run_table_update_speedups (TachRunTable *self)
     }
 }
 
+static void update_columns (TachRunTable *self);
+
+/* Whether the table holds a generation, whose prefill and decoding have a
+ * column (training runs alone keep the table as narrow as before). */
+static gboolean
+has_generation (TachRunTable *self)
+{
+  guint n = self->model != NULL ? g_list_model_get_n_items (self->model) : 0;
+
+  for (guint i = 0; i < n; i++)
+    {
+      g_autoptr(TachRunObject) run = g_list_model_get_item (self->model, i);
+
+      if (tach_run_get_config (tach_run_object_get_run (run))->task == TACH_TASK_GENERATE)
+        return TRUE;
+    }
+  return FALSE;
+}
+
 static void
 on_items_changed (TachRunTable *self)
 {
@@ -178,6 +198,7 @@ on_items_changed (TachRunTable *self)
     gtk_drop_down_set_selected (self->baseline_dropdown, 0);
   tach_run_table_update_speedups (self);
   follow_details (self);
+  update_columns (self);
 }
 
 GListModel *
@@ -283,23 +304,33 @@ tach_run_table_get_compact (TachRunTable *self)
 
 /* Narrower than its columns (a tiled half of a laptop's screen, a phone):
  * the run, its rate and its speed-up; the run's tooltip names the rest. */
-static gboolean
-apply_compact (gpointer data)
+static void
+update_columns (TachRunTable *self)
 {
-  TachRunTable *self = data;
   GListModel *columns = gtk_column_view_get_columns (self->column_view);
+  gboolean generation = has_generation (self);
 
-  self->compact_idle = 0;
   for (guint i = 0; i < g_list_model_get_n_items (columns); i++)
     {
       g_autoptr(GtkColumnViewColumn) column = g_list_model_get_item (columns, i);
 
-      gtk_column_view_column_set_visible (column, !self->compact || column == self->run_column
-                                                  || column == self->rate_column
-                                                  || column == self->speedup_column);
+      gtk_column_view_column_set_visible (column, column == self->generation_column
+                                                  ? !self->compact && generation
+                                                  : !self->compact
+                                                    || column == self->run_column
+                                                    || column == self->rate_column
+                                                    || column == self->speedup_column);
     }
   gtk_widget_set_visible (self->title, !self->compact);
-  gtk_column_view_column_set_fixed_width (self->run_column, self->compact ? 120 : 180);
+}
+
+static gboolean
+apply_compact (gpointer data)
+{
+  TachRunTable *self = data;
+
+  self->compact_idle = 0;
+  update_columns (self);
   return G_SOURCE_REMOVE;
 }
 
@@ -353,6 +384,7 @@ tach_run_table_class_init (TachRunTableClass *klass)
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, run_column);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, rate_column);
   gtk_widget_class_bind_template_child (widget_class, TachRunTable, speedup_column);
+  gtk_widget_class_bind_template_child (widget_class, TachRunTable, generation_column);
   gtk_widget_class_set_layout_manager_type (widget_class, GTK_TYPE_BOX_LAYOUT);
   gtk_widget_class_set_css_name (widget_class, "tach-run-table");
 }

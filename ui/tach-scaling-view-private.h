@@ -28,6 +28,7 @@ struct _TachScalingView
   TachScalingViewBaseFunc base_func;
   gpointer                base_data;
   int                     workload;    /* -1 before the first refresh */
+  int                     task;        /* the task the knobs were listed for */
 
   /* The grid shown: axis, presets, and per point its run. */
   TachSweepAxis          *axis;

@@ -91,20 +91,29 @@ tach_scaling_view_set_base_func (TachScalingView *self, TachScalingViewBaseFunc 
   tach_scaling_view_refresh (self);
 }
 
-/* The knobs a sweep can vary for the workload: whole numbers and choices
- * that apply to it (the workload and the preset are the other axes). */
+/* The knobs a sweep can vary for the workload and task: whole numbers and
+ * choices that apply to them (the workload and the preset are the other
+ * axes; generation has its own, kv-cache, prompt, new-tokens, that were
+ * missing after a switch from training to generation). */
 void
 tach_scaling_view_refresh (TachScalingView *self)
 {
   const TachConfig *base = self->base_func != NULL ? self->base_func (self->base_data) : NULL;
   g_autoptr(GStrvBuilder) builder = NULL;
   g_auto(GStrv) names = NULL;
+  g_autofree char *chosen = NULL;
   const TachKnobInfo *knobs;
-  guint n, batch = 0, count = 0;
+  guint n, batch = 0, kept = G_MAXUINT, count = 0;
 
-  if (base == NULL || (int) base->workload == self->workload)
+  if (base == NULL || ((int) base->workload == self->workload && (int) base->task == self->task))
     return;
+  /* Another task of the same workload keeps the knob chosen, where it
+   * still applies. */
+  if ((int) base->workload == self->workload)
+    chosen = g_strdup (gtk_string_list_get_string (self->knobs,
+                                                   gtk_drop_down_get_selected (self->knob_choice)));
   self->workload = base->workload;
+  self->task = base->task;
   builder = g_strv_builder_new ();
   knobs = tach_knobs (&n);
   for (guint i = 0; i < n; i++)
@@ -114,6 +123,8 @@ tach_scaling_view_refresh (TachScalingView *self)
       if (knob->id == TACH_KNOB_WORKLOAD || knob->id == TACH_KNOB_PRESET
           || knob->kind == TACH_KNOB_KIND_TEXT || !tach_config_knob_applies (base, knob->name, NULL))
         continue;
+      if (g_strcmp0 (knob->name, chosen) == 0)
+        kept = count;
       if (g_str_equal (knob->name, "batch"))
         batch = count;
       g_strv_builder_add (builder, knob->name);
@@ -122,8 +133,8 @@ tach_scaling_view_refresh (TachScalingView *self)
   names = g_strv_builder_end (builder);
   gtk_string_list_splice (self->knobs, 0, g_list_model_get_n_items (G_LIST_MODEL (self->knobs)),
                           (const char *const *) names);
-  /* The knob the report's case scales with. */
-  gtk_drop_down_set_selected (self->knob_choice, batch);
+  /* The knob chosen, else the one the report's case scales with. */
+  gtk_drop_down_set_selected (self->knob_choice, kept != G_MAXUINT ? kept : batch);
 }
 
 gboolean
@@ -320,6 +331,7 @@ tach_scaling_view_init (TachScalingView *self)
   GtkWidget *label, *rounds;
 
   self->workload = -1;
+  self->task = -1;
   self->all_runs = g_ptr_array_new_with_free_func ((GDestroyNotify) tach_run_unref);
   tach_scaling_view_set_rounds (self, TACH_SWEEP_DEFAULT_ROUNDS, TACH_SWEEP_DEFAULT_BUDGET_S,
                                 TACH_SWEEP_DEFAULT_TARGET);

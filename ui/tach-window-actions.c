@@ -105,6 +105,14 @@ tach_window_init_scaling (TachWindow *self)
                            G_CONNECT_SWAPPED);
   g_signal_connect_swapped (self->scaling_view, "map",
                             G_CALLBACK (tach_scaling_view_refresh), self->scaling_view);
+  /* Its knobs are the workload's and the task's: the panel beside it may
+   * change them while it shows. */
+  g_signal_connect_object (self->config_panel, "notify::workload",
+                           G_CALLBACK (tach_scaling_view_refresh), self->scaling_view,
+                           G_CONNECT_SWAPPED);
+  g_signal_connect_object (self->config_panel, "notify::task",
+                           G_CALLBACK (tach_scaling_view_refresh), self->scaling_view,
+                           G_CONNECT_SWAPPED);
 }
 
 /* Starts @start on @view in the page @page, as Compare: one thing on the

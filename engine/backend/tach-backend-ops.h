@@ -85,6 +85,21 @@ typedef struct {
   gboolean rows_repeat;
 } TachLstmDesc;
 
+/* Dropout on the fused attention's probabilities (training's, as GPT-2's
+ * attn_dropout): probability (b, h, i, j) of a pass of Tq query rows over
+ * Tk keys is kept iff tach_rand_uniform (seed, counter + the step offset,
+ * first + ((b H + h) Tq + i) Tk + j) >= p, and then scaled by 1/(1-p):
+ * the mask that dropout_fwd draws over the naive attention's [B H, Tq, Tk]
+ * probabilities at @first, so that the two modes drop the same ones.  The
+ * row's normaliser (lse) is the undropped softmax's.  p = 0: none
+ * (TACH_ATTN_NO_DROPOUT, generation's). */
+typedef struct {
+  float   p;
+  guint64 seed, counter, first;
+} TachAttnDropout;
+
+#define TACH_ATTN_NO_DROPOUT ((TachAttnDropout) { 0.0f, 0, 0, 0 })
+
 /* A 2-D convolution, NCHW, stride 1, symmetric zero padding.
  *
  * With block set, the plan is a convolution block (conv + bias + ReLU +
@@ -352,17 +367,19 @@ struct _TachBackendOps {
   void (*causal_softmax_bwd) (TachBackend *be, const float *p, const float *dp, float *ds,
                               int bh, int tq, int tk, float scale);
   /* Fused attention (FlashAttention's algorithm: tiles of keys, an online
-   * softmax, no [Tq, Tk] matrix stored): o = softmax (scale q k^T, causal)
-   * v, and lse [B*H*Tq] (may be NULL when nothing trains) the log-sum-exp
-   * of each row's scaled scores, for backward. */
+   * softmax, no [Tq, Tk] matrix stored): o = dropout (softmax (scale q
+   * k^T, causal)) v, and lse [B*H*Tq] (may be NULL when nothing trains)
+   * the log-sum-exp of each row's scaled scores, for backward. */
   void (*attention_fwd) (TachBackend *be, const float *q, const float *k, const float *v,
                          float *o, float *lse, int B, int H, int tq, int tk, int cap, int hd,
-                         int pos, float scale);
+                         int pos, float scale, TachAttnDropout drop);
   /* Its backward (training: pos 0, tq = tk = cap), recomputing the
-   * probabilities from lse: dq, dk, dv overwritten. */
+   * probabilities from lse and the mask from @drop's counters: dq, dk, dv
+   * overwritten. */
   void (*attention_bwd) (TachBackend *be, const float *q, const float *k, const float *v,
                          const float *o, const float *dout, const float *lse, float *dq,
-                         float *dk, float *dv, int B, int H, int t, int hd, float scale);
+                         float *dk, float *dv, int B, int H, int t, int hd, float scale,
+                         TachAttnDropout drop);
   /* dtable[idx[i], :] += dout[i, :] for i < n, in order of i (the
    * embedding's gradient, accumulated: a tied LM head adds its own). */
   void (*embedding_bwd) (TachBackend *be, const float *dout, const int32_t *idx, float *dtable,

@@ -126,6 +126,7 @@ enum {
   TACH_RAND_STREAM_DROPOUT = 5,
   TACH_RAND_STREAM_SAMPLE  = 6,
   TACH_RAND_STREAM_TEACHER = 7,
+  TACH_RAND_STREAM_ATTN_DROPOUT = 8, /* attention's probabilities (gpt) */
 };
 
 #define TACH_RAND_COUNTER(stream, index) (((uint64_t) (stream) << 48) ^ (uint64_t) (index))

@@ -16,7 +16,8 @@
  * one the block's last row sees; per tile S = scale Q K^T, each row's
  * running maximum and sum updated (the online softmax: the accumulated
  * output rescaled when the maximum grows), the masked keys' probabilities
- * exactly 0, then O += P V.  Backward per (batch, head), FlashAttention-2's
+ * exactly 0, dropped by the mask (training) after their sum joins the
+ * row's, then O += P V.  Backward per (batch, head), FlashAttention-2's
  * order: tiles of keys, and for each the query blocks that see them, P
  * recomputed from the log-sum-exp, dV += P^T dO, dS = P (dO V^T - D), dQ
  * += scale dS K, dK += scale dS^T Q, all in the outputs (one thread owns a
@@ -218,12 +219,14 @@ TACH_VEC_FN (att_gemm) (int m, int n, int k, const float *a, size_t sai, size_t 
 #undef ATT_BLOCK_CALL
 
 /* Rows [i0, i0 + rows) of one (batch, head) pair's forward, from K^T
- * (@kt, hd rows @ldkt apart); @sc [ATT_QB, ATT_KT], @oacc [ATT_QB, hd],
- * @m and @l [ATT_QB] are the thread's scratch. */
+ * (@kt, hd rows @ldkt apart), dropped by @drop (NULL: none); @sc [ATT_QB,
+ * ATT_KT], @oacc [ATT_QB, hd], @m and @l [ATT_QB] are the thread's
+ * scratch. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (att_fwd_rows) (const float *q, const float *kt, size_t ldkt, const float *v,
                             float *o, float *lse, int i0, int rows, int tk, int hd, int pos,
-                            float scale, float *sc, float *oacc, float *m, float *l)
+                            float scale, const AttDrop *drop, float *sc, float *oacc, float *m,
+                            float *l)
 {
   int kend = MIN (tk, pos + i0 + rows);
 
@@ -267,6 +270,8 @@ TACH_VEC_FN (att_fwd_rows) (const float *q, const float *kt, size_t ldkt, const 
             }
           l[r] += sum;
           m[r] = mnew;
+          if (drop != NULL)
+            att_drop_row (drop, sr, i0 + r, j0, vis);
         }
       TACH_VEC_FN (att_gemm) (rows, hd, jn, sc, ATT_KT, 1, v + (size_t) j0 * hd, hd, oacc, hd,
                               1.0f, TRUE);
@@ -307,14 +312,15 @@ TACH_VEC_FN (att_fwd_row) (const float *q, const float *k, const float *v, float
   return mx + logf (sum);
 }
 
-/* One (batch, head) pair's backward over t positions (pos 0): @kt and @vt
- * [hd, ldt] take K^T and V^T, @dd [t] the rows' D = rowsum (dO O), @sc
- * and @dp [ATT_QB, ATT_KT] the tiles' P and dS: the thread's scratch. */
+/* One (batch, head) pair's backward over t positions (pos 0), the
+ * probabilities dropped by @drop (NULL: none): @kt and @vt [hd, ldt] take
+ * K^T and V^T, @dd [t] the rows' D = rowsum (dO O), @sc and @dp [ATT_QB,
+ * ATT_KT] the tiles' P (kept: P') and dS: the thread's scratch. */
 TACH_VEC_TARGET static void
 TACH_VEC_FN (att_bwd_head) (const float *q, const float *k, const float *v, const float *o,
                             const float *dout, const float *lse, float *dq, float *dk,
-                            float *dv, int t, int hd, float scale, float *kt, float *vt,
-                            size_t ldt, float *dd, float *sc, float *dp)
+                            float *dv, int t, int hd, float scale, const AttDrop *drop,
+                            float *kt, float *vt, size_t ldt, float *dd, float *sc, float *dp)
 {
   size_t n = (size_t) t * hd;
 
@@ -360,14 +366,34 @@ TACH_VEC_FN (att_bwd_head) (const float *q, const float *k, const float *v, cons
               int vis = CLAMP (i0 + r + 1 - j0, 0, kn);
               float li = lse[i0 + r], di = dd[i0 + r];
 
-#pragma omp simd
-              for (int j = 0; j < kn; j++)
+              if (drop == NULL)
                 {
-                  float p = j < vis ? tach_cpu_fast_expf (sr[j] - li) : 0.0f;
+#pragma omp simd
+                  for (int j = 0; j < kn; j++)
+                    {
+                      float p = j < vis ? tach_cpu_fast_expf (sr[j] - li) : 0.0f;
 
-                  sr[j] = p;
-                  dr[j] = scale * p * (dr[j] - di);
+                      sr[j] = p;
+                      dr[j] = scale * p * (dr[j] - di);
+                    }
+                  continue;
                 }
+              /* dV takes the kept P'; dS the kept dP = m dP' (m the kept
+               * scale or 0) against the undropped P. */
+              {
+                uint64_t e0 = drop->base + (uint64_t) (i0 + r) * drop->ld + (uint64_t) j0;
+
+#pragma omp simd
+                for (int j = 0; j < kn; j++)
+                  {
+                    float p = j < vis ? tach_cpu_fast_expf (sr[j] - li) : 0.0f;
+                    float keep = tach_rand_uniform_key (drop->key, e0 + (uint64_t) j) >= drop->p
+                                 ? drop->inv : 0.0f;
+
+                    sr[j] = p * keep;
+                    dr[j] = scale * p * (keep * dr[j] - di);
+                  }
+              }
             }
           /* dV += P^T dO, dQ += dS K, dK += dS^T Q. */
           TACH_VEC_FN (att_gemm) (kn, hd, rows, sc, 1, ATT_KT, doi, hd, dv + (size_t) j0 * hd,

@@ -620,9 +620,10 @@ void   tach_cpu_embedding_bwd (TachBackend *be, const float *dout, const int32_t
 /* tach-cpu-attention.c: the fused attention. */
 void   tach_cpu_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v,
                                float *o, float *lse, int B, int H, int tq, int tk, int cap,
-                               int hd, int pos, float scale);
+                               int hd, int pos, float scale, TachAttnDropout drop);
 void   tach_cpu_attention_bwd (TachBackend *be, const float *q, const float *k, const float *v,
                                const float *o, const float *dout, const float *lse, float *dq,
-                               float *dk, float *dv, int B, int H, int t, int hd, float scale);
+                               float *dk, float *dv, int B, int H, int t, int hd, float scale,
+                               TachAttnDropout drop);
 
 G_END_DECLS

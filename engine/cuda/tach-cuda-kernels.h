@@ -153,14 +153,25 @@ cudaError_t tach_cuda_launch_causal_softmax_bwd (cudaStream_t stream, const floa
                                                  int tk, float scale);
 cudaError_t tach_cuda_launch_embedding_bwd (cudaStream_t stream, const float *dout,
                                             const int32_t *idx, float *dtable, int n, int dim);
+/* The attention's dropout on its probabilities, TachAttnDropout's fields
+ * (tach-backend-ops.h says the mask), with the step offset its counter
+ * takes when the kernel runs (NULL: 0); p = 0: none. */
+typedef struct {
+  float           p;
+  uint64_t        seed, counter, first;
+  const uint64_t *offset;
+} TachCudaAttnDrop;
+
 cudaError_t tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float *k,
                                             const float *v, float *o, float *lse, int B, int H,
                                             int tq, int tk, int cap, int hd, int pos,
-                                            const int32_t *pos_dev, float scale);
+                                            const int32_t *pos_dev, float scale,
+                                            TachCudaAttnDrop drop);
 cudaError_t tach_cuda_launch_attention_bwd (cudaStream_t stream, const float *q, const float *k,
                                             const float *v, const float *o, const float *dout,
                                             const float *lse, float *dd, float *dq, float *dk,
-                                            float *dv, int B, int H, int t, int hd, float scale);
+                                            float *dv, int B, int H, int t, int hd, float scale,
+                                            TachCudaAttnDrop drop);
 
 #ifdef __cplusplus
 }

@@ -261,19 +261,27 @@ cuda_causal_softmax_bwd (TachBackend *be, const float *p, const float *dp, float
  * 128 dimensions (GPT-2's are 64): its launcher refuses more with
  * cudaErrorInvalidValue, which becomes the sticky error; validation is
  * where a run asking for more is refused with the fix. */
+/* @drop for the kernels, with the step offset they add to its counter. */
+static TachCudaAttnDrop
+cuda_attn_drop (TachBackend *be, TachAttnDropout drop)
+{
+  return (TachCudaAttnDrop) { drop.p, drop.seed, drop.counter, drop.first, be->step_offset };
+}
+
 static void
 cuda_attention_fwd (TachBackend *be, const float *q, const float *k, const float *v, float *o,
                     float *lse, int B, int H, int tq, int tk, int cap, int hd, int pos,
-                    float scale)
+                    float scale, TachAttnDropout drop)
 {
   LAUNCH (be, tach_cuda_launch_attention_fwd (STREAM (be), q, k, v, o, lse, B, H, tq, tk, cap,
-                                                hd, pos, be->pos_offset, scale));
+                                                hd, pos, be->pos_offset, scale,
+                                                cuda_attn_drop (be, drop)));
 }
 
 static void
 cuda_attention_bwd (TachBackend *be, const float *q, const float *k, const float *v,
                     const float *o, const float *dout, const float *lse, float *dq, float *dk,
-                    float *dv, int B, int H, int t, int hd, float scale)
+                    float *dv, int B, int H, int t, int hd, float scale, TachAttnDropout drop)
 {
   TachCudaBackend *cb = TACH_CUDA (be);
   size_t need = (size_t) B * H * t;
@@ -291,7 +299,8 @@ cuda_attention_bwd (TachBackend *be, const float *q, const float *k, const float
         return;
     }
   LAUNCH (be, tach_cuda_launch_attention_bwd (STREAM (be), q, k, v, o, dout, lse, cb->att_scratch,
-                                              dq, dk, dv, B, H, t, hd, scale));
+                                              dq, dk, dv, B, H, t, hd, scale,
+                                              cuda_attn_drop (be, drop)));
 }
 
 static void

@@ -16,6 +16,7 @@
 
 #include "tach-cuda-kernels.h"
 #include "tach-cuda-device.cuh"
+#include "tach-rand.h"
 
 #define ROWS_PER_BLOCK (TACH_THREADS / 32)
 #define LN_EPS 1e-5f
@@ -339,13 +340,34 @@ dot_rows (const float *a, const float *b, int hd)
   return s;
 }
 
+/* The key of @d's mask as the kernel runs (its counter with the step
+ * offset), 0 without dropout. */
+static __device__ __forceinline__ uint64_t
+attention_drop_key (const TachCudaAttnDrop &d)
+{
+  return d.p > 0.0f ? tach_rand_key (d.seed, effective_counter (d.counter, d.offset)) : 0;
+}
+
+/* Probability (@i, @j) of pair @bh (rows of @tk keys, @tq a pair) kept:
+ * its scale, 1/(1-p), else 0; 1 without dropout. */
+static __device__ __forceinline__ float
+attention_keep (const TachCudaAttnDrop &d, uint64_t key, int bh, int tq, int tk, int i, int j)
+{
+  uint64_t e;
+
+  if (!(d.p > 0.0f))
+    return 1.0f;
+  e = d.first + ((uint64_t) bh * (uint64_t) tq + (uint64_t) i) * (uint64_t) tk + (uint64_t) j;
+  return tach_rand_uniform_key (key, e) >= d.p ? 1.0f / (1.0f - d.p) : 0.0f;
+}
+
 /* Forward: block (x, bh) holds query rows [x ROWS_PER_BLOCK, +
  * ROWS_PER_BLOCK) of head bh, a warp each; shared memory: K and V tiles
  * [ATT_TILE][hd + 1], the block's q rows [ROWS_PER_BLOCK][hd]. */
 __global__ void
 attention_fwd_kernel (const float *q, const float *k, const float *v, float *o, float *lse,
                       int tq, int tk, int cap, int hd, int pos0, const int32_t *pos_dev,
-                      float scale)
+                      float scale, TachCudaAttnDrop drop)
 {
   extern __shared__ float smem[];
   float *ks = smem, *vs = ks + ATT_TILE * (hd + 1), *qs = vs + ATT_TILE * (hd + 1);
@@ -356,6 +378,7 @@ attention_fwd_kernel (const float *q, const float *k, const float *v, float *o, 
   int valid = min (tk, pos + i + 1);
   const float *kb = k + (size_t) bh * cap * hd, *vb = v + (size_t) bh * cap * hd;
   float m = -INFINITY, l = 0.0f, acc[ATT_DPL];
+  uint64_t key = attention_drop_key (drop);
 
   for (int c = 0; c < ATT_DPL; c++)
     acc[c] = 0.0f;
@@ -375,6 +398,9 @@ attention_fwd_kernel (const float *q, const float *k, const float *v, float *o, 
           float p = j < valid ? expf (s - mnew) : 0.0f, corr = expf (m - mnew);
 
           l = l * corr + warp_sum (p);
+          /* The normaliser is the undropped softmax's; V takes the kept. */
+          if (j < valid)
+            p *= attention_keep (drop, key, bh, tq, tk, i, j);
           for (int c = 0; c < ATT_DPL; c++)
             acc[c] *= corr;
           for (int jj = 0; jj < ATT_TILE; jj++)
@@ -413,16 +439,17 @@ attention_d_kernel (const float *o, const float *dout, float *dd, int rows, int 
     dd[r] = s;
 }
 
-/* The probability and dS of query row @i against key @j (scores from the
- * rows at @qi, @kj; dP from @doi, @vj): 0 where masked. */
+/* The kept probability and dS of query row @i against key @j (scores from
+ * the rows at @qi, @kj; dP from @doi, @vj), @keep the dropout's scale of
+ * the pair (1 without): 0 where masked. */
 static __device__ __forceinline__ float
 attention_ds (const float *qi, const float *kj, const float *doi, const float *vj, int hd,
-              float scale, float lse_i, float d_i, int masked, float *p_out)
+              float scale, float lse_i, float d_i, int masked, float keep, float *p_out)
 {
   float p = masked ? 0.0f : expf (scale * dot_rows (qi, kj, hd) - lse_i);
 
-  *p_out = p;
-  return masked ? 0.0f : p * (dot_rows (doi, vj, hd) - d_i);
+  *p_out = p * keep;
+  return masked ? 0.0f : p * (keep * dot_rows (doi, vj, hd) - d_i);
 }
 
 /* dQ: as the forward, a warp per query row over tiles of keys j <= i:
@@ -430,7 +457,8 @@ attention_ds (const float *qi, const float *kj, const float *doi, const float *v
  * dO rows. */
 __global__ void
 attention_dq_kernel (const float *q, const float *k, const float *v, const float *dout,
-                     const float *lse, const float *dd, float *dq, int t, int hd, float scale)
+                     const float *lse, const float *dd, float *dq, int t, int hd, float scale,
+                     TachCudaAttnDrop drop)
 {
   extern __shared__ float smem[];
   float *ks = smem, *vs = ks + ATT_TILE * (hd + 1), *qs = vs + ATT_TILE * (hd + 1);
@@ -440,6 +468,7 @@ attention_dq_kernel (const float *q, const float *k, const float *v, const float
   int kend = min (t, row0 + ROWS_PER_BLOCK);
   size_t off = (size_t) bh * t * hd;
   float acc[ATT_DPL], li = 0.0f, di = 0.0f;
+  uint64_t key = attention_drop_key (drop);
 
   for (int c = 0; c < ATT_DPL; c++)
     acc[c] = 0.0f;
@@ -459,8 +488,9 @@ attention_dq_kernel (const float *q, const float *k, const float *v, const float
       if (i < t && j0 <= i)
         {
           int j = j0 + lane;
+          float keep = j <= i ? attention_keep (drop, key, bh, t, t, i, j) : 0.0f;
           float p, ds = attention_ds (qs + w * hd, ks + lane * (hd + 1), dos + w * hd,
-                                      vs + lane * (hd + 1), hd, scale, li, di, j > i, &p);
+                                      vs + lane * (hd + 1), hd, scale, li, di, j > i, keep, &p);
 
           for (int jj = 0; jj < ATT_TILE; jj++)
             {
@@ -485,7 +515,7 @@ attention_dq_kernel (const float *q, const float *k, const float *v, const float
 __global__ void
 attention_dkv_kernel (const float *q, const float *k, const float *v, const float *dout,
                       const float *lse, const float *dd, float *dk, float *dv, int t, int hd,
-                      float scale)
+                      float scale, TachCudaAttnDrop drop)
 {
   extern __shared__ float smem[];
   float *qs = smem, *dos = qs + ATT_TILE * (hd + 1), *ks = dos + ATT_TILE * (hd + 1);
@@ -494,6 +524,7 @@ attention_dkv_kernel (const float *q, const float *k, const float *v, const floa
   int w = threadIdx.x / 32, lane = threadIdx.x % 32, j = row0 + w;
   size_t off = (size_t) bh * t * hd;
   float gk[ATT_DPL], gv[ATT_DPL];
+  uint64_t key = attention_drop_key (drop);
 
   for (int c = 0; c < ATT_DPL; c++)
     gk[c] = gv[c] = 0.0f;
@@ -514,9 +545,10 @@ attention_dkv_kernel (const float *q, const float *k, const float *v, const floa
       if (j < t && i0 + ATT_TILE > j)
         {
           int i = i0 + lane;
+          float keep = i >= j && i < t ? attention_keep (drop, key, bh, t, t, i, j) : 0.0f;
           float p, ds = attention_ds (qs + lane * (hd + 1), ks + w * hd, dos + lane * (hd + 1),
                                       vs + w * hd, hd, scale, ls[lane], ds_[lane],
-                                      i < j || i >= t, &p);
+                                      i < j || i >= t, keep, &p);
 
           for (int ii = 0; ii < ATT_TILE; ii++)
             {
@@ -663,7 +695,7 @@ cudaError_t
 tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float *k,
                                 const float *v, float *o, float *lse, int B, int H, int tq,
                                 int tk, int cap, int hd, int pos, const int32_t *pos_dev,
-                                float scale)
+                                float scale, TachCudaAttnDrop drop)
 {
   dim3 grid ((unsigned int) ((tq + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), (unsigned int) (B * H));
 
@@ -672,7 +704,7 @@ tach_cuda_launch_attention_fwd (cudaStream_t stream, const float *q, const float
   if (B * H <= 0 || tq <= 0)
     return cudaSuccess;
   attention_fwd_kernel<<<grid, TACH_THREADS, attention_smem (hd, 2, ROWS_PER_BLOCK, 0), stream>>> (
-    q, k, v, o, lse, tq, tk, cap, hd, pos, pos_dev, scale);
+    q, k, v, o, lse, tq, tk, cap, hd, pos, pos_dev, scale, drop);
   return cudaGetLastError ();
 }
 
@@ -680,7 +712,7 @@ cudaError_t
 tach_cuda_launch_attention_bwd (cudaStream_t stream, const float *q, const float *k,
                                 const float *v, const float *o, const float *dout,
                                 const float *lse, float *dd, float *dq, float *dk, float *dv,
-                                int B, int H, int t, int hd, float scale)
+                                int B, int H, int t, int hd, float scale, TachCudaAttnDrop drop)
 {
   dim3 grid ((unsigned int) ((t + ROWS_PER_BLOCK - 1) / ROWS_PER_BLOCK), (unsigned int) (B * H));
   cudaError_t err;
@@ -694,11 +726,11 @@ tach_cuda_launch_attention_bwd (cudaStream_t stream, const float *q, const float
   if ((err = cudaGetLastError ()) != cudaSuccess)
     return err;
   attention_dq_kernel<<<grid, TACH_THREADS, attention_smem (hd, 2, 2 * ROWS_PER_BLOCK, 0),
-                        stream>>> (q, k, v, dout, lse, dd, dq, t, hd, scale);
+                        stream>>> (q, k, v, dout, lse, dd, dq, t, hd, scale, drop);
   if ((err = cudaGetLastError ()) != cudaSuccess)
     return err;
   attention_dkv_kernel<<<grid, TACH_THREADS,
                          attention_smem (hd, 2, 2 * ROWS_PER_BLOCK, 2 * ATT_TILE), stream>>> (
-    q, k, v, dout, lse, dd, dk, dv, t, hd, scale);
+    q, k, v, dout, lse, dd, dk, dv, t, hd, scale, drop);
   return cudaGetLastError ();
 }

@@ -1,7 +1,8 @@
 /* tach-gpt-forward.c: gpt's blocks, forward and backward, written once for
  * every mode: attention=naive materialises the scores ([B*H, Tq, Tk], a
- * strided batched product, the causal softmax, another product) where
- * fused calls attention_fwd/bwd; fusion=none runs the softmax's scaling,
+ * strided batched product, the causal softmax, training's dropout over
+ * them, another product) where fused calls attention_fwd/bwd, which drop
+ * the same probabilities; fusion=none runs the softmax's scaling,
  * the residual adds and the MLP's bias as passes of their own where
  * elementwise hands them to the op beside them (softmax, LayerNorm,
  * GELU).  Each pair computes the same values in another order.
@@ -167,6 +168,21 @@ dropout_bwd (TachGpt *self, const float *dy, float *dx, size_t n, guint site, gu
            TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step), dropout_first (self, site, n));
 }
 
+/* Block @l's dropout of its attention probabilities ([B H, Tq, Tk] a pass,
+ * on a stream of their own: their masks are not the branches' size), or
+ * none when generating. */
+static TachAttnDropout
+attention_dropout (const TachGpt *self, int l, const TachGptPass *ps, guint64 step)
+{
+  size_t per_rank = (size_t) self->batch * self->heads * ps->tq * ps->tk;
+
+  if (!(self->attn_dropout > 0.0f))
+    return TACH_ATTN_NO_DROPOUT;
+  return (TachAttnDropout) { self->attn_dropout, self->seed,
+                             TACH_RAND_COUNTER (TACH_RAND_STREAM_ATTN_DROPOUT, step),
+                             dropout_first (self, (guint) l, per_rank) };
+}
+
 /* ------------------------------------------------------------ forward */
 
 void
@@ -234,9 +250,9 @@ attention_scale (const TachGpt *self)
 }
 
 /* Causal self-attention of the heads in @a (q, and the keys and values of
- * the cache), into a->att. */
+ * the cache), its probabilities dropped by @drop, into a->att. */
 static void
-attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps)
+attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps, TachAttnDropout drop)
 {
   TachBackend *be = self->be;
   int B = self->batch, H = self->heads, hd = self->hd, C = self->embed;
@@ -247,10 +263,11 @@ attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps)
   be->pos_offset = ps->pos_dev;
   if (self->attention == TACH_ATTENTION_FUSED)
     tach_op (be, attention_fwd, a->q, a->k, a->v, a->o, a->lse, B, H, ps->tq, ps->tk, ps->cap,
-             hd, ps->pos, scale);
+             hd, ps->pos, scale, drop);
   else
     {
       gboolean fused_scale = self->fusion == TACH_FUSION_ELEMENTWISE;
+      const float *probs = a->scores;
 
       /* scores = q k^T per head, [Tq, Tk] of keys cap * hd apart. */
       tach_op (be, gemm_strided_batched, FALSE, TRUE, ps->tq, ps->tk, hd, 1.0f, a->q, hd,
@@ -260,7 +277,15 @@ attention_forward (TachGpt *self, TachGptAct *a, const TachGptPass *ps)
         tach_op (be, scale, a->scores, scale, (size_t) bh * ps->tq * ps->tk);
       tach_op (be, causal_softmax_fwd, a->scores, bh, ps->tq, ps->tk, ps->pos,
                fused_scale ? scale : 1.0f);
-      tach_op (be, gemm_strided_batched, FALSE, FALSE, ps->tq, hd, ps->tk, 1.0f, a->scores,
+      /* Training keeps the probabilities for backward; the dropped ones
+       * go to backward's scratch of their size, unused until then. */
+      if (drop.p > 0.0f)
+        {
+          tach_op (be, dropout_fwd, a->scores, self->dscores, (size_t) bh * ps->tq * ps->tk,
+                   drop.p, drop.seed, drop.counter, drop.first);
+          probs = self->dscores;
+        }
+      tach_op (be, gemm_strided_batched, FALSE, FALSE, ps->tq, hd, ps->tk, 1.0f, probs,
                ps->tk, (size_t) ps->tq * ps->tk, a->v, hd, (size_t) ps->cap * hd, 0.0f, a->o, hd,
                (size_t) ps->tq * hd, bh);
     }
@@ -297,7 +322,7 @@ tach_gpt_blocks_forward (TachGpt *self, const TachGptPass *ps, guint64 step)
       tach_op (be, heads_split, a->qkv + C, 3 * C, a->k, B, ps->tq, H, hd, ps->cap, ps->pos);
       tach_op (be, heads_split, a->qkv + 2 * C, 3 * C, a->v, B, ps->tq, H, hd, ps->cap, ps->pos);
       be->pos_offset = NULL;
-      attention_forward (self, a, ps);
+      attention_forward (self, a, ps, attention_dropout (self, l, ps, step));
       tach_dense_forward_prec (be, prec, a->att, tach_params_data (p, w->proj_w),
                                tach_params_data (p, w->proj_b), self->proj, R, C, C);
       if (self->dropout)
@@ -353,7 +378,7 @@ norm_backward (TachGpt *self, int k, const float *gamma, const float *mean, cons
 }
 
 static void
-attention_backward (TachGpt *self, TachGptAct *a, int T)
+attention_backward (TachGpt *self, TachGptAct *a, int T, TachAttnDropout drop)
 {
   TachBackend *be = self->be;
   int B = self->batch, H = self->heads, hd = self->hd, C = self->embed;
@@ -364,16 +389,29 @@ attention_backward (TachGpt *self, TachGptAct *a, int T)
   tach_op (be, heads_split, self->datt, C, self->dout, B, T, H, hd, T, 0);
   if (self->attention == TACH_ATTENTION_FUSED)
     tach_op (be, attention_bwd, a->q, a->k, a->v, a->o, self->dout, a->lse, self->dq, self->dk,
-             self->dv, B, H, T, hd, scale);
+             self->dv, B, H, T, hd, scale, drop);
   else
     {
       gboolean fused_scale = self->fusion == TACH_FUSION_ELEMENTWISE;
 
-      /* dP = dO v^T, dv = P^T dO, dS = softmax' (dP), dq = dS k, dk = dS^T q. */
+      /* dP = dO v^T, dv = P^T dO, dS = softmax' (dP), dq = dS k, dk = dS^T q;
+       * with dropout, P' (the mask regenerated) in dv = P'^T dO, and dP
+       * the dropped probabilities' gradient through the mask. */
+      if (drop.p > 0.0f)
+        {
+          tach_op (be, dropout_fwd, a->scores, self->dscores, (size_t) bh * sq, drop.p,
+                   drop.seed, drop.counter, drop.first);
+          tach_op (be, gemm_strided_batched, TRUE, FALSE, T, hd, T, 1.0f, self->dscores, T, sq,
+                   self->dout, hd, per_head, 0.0f, self->dv, hd, per_head, bh);
+        }
+      else
+        tach_op (be, gemm_strided_batched, TRUE, FALSE, T, hd, T, 1.0f, a->scores, T, sq,
+                 self->dout, hd, per_head, 0.0f, self->dv, hd, per_head, bh);
       tach_op (be, gemm_strided_batched, FALSE, TRUE, T, T, hd, 1.0f, self->dout, hd, per_head,
                a->v, hd, per_head, 0.0f, self->dscores, T, sq, bh);
-      tach_op (be, gemm_strided_batched, TRUE, FALSE, T, hd, T, 1.0f, a->scores, T, sq,
-               self->dout, hd, per_head, 0.0f, self->dv, hd, per_head, bh);
+      if (drop.p > 0.0f)
+        tach_op (be, dropout_bwd, self->dscores, self->dscores, (size_t) bh * sq, drop.p,
+                 drop.seed, drop.counter, drop.first);
       tach_op (be, causal_softmax_bwd, a->scores, self->dscores, self->dscores, bh, T, T,
                fused_scale ? scale : 1.0f);
       if (!fused_scale)
@@ -455,7 +493,7 @@ tach_gpt_train_forward_backward (TachGpt *self, const int32_t *x, const int32_t 
         dropout_bwd (self, ds, self->dbranch, n, SITE_ATTN (l), step);
       dense_backward (self, a->att, w->proj_w, w->proj_b, self->dropout ? self->dbranch : ds,
                       self->datt, R, C, C);
-      attention_backward (self, a, T);
+      attention_backward (self, a, T, attention_dropout (self, l, &pass, step));
       dense_backward (self, a->ln1, w->qkv_w, w->qkv_b, self->dqkv, self->dln, R, C, 3 * C);
       norm_backward (self, 2 * l, tach_params_data (p, w->ln1_g), a->mean1, a->rstd1, w->ln1_g,
                      w->ln1_b, ds, dnext, R);

@@ -436,6 +436,7 @@ tach_gpt_new (TachBackend *be, const TachConfig *config, GError **error)
   self->rank = be->rank;
   self->ranks = MAX (be->ranks, 1);
   self->dropout = train;
+  self->attn_dropout = train ? TACH_GPT_DROPOUT : 0.0f;
   self->rows_max = self->batch * (int) gpt_pass_rows (config);
 
   if (train ? !gpt_train_data (self, config, error)

@@ -7,14 +7,17 @@
  *
  *   tokens (B, T) -> wte (V x C) + wpe (context x C) -> dropout
  *   -> L x [ x + dropout (proj (attn (LN1 x))); x + dropout (fc2 (gelu (fc (LN2 x)))) ]
+ *   attn (x) = dropout (softmax (q k^T / sqrt (hd), causal)) v
  *   -> LNf -> logits = x wte^T (the LM head tied to the token embedding)
  *
  * as nanoGPT's model.py (GPT, Block, CausalSelfAttention, MLP) builds it:
  * pre-LayerNorm blocks, causal multi-head self-attention from one qkv
- * projection, a 4x GELU (tanh) MLP, dropout on the embeddings and on both
- * residual branches.  GPT-2 also drops attention probabilities; the fused
- * attention op has no dropout, so that one is left out in every mode, and
- * the modes keep the same math.
+ * projection, a 4x GELU (tanh) MLP, dropout on the embeddings, on both
+ * residual branches and on the attention's probabilities (model.py's
+ * attn_dropout, or scaled_dot_product_attention's dropout_p): the naive
+ * attention runs dropout_fwd over its probabilities, the fused op draws
+ * the same mask inside (TachAttnDropout), so the modes keep the same
+ * math.
  *
  * Threads: the engine thread (a test's thread in the tests).
  */
@@ -79,6 +82,8 @@ typedef struct {
   guint64          seed;
   guint            rank, ranks;
   gboolean         dropout;       /* training: dropout on */
+  float            attn_dropout;  /* on the attention's probabilities: training's
+                                   * TACH_GPT_DROPOUT, 0 (none) when generating */
   TachCorpus      *corpus;        /* byte-level: a token is a byte */
 
   TachParams         *params;

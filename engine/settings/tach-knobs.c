@@ -75,8 +75,11 @@ parse_workload (TachConfig *config, const TachKnobInfo *knob, const char *value,
   return TRUE;
 }
 
-/* A new task brings its own default batch: W2's generation loop runs one
- * stream. */
+/* A new task brings its own default batch (W2's generation loop runs one
+ * stream) in place of the old task's default; a batch set to anything else
+ * is the user's and stays, whatever the order of the settings (the window
+ * showed a batch the user had typed replaced by 1 as the task changed, and
+ * --batch 4 --task generate ran one stream). */
 static gboolean
 parse_task (TachConfig *config, const TachKnobInfo *knob, const char *value, GError **error)
 {
@@ -84,7 +87,8 @@ parse_task (TachConfig *config, const TachKnobInfo *knob, const char *value, GEr
 
   if (!tach_knob_parse_choice (config, knob, value, error))
     return FALSE;
-  if (config->task != before)
+  if (config->task != before
+      && config->batch == tach_config_default_batch (config->workload, before))
     config->batch = tach_config_default_batch (config->workload, config->task);
   return TRUE;
 }
