@@ -463,7 +463,7 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
  * last partial batch is padded and only its real rows are counted.  Each
  * batch reports progress, and a stop request ends it after that batch. */
 static double
-cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
+evaluate_whole (TachModel *model, TachEvalCtx *ctx, GError **error)
 {
   TachCnn *self = (TachCnn *) model;
   TachBackend *be = self->be;
@@ -476,11 +476,6 @@ cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
 
   if (test == NULL)
     return NAN;
-  /* Under shard=all every layer is gathered once, before any batch, and
-   * kept (FSDP's summon_full_params): no rank's evaluation then waits for
-   * another's, and a stop may end it on each rank after a different
-   * batch. */
-  tach_params_gather_all (self->params);
   if (self->eval_x == NULL)
     {
       self->eval_x = alloc_floats (be, (double) n * x_elems);
@@ -521,6 +516,24 @@ cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
   if (!tach_backend_take_error (be, error))
     return NAN;
   return correct / test->n;
+}
+
+/* Under shard=all every layer is gathered once, before any batch, kept
+ * through the evaluation and given back after it (FSDP's
+ * summon_full_params): no rank's evaluation then waits for another's, and
+ * a stop may end it on each rank after a different batch. */
+static double
+cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
+{
+  TachCnn *self = (TachCnn *) model;
+  double accuracy;
+
+  if (self->data.test == NULL)
+    return NAN;
+  tach_params_gather_all (self->params, TRUE);
+  accuracy = evaluate_whole (model, ctx, error);
+  tach_params_gather_all (self->params, FALSE);
+  return accuracy;
 }
 
 static guint64

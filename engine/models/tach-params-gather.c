@@ -390,10 +390,17 @@ tach_params_done (TachParams *params, guint u, gboolean backward)
 }
 
 void
-tach_params_gather_all (TachParams *params)
+tach_params_gather_all (TachParams *params, gboolean gather)
 {
   if (!params->fully)
     return;
+  params->whole = FALSE;
+  if (!gather)
+    {
+      for (guint u = 0; u < params->units->len; u++)
+        release_unit (params, u);
+      return;
+    }
   params->needs++;
   for (guint u = 0; u < params->units->len; u++)
     if (usable (params, u) && !unit_at (params, u)->resident && !unit_at (params, u)->flying)

@@ -124,14 +124,15 @@ void          tach_params_set_adam (TachParams *params, float beta1, float beta2
  * and tach_params_done after each, and every pointer from
  * tach_params_data stays valid (the unit's pages are filled by the
  * all-gather and given back to the system after).  Unsharded both do
- * nothing.  tach_params_gather_all gathers every unit and keeps them
- * until the next update: for an evaluation after training, whose ranks
- * must not depend on one another batch by batch. */
+ * nothing.  tach_params_gather_all (@gather TRUE) gathers every unit
+ * and keeps them until it is called with FALSE (or the next update): for
+ * an evaluation after training, whose ranks must not depend on one
+ * another batch by batch. */
 guint         tach_params_unit (TachParams *params, gboolean keep);
 void          tach_params_use_unit (TachParams *params, guint unit);
 void          tach_params_need (TachParams *params, guint unit, gboolean backward);
 void          tach_params_done (TachParams *params, guint unit, gboolean backward);
-void          tach_params_gather_all (TachParams *params);
+void          tach_params_gather_all (TachParams *params, gboolean gather);
 /* Where slice @index starts in the flat buffer, in floats. */
 size_t        tach_params_offset (TachParams *params, guint index);
 void          tach_params_free (TachParams *params);
