@@ -20,7 +20,8 @@ shape, the cnn with SGD), 2 ranks, 6 steps:
     all-gathers, no all-reduce, the all-gathers on their tracks; none of
     them prefetched under shard-prefetch=none, some (not all: each pass's
     first unit is gathered when reached) under next;
-and gpt on 3 ranks (pieces padded to a multiple of 3 floats; MPI sums
+gpt under grad-progress=thread (whose thread tests the all-gathers in
+flight too), and gpt on 3 ranks (pieces padded to a multiple of 3 floats; MPI sums
 three addends in an order of its own: relative 1e-5), bilstm accumulating
 4 micro-batches under accumulate-sync=last (the sum whole, the gradients
 folded and given back), and the refusals: shard=all with grad-compress
@@ -176,6 +177,17 @@ def test_accumulate(tmp):
         check_losses("bilstm accumulate-sync=last shard=all", none[0], full[0], 2, 1e-6)
 
 
+def test_progress_thread(tmp):
+    """grad-progress=thread: the progress thread tests the all-gathers in
+    flight too (under the reducer's lock, MPI serialised)."""
+    extra = ["--grad-progress", "thread"]
+    none = run(tmp, "thread-none", "gpt", 2, "none", mh.GPT_SMALL + extra)
+    full = run(tmp, "thread-all", "gpt", 2, "all",
+               mh.GPT_SMALL + extra + ["--shard-prefetch", "next"], trace=True)
+    if none is not None and full is not None:
+        check_losses("gpt grad-progress=thread shard=all", none[0], full[0], 2, 1e-6)
+
+
 def test_evaluation(tmp):
     """The cnn on its 28x28 images evaluates its test set after the steps:
     every layer gathered once, kept through it and given back after."""
@@ -241,6 +253,7 @@ def main():
         check(out is not None and "padded to a multiple of 3 floats" in out,
               "gpt on 3 ranks: the algorithms line says which buckets were padded")
         test_accumulate(tmp)
+        test_progress_thread(tmp)
         test_evaluation(tmp)
         test_refusals(tmp)
     finally:

@@ -29,6 +29,7 @@ typedef struct {
   int     *gather_counts;
   double   t_gather;     /* shard=all: host ms, its all-gather launched */
   gboolean gather_ahead; /* shard=all: that all-gather is a prefetch */
+  gboolean gathering;    /* shard=all: its all-gather launched and not seen complete */
 #ifdef HAVE_MPI
   MPI_Request req;
   MPI_Request gather;
@@ -154,6 +155,9 @@ char    *tach_grad_shard_all_dup_layout (TachGradReducer *self, guint size, guin
  * fully sharded. */
 gboolean tach_grad_shard_all_fill (TachGradReducer *self, float *host, GError **error);
 void     tach_grad_shard_all_clear (TachGradReducer *self);
+/* grad-progress=thread, under the lock: tests the all-gathers in flight
+ * so that Open MPI moves them on; how many are still in flight. */
+int      tach_grad_shard_all_test (TachGradReducer *self);
 #ifdef HAVE_MPI
 /* Starts bucket @b's reduce-scatter of @grad (the MPI call's code). */
 int      tach_grad_shard_launch (TachGradReducer *self, Bucket *b, const float *grad);

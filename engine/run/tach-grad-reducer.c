@@ -358,6 +358,8 @@ progress_main (gpointer data)
           continue;
         }
       left = test_flying (self, self->progress_error == NULL ? &self->progress_error : NULL);
+      /* shard=all's all-gathers in flight too (a prefetch's, during compute). */
+      left = left < 0 ? left : left + tach_grad_shard_all_test (self);
       /* All done (or failed: the engine thread's wait reports it): rest
        * until the next launch. */
       if (left <= 0)

@@ -153,6 +153,13 @@ hook_gather_launch (TachGradSyncHook *hook, guint bucket, const float *shard, fl
                         &error);
   b->t_gather = t0;
   b->gather_ahead = ahead;
+  b->gathering = error == NULL;
+  /* The progress thread moves it on while this rank computes. */
+  if (self->progress != NULL && b->gathering)
+    {
+      self->flying = TRUE;
+      g_cond_signal (&self->wake);
+    }
   if (!self->ended)
     {
       TachGradStepStats *st = tach_grad_reducer_current (self);
@@ -177,6 +184,7 @@ hook_gather_wait (TachGradSyncHook *hook, guint bucket)
     return;
   b = &g_array_index (self->buckets, Bucket, bucket);
   lock (self);
+  b->gathering = FALSE;
   if (tach_ranks_wait (self->ranks, &b->gather, "parameter all-gather", self->step,
                        self->ended ? NULL : &tach_grad_reducer_current (self)->comm_ms, &error)
       && !self->ended)
@@ -193,6 +201,27 @@ hook_gather_wait (TachGradSyncHook *hook, guint bucket)
   unlock (self);
   if (error != NULL)
     tach_backend_set_error (self->be, error);
+}
+
+int
+tach_grad_shard_all_test (TachGradReducer *self)
+{
+  int left = 0;
+
+  for (guint i = 0; self->buckets != NULL && i < self->buckets->len; i++)
+    {
+      Bucket *b = &g_array_index (self->buckets, Bucket, i);
+      int done = 0;
+
+      if (!b->gathering)
+        continue;
+      /* A failure is the engine thread's wait's to report. */
+      if (MPI_Test (&b->gather, &done, MPI_STATUS_IGNORE) != MPI_SUCCESS || done)
+        b->gathering = FALSE;
+      else
+        left++;
+    }
+  return left;
 }
 
 static gboolean
@@ -269,6 +298,13 @@ tach_grad_shard_all_fill (TachGradReducer *self, float *host, GError **error)
   (void) host;
   (void) error;
   return TRUE;
+}
+
+int
+tach_grad_shard_all_test (TachGradReducer *self)
+{
+  (void) self;
+  return 0;
 }
 
 #endif /* HAVE_MPI */
