@@ -126,7 +126,7 @@
      "torch/distributed/fsdp/api.py): each unit's parameters all-gathered before its forward, " \
      "resharded after it, all-gathered again before its backward and resharded after; its " \
      "gradients reduce-scattered; each rank stepping the optimizer over its shard; the root " \
-     "unit (the embeddings) kept through the step\n" \
+     "unit (gpt's embeddings, tied to its LM head) kept through the step\n" \
      "shard-prefetch=next: backward_prefetch's default, BackwardPrefetch.BACKWARD_PRE, issues " \
      "the next unit's all-gather before this unit's gradient computation; in forward FSDP " \
      "leaves forward_prefetch False because its CPU thread issues the next all-gather while the " \
