@@ -111,13 +111,12 @@ def shard_table(rows, what):
             ends = [held_sum(per[shard][k]) / held_sum(per[base][k]) for k in both]
             peak = [value(per[shard][k], "held_peak_bytes") / value(per[base][k], "held_peak_bytes")
                     for k in both]
-            comm = [value(per[shard][k], "comm_share") / value(per[shard][k], "median_steps_per_s")
-                    / (value(per[base][k], "comm_share") / value(per[base][k], "median_steps_per_s"))
+            comm = [ms(per[shard][k], "comm_share") / ms(per[base][k], "comm_share")
                     for k in both if value(per[base][k], "comm_share") > 0]
-            print("%-8s %s/%s, paired by round: optimiser state %s, held between steps %s, peak"
-                  " %s, exposed communication %s" % (w, shard, base, spread(state, "%.3f"),
-                                                     spread(ends, "%.3f"), spread(peak, "%.3f"),
-                                                     spread(comm, "%.2f")))
+            print("%-8s %s/%s, paired by round: optimiser state %s, held between steps %s,"
+                  " peak %s, exposed communication %s"
+                  % (w, shard, base, spread(state, "%.3f"), spread(ends, "%.3f"),
+                     spread(peak, "%.3f"), spread(comm, "%.2f")))
     print("%s: 2 ranks, tuned's modes, the shard values in an order rotating round by round;"
           % what)
     print("each figure the median over the rounds (lowest-highest); comm: exposed communication;")
