@@ -25,12 +25,13 @@
 # case samples/s, the step's exposed communication and imbalance (ms and
 # share), and last's communication over every's, paired by round.
 # Sharding too (--parts shard): per workload the 2 ranks at batch B under
-# the tuned preset with shard none and grads (ZeRO-2), in an order that
-# alternates round by round (OUT/shard/round-R); its table has samples/s,
-# the exposed communication and what rank 0 holds for the parameters
-# (runs.csv's held_* columns: parameters, gradients, optimiser state, peak),
-# and grads' optimiser state over none's, paired by round.  shard=all is
-# refused (not built yet), and shard-prefetch is its alone, so neither runs.
+# the tuned preset with shard none, grads (ZeRO-2), all (ZeRO-3, FSDP's
+# FULL_SHARD) and all with shard-prefetch=next, in an order that rotates
+# round by round (OUT/shard/round-R); its table has samples/s, the exposed
+# communication and what rank 0 holds for the parameters (runs.csv's
+# held_* columns: parameters, gradients, optimiser state, peak), and each
+# value's state and peak over none's, paired by round.  On the slow link,
+# the cnn under shard=all with shard-prefetch none and next, alternating.
 #
 # Then, as root (network namespaces; skipped otherwise), the slow link:
 # tools/mpi-slow-link.sh puts each rank in a namespace of its own behind a
@@ -43,8 +44,8 @@
 #                         [--rate RATE] [--no-slow-link] [--out DIR]
 #   --rounds N      rounds of each comparison (default 5)
 #   --parts LIST    what to compare: grad-sync, accumulate, shard (default
-#                   grad-sync,accumulate,shard); the first two locally and on
-#                   the slow link, shard locally
+#                   grad-sync,accumulate,shard), each locally and on the
+#                   slow link
 #   --quick         fewer steps (and 2 rounds unless --rounds says), to check the
 #                   script in a few minutes
 #   --cases LIST    comma-separated workloads (default bilstm,lstm-lm,cnn)
@@ -126,12 +127,18 @@ rank_run () {
     > "$log_" 2>&1 || { echo "run-mpi.sh: $w_ $* failed:" >&2; tail -5 "$log_" >&2; exit 1; }
 }
 
-# Part $1's two values $2 and $3 in round $r's order, which alternates
-# round by round so that drift falls alike on both; nothing where the part
-# is not asked for.
+# Part $1's values (the rest) in round $r's order, which rotates round by
+# round (two values alternate) so that drift falls alike on all; nothing
+# where the part is not asked for.
 alternate () {
   has_part "$1" || return 0
-  if [ $((r % 2)) -eq 0 ]; then echo "$3 $2"; else echo "$2 $3"; fi
+  shift
+  k_=$((r % $#)) i_=0 first_= last_=
+  for v_ in "$@"; do
+    if [ "$i_" -lt "$k_" ]; then last_="$last_ $v_"; else first_="$first_ $v_"; fi
+    i_=$((i_ + 1))
+  done
+  echo $first_ $last_
 }
 
 echo "run-mpi.sh: $(nproc) processors, $("$mpirun" --version | head -1), rounds $rounds, out $out"
@@ -144,11 +151,14 @@ for r in $(seq 1 "$rounds"); do
       rank_run "$w" "$b" "$out/accum-$w-$preset-$r.log" --steps "$accum_steps" --warmup 2 \
         --preset "$preset" --seed "$r" --csv "$out/accum/round-$r"
     done
-    # Sharding: none and grads, the order alternating.
-    for shard in $(alternate shard none grads); do
+    # Sharding: none, grads, all and all prefetching, the order rotating.
+    for shard in $(alternate shard none grads all all-next); do
       echo "== round $r/$rounds: $w, batch $b per rank, shard $shard"
+      prefetch=none
+      [ "$shard" = all-next ] && prefetch=next
       rank_run "$w" "$b" "$out/shard-$w-$shard-$r.log" --steps "$steps" --warmup 5 \
-        --preset tuned --shard "$shard" --seed "$r" --csv "$out/shard/round-$r"
+        --preset tuned --shard "${shard%-next}" $([ "$prefetch" = next ] \
+        && echo --shard-prefetch next) --seed "$r" --csv "$out/shard/round-$r"
     done
     has_part grad-sync || continue
     for sync in per-tensor fused overlap; do
@@ -268,6 +278,20 @@ if has_part accumulate; then
     done
   done
   accum_table "$out/slow-accum" "slow link, $rate each way"
+fi
+if has_part shard; then
+  echo "== slow link: cnn batch 32 per rank, shard=all with shard-prefetch none and next"
+  for r in $(seq 1 "$rounds"); do
+    for prefetch in $(alternate shard none next); do
+      "$root/tools/mpi-slow-link.sh" --rate "$rate" --mpirun "$mpirun" -- "$cli" run \
+        --workload cnn --device cpu --threads 1 --batch 32 --steps "$slow_steps" --warmup 2 \
+        --preset tuned --shard all --shard-prefetch "$prefetch" --seed "$r" \
+        --csv "$out/slow-shard/round-$r" >> "$out/slow-shard.log" 2>&1 || status=$?
+      [ "$status" -eq 77 ] && { echo "run-mpi.sh: the slow link is not available here (see $out/slow-shard.log)"; exit 0; }
+      [ "$status" -eq 0 ] || { echo "run-mpi.sh: the slow-link run failed:" >&2; tail -5 "$out/slow-shard.log" >&2; exit 1; }
+    done
+  done
+  python3 "$here/run-mpi-tables.py" shard "$out/slow-shard" "slow link, $rate each way"
 fi
 has_part grad-sync || exit 0
 "$root/tools/mpi-slow-link.sh" --rate "$rate" --mpirun "$mpirun" -- "$cli" explain \

@@ -301,7 +301,7 @@ fi
 # valid ones, nothing runs (no table, no row "invalid (see above)").
 for presets in nosuch tuned,nosuch; do
   if expect_usage "sweep refuses --presets $presets" \
-       "invalid value 'nosuch' for --preset: expected one of tf1-feed-dict, tf1-constant, keras-fit, horovod-no-overlap, horovod, ddp, ddp-accumulate, ddp-no-sync, zero2, tuned" \
+       "invalid value 'nosuch' for --preset: expected one of tf1-feed-dict, tf1-constant, keras-fit, horovod-no-overlap, horovod, ddp, ddp-accumulate, ddp-no-sync, zero2, fsdp, tuned" \
        sweep --workload bilstm --presets "$presets" --device cpu \
        --batch 16 --steps 4 --warmup 0 --threads 1; then
     if grep -Eq "see above|^tuned |steps/s" "$out"; then

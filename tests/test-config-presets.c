@@ -15,7 +15,7 @@ test_presets (void)
   const TachPreset *all = tach_presets (&n);
   TachConfig c;
 
-  g_assert_cmpuint (n, ==, 44);
+  g_assert_cmpuint (n, ==, 48);
   /* Every preset applies cleanly to its own workload. */
   for (guint i = 0; i < n; i++)
     {
@@ -52,7 +52,7 @@ test_presets (void)
     g_autoptr(GPtrArray) lm = tach_presets_for_workload (TACH_WORKLOAD_LSTM_LM);
     g_autoptr(GPtrArray) cnn = tach_presets_for_workload (TACH_WORKLOAD_CNN);
 
-    g_assert_cmpuint (lm->len, ==, 9);
+    g_assert_cmpuint (lm->len, ==, 10);
     /* Alone, not the data-parallel presets; tuned last either way (the
      * explain view's "to"). */
     {
@@ -60,9 +60,9 @@ test_presets (void)
       g_autoptr(GPtrArray) two = tach_presets_for_ranks (TACH_WORKLOAD_LSTM_LM, 2);
 
       g_assert_cmpuint (alone->len, ==, 3);
-      g_assert_cmpuint (two->len, ==, 9);
+      g_assert_cmpuint (two->len, ==, 10);
       g_assert_cmpstr (((const TachPreset *) alone->pdata[2])->name, ==, "tuned");
-      g_assert_cmpstr (((const TachPreset *) two->pdata[8])->name, ==, "tuned");
+      g_assert_cmpstr (((const TachPreset *) two->pdata[9])->name, ==, "tuned");
     }
     g_assert_cmpstr (((const TachPreset *) lm->pdata[0])->name, ==, "static-rnn");
     g_assert_cmpstr (((const TachPreset *) cnn->pdata[0])->name, ==, "estimator");
@@ -95,7 +95,7 @@ test_presets (void)
     {
       static const struct {
         const char *name; TachGradSync sync; guint mb; guint k; TachAccumulateSync when;
-        TachShard shard;
+        TachShard shard; TachShardPrefetch prefetch;
       } dp[] = {
         { "horovod-no-overlap", TACH_GRAD_SYNC_PER_TENSOR, 64, 1, TACH_ACCUMULATE_SYNC_EVERY,
           TACH_SHARD_NONE },
@@ -108,6 +108,10 @@ test_presets (void)
           TACH_SHARD_NONE },
         /* DeepSpeed's ZeRO-2: one reduce-scatter of 5e8 elements' bucket. */
         { "zero2", TACH_GRAD_SYNC_FUSED, 1907, 1, TACH_ACCUMULATE_SYNC_EVERY, TACH_SHARD_GRADS },
+        /* PyTorch FSDP's FULL_SHARD with BACKWARD_PRE prefetch: the units
+         * are the buckets, bucket-mb left at its default. */
+        { "fsdp", TACH_GRAD_SYNC_OVERLAP, 25, 1, TACH_ACCUMULATE_SYNC_EVERY, TACH_SHARD_ALL,
+          TACH_SHARD_PREFETCH_NEXT },
       };
       TachConfig tuned;
 
@@ -128,7 +132,7 @@ test_presets (void)
           g_assert_cmpuint (c.accumulate, ==, dp[i].k);
           g_assert_cmpint (c.accumulate_sync, ==, dp[i].when);
           g_assert_cmpint (c.shard, ==, dp[i].shard);
-          g_assert_cmpint (c.shard_prefetch, ==, TACH_SHARD_PREFETCH_NONE);
+          g_assert_cmpint (c.shard_prefetch, ==, dp[i].prefetch);
           for (guint k = 0; k < n_knobs; k++)
             {
               g_autofree char *a = tach_config_get (&c, knobs[k].name);
@@ -136,7 +140,8 @@ test_presets (void)
 
               if (knobs[k].is_mode && knobs[k].id != TACH_KNOB_GRAD_SYNC
                   && knobs[k].id != TACH_KNOB_BUCKET_MB && knobs[k].id != TACH_KNOB_ACCUMULATE
-                  && knobs[k].id != TACH_KNOB_ACCUMULATE_SYNC && knobs[k].id != TACH_KNOB_SHARD)
+                  && knobs[k].id != TACH_KNOB_ACCUMULATE_SYNC && knobs[k].id != TACH_KNOB_SHARD
+                  && knobs[k].id != TACH_KNOB_SHARD_PREFETCH)
                 g_assert_cmpstr (a, ==, b);
             }
           /* Alone, their synchronisation does not apply. */

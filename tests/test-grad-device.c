@@ -23,8 +23,9 @@
  *     exposed communication of its step (events of its own, not the last
  *     one's over again), last once a step, over the summed gradients; both
  *     give the CPU's losses at accumulate=4, bit for bit (one rank);
- *   - shard=grads on the device path is refused before anything runs,
- *     naming what is missing (NCCL's reduce-scatter and all-gather);
+ *   - shard=grads and shard=all on the device path are refused before
+ *     anything runs, naming what is missing (NCCL's reduce-scatter and
+ *     all-gather);
  *   - tuned on a device that launches graphs: eager under mpirun -np 1 and
  *     -np 2 (the ranks' all-reduces are not captured), said among the run's
  *     algorithms; launch=graph asked for still refused.
@@ -386,14 +387,19 @@ test_shard_refused (void)
   TachConfig config;
 
   tach_config_init (&config, TACH_WORKLOAD_BILSTM);
-  test_apply (&config, "device=async:0 batch=4 steps=2 shard=grads");
+  test_apply (&config, "device=async:0 batch=4 steps=2");
   config.ranks = tach_ranks_world_size ();
-  g_assert_false (tach_config_validate (&config, TACH_ASYNC_DEVICE_ID, &error));
-  g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
-  g_test_message ("%s", error->message);
-  g_assert_nonnull (strstr (error->message, "ncclReduceScatter and ncclAllGather"));
-  g_clear_error (&error);
-  test_apply (&config, "shard=none");
+  /* shard=all (FSDP's FULL_SHARD) gathers host pages over MPI: the same. */
+  for (guint i = 0; i < 2; i++)
+    {
+      test_apply (&config, i == 0 ? "shard=grads" : "shard=all shard-prefetch=next");
+      g_assert_false (tach_config_validate (&config, TACH_ASYNC_DEVICE_ID, &error));
+      g_assert_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED);
+      g_test_message ("%s", error->message);
+      g_assert_nonnull (strstr (error->message, "ncclReduceScatter and ncclAllGather"));
+      g_clear_error (&error);
+    }
+  test_apply (&config, "shard=none shard-prefetch=none");
   g_assert_true (tach_config_validate (&config, TACH_ASYNC_DEVICE_ID, &error));
   g_assert_no_error (error);
   tach_config_clear (&config);

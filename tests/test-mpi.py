@@ -34,8 +34,9 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     holds; the summary's held line, the algorithms line's reduce-scatters
     and all-gathers (and padding); the trace (--trace) a reduce-scatter
     and an all-gather per bucket, rank and step, no all-reduce, the
-    all-gathers a track each; shard=all, shard with grad-compress and with
-    accumulate-sync=every refused (exit 2) naming the fix; alone,
+    all-gathers a track each; shard with grad-compress and with
+    accumulate-sync=every refused (exit 2) naming the fix (shard=all:
+    test-mpi-shard-all.py); alone,
     shard=grads runs and says it does not apply;
   - ranks started with different settings are refused (exit 2) with a
     message that names the knob;
@@ -493,8 +494,8 @@ def test_presets(tmp):
     p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
     check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
           "tach-cli presets lists the data-parallel presets with their sources")
-    check(p.stdout.count("between ranks only") == 24,
-          "tach-cli presets marks the 6 data-parallel presets of each of the 4 workloads")
+    check(p.stdout.count("between ranks only") == 28,
+          "tach-cli presets marks the 7 data-parallel presets of each of the 4 workloads")
     check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 8,
           "tach-cli presets says ddp-accumulate and ddp-no-sync still accumulate alone")
     # A command that runs nothing still leaves MPI as a rank should: mpirun
@@ -598,7 +599,6 @@ def test_shard(tmp, tag, workload, batch, extra=(), adam=True, np=2):
 
 def test_shard_refusals(tmp):
     cases = [
-        (["--shard", "all"], "not built yet", "shard=all"),
         (["--shard", "grads", "--grad-compress", "bf16"], "grad-compress", "shard with grad-compress"),
         (["--shard", "grads", "--accumulate", "4", "--accumulate-sync", "every"],
          "--accumulate-sync last", "shard with accumulate-sync=every"),

@@ -432,7 +432,7 @@ struct _TachBackendOps {
  * the flat gradient buffer (backend memory). */
 typedef struct _TachGradSyncHook TachGradSyncHook;
 
-/* Sharded updates (shard=grads, DeepSpeed's ZeRO-2): what this rank
+/* Sharded updates (shard=grads, DeepSpeed's ZeRO-2, and shard=all): what this rank
  * updates after the reduce, as ranges of the flat buffer.  Range i is
  * @count[i] floats from @offset[i]; its averaged gradient is @grad +
  * @state[i] (the rank's shard of the reduce-scatters, backend memory)
@@ -444,6 +444,22 @@ typedef struct {
   size_t        state_total;
   float        *grad;
 } TachGradShard;
+
+/* Fully sharded (shard=all, FSDP's FULL_SHARD): the buckets that the
+ * models' units make (models/tach-params.h), which the reducer takes as
+ * they are instead of cutting its own.  Bucket i is the floats [@start[i],
+ * @end[i]) of the flat buffer, a run of consecutive tensors of one unit
+ * (a piece of it), in launch order (the order backward completes them:
+ * the last unit's first); trainable tensor j of @n_tensors lies in bucket
+ * @tensor_bucket[j].  @n_units units, @n_kept of them kept gathered
+ * through the step (the root's), make @n_gathers all-gathers a step. */
+typedef struct {
+  guint         n_buckets;
+  const size_t *start, *end;
+  const guint  *tensor_bucket;
+  guint         n_tensors;
+  guint         n_units, n_kept, n_gathers;
+} TachGradUnits;
 
 struct _TachGradSyncHook {
   /* Once, as the parameters are allocated: the trainable tensors' offsets
@@ -464,6 +480,21 @@ struct _TachGradSyncHook {
    * parameters. */
   const TachGradShard *(*shard) (TachGradSyncHook *hook);
   void (*gather) (TachGradSyncHook *hook, float *params);
+  /* Fully sharded (NULL otherwise; the shard's ranges are then the
+   * parameters' only copy, and gather is never called).  units: once,
+   * before layout.  gather_launch starts bucket @bucket's all-gather from
+   * this rank's @shard (its range at TachGradShard.state[@bucket]) into
+   * @params (the bucket's floats), @ahead when it is a prefetch;
+   * gather_wait waits for it.  reduced: has
+   * the bucket's reduce-scatter of this step completed (its gradients may
+   * go)?  @prefetch: shard-prefetch=next.  Failures become the backend's
+   * sticky error. */
+  void     (*units) (TachGradSyncHook *hook, const TachGradUnits *units);
+  void     (*gather_launch) (TachGradSyncHook *hook, guint bucket, const float *shard,
+                             float *params, gboolean ahead);
+  void     (*gather_wait) (TachGradSyncHook *hook, guint bucket);
+  gboolean (*reduced) (TachGradSyncHook *hook, guint bucket);
+  gboolean prefetch;
   /* Floats the gradient buffers (and accumulation's sum) must have
    * readable past the trainable prefix: a padded reduce-scatter reads
    * them (their sum lands past the bucket, where nothing reads it). */

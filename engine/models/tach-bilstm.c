@@ -46,6 +46,7 @@ typedef struct {
   const float      *labels;
   TachParams       *params;
   guint             p_lstm, p_dense_w, p_dense_b;
+  guint             u_lstm, u_dense;  /* shard=all's units: the LSTM, the dense head */
   TachLstmBlock    *block;       /* the LSTM weights' layout in p_lstm */
   TachLstmStack    *lstm;
 
@@ -187,9 +188,11 @@ bilstm_create (TachBackend *be, const TachConfig *config, GError **error)
   if (self->block == NULL)
     goto fail;
   self->params = tach_params_new ();
+  self->u_lstm = tach_params_unit (self->params, FALSE);
   self->p_lstm = tach_params_add_aligned (self->params, "bilstm.w",
                                           tach_lstm_block_floats (self->block), TRUE,
                                           tach_lstm_block_align (self->block));
+  self->u_dense = tach_params_unit (self->params, FALSE);
   self->p_dense_w = tach_params_add (self->params, "dense.w", self->features, TRUE);
   self->p_dense_b = tach_params_add (self->params, "dense.b", 1, TRUE);
   if (!tach_params_alloc (self->params, be, error))
@@ -249,29 +252,39 @@ bilstm_step (TachModel *model, TachStepCtx *ctx, GError **error)
   int n = self->batch;
 
   /* Forward.  Under the misread the (T', N', 2H) output occupies the same
-   * memory as (N, T, 2H) and is pooled as such, as the user code did. */
+   * memory as (N, T, 2H) and is pooled as such, as the user code did.
+   * Under shard=all each unit is gathered before it computes and given
+   * back after (tach-params.h). */
+  tach_params_need (p, self->u_lstm, FALSE);
   tach_lstm_stack_forward (self->lstm, x, w_lstm, self->y);
+  tach_params_done (p, self->u_lstm, FALSE);
   ctx->host_ms += tach_lstm_stack_setup_ms (self->lstm);
   tach_op (be, max_over_time_fwd, self->y, self->pooled, self->argmax, n, self->T,
            self->features);
+  tach_params_need (p, self->u_dense, FALSE);
   tach_dense_forward (be, self->pooled, w_dense, tach_params_data (p, self->p_dense_b),
                       self->logits, n, self->features, 1);
+  tach_params_done (p, self->u_dense, FALSE);
   tach_op (be, sigmoid_bce, self->logits, labels, n,
            ctx->loss_slot != NULL ? ctx->loss_slot : self->loss, self->dlogits);
   if (ctx->acc_slot != NULL)
     tach_op (be, accuracy, self->logits, labels, n, 1, ctx->acc_slot);
 
   /* Backward; every gradient is overwritten, so no zeroing is needed. */
+  tach_params_need (p, self->u_dense, TRUE);
   tach_dense_backward (be, self->pooled, w_dense, self->dlogits, self->dpooled,
                        tach_params_grad (p, self->p_dense_w),
                        tach_params_grad (p, self->p_dense_b), n, self->features, 1, 0.0f);
   tach_params_grad_ready (p, self->p_dense_b);
   tach_params_grad_ready (p, self->p_dense_w);
+  tach_params_done (p, self->u_dense, TRUE);
   tach_op (be, max_over_time_bwd, self->dpooled, self->argmax, self->dy, n, self->T,
            self->features);
+  tach_params_need (p, self->u_lstm, TRUE);
   tach_lstm_stack_backward (self->lstm, x, w_lstm, self->y, self->dy, NULL,
                             tach_params_grad (p, self->p_lstm));
   tach_params_grad_ready (p, self->p_lstm);
+  tach_params_done (p, self->u_lstm, TRUE);
   tach_params_update (p);
 
   return tach_backend_take_error (be, error);

@@ -54,6 +54,7 @@ typedef struct {
   const int32_t *labels;
   TachParams    *params;
   guint          p_c1w, p_c1b, p_c2w, p_c2b, p_d1w, p_d1b, p_d2w, p_d2b;
+  guint          unit[4];      /* shard=all's: conv1, conv2, dense1, dense2 */
   TachConvDesc   block1, block2;  /* conv + ReLU + max pool each */
   TachConvPlan  *conv1, *conv2;
 
@@ -256,14 +257,18 @@ cnn_create (TachBackend *be, const TachConfig *config, GError **error)
     goto fail;
 
   p = self->params = tach_params_new ();
+  self->unit[0] = tach_params_unit (p, FALSE);
   self->p_c1w = tach_params_add (p, "conv1.w", (size_t) self->k1 * s.c * CNN_KS * CNN_KS,
                                  TRUE);
   self->p_c1b = tach_params_add (p, "conv1.b", self->k1, TRUE);
+  self->unit[1] = tach_params_unit (p, FALSE);
   self->p_c2w = tach_params_add (p, "conv2.w",
                                  (size_t) self->k2 * self->k1 * CNN_KS * CNN_KS, TRUE);
   self->p_c2b = tach_params_add (p, "conv2.b", self->k2, TRUE);
+  self->unit[2] = tach_params_unit (p, FALSE);
   self->p_d1w = tach_params_add (p, "dense1.w", (size_t) self->dense * s.features, TRUE);
   self->p_d1b = tach_params_add (p, "dense1.b", self->dense, TRUE);
+  self->unit[3] = tach_params_unit (p, FALSE);
   self->p_d2w = tach_params_add (p, "dense2.w", (size_t) CNN_CLASSES * self->dense, TRUE);
   self->p_d2b = tach_params_add (p, "dense2.b", CNN_CLASSES, TRUE);
   if (!tach_params_alloc (p, be, error))
@@ -345,11 +350,17 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
   size_t n = (size_t) self->batch;
   const float *feat;
 
+  /* Under shard=all each layer is gathered before it computes and given
+   * back after (tach-params.h); otherwise need and done do nothing. */
+  tach_params_need (p, self->unit[0], FALSE);
   tach_conv_block_forward (be, self->conv1, &self->block1, x, tach_params_data (p, self->p_c1w),
                            tach_params_data (p, self->p_c1b), self->y1, self->idx1, self->p1);
+  tach_params_done (p, self->unit[0], FALSE);
+  tach_params_need (p, self->unit[1], FALSE);
   tach_conv_block_forward (be, self->conv2, &self->block2, self->p1,
                            tach_params_data (p, self->p_c2w), tach_params_data (p, self->p_c2b),
                            self->y2, self->idx2, self->p2);
+  tach_params_done (p, self->unit[1], FALSE);
   feat = self->p2;
   if (self->head == TACH_HEAD_GAP)
     {
@@ -358,16 +369,20 @@ cnn_forward (TachCnn *self, const float *x, gboolean training, guint64 step)
     }
   /* The large dense layer follows the run's precision; dense2 (1024 x 10)
    * is too small for bf16 to pay for its rounding. */
+  tach_params_need (p, self->unit[2], FALSE);
   tach_dense_forward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
                            tach_params_data (p, self->p_d1b), self->h1, self->batch,
                            self->features, self->dense);
+  tach_params_done (p, self->unit[2], FALSE);
   tach_op (be, relu_fwd, self->h1, self->h1, n * self->dense);
   if (training)
     tach_op (be, dropout_fwd, self->h1, self->d1, n * self->dense, CNN_DROPOUT, self->seed,
              TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, step), cnn_dropout_first (self));
+  tach_params_need (p, self->unit[3], FALSE);
   tach_dense_forward (be, training ? self->d1 : self->h1, tach_params_data (p, self->p_d2w),
                       tach_params_data (p, self->p_d2b), self->logits, self->batch, self->dense,
                       CNN_CLASSES);
+  tach_params_done (p, self->unit[3], FALSE);
 }
 
 static gboolean
@@ -402,35 +417,43 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
     tach_op (be, accuracy, self->logits, labels, self->batch, CNN_CLASSES, ctx->acc_slot);
 
   /* Backward; every gradient is overwritten, so nothing needs zeroing. */
+  tach_params_need (p, self->unit[3], TRUE);
   tach_dense_backward (be, self->d1, tach_params_data (p, self->p_d2w), self->dlogits, self->dd1,
                        tach_params_grad (p, self->p_d2w), tach_params_grad (p, self->p_d2b),
                        self->batch, self->dense, CNN_CLASSES, 0.0f);
   tach_params_grad_ready (p, self->p_d2b);
   tach_params_grad_ready (p, self->p_d2w);
+  tach_params_done (p, self->unit[3], TRUE);
   tach_op (be, dropout_bwd, self->dd1, self->dd1, n * self->dense, CNN_DROPOUT, self->seed,
            TACH_RAND_COUNTER (TACH_RAND_STREAM_DROPOUT, ctx->step), cnn_dropout_first (self));
   tach_op (be, relu_bwd, self->h1, self->dd1, self->dd1, n * self->dense);
   feat = self->head == TACH_HEAD_GAP ? self->g : self->p2;
   dfeat = self->head == TACH_HEAD_GAP ? self->dfeat : self->dp2;
+  tach_params_need (p, self->unit[2], TRUE);
   tach_dense_backward_prec (be, self->block1.precision, feat, tach_params_data (p, self->p_d1w),
                             self->dd1, dfeat, tach_params_grad (p, self->p_d1w),
                             tach_params_grad (p, self->p_d1b), self->batch, self->features,
                             self->dense, 0.0f);
   tach_params_grad_ready (p, self->p_d1b);
   tach_params_grad_ready (p, self->p_d1w);
+  tach_params_done (p, self->unit[2], TRUE);
   if (self->head == TACH_HEAD_GAP)
     tach_op (be, avgpool_bwd, self->dfeat, self->dp2, self->batch, self->k2, self->h4 * self->w4);
+  tach_params_need (p, self->unit[1], TRUE);
   tach_conv_block_backward (be, self->conv2, &self->block2, self->p1,
                             tach_params_data (p, self->p_c2w), self->y2, self->idx2, self->dp2,
                             self->dy2, self->dp1, tach_params_grad (p, self->p_c2w),
                             tach_params_grad (p, self->p_c2b));
   tach_params_grad_ready (p, self->p_c2b);
   tach_params_grad_ready (p, self->p_c2w);
+  tach_params_done (p, self->unit[1], TRUE);
+  tach_params_need (p, self->unit[0], TRUE);
   tach_conv_block_backward (be, self->conv1, &self->block1, xv, tach_params_data (p, self->p_c1w),
                             self->y1, self->idx1, self->dp1, self->dy1, NULL,
                             tach_params_grad (p, self->p_c1w), tach_params_grad (p, self->p_c1b));
   tach_params_grad_ready (p, self->p_c1b);
   tach_params_grad_ready (p, self->p_c1w);
+  tach_params_done (p, self->unit[0], TRUE);
   tach_params_update (p);
 
   return tach_backend_take_error (be, error);
@@ -440,7 +463,7 @@ cnn_step (TachModel *model, TachStepCtx *ctx, GError **error)
  * last partial batch is padded and only its real rows are counted.  Each
  * batch reports progress, and a stop request ends it after that batch. */
 static double
-cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
+evaluate_whole (TachModel *model, TachEvalCtx *ctx, GError **error)
 {
   TachCnn *self = (TachCnn *) model;
   TachBackend *be = self->be;
@@ -493,6 +516,24 @@ cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
   if (!tach_backend_take_error (be, error))
     return NAN;
   return correct / test->n;
+}
+
+/* Under shard=all every layer is gathered once, before any batch, kept
+ * through the evaluation and given back after it (FSDP's
+ * summon_full_params): no rank's evaluation then waits for another's, and
+ * a stop may end it on each rank after a different batch. */
+static double
+cnn_evaluate (TachModel *model, TachEvalCtx *ctx, GError **error)
+{
+  TachCnn *self = (TachCnn *) model;
+  double accuracy;
+
+  if (self->data.test == NULL)
+    return NAN;
+  tach_params_gather_all (self->params, TRUE);
+  accuracy = evaluate_whole (model, ctx, error);
+  tach_params_gather_all (self->params, FALSE);
+  return accuracy;
 }
 
 static guint64

@@ -194,6 +194,9 @@ tach_gpt_embed (TachGpt *self, const int32_t *tokens, int ld, const TachGptPass 
   int C = self->embed, T = pass->tq;
   size_t n = (size_t) self->batch * T * C;
 
+  /* Under shard=all the root unit is gathered here and kept through the
+   * step, for the LM head and backward (tach-params.h). */
+  tach_params_need (p, self->u_root, FALSE);
   if (ld == T)
     tach_op (be, embedding, tach_params_data (p, self->p_wte), tokens, self->emb,
              self->batch * T, C);
@@ -312,6 +315,7 @@ tach_gpt_blocks_forward (TachGpt *self, const TachGptPass *ps, guint64 step)
       TachGptAct *a = &self->act[l];
       const TachGptLayerParams *w = &self->lp[l];
 
+      tach_params_need (p, w->unit, FALSE);
       residual_norm (self, 2 * l - 1, tach_params_data (p, w->ln1_g),
                      tach_params_data (p, w->ln1_b), a->ln1, a->mean1, a->rstd1, R);
       tach_dense_forward_prec (be, prec, a->ln1, tach_params_data (p, w->qkv_w),
@@ -346,9 +350,12 @@ tach_gpt_blocks_forward (TachGpt *self, const TachGptPass *ps, guint64 step)
                                tach_params_data (p, w->fc2_b), self->proj, R, 4 * C, C);
       if (self->dropout)
         dropout_fwd (self, self->proj, self->branch, n, SITE_MLP (l), step);
+      tach_params_done (p, w->unit, FALSE);
     }
+  tach_params_need (p, self->u_lnf, FALSE);
   residual_norm (self, 2 * self->layers - 1, tach_params_data (p, self->p_lnf_g),
                  tach_params_data (p, self->p_lnf_b), self->xf, self->meanf, self->rstdf, R);
+  tach_params_done (p, self->u_lnf, FALSE);
 }
 
 /* ----------------------------------------------------------- backward */
@@ -464,19 +471,23 @@ tach_gpt_train_forward_backward (TachGpt *self, const int32_t *x, const int32_t 
 
   /* The head's share of wte's gradient first (overwritten), the
    * embedding's is added last. */
+  tach_params_need (p, self->u_root, TRUE);
   tach_dense_backward_prec (be, self->precision, self->xf, tach_params_data (p, self->p_wte),
                             self->dlogits, self->dln, tach_params_grad (p, self->p_wte), NULL, R,
                             C, V, 0.0f);
   ds = self->ds[0];
   dnext = self->ds[1];
+  tach_params_need (p, self->u_lnf, TRUE);
   norm_backward (self, 2 * L, tach_params_data (p, self->p_lnf_g), self->meanf, self->rstdf,
                  self->p_lnf_g, self->p_lnf_b, NULL, ds, R);
+  tach_params_done (p, self->u_lnf, TRUE);
   for (int l = L - 1; l >= 0; l--)
     {
       TachGptAct *a = &self->act[l];
       const TachGptLayerParams *w = &self->lp[l];
       float *swap;
 
+      tach_params_need (p, w->unit, TRUE);
       /* The MLP branch: ds is stream[2l + 2]'s gradient, the branch's. */
       if (self->dropout)
         dropout_bwd (self, ds, self->dbranch, n, SITE_MLP (l), step);
@@ -498,6 +509,7 @@ tach_gpt_train_forward_backward (TachGpt *self, const int32_t *x, const int32_t 
       norm_backward (self, 2 * l, tach_params_data (p, w->ln1_g), a->mean1, a->rstd1, w->ln1_g,
                      w->ln1_b, ds, dnext, R);
       swap = ds, ds = dnext, dnext = swap;
+      tach_params_done (p, w->unit, TRUE);
     }
 
   /* ds is stream[0]'s gradient: the embeddings'. */
@@ -510,6 +522,7 @@ tach_gpt_train_forward_backward (TachGpt *self, const int32_t *x, const int32_t 
   tach_params_grad_ready (p, self->p_wpe);
   tach_op (be, embedding_bwd, ds, x, tach_params_grad (p, self->p_wte), R, C);
   tach_params_grad_ready (p, self->p_wte);
+  tach_params_done (p, self->u_root, TRUE);
 }
 
 void

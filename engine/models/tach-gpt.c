@@ -297,13 +297,16 @@ gpt_params (TachGpt *self, const TachConfig *config, GError **error)
   char name[64];
 
   self->lp = g_new0 (TachGptLayerParams, self->layers);
-  /* The decayed 2-D weights first. */
+  /* The decayed 2-D weights first; under shard=all each block is a unit
+   * of two pieces, its 2-D weights and its 1-D ones. */
+  self->u_root = tach_params_unit (p, TRUE);
   self->p_wte = tach_params_add (p, "wte", (size_t) self->vocab * C, trains);
   self->p_wpe = tach_params_add (p, "wpe", (size_t) self->context * C, trains);
   for (int l = 0; l < self->layers; l++)
     {
       TachGptLayerParams *w = &self->lp[l];
 
+      w->unit = tach_params_unit (p, FALSE);
 #define ADD(field, what, count) \
       g_snprintf (name, sizeof name, "h.%d." what, l), \
       w->field = tach_params_add (p, name, count, trains)
@@ -316,6 +319,7 @@ gpt_params (TachGpt *self, const TachConfig *config, GError **error)
     {
       TachGptLayerParams *w = &self->lp[l];
 
+      tach_params_use_unit (p, w->unit);
       ADD (ln1_g, "ln_1.weight", C);
       ADD (ln1_b, "ln_1.bias", C);
       ADD (qkv_b, "attn.c_attn.bias", 3 * C);
@@ -326,6 +330,7 @@ gpt_params (TachGpt *self, const TachConfig *config, GError **error)
       ADD (fc2_b, "mlp.c_proj.bias", C);
 #undef ADD
     }
+  self->u_lnf = tach_params_unit (p, FALSE);
   self->p_lnf_g = tach_params_add (p, "ln_f.weight", C, trains);
   self->p_lnf_b = tach_params_add (p, "ln_f.bias", C, trains);
   if (!tach_params_alloc (p, self->be, error))

@@ -42,6 +42,7 @@ G_BEGIN_DECLS
 typedef struct {
   guint ln1_g, ln1_b, qkv_w, qkv_b, proj_w, proj_b;
   guint ln2_g, ln2_b, fc_w, fc_b, fc2_w, fc2_b;
+  guint unit;                   /* shard=all: the block is a unit (tach-params.h) */
 } TachGptLayerParams;
 
 /* One block's activations, what backward reads.  Training gives each block
@@ -88,6 +89,10 @@ typedef struct {
 
   TachParams         *params;
   guint               p_wte, p_wpe, p_lnf_g, p_lnf_b;
+  /* shard=all's units besides the blocks': the root (the embeddings, wte
+   * tied to the LM head: used at both ends, kept through the step) and
+   * the final LayerNorm. */
+  guint               u_root, u_lnf;
   TachGptLayerParams *lp;         /* [layers] */
   size_t              decayed;    /* floats at the start of the flat buffer that decay */
 

@@ -75,6 +75,7 @@ typedef struct {
   TachLstmDesc    desc;
   TachParams     *params;
   guint           p_lstm, p_dense_w, p_dense_b, p_embed;
+  guint           u_lstm, u_dense;  /* shard=all's units (the frozen embedding is none's) */
   TachLstmBlock  *block;       /* the LSTM weights' layout in p_lstm */
 
   /* train: windows of the corpus in a fixed seeded order */
@@ -322,8 +323,10 @@ lm_create (TachBackend *be, const TachConfig *config, GError **error)
   p = self->params = tach_params_new ();
   /* Generation never updates a weight: nothing trainable, so no gradients
    * and no optimiser state are allocated for it (as the gpt's). */
+  self->u_lstm = tach_params_unit (p, FALSE);
   self->p_lstm = tach_params_add_aligned (p, "lstm.w", tach_lstm_block_floats (self->block), train,
                                           tach_lstm_block_align (self->block));
+  self->u_dense = tach_params_unit (p, FALSE);
   self->p_dense_w = tach_params_add (p, "dense.w", (size_t) LM_VOCAB * self->hidden, train);
   self->p_dense_b = tach_params_add (p, "dense.b", LM_VOCAB, train);
   self->p_embed = tach_params_add (p, "embedding", (size_t) LM_VOCAB * self->embed, FALSE);
@@ -412,12 +415,18 @@ lm_forward (TachLstmLm *self, const int32_t *ctx)
 
   tach_op (be, embedding, tach_params_data (p, self->p_embed), ctx, self->emb, n * self->context,
            self->embed);
+  /* Under shard=all each unit is gathered before it computes and given
+   * back after (tach-params.h); otherwise these do nothing. */
+  tach_params_need (p, self->u_lstm, FALSE);
   tach_lstm_stack_forward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y);
+  tach_params_done (p, self->u_lstm, FALSE);
   /* The last step's h rows are context * hidden apart in (N, context, hidden). */
+  tach_params_need (p, self->u_dense, FALSE);
   tach_op (be, gemm, FALSE, TRUE, n, LM_VOCAB, self->hidden, 1.0f,
            self->y + (self->context - 1) * self->hidden, self->context * self->hidden,
            tach_params_data (p, self->p_dense_w), self->hidden, 0.0f, self->logits, LM_VOCAB);
   tach_op (be, bias_add, self->logits, tach_params_data (p, self->p_dense_b), n, LM_VOCAB);
+  tach_params_done (p, self->u_dense, FALSE);
   return tach_lstm_stack_setup_ms (self->lstm);
 }
 
@@ -437,6 +446,7 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
 
   /* The head: dW = dlogits^T h_last, db = sum dlogits, dh_last = dlogits W. */
   h_last_grad = self->dy + (self->context - 1) * self->hidden;
+  tach_params_need (p, self->u_dense, TRUE);
   tach_op (be, gemm, TRUE, FALSE, LM_VOCAB, self->hidden, n, 1.0f, self->dlogits, LM_VOCAB,
            self->y + (self->context - 1) * self->hidden, self->context * self->hidden, 0.0f,
            tach_params_grad (p, self->p_dense_w), self->hidden);
@@ -446,9 +456,12 @@ lm_train_step (TachLstmLm *self, TachStepCtx *ctx, GError **error)
            self->context * self->hidden);
   tach_params_grad_ready (p, self->p_dense_b);
   tach_params_grad_ready (p, self->p_dense_w);
+  tach_params_done (p, self->u_dense, TRUE);
+  tach_params_need (p, self->u_lstm, TRUE);
   tach_lstm_stack_backward (self->lstm, self->emb, tach_params_data (p, self->p_lstm), self->y,
                             self->dy, NULL, tach_params_grad (p, self->p_lstm));
   tach_params_grad_ready (p, self->p_lstm);
+  tach_params_done (p, self->u_lstm, TRUE);
   tach_params_update (p);
   return tach_backend_take_error (be, error);
 }

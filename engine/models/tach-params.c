@@ -30,6 +30,11 @@
  * the reducer's gather hands every rank every range's new values.  The
  * backend's held_* figures count what this file allocates (and the shard's
  * gradients), for the run's report of what a rank holds.
+ *
+ * Fully sharded (shard=all, tach-params-gather.c): the same ranges are
+ * also the only copy of the parameters a rank keeps; the optimizer updates
+ * them there, and the models' units are gathered into the flat buffer,
+ * whose pages come and go, when they compute.
  */
 #include <math.h>
 #include <string.h>
@@ -37,45 +42,8 @@
 #include <inttypes.h>
 #include <glib/gi18n-lib.h>
 
-#include "tach-params.h"
+#include "tach-params-private.h"
 #include "tach-rand.h"
-
-typedef struct {
-  char    *name;
-  size_t   offset;      /* floats from the start of the flat buffer */
-  size_t   count;
-  gboolean trainable;
-  size_t   align;       /* bytes the slice's start is aligned to */
-  guint    sync_index;  /* among the trainable slices, for TachBackend.grad_sync */
-  gboolean folded;      /* accumulate-sync=last: its gradient is in the sum already */
-} TachParamSlice;
-
-struct _TachParams {
-  TachBackend   *be;         /* borrowed */
-  GArray        *slices;     /* TachParamSlice */
-  size_t         total;
-  size_t         trainable;
-  float         *data;       /* device: total floats, aligned as the slices ask */
-  float         *grad;       /* device: trainable floats, aligned the same */
-  float         *sum;        /* device: accumulation's sum, as grad (NULL: none) */
-  void          *data_mem, *grad_mem, *sum_mem;  /* device: the allocations they lie in */
-  float         *m, *v;      /* device: Adam moments (state_total floats) */
-  float         *t;          /* device: Adam step count, one per range */
-  /* What this rank updates: the ranges of the flat buffer (one, the
-   * trainable prefix, unless sharded) and where each one's optimizer state
-   * starts; with @shard (the reducer's, borrowed), its gradients are the
-   * shard's. */
-  guint          n_ranges;
-  size_t        *range_offset, *range_count, *range_state;
-  size_t         state_total;
-  const TachGradShard *shard;
-  gboolean       have_ranges;  /* tach_params_alloc has set them: the state can follow */
-  guint64        held[3];    /* bytes counted in the backend's held_*: params, grads, state */
-  float         *host;       /* staging copy, until upload */
-  TachOptimizer  optimizer;
-  float          lr;
-  float          beta1, beta2, eps;  /* Adam's */
-};
 
 static void
 slice_clear (gpointer p)
@@ -107,7 +75,8 @@ guint
 tach_params_add_aligned (TachParams *params, const char *name, size_t count, gboolean trainable,
                          size_t align)
 {
-  TachParamSlice slice = { g_strdup (name), 0, count, trainable, MAX (align, sizeof (float)) };
+  TachParamSlice slice = { g_strdup (name), 0, count, trainable, MAX (align, sizeof (float)),
+                           .unit = params->unit };
 
   g_return_val_if_fail (params->data == NULL, G_MAXUINT);
   g_return_val_if_fail ((align & (align - 1)) == 0 && align % sizeof (float) == 0, G_MAXUINT);
@@ -115,17 +84,8 @@ tach_params_add_aligned (TachParams *params, const char *name, size_t count, gbo
   return params->slices->len - 1;
 }
 
-static TachParamSlice *
-slice_at (TachParams *params, guint index)
-{
-  g_return_val_if_fail (index < params->slices->len, NULL);
-  return &g_array_index (params->slices, TachParamSlice, index);
-}
-
-/* Counts @bytes of kind @kind (0 parameters, 1 gradients, 2 optimizer
- * state) in the backend's held figures; negative to give them back. */
-static void
-hold (TachParams *params, guint kind, gint64 bytes)
+void
+tach_params_hold (TachParams *params, guint kind, gint64 bytes)
 {
   TachBackend *be = params->be;
   guint64 *field[3] = { &be->held_params, &be->held_grads, &be->held_state };
@@ -180,7 +140,7 @@ alloc_state (TachParams *params)
       tach_backend_dealloc (be, params->v);
       tach_backend_dealloc (be, params->t);
       params->m = params->v = params->t = NULL;
-      hold (params, 2, -(gint64) params->held[2]);
+      tach_params_hold (params, 2, -(gint64) params->held[2]);
       return;
     }
   params->m = tach_backend_alloc (be, MAX (params->state_total, 1) * sizeof (float));
@@ -189,7 +149,7 @@ alloc_state (TachParams *params)
   tach_backend_zero (be, params->m, params->state_total * sizeof (float));
   tach_backend_zero (be, params->v, params->state_total * sizeof (float));
   tach_backend_zero (be, params->t, params->n_ranges * sizeof (float));
-  hold (params, 2, (gint64) (floats * sizeof (float)));
+  tach_params_hold (params, 2, (gint64) (floats * sizeof (float)));
 }
 
 guint64
@@ -202,93 +162,117 @@ tach_params_device_bytes (const TachConfig *config, size_t total, size_t trainab
   return ((guint64) total + (2 + grads) * (guint64) trainable + 1) * sizeof (float);
 }
 
+/* @mem (@floats and room to align its start to @align bytes) and the
+ * aligned address in it; pointer arithmetic on a device address is fine,
+ * only the device dereferences it. */
+static float *
+alloc_aligned (TachBackend *be, size_t floats, size_t align, void **mem)
+{
+  *mem = tach_backend_alloc (be, floats * sizeof (float) + align - sizeof (float));
+  if (*mem == NULL)
+    return NULL;
+  return (float *) (void *) ((char *) *mem + (align - (uintptr_t) *mem % align) % align);
+}
+
+/* The trainable slices, in the order they were declared, for the ranks'
+ * gradient buckets. */
+static void
+hand_layout (TachParams *params)
+{
+  TachGradSyncHook *hook = params->be->grad_sync;
+  g_autofree size_t *offsets = g_new0 (size_t, MAX (params->slices->len, 1));
+  g_autofree size_t *counts = g_new0 (size_t, MAX (params->slices->len, 1));
+  guint n = 0;
+
+  for (guint i = 0; i < params->slices->len; i++)
+    {
+      TachParamSlice *slice = tach_params_slice (params, i);
+
+      if (!slice->trainable)
+        continue;
+      slice->sync_index = n;
+      offsets[n] = slice->offset;
+      counts[n++] = slice->count;
+    }
+  /* Fully sharded, the units cut the buckets. */
+  if (params->fully)
+    tach_params_gather_units (params);
+  hook->layout (hook, offsets, counts, n, params->trainable);
+}
+
 gboolean
 tach_params_alloc (TachParams *params, TachBackend *be, GError **error)
 {
   size_t offset = 0, align = sizeof (float);
   size_t slack = be->grad_sync != NULL ? be->grad_sync->slack : 0;
   size_t grad_floats;
+  const TachParamSlice *prev = NULL;
 
   g_return_val_if_fail (params->data == NULL, FALSE);
   params->be = be;
+  params->fully = tach_params_gather_wanted (params, be);
 
   /* Trainable slices first, so that the optimizer covers one prefix. */
   for (int pass = 0; pass < 2; pass++)
     for (guint i = 0; i < params->slices->len; i++)
       {
-        TachParamSlice *slice = slice_at (params, i);
+        TachParamSlice *slice = tach_params_slice (params, i);
+        size_t floats;
 
         if (slice->trainable != (pass == 0))
           continue;
         /* The floats skipped for alignment are trainable zeros whose
          * gradient stays zero, so the optimizer leaves them zero. */
-        offset = (offset + slice->align / sizeof (float) - 1)
-                 / (slice->align / sizeof (float)) * (slice->align / sizeof (float));
+        floats = tach_params_gather_align (params, slice, prev) / sizeof (float);
+        offset = (offset + floats - 1) / floats * floats;
         slice->offset = offset;
         offset += slice->count;
         if (pass == 0)
           params->trainable = offset;
+        prev = slice;
       }
   params->total = offset;
   /* A padded reduce-scatter reads the slack past the gradients (zeros). */
   grad_floats = MAX (params->trainable, 1) + slack;
 
   for (guint i = 0; i < params->slices->len; i++)
-    align = MAX (align, slice_at (params, i)->align);
-  /* Room to align the start; pointer arithmetic on a device address is
-   * fine, only the device dereferences it. */
-  params->data_mem = tach_backend_alloc (be, MAX (params->total, 1) * sizeof (float)
-                                             + align - sizeof (float));
-  params->grad_mem = tach_backend_alloc (be, grad_floats * sizeof (float) + align - sizeof (float));
-  if (params->data_mem != NULL)
-    params->data = (float *) (void *) ((char *) params->data_mem
-                                       + (align - (uintptr_t) params->data_mem % align) % align);
-  if (params->grad_mem != NULL)
-    params->grad = (float *) (void *) ((char *) params->grad_mem
-                                       + (align - (uintptr_t) params->grad_mem % align) % align);
+    align = MAX (align, tach_params_slice (params, i)->align);
+  if (params->fully)
+    {
+      if (!tach_params_gather_map (params, grad_floats, error))
+        return FALSE;
+    }
+  else
+    {
+      params->data = alloc_aligned (be, MAX (params->total, 1), align, &params->data_mem);
+      params->grad = alloc_aligned (be, grad_floats, align, &params->grad_mem);
+      tach_backend_zero (be, params->grad, grad_floats * sizeof (float));
+      tach_params_hold (params, 0, (gint64) (params->total * sizeof (float)));
+      tach_params_hold (params, 1, (gint64) (grad_floats * sizeof (float)));
+    }
   if (be->accumulate > 1)
     {
       /* The sum has the gradients' layout, which the ranks' buckets cut. */
-      params->sum_mem = tach_backend_alloc (be, grad_floats * sizeof (float)
-                                                + align - sizeof (float));
-      if (params->sum_mem != NULL)
-        params->sum = (float *) (void *) ((char *) params->sum_mem
-                                          + (align - (uintptr_t) params->sum_mem % align) % align);
+      params->sum = alloc_aligned (be, grad_floats, align, &params->sum_mem);
       tach_backend_zero (be, params->sum, grad_floats * sizeof (float));
+      tach_params_hold (params, 1, (gint64) (grad_floats * sizeof (float)));
     }
-  tach_backend_zero (be, params->grad, grad_floats * sizeof (float));
   if (!tach_backend_take_error (be, error))
     return FALSE;
-  hold (params, 0, (gint64) (params->total * sizeof (float)));
-  hold (params, 1, (gint64) (grad_floats * sizeof (float) * (params->sum != NULL ? 2 : 1)));
 
   if (be->grad_sync != NULL)
     {
-      /* The trainable slices, in the order they were declared, for the
-       * ranks' gradient buckets. */
-      g_autofree size_t *offsets = g_new0 (size_t, MAX (params->slices->len, 1));
-      g_autofree size_t *counts = g_new0 (size_t, MAX (params->slices->len, 1));
-      guint n = 0;
-
-      for (guint i = 0; i < params->slices->len; i++)
-        {
-          TachParamSlice *slice = slice_at (params, i);
-
-          if (!slice->trainable)
-            continue;
-          slice->sync_index = n;
-          offsets[n] = slice->offset;
-          counts[n++] = slice->count;
-        }
-      be->grad_sync->layout (be->grad_sync, offsets, counts, n, params->trainable);
+      hand_layout (params);
       if (!tach_backend_take_error (be, error))
         return FALSE;
     }
   set_ranges (params);
   /* The shard's gradients are the reducer's memory, held for this. */
   if (params->shard != NULL)
-    hold (params, 1, (gint64) (params->state_total * sizeof (float)));
+    tach_params_hold (params, 1, (gint64) (params->state_total * sizeof (float)));
   params->have_ranges = TRUE;
+  if (params->fully && !tach_params_gather_shard (params, error))
+    return FALSE;
 
   params->host = g_try_malloc0 (MAX (params->total, 1) * sizeof (float));
   if (params->host == NULL)
@@ -306,14 +290,18 @@ float *
 tach_params_host (TachParams *params, guint index)
 {
   g_return_val_if_fail (params->host != NULL, NULL);
-  return params->host + slice_at (params, index)->offset;
+  return params->host + tach_params_slice (params, index)->offset;
 }
 
 void
 tach_params_upload (TachParams *params)
 {
   g_return_if_fail (params->be != NULL);
-  tach_backend_upload (params->be, params->data, params->host, params->total * sizeof (float));
+  if (params->fully)
+    tach_params_gather_upload (params);
+  else
+    tach_backend_upload (params->be, params->data, params->host,
+                         params->total * sizeof (float));
   /* The copy must finish before the staging memory goes away. */
   tach_backend_synchronize (params->be);
   g_clear_pointer (&params->host, g_free);
@@ -322,13 +310,13 @@ tach_params_upload (TachParams *params)
 float *
 tach_params_data (TachParams *params, guint index)
 {
-  return params->data + slice_at (params, index)->offset;
+  return params->data + tach_params_slice (params, index)->offset;
 }
 
 float *
 tach_params_grad (TachParams *params, guint index)
 {
-  TachParamSlice *slice = slice_at (params, index);
+  TachParamSlice *slice = tach_params_slice (params, index);
 
   return slice->trainable ? params->grad + slice->offset : NULL;
 }
@@ -348,13 +336,13 @@ tach_params_all_grad (TachParams *params)
 size_t
 tach_params_count (TachParams *params, guint index)
 {
-  return slice_at (params, index)->count;
+  return tach_params_slice (params, index)->count;
 }
 
 const char *
 tach_params_name (TachParams *params, guint index)
 {
-  return slice_at (params, index)->name;
+  return tach_params_slice (params, index)->name;
 }
 
 guint
@@ -400,7 +388,11 @@ tach_params_set_adam (TachParams *params, float beta1, float beta2, float eps)
 void
 tach_params_zero_grad (TachParams *params)
 {
-  tach_backend_zero (params->be, params->grad, params->trainable * sizeof (float));
+  /* Fully sharded, the pages given back read as zeros. */
+  if (params->fully)
+    tach_params_gather_release_grads (params, TRUE);
+  else
+    tach_backend_zero (params->be, params->grad, params->trainable * sizeof (float));
 }
 
 /* Whether the ranks hear of each micro-batch (accumulate-sync=every, or
@@ -423,7 +415,7 @@ void
 tach_params_grad_ready (TachParams *params, guint index)
 {
   TachBackend *be = params->be;
-  TachParamSlice *slice = slice_at (params, index);
+  TachParamSlice *slice = tach_params_slice (params, index);
 
   if (slice == NULL || !slice->trainable)
     return;
@@ -431,6 +423,9 @@ tach_params_grad_ready (TachParams *params, guint index)
     {
       if (be->grad_sync != NULL)
         be->grad_sync->ready (be->grad_sync, params->grad, slice->sync_index);
+      /* The reduce-scatters that have completed leave their gradients
+       * free to go. */
+      tach_params_gather_release_grads (params, FALSE);
       return;
     }
   fold (params, slice->offset, slice->count);
@@ -442,7 +437,9 @@ tach_params_grad_ready (TachParams *params, guint index)
 /* The optimizer step on @grad, after AdamW's decoupled decay of the
  * first @decayed floats when @weight_decay > 0: over each range this rank
  * updates (one, the trainable prefix, unless sharded: then its shard of
- * the averaged gradients, and the ranks all-gather the results). */
+ * the averaged gradients, and the ranks all-gather the results; fully
+ * sharded, the shard's parameters, which nobody gathers until they are
+ * needed). */
 static void
 optimize (TachParams *params, const float *grad, float weight_decay, size_t decayed)
 {
@@ -454,7 +451,7 @@ optimize (TachParams *params, const float *grad, float weight_decay, size_t deca
     {
       size_t offset = params->range_offset[i], count = params->range_count[i];
       size_t state = params->range_state[i];
-      float *data = params->data + offset;
+      float *data = params->fully ? params->shard_data + state : params->data + offset;
       const float *g = params->shard != NULL ? params->shard->grad + state : grad + offset;
 
       if (count == 0)
@@ -468,7 +465,7 @@ optimize (TachParams *params, const float *grad, float weight_decay, size_t deca
         tach_op (be, adam, data, g, params->m + state, params->v + state, count, params->lr,
                  params->beta1, params->beta2, params->eps, params->t + i);
     }
-  if (params->shard != NULL)
+  if (params->shard != NULL && !params->fully)
     be->grad_sync->gather (be->grad_sync, params->data);
 }
 
@@ -486,10 +483,12 @@ tach_params_update_decoupled (TachParams *params, float weight_decay, size_t dec
 
   if (params->trainable == 0)
     return;
+  tach_params_gather_settle (params);
   if (params->sum == NULL)
     {
       if (be->grad_sync != NULL)
         be->grad_sync->reduce (be->grad_sync, params->grad, params->data, params->total);
+      tach_params_gather_release_grads (params, TRUE);
       optimize (params, params->grad, weight_decay, decayed);
       return;
     }
@@ -503,12 +502,14 @@ tach_params_update_decoupled (TachParams *params, float weight_decay, size_t dec
     /* What backward did not announce is folded now. */
     for (guint i = 0; i < params->slices->len; i++)
       {
-        TachParamSlice *slice = slice_at (params, i);
+        TachParamSlice *slice = tach_params_slice (params, i);
 
         if (slice->trainable && !slice->folded)
           fold (params, slice->offset, slice->count);
         slice->folded = FALSE;
       }
+  /* Folded: the micro-batch's gradients may go. */
+  tach_params_gather_release_grads (params, TRUE);
   if (!last)
     return;
   if (!sync_each (params) && be->grad_sync != NULL)
@@ -530,6 +531,7 @@ tach_params_free (TachParams *params)
     return;
   if (params->be != NULL)
     {
+      tach_params_gather_free (params);
       tach_backend_dealloc (params->be, params->data_mem);
       tach_backend_dealloc (params->be, params->grad_mem);
       tach_backend_dealloc (params->be, params->sum_mem);
@@ -537,7 +539,7 @@ tach_params_free (TachParams *params)
       tach_backend_dealloc (params->be, params->v);
       tach_backend_dealloc (params->be, params->t);
       for (guint kind = 0; kind < 3; kind++)
-        hold (params, kind, -(gint64) params->held[kind]);
+        tach_params_hold (params, kind, -(gint64) params->held[kind]);
     }
   g_free (params->range_offset);
   g_free (params->range_count);

@@ -108,6 +108,31 @@ void          tach_params_update_decoupled (TachParams *params, float weight_dec
 /* Adam's betas and epsilon (TACH_ADAM_* until set; after
  * tach_params_set_optimizer, which resets them). */
 void          tach_params_set_adam (TachParams *params, float beta1, float beta2, float eps);
+/* Fully sharded data parallelism (shard=all, FSDP's FULL_SHARD;
+ * tach-params-gather.c).  A unit is a group of trainable slices that is
+ * all-gathered as one: each layer's, as FSDP wraps a model's blocks.  The
+ * slices added after tach_params_unit (or after tach_params_use_unit)
+ * belong to that unit; slices added before any call, to unit 0.  A @keep
+ * unit (the root's: parameters used at both ends of the step, gpt's tied
+ * embedding) stays gathered from its first forward to the end of its
+ * backward, as FSDP's root unit is not resharded after forward.  Frozen
+ * slices belong to no unit: every rank keeps them whole.
+ *
+ * Under shard=all each rank keeps only its shard of the trainable
+ * parameters between uses; the models call tach_params_need before a
+ * unit's forward (@backward FALSE) and again before its backward (TRUE),
+ * and tach_params_done after each, and every pointer from
+ * tach_params_data stays valid (the unit's pages are filled by the
+ * all-gather and given back to the system after).  Unsharded both do
+ * nothing.  tach_params_gather_all (@gather TRUE) gathers every unit
+ * and keeps them until it is called with FALSE (or the next update): for
+ * an evaluation after training, whose ranks must not depend on one
+ * another batch by batch. */
+guint         tach_params_unit (TachParams *params, gboolean keep);
+void          tach_params_use_unit (TachParams *params, guint unit);
+void          tach_params_need (TachParams *params, guint unit, gboolean backward);
+void          tach_params_done (TachParams *params, guint unit, gboolean backward);
+void          tach_params_gather_all (TachParams *params, gboolean gather);
 /* Where slice @index starts in the flat buffer, in floats. */
 size_t        tach_params_offset (TachParams *params, guint index);
 void          tach_params_free (TachParams *params);

@@ -415,12 +415,17 @@ trace_flights (TachTrace *trace, guint pid, const TachSample *s, double start, d
       ts = CLAMP (start + fl->start_ms * 1000.0, MAX (start, f->track_end[track]), end);
       dur = MIN (fl->dur_ms * 1000.0, end - ts);
       f->track_end[track] = ts + dur;
-      launched = isnan (launched) ? ts : MIN (launched, ts);
+      /* The step waits for its gradients' collectives; shard=all's
+       * all-gathers fly from forward on. */
+      if (!gather)
+        launched = isnan (launched) ? ts : MIN (launched, ts);
       landed = isnan (landed) ? ts + dur : MAX (landed, ts + dur);
       {
         g_autofree char *size = g_format_size ((guint64) fl->bytes);
 
-        name = g_strdup_printf ("%s %s", flight_names[MIN (fl->kind, 2)], size);
+        /* A prefetched all-gather says so (shard-prefetch=next). */
+        name = g_strdup_printf ("%s %s%s", flight_names[MIN (fl->kind, 2)], size,
+                                fl->ahead ? " (prefetched)" : "");
       }
       tach_trace_slice (trace, s->step, pid, TRACK_BUCKETS + track, name, ts, dur);
       g_array_append_val (edges, ((FlightEdge) { ts, fl->bytes }));
@@ -462,7 +467,8 @@ flights_init (Flights *f, TachTrace *trace, TachRun *run, guint nth, guint rank)
     }
   f->per_bucket = config->grad_sync == TACH_GRAD_SYNC_OVERLAP;
   f->n_tracks = f->per_bucket ? MAX (n_buckets, 1) : 1;
-  /* The all-gathers fly at once, after the update: a track each. */
+  /* The all-gathers fly at once, after the update (shard=all: before
+   * each unit's forward and backward): a track each. */
   f->n_gathers = sharded ? MAX (n_buckets, 1) : 0;
   f->track_end = g_new0 (double, f->n_tracks + f->n_gathers);
   for (guint t = 0; t < f->n_tracks + f->n_gathers && f->flights->len > 0; t++)

@@ -27,6 +27,9 @@ typedef struct {
    * displacements by rank (owned, 2 x ranks ints). */
   size_t   chunk, state;
   int     *gather_counts;
+  double   t_gather;     /* shard=all: host ms, its all-gather launched */
+  gboolean gather_ahead; /* shard=all: that all-gather is a prefetch */
+  gboolean gathering;    /* shard=all: its all-gather launched and not seen complete */
 #ifdef HAVE_MPI
   MPI_Request req;
   MPI_Request gather;
@@ -86,6 +89,17 @@ struct _TachGradReducer {
   float            *shard_grad;
   TachGradShard     shard;
   size_t           *shard_ranges; /* owned: offsets, counts, states (3 x buckets) */
+  /* shard=all (tach-grad-shard-all.c): the units' buckets, as
+   * tach_params_alloc cut them (owned; NULL otherwise), the shard's
+   * parameters (borrowed, from the last all-gather), and whether the
+   * steps have ended (the check at the end: an evaluation's all-gathers
+   * are no step's). */
+  size_t           *unit_ranges;  /* starts, ends (2 x buckets) */
+  guint            *unit_tensor_bucket;
+  guint             n_unit_buckets, n_unit_tensors;
+  guint             n_units, n_kept, n_gathers;
+  const float      *shard_params;
+  gboolean          ended;
   /* grad-progress=thread: the progress thread, and what it shares with
    * the engine thread under @lock (tach-grad-reducer.c). */
   GThread          *progress;
@@ -117,12 +131,33 @@ tach_grad_reducer_add_flight (TachGradReducer *self, const TachGradFlight *fligh
 /* tach-grad-shard.c: shard=grads over MPI.  Hooks the shard's ways in
  * (TachGradSyncHook.shard, gather) and asks for the slack a padded
  * reduce-scatter reads. */
-void     tach_grad_shard_init (TachGradReducer *self);
+void     tach_grad_shard_init (TachGradReducer *self, const TachConfig *config);
 /* Once the buckets are cut: each one's chunk and this rank's shard of it,
  * the shard's buffer, and the run's note of the layout (padding
  * included). */
 void     tach_grad_shard_layout (TachGradReducer *self);
 void     tach_grad_shard_clear (TachGradReducer *self);
+/* The end of a note of the shard's layout: the buckets' sizes, what each
+ * rank keeps (@keeps), @extra (NULL: nothing) and the padding. */
+void     tach_grad_shard_append_layout (TachGradReducer *self, GString *text, const char *keeps,
+                                        const char *extra, guint size, guint padded);
+
+/* tach-grad-shard-all.c: shard=all over MPI, on top of shard=grads.
+ * Hooks the units and the parameters' all-gathers in. */
+void     tach_grad_shard_all_init (TachGradReducer *self, const TachConfig *config);
+/* Cuts the buckets again as the units say (before the shard's layout;
+ * nothing unless fully sharded). */
+void     tach_grad_shard_all_cut (TachGradReducer *self);
+/* The run's note of the units' layout. */
+char    *tach_grad_shard_all_dup_layout (TachGradReducer *self, guint size, guint padded);
+/* For the end's check: every unit's parameters, gathered from the
+ * shards into @host (a copy of the flat buffer); TRUE at once unless
+ * fully sharded. */
+gboolean tach_grad_shard_all_fill (TachGradReducer *self, float *host, GError **error);
+void     tach_grad_shard_all_clear (TachGradReducer *self);
+/* grad-progress=thread, under the lock: tests the all-gathers in flight
+ * so that Open MPI moves them on; how many are still in flight. */
+int      tach_grad_shard_all_test (TachGradReducer *self);
 #ifdef HAVE_MPI
 /* Starts bucket @b's reduce-scatter of @grad (the MPI call's code). */
 int      tach_grad_shard_launch (TachGradReducer *self, Bucket *b, const float *grad);

@@ -358,6 +358,8 @@ progress_main (gpointer data)
           continue;
         }
       left = test_flying (self, self->progress_error == NULL ? &self->progress_error : NULL);
+      /* shard=all's all-gathers in flight too (a prefetch's, during compute). */
+      left = left < 0 ? left : left + tach_grad_shard_all_test (self);
       /* All done (or failed: the engine thread's wait reports it): rest
        * until the next launch. */
       if (left <= 0)
@@ -642,8 +644,8 @@ tach_grad_reducer_new (TachRanks *ranks, TachBackend *be, const TachConfig *conf
   self->device = (be->caps & TACH_BACKEND_CAP_HOST_MEMORY) == 0;
   /* Sharding is the MPI path's (tach_config_validate refuses it on a
    * device's). */
-  if (config->shard == TACH_SHARD_GRADS && ranks != NULL && !self->device)
-    tach_grad_shard_init (self);
+  if (config->shard != TACH_SHARD_NONE && ranks != NULL && !self->device)
+    tach_grad_shard_init (self, config);
 #ifdef HAVE_MPI
   self->op = MPI_OP_NULL;
   if (self->compress != TACH_GRAD_COMPRESS_NONE && !self->device)
@@ -735,6 +737,9 @@ tach_grad_reducer_check_params (TachGradReducer *self, GError **error)
   tach_backend_download (self->be, host, self->params, self->total * sizeof (float));
   tach_backend_synchronize (self->be);
   if (!tach_backend_take_error (self->be, error))
+    return FALSE;
+  /* shard=all: the units' parameters from the ranks' shards. */
+  if (!tach_grad_shard_all_fill (self, host, error))
     return FALSE;
   return tach_ranks_check_same_bytes (self->ranks, host, self->total * sizeof (float),
                                       _("parameters"), error);

@@ -116,39 +116,30 @@ hook_gather (TachGradSyncHook *hook, float *params)
 #endif /* HAVE_MPI */
 
 void
-tach_grad_shard_init (TachGradReducer *self)
+tach_grad_shard_init (TachGradReducer *self, const TachConfig *config)
 {
   guint size = self->ranks != NULL ? tach_ranks_size (self->ranks) : 1;
 
   self->hook.shard = hook_shard;
   self->hook.gather = hook_gather;
   self->hook.slack = size - 1;
+  if (config->shard == TACH_SHARD_ALL)
+    tach_grad_shard_all_init (self, config);
 }
 
-/* "grads, overlap: 3 reduce-scatters and 3 all-gathers a step: 0.04 1.05
- * 0.33 MB, each rank updating 1/2 of each; 2 of them padded to a multiple
- * of 2 floats", the run's note. */
-static char *
-dup_layout (TachGradReducer *self, guint size, guint padded)
+void
+tach_grad_shard_append_layout (TachGradReducer *self, GString *text, const char *keeps,
+                               const char *extra, guint size, guint padded)
 {
-  GString *text = g_string_new (NULL);
-
-  g_string_append_printf (text, "grads, %s: ", tach_knob (TACH_KNOB_GRAD_SYNC)->values[self->mode]);
-
-  g_string_append_printf (text,
-                          g_dngettext (GETTEXT_PACKAGE,
-                                       "%u reduce-scatter and all-gather a step:",
-                                       "%u reduce-scatters and all-gathers a step:",
-                                       self->buckets->len),
-                          self->buckets->len);
   for (guint i = 0; i < self->buckets->len && i < 8; i++)
     {
       const Bucket *b = &g_array_index (self->buckets, Bucket, i);
 
       g_string_append_printf (text, " %.2f", (double) (b->end - b->start) * sizeof (float) / 1e6);
     }
-  g_string_append_printf (text, "%s MB, ", self->buckets->len > 8 ? " ..." : "");
-  g_string_append_printf (text, _("each rank updating 1/%u of each"), size);
+  g_string_append_printf (text, "%s MB, %s", self->buckets->len > 8 ? " ..." : "", keeps);
+  if (extra != NULL)
+    g_string_append_printf (text, "; %s", extra);
   if (padded > 0)
     {
       g_string_append (text, "; ");
@@ -159,6 +150,26 @@ dup_layout (TachGradReducer *self, guint size, guint padded)
                                            "%u of them padded to a multiple of %u floats", padded),
                               padded, size);
     }
+}
+
+/* "grads, overlap: 3 reduce-scatters and 3 all-gathers a step: 0.04 1.05
+ * 0.33 MB, each rank updating 1/2 of each; 2 of them padded to a multiple
+ * of 2 floats", the run's note. */
+static char *
+dup_layout (TachGradReducer *self, guint size, guint padded)
+{
+  GString *text = g_string_new (NULL);
+  g_autofree char *keeps = g_strdup_printf (_("each rank updating 1/%u of each"), size);
+
+  g_string_append_printf (text, "grads, %s: ", tach_knob (TACH_KNOB_GRAD_SYNC)->values[self->mode]);
+
+  g_string_append_printf (text,
+                          g_dngettext (GETTEXT_PACKAGE,
+                                       "%u reduce-scatter and all-gather a step:",
+                                       "%u reduce-scatters and all-gathers a step:",
+                                       self->buckets->len),
+                          self->buckets->len);
+  tach_grad_shard_append_layout (self, text, keeps, NULL, size, padded);
   return g_string_free (text, FALSE);
 }
 
@@ -170,6 +181,9 @@ tach_grad_shard_layout (TachGradReducer *self)
   size_t state = 0;
   g_autofree char *note = NULL;
 
+  /* shard=all: the units' buckets instead of grad-sync's. */
+  tach_grad_shard_all_cut (self);
+  n = self->buckets->len;
   self->shard_ranges = g_new0 (size_t, 3 * MAX (n, 1));
   for (guint i = 0; i < n; i++)
     {
@@ -215,7 +229,8 @@ tach_grad_shard_layout (TachGradReducer *self)
     .n = n, .offset = self->shard_ranges, .count = self->shard_ranges + n,
     .state = self->shard_ranges + 2 * n, .state_total = state, .grad = self->shard_grad,
   };
-  note = dup_layout (self, size, padded);
+  note = self->unit_ranges != NULL ? tach_grad_shard_all_dup_layout (self, size, padded)
+                                    : dup_layout (self, size, padded);
   tach_backend_note_algorithm (self->be, "gradient shards", note);
 }
 
@@ -227,4 +242,5 @@ tach_grad_shard_clear (TachGradReducer *self)
       g_clear_pointer (&g_array_index (self->buckets, Bucket, i).gather_counts, g_free);
   g_clear_pointer (&self->shard_grad, g_free);
   g_clear_pointer (&self->shard_ranges, g_free);
+  tach_grad_shard_all_clear (self);
 }

@@ -130,6 +130,7 @@ typedef struct {
   guint64 step;
   guint   bucket;     /* in launch order */
   guint   kind;       /* TachGradFlightKind */
+  guint   ahead;      /* shard=all: an all-gather prefetched (shard-prefetch=next) */
   double  start_ms;
   double  dur_ms;
   double  bytes;      /* on the wire */

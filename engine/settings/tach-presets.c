@@ -43,6 +43,10 @@
  * their bucket of reduce_bucket_size fills, which none of these models'
  * gradients does, so once after backward. */
 #define SYNC_ZERO2 " grad-sync=fused bucket-mb=1907 grad-compress=none shard=grads"
+/* PyTorch FSDP's defaults: every layer a unit, gathered before its forward
+ * and its backward, each unit's gradients reduce-scattered as its
+ * backward ends, the next unit's all-gather prefetched. */
+#define SYNC_FSDP " grad-sync=overlap grad-compress=none shard=all shard-prefetch=next"
 /* tuned's synchronisation: the fastest of the correct ones with 2 ranks on
  * this project's 2-core machine (bench/run-mpi.sh measures them side by
  * side; see the commit that set it). */
@@ -116,6 +120,23 @@
      "grad-compress=none: the gradients reduced in the training precision, fp32 here\n" \
      "the other modes as tuned, kernels launched one by one: the same step as one process's " \
      "fastest")
+#define WHY_FSDP \
+  N_("shard=all: PyTorch FullyShardedDataParallel's default sharding_strategy, " \
+     "ShardingStrategy.FULL_SHARD (torch/distributed/fsdp/fully_sharded_data_parallel.py, " \
+     "torch/distributed/fsdp/api.py): each unit's parameters all-gathered before its forward, " \
+     "resharded after it, all-gathered again before its backward and resharded after; its " \
+     "gradients reduce-scattered; each rank stepping the optimizer over its shard; the root " \
+     "unit (gpt's embeddings, tied to its LM head) kept through the step\n" \
+     "shard-prefetch=next: backward_prefetch's default, BackwardPrefetch.BACKWARD_PRE, issues " \
+     "the next unit's all-gather before this unit's gradient computation; in forward FSDP " \
+     "leaves forward_prefetch False because its CPU thread issues the next all-gather while the " \
+     "GPU still computes this unit, which Tach's CPU path, whose ops finish as they return, can " \
+     "only do by prefetching\n" \
+     "grad-sync=overlap: each unit's reduce-scatter starts as its backward ends (FSDP's " \
+     "post-backward hook); the units are the buckets, so bucket-mb does not apply\n" \
+     "grad-compress=none: no mixed_precision by default: the gradients reduced in fp32\n" \
+     "the other modes as tuned, kernels launched one by one: the same step as one process's " \
+     "fastest")
 /* The data-parallel presets of a training workload, whose tuned modes are
  * @tuned. */
 #define BETWEEN_RANKS(workload, tuned) \
@@ -138,7 +159,11 @@
   { "zero2", workload, \
     N_("DeepSpeed ZeRO stage 2: gradients reduce-scattered, each rank updating its shard with " \
        "its shard of the optimiser state, parameters all-gathered"), \
-    tuned SYNC_ZERO2, NULL, WHY_ZERO2, TRUE },
+    tuned SYNC_ZERO2, NULL, WHY_ZERO2, TRUE }, \
+  { "fsdp", workload, \
+    N_("PyTorch FSDP's defaults: every layer's parameters sharded and all-gathered before its " \
+       "forward and backward, gradients reduce-scattered, the next layer's gather prefetched"), \
+    tuned SYNC_FSDP, NULL, WHY_FSDP, TRUE },
 
 /* Each preset sets every mode knob of its workload, and its rationale says,
  * one line per knob ("knob=value: ..."), what in the reported code the value

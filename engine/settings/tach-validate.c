@@ -48,6 +48,8 @@ tach_config_knob_applies (const TachConfig *config, const char *key, const char 
            && (knob->id == TACH_KNOB_ACCUMULATE_SYNC || knob->id == TACH_KNOB_GRAD_SYNC || knob->id == TACH_KNOB_BUCKET_MB
                || knob->id == TACH_KNOB_GRAD_PROGRESS || knob->id == TACH_KNOB_GRAD_COMPRESS))
     reason = N_("gradients are synchronised only between ranks (mpirun -np 2 or more)");
+  else if (knob != NULL && knob->id == TACH_KNOB_BUCKET_MB && config->shard == TACH_SHARD_ALL)
+    reason = N_("under shard=all each unit's parameters make the buckets, whatever their size");
   else if (knob != NULL && knob->id == TACH_KNOB_BUCKET_MB
            && config->grad_sync != TACH_GRAD_SYNC_OVERLAP)
     reason = N_("buckets are grad-sync=overlap's; per-tensor and fused have none");
@@ -443,8 +445,10 @@ check_lstm_precision (const TachConfig *config, const TachModelClass *klass,
   return FALSE;
 }
 
-/* What sharding (tach-grad-shard.c) cannot run yet, between ranks; with
- * one rank it changes nothing (tach_config_knob_applies says so). */
+/* What sharding (tach-grad-shard.c, tach-grad-shard-all.c) cannot run
+ * yet, between ranks; with one rank it changes nothing
+ * (tach_config_knob_applies says so).  shard=all's units are every
+ * training workload's (models/tach-params.h). */
 static gboolean
 check_shard (const TachConfig *config, const TachDevice *device, GError **error)
 {
@@ -466,16 +470,6 @@ check_shard (const TachConfig *config, const TachDevice *device, GError **error)
     }
   if (config->ranks <= 1)
     return TRUE;
-  if (config->shard == TACH_SHARD_ALL)
-    {
-      g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
-                   W_("{shard=%s} is not built yet: the models keep a pointer to every"
-                      " parameter from their setup, so no unit can be gathered before its"
-                      " forward and released after; {shard=grads} shards the gradients and"
-                      " the optimiser state"), value);
-      tach_error_add_config_hint (error, config, TACH_KNOB_SHARD, TACH_KNOB_SHARD, "grads", NULL);
-      return FALSE;
-    }
   if (config->grad_compress != TACH_GRAD_COMPRESS_NONE)
     {
       g_set_error (error, TACH_ERROR, TACH_ERROR_UNSUPPORTED,
