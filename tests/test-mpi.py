@@ -39,6 +39,9 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     shard=grads runs and says it does not apply;
   - ranks started with different settings are refused (exit 2) with a
     message that names the knob;
+  - a rank that fails on its own after the up-front checks tells the
+    others as it ends: the job ends in seconds, not at the first step's
+    120 s deadline;
   - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run is reported by
     rank 0 within the 8 s wait limit plus its slowest step (and 3 s), the
     run ending non-zero, rank 0's rows kept, the stopped rank named;
@@ -397,6 +400,30 @@ def test_lost_rank(tmp, signal_name):
               signal_name + ": the message says a rank was lost: " + out.strip()[:300])
 
 
+def test_rank_fails_alone(tmp):
+    """Rank 0 fails on its own after the up-front checks (a TACH_CPU_ISA
+    that names no level, given to rank 0 alone: its backend does not open
+    and its run fails before the first step), while rank 1 waits for it in
+    the run's first collectives, whose deadline is 120 s (the slowest
+    rank's set-up): rank 0 tells the others as it ends, and the job ends
+    within 60 s (a hang's bound; it takes seconds), both ranks saying
+    why."""
+    wrapper = write_script(tmp, "fail-0.sh", '#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 0 ];'
+                           ' then export TACH_CPU_ISA=none-such; fi\nexec "$@"\n')
+    what = "rank 0 fails alone after the checks"
+    try:
+        p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "20"],
+                   wrapper=[wrapper], timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, what + ": the job did not end within 60 s (rank 1 waited for rank 0)")
+        return
+    out = p.stdout + p.stderr
+    check(p.returncode != 0 and "TACH_CPU_ISA is 'none-such'" in out
+          and "rank 0 failed (its own message is above)" in out,
+          what + ": the job ends non-zero within 60 s, rank 0 saying why and rank 1 naming it"
+          " (exit %d): %s" % (p.returncode, out.strip()[-400:]))
+
+
 def test_trace(tmp):
     path = os.path.join(tmp, "trace.json")
     p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
@@ -505,6 +532,7 @@ def with_mpi(tmp):
           "gpt on 3 ranks: the algorithms line says which buckets were padded")
     test_shard_refusals(tmp)
     test_mismatch(tmp)
+    test_rank_fails_alone(tmp)
     test_lost_rank(tmp, "STOP")
     test_lost_rank(tmp, "KILL")
     test_trace(tmp)
