@@ -49,7 +49,8 @@ struct TachCliStop {
 void tach_cli_stop_watch   (TachCliStop *stop, void (*on_stop) (gpointer data), gpointer data);
 void tach_cli_stop_unwatch (TachCliStop *stop);
 /* @status, or 128 + the signal's number when a stop signal came and
- * @status is TACH_CLI_EXIT_OK. */
+ * @status is TACH_CLI_EXIT_OK (under mpirun, for SIGTERM alone: ranks
+ * stopped by SIGINT or SIGHUP end as a whole run ends). */
 int  tach_cli_stop_exit_status (const TachCliStop *stop, int status);
 
 /* One knob given on the command line, in the order given. */

@@ -295,6 +295,14 @@ tach_cli_stop_unwatch (TachCliStop *stop)
 int
 tach_cli_stop_exit_status (const TachCliStop *stop, int status)
 {
+  /* Under mpirun, ranks that SIGINT or SIGHUP stopped (the window's Stop
+   * sends SIGINT to each) stop together and end as a whole run ends: with
+   * 0, since mpirun takes any other status for a rank's failure and ends
+   * the others its own way, SIGTERM and a second later SIGKILL, which a
+   * stopped job need not wait for.  SIGTERM there is mpirun ending the
+   * job: 143, as alone. */
+  if (stop->signo != SIGTERM && tach_ranks_world_size () > 1)
+    return status;
   if (stop->signo != 0 && status == TACH_CLI_EXIT_OK)
     return 128 + stop->signo;
   return status;

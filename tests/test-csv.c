@@ -512,7 +512,10 @@ read_file (const char *dir, const char *name)
 /* samples.csv streams while a run goes: the folder's files stay as they
  * were until the commit, which leaves exactly what appending the ended
  * run at once leaves (same bytes: streaming changes when rows are
- * written, not what they say). */
+ * written, not what they say).  The run lasts until a write has been
+ * made while it ran, whatever the machine's speed: a million steps, each
+ * published (sync=1), and stopped after that write; without samples while
+ * it runs, it runs into the hang bound, or to its end, and fails. */
 static void
 test_stream_running (Fixture *f, gconstpointer data)
 {
@@ -524,6 +527,9 @@ test_stream_running (Fixture *f, gconstpointer data)
   g_autoptr(GError) error = NULL;
   TachConfig c;
   guint writes_running = 0;
+  /* A hang's bound, not a timing: the first step's samples come within
+   * milliseconds. */
+  gint64 deadline = g_get_monotonic_time () + 120 * G_USEC_PER_SEC;
 
   g_assert_true (append_one (at_once, f->b, NULL));
   g_assert_true (append_one (streamed, f->b, NULL));
@@ -532,7 +538,7 @@ test_stream_running (Fixture *f, gconstpointer data)
 
   stream = tach_csv_stream_open (streamed, &error);
   g_assert_no_error (error);
-  test_tiny_config (&c, 3000);
+  test_tiny_config (&c, 1000000);
   test_apply (&c, "batch=1 sync=1");
   run = tach_run_new (&c, &error);
   tach_config_clear (&c);
@@ -552,11 +558,16 @@ test_stream_running (Fixture *f, gconstpointer data)
           samples_now = read_file (streamed, "samples.csv");
           g_assert_cmpstr (runs_now, ==, runs_before);
           g_assert_cmpstr (samples_now, ==, samples_before);
+          /* Once more while it still runs, then the stop. */
+          if (writes_running == 2)
+            tach_run_stop (run);
         }
+      g_assert_cmpint (g_get_monotonic_time (), <, deadline);
       g_usleep (20 * 1000);
     }
   g_assert_true (tach_run_wait (run, &error));
-  g_assert_cmpuint (writes_running, >=, 1);
+  g_assert_cmpint (tach_run_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
+  g_assert_cmpuint (writes_running, >=, 2);
   g_assert_cmpuint (tach_csv_stream_get_n_runs (stream), ==, 1);
   g_assert_true (tach_csv_stream_commit (stream, &error));
   g_assert_no_error (error);

@@ -138,16 +138,25 @@ test_ranks_launch (Fixture *fixture, gconstpointer data)
     }
 }
 
-/* Stop ends mpirun: the ranks stop and rank 0's rows land in the table. */
+/* Stop stops the ranks (SIGINT to each): they stop after the same step
+ * and the job ends as a finished one does, every rank's rows in the
+ * table.  Open MPI's own end of a job (mpirun's SIGTERM to the ranks, or
+ * its answer to a rank's abort or failure) is made to take 200 s here
+ * (odls_base_sigkill_timeout 100, slept twice by mpirun whatever the
+ * ranks do), past the 60 s this waits, a hang's bound: a stop takes a
+ * step or two. */
 static void
 test_ranks_stop (Fixture *fixture, gconstpointer data)
 {
   g_autoptr(TachRunObject) run = NULL;
-  g_autoptr(GArray) samples = NULL;
+  g_autoptr(GArray) samples = NULL, rank1 = NULL;
+  TachRun *engine_run;
 
   if (!set_up_ranks (fixture, 10000000))
     return;
+  g_setenv ("OMPI_MCA_odls_base_sigkill_timeout", "100", TRUE);
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.run", NULL);
+  g_unsetenv ("OMPI_MCA_odls_base_sigkill_timeout");
   g_assert_true (iterate_until (ranks_live, fixture->window, 120));
   gtk_widget_activate_action (GTK_WIDGET (fixture->window), "win.stop", NULL);
   g_assert_true (iterate_until (run_landed, fixture->window, 60));
@@ -155,9 +164,15 @@ test_ranks_stop (Fixture *fixture, gconstpointer data)
   g_assert_null (find_message_dialog (fixture->window));
   run = g_list_model_get_item (tach_window_get_runs (fixture->window), 0);
   g_assert_cmpint (tach_run_object_get_state (run), ==, TACH_RUN_STATE_CANCELLED);
-  samples = tach_run_dup_samples (tach_run_object_get_run (run));
+  engine_run = tach_run_object_get_run (run);
+  samples = tach_run_dup_samples (engine_run);
   g_assert_cmpuint (samples->len, >, 0);
   g_assert_cmpuint (samples->len, <, 10000000);
+  /* Both ranks' rows, up to the same step. */
+  g_assert_cmpuint (tach_run_get_n_ranks (engine_run), ==, 2);
+  rank1 = g_array_new (FALSE, FALSE, sizeof (TachSample));
+  g_assert_cmpuint (tach_run_copy_rank_samples (engine_run, 1, 0, G_MAXUINT, rank1), ==,
+                    samples->len);
 }
 
 /* Without mpirun on the PATH: a dialog that says how to install it, and

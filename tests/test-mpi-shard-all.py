@@ -38,16 +38,12 @@ Exit status: 0 passed, 1 failed, 77 skipped (no MPI, or no mpirun).
 """
 import os
 import re
-import shutil
 import subprocess
 import sys
-import tempfile
 
-import mpi_helpers as mh
-from mpi_helpers import check
+import mpi_util as mh
+from mpi_util import check
 
-CLI = sys.argv[1]
-HAVE_MPI = sys.argv[2] == "mpi"
 BASE = ["run"] + mh.ONE_THREAD
 STEPS = 6
 LAYOUT = re.compile(r"all, [a-z-]+: (\d+) units?(?: \((\d+) kept through the step\))?, "
@@ -61,7 +57,7 @@ def run(tmp, tag, workload, batch, shard, extra, np=2, trace=False):
                    "--shard", shard, "--csv", folder] + extra
     if trace:
         args += ["--trace", folder + ".json"]
-    p = mh.mpirun(CLI, args, np=np)
+    p = mh.mpirun(args, np=np, timeout=180)
     check(p.returncode == 0, "%s: runs on %d ranks, the ranks' parameters checked equal at the"
           " end: %s" % (tag, np, p.stderr.strip()[-300:]))
     return (folder, p.stdout) if p.returncode == 0 else None
@@ -194,8 +190,8 @@ def test_evaluation(tmp):
     runs = {}
     for shard in ("none", "all"):
         folder = os.path.join(tmp, "evaluate-" + shard)
-        p = mh.mpirun(CLI, BASE + ["--workload", "cnn", "--batch", "32", "--steps", "3",
-                                   "--shard", shard, "--csv", folder], timeout=300)
+        p = mh.mpirun(BASE + ["--workload", "cnn", "--batch", "32", "--steps", "3",
+                               "--shard", shard, "--csv", folder], timeout=300)
         check(p.returncode == 0, "cnn evaluating, shard=%s: runs on 2 ranks: %s"
               % (shard, p.stderr.strip()[-300:]))
         if p.returncode != 0:
@@ -222,12 +218,12 @@ def test_refusals(tmp):
          "shard=all with accumulate-sync=every"),
     ]
     for args, words, what in cases:
-        p = mh.mpirun(CLI, BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "3",
-                                   "--shard", "all"] + args, timeout=60)
+        p = mh.mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "3",
+                               "--shard", "all"] + args, timeout=60)
         check(p.returncode == 2 and words in p.stderr,
               "%s: refused, exit 2, saying '%s' (got %d: %s)"
               % (what, words, p.returncode, p.stderr.strip()[-300:]))
-    p = subprocess.run([CLI] + BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "3",
+    p = subprocess.run([mh.CLI] + BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "3",
                                        "--shard", "all"],
                        env=mh.ENV, capture_output=True, text=True, timeout=60)
     check(p.returncode == 0 and "only between ranks" in p.stderr,
@@ -235,33 +231,21 @@ def test_refusals(tmp):
           + p.stderr.strip()[:300])
 
 
-def main():
-    skip = mh.skip_reason(HAVE_MPI)
-    if skip is not None:
-        print(skip)
-        return 77
-    tmp = tempfile.mkdtemp(prefix="tach-shard-all-")
-    try:
-        test_workload(tmp, "bilstm", "bilstm", 8)
-        # lstm-lm's embedding is frozen: no unit's, whole on every rank.
-        test_workload(tmp, "lstm-lm", "lstm-lm", 4)
-        # gpt: the embeddings the root unit (kept through the step), each
-        # block a unit of two pieces, the final LayerNorm one.
-        test_workload(tmp, "gpt", "gpt", 2, mh.GPT_SMALL + ["--layers", "2"])
-        test_workload(tmp, "cnn", "cnn", 4, ["--input", "16x16x1"], adam=False)
-        out = test_workload(tmp, "gpt-3-ranks", "gpt", 2, mh.GPT_SMALL, np=3, bound=1e-5)
-        check(out is not None and "padded to a multiple of 3 floats" in out,
-              "gpt on 3 ranks: the algorithms line says which buckets were padded")
-        test_accumulate(tmp)
-        test_progress_thread(tmp)
-        test_evaluation(tmp)
-        test_refusals(tmp)
-    finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if mh.failures:
-        print("%d failed" % len(mh.failures))
-        return 1
-    return 0
+def with_mpi(tmp):
+    test_workload(tmp, "bilstm", "bilstm", 8)
+    # lstm-lm's embedding is frozen: no unit's, whole on every rank.
+    test_workload(tmp, "lstm-lm", "lstm-lm", 4)
+    # gpt: the embeddings the root unit (kept through the step), each
+    # block a unit of two pieces, the final LayerNorm one.
+    test_workload(tmp, "gpt", "gpt", 2, mh.GPT_SMALL + ["--layers", "2"])
+    test_workload(tmp, "cnn", "cnn", 4, ["--input", "16x16x1"], adam=False)
+    out = test_workload(tmp, "gpt-3-ranks", "gpt", 2, mh.GPT_SMALL, np=3, bound=1e-5)
+    check(out is not None and "padded to a multiple of 3 floats" in out,
+          "gpt on 3 ranks: the algorithms line says which buckets were padded")
+    test_accumulate(tmp)
+    test_progress_thread(tmp)
+    test_evaluation(tmp)
+    test_refusals(tmp)
 
 
-sys.exit(main())
+sys.exit(mh.run_tests(with_mpi, prefix="tach-shard-all-"))

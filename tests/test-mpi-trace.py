@@ -10,6 +10,15 @@ validator of its own (standard library only), under mpirun -np 2:
   - the phases are placed at their real times: no all-reduce lands inside
     a compute slice of its rank (they used to be laid end to end, the
     all-reduces at their real times, inside compute).
+  - a rank killed mid-run: the survivor keeps its rows, trace and
+    all-reduces, and names the rank lost; mpirun sent SIGTERM (its end
+    of a job): the run is cancelled, no rank failed;
+  - SIGINT to each rank (the window's Stop), or to one: the ranks stop
+    after the same step and end as a whole run ends, without mpirun's end
+    of a job: every rank's rows in rank 0's folder, cancelled, mpirun's
+    exit 0, within a bound far below the 200 s mpirun would sleep at a
+    grace of 100 s;
+  - a usage error of every rank's command line is said once.
 
 Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
 
@@ -20,50 +29,36 @@ import csv
 import decimal
 import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
+import time
 
-CLI = sys.argv[1]
-HAVE_MPI = sys.argv[2] == "mpi"
-BASE = ["run", "--device", "cpu", "--threads", "1", "--warmup", "2"]
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
-# A sanitizer build (tools/run-tests.sh's build-asan) ends a run several
-# times slower than a plain one: after mpirun's SIGTERM, rank 0's results
-# and its "stopped after" line took longer than the one second Open MPI
-# waits before its SIGKILL (seen on an idle 2-core machine).  Only there,
-# the stop test gives the ranks 10 s; a plain build is held to Open MPI's
-# default.
+sys.dont_write_bytecode = True
+from mpi_util import BASE, CLI, ENV, check, mpirun, run_tests, write_script  # noqa: E402
+
+# mpirun's own end of a job (kill -TERM or Ctrl+C of mpirun, or a rank
+# lost) is Open MPI's: SIGCONT to the ranks, SIGTERM a second later and
+# SIGKILL a second after that (odls_base_sigkill_timeout), mpirun asleep
+# in between; rank 0's rows must be written within that second.  The
+# window's Stop no longer goes that way (SIGINT to each rank, as
+# test_ranks_stopped sends, which has no such deadline), so these tests
+# give the ranks 3 s rather than hold them to a second that a loaded CI
+# machine's stall takes: on the 2-core machine, one core busy, a killed
+# rank's survivor wrote its rows 1.4-1.9 s after the kill and the SIGKILL
+# came 0.6 s later.  3 s is still short of rank 0's own 8 s wait limit, so
+# that mpirun's SIGTERM still tells it of a killed rank (not so 10 s).  A
+# sanitizer build (build-asan) ends a run several times slower: its rows
+# took longer than a second after mpirun's SIGTERM on an idle machine, so
+# the stop (no rank killed, no wait limit at stake) gives it 10 s there.
 SANITIZED = "libasan" in subprocess.run(["ldd", CLI], capture_output=True, text=True).stdout
-# Open MPI ends a job whose rank was lost the same way, after a SIGCONT:
-# SIGTERM to the survivors a second later, SIGKILL a second after that
-# (odls_base_sigkill_timeout).  The survivor's rows must be written in
-# that second, its 0.4 s listen for the others' answers included: on the
-# 2-core machine, one core busy, they came 1.4-1.9 s after the kill and
-# the SIGKILL 0.6 s later, a margin a loaded CI machine's stall of a
-# second takes.  The killed-rank test gives the survivors 3 s, still short
-# of rank 0's own 8 s wait limit (mpirun's SIGTERM still tells it).
 LOST_ENV = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="3")
+STOP_ENV = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="10" if SANITIZED else "3")
 # Slack for the clocks' offset, measured to within half a round trip
 # between two processes of one machine (microseconds); the misalignment
 # this test catches was tens to hundreds of milliseconds.
 CLOCK_SLACK_NS = 100_000
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def mpirun(args, np=2, timeout=180):
-    return subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), CLI] + args, env=ENV,
-                          capture_output=True, text=True, timeout=timeout)
 
 
 # ------------------------------------------------------------ the validator
@@ -178,6 +173,20 @@ def inside_compute(events, overlap):
 
 # ------------------------------------------------------------------ tests
 
+def long_run(env, extra, wrapper=None):
+    """mpirun -np 2 of a run that would take hours, with --progress (stderr
+    on stdout), and the watchdog that ends it after 240 s if nothing
+    else does."""
+    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2"]
+                         + ([wrapper] if wrapper is not None else []) + [CLI] + BASE
+                         + ["--workload", "bilstm", "--batch", "8", "--steps", "10000000",
+                            "--progress"] + extra,
+                         env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    return p, watchdog
+
+
 def test_trace(tmp, mode, extra=()):
     path = os.path.join(tmp, "trace-%s.json" % mode)
     p = mpirun(BASE + ["--workload", "bilstm", "--hidden", "200", "--batch", "4", "--steps", "12",
@@ -208,20 +217,11 @@ def test_killed(tmp, lost):
     (rank 0 into the folder and trace asked for, rank 1 beside them, since
     rank 0 may be the one lost), and its message names the rank lost."""
     pid_file = os.path.join(tmp, "lost.pid")
-    wrapper = os.path.join(tmp, "lose.sh")
-    with open(wrapper, "w") as f:
-        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = %d ]; then echo $$ > "%s"; fi\n'
-                'exec "$@"\n' % (lost, pid_file))
-    os.chmod(wrapper, 0o755)
+    wrapper = write_script(tmp, "lose.sh", '#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = %d ];'
+                           ' then echo $$ > "%s"; fi\nexec "$@"\n' % (lost, pid_file))
     folder = os.path.join(tmp, "killed-%d" % lost)
     trace = os.path.join(tmp, "killed-%d.json" % lost)
-    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
-        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
-        "--csv", folder, "--trace", trace], env=LOST_ENV, stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT, text=True)
-    # The run would take hours: one that never ends is ended here.
-    watchdog = threading.Timer(240.0, p.kill)
-    watchdog.start()
+    p, watchdog = long_run(LOST_ENV, ["--csv", folder, "--trace", trace], wrapper)
     killed = False
     reached = [0, 0]
     lines = []
@@ -282,12 +282,7 @@ def test_stopped(tmp):
     mpirun's own status is Open MPI's (1 whenever it is signalled), so only
     the results say how it ended."""
     folder = os.path.join(tmp, "stopped")
-    env = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="10") if SANITIZED else ENV
-    p = subprocess.Popen(["mpirun", "--oversubscribe", "-np", "2", CLI] + BASE + [
-        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
-        "--csv", folder], env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    watchdog = threading.Timer(240.0, p.kill)
-    watchdog.start()
+    p, watchdog = long_run(STOP_ENV, ["--csv", folder])
     past = set()
     lines = []
     try:
@@ -317,6 +312,68 @@ def test_stopped(tmp):
           + tach.strip()[-300:])
 
 
+def test_ranks_stopped(tmp, grad_sync, targets):
+    """SIGINT to the ranks @targets once both are past step 2, as the
+    window's Stop sends to each (Ctrl+C alone): the ranks agree on a step
+    to stop after (a rank signalled alone too: stopping by itself, it
+    would leave the other in an all-reduce it never joins), finish it, and
+    the run ends as a whole run ends, MPI_Finalize and exit 0, with no
+    deadline.  Open MPI's end of a job is made to take 200 s here
+    (odls_base_sigkill_timeout 100, which mpirun sleeps twice, whatever
+    the ranks do): an MPI_Abort, a rank's non-zero exit or mpirun's
+    SIGTERM would hold mpirun past the 60 s this waits, a hang bound, not
+    a timing (a stop takes a step or two)."""
+    folder = os.path.join(tmp, "ranks-stopped-%s-%d" % (grad_sync, len(targets)))
+    wrapper = write_script(tmp, "pids.sh", '#!/bin/sh\necho $$ > "%s/rank$OMPI_COMM_WORLD_RANK'
+                           '.pid"\nexec "$@"\n' % tmp)
+    for r in (0, 1):
+        if os.path.exists(os.path.join(tmp, "rank%d.pid" % r)):
+            os.remove(os.path.join(tmp, "rank%d.pid" % r))
+    env = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="100")
+    p, watchdog = long_run(env, ["--grad-sync", grad_sync, "--csv", folder], wrapper)
+    past = set()
+    lines = []
+    stopped = None
+    try:
+        for line in p.stdout:
+            lines.append(line)
+            if stopped is not None or not line.startswith("tach-progress "):
+                continue
+            fields = dict(w.split("=", 1) for w in line.split()[1:])
+            if int(fields.get("step", 0)) >= 2:
+                past.add(fields.get("rank"))
+            if len(past) == 2:
+                for r in targets:
+                    with open(os.path.join(tmp, "rank%d.pid" % r)) as f:
+                        os.kill(int(f.read()), signal.SIGINT)
+                stopped = time.monotonic()
+                # The hang bound, from the stop: the ranks' own end.
+                watchdog.cancel()
+                watchdog = threading.Timer(60.0, p.kill)
+                watchdog.start()
+        p.wait()
+    finally:
+        watchdog.cancel()
+    ended = time.monotonic()
+    out = "".join(line for line in lines if not line.startswith("tach-progress "))
+    what = "SIGINT to rank%s %s (%s)" % ("s" if len(targets) > 1 else "",
+                                          " and ".join(map(str, targets)), grad_sync)
+    check(stopped is not None and p.returncode == 0,
+          "%s: the job ends by itself within 60 s (%s), mpirun exit 0 (got %d): %s"
+          % (what, "%.1f s" % (ended - stopped) if stopped else "never stopped", p.returncode,
+             out.strip()[-300:]))
+    runs = rows_of(folder, "runs.csv")
+    rows = rows_of(folder, "samples.csv")
+    steps = {r: sorted(int(x["step"]) for x in rows if x["rank"] == r) for r in ("0", "1")}
+    check([r["state"] for r in runs] == ["cancelled"] and steps["0"] and steps["0"] == steps["1"]
+          and steps["0"] == list(range(len(steps["0"]))),
+          "%s: cancelled, both ranks' rows in rank 0's samples.csv, the same steps: %s, %s"
+          % (what, [r["state"] for r in runs],
+             {r: (len(s), s[-1] if s else None) for r, s in steps.items()}))
+    check("stopped after" in out and "MPI_ABORT" not in out and "did not" not in out,
+          "%s: rank 0 says it stopped, no abort, no rank lost: %s" % (what, out.strip()[-300:]))
+
+
 def test_usage_once():
     """A usage error in the command line every rank got is said once (by
     rank 0), not once per rank (a rank started with a command line of its
@@ -328,22 +385,15 @@ def test_usage_once():
           % (said, p.stderr.strip()[-300:]))
 
 
-def main():
-    if not HAVE_MPI:
-        print("skip: this Tach was built without MPI")
-        return 77
-    if shutil.which("mpirun") is None:
-        print("skip: no mpirun (apt-get install openmpi-bin)")
-        return 77
-    with tempfile.TemporaryDirectory(prefix="tach-mpi-trace-") as tmp:
-        for mode in ("fused", "per-tensor", "overlap"):
-            test_trace(tmp, mode, ["--bucket-mb", "1"] if mode == "overlap" else [])
-        for lost in (1, 0):
-            test_killed(tmp, lost)
-        test_stopped(tmp)
-        test_usage_once()
-    print("%d failed" % len(failures) if failures else "all passed")
-    return 1 if failures else 0
+def with_mpi(tmp):
+    for mode in ("fused", "per-tensor", "overlap"):
+        test_trace(tmp, mode, ["--bucket-mb", "1"] if mode == "overlap" else [])
+    for lost in (1, 0):
+        test_killed(tmp, lost)
+    test_stopped(tmp)
+    test_ranks_stopped(tmp, "overlap", (0, 1))
+    test_ranks_stopped(tmp, "per-tensor", (1,))
+    test_usage_once()
 
 
-sys.exit(main())
+sys.exit(run_tests(with_mpi, prefix="tach-mpi-trace-"))

@@ -40,6 +40,9 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
     shard=grads runs and says it does not apply;
   - ranks started with different settings are refused (exit 2) with a
     message that names the knob;
+  - a rank that fails on its own after the up-front checks tells the
+    others as it ends: the job ends in seconds, not at the first step's
+    120 s deadline;
   - a rank killed (SIGKILL) or stopped (SIGSTOP) mid-run is reported by
     rank 0 within the 8 s wait limit plus its slowest step (and 3 s), the
     run ending non-zero, rank 0's rows kept, the stopped rank named;
@@ -50,96 +53,31 @@ With MPI (the build's mpi option found Open MPI and mpirun is here):
   - --progress: every rank writes its progress lines on mpirun's stdout
     (tach-progress.h), the last at the last step, with phases that add up
     to at most the step;
-  - the data-parallel presets set the synchronisation knobs they cite, and
-    alone a process says they do not apply;
-  - sweep and explain run under mpirun, every rank the same runs in the
-    same order, rank 0 alone printing and writing (sweep --vary ranks=1,2
-    runs the ranks=1 points on rank 0 alone); explain's table and
-    explain.csv split each step and share into the ranks' phases too
-    (exposed communication, packing, imbalance), adding up;
-  - run --scaling measures weak and strong scaling efficiency against one
-    process and writes them to runs.csv (values checked to be numbers in
-    range, never against a speed); --scaling-ranks 1,2,3 under -np 3 runs
-    2 ranks on the first two (a communicator of theirs), the third sitting
-    it out, and 3 on all, each count with its efficiencies; a count out of
-    range is refused (exit 2).
-Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
-variables) refuses with exit 2 and a message saying how to build with MPI.
-
-Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores.
-
   - the reducer's device path (NCCL's on a GPU) on a test double of an
     asynchronous device, one rank, and two ranks on its one device
     refused: test-grad-device, run under mpirun.
+Without MPI: a tach-cli that finds itself one of two ranks (the launcher's
+variables) refuses with exit 2 and a message saying how to build with MPI.
+
+Runs as root as CI does (OMPI_ALLOW_RUN_AS_ROOT*), on two cores; the
+helpers are mpi_util.py's, the runs of several runs test-mpi-sweep.py's.
 
 Usage: test-mpi.py PATH/TO/tach-cli mpi|nompi [PATH/TO/test-grad-device]
 Exit status: 0 passed, 1 failed, 77 skipped (no mpirun).
 """
-import csv
-import json
 import os
-import shutil
 import signal
 import subprocess
 import sys
-import tempfile
 import threading
 import time
 
-CLI = sys.argv[1]
-HAVE_MPI = sys.argv[2] == "mpi"
+sys.dont_write_bytecode = True
+from mpi_util import (BASE, CLI, ENV, GPT_SMALL, alone, check, check_tracks,  # noqa: E402
+                      load_trace, losses_by_step, mismatch_wrapper, mpirun, progress_fields,
+                      read_runs, run_tests, samples, write_script)
+
 GRAD_DEVICE = sys.argv[3] if len(sys.argv) > 3 else None
-ONE_THREAD = ["--device", "cpu", "--threads", "1", "--warmup", "2"]
-GPT_SMALL = ["--layers", "1", "--heads", "2", "--embed", "16", "--context", "16"]
-BASE = ["run"] + ONE_THREAD
-ENV = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1",
-           OMPI_MCA_btl_vader_single_copy_mechanism="none", LC_ALL="C.UTF-8")
-failures = []
-
-
-def check(cond, what):
-    print(("ok   " if cond else "FAIL ") + what, flush=True)
-    if not cond:
-        failures.append(what)
-
-
-def progress_fields(line):
-    """A --progress line's fields (tach-progress.h), read as the window
-    reads them: from the last line begun on it, and only a whole one (every
-    word key=value, end=1 last); None for any other line."""
-    at = line.rfind("tach-progress ")
-    if at < 0:
-        return None
-    words = line[at:].split()[1:]
-    if not words or words[-1] != "end=1" or any("=" not in w for w in words):
-        return None
-    return dict(w.split("=", 1) for w in words)
-
-
-def mpirun(args, np=2, timeout=120, wrapper=None):
-    cmd = ["mpirun", "--oversubscribe", "-np", str(np)]
-    if wrapper is not None:
-        cmd += wrapper
-    return subprocess.run(cmd + [CLI] + args, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def alone(args, timeout=120):
-    """tach-cli run in one process, on one thread, without mpirun."""
-    return subprocess.run([CLI] + BASE + args, env=ENV, capture_output=True, text=True,
-                          timeout=timeout)
-
-
-def samples(folder):
-    with open(os.path.join(folder, "samples.csv"), newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def losses_by_step(rows):
-    by = {}
-    for r in rows:
-        by.setdefault(int(r["step"]), []).append(float(r["loss"]))
-    return by
 
 
 def test_without_mpi(tmp):
@@ -170,8 +108,7 @@ def test_equivalence(tmp, workload, batch, extra=()):
     worst = max(abs(sum(b[s]) / 2 - a[s][0]) / abs(a[s][0]) for s in a)
     check(worst < 1e-4, workload + ": 2 ranks' mean loss = one process's, worst relative %.2g"
           % worst)
-    with open(os.path.join(two, "runs.csv"), newline="") as f:
-        runs = list(csv.DictReader(f))
+    runs = read_runs(two)
     check(len(runs) == 1 and runs[0]["ranks"] == "2", workload + ": runs.csv says ranks 2")
 
 
@@ -243,267 +180,6 @@ def test_accumulate(tmp, workload, batch, extra=()):
         worst = max(abs(x - y) / abs(x) for s in e for x, y in zip(e[s], l_[s]))
         check(worst < 1e-5, workload + ": accumulate-sync every and last give the same losses,"
               " worst relative %.2g" % worst)
-
-
-def test_mismatch(tmp):
-    wrapper = os.path.join(tmp, "mismatch.sh")
-    with open(wrapper, "w") as f:
-        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then exec "$@" --batch 16;'
-                ' else exec "$@" --batch 8; fi\n')
-    os.chmod(wrapper, 0o755)
-    p = mpirun(BASE + ["--workload", "bilstm", "--steps", "4"], wrapper=[wrapper])
-    out = p.stdout + p.stderr
-    check(p.returncode != 0, "mismatched settings: non-zero exit")
-    check("rank 1 runs with --batch 16, rank 0 with --batch 8" in out,
-          "mismatched settings: the message names the knob: " + out.strip()[:200])
-
-
-# Rank 0 waits this long on a rank past step 0 before it names it
-# (tach-ranks.c, timeout_later_s).
-WAIT_LIMIT_S = 8.0
-
-
-def test_lost_rank(tmp, signal_name):
-    """Rank 1 is sent SIG<signal_name> once its progress lines show it past
-    step 1 (so rank 0 waits on it with the later steps' limit, however long
-    set-up took on a loaded machine).  The time measured runs from the
-    signal to the line of rank 0's that reports the lost rank, on this
-    script's clock, and not to mpirun's exit: tearing the job down takes
-    seconds more on a loaded machine and an ASan build, which says nothing
-    about the engine.  Its bound is the wait limit, plus the slowest step
-    rank 0 reported (the step it was in when the rank went) plus 3 s for
-    the line to come through mpirun (a killed rank is told by mpirun's
-    SIGTERM, 3 s after the loss here): a load slows the steps, which the
-    bound follows, and not the limit, which is rank 0's clock; a run that
-    hangs, or waits longer than the limit, fails."""
-    wrapper = os.path.join(tmp, "lose.sh")
-    pid_file = os.path.join(tmp, "rank1.pid")
-    if os.path.exists(pid_file):
-        os.remove(pid_file)
-    with open(wrapper, "w") as f:
-        f.write('#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then echo $$ > "%s"; fi\n'
-                'exec "$@"\n' % pid_file)
-    os.chmod(wrapper, 0o755)
-    folder = os.path.join(tmp, "lost-" + signal_name)
-    report = "rank 1 did not reach step" if signal_name == "STOP" else "mpirun is ending the job"
-    cmd = ["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
-        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
-        "--csv", folder]
-    # The progress lines are read from stdout alone: mpirun hands on its
-    # ranks' stdout and stderr as it reads them, and merged into one pipe
-    # the two cut each other's lines.  stderr, where the lost rank is
-    # reported, is read on a thread of its own, each line with its time.
-    # Open MPI ends the job a lost rank leaves by SIGCONT, then SIGTERM a
-    # second later and SIGKILL a second after that: rank 0's rows must be
-    # written in that second, a 0.4 s listen for rank 1 included, which a
-    # loaded machine's stall can take (1.4-1.9 s after the kill, the SIGKILL
-    # 0.6 s later, on 2 cores with one busy).  3 s, still short of the wait
-    # limit, so that mpirun's SIGTERM still tells rank 0 of a killed rank.
-    env = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="3")
-    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
-                         text=True)
-    # The run would take hours: one that never reports the loss is ended here.
-    watchdog = threading.Timer(240.0, p.kill)
-    watchdog.start()
-    lines = []
-    errors = []
-
-    def read_errors():
-        for line in p.stderr:
-            errors.append((time.monotonic(), line))
-
-    reader = threading.Thread(target=read_errors)
-    reader.start()
-    lost = None
-    slowest_s = 0.0
-    try:
-        for line in p.stdout:
-            fields = progress_fields(line)
-            if fields is None:
-                lines.append(line)
-                continue
-            if fields["rank"] == "0" and fields["step_ms"] != "nan":
-                slowest_s = max(slowest_s, float(fields["step_ms"]) / 1e3)
-            if lost is None and fields["rank"] == "1" and int(fields["step"]) >= 2:
-                with open(pid_file) as f:
-                    os.kill(int(f.read()), getattr(signal, "SIG" + signal_name))
-                lost = time.monotonic()
-        p.wait()
-        reader.join()
-    finally:
-        watchdog.cancel()
-    reported = next((t for t, line in errors if lost is not None and t >= lost and report in line),
-                    None)
-    out = "".join(line for line in lines if "tach-progress " not in line)
-    out += "".join(line for _, line in errors)
-    check(lost is not None, signal_name + ": rank 1 reached step 2 and was signalled"
-          + ("" if lost is not None else ": " + out.strip()[-300:]))
-    if lost is None:
-        return
-    check(p.returncode != 0, signal_name + ": non-zero exit")
-    bound = WAIT_LIMIT_S + slowest_s + 3.0
-    check(reported is not None and reported - lost < bound,
-          signal_name + ": the lost rank reported %s after it was lost (bound %.1f s: the %.0f s"
-          " wait limit, the slowest step %.1f s, 3 s)"
-          % ("never" if reported is None else "%.1f s" % (reported - lost), bound, WAIT_LIMIT_S,
-             slowest_s))
-    rows = samples(folder) if os.path.exists(os.path.join(folder, "samples.csv")) else []
-    check(len(rows) > 0, signal_name + ": rank 0's rows kept (%d)" % len(rows))
-    if signal_name == "STOP":
-        check("rank 1 did not reach step" in out, signal_name + ": the message names rank 1: "
-              + out.strip()[:300])
-    else:
-        check("mpirun is ending the job" in out and "rank" in out,
-              signal_name + ": the message says a rank was lost: " + out.strip()[:300])
-
-
-def check_tracks(events, what):
-    """Monotone timestamps on every track, and slices that never overlap
-    on one track (Perfetto would nest them)."""
-    last = {}
-    monotone = True
-    for e in events:
-        if e["ph"] == "M":
-            continue
-        key = (e["pid"], e["tid"], e["ph"], e["name"] if e["ph"] == "C" else "")
-        if e["ts"] < last.get(key, 0.0):
-            monotone = False
-        last[key] = e["ts"]
-    # From 0: a rank whose first step began before rank 0's is not at
-    # negative times (the trace starts at its earliest event).
-    check(monotone, what + ": timestamps from 0, monotone on every track")
-    ends = {}
-    apart = True
-    for e in events:
-        if e["ph"] != "X" or e["tid"] < 2:
-            continue
-        key = (e["pid"], e["tid"])
-        if e["ts"] < ends.get(key, -1.0) - 1e-3:
-            apart = False
-        ends[key] = e["ts"] + e["dur"]
-    check(apart, what + ": the all-reduces of one track never overlap")
-
-
-def load_trace(path):
-    with open(path) as f:
-        trace = json.load(f)
-    return trace["traceEvents"]
-
-
-def test_trace(tmp):
-    path = os.path.join(tmp, "trace.json")
-    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
-                       "--trace", path, "--grad-sync", "per-tensor"])
-    check(p.returncode == 0, "--trace: the run ends well: " + p.stderr[-300:])
-    if p.returncode != 0:
-        return
-    events = load_trace(path)
-    names = {(e["pid"], e["args"]["name"]) for e in events
-             if e["ph"] == "M" and e["name"] == "process_name"}
-    check({pid for pid, _ in names} == {0, 1}, "--trace: one process per rank: %s" % names)
-    check_tracks(events, "--trace")
-    slices = [e for e in events if e["ph"] == "X"]
-    check(all(e["dur"] >= 0 for e in slices) and len(slices) > 0, "--trace: slices")
-    check({e["name"] for e in slices} >= {"step", "compute", "all-reduce"},
-          "--trace: steps, compute and all-reduces: %s" % sorted({e["name"] for e in slices}))
-    tracks = {(e["pid"], e["args"]["name"]) for e in events
-              if e["ph"] == "M" and e["name"] == "thread_name"}
-    check({(0, "all-reduces"), (1, "all-reduces")} <= tracks,
-          "--trace: per-tensor's all-reduces on one track per rank: %s" % sorted(tracks))
-
-    # Overlap, with two buckets (a 3.2 MB and a small one at bucket-mb 1):
-    # a track per bucket on every rank, each bucket's all-reduce on it
-    # every step, and the bytes in flight.
-    path = os.path.join(tmp, "trace-overlap.json")
-    p = mpirun(BASE + ["--workload", "bilstm", "--hidden", "200", "--batch", "4", "--steps", "6",
-                       "--grad-sync", "overlap", "--bucket-mb", "1", "--trace", path])
-    check(p.returncode == 0, "--trace overlap: the run ends well: " + p.stderr[-300:])
-    if p.returncode != 0:
-        return
-    events = load_trace(path)
-    check_tracks(events, "--trace overlap")
-    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
-              if e["ph"] == "M" and e["name"] == "thread_name"}
-    for pid in (0, 1):
-        buckets = {tid for (p_, tid), name in tracks.items()
-                   if p_ == pid and name.startswith("all-reduce, bucket")}
-        check(len(buckets) == 2, "--trace overlap: rank %d has a track per bucket: %s"
-              % (pid, sorted(tracks.items())))
-        for tid in buckets:
-            steps = {e["args"]["step"] for e in events
-                     if e["ph"] == "X" and e["pid"] == pid and e["tid"] == tid}
-            check(steps == set(range(6)), "--trace overlap: rank %d, track %d: an all-reduce"
-                  " every step: %s" % (pid, tid, sorted(steps)))
-        flights = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] in buckets]
-        values = [e["args"]["value"] for e in events
-                  if e["ph"] == "C" and e["pid"] == pid and e["name"] == "bytes in flight"]
-        check(len(values) == 2 * len(flights) and min(values) >= 0 and values[-1] == 0
-              and max(values) > 3e6,
-              "--trace overlap: rank %d's bytes in flight rise with each launch and fall back"
-              " to 0 (%d points for %d all-reduces, peak %.0f)"
-              % (pid, len(values), len(flights), max(values) if values else -1))
-
-
-def test_grad_device():
-    for np, what in ((1, "the device path on one rank"),
-                     (2, "two ranks on one device refused")):
-        p = subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), GRAD_DEVICE], env=ENV,
-                           capture_output=True, text=True, timeout=180)
-        check(p.returncode == 0, "%s (test-grad-device, %d rank(s)): exit %d: %s"
-              % (what, np, p.returncode, (p.stdout + p.stderr).strip()[-600:]))
-
-
-def test_progress(tmp):
-    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "40", "--progress"])
-    check(p.returncode == 0, "--progress: exit 0 (got %d: %s)" % (p.returncode, p.stderr[-300:]))
-    last = {}
-    for line in p.stdout.splitlines():
-        fields = progress_fields(line)
-        if fields is not None:
-            last[int(fields["rank"])] = fields
-    check(sorted(last) == [0, 1], "--progress: both ranks' lines on stdout: %s" % sorted(last))
-    for rank, f in sorted(last.items()):
-        check(f["ranks"] == "2" and f["step"] == "40" and f["steps"] == "40",
-              "--progress: rank %d's last line at step 40 of 40: %s" % (rank, f))
-        parts = sum(float(f[k]) for k in ("feed_ms", "compute_ms", "sync_ms", "host_ms",
-                                          "comm_ms", "pack_ms"))
-        check(float(f["rate"]) > 0 and parts <= float(f["step_ms"]) * 1.001,
-              "--progress: rank %d's rate and phases within its step: %s" % (rank, f))
-
-
-def read_runs(folder):
-    with open(os.path.join(folder, "runs.csv"), newline="") as f:
-        return list(csv.DictReader(f))
-
-
-def test_presets(tmp):
-    folder = os.path.join(tmp, "preset-horovod")
-    p = mpirun(BASE + ["--workload", "bilstm", "--preset", "horovod-no-overlap", "--batch", "8",
-                       "--steps", "4", "--csv", folder])
-    check(p.returncode == 0, "preset horovod-no-overlap runs on 2 ranks: " + p.stderr[-300:])
-    if p.returncode == 0:
-        row = read_runs(folder)[0]
-        check((row["grad-sync"], row["bucket-mb"], row["grad-compress"], row["feed"])
-              == ("per-tensor", "64", "none", "resident"),
-              "horovod-no-overlap: per-tensor, 64 MB, no compression, tuned's feed: %s"
-              % [row[k] for k in ("grad-sync", "bucket-mb", "grad-compress", "feed")])
-    p = alone(["--workload", "cnn", "--preset", "ddp", "--batch", "4", "--steps", "3"])
-    check(p.returncode == 0 and "preset ddp" in p.stderr and "does not apply" in p.stderr,
-          "alone, preset ddp runs and says its synchronisation does not apply: "
-          + p.stderr.strip()[:300])
-    p = subprocess.run([CLI, "presets"], env=ENV, capture_output=True, text=True, timeout=60)
-    check(all(n in p.stdout for n in ("horovod-no-overlap", "horovod#889", "ddp", "bucket_cap_mb")),
-          "tach-cli presets lists the data-parallel presets with their sources")
-    check(p.stdout.count("between ranks only") == 28,
-          "tach-cli presets marks the 7 data-parallel presets of each of the 4 workloads")
-    check(p.stdout.count("alone it runs as tuned, accumulating 4 micro-batches a step") == 8,
-          "tach-cli presets says ddp-accumulate and ddp-no-sync still accumulate alone")
-    # A command that runs nothing still leaves MPI as a rank should: mpirun
-    # -np 1 tach-cli presets is how tools/gpu-check.sh asks whether MPI
-    # starts on a GPU host.
-    p = mpirun(["presets"], np=1)
-    check(p.returncode == 0, "mpirun -np 1 tach-cli presets exits 0 (got %d: %s)"
-          % (p.returncode, p.stderr.strip()[-300:]))
 
 
 def shard_losses(folder):
@@ -618,185 +294,251 @@ def test_shard_refusals(tmp):
           + p.stderr.strip()[:300])
 
 
-EXPLAIN_PHASES = ("feed_ms", "compute_ms", "sync_ms", "host_ms", "comm_ms", "pack_ms",
-                  "imbalance_ms")
+def test_mismatch(tmp):
+    wrapper = mismatch_wrapper(tmp)
+    p = mpirun(BASE + ["--workload", "bilstm", "--steps", "4"], wrapper=[wrapper])
+    out = p.stdout + p.stderr
+    check(p.returncode != 0, "mismatched settings: non-zero exit")
+    check("rank 1 runs with --batch 16, rank 0 with --batch 8" in out,
+          "mismatched settings: the message names the knob: " + out.strip()[:200])
 
 
-def check_explain_phases(folder):
-    """explain.csv under mpirun: A's and B's rows carry the ranks' phases,
-    and every row's seven phases add up to its step (A, B) or share (a
-    knob)."""
-    with open(os.path.join(folder, "explain.csv"), newline="") as f:
-        rows = list(csv.DictReader(f))
-    ok = len(rows) == 4
-    worst = 0.0
-    for r in rows:
-        total = float(r["share_ms"] if r["row"] == "knob" else r["step_ms"])
-        if any(r[k] == "" for k in EXPLAIN_PHASES):
-            ok = False
-            continue
-        worst = max(worst, abs(sum(float(r[k]) for k in EXPLAIN_PHASES) - total)
-                    / max(1.0, abs(total)))
-    ok = ok and worst < 1e-6
-    ends = [r for r in rows if r["row"] in ("from", "to")]
-    ok = ok and len(ends) == 2 and all(float(r["comm_ms"]) > 0 for r in ends)
-    check(ok, "explain.csv under mpirun: comm_ms, pack_ms and imbalance_ms on every row, A's and"
-          " B's exposed communication above 0, the phases adding up (worst %.2g): %s"
-          % (worst, [(r["row"], r["comm_ms"], r["pack_ms"], r["imbalance_ms"]) for r in rows]))
+# Rank 0 waits this long on a rank past step 0 before it names it
+# (tach-ranks.c, timeout_later_s).
+WAIT_LIMIT_S = 8.0
 
 
-def test_sweep_explain(tmp):
-    folder = os.path.join(tmp, "sweep")
-    p = mpirun(["sweep"] + ONE_THREAD + ["--workload", "bilstm", "--presets",
-                                         "horovod-no-overlap,tuned", "--batch", "8", "--steps",
-                                         "6", "--rounds", "2", "--budget", "0", "--csv", folder],
-               timeout=300)
-    check(p.returncode == 0, "sweep --presets under mpirun: " + p.stderr[-300:])
-    if p.returncode == 0:
-        rows = read_runs(folder)
-        check(len(rows) == 4 and {r["ranks"] for r in rows} == {"2"},
-              "sweep under mpirun: 2 presets x 2 rounds, each on 2 ranks (%d rows)" % len(rows))
-        check(p.stdout.count("horovod-no-overlap") >= 1 and p.stdout.count("tuned") >= 1,
-              "sweep under mpirun: rank 0 prints the table")
-    folder = os.path.join(tmp, "sweep-ranks")
-    p = mpirun(["sweep"] + ONE_THREAD + ["--workload", "lstm-lm", "--presets", "tuned", "--vary",
-                                         "ranks=1,2", "--batch", "8", "--steps", "6", "--rounds",
-                                         "1", "--budget", "0", "--csv", folder], timeout=300)
-    check(p.returncode == 0, "sweep --vary ranks=1,2 under mpirun: " + p.stderr[-300:])
-    if p.returncode == 0:
-        rows = read_runs(folder)
-        check(sorted(r["ranks"] for r in rows) == ["1", "2"],
-              "sweep --vary ranks=1,2: rank 0 alone, then both: %s" % [r["ranks"] for r in rows])
-    folder = os.path.join(tmp, "explain")
-    p = mpirun(["explain"] + ONE_THREAD + ["--workload", "bilstm", "--from", "horovod-no-overlap",
-                                           "--to", "tuned", "--batch", "8", "--steps", "8",
-                                           "--rounds", "3", "--budget", "0", "--csv", folder],
-               timeout=400)
-    check(p.returncode == 0, "explain horovod-no-overlap -> tuned under mpirun: " + p.stderr[-300:])
-    if p.returncode == 0:
-        check("Gradient sync" in p.stdout and "Bucket size" in p.stdout,
-              "explain attributes the gap to grad-sync and bucket-mb: " + p.stdout[-600:])
-        rows = read_runs(folder)
-        check(len(rows) == 12 and {r["ranks"] for r in rows} == {"2"},
-              "explain under mpirun: 4 configurations x 3 rounds on 2 ranks (%d rows)" % len(rows))
-        head = [l for l in p.stdout.splitlines() if "ms/step" in l]
-        check(len(head) == 1 and all(w in head[0].split() for w in ("comm", "pack", "imbalance")),
-              "explain under mpirun: the table has the ranks' phases: %s" % head)
-        check_explain_phases(folder)
-    p = mpirun(["sweep", "--device", "cpu", "--workload", "bilstm", "--presets", "tuned",
-                "--steps", "4"],
-               wrapper=[os.path.join(tmp, "mismatch.sh")])
-    check(p.returncode != 0 and "rank 1 runs with --batch 16" in p.stdout + p.stderr,
-          "sweep under mpirun: mismatched settings refused, naming the knob")
+def test_lost_rank(tmp, signal_name):
+    """Rank 1 is sent SIG<signal_name> once its progress lines show it past
+    step 1 (so rank 0 waits on it with the later steps' limit, however long
+    set-up took on a loaded machine).  The time measured runs from the
+    signal to the line of rank 0's that reports the lost rank, on this
+    script's clock, and not to mpirun's exit: tearing the job down takes
+    seconds more on a loaded machine and an ASan build, which says nothing
+    about the engine.  Its bound is the wait limit, plus the slowest step
+    rank 0 reported (the step it was in when the rank went) plus 3 s for
+    the line to come through mpirun (a killed rank is told by mpirun's
+    SIGTERM, 3 s after the loss here): a load slows the steps, which the
+    bound follows, and not the limit, which is rank 0's clock; a run that
+    hangs, or waits longer than the limit, fails."""
+    wrapper = os.path.join(tmp, "lose.sh")
+    pid_file = os.path.join(tmp, "rank1.pid")
+    if os.path.exists(pid_file):
+        os.remove(pid_file)
+    write_script(tmp, "lose.sh", '#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 1 ]; then'
+                 ' echo $$ > "%s"; fi\nexec "$@"\n' % pid_file)
+    folder = os.path.join(tmp, "lost-" + signal_name)
+    report = "rank 1 did not reach step" if signal_name == "STOP" else "mpirun is ending the job"
+    cmd = ["mpirun", "--oversubscribe", "-np", "2", wrapper, CLI] + BASE + [
+        "--workload", "bilstm", "--batch", "8", "--steps", "10000000", "--progress",
+        "--csv", folder]
+    # The progress lines are read from stdout alone: mpirun hands on its
+    # ranks' stdout and stderr as it reads them, and merged into one pipe
+    # the two cut each other's lines.  stderr, where the lost rank is
+    # reported, is read on a thread of its own, each line with its time.
+    # Open MPI ends the job a lost rank leaves by SIGCONT, then SIGTERM a
+    # second later and SIGKILL a second after that: rank 0's rows must be
+    # written in that second, a 0.4 s listen for rank 1 included, which a
+    # loaded machine's stall can take (1.4-1.9 s after the kill, the SIGKILL
+    # 0.6 s later, on 2 cores with one busy).  3 s, still short of the wait
+    # limit, so that mpirun's SIGTERM still tells rank 0 of a killed rank.
+    env = dict(ENV, OMPI_MCA_odls_base_sigkill_timeout="3")
+    p = subprocess.Popen(cmd, env=env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                         text=True)
+    # The run would take hours: one that never reports the loss is ended here.
+    watchdog = threading.Timer(240.0, p.kill)
+    watchdog.start()
+    lines = []
+    errors = []
 
+    def read_errors():
+        for line in p.stderr:
+            errors.append((time.monotonic(), line))
 
-def test_scaling(tmp):
-    folder = os.path.join(tmp, "scaling")
-    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "8", "--scaling",
-                       "--rounds", "2", "--csv", folder], timeout=300)
-    check(p.returncode == 0, "run --scaling under mpirun: " + p.stderr[-300:])
-    if p.returncode == 0:
-        rows = read_runs(folder)
-        by = sorted((r["ranks"], r["batch"]) for r in rows)
-        check(by == [("1", "16"), ("1", "16"), ("1", "8"), ("1", "8"), ("2", "8"), ("2", "8")],
-              "--scaling: 2 rounds of 2 ranks at 8, one process at 8 and at 16: %s" % by)
-        ranked = [r for r in rows if r["ranks"] == "2"]
-        ok = True
-        for r in ranked:
-            for k in ("weak_scaling", "strong_scaling"):
-                v, lo, hi = (float(r[k]), float(r[k + "_lo"] or "nan"), float(r[k + "_hi"] or "nan"))
-                ok = ok and 0 < v < 10 and (not lo == lo or lo <= v <= hi)
-        check(ok and len(ranked) == 2, "--scaling: weak and strong efficiency in runs.csv, each"
-              " within its interval: %s" % [(r["weak_scaling"], r["strong_scaling"]) for r in ranked])
-        check("scaling      weak" in p.stdout, "--scaling: the summary says the efficiencies")
-    p = subprocess.run([CLI] + BASE + ["--workload", "bilstm", "--steps", "2", "--scaling"],
-                       env=ENV, capture_output=True, text=True, timeout=60)
-    check(p.returncode == 2 and "mpirun -np N" in p.stderr,
-          "--scaling alone: exit 2, saying to start it under mpirun: " + p.stderr.strip()[:200])
-
-
-def test_scaling_ranks(tmp):
-    """--scaling-ranks 1,2,3 under mpirun -np 3: 2 ranks run on the first two
-    (a communicator of theirs) while the third sits it out, 3 on all; each
-    count with its strong baseline and its efficiencies."""
-    folder = os.path.join(tmp, "scaling-ranks")
-    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "6",
-                       "--scaling-ranks", "1,2,3", "--rounds", "1", "--csv", folder],
-               np=3, timeout=300)
-    check(p.returncode == 0, "run --scaling-ranks 1,2,3 under mpirun -np 3: " + p.stderr[-300:])
-    if p.returncode == 0:
-        rows = read_runs(folder)
-        by = sorted((int(r["ranks"]), int(r["batch"])) for r in rows)
-        check(by == [(1, 8), (1, 16), (1, 24), (2, 8), (3, 8)],
-              "--scaling-ranks: 2 and 3 ranks at 8, one process at 8, 16 and 24: %s" % by)
-        ids = {r["run_id"]: r["ranks"] for r in rows}
-        seen = {}
-        for s in samples(folder):
-            seen.setdefault(ids[s["run_id"]], set()).add(s["rank"])
-        check(seen.get("2") == {"0", "1"} and seen.get("3") == {"0", "1", "2"},
-              "--scaling-ranks: the 2-rank run's rows are ranks 0 and 1's, the 3-rank run's all"
-              " three's: %s" % seen)
-        ok = all(0 < float(r[k]) < 10 for r in rows if r["ranks"] != "1"
-                 for k in ("weak_scaling", "strong_scaling"))
-        check(ok, "--scaling-ranks: weak and strong efficiency on the 2- and 3-rank rows")
-    for bad in ("5", "1"):
-        p = mpirun(BASE + ["--workload", "bilstm", "--steps", "2", "--scaling-ranks", bad])
-        check(p.returncode == 2 and "--scaling-ranks" in p.stderr,
-              "--scaling-ranks %s under -np 2: exit 2, naming the option: %s"
-              % (bad, p.stderr.strip()[:200]))
-
-
-def main():
-    tmp = tempfile.mkdtemp(prefix="tach-mpi-")
+    reader = threading.Thread(target=read_errors)
+    reader.start()
+    lost = None
+    slowest_s = 0.0
     try:
-        if not HAVE_MPI:
-            test_without_mpi(tmp)
-        elif shutil.which("mpirun") is None:
-            print("skip: no mpirun (apt-get install openmpi-bin)")
-            return 77
-        else:
-            test_equivalence(tmp, "bilstm", 16)
-            test_equivalence(tmp, "lstm-lm", 8)
-            # Synthetic images (Fashion-MNIST is 28x28): no long test set.
-            test_equivalence(tmp, "cnn", 8, ["--input", "16x16x1"])
-            test_modes(tmp)
-            test_accumulate(tmp, "bilstm", 4)
-            test_accumulate(tmp, "lstm-lm", 4)
-            test_accumulate(tmp, "cnn", 4, ["--input", "16x16x1"])
-            test_shard(tmp, "bilstm", "bilstm", 8)
-            test_shard(tmp, "bilstm-per-tensor", "bilstm", 8, ["--grad-sync", "per-tensor"])
-            test_shard(tmp, "bilstm-fused", "bilstm", 8, ["--grad-sync", "fused"])
-            test_shard(tmp, "bilstm-accumulate-last", "bilstm", 4,
-                       ["--accumulate", "4", "--accumulate-sync", "last"])
-            # lstm-lm's embedding is frozen: no gradient, no state, whole on
-            # every rank.
-            test_shard(tmp, "lstm-lm", "lstm-lm", 4)
-            test_shard(tmp, "gpt", "gpt", 2, GPT_SMALL)
-            test_shard(tmp, "cnn", "cnn", 4, ["--input", "16x16x1"], adam=False)
-            # 3 ranks: gpt's tensors one bucket each, most of them padded
-            # (their padding read from the next tensor's gradients).
-            out = test_shard(tmp, "gpt-3-ranks", "gpt", 2, GPT_SMALL + ["--grad-sync", "per-tensor"],
-                             np=3)
-            check(out is not None and "padded to a multiple of 3 floats" in out,
-                  "gpt on 3 ranks: the algorithms line says which buckets were padded")
-            test_shard_refusals(tmp)
-            test_mismatch(tmp)
-            test_presets(tmp)
-            test_sweep_explain(tmp)
-            test_scaling(tmp)
-            test_scaling_ranks(tmp)
-            test_lost_rank(tmp, "STOP")
-            test_lost_rank(tmp, "KILL")
-            test_trace(tmp)
-            test_progress(tmp)
-            if GRAD_DEVICE is not None:
-                test_grad_device()
+        for line in p.stdout:
+            fields = progress_fields(line)
+            if fields is None:
+                lines.append(line)
+                continue
+            if fields["rank"] == "0" and fields["step_ms"] != "nan":
+                slowest_s = max(slowest_s, float(fields["step_ms"]) / 1e3)
+            if lost is None and fields["rank"] == "1" and int(fields["step"]) >= 2:
+                with open(pid_file) as f:
+                    os.kill(int(f.read()), getattr(signal, "SIG" + signal_name))
+                lost = time.monotonic()
+        p.wait()
+        reader.join()
     finally:
-        shutil.rmtree(tmp, ignore_errors=True)
-    if failures:
-        print("%d failed" % len(failures))
-        return 1
-    return 0
+        watchdog.cancel()
+    reported = next((t for t, line in errors if lost is not None and t >= lost and report in line),
+                    None)
+    out = "".join(line for line in lines if "tach-progress " not in line)
+    out += "".join(line for _, line in errors)
+    check(lost is not None, signal_name + ": rank 1 reached step 2 and was signalled"
+          + ("" if lost is not None else ": " + out.strip()[-300:]))
+    if lost is None:
+        return
+    check(p.returncode != 0, signal_name + ": non-zero exit")
+    bound = WAIT_LIMIT_S + slowest_s + 3.0
+    check(reported is not None and reported - lost < bound,
+          signal_name + ": the lost rank reported %s after it was lost (bound %.1f s: the %.0f s"
+          " wait limit, the slowest step %.1f s, 3 s)"
+          % ("never" if reported is None else "%.1f s" % (reported - lost), bound, WAIT_LIMIT_S,
+             slowest_s))
+    rows = samples(folder) if os.path.exists(os.path.join(folder, "samples.csv")) else []
+    check(len(rows) > 0, signal_name + ": rank 0's rows kept (%d)" % len(rows))
+    if signal_name == "STOP":
+        check("rank 1 did not reach step" in out, signal_name + ": the message names rank 1: "
+              + out.strip()[:300])
+    else:
+        check("mpirun is ending the job" in out and "rank" in out,
+              signal_name + ": the message says a rank was lost: " + out.strip()[:300])
 
 
-sys.exit(main())
+def test_rank_fails_alone(tmp):
+    """Rank 0 fails on its own after the up-front checks (a TACH_CPU_ISA
+    that names no level, given to rank 0 alone: its backend does not open
+    and its run fails before the first step), while rank 1 waits for it in
+    the run's first collectives, whose deadline is 120 s (the slowest
+    rank's set-up): rank 0 tells the others as it ends, and the job ends
+    within 60 s (a hang's bound; it takes seconds), both ranks saying
+    why."""
+    wrapper = write_script(tmp, "fail-0.sh", '#!/bin/sh\nif [ "$OMPI_COMM_WORLD_RANK" = 0 ];'
+                           ' then export TACH_CPU_ISA=none-such; fi\nexec "$@"\n')
+    what = "rank 0 fails alone after the checks"
+    try:
+        p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "20"],
+                   wrapper=[wrapper], timeout=60)
+    except subprocess.TimeoutExpired:
+        check(False, what + ": the job did not end within 60 s (rank 1 waited for rank 0)")
+        return
+    out = p.stdout + p.stderr
+    check(p.returncode != 0 and "TACH_CPU_ISA is 'none-such'" in out
+          and "rank 0 failed (its own message is above)" in out,
+          what + ": the job ends non-zero within 60 s, rank 0 saying why and rank 1 naming it"
+          " (exit %d): %s" % (p.returncode, out.strip()[-400:]))
+
+
+def test_trace(tmp):
+    path = os.path.join(tmp, "trace.json")
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "8", "--steps", "12",
+                       "--trace", path, "--grad-sync", "per-tensor"])
+    check(p.returncode == 0, "--trace: the run ends well: " + p.stderr[-300:])
+    if p.returncode != 0:
+        return
+    events = load_trace(path)
+    names = {(e["pid"], e["args"]["name"]) for e in events
+             if e["ph"] == "M" and e["name"] == "process_name"}
+    check({pid for pid, _ in names} == {0, 1}, "--trace: one process per rank: %s" % names)
+    check_tracks(events, "--trace")
+    slices = [e for e in events if e["ph"] == "X"]
+    check(all(e["dur"] >= 0 for e in slices) and len(slices) > 0, "--trace: slices")
+    check({e["name"] for e in slices} >= {"step", "compute", "all-reduce"},
+          "--trace: steps, compute and all-reduces: %s" % sorted({e["name"] for e in slices}))
+    tracks = {(e["pid"], e["args"]["name"]) for e in events
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    check({(0, "all-reduces"), (1, "all-reduces")} <= tracks,
+          "--trace: per-tensor's all-reduces on one track per rank: %s" % sorted(tracks))
+
+    # Overlap, with two buckets (a 3.2 MB and a small one at bucket-mb 1):
+    # a track per bucket on every rank, each bucket's all-reduce on it
+    # every step, and the bytes in flight.
+    path = os.path.join(tmp, "trace-overlap.json")
+    p = mpirun(BASE + ["--workload", "bilstm", "--hidden", "200", "--batch", "4", "--steps", "6",
+                       "--grad-sync", "overlap", "--bucket-mb", "1", "--trace", path])
+    check(p.returncode == 0, "--trace overlap: the run ends well: " + p.stderr[-300:])
+    if p.returncode != 0:
+        return
+    events = load_trace(path)
+    check_tracks(events, "--trace overlap")
+    tracks = {(e["pid"], e["tid"]): e["args"]["name"] for e in events
+              if e["ph"] == "M" and e["name"] == "thread_name"}
+    for pid in (0, 1):
+        buckets = {tid for (p_, tid), name in tracks.items()
+                   if p_ == pid and name.startswith("all-reduce, bucket")}
+        check(len(buckets) == 2, "--trace overlap: rank %d has a track per bucket: %s"
+              % (pid, sorted(tracks.items())))
+        for tid in buckets:
+            steps = {e["args"]["step"] for e in events
+                     if e["ph"] == "X" and e["pid"] == pid and e["tid"] == tid}
+            check(steps == set(range(6)), "--trace overlap: rank %d, track %d: an all-reduce"
+                  " every step: %s" % (pid, tid, sorted(steps)))
+        flights = [e for e in events if e["ph"] == "X" and e["pid"] == pid and e["tid"] in buckets]
+        values = [e["args"]["value"] for e in events
+                  if e["ph"] == "C" and e["pid"] == pid and e["name"] == "bytes in flight"]
+        check(len(values) == 2 * len(flights) and min(values) >= 0 and values[-1] == 0
+              and max(values) > 3e6,
+              "--trace overlap: rank %d's bytes in flight rise with each launch and fall back"
+              " to 0 (%d points for %d all-reduces, peak %.0f)"
+              % (pid, len(values), len(flights), max(values) if values else -1))
+
+
+def test_grad_device():
+    for np, what in ((1, "the device path on one rank"),
+                     (2, "two ranks on one device refused")):
+        p = subprocess.run(["mpirun", "--oversubscribe", "-np", str(np), GRAD_DEVICE], env=ENV,
+                           capture_output=True, text=True, timeout=180)
+        check(p.returncode == 0, "%s (test-grad-device, %d rank(s)): exit %d: %s"
+              % (what, np, p.returncode, (p.stdout + p.stderr).strip()[-600:]))
+
+
+def test_progress(tmp):
+    p = mpirun(BASE + ["--workload", "bilstm", "--batch", "4", "--steps", "40", "--progress"])
+    check(p.returncode == 0, "--progress: exit 0 (got %d: %s)" % (p.returncode, p.stderr[-300:]))
+    last = {}
+    for line in p.stdout.splitlines():
+        fields = progress_fields(line)
+        if fields is not None:
+            last[int(fields["rank"])] = fields
+    check(sorted(last) == [0, 1], "--progress: both ranks' lines on stdout: %s" % sorted(last))
+    for rank, f in sorted(last.items()):
+        check(f["ranks"] == "2" and f["step"] == "40" and f["steps"] == "40",
+              "--progress: rank %d's last line at step 40 of 40: %s" % (rank, f))
+        parts = sum(float(f[k]) for k in ("feed_ms", "compute_ms", "sync_ms", "host_ms",
+                                          "comm_ms", "pack_ms"))
+        check(float(f["rate"]) > 0 and parts <= float(f["step_ms"]) * 1.001,
+              "--progress: rank %d's rate and phases within its step: %s" % (rank, f))
+
+
+def with_mpi(tmp):
+    test_equivalence(tmp, "bilstm", 16)
+    test_equivalence(tmp, "lstm-lm", 8)
+    # Synthetic images (Fashion-MNIST is 28x28): no long test set.
+    test_equivalence(tmp, "cnn", 8, ["--input", "16x16x1"])
+    test_modes(tmp)
+    test_accumulate(tmp, "bilstm", 4)
+    test_accumulate(tmp, "lstm-lm", 4)
+    test_accumulate(tmp, "cnn", 4, ["--input", "16x16x1"])
+    test_shard(tmp, "bilstm", "bilstm", 8)
+    test_shard(tmp, "bilstm-per-tensor", "bilstm", 8, ["--grad-sync", "per-tensor"])
+    test_shard(tmp, "bilstm-fused", "bilstm", 8, ["--grad-sync", "fused"])
+    test_shard(tmp, "bilstm-accumulate-last", "bilstm", 4,
+               ["--accumulate", "4", "--accumulate-sync", "last"])
+    # lstm-lm's embedding is frozen: no gradient, no state, whole on
+    # every rank.
+    test_shard(tmp, "lstm-lm", "lstm-lm", 4)
+    test_shard(tmp, "gpt", "gpt", 2, GPT_SMALL)
+    test_shard(tmp, "cnn", "cnn", 4, ["--input", "16x16x1"], adam=False)
+    # 3 ranks: gpt's tensors one bucket each, most of them padded
+    # (their padding read from the next tensor's gradients).
+    out = test_shard(tmp, "gpt-3-ranks", "gpt", 2, GPT_SMALL + ["--grad-sync", "per-tensor"],
+                     np=3)
+    check(out is not None and "padded to a multiple of 3 floats" in out,
+          "gpt on 3 ranks: the algorithms line says which buckets were padded")
+    test_shard_refusals(tmp)
+    test_mismatch(tmp)
+    test_rank_fails_alone(tmp)
+    test_lost_rank(tmp, "STOP")
+    test_lost_rank(tmp, "KILL")
+    test_trace(tmp)
+    test_progress(tmp)
+    if GRAD_DEVICE is not None:
+        test_grad_device()
+
+
+sys.exit(run_tests(with_mpi, test_without_mpi))

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <signal.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -179,6 +180,64 @@ signal_group (GSubprocess *process, int signo)
 
   if (pid > 1 && kill (-pid, signo) != 0 && errno == ESRCH)
     kill (pid, signo);
+}
+
+/* Whether process @pid (a decimal string) is a child of @parent that
+ * catches SIGINT: a rank whose stop handler is in place. */
+static gboolean
+is_rank_of (const char *pid, pid_t parent)
+{
+  g_autofree char *stat_path = g_build_filename ("/proc", pid, "stat", NULL);
+  g_autofree char *status_path = g_build_filename ("/proc", pid, "status", NULL);
+  g_autofree char *stat = NULL, *status = NULL;
+  const char *after, *caught;
+  char state;
+  long ppid = 0;
+  guint64 mask;
+
+  if (!g_file_get_contents (stat_path, &stat, NULL, NULL))
+    return FALSE;
+  /* "PID (COMM) STATE PPID ...", the command possibly holding ") ". */
+  after = strrchr (stat, ')');
+  if (after == NULL || sscanf (after + 1, " %c %ld", &state, &ppid) != 2 || ppid != parent)
+    return FALSE;
+  if (!g_file_get_contents (status_path, &status, NULL, NULL)
+      || (caught = strstr (status, "\nSigCgt:")) == NULL)
+    return FALSE;
+  mask = g_ascii_strtoull (caught + strlen ("\nSigCgt:"), NULL, 16);
+  return (mask & (G_GUINT64_CONSTANT (1) << (SIGINT - 1))) != 0;
+}
+
+/* Stops the job's @n ranks by SIGINT to each, as Ctrl+C stops tach-cli
+ * alone: they agree on a step to stop after, finish it and the run as a
+ * whole run ends, and exit, mpirun with them.  Through mpirun a stop is
+ * its end of a job: SIGTERM to the ranks a second after it is asked,
+ * SIGKILL a second after that (odls_base_sigkill_timeout), whatever the
+ * ranks are doing, rank 0's rows included.  FALSE, signalling nothing,
+ * unless every rank (mpirun's children here) catches SIGINT yet. */
+static gboolean
+signal_ranks (GSubprocess *process, guint n)
+{
+  const char *id = process != NULL ? g_subprocess_get_identifier (process) : NULL;
+  pid_t parent = id != NULL ? (pid_t) atoi (id) : 0;
+  g_autoptr(GArray) pids = g_array_new (FALSE, FALSE, sizeof (pid_t));
+  g_autoptr(GDir) dir = NULL;
+  const char *name;
+
+  if (parent <= 1 || (dir = g_dir_open ("/proc", 0, NULL)) == NULL)
+    return FALSE;
+  while ((name = g_dir_read_name (dir)) != NULL)
+    if (g_ascii_isdigit (name[0]) && is_rank_of (name, parent))
+      {
+        pid_t pid = (pid_t) atoi (name);
+
+        g_array_append_val (pids, pid);
+      }
+  if (pids->len != n)
+    return FALSE;
+  for (guint i = 0; i < pids->len; i++)
+    kill (g_array_index (pids, pid_t, i), SIGINT);
+  return TRUE;
 }
 
 /* What went wrong, in the ranks' own words ("tach-cli: ..." lines, each
@@ -390,6 +449,13 @@ tach_ranks_job_stop (TachRanksJob *self)
   g_return_if_fail (TACH_IS_RANKS_JOB (self));
   if (!self->running)
     return;
+  /* The ranks themselves, once all can take it; else (still starting, or
+   * a second Stop) mpirun's end of the job. */
+  if (!self->stopped && signal_ranks (self->process, self->config.ranks))
+    {
+      self->stopped = TRUE;
+      return;
+    }
   self->stopped = TRUE;
   signal_group (self->process, SIGTERM);
 }
@@ -450,11 +516,19 @@ tach_ranks_job_has_results (TachRanksJob *self)
 
 /* ---------------------------------------------------------- synchronous */
 
+typedef struct {
+  GSubprocess *process;
+  guint        ranks;
+} SyncJob;
+
 static void
-on_cancelled (GCancellable *cancellable, gpointer process)
+on_cancelled (GCancellable *cancellable, gpointer data)
 {
+  SyncJob *job = data;
+
   (void) cancellable;
-  signal_group (process, SIGTERM);
+  if (!signal_ranks (job->process, job->ranks))
+    signal_group (job->process, SIGTERM);
 }
 
 TachRun *
@@ -467,12 +541,15 @@ tach_ranks_job_run_sync (const TachConfig *config, GCancellable *cancellable, GE
   g_autoptr(GError) local_error = NULL;
   gulong handler = 0;
   gboolean stopped;
+  SyncJob job;
 
   process = spawn (config, folder, FALSE, error);
   if (process == NULL)
     return NULL;
+  job.process = process;
+  job.ranks = config->ranks;
   if (cancellable != NULL)
-    handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), process, NULL);
+    handler = g_cancellable_connect (cancellable, G_CALLBACK (on_cancelled), &job, NULL);
   g_subprocess_communicate_utf8 (process, NULL, NULL, NULL, &errors, NULL);
   g_subprocess_wait (process, NULL, NULL);
   if (handler != 0)

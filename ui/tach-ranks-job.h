@@ -8,9 +8,14 @@
  * (tach-progress.h), which the job parses as mpirun hands them on; rank 0
  * writes the results to DIR as it does for any --csv run, and the window
  * opens that folder when the job ends, as it opens saved results.  Stop
- * sends SIGTERM to mpirun's process group: mpirun passes it to the ranks,
- * which stop, give up their waits on each other, and rank 0 writes the rows
- * it has.
+ * sends SIGINT to each rank (mpirun's children), as Ctrl+C stops tach-cli
+ * alone: the ranks agree on a step to stop after, and the run ends there
+ * as a whole run ends, every rank's rows in rank 0's folder, the job
+ * finished normally.  Before every rank can take it (still starting), or
+ * at a second Stop, SIGTERM to mpirun's process group: mpirun ends the job
+ * (SIGTERM to the ranks a second later, SIGKILL a second after that), the
+ * ranks give up their waits on each other, and rank 0 writes the rows it
+ * has if it can within that second.
  */
 #pragma once
 
@@ -43,8 +48,8 @@ TachRanksJob *tach_ranks_job_new          (const TachConfig *config);
 /* Starts mpirun; FALSE with the reason when it cannot (then nothing runs). */
 gboolean      tach_ranks_job_start        (TachRanksJob     *self,
                                            GError          **error);
-/* Ends the job as Stop ends a run: the ranks stop and rank 0 keeps its
- * rows.  Never blocks. */
+/* Ends the job as Stop ends a run: the ranks stop together and rank 0
+ * keeps every rank's rows.  Never blocks. */
 void          tach_ranks_job_stop         (TachRanksJob     *self);
 gboolean      tach_ranks_job_is_running   (TachRanksJob     *self);
 gboolean      tach_ranks_job_was_stopped  (TachRanksJob     *self);

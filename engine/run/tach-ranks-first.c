@@ -131,6 +131,10 @@ tach_ranks_finish (int status)
   /* A sub-job's rank lost is the job's. */
   if (free_firsts ())
     world->broken = TRUE;
+  /* This rank failed: the others may be waiting for it, in a run's
+   * collectives while it waits in MPI_Finalize for them. */
+  if (status != 0 && !world->broken)
+    tach_ranks_tell_failed (world, status);
   if (world->broken)
     {
       /* A rank is dead or hung: a finalize would wait on it forever. */

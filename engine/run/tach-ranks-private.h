@@ -81,6 +81,17 @@ gboolean tach_ranks_all_stopping (TachRanks *ranks, GString *silent, guint *n_si
 /* Announces to rank 0 that this rank has reached step @step's
  * synchronisation (the heartbeat). */
 void     tach_ranks_heartbeat (TachRanks *ranks, guint64 step);
+/* A rank that ends in failure (@status, not 0) that its ranks did not
+ * share tells every other rank, so that their waits on it end now
+ * (tach_ranks_finish). */
+void     tach_ranks_tell_failed (TachRanks *ranks, int status);
+/* Whether another rank said it failed (tach_ranks_tell_failed): TRUE
+ * and its rank in *peer. */
+gboolean tach_ranks_peer_failed (TachRanks *ranks, int *peer);
+/* FALSE + @error naming the rank, once another rank said it failed;
+ * this rank's waits then end (@step and @what: where it waited). */
+gboolean tach_ranks_check_peers (TachRanks *ranks, guint64 step, const char *what,
+                                 GError **error);
 /* Whether mpirun is ending the job (tach_ranks_abandon was called). */
 gboolean tach_ranks_abandoned (void);
 /* Rank 0 of @ranks: posts a receive for every other rank's heartbeat;

@@ -31,6 +31,7 @@ tach_ranks_share (gpointer data, gsize size, GError **error)
 #ifdef HAVE_MPI
   TachRanks *ranks = tach_ranks_world ();
   MPI_Request req;
+  int peer = -1;
 
   if (ranks == NULL)
     return TRUE;
@@ -54,6 +55,14 @@ tach_ranks_share (gpointer data, gsize size, GError **error)
         }
       if (done)
         return TRUE;
+      if (tach_ranks_peer_failed (ranks, &peer))
+        {
+          ranks->broken = TRUE;
+          g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+                       _("rank %d failed between two runs (its own message is above); nothing"
+                         " more runs"), peer);
+          return FALSE;
+        }
       if (tach_ranks_abandoned ())
         {
           ranks->broken = TRUE;

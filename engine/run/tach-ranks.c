@@ -21,8 +21,10 @@
 #include "tach-machine.h"
 #include "tach-ranks-private.h"
 
-/* Tags of the point-to-point messages beside the collectives. */
+/* Tags of the point-to-point messages beside the collectives (72 is the
+ * clocks', 73 the stop notices'). */
 #define TAG_HEARTBEAT 71
+#define TAG_FAILED    74
 /* How often a rank waiting on the others tells rank 0 it is alive. */
 #define HEARTBEAT_MS 1000.0
 
@@ -226,6 +228,51 @@ set_timeout_error (TachRanks *ranks, const char *what, guint64 step, double wait
                  ranks->rank, waited_s, step, what);
 }
 
+void
+tach_ranks_tell_failed (TachRanks *ranks, int status)
+{
+  for (int peer = 0; peer < ranks->size; peer++)
+    {
+      MPI_Request req;
+
+      if (peer == ranks->rank)
+        continue;
+      /* A small message leaves at once; one to a rank gone is dropped. */
+      if (MPI_Isend (&status, 0, MPI_INT, peer, TAG_FAILED, ranks->comm, &req) == MPI_SUCCESS)
+        MPI_Request_free (&req);
+    }
+}
+
+/* (The job's communicator carries the notices: the ranks of a sub-job
+ * have the same numbers.) */
+gboolean
+tach_ranks_peer_failed (TachRanks *ranks, int *peer)
+{
+  MPI_Comm comm = world != NULL ? world->comm : ranks->comm;
+  MPI_Status status;
+  int flag = 0;
+
+  if (MPI_Iprobe (MPI_ANY_SOURCE, TAG_FAILED, comm, &flag, &status) != MPI_SUCCESS || !flag)
+    return FALSE;
+  *peer = status.MPI_SOURCE;
+  return TRUE;
+}
+
+gboolean
+tach_ranks_check_peers (TachRanks *ranks, guint64 step, const char *what, GError **error)
+{
+  int peer = -1;
+
+  if (!tach_ranks_peer_failed (ranks, &peer))
+    return TRUE;
+  ranks->broken = TRUE;
+  g_set_error (error, TACH_ERROR, TACH_ERROR_LIBRARY,
+               _("rank %d failed (its own message is above) while this rank waited for it in"
+                 " step %" PRIu64 "'s %s; the run stops with the rows it has"),
+               peer, step, what);
+  return FALSE;
+}
+
 /* Waits until @poll says done, within the timeout of step @step, taking in
  * heartbeats meanwhile.  *blocked_ms gets the time spent. */
 gboolean
@@ -249,7 +296,17 @@ tach_ranks_wait_for (TachRanks *ranks, TachRanksPoll poll, gpointer data, const 
       if (done)
         break;
       if ((++spins & 63) == 0)
-        heartbeat_drain (ranks);
+        {
+          heartbeat_drain (ranks);
+          /* A rank that failed on its own says so as it ends: waiting for
+           * it to the deadline (the first step's is minutes) helps no one. */
+          if (!tach_ranks_check_peers (ranks, step, what, error))
+            {
+              if (blocked_ms != NULL)
+                *blocked_ms += t - t0;
+              return FALSE;
+            }
+        }
       if (ranks->rank != 0 && t - ranks->hb_sent > HEARTBEAT_MS)
         tach_ranks_heartbeat (ranks, step);
       if (tach_ranks_abandoned ())

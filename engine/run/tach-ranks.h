@@ -100,6 +100,24 @@ gboolean    tach_ranks_check_same_bytes (TachRanks *ranks, const void *data, gsi
  * trip's half (tach-ranks-clock.c); 0 on rank 0 and alone.  Collective. */
 gboolean    tach_ranks_clock_offset (TachRanks *ranks, double *offset_ms, GError **error);
 
+/* A data-parallel run's stop, agreed by every rank (tach-ranks-stop.c):
+ * each rank votes at the start of every step whether it was asked to stop
+ * (tach_run_stop), and counts the vote before at the end of the step;
+ * when any rank voted to stop, every rank learns it at the same step and
+ * stops after it, its collectives complete.  NULL (no vote) for fewer
+ * than 2 ranks.  Engine thread. */
+typedef struct _TachRanksVote TachRanksVote;
+TachRanksVote *tach_ranks_vote_new (TachRanks *ranks);
+/* At the start of each step: this rank's vote.  Collective. */
+gboolean    tach_ranks_vote_cast (TachRanksVote *vote, gboolean stop, GError **error);
+/* At the end of each step: whether any rank voted to stop at the step
+ * before (FALSE after the first step). */
+gboolean    tach_ranks_vote_count (TachRanksVote *vote, gboolean *stop, GError **error);
+/* After the last step: waits for the votes not counted (every rank cast
+ * as many). */
+gboolean    tach_ranks_vote_settle (TachRanksVote *vote, GError **error);
+void        tach_ranks_vote_free (TachRanksVote *vote);
+
 /* ------------------------------------------------------ gradient reducer */
 
 /* A step's communication figures, per rank (milliseconds).  On a device

@@ -91,6 +91,9 @@ typedef struct {
    * end) beside the pending records, which a run of one process keeps as
    * small as before. */
   TachGradReducer      *reducer;
+  /* Data parallel: the ranks' agreement on the step a stop ends (NULL
+   * alone: the stop flag is read directly). */
+  TachRanksVote        *vote;
 } TachRunThread;
 
 /* The run's thread: schedules a notification unless one is pending. */

@@ -133,6 +133,7 @@ thread_clear (TachRunThread *e)
   if (e->model != NULL)
     e->klass->free (e->model);
   g_clear_pointer (&e->reducer, tach_grad_reducer_free);
+  g_clear_pointer (&e->vote, tach_ranks_vote_free);
   tach_backend_free (e->be);
   g_free (e->loss_host);
   g_free (e->acc_host);
@@ -177,6 +178,7 @@ thread_setup (TachRunThread *e, guint64 total, GError **error)
           && run->device->info->kind == TACH_DEVICE_KIND_GPU))
     {
       e->reducer = tach_grad_reducer_new (tach_ranks_for_count (config->ranks), e->be, config);
+      e->vote = tach_ranks_vote_new (tach_ranks_for_count (config->ranks));
     }
   if (tach_config_preset_eager_for_ranks (config))
     tach_backend_note_algorithm (e->be, "launch",
@@ -339,7 +341,8 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
   guint sync_every = run->config.sync_every;
   guint64 warmup = tach_config_get_warmup (&run->config);
 
-  if (g_atomic_int_get (&run->stop))
+  /* (Ranks stop by their vote, at a step they agree on.) */
+  if (e->vote == NULL && g_atomic_int_get (&run->stop))
     {
       *cancelled = TRUE;
       return TRUE;
@@ -372,6 +375,9 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
       t_start = t_prev;
       if (e->reducer != NULL)
         tach_grad_reducer_begin_step (e->reducer, i, (double) t_start / 1e6);
+      if (e->vote != NULL
+          && !tach_ranks_vote_cast (e->vote, g_atomic_int_get (&run->stop) != 0, error))
+        return FALSE;
       tach_step_timer_begin (&e->timer, i, &marks);
       if (!thread_step (e, i, &ctx, error))
         {
@@ -412,7 +418,13 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
       tach_run_pending_note_bytes (e);
 
       last = i + 1 == total;
-      stopping = g_atomic_int_get (&run->stop) != 0;
+      /* Ranks stop together, at the step their vote says (tach-ranks-stop.c):
+       * one stopping alone would leave the others in an all-reduce it
+       * never joins. */
+      if (e->vote == NULL)
+        stopping = g_atomic_int_get (&run->stop) != 0;
+      else if (!tach_ranks_vote_count (e->vote, &stopping, error))
+        return FALSE;
       /* And the end of warm-up, where the end-to-end clock starts. */
       sync_point = last || stopping || (sync_every > 0 && (i + 1) % sync_every == 0)
                    || i + 1 == warmup || i == e->capture_step;
@@ -458,7 +470,8 @@ thread_loop (TachRunThread *e, guint64 total, gboolean *cancelled, GError **erro
           break;
         }
     }
-  return TRUE;
+  /* The votes still in flight, before the collectives that follow. */
+  return e->vote == NULL || tach_ranks_vote_settle (e->vote, error);
 }
 
 static void
@@ -549,7 +562,7 @@ run_main (gpointer data)
    * is not a step, and would shift every point of a chart by wall time. */
   e.t0 = tach_now_ns ();
   e.t_notify = e.t0;
-  if (ok && g_atomic_int_get (&run->stop))
+  if (ok && e.vote == NULL && g_atomic_int_get (&run->stop))
     cancelled = TRUE;
   else if (ok)
     {
