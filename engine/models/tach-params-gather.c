@@ -44,6 +44,19 @@
 #include "tach-error-private.h"
 #include "tach-params-private.h"
 
+/* The held_* accounting is here, below tach-params.c, which also calls
+ * it: what a rank holds changes most often as units come and go. */
+void
+tach_params_hold (TachParams *params, guint kind, gint64 bytes)
+{
+  TachBackend *be = params->be;
+  guint64 *field[3] = { &be->held_params, &be->held_grads, &be->held_state };
+
+  *field[kind] += (guint64) bytes;
+  params->held[kind] += (guint64) bytes;
+  be->held_peak = MAX (be->held_peak, be->held_params + be->held_grads + be->held_state);
+}
+
 static size_t
 page_bytes (void)
 {

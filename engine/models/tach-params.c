@@ -84,17 +84,6 @@ tach_params_add_aligned (TachParams *params, const char *name, size_t count, gbo
   return params->slices->len - 1;
 }
 
-void
-tach_params_hold (TachParams *params, guint kind, gint64 bytes)
-{
-  TachBackend *be = params->be;
-  guint64 *field[3] = { &be->held_params, &be->held_grads, &be->held_state };
-
-  *field[kind] += (guint64) bytes;
-  params->held[kind] += (guint64) bytes;
-  be->held_peak = MAX (be->held_peak, be->held_params + be->held_grads + be->held_state);
-}
-
 /* The ranges this rank updates and the optimizer state they need, once
  * the reducer has cut the buckets (tach_params_alloc). */
 static void

@@ -79,6 +79,34 @@ tach_grad_shard_all_cut (TachGradReducer *self)
   memcpy (self->tensor_bucket, self->unit_tensor_bucket, self->n_tensors * sizeof (guint));
 }
 
+/* The bucket sizes, what each rank keeps and the padding, for the
+ * algorithms line of either shard stage (tach-grad-shard.c's too: this
+ * file is below it). */
+void
+tach_grad_shard_append_layout (TachGradReducer *self, GString *text, const char *keeps,
+                               const char *extra, guint size, guint padded)
+{
+  for (guint i = 0; i < self->buckets->len && i < 8; i++)
+    {
+      const Bucket *b = &g_array_index (self->buckets, Bucket, i);
+
+      g_string_append_printf (text, " %.2f", (double) (b->end - b->start) * sizeof (float) / 1e6);
+    }
+  g_string_append_printf (text, "%s MB, %s", self->buckets->len > 8 ? " ..." : "", keeps);
+  if (extra != NULL)
+    g_string_append_printf (text, "; %s", extra);
+  if (padded > 0)
+    {
+      g_string_append (text, "; ");
+      /* Translators: how many of the buckets were padded, and to what. */
+      g_string_append_printf (text,
+                              g_dngettext (GETTEXT_PACKAGE,
+                                           "%u of them padded to a multiple of %u floats",
+                                           "%u of them padded to a multiple of %u floats", padded),
+                              padded, size);
+    }
+}
+
 /* "all, overlap: 4 units (1 kept through the step), 5 reduce-scatters and
  * 9 all-gathers a step: 0.01 0.43 ... MB, each rank holding 1/2 of each",
  * the run's note. */

@@ -127,31 +127,6 @@ tach_grad_shard_init (TachGradReducer *self, const TachConfig *config)
     tach_grad_shard_all_init (self, config);
 }
 
-void
-tach_grad_shard_append_layout (TachGradReducer *self, GString *text, const char *keeps,
-                               const char *extra, guint size, guint padded)
-{
-  for (guint i = 0; i < self->buckets->len && i < 8; i++)
-    {
-      const Bucket *b = &g_array_index (self->buckets, Bucket, i);
-
-      g_string_append_printf (text, " %.2f", (double) (b->end - b->start) * sizeof (float) / 1e6);
-    }
-  g_string_append_printf (text, "%s MB, %s", self->buckets->len > 8 ? " ..." : "", keeps);
-  if (extra != NULL)
-    g_string_append_printf (text, "; %s", extra);
-  if (padded > 0)
-    {
-      g_string_append (text, "; ");
-      /* Translators: how many of the buckets were padded, and to what. */
-      g_string_append_printf (text,
-                              g_dngettext (GETTEXT_PACKAGE,
-                                           "%u of them padded to a multiple of %u floats",
-                                           "%u of them padded to a multiple of %u floats", padded),
-                              padded, size);
-    }
-}
-
 /* "grads, overlap: 3 reduce-scatters and 3 all-gathers a step: 0.04 1.05
  * 0.33 MB, each rank updating 1/2 of each; 2 of them padded to a multiple
  * of 2 floats", the run's note. */
